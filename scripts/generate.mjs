@@ -1,0 +1,9 @@
+// `npm run generate`: lint the contract and regenerate gen/ from proto/, offline.
+import { execFileSync } from "node:child_process";
+import { writeProtoDeps } from "./proto-deps.mjs";
+
+writeProtoDeps(".proto-deps");
+const buf = (...args) => execFileSync("buf", args, { stdio: "inherit" });
+buf("format", "--write", "proto");
+buf("lint");
+buf("generate");
