@@ -1,0 +1,69 @@
+import type { LogLevel } from "./logger.js";
+
+/** The service's settings, parsed once from an injected environment. */
+export interface Config {
+  /** TCP port of every surface (gRPC, gRPC-Web, Connect, REST). `PORT`, default 8080. */
+  readonly port: number;
+  /** Interface to listen on. `HOST`, default 127.0.0.1 (use 0.0.0.0 in a container). */
+  readonly host: string;
+  /** `DATABASE_URL`: a mysql:// URL. Absent: the embedded SQLite database under `dataDir`. */
+  readonly databaseUrl: string | undefined;
+  /** `DATA_DIR`, default ./data: the embedded database and local keys. */
+  readonly dataDir: string;
+  /** `DEFAULT_TENANT`, default `default`: the tenant of the contract's `/asor/v1` paths. */
+  readonly defaultTenant: string;
+  /** `MAX_BODY_BYTES`, default 1 MiB: the largest request body or message accepted. */
+  readonly maxBodyBytes: number;
+  /** `LOG_LEVEL`: debug, info (default), warn, error or silent. */
+  readonly logLevel: LogLevel;
+}
+
+/** Thrown with every bad setting listed, so one start shows them all. */
+export class ConfigError extends Error {
+  override readonly name = "ConfigError";
+  constructor(readonly problems: readonly string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+  }
+}
+
+const LOG_LEVELS: readonly LogLevel[] = ["debug", "info", "warn", "error", "silent"];
+const TENANT = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/;
+
+export function parseConfig(env: Readonly<Record<string, string | undefined>>): Config {
+  const problems: string[] = [];
+  const integer = (name: string, fallback: number, min: number, max: number): number => {
+    const raw = env[name];
+    if (raw === undefined || raw === "") return fallback;
+    const value = Number(raw);
+    if (!Number.isInteger(value) || value < min || value > max) {
+      problems.push(`${name} must be an integer from ${min} to ${max}, not "${raw}"`);
+      return fallback;
+    }
+    return value;
+  };
+  const port = integer("PORT", 8080, 0, 65535);
+  const maxBodyBytes = integer("MAX_BODY_BYTES", 1024 * 1024, 1024, 64 * 1024 * 1024);
+  const databaseUrl = env.DATABASE_URL === "" ? undefined : env.DATABASE_URL;
+  if (databaseUrl !== undefined) {
+    let protocol = "";
+    try {
+      protocol = new URL(databaseUrl).protocol;
+    } catch {
+      problems.push("DATABASE_URL is not a URL (expected mysql://user:password@host:port/database)");
+    }
+    if (protocol !== "" && protocol !== "mysql:") problems.push(`DATABASE_URL must be a mysql:// URL, not ${protocol}//...`);
+  }
+  const defaultTenant = env.DEFAULT_TENANT || "default";
+  if (!TENANT.test(defaultTenant)) problems.push(`DEFAULT_TENANT "${defaultTenant}" is not a tenant name (letters, digits, _ . -; at most 63)`);
+  const logLevel = (env.LOG_LEVEL || "info") as LogLevel;
+  if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}, not "${logLevel}"`);
+  if (problems.length > 0) throw new ConfigError(problems);
+  return { port, host: env.HOST || "127.0.0.1", databaseUrl, dataDir: env.DATA_DIR || "./data", defaultTenant, maxBodyBytes, logLevel };
+}
+
+/** Where the data lives, for the start-up line: never the password. */
+export function describeStorage(config: Config): string {
+  if (config.databaseUrl === undefined) return `embedded SQLite in ${config.dataDir}/registry.sqlite`;
+  const url = new URL(config.databaseUrl);
+  return `MySQL at ${url.hostname}:${url.port || 3306}${url.pathname}`;
+}

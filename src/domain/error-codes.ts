@@ -1,0 +1,32 @@
+/**
+ * Every code the registry answers with, with its one-line meaning. Clients
+ * branch on these; the list is documented in docs/errors.md and may grow but
+ * a code never changes meaning.
+ */
+export const ERROR_CODES = {
+  // Whole-request codes (the `code` of the error as a whole).
+  VALIDATION_FAILED: "The request breaks the contract; `errors` lists every problem.",
+  NOT_FOUND: "No definition with that id exists in the tenant.",
+  TENANT_NOT_FOUND: "The tenant has not been set up.",
+  UNSUPPORTED_MEDIA_TYPE: "The request body is neither application/json nor multipart/form-data.",
+  PAYLOAD_TOO_LARGE: "The request body is larger than the configured limit.",
+  CONFLICT: "Concurrent writes to the same key kept colliding; retry the request.",
+  UNAVAILABLE: "The registry's database is unreachable; retry later.",
+  INTERNAL: "An unexpected error; it has been logged.",
+  // Per-member codes (the `code` of each item in `errors`).
+  MALFORMED_JSON: "The body is not valid JSON.",
+  UNKNOWN_FIELD: "The member is not part of the contract.",
+  INVALID_TYPE: "The member has the wrong JSON type.",
+  REQUIRED: "The member is required and missing or empty.",
+  TOO_LONG: "The string is longer than the member allows.",
+  PATTERN_MISMATCH: "The string does not have the member's required form.",
+  INVALID_URI: "The string is not an absolute URI.",
+  NOT_ALLOWED: "The value is not one of the member's allowed values.",
+  OUT_OF_RANGE: "The number is outside the member's range.",
+  INVALID_VALUE: "The value breaks a rule of the member.",
+  DUPLICATE_SKILL_ID: "Two skills of one definition have the same id.",
+  DUPLICATE_SKILL_RESOURCE: "Two hostConfig items name the same skill.",
+  UNKNOWN_SKILL: "A hostConfig item names a skill the definition does not have.",
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_CODES;

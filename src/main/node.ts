@@ -1,0 +1,30 @@
+// The Node entrypoint: config -> app -> one port for every surface.
+import { createApp } from "../app.js";
+import { ConfigError, describeStorage, parseConfig } from "../config.js";
+import { createNodeServer, listen } from "./node-server.js";
+
+async function main(): Promise<void> {
+  const config = parseConfig(process.env);
+  const app = await createApp(config);
+  const { server, close } = createNodeServer(app);
+  const port = await listen(server, config.port, config.host);
+  app.logger.info("agent definition registry listening", {
+    url: `http://${config.host}:${port}`,
+    surfaces: "gRPC (HTTP/2), gRPC-Web, Connect, REST",
+    storage: describeStorage(config),
+    defaultTenant: config.defaultTenant,
+  });
+  const stop = async (signal: string): Promise<void> => {
+    app.logger.info("shutting down", { signal });
+    await close();
+    await app.close();
+    process.exit(0);
+  };
+  process.once("SIGTERM", () => void stop("SIGTERM"));
+  process.once("SIGINT", () => void stop("SIGINT"));
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof ConfigError ? err.message : err);
+  process.exit(1);
+});

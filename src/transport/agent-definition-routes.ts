@@ -1,0 +1,57 @@
+import type { ConnectRouter, HandlerContext, Interceptor } from "@connectrpc/connect";
+import { AgentDefinitionService } from "../../gen/asor/v1/agent_definition_service_pb.js";
+import { create } from "@bufbuild/protobuf";
+import { ListAgentDefinitionsResponseSchema } from "../../gen/asor/v1/agent_definition_service_pb.js";
+import type { Logger } from "../logger.js";
+import type { RegistryService } from "../service/registry-service.js";
+import { asConnectError } from "./error-mapping.js";
+
+export interface RoutesOptions {
+  readonly service: RegistryService;
+  /** The tenant of requests that name none (the contract's `/asor/v1` paths). */
+  readonly defaultTenant: string;
+  readonly logger: Logger;
+  /** Interceptors that run before the handlers (authentication, later). */
+  readonly interceptors?: readonly Interceptor[];
+}
+
+/** Turns every error leaving a handler into the ConnectError a caller may see. */
+function errorInterceptor(logger: Logger): Interceptor {
+  return (next) => async (req) => {
+    try {
+      return await next(req);
+    } catch (err) {
+      throw asConnectError(err, logger, req.method.name);
+    }
+  };
+}
+
+/**
+ * The one registration point of the registry's RPCs, taken by every adapter
+ * (Node HTTP/1.1 and HTTP/2, Deno, and the REST transcoder's in-process
+ * transport), so every surface runs the same interceptors and handlers.
+ */
+export function createRoutes({ service, defaultTenant, logger, interceptors = [] }: RoutesOptions) {
+  const tenantOf = (requested: string, _ctx: HandlerContext): string => requested || defaultTenant;
+  return (router: ConnectRouter): void => {
+    router.service(
+      AgentDefinitionService,
+      {
+        async listAgentDefinitions(req, ctx) {
+          const page = await service.list(tenantOf(req.tenant, ctx), req);
+          return create(ListAgentDefinitionsResponseSchema, page);
+        },
+        getAgentDefinition: (req, ctx) => service.get(tenantOf(req.tenant, ctx), req),
+        async upsertAgentDefinition(req, ctx) {
+          const { definition } = await service.upsert(tenantOf(req.tenant, ctx), req);
+          return definition;
+        },
+      },
+      {
+        interceptors: [errorInterceptor(logger), ...interceptors],
+        // Reject unknown JSON keys instead of dropping them (Connect's default ignores them).
+        jsonOptions: { ignoreUnknownFields: false },
+      },
+    );
+  };
+}

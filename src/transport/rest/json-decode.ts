@@ -1,0 +1,89 @@
+import { type DescField, type DescMessage, fromJson, type JsonValue, type MessageShape, ScalarType } from "@bufbuild/protobuf";
+import { type Issue, issueAt } from "../../domain/errors.js";
+
+const INT32_MIN = -(2 ** 31);
+const INT32_MAX = 2 ** 31 - 1;
+
+function describe(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  return typeof value === "object" ? "an object" : `a ${typeof value}`;
+}
+
+function join(path: string, name: string): string {
+  return path === "" ? name : `${path}.${name}`;
+}
+
+function scalarIssue(type: ScalarType, value: unknown, path: string): Issue | undefined {
+  switch (type) {
+    case ScalarType.STRING:
+      return typeof value === "string" ? undefined : issueAt(path, "INVALID_TYPE", `${path} must be a string, not ${describe(value)}.`);
+    case ScalarType.BOOL:
+      return typeof value === "boolean" ? undefined : issueAt(path, "INVALID_TYPE", `${path} must be true or false, not ${describe(value)}.`);
+    case ScalarType.INT32: {
+      const n = typeof value === "string" && /^-?\d+$/.test(value) ? Number(value) : value;
+      const ok = typeof n === "number" && Number.isInteger(n) && n >= INT32_MIN && n <= INT32_MAX;
+      return ok ? undefined : issueAt(path, "INVALID_TYPE", `${path} must be a 32-bit integer.`);
+    }
+    default:
+      return undefined;
+  }
+}
+
+function valueIssues(field: DescField, value: unknown, path: string, issues: Issue[]): void {
+  if (field.fieldKind === "message") {
+    objectIssues(field.message, value, path, issues);
+  } else if (field.fieldKind === "scalar") {
+    const issue = scalarIssue(field.scalar, value, path);
+    if (issue) issues.push(issue);
+  } else if (field.fieldKind === "list") {
+    if (!Array.isArray(value)) {
+      issues.push(issueAt(path, "INVALID_TYPE", `${path} must be an array, not ${describe(value)}.`));
+      return;
+    }
+    value.forEach((item, i) => {
+      const at = `${path}[${i}]`;
+      if (field.listKind === "message") objectIssues(field.message, item, at, issues);
+      else if (field.listKind === "scalar") {
+        const issue = scalarIssue(field.scalar, item, at);
+        if (issue) issues.push(issue);
+      }
+    });
+  }
+}
+
+function objectIssues(desc: DescMessage, value: unknown, path: string, issues: Issue[]): void {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    const where = path === "" ? "The body" : path;
+    issues.push({ ...issueAt(path, "INVALID_TYPE", `${where} must be a JSON object, not ${describe(value)}.`) });
+    return;
+  }
+  for (const [key, member] of Object.entries(value)) {
+    const at = join(path, key);
+    const field = desc.fields.find((f) => f.jsonName === key);
+    if (field === undefined) {
+      const near = desc.fields.find((f) => f.name === key || f.jsonName.toLowerCase() === key.toLowerCase());
+      const hint = near ? ` Did you mean "${near.jsonName}"?` : "";
+      issues.push({ code: "UNKNOWN_FIELD", message: `${at} is not a member of ${desc.name}.${hint}`, field: key, path: at });
+    } else if (member !== null) {
+      valueIssues(field, member, at, issues);
+    }
+  }
+}
+
+/**
+ * Decodes the JSON of a message, checking it against the contract first so
+ * that every unknown member and every wrongly typed value is reported with its
+ * path, not just the first. Only the exact JSON names of the contract are
+ * accepted (`externalAgentID`, not `external_agent_id`). `null` means unset.
+ */
+export function decodeJsonMessage<Desc extends DescMessage>(
+  desc: Desc,
+  json: unknown,
+  path = "",
+): { message: MessageShape<Desc>; issues: [] } | { message: undefined; issues: Issue[] } {
+  const issues: Issue[] = [];
+  objectIssues(desc, json, path, issues);
+  if (issues.length > 0) return { message: undefined, issues };
+  return { message: fromJson(desc, json as JsonValue), issues: [] };
+}

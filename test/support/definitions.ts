@@ -1,0 +1,76 @@
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+
+/** The spec's example definition (../shared/examples), as JSON. */
+export function exampleDefinition(): Record<string, any> {
+  const path = fileURLToPath(new URL("../../../shared/examples/customer-service-agent.json", import.meta.url));
+  return JSON.parse(readFileSync(path, "utf8"));
+}
+
+/** A small valid definition; `overrides` replace top-level members. */
+export function minimalDefinition(overrides: Record<string, unknown> = {}): Record<string, any> {
+  return {
+    name: "Minimal Agent",
+    description: "Does one thing",
+    url: "https://agents.example.com/minimal",
+    version: "1.0.0",
+    provider: { id: "Provider=Acme" },
+    skills: [{ id: "s1", name: "Skill one", description: "The one thing" }],
+    ...overrides,
+  };
+}
+
+/**
+ * A response body without the members the service adds (ids, derived ids,
+ * descriptors, hrefs, reference ids): what is left must equal what was sent.
+ */
+export function withoutReadOnly(def: Record<string, any>): Record<string, any> {
+  const copy = structuredClone(def);
+  delete copy.id;
+  const dropIds = (items?: Record<string, any>[]) => items?.forEach((i) => delete i.id);
+  if (copy.provider) {
+    delete copy.provider.descriptor;
+    delete copy.provider.href;
+  }
+  if (copy.platform) {
+    delete copy.platform.descriptor;
+    delete copy.platform.reference_id;
+  }
+  dropIds(copy.defaultInputModes);
+  dropIds(copy.defaultOutputModes);
+  for (const skill of copy.skills ?? []) {
+    dropIds(skill.tags);
+    dropIds(skill.inputModes);
+    dropIds(skill.outputModes);
+  }
+  for (const item of copy.hostConfig ?? []) {
+    delete item.id;
+    if (item.executionMode) {
+      delete item.executionMode.descriptor;
+      delete item.executionMode.href;
+    }
+    for (const resource of item.hostResources ?? []) {
+      delete resource.id;
+      for (const tool of resource.tools ?? []) delete tool.descriptor;
+    }
+  }
+  return copy;
+}
+
+/** Every derived id in a response body, in document order. */
+export function derivedIds(def: Record<string, any>): string[] {
+  const ids: string[] = [];
+  const take = (items?: Record<string, any>[]) => items?.forEach((i) => ids.push(i.id));
+  take(def.defaultInputModes);
+  take(def.defaultOutputModes);
+  for (const skill of def.skills ?? []) {
+    take(skill.tags);
+    take(skill.inputModes);
+    take(skill.outputModes);
+  }
+  for (const item of def.hostConfig ?? []) {
+    ids.push(item.id);
+    take(item.hostResources);
+  }
+  return ids;
+}
