@@ -1,0 +1,111 @@
+/**
+ * Builds the knex instance for the configured database: MySQL/MariaDB when a
+ * `mysql://` URL is given, else an embedded SQLite file under the data dir.
+ */
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import knex from "knex";
+import type { Knex } from "knex";
+
+/** Which SQL dialect a knex instance speaks; queries branch on it where the two differ. */
+export type Dialect = "mysql" | "sqlite";
+
+/** Where the registry keeps its data. */
+export interface StorageOptions {
+  /** `mysql://user:password@host:port/database`; absent means embedded SQLite. */
+  readonly databaseUrl?: string | undefined;
+  /** Directory for the SQLite file (created if missing); unused with MySQL. */
+  readonly dataDir: string;
+}
+
+/** A knex instance and the dialect it speaks. */
+export interface Database {
+  readonly db: Knex;
+  readonly dialect: Dialect;
+}
+
+/** The SQLite file inside the data dir. */
+export const sqliteFileName = "registry.sqlite";
+
+/** How long a statement waits for a row lock before MySQL gives up (the default, 50 s, outlives any HTTP client). */
+const lockWaitTimeoutSeconds = 10;
+
+/** Opens (lazily: the pool connects on first use) the database described by `options`. */
+export async function openDatabase(options: StorageOptions): Promise<Database> {
+  if (options.databaseUrl !== undefined && options.databaseUrl !== "") {
+    return { db: knex(mysqlConfig(options.databaseUrl)), dialect: "mysql" };
+  }
+  await mkdir(options.dataDir, { recursive: true });
+  return { db: knex(sqliteConfig(join(options.dataDir, sqliteFileName))), dialect: "sqlite" };
+}
+
+function mysqlConfig(databaseUrl: string): Knex.Config {
+  const url = new URL(databaseUrl);
+  if (url.protocol !== "mysql:" && url.protocol !== "mariadb:") {
+    throw new Error(`Unsupported database URL scheme "${url.protocol}": expected mysql://`);
+  }
+  const database = decodeURIComponent(url.pathname.replace(/^\//, ""));
+  return {
+    client: "mysql2",
+    connection: {
+      host: url.hostname.replace(/^\[(.*)\]$/, "$1"),
+      port: url.port === "" ? 3306 : Number(url.port),
+      user: decodeURIComponent(url.username),
+      password: decodeURIComponent(url.password),
+      ...(database === "" ? {} : { database }),
+      // utf8mb4 so 4-byte characters (emoji) survive; the key columns carry their own binary collation.
+      charset: "utf8mb4",
+      connectTimeout: 5_000,
+      // DATETIME as the server's text, read as UTC by rows.ts: no driver-local time zone involved.
+      dateStrings: true,
+      timezone: "Z",
+      supportBigNumbers: true,
+    },
+    pool: {
+      min: 0,
+      max: 10,
+      afterCreate(connection: MysqlConnection, done: (error: Error | null, connection: unknown) => void) {
+        // Strict mode so an over-long value fails instead of being truncated into a different key.
+        connection.query(
+          `SET SESSION sql_mode = CONCAT_WS(',', NULLIF(@@SESSION.sql_mode, ''), 'STRICT_ALL_TABLES'), SESSION innodb_lock_wait_timeout = ${lockWaitTimeoutSeconds}, time_zone = '+00:00'`,
+          (error) => done(error, connection),
+        );
+      },
+    },
+    acquireConnectionTimeout: 10_000,
+  };
+}
+
+interface MysqlConnection {
+  query(sql: string, callback: (error: Error | null) => void): void;
+}
+
+interface SqliteConnection {
+  pragma(source: string): unknown;
+}
+
+function sqliteConfig(filename: string): Knex.Config {
+  return {
+    client: "better-sqlite3",
+    connection: { filename },
+    useNullAsDefault: true,
+    // One connection: SQLite has one writer anyway, and transactions then queue in the pool
+    // instead of failing with SQLITE_BUSY against each other.
+    pool: {
+      min: 1,
+      max: 1,
+      afterCreate(connection: SqliteConnection, done: (error: Error | null, connection: unknown) => void) {
+        try {
+          connection.pragma("journal_mode = WAL");
+          connection.pragma("foreign_keys = ON");
+          connection.pragma("busy_timeout = 5000");
+          connection.pragma("synchronous = NORMAL");
+          done(null, connection);
+        } catch (error) {
+          done(error as Error, connection);
+        }
+      },
+    },
+    acquireConnectionTimeout: 30_000,
+  };
+}

@@ -1,0 +1,92 @@
+/**
+ * Translation of database driver errors into what the repository does next.
+ * Drivers and knex wrap errors differently (knex rewrites messages, mysql2
+ * sets `code`/`errno`, better-sqlite3 sets extended `code`s, Node's `net`
+ * raises AggregateErrors), so we look at codes along the whole cause chain and
+ * never at messages, which change between versions and locales.
+ */
+
+/** What a failed database call means for the caller. */
+export type DriverErrorKind =
+  /** A race with another writer: running the transaction again can succeed. */
+  | "retryable"
+  /** The database cannot be reached or did not hand out a connection in time. */
+  | "unavailable"
+  /** Anything else: a bug or a broken schema, surfaced as it is. */
+  | "other";
+
+const retryableCodes = new Set([
+  "ER_DUP_ENTRY", // 1062: another transaction inserted the same key first
+  "ER_LOCK_DEADLOCK", // 1213: InnoDB rolled us back; gap locks on a missing key race this way
+  "ER_LOCK_WAIT_TIMEOUT", // 1205
+  "SQLITE_CONSTRAINT_UNIQUE",
+  "SQLITE_CONSTRAINT_PRIMARYKEY",
+]);
+
+const retryableErrnos = new Set([1062, 1205, 1213]);
+
+const unavailableCodes = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EPIPE",
+  "PROTOCOL_CONNECTION_LOST",
+  "PROTOCOL_SEQUENCE_TIMEOUT",
+  "ER_CON_COUNT_ERROR", // 1040: the server is full
+  "ER_SERVER_SHUTDOWN", // 1053
+  "ER_CONNECTION_KILLED", // 1927 (MariaDB)
+  "CR_CONNECTION_ERROR",
+  "CR_CONN_HOST_ERROR",
+  "CR_SERVER_GONE_ERROR",
+  "CR_SERVER_LOST",
+]);
+
+const unavailableErrnos = new Set([1040, 1053, 1927, 2002, 2003, 2006, 2013]);
+
+/** Classifies an error thrown by knex or a driver, looking at every error it wraps. */
+export function classifyDriverError(error: unknown): DriverErrorKind {
+  let kind: DriverErrorKind = "other";
+  for (const candidate of errorChain(error)) {
+    const own = classifyOne(candidate);
+    // A connection failure wins over anything it caused further up the chain.
+    if (own === "unavailable") return own;
+    if (own === "retryable") kind = own;
+  }
+  return kind;
+}
+
+function classifyOne(error: object): DriverErrorKind {
+  const { code, errno, name } = error as { code?: unknown; errno?: unknown; name?: unknown };
+  // knex's pool gave up waiting for a connection: the database is overloaded or gone.
+  if (name === "KnexTimeoutError") return "unavailable";
+  if (typeof code === "string") {
+    if (unavailableCodes.has(code)) return "unavailable";
+    if (retryableCodes.has(code)) return "retryable";
+    // SQLITE_BUSY_SNAPSHOT and friends: another connection holds or changed the write lock.
+    if (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED")) return "retryable";
+  }
+  if (typeof errno === "number") {
+    if (unavailableErrnos.has(errno)) return "unavailable";
+    if (retryableErrnos.has(errno)) return "retryable";
+  }
+  return "other";
+}
+
+/** The error, its causes and, for AggregateErrors, their members; bounded against cycles. */
+function* errorChain(error: unknown): Generator<object> {
+  const pending: unknown[] = [error];
+  const seen = new Set<unknown>();
+  while (pending.length > 0 && seen.size < 32) {
+    const current = pending.shift();
+    if (typeof current !== "object" || current === null || seen.has(current)) continue;
+    seen.add(current);
+    yield current;
+    const { cause, errors } = current as { cause?: unknown; errors?: unknown };
+    pending.push(cause);
+    if (Array.isArray(errors)) pending.push(...errors);
+  }
+}

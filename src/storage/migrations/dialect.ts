@@ -1,0 +1,29 @@
+/**
+ * What the migrations need to know about the server they run on.
+ */
+import type { Knex } from "knex";
+import type { Dialect } from "../connection.js";
+
+/** The dialect of the knex instance (or transaction) a migration was handed. */
+export function dialectOf(db: Knex): Dialect {
+  const client: unknown = db.client.config.client;
+  if (client === "mysql2" || client === "mysql") return "mysql";
+  if (client === "better-sqlite3" || client === "sqlite3") return "sqlite";
+  throw new Error(`Unsupported knex client: ${String(client)}`);
+}
+
+/**
+ * The collation that compares key columns byte for byte, trailing spaces
+ * included. MySQL's and MariaDB's defaults fold case and pad spaces, so
+ * "Agent" and "agent " would be one key; and the two servers name their
+ * NO PAD binary collations differently.
+ */
+export async function exactCollation(db: Knex): Promise<string> {
+  // knex.raw on mysql2 answers [rows, fields].
+  const [rows] = (await db.raw("SELECT VERSION() AS version")) as [Array<{ version: string }>, unknown];
+  const version = rows[0]?.version ?? "";
+  if (/mariadb/i.test(version)) return "utf8mb4_nopad_bin"; // MariaDB >= 10.2
+  const major = Number.parseInt(version, 10);
+  if (major >= 8) return "utf8mb4_0900_bin";
+  throw new Error(`MySQL ${version} has no NO PAD binary collation; MySQL 8 or MariaDB 10.2+ is required.`);
+}

@@ -1,0 +1,62 @@
+/**
+ * The schema's history as an ordered list, served to knex by a custom
+ * migration source so it works the same from source (tsx), from a bundle and
+ * on Deno: no directory scanning, no file-name conventions.
+ */
+import type { Knex } from "knex";
+import { createTenants } from "./0001-create-tenants.js";
+import { seedDefaultTenant } from "./0002-seed-default-tenant.js";
+import { createAgentDefinitions } from "./0003-create-agent-definitions.js";
+
+/** One schema change. `down` undoes exactly what `up` did. */
+export interface Migration {
+  /** Recorded in `knex_migrations`; never rename one that has shipped. */
+  readonly name: string;
+  up(db: Knex): Promise<void>;
+  down(db: Knex): Promise<void>;
+}
+
+/** Every migration, oldest first. Append only. */
+export const migrations: readonly Migration[] = [createTenants, seedDefaultTenant, createAgentDefinitions];
+
+/** Serves `migrations` to knex's migrator. */
+export const migrationSource: Knex.MigrationSource<Migration> = {
+  async getMigrations() {
+    return [...migrations];
+  },
+  getMigrationName(migration) {
+    return migration.name;
+  },
+  async getMigration(migration) {
+    return { up: (db: Knex) => migration.up(db), down: (db: Knex) => migration.down(db) };
+  },
+};
+
+const migrationConfig: Knex.MigratorConfig = { migrationSource, tableName: "knex_migrations" };
+
+/** How long to wait for another process that is migrating the same database. */
+const lockAttempts = 30;
+const lockRetryMillis = 500;
+
+/**
+ * Brings the schema up to date. Safe to call on every start and from several
+ * processes at once: knex's lock table lets one migrate, and the others wait
+ * for it here instead of failing (knex does not wait by itself).
+ */
+export async function migrateToLatest(db: Knex): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await db.migrate.latest(migrationConfig);
+      return;
+    } catch (error) {
+      const locked = (error as { name?: unknown }).name === "MigrationLocked";
+      if (!locked || attempt >= lockAttempts) throw error;
+      await new Promise((resolve) => setTimeout(resolve, lockRetryMillis));
+    }
+  }
+}
+
+/** Undoes every migration; for tests and for tearing an installation down. */
+export async function migrateToNothing(db: Knex): Promise<void> {
+  await db.migrate.rollback(migrationConfig, true);
+}
