@@ -7,3 +7,6 @@ const buf = (...args) => execFileSync("buf", args, { stdio: "inherit" });
 buf("format", "--write", "proto");
 buf("lint");
 buf("generate");
+// A descriptor image of the API and its imports, for clients that need the
+// schema without a checkout of the protos (`buf curl --schema gen/asor.binpb`).
+buf("build", ".", "--path", "proto/asor", "--output", "gen/asor.binpb");

@@ -31,14 +31,19 @@ export function toFetchRequest(req: NodeRequest, res: NodeResponse): Request {
   } as RequestInit);
 }
 
-/** Writes a fetch Response to a Node response. */
-export async function sendFetchResponse(res: NodeResponse, response: Response): Promise<void> {
+/**
+ * Writes a fetch Response to a Node response. An HTTP/1.1 answer given before
+ * the request body was read in full (a 413, say) closes the connection: the
+ * unread rest of the body would otherwise be taken for the next request.
+ */
+export async function sendFetchResponse(req: NodeRequest, res: NodeResponse, response: Response): Promise<void> {
   const headers: Record<string, string> = {};
   response.headers.forEach((value, name) => {
     headers[name] = value;
   });
   const body = new Uint8Array(await response.arrayBuffer());
   headers["content-length"] = String(body.byteLength);
+  if (req.httpVersionMajor === 1 && !req.complete) headers.connection = "close";
   // Both Node response kinds take these calls; their typings differ only in `write`.
   (res as ServerResponse).writeHead(response.status, headers);
   res.end(body);

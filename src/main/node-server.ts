@@ -32,7 +32,7 @@ export function createNodeServer(app: App): NodeServer {
     try {
       const request = toFetchRequest(req, res);
       const response = (await app.handleRest(request)) ?? notFoundResponse(new URL(request.url).pathname);
-      await sendFetchResponse(res, response);
+      await sendFetchResponse(req, res, response);
     } catch (err) {
       app.logger.error("request failed outside the handlers", { err });
       if (!res.headersSent) (res as ServerResponse).writeHead(500, { "content-type": "application/json" });

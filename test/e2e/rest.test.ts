@@ -170,6 +170,13 @@ forEachDatabase((db) => {
       expect(body.errors[0].code).toBe("UNSUPPORTED_MEDIA_TYPE");
     });
 
+    it("answers 413 for a body over the limit, before reading all of it", async () => {
+      const huge = JSON.stringify(minimalDefinition({ description: "x".repeat(1024 * 1024) }));
+      const res = await post(TENANT_PATH, huge);
+      expect(res.status).toBe(413);
+      expect((await res.json()).errors[0].code).toBe("PAYLOAD_TOO_LARGE");
+    });
+
     it("answers 404 for a tenant that does not exist", async () => {
       const res = await post("/api/asor/v1/nobody/agentDefinition", minimalDefinition());
       expect(res.status).toBe(404);

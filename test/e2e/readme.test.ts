@@ -1,0 +1,43 @@
+import { execFile } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { promisify } from "node:util";
+import { describe, expect, it } from "vitest";
+import { testDatabases } from "../support/databases.js";
+import { useServer } from "../support/server.js";
+
+const run = promisify(execFile);
+
+/** The command lines of the README's ```sh blocks that start with `prefix`. */
+function readmeCommands(prefix: string): string[] {
+  const readme = readFileSync("README.md", "utf8");
+  const blocks = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1] ?? "");
+  return blocks.flatMap((b) => b.split("\n")).filter((line) => line.startsWith(prefix));
+}
+
+describe("the README's examples, run as written against a running server", () => {
+  const [sqlite] = testDatabases();
+  const server = useServer(sqlite!);
+  const onTestServer = (line: string) => line.replaceAll("http://127.0.0.1:8080", server().baseUrl);
+
+  it("curl: POST answers 201 with Location, then both lists show the definition", async () => {
+    const lines = readmeCommands("curl ");
+    expect(lines).toHaveLength(3);
+    const [post, list, contractList] = lines.map(onTestServer) as [string, string, string];
+    const created = (await run("bash", ["-c", post])).stdout;
+    expect(created).toMatch(/^HTTP\/1\.1 201/);
+    const location = /^location: (\S+)/im.exec(created)?.[1];
+    expect(location).toMatch(/^\/api\/asor\/v1\/default\/agentDefinition\/[0-9a-f]{32}$/);
+    for (const command of [list, contractList]) {
+      const body = JSON.parse((await run("bash", ["-c", command])).stdout);
+      expect(body.data.map((d: { name: string }) => d.name)).toContain("Hello Agent");
+    }
+  });
+
+  it("buf curl: lists over gRPC", async () => {
+    const [line] = readmeCommands("npx buf curl");
+    expect(line).toBeDefined();
+    const command = onTestServer(line!).replace(/^npx buf /, "node_modules/.bin/buf ");
+    const body = JSON.parse((await run("bash", ["-c", command])).stdout);
+    expect(body.total).toBeGreaterThanOrEqual(0);
+  });
+});

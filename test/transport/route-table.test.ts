@@ -1,0 +1,31 @@
+import { describe, expect, it } from "vitest";
+import { AgentDefinitionService } from "../../gen/asor/v1/agent_definition_service_pb.js";
+import { buildRouteTable, matchRoute } from "../../src/transport/rest/route-table.js";
+
+describe("the REST route table", () => {
+  const table = buildRouteTable([AgentDefinitionService]);
+
+  it("has both base paths of every RPC, from the google.api.http rules", () => {
+    expect(table.map((r) => `${r.verb} ${r.template} -> ${r.method.name}`)).toEqual([
+      "GET /api/asor/v1/{tenant}/agentDefinition -> ListAgentDefinitions",
+      "GET /asor/v1/agentDefinition -> ListAgentDefinitions",
+      "GET /api/asor/v1/{tenant}/agentDefinition/{id} -> GetAgentDefinition",
+      "GET /asor/v1/agentDefinition/{id} -> GetAgentDefinition",
+      "POST /api/asor/v1/{tenant}/agentDefinition -> UpsertAgentDefinition",
+      "POST /asor/v1/agentDefinition -> UpsertAgentDefinition",
+    ]);
+    expect(table.filter((r) => r.verb === "POST").map((r) => r.body)).toEqual(["agent_card_and_tools", "agent_card_and_tools"]);
+  });
+
+  it("matches path variables and nothing else", () => {
+    const get = table[2]!;
+    expect(matchRoute(get, ["api", "asor", "v1", "acme", "agentDefinition", "abc"])).toEqual(new Map([["tenant", "acme"], ["id", "abc"]]));
+    expect(matchRoute(get, ["api", "asor", "v1", "acme", "agentDefinition"])).toBeUndefined();
+    expect(matchRoute(get, ["api", "asor", "v1", "", "agentDefinition", "abc"])).toBeUndefined();
+    expect(matchRoute(get, ["api", "asor", "v2", "acme", "agentDefinition", "abc"])).toBeUndefined();
+  });
+
+  it("refuses two bindings of the same verb and template", () => {
+    expect(() => buildRouteTable([AgentDefinitionService, AgentDefinitionService])).toThrow(/both bind GET/);
+  });
+});
