@@ -1,9 +1,10 @@
 // `npm run generate`: lint the contract and regenerate gen/ from proto/, offline.
 import { execFileSync } from "node:child_process";
+import { bufPath } from "./buf.mjs";
 import { writeProtoDeps } from "./proto-deps.mjs";
 
 writeProtoDeps(".proto-deps");
-const buf = (...args) => execFileSync("buf", args, { stdio: "inherit" });
+const buf = (...args) => execFileSync(bufPath(), args, { stdio: "inherit" });
 buf("format", "--write", "proto");
 buf("lint");
 buf("generate");

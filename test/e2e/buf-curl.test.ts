@@ -6,13 +6,14 @@ import { exampleDefinition } from "../support/definitions.js";
 import { useServer } from "../support/server.js";
 
 const run = promisify(execFile);
-const BUF = "node_modules/.bin/buf";
+/** buf from node_modules, through the project's wrapper (see scripts/buf.mjs). */
+const BUF = ["scripts/buf.mjs"];
 const SERVICE = "asor.v1.AgentDefinitionService";
 
 /** `buf curl` as the README shows it: the committed descriptor image as the schema. */
 async function bufCurl(baseUrl: string, method: string, data: unknown, protocol: "grpc" | "connect"): Promise<any> {
   const transport = protocol === "grpc" ? ["--protocol", "grpc", "--http2-prior-knowledge"] : ["--protocol", "connect"];
-  const { stdout } = await run(BUF, ["curl", "--schema", "gen/asor.binpb", ...transport, "--data", JSON.stringify(data), `${baseUrl}/${SERVICE}/${method}`]);
+  const { stdout } = await run("node", [...BUF, "curl", "--schema", "gen/asor.binpb", ...transport, "--data", JSON.stringify(data), `${baseUrl}/${SERVICE}/${method}`]);
   return JSON.parse(stdout);
 }
 
