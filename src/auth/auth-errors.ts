@@ -1,0 +1,39 @@
+/** The errors authentication answers with. None ever contains the token. */
+import { RegistryError } from "../domain/errors.js";
+
+/** 401: the request carries no usable credentials; `message` says what is wrong with them. */
+export function unauthenticated(message: string): RegistryError {
+  return new RegistryError("unauthenticated", "UNAUTHENTICATED", message, [{ code: "UNAUTHENTICATED", message }]);
+}
+
+/**
+ * 503: the issuer (its JWKS or introspection endpoint) could not be asked. The
+ * cause is kept for the log with the token scrubbed from its message.
+ */
+export function issuerUnavailable(cause: unknown, token: string): RegistryError {
+  const message = "The token issuer could not be reached to check the bearer token; try again later.";
+  return new RegistryError("unavailable", "UNAVAILABLE", message, [], { cause: scrub(cause, token) });
+}
+
+/** A copy of an error with only its name, code and message, the token replaced; no payloads or responses. */
+export function scrub(error: unknown, token: string): Error {
+  const text = (value: string): string => (token === "" ? value : value.split(token).join("[token]"));
+  if (!(error instanceof Error)) return new Error(text(String(error)));
+  const copy = new Error(text(error.message));
+  copy.name = error.name;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === "string") Object.assign(copy, { code });
+  return copy;
+}
+
+/** Authentication could not be set up at start-up (discovery failed, the issuer's metadata lacks an endpoint, the local key is unusable). */
+export class AuthSetupError extends Error {
+  override readonly name = "AuthSetupError";
+  constructor(
+    readonly code: "AUTH_DISCOVERY_FAILED" | "AUTH_ISSUER_METADATA" | "AUTH_LOCAL_KEY",
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}

@@ -1,0 +1,134 @@
+/**
+ * The authenticator: reads the Authorization header, verifies the bearer
+ * token (a JWT against the issuer's keys, or an opaque token by introspection)
+ * and maps its claims to a Principal. Two modes: an OAuth2 resource server for
+ * a configured issuer, or the local development issuer.
+ */
+import { createLocalJWKSet } from "jose";
+import * as oidc from "openid-client";
+import type { AuthConfig } from "./auth-config.js";
+import { AuthSetupError, scrub, unauthenticated } from "./auth-errors.js";
+import { createIntrospector, type Introspector } from "./introspection.js";
+import { createJwtVerifier, looksLikeJwt, remoteKeys, type JwtVerifier } from "./jwt-verifier.js";
+import { openLocalIssuer, type KeyStore } from "./local-issuer.js";
+import { principalFromClaims, type ClaimMapping, type Principal } from "./principal.js";
+
+export type { Principal } from "./principal.js";
+
+export interface Authenticator {
+  /** The mode, for the start-up line. Never a secret. */
+  readonly description: string;
+  /**
+   * Verifies the Authorization header value (may be null). Throws RegistryError
+   * kind "unauthenticated" (401) saying what is wrong without echoing the token,
+   * or kind "unavailable" (503) when the issuer cannot be asked.
+   */
+  authenticate(authorization: string | null): Promise<Principal>;
+}
+
+export interface AuthenticatorDeps {
+  /** Where the local development issuer keeps its key; required when no issuer is configured. */
+  readonly keyStore?: KeyStore;
+  /** The fetch for discovery, JWKS and introspection; default the global one. */
+  readonly fetch?: typeof fetch;
+}
+
+/** RFC 6750 §2.1: `Bearer` (any case), spaces, a b64token. */
+const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
+/** Longer tokens are refused before any parsing (real access tokens are a few KiB at most). */
+const MAX_TOKEN_LENGTH = 16 * 1024;
+
+/** The token of an Authorization header value; throws 401 when there is none or the header has another form. */
+export function bearerToken(authorization: string | null): string {
+  if (authorization === null || authorization.trim() === "") throw unauthenticated("No bearer token was sent.");
+  if (authorization.length > MAX_TOKEN_LENGTH) throw unauthenticated(`The bearer token is longer than ${MAX_TOKEN_LENGTH} characters.`);
+  const match = BEARER.exec(authorization);
+  if (match?.[1] === undefined) throw unauthenticated("The Authorization header is not of the form 'Bearer <token>'.");
+  return match[1];
+}
+
+export async function createAuthenticator(config: AuthConfig, deps: AuthenticatorDeps = {}): Promise<Authenticator> {
+  const mapping: ClaimMapping = { tenantClaim: config.tenantClaim, domainsClaim: config.domainsClaim, scopeDomains: config.scopeDomains };
+  if (config.issuer === undefined) return localAuthenticator(config, mapping, deps);
+  return resourceServer(config.issuer, config, mapping, deps);
+}
+
+async function localAuthenticator(config: AuthConfig, mapping: ClaimMapping, deps: AuthenticatorDeps): Promise<Authenticator> {
+  if (deps.keyStore === undefined) throw new AuthSetupError("AUTH_LOCAL_KEY", "No AUTH_ISSUER is configured and no key store was given for the local development issuer.");
+  let issuer;
+  try {
+    issuer = await openLocalIssuer(deps.keyStore, config);
+  } catch (error: unknown) {
+    throw new AuthSetupError("AUTH_LOCAL_KEY", error instanceof Error ? error.message : String(error), { cause: error });
+  }
+  const verifier = createJwtVerifier({
+    issuer: issuer.issuer,
+    audience: config.audience,
+    algorithms: ["ES256"],
+    clockSkewSeconds: config.clockSkewSeconds,
+    keys: createLocalJWKSet(issuer.jwks),
+  });
+  const where = deps.keyStore.location ?? "the data directory";
+  return authenticator(
+    `local development issuer (key in ${where}); get a token with npm run token -- --tenant <tenant> --domains "Development,Setup: Agents"`,
+    verifier,
+    undefined,
+    mapping,
+  );
+}
+
+async function resourceServer(issuer: URL, config: AuthConfig, mapping: ClaimMapping, deps: AuthenticatorDeps): Promise<Authenticator> {
+  const execute = config.allowHttpIssuer ? [oidc.allowInsecureRequests] : [];
+  const clientAuth = config.introspection === undefined ? oidc.None() : oidc.ClientSecretBasic(config.introspection.clientSecret);
+  const clientId = config.introspection?.clientId ?? config.audience;
+  const fetchImpl = deps.fetch;
+  let configuration: oidc.Configuration;
+  try {
+    configuration = await oidc.discovery(issuer, clientId, undefined, clientAuth, {
+      execute,
+      timeout: 10,
+      ...(fetchImpl === undefined ? {} : { [oidc.customFetch]: (url: string, init: oidc.CustomFetchOptions) => fetchImpl(url, init as RequestInit) }),
+    });
+  } catch (error: unknown) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new AuthSetupError("AUTH_DISCOVERY_FAILED", `OpenID discovery of ${issuer.href} failed: ${reason}`, { cause: scrub(error, config.introspection?.clientSecret ?? "") });
+  }
+  const metadata = configuration.serverMetadata();
+  const endpoint = (name: "jwks_uri" | "introspection_endpoint"): URL => {
+    const value = metadata[name];
+    if (typeof value !== "string") throw new AuthSetupError("AUTH_ISSUER_METADATA", `The issuer ${metadata.issuer} publishes no ${name}.`);
+    const url = new URL(value);
+    if (url.protocol !== "https:" && !(url.protocol === "http:" && config.allowHttpIssuer)) {
+      throw new AuthSetupError("AUTH_ISSUER_METADATA", `The issuer's ${name} ${url.href} is not https:// (set AUTH_ALLOW_HTTP_ISSUER=true to allow http).`);
+    }
+    return url;
+  };
+  const verifier = createJwtVerifier({
+    issuer: metadata.issuer,
+    audience: config.audience,
+    algorithms: config.algorithms,
+    clockSkewSeconds: config.clockSkewSeconds,
+    keys: remoteKeys(endpoint("jwks_uri"), deps.fetch === undefined ? {} : { fetch: deps.fetch }),
+  });
+  let introspector: Introspector | undefined;
+  if (config.introspection !== undefined) {
+    endpoint("introspection_endpoint");
+    introspector = createIntrospector({ configuration, audience: config.audience, clockSkewSeconds: config.clockSkewSeconds });
+  }
+  const description =
+    `OAuth2 resource server for ${metadata.issuer} (audience "${config.audience}"; JWT via JWKS, ${config.algorithms.join("/")}; ` +
+    `introspection ${introspector === undefined ? "off" : "on"})`;
+  return authenticator(description, verifier, introspector, mapping);
+}
+
+function authenticator(description: string, verifier: JwtVerifier, introspector: Introspector | undefined, mapping: ClaimMapping): Authenticator {
+  return {
+    description,
+    async authenticate(authorization) {
+      const token = bearerToken(authorization);
+      if (looksLikeJwt(token)) return principalFromClaims(await verifier.verify(token), mapping);
+      if (introspector === undefined) throw unauthenticated("The bearer token is not a JWT, and this service has no token introspection configured.");
+      return principalFromClaims(await introspector.introspect(token), mapping);
+    },
+  };
+}

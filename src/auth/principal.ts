@@ -1,0 +1,60 @@
+/**
+ * Who called, and the mapping from a token's claims (of a verified JWT or an
+ * introspection response) to that caller.
+ */
+import { unauthenticated } from "./auth-errors.js";
+
+/** Who called, as far as the registry cares. */
+export interface Principal {
+  /** `sub` (or `client_id`): for logs. */
+  readonly subject: string;
+  /** The tenant claim; null when the token has none. */
+  readonly tenant: string | null;
+  /** Security domains: from the domains claim plus the scope-to-domain map. */
+  readonly domains: ReadonlySet<string>;
+}
+
+/** Which claims carry the tenant and the domains, and which scopes grant which domains. */
+export interface ClaimMapping {
+  readonly tenantClaim: string;
+  readonly domainsClaim: string;
+  readonly scopeDomains: ReadonlyMap<string, readonly string[]>;
+}
+
+/**
+ * Builds the principal from verified claims. A tenant or domains claim of the
+ * wrong type makes the token unusable (401): guessing could grant too much.
+ */
+export function principalFromClaims(claims: Readonly<Record<string, unknown>>, mapping: ClaimMapping): Principal {
+  const subject = [claims.sub, claims.client_id].find((v): v is string => typeof v === "string" && v !== "") ?? "(no subject)";
+
+  const tenantValue = claims[mapping.tenantClaim];
+  if (tenantValue !== undefined && tenantValue !== null && typeof tenantValue !== "string") {
+    throw unauthenticated(`The bearer token's "${mapping.tenantClaim}" claim is not a string.`);
+  }
+  const tenant = typeof tenantValue === "string" && tenantValue !== "" ? tenantValue : null;
+
+  const domains = new Set<string>();
+  const domainsValue = claims[mapping.domainsClaim];
+  if (typeof domainsValue === "string") {
+    for (const name of domainsValue.split(",")) if (name.trim() !== "") domains.add(name.trim());
+  } else if (Array.isArray(domainsValue) && domainsValue.every((d) => typeof d === "string")) {
+    for (const name of domainsValue as string[]) if (name.trim() !== "") domains.add(name.trim());
+  } else if (domainsValue !== undefined && domainsValue !== null) {
+    throw unauthenticated(`The bearer token's "${mapping.domainsClaim}" claim is neither a list of names nor a comma-separated string.`);
+  }
+
+  for (const scope of scopesOf(claims)) for (const name of mapping.scopeDomains.get(scope) ?? []) domains.add(name);
+
+  return { subject, tenant, domains };
+}
+
+/** The granted scopes: `scope` (space-separated, RFC 9068/7662) or `scp` (a list or a string, as some issuers send). */
+function scopesOf(claims: Readonly<Record<string, unknown>>): string[] {
+  const scopes: string[] = [];
+  for (const value of [claims.scope, claims.scp]) {
+    if (typeof value === "string") scopes.push(...value.split(" ").filter((s) => s !== ""));
+    else if (Array.isArray(value)) scopes.push(...value.filter((s): s is string => typeof s === "string"));
+  }
+  return scopes;
+}

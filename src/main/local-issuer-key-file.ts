@@ -1,0 +1,27 @@
+// The local development issuer's key as a file in the data directory (Node):
+// `${dataDir}/dev-issuer.jwk`, readable only by its owner (mode 0600).
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { KeyStore } from "../auth/local-issuer.js";
+
+export const LOCAL_ISSUER_KEY_FILE = "dev-issuer.jwk";
+
+export function localIssuerKeyFile(dataDir: string): KeyStore {
+  const path = join(dataDir, LOCAL_ISSUER_KEY_FILE);
+  return {
+    location: path,
+    async readKey() {
+      try {
+        return await readFile(path, "utf8");
+      } catch (error: unknown) {
+        if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+        throw error;
+      }
+    },
+    async writeKey(jwk) {
+      await mkdir(dataDir, { recursive: true });
+      // "wx": never overwrite a key another process made first.
+      await writeFile(path, `${jwk}\n`, { mode: 0o600, flag: "wx" });
+    },
+  };
+}

@@ -1,0 +1,77 @@
+// The token command: prints a bearer token from the local development issuer,
+// `npm run token -- --tenant default --domains "Development,Setup: Agents" [--ttl 3600] [--subject developer]`.
+// Only for the embedded default (no AUTH_ISSUER); the key is made in DATA_DIR on first use.
+// The token alone goes to stdout, so `TOKEN=$(npm run -s token -- ...)` works.
+import { parseArgs } from "node:util";
+import { parseAuthConfig } from "../auth/auth-config.js";
+import { ConfigError, parseConfig } from "../config.js";
+import { openLocalIssuer } from "../auth/local-issuer.js";
+import { localIssuerKeyFile } from "./local-issuer-key-file.js";
+
+const USAGE = `usage: npm run token -- [--tenant <tenant>] [--domains "Development,Setup: Agents"] [--ttl <seconds>] [--subject <sub>]`;
+
+async function main(argv: string[]): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        tenant: { type: "string" },
+        domains: { type: "string" },
+        ttl: { type: "string", default: "3600" },
+        subject: { type: "string", default: "developer" },
+        help: { type: "boolean", short: "h" },
+      },
+    }));
+  } catch (error: unknown) {
+    console.error(`${error instanceof Error ? error.message : String(error)}\n${USAGE}`);
+    return 2;
+  }
+  if (values.help === true) {
+    console.log(USAGE);
+    return 0;
+  }
+  const ttl = Number(values.ttl);
+  if (!Number.isInteger(ttl) || ttl <= 0 || ttl > 31_536_000) {
+    console.error(`--ttl must be a whole number of seconds from 1 to 31536000, not "${values.ttl}"\n${USAGE}`);
+    return 2;
+  }
+  let dataDir: string;
+  try {
+    dataDir = parseConfig(process.env).dataDir;
+  } catch (error: unknown) {
+    if (!(error instanceof ConfigError)) throw error;
+    console.error(error.message);
+    return 1;
+  }
+  const { config, problems } = parseAuthConfig(process.env);
+  if (problems.length > 0) {
+    console.error(new ConfigError(problems).message);
+    return 1;
+  }
+  if (config.issuer !== undefined) {
+    console.error(`AUTH_ISSUER is set (${config.issuer.href}): get a token from that issuer. npm run token only serves the local development issuer.`);
+    return 1;
+  }
+  const issuer = await openLocalIssuer(localIssuerKeyFile(dataDir), config);
+  const domains = (values.domains ?? "")
+    .split(",")
+    .map((d) => d.trim())
+    .filter((d) => d !== "");
+  const token = await issuer.issue({
+    subject: values.subject,
+    ...(values.tenant === undefined ? {} : { tenant: values.tenant }),
+    domains,
+    ttlSeconds: ttl,
+  });
+  console.log(token);
+  return 0;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    console.error(error instanceof Error ? error.message : error);
+    process.exit(1);
+  },
+);
