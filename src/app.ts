@@ -1,8 +1,12 @@
 import type { ConnectRouter } from "@connectrpc/connect";
 import { AgentDefinitionService } from "../gen/asor/v1/agent_definition_service_pb.js";
+import { TenantAdminService } from "../gen/asor/v1/tenant_admin_service_pb.js";
+import { type Authenticator, createAuthenticator } from "./auth/authenticator.js";
+import type { KeyStore } from "./auth/local-issuer.js";
 import type { Config } from "./config.js";
 import { createLogger, type Logger } from "./logger.js";
 import { createRegistryService } from "./service/registry-service.js";
+import { createTenantService } from "./service/tenant-service.js";
 import { createKnexRepository } from "./storage/knex-repository.js";
 import type { AgentDefinitionRepository } from "./storage/repository.js";
 import { createRoutes } from "./transport/agent-definition-routes.js";
@@ -17,15 +21,26 @@ export interface App {
   /** The REST surface: a Response, or undefined for a path outside it. */
   readonly handleRest: (request: Request) => Promise<Response | undefined>;
   readonly repository: AgentDefinitionRepository;
+  readonly authenticator: Authenticator;
   /** Releases the database pool. */
   close(): Promise<void>;
 }
 
-/** config -> storage -> service -> transports. */
-export async function createApp(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<App> {
+/** What the runtime provides: the local development issuer's key storage, a logger. */
+export interface AppDeps {
+  readonly logger?: Logger;
+  /** Where the local development issuer keeps its key (used only without AUTH_ISSUER). */
+  readonly keyStore?: KeyStore;
+}
+
+/** config -> authentication, storage -> service -> transports. */
+export async function createApp(config: Config, deps: AppDeps = {}): Promise<App> {
+  const logger = deps.logger ?? createLogger(config.logLevel);
+  const authenticator = await createAuthenticator(config.auth, deps.keyStore === undefined ? {} : { keyStore: deps.keyStore });
   const repository = await createKnexRepository({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
-  const service = createRegistryService({ repository });
-  const routes = createRoutes({ service, defaultTenant: config.defaultTenant, logger });
-  const handleRest = createRestHandler({ services: [AgentDefinitionService], routes, logger, maxBodyBytes: config.maxBodyBytes });
-  return { config, logger, routes, handleRest, repository, close: () => repository.close() };
+  const service = createRegistryService({ repository, host: config.hostSystem });
+  const tenants = createTenantService(repository);
+  const routes = createRoutes({ service, tenants, defaultTenant: config.defaultTenant, logger, authenticator, adminDomain: config.adminDomain });
+  const handleRest = createRestHandler({ services: [AgentDefinitionService, TenantAdminService], routes, logger, maxBodyBytes: config.maxBodyBytes });
+  return { config, logger, authenticator, routes, handleRest, repository, close: () => repository.close() };
 }

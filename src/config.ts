@@ -1,3 +1,4 @@
+import { type AuthConfig, parseAuthConfig } from "./auth/auth-config.js";
 import type { LogLevel } from "./logger.js";
 
 /** The service's settings, parsed once from an injected environment. */
@@ -16,6 +17,12 @@ export interface Config {
   readonly maxBodyBytes: number;
   /** `LOG_LEVEL`: debug, info (default), warn, error or silent. */
   readonly logLevel: LogLevel;
+  /** `HOST_PROVIDER_ID` and `HOST_PLATFORM_ID`: the host system's own provider and platform (A161). */
+  readonly hostSystem: { readonly providerId: string; readonly platformId: string };
+  /** `AUTH_*`: the OAuth2 resource server, or (no `AUTH_ISSUER`) the local development issuer. */
+  readonly auth: AuthConfig;
+  /** `AUTH_ADMIN_DOMAIN`, default `Setup: Tenants`: the security domain of the tenant admin RPCs. */
+  readonly adminDomain: string;
 }
 
 /** Thrown with every bad setting listed, so one start shows them all. */
@@ -28,6 +35,7 @@ export class ConfigError extends Error {
 
 const LOG_LEVELS: readonly LogLevel[] = ["debug", "info", "warn", "error", "silent"];
 const TENANT = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/;
+const REFERENCE = /^([0-9a-f]{32}|[^\s=]+=\S+)$/;
 
 export function parseConfig(env: Readonly<Record<string, string | undefined>>): Config {
   const problems: string[] = [];
@@ -57,8 +65,19 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
   if (!TENANT.test(defaultTenant)) problems.push(`DEFAULT_TENANT "${defaultTenant}" is not a tenant name (letters, digits, _ . -; at most 63)`);
   const logLevel = (env.LOG_LEVEL || "info") as LogLevel;
   if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}, not "${logLevel}"`);
+  const reference = (name: string, fallback: string): string => {
+    const value = env[name] || fallback;
+    if (!REFERENCE.test(value)) problems.push(`${name} "${value}" is not an instance id (32 lowercase hex, or <key>=<value>)`);
+    return value;
+  };
+  const hostSystem = { providerId: reference("HOST_PROVIDER_ID", "Provider=HOST"), platformId: reference("HOST_PLATFORM_ID", "Platform=HOST") };
+  const auth = parseAuthConfig(env);
+  problems.push(...auth.problems);
+  const adminDomain = env.AUTH_ADMIN_DOMAIN?.trim() || "Setup: Tenants";
   if (problems.length > 0) throw new ConfigError(problems);
-  return { port, host: env.HOST || "127.0.0.1", databaseUrl, dataDir: env.DATA_DIR || "./data", defaultTenant, maxBodyBytes, logLevel };
+  return {
+    auth: auth.config,
+    adminDomain, port, host: env.HOST || "127.0.0.1", databaseUrl, dataDir: env.DATA_DIR || "./data", defaultTenant, maxBodyBytes, logLevel, hostSystem };
 }
 
 /** Where the data lives, for the start-up line: never the password. */

@@ -32,14 +32,16 @@ async function assignModes(definitionId: string, modes: MimeType[], path: string
 }
 
 /**
- * The definition as the registry stores and answers it: `id` set, read-only
+ * The definition as the registry stores and answers it: `id` and the agent's
+ * `reference_id` set, read-only
  * members recomputed from what the client sent (derived ids, descriptors,
  * reference ids), and read-only members it cannot compute cleared (`href`,
  * tool descriptors), so nothing a client sends as read-only is kept.
  */
-export async function withDerivedFields(input: AgentDefinition, id: string): Promise<AgentDefinition> {
+export async function withDerivedFields(input: AgentDefinition, id: string, referenceId: string): Promise<AgentDefinition> {
   const def = clone(AgentDefinitionSchema, input);
   def.id = id;
+  def.referenceId = referenceId;
   if (def.provider) {
     def.provider.descriptor = descriptorOf(def.provider.id);
     def.provider.href = "";

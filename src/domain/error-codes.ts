@@ -11,8 +11,16 @@ export const ERROR_CODES = {
   UNSUPPORTED_MEDIA_TYPE: "The request body is neither application/json nor multipart/form-data.",
   PAYLOAD_TOO_LARGE: "The request body is larger than the configured limit.",
   CONFLICT: "Concurrent writes to the same key kept colliding; retry the request.",
-  UNAVAILABLE: "The registry's database is unreachable; retry later.",
+  UNAUTHENTICATED: "No valid bearer token: missing, malformed, expired, not yet valid, or not from the trusted issuer.",
+  PERMISSION_DENIED: "The token lacks the security domain the operation needs, or is for another tenant.",
+  UNAVAILABLE: "A dependency (the database, or the token issuer) is unreachable; retry later.",
   INTERNAL: "An unexpected error; it has been logged.",
+  TENANT_EXISTS: "A tenant with that name has already been set up.",
+  METHOD_NOT_ALLOWED: "A REST path was called with a method it does not serve.",
+  // The spec's codes (SPEC.md §7.3).
+  A161: "A third-party agent selected the host system as its platform.",
+  A2849: "The tenant has no agent id sequence generator; one must be created before agents are registered.",
+  A3015: "The externalAgentID is already used by another agent of the same provider.",
   // Per-member codes (the `code` of each item in `errors`).
   MALFORMED_JSON: "The body is not valid JSON.",
   UNKNOWN_FIELD: "The member is not part of the contract.",
@@ -27,6 +35,9 @@ export const ERROR_CODES = {
   DUPLICATE_SKILL_ID: "Two skills of one definition have the same id.",
   DUPLICATE_SKILL_RESOURCE: "Two hostConfig items name the same skill.",
   UNKNOWN_SKILL: "A hostConfig item names a skill the definition does not have.",
+  UNKNOWN_AGENT: "The id of a definition names no version and no agent in the tenant.",
+  AGENT_MISMATCH: "The id names another agent than the one the key's instance belongs to.",
+  MALFORMED_MULTIPART: "The body is not valid multipart/form-data.",
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -10,6 +10,7 @@ export type ErrorKind =
   | "unauthenticated" // 401
   | "forbidden" // 403
   | "not_found" // 404
+  | "already_exists" // 409: what the request would create exists
   | "conflict" // 409: could not be applied after retries
   | "too_large" // 413
   | "unsupported_media_type" // 415

@@ -1,6 +1,6 @@
 import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
-import type { AgentRecord, UpsertKey } from "../storage/repository.js";
-import { withDerivedFields } from "./derived-fields.js";
+import type { AgentRef, UpsertKey } from "../storage/repository.js";
+import { RegistryError, issueAt } from "./errors.js";
 
 /** The upsert key of a valid definition (SPEC.md §1.4): name, provider organization, version. */
 export function upsertKey(def: AgentDefinition): UpsertKey {
@@ -15,16 +15,75 @@ export function newDefinitionId(): string {
   return hex;
 }
 
+/** The forms of the id that names a version or an agent. */
+export type IdForm = "instance" | "reference" | "other";
+
+/** A 32-hex id names one version; an `Agent_ID=...` reference names an agent (its newest version). */
+export function idForm(id: string): IdForm {
+  if (/^[0-9a-f]{32}$/.test(id)) return "instance";
+  if (/^Agent_ID=\S+$/.test(id)) return "reference";
+  return "other";
+}
+
+/** What the upsert found, under lock, before deciding. */
+export interface UpsertFacts {
+  /** The agent of the instance that holds the key now, if one does. */
+  readonly existingAgent: AgentRef | undefined;
+  /** The agent the request's `id` links to; "unknown" when it names nothing; undefined without an `id`. */
+  readonly linkedAgent: AgentRef | "unknown" | undefined;
+  /** The agent whose first version had this provider and name, if any. */
+  readonly agentByName: AgentRef | undefined;
+  /** The definition's externalAgentID, if it has one. */
+  readonly externalAgentId: string | undefined;
+  /** The number of the agent that holds that externalAgentID for this provider, if any. */
+  readonly externalIdOwner: number | undefined;
+}
+
+/** What to write. */
+export interface UpsertPlan {
+  /** Update the instance that holds the key, or insert a new version. */
+  readonly write: "update" | "insert";
+  /** The agent the instance belongs to, or "new" for a new agent from the tenant's sequence. */
+  readonly agent: AgentRef | "new";
+  /** Record the externalAgentID as this agent's. */
+  readonly claimExternalId: boolean;
+}
+
 /**
- * The upsert decision: the instance that holds the key keeps its id and takes
- * the new content; without one, a new instance is created with `newId`. The
- * `id` a client sends is read-only here (version linking arrives with agent
- * versions). Pure apart from `newId`.
+ * The upsert decision (DESIGN.md §2 "Upsert key", "Versions", "A3015"):
+ * - the instance holding the key is updated in place, and keeps its id and agent;
+ * - otherwise a new version joins the agent the request `id` names, else the
+ *   agent with the same provider and name, else a new agent;
+ * - an `id` that names nothing, or another agent than the key's instance, is refused;
+ * - an externalAgentID held by another agent of the same provider is refused (A3015).
  */
-export function decideUpsert(
-  existing: AgentRecord | undefined,
-  incoming: AgentDefinition,
-  newId: () => string = newDefinitionId,
-): Promise<AgentDefinition> {
-  return withDerivedFields(incoming, existing?.id ?? newId());
+export function planUpsert(facts: UpsertFacts): UpsertPlan {
+  const linked = facts.linkedAgent;
+  if (linked === "unknown") {
+    throw new RegistryError("invalid", "VALIDATION_FAILED", "The id names no agent definition in this tenant.", [
+      issueAt("id", "UNKNOWN_AGENT", "id names no version and no agent in this tenant; leave it out to create a new agent."),
+    ]);
+  }
+  const existing = facts.existingAgent;
+  if (existing !== undefined && linked !== undefined && linked.number !== existing.number) {
+    const message = `id names agent ${linked.referenceId}, but this name, provider and version is already a version of ${existing.referenceId}.`;
+    throw new RegistryError("invalid", "VALIDATION_FAILED", message, [issueAt("id", "AGENT_MISMATCH", message)]);
+  }
+  const agent = existing ?? linked ?? facts.agentByName ?? "new";
+  const owner = facts.externalIdOwner;
+  if (facts.externalAgentId !== undefined && owner !== undefined && (agent === "new" || owner !== agent.number)) {
+    const message = `externalAgentID "${facts.externalAgentId}" is already used by another agent of this provider.`;
+    throw new RegistryError("invalid", "A3015", message, [issueAt("externalAgentID", "A3015", message)]);
+  }
+  return {
+    write: existing !== undefined ? "update" : "insert",
+    agent,
+    claimExternalId: facts.externalAgentId !== undefined && owner === undefined,
+  };
+}
+
+/** A2849: the tenant cannot register agents before it has a sequence generator. */
+export function noSequenceGenerator(tenant: string): RegistryError {
+  const message = `Tenant "${tenant}" has no agent id sequence generator; create one before registering agents.`;
+  return new RegistryError("invalid", "A2849", message, [{ code: "A2849", message }]);
 }

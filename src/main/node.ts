@@ -1,11 +1,13 @@
 // The Node entrypoint: config -> app -> one port for every surface.
 import { createApp } from "../app.js";
+import { AuthSetupError } from "../auth/auth-errors.js";
 import { ConfigError, describeStorage, parseConfig } from "../config.js";
+import { localIssuerKeyFile } from "./local-issuer-key-file.js";
 import { createNodeServer, listen } from "./node-server.js";
 
 async function main(): Promise<void> {
   const config = parseConfig(process.env);
-  const app = await createApp(config);
+  const app = await createApp(config, { keyStore: localIssuerKeyFile(config.dataDir) });
   const { server, close } = createNodeServer(app);
   const port = await listen(server, config.port, config.host);
   app.logger.info("agent definition registry listening", {
@@ -13,6 +15,7 @@ async function main(): Promise<void> {
     surfaces: "gRPC (HTTP/2), gRPC-Web, Connect, REST",
     storage: describeStorage(config),
     defaultTenant: config.defaultTenant,
+    auth: app.authenticator.description,
   });
   const stop = async (signal: string): Promise<void> => {
     app.logger.info("shutting down", { signal });
@@ -25,6 +28,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  console.error(err instanceof ConfigError ? err.message : err);
+  console.error(err instanceof ConfigError || err instanceof AuthSetupError ? err.message : err);
   process.exit(1);
 });

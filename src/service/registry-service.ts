@@ -2,27 +2,37 @@ import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
 import type {
   GetAgentDefinitionRequest,
   ListAgentDefinitionsRequest,
+  ListAgentDefinitionVersionsRequest,
   UpsertAgentDefinitionRequest,
 } from "../../gen/asor/v1/agent_definition_service_pb.js";
 import {
   GetAgentDefinitionRequestSchema,
   ListAgentDefinitionsRequestSchema,
+  ListAgentDefinitionVersionsRequestSchema,
   UpsertAgentDefinitionRequestSchema,
 } from "../../gen/asor/v1/agent_definition_service_pb.js";
-import { notFound, tenantNotFound } from "../domain/errors.js";
-import { decideUpsert, upsertKey } from "../domain/upsert.js";
-import type { Issue } from "../domain/errors.js";
+import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
+import { withDerivedFields } from "../domain/derived-fields.js";
+import { type Issue, notFound, tenantNotFound } from "../domain/errors.js";
+import { type HostIdentity, hostPlatformIssues } from "../domain/host-platform.js";
+import { type UpsertFacts, idForm, newDefinitionId, noSequenceGenerator, planUpsert, upsertKey } from "../domain/upsert.js";
 import { assertValid, contractIssues, crossFieldIssues, unknownFieldIssues } from "../domain/validation.js";
-import type { AgentDefinitionRepository } from "../storage/repository.js";
+import type { AgentDefinitionRepository, AgentRecord, AgentRef, Page, WriteTransaction } from "../storage/repository.js";
 
 export const DEFAULT_PAGE_SIZE = 20;
 
 const BODY_PREFIX = "agentCardAndTools.";
 
+/** Issues inside the definition are given relative to it: every transport shows the definition as the body. */
 function relativeToBody(issue: Issue): Issue {
   if (!issue.path?.startsWith(BODY_PREFIX)) return issue;
   const path = issue.path.slice(BODY_PREFIX.length);
   return { ...issue, path, message: issue.message.startsWith(BODY_PREFIX) ? issue.message.slice(BODY_PREFIX.length) : issue.message };
+}
+
+/** Every contract issue of a request: unknown binary fields and protovalidate rules, in one pass. */
+function requestIssues<Desc extends DescMessage>(schema: Desc, request: MessageShape<Desc>): Issue[] {
+  return [...unknownFieldIssues(schema, request), ...contractIssues(schema, request)].map(relativeToBody);
 }
 
 /** A page of definitions. */
@@ -35,52 +45,98 @@ export interface DefinitionPage {
 export interface RegistryService {
   list(tenant: string, request: ListAgentDefinitionsRequest): Promise<DefinitionPage>;
   get(tenant: string, request: GetAgentDefinitionRequest): Promise<AgentDefinition>;
+  listVersions(tenant: string, request: ListAgentDefinitionVersionsRequest): Promise<DefinitionPage>;
   upsert(tenant: string, request: UpsertAgentDefinitionRequest): Promise<{ definition: AgentDefinition; created: boolean }>;
 }
 
 export interface RegistryServiceOptions {
   readonly repository: AgentDefinitionRepository;
+  /** The host system's provider and platform ids, for A161. */
+  readonly host: HostIdentity;
 }
 
+const pageOf = (request: { limit?: number; offset?: number }): Page => ({ limit: request.limit ?? DEFAULT_PAGE_SIZE, offset: request.offset ?? 0 });
+const toPage = ({ total, items }: { total: number; items: readonly AgentRecord[] }): DefinitionPage => ({ total, data: items.map((r) => r.definition) });
+
 /**
- * Validation happens here, before any transaction is opened: a transaction
- * holds a pooled connection and row locks, and must not wait on work that
- * needs neither (see also the repository's retry of whole transactions).
+ * Validation happens before any transaction is opened: a transaction holds a
+ * pooled connection and row locks, and must not wait on work that needs
+ * neither. Inside it the upsert reads what it decides on under lock, decides
+ * with a pure function (planUpsert), and writes.
  */
-export function createRegistryService({ repository }: RegistryServiceOptions): RegistryService {
+export function createRegistryService({ repository, host }: RegistryServiceOptions): RegistryService {
   const requireTenant = async (tenant: string): Promise<void> => {
-    if (!(await repository.tenantExists(tenant))) throw tenantNotFound(tenant);
+    if ((await repository.getTenant(tenant)) === undefined) throw tenantNotFound(tenant);
+  };
+
+  /** The version an id names: the 32-hex id of a version, or `Agent_ID=...` for the agent's newest version. */
+  const findByAnyId = (tenant: string, id: string): Promise<AgentRecord | undefined> => {
+    const form = idForm(id);
+    if (form === "instance") return repository.get(tenant, id);
+    if (form === "reference") return repository.getNewestByReference(tenant, id);
+    return Promise.resolve(undefined);
+  };
+
+  const linkedAgent = async (tx: WriteTransaction, id: string): Promise<AgentRef | "unknown"> => {
+    const form = idForm(id);
+    const record = form === "instance" ? await tx.findById(id) : form === "reference" ? await tx.findNewestByReference(id) : undefined;
+    return record?.agent ?? "unknown";
+  };
+
+  const upsertIn = async (tx: WriteTransaction, def: AgentDefinition) => {
+    if (tx.tenant.sequencePrefix === null) throw noSequenceGenerator(tx.tenant.name);
+    const key = upsertKey(def);
+    const existing = await tx.findByKey(key);
+    const linked = def.id === "" ? undefined : await linkedAgent(tx, def.id);
+    const agentByName = existing === undefined && linked === undefined ? await tx.findAgentByName(key.providerId, key.name) : undefined;
+    const externalAgentId = def.externalAgentId || undefined;
+    const facts: UpsertFacts = {
+      existingAgent: existing?.agent,
+      linkedAgent: linked,
+      agentByName,
+      externalAgentId,
+      externalIdOwner: externalAgentId === undefined ? undefined : await tx.findExternalIdOwner(key.providerId, externalAgentId),
+    };
+    const plan = planUpsert(facts);
+    const agent = plan.agent === "new" ? await tx.createAgent(key.providerId, key.name) : plan.agent;
+    if (plan.claimExternalId && externalAgentId !== undefined) await tx.claimExternalId(key.providerId, externalAgentId, agent.number);
+    if (existing !== undefined) {
+      return { record: await tx.update(existing, await withDerivedFields(def, existing.id, agent.referenceId)), created: false };
+    }
+    return { record: await tx.insert(key, agent, await withDerivedFields(def, newDefinitionId(), agent.referenceId)), created: true };
   };
 
   return {
     async list(tenant, request) {
-      assertValid([...unknownFieldIssues(ListAgentDefinitionsRequestSchema, request), ...contractIssues(ListAgentDefinitionsRequestSchema, request)]);
+      assertValid(requestIssues(ListAgentDefinitionsRequestSchema, request));
       await requireTenant(tenant);
-      const page = { limit: request.limit ?? DEFAULT_PAGE_SIZE, offset: request.offset ?? 0 };
-      const { total, items } = await repository.list(tenant, page);
-      return { total, data: items.map((r) => r.definition) };
+      return toPage(await repository.list(tenant, pageOf(request)));
     },
 
     async get(tenant, request) {
-      assertValid([...unknownFieldIssues(GetAgentDefinitionRequestSchema, request), ...contractIssues(GetAgentDefinitionRequestSchema, request)]);
+      assertValid(requestIssues(GetAgentDefinitionRequestSchema, request));
       await requireTenant(tenant);
-      const record = await repository.get(tenant, request.id);
+      const record = await findByAnyId(tenant, request.id);
       if (record === undefined) throw notFound(`Agent definition "${request.id}"`, "id");
       return record.definition;
     },
 
+    async listVersions(tenant, request) {
+      assertValid(requestIssues(ListAgentDefinitionVersionsRequestSchema, request));
+      await requireTenant(tenant);
+      const record = await findByAnyId(tenant, request.id);
+      if (record === undefined) throw notFound(`Agent "${request.id}"`, "id");
+      return toPage(await repository.listVersions(tenant, record.agent.number, pageOf(request)));
+    },
+
     async upsert(tenant, request) {
       const def = request.agentCardAndTools;
-      // One protovalidate pass over the request; paths inside the definition
-      // are given relative to it, as every transport shows the definition as
-      // the body.
       assertValid([
-        ...unknownFieldIssues(UpsertAgentDefinitionRequestSchema, request).map(relativeToBody),
-        ...contractIssues(UpsertAgentDefinitionRequestSchema, request).map(relativeToBody),
-        ...(def ? crossFieldIssues(def) : []),
+        ...requestIssues(UpsertAgentDefinitionRequestSchema, request),
+        ...(def ? [...crossFieldIssues(def), ...hostPlatformIssues(def, host)] : []),
       ]);
       if (def === undefined) throw new Error("unreachable: a missing definition is a validation issue");
-      const { record, created } = await repository.upsert(tenant, upsertKey(def), (existing) => decideUpsert(existing, def));
+      const { record, created } = await repository.write(tenant, (tx) => upsertIn(tx, def));
       return { definition: record.definition, created };
     },
   };

@@ -90,3 +90,15 @@ function* errorChain(error: unknown): Generator<object> {
     if (Array.isArray(errors)) pending.push(...errors);
   }
 }
+
+const duplicateKeyCodes = new Set(["ER_DUP_ENTRY", "SQLITE_CONSTRAINT_UNIQUE", "SQLITE_CONSTRAINT_PRIMARYKEY"]);
+
+/** True when the error (or one it wraps) is a unique or primary key violation. */
+export function isDuplicateKey(error: unknown): boolean {
+  for (const candidate of errorChain(error)) {
+    const { code, errno } = candidate as { code?: unknown; errno?: unknown };
+    if (typeof code === "string" && duplicateKeyCodes.has(code)) return true;
+    if (errno === 1062) return true;
+  }
+  return false;
+}

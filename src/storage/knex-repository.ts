@@ -6,27 +6,37 @@ import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
 import { RegistryError, tenantNotFound, unavailable } from "../domain/errors.js";
 import { openDatabase } from "./connection.js";
 import type { Database, StorageOptions } from "./connection.js";
-import { classifyDriverError } from "./driver-errors.js";
+import { classifyDriverError, isDuplicateKey } from "./driver-errors.js";
 import { migrateToLatest } from "./migrations/index.js";
 import * as queries from "./queries.js";
 import type { QueryContext } from "./queries.js";
-import { toAgentRecord, toDatabaseTimestamp, toDocument } from "./rows.js";
+import { agentReferenceId, fromDatabaseInteger, toAgentRecord, toAgentRef, toDatabaseTimestamp, toDocument, toTenant } from "./rows.js";
 import type {
   AgentDefinitionRepository,
   AgentRecord,
+  AgentRef,
   ListResult,
   Page,
-  UpsertDecision,
+  Tenant,
   UpsertKey,
-  UpsertResult,
+  WriteTransaction,
 } from "./repository.js";
 
 export type { StorageOptions } from "./connection.js";
+export { defaultSequencePrefix, defaultTenant } from "./migrations/0002-seed-default-tenant.js";
 
-/** How often an upsert is tried before a race is reported as a conflict. */
-const upsertAttempts = 5;
+/**
+ * How often a write is tried before a race is reported as a conflict. Every
+ * lost race means another writer committed, so a burst drains; measured in
+ * test/storage/write-races.test.ts (RACE_STATS=1), 200 writers on 10 keys from
+ * two processes and 100 creators of new agents need at most 2 attempts on
+ * MariaDB and SQLite. 8 leaves room for slower servers.
+ */
+const writeAttempts = 8;
 /** Base of the exponential backoff between attempts, in milliseconds. */
-const backoffBaseMillis = 10;
+const backoffBaseMillis = 5;
+/** The longest single wait between attempts, in milliseconds. */
+const backoffCapMillis = 500;
 
 const instanceId = /^[0-9a-f]{32}$/;
 
@@ -48,26 +58,34 @@ export async function createKnexRepository(options: StorageOptions): Promise<Age
 class KnexRepository implements AgentDefinitionRepository {
   readonly #db: Knex;
   readonly #context: QueryContext;
+  readonly #transactionConfig: Knex.TransactionConfig;
 
   constructor({ db, dialect }: Database) {
     this.#db = db;
     this.#context = { tx: db, dialect };
+    // READ COMMITTED on MySQL: a locking read that finds nothing takes no gap lock. Under
+    // REPEATABLE READ the gap locks of writers creating different new agents deadlock against
+    // the tenant row that numbers them, and 200 writers on 10 keys ran out of retries. Here
+    // what is absent is guarded by the unique indexes: a racing insert of the same key, agent
+    // or externalAgentID fails with a duplicate key and the work runs again. SQLite is
+    // serializable anyway (and knex warns when asked for a level).
+    this.#transactionConfig = dialect === "mysql" ? { isolationLevel: "read committed" } : {};
   }
 
-  async upsert(tenant: string, key: UpsertKey, decide: UpsertDecision): Promise<UpsertResult> {
+  async write<T>(tenant: string, work: (tx: WriteTransaction) => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.#db.transaction((tx) => this.#upsertOnce({ ...this.#context, tx }, tenant, key, decide));
+        return await this.#db.transaction((tx) => this.#writeOnce({ ...this.#context, tx }, tenant, work), this.#transactionConfig);
       } catch (error) {
         if (error instanceof RegistryError) throw error;
         const kind = classifyDriverError(error);
         if (kind === "unavailable") throw unavailable(error);
         if (kind !== "retryable") throw error;
-        if (attempt >= upsertAttempts) {
+        if (attempt >= writeAttempts) {
           throw new RegistryError(
             "conflict",
             "CONFLICT",
-            "The definition could not be saved because of concurrent changes to the same key; try again.",
+            "The definition could not be saved because of concurrent changes to the same agent; try again.",
             [],
             { cause: error },
           );
@@ -77,33 +95,22 @@ class KnexRepository implements AgentDefinitionRepository {
     }
   }
 
-  async #upsertOnce(context: QueryContext, tenant: string, key: UpsertKey, decide: UpsertDecision): Promise<UpsertResult> {
-    if (!(await queries.tenantExists(context, tenant))) throw tenantNotFound(tenant);
-    const existingRow = await queries.findByKeyForUpdate(context, tenant, key);
-    const existing = existingRow === undefined ? undefined : toAgentRecord(existingRow);
-    const definition = await decide(existing);
-    const now = new Date();
-    const document = toDocument(definition);
-    if (existing === undefined) {
-      assertNewId(definition);
-      await queries.insertDefinition(context, {
-        id: definition.id,
-        tenant,
-        name: key.name,
-        provider_id: key.providerId,
-        version: key.version,
-        document,
-        created_at: toDatabaseTimestamp(now),
-        updated_at: toDatabaseTimestamp(now),
-      });
-      return { created: true, record: { id: definition.id, tenant, definition, createdAt: now, updatedAt: now } };
+  async #writeOnce<T>(context: QueryContext, tenant: string, work: (tx: WriteTransaction) => Promise<T>): Promise<T> {
+    const row = await queries.findTenant(context, tenant);
+    if (row === undefined) throw tenantNotFound(tenant);
+    const tx = new KnexWriteTransaction(context, toTenant(row));
+    try {
+      const result = await work(tx);
+      // A race the work caught and went on from: the database rolled back (MySQL does on a
+      // deadlock) or refused a write, so committing what is left would be half a write.
+      tx.throwIfFailed();
+      return result;
+    } catch (error) {
+      tx.throwIfFailed();
+      throw error;
+    } finally {
+      tx.end();
     }
-    if (definition.id !== existing.id) {
-      // The id is the instance's identity and links versions: an update must never move it.
-      throw new Error(`decide() returned id "${definition.id}" for the existing instance "${existing.id}".`);
-    }
-    await queries.updateDocument(context, tenant, existing.id, document, toDatabaseTimestamp(now));
-    return { created: false, record: { ...existing, definition, updatedAt: now } };
   }
 
   async get(tenant: string, id: string): Promise<AgentRecord | undefined> {
@@ -113,17 +120,56 @@ class KnexRepository implements AgentDefinitionRepository {
     return row === undefined ? undefined : toAgentRecord(row);
   }
 
+  async getNewestByReference(tenant: string, referenceId: string): Promise<AgentRecord | undefined> {
+    const row = await guard(() => queries.findNewestByReference(this.#context, tenant, referenceId));
+    return row === undefined ? undefined : toAgentRecord(row);
+  }
+
   async list(tenant: string, page: Page): Promise<ListResult> {
-    const limit = Math.max(0, Math.trunc(page.limit));
-    const offset = Math.max(0, Math.trunc(page.offset));
-    const total = await guard(() => queries.countByTenant(this.#context, tenant));
+    const { limit, offset } = normalise(page);
+    const total = await guard(() => queries.countDefinitions(this.#context, tenant));
     // A zero limit still answers the total; knex would drop a LIMIT 0 and return everything.
     const rows = limit === 0 || offset >= total ? [] : await guard(() => queries.listByTenant(this.#context, tenant, limit, offset));
     return { total, items: rows.map(toAgentRecord) };
   }
 
-  tenantExists(tenant: string): Promise<boolean> {
-    return guard(() => queries.tenantExists(this.#context, tenant));
+  async listVersions(tenant: string, agentNumber: number, page: Page): Promise<ListResult> {
+    const { limit, offset } = normalise(page);
+    if (!Number.isSafeInteger(agentNumber)) return { total: 0, items: [] };
+    const total = await guard(() => queries.countDefinitions(this.#context, tenant, agentNumber));
+    const rows = limit === 0 || offset >= total ? [] : await guard(() => queries.listByAgent(this.#context, tenant, agentNumber, limit, offset));
+    return { total, items: rows.map(toAgentRecord) };
+  }
+
+  async getTenant(tenant: string): Promise<Tenant | undefined> {
+    const row = await guard(() => queries.findTenant(this.#context, tenant));
+    return row === undefined ? undefined : toTenant(row);
+  }
+
+  async createTenant(name: string, sequencePrefix: string | null): Promise<Tenant> {
+    const createdAt = new Date();
+    try {
+      await queries.insertTenant(this.#context, {
+        name,
+        sequence_prefix: sequencePrefix,
+        next_agent_number: 1,
+        created_at: toDatabaseTimestamp(createdAt),
+      });
+    } catch (error) {
+      if (isDuplicateKey(error)) {
+        const message = `Tenant "${name}" already exists.`;
+        throw new RegistryError("already_exists", "TENANT_EXISTS", message, [{ code: "TENANT_EXISTS", message, field: "name", path: "name" }], {
+          cause: error,
+        });
+      }
+      throw translate(error);
+    }
+    return { name, sequencePrefix, nextAgentNumber: 1, createdAt };
+  }
+
+  async listTenants(): Promise<Tenant[]> {
+    const rows = await guard(() => queries.listTenants(this.#context));
+    return rows.map(toTenant);
   }
 
   async close(): Promise<void> {
@@ -131,10 +177,147 @@ class KnexRepository implements AgentDefinitionRepository {
   }
 }
 
-function assertNewId(definition: AgentDefinition): void {
-  if (!instanceId.test(definition.id)) {
-    throw new Error(`decide() returned "${definition.id}" as a new instance id; expected 32 lowercase hex characters.`);
+/** The WriteTransaction handed to `write`'s work: the queries, bound to one transaction and tenant. */
+class KnexWriteTransaction implements WriteTransaction {
+  readonly tenant: Tenant;
+  readonly #context: QueryContext;
+  #ended = false;
+  /** The first race or connection failure of a statement; it dooms the whole attempt. */
+  #failure: { readonly error: unknown } | undefined;
+
+  constructor(context: QueryContext, tenant: Tenant) {
+    this.#context = context;
+    this.tenant = tenant;
   }
+
+  async findByKey(key: UpsertKey): Promise<AgentRecord | undefined> {
+    const row = await this.#run((context) => queries.findByKeyForUpdate(context, this.tenant.name, key));
+    return row === undefined ? undefined : toAgentRecord(row);
+  }
+
+  async findById(id: string): Promise<AgentRecord | undefined> {
+    if (!instanceId.test(id)) return undefined;
+    const row = await this.#run((context) => queries.findById(context, this.tenant.name, id));
+    return row === undefined ? undefined : toAgentRecord(row);
+  }
+
+  async findNewestByReference(referenceId: string): Promise<AgentRecord | undefined> {
+    const row = await this.#run((context) => queries.findNewestByReference(context, this.tenant.name, referenceId));
+    return row === undefined ? undefined : toAgentRecord(row);
+  }
+
+  async findAgentByName(providerId: string, name: string): Promise<AgentRef | undefined> {
+    const row = await this.#run(async (context) => {
+      const tenant = this.tenant.name;
+      const found = await queries.findAgentByNameForUpdate(context, tenant, providerId, name);
+      if (found !== undefined) return found;
+      // Under READ COMMITTED nothing locks an absent row, and the caller decides on the absence
+      // beyond inserting the agent (e.g. an externalAgentID held by someone else is a clash for a
+      // new agent): so hold the tenant's sequence, which every creator of an agent holds until
+      // it commits, and look again. From here the agent stays absent until we create it.
+      await queries.lockAgentSequence(context, tenant);
+      return context.dialect === "mysql" ? queries.findAgentByNameForUpdate(context, tenant, providerId, name) : undefined;
+    });
+    return row === undefined ? undefined : toAgentRef(row);
+  }
+
+  async findExternalIdOwner(providerId: string, externalAgentId: string): Promise<number | undefined> {
+    const row = await this.#run((context) => queries.findExternalIdOwnerForUpdate(context, this.tenant.name, providerId, externalAgentId));
+    return row === undefined ? undefined : fromDatabaseInteger(row.agent_number);
+  }
+
+  createAgent(providerId: string, name: string): Promise<AgentRef> {
+    return this.#run(async (context) => {
+      const tenant = this.tenant.name;
+      const { number, prefix } = await queries.takeAgentNumber(context, tenant);
+      if (prefix === null) {
+        // The service answers A2849 before it gets here; this guards against a bug, not a request.
+        throw new Error(`Tenant "${tenant}" has no agent id sequence generator, so it cannot number a new agent.`);
+      }
+      const referenceId = agentReferenceId(prefix, number);
+      await queries.insertAgent(context, {
+        tenant,
+        number,
+        reference_id: referenceId,
+        provider_id: providerId,
+        name,
+        created_at: toDatabaseTimestamp(new Date()),
+      });
+      return { number, referenceId };
+    });
+  }
+
+  async claimExternalId(providerId: string, externalAgentId: string, agentNumber: number): Promise<void> {
+    await this.#run((context) =>
+      queries.insertExternalId(context, {
+        tenant: this.tenant.name,
+        provider_id: providerId,
+        external_agent_id: externalAgentId,
+        agent_number: agentNumber,
+        created_at: toDatabaseTimestamp(new Date()),
+      }),
+    );
+  }
+
+  async insert(key: UpsertKey, agent: AgentRef, definition: AgentDefinition): Promise<AgentRecord> {
+    if (!instanceId.test(definition.id)) {
+      throw new Error(`insert() was given "${definition.id}" as a new instance id; expected 32 lowercase hex characters.`);
+    }
+    const tenant = this.tenant.name;
+    const now = new Date();
+    await this.#run((context) =>
+      queries.insertDefinition(context, {
+        id: definition.id,
+        tenant,
+        name: key.name,
+        provider_id: key.providerId,
+        version: key.version,
+        agent_number: agent.number,
+        document: toDocument(definition),
+        created_at: toDatabaseTimestamp(now),
+        updated_at: toDatabaseTimestamp(now),
+      }),
+    );
+    return { id: definition.id, tenant, agent, definition, createdAt: now, updatedAt: now };
+  }
+
+  async update(existing: AgentRecord, definition: AgentDefinition): Promise<AgentRecord> {
+    if (existing.tenant !== this.tenant.name) {
+      throw new Error(`update() was given an instance of tenant "${existing.tenant}" in a transaction on "${this.tenant.name}".`);
+    }
+    if (definition.id !== existing.id) {
+      // The id is the instance's identity and links versions: an update must never move it.
+      throw new Error(`update() was given id "${definition.id}" for the existing instance "${existing.id}".`);
+    }
+    const now = new Date();
+    await this.#run((context) => queries.updateDocument(context, existing.tenant, existing.id, toDocument(definition), toDatabaseTimestamp(now)));
+    return { ...existing, definition, updatedAt: now };
+  }
+
+  /** Rethrows the failure that doomed this attempt, if any. */
+  throwIfFailed(): void {
+    if (this.#failure !== undefined) throw this.#failure.error;
+  }
+
+  /** Called when the transaction is over; later calls fail loudly instead of running outside it. */
+  end(): void {
+    this.#ended = true;
+  }
+
+  async #run<T>(query: (context: QueryContext) => Promise<T>): Promise<T> {
+    if (this.#ended) throw new Error("A WriteTransaction was used after its write() ended.");
+    this.throwIfFailed();
+    try {
+      return await query(this.#context);
+    } catch (error) {
+      if (classifyDriverError(error) !== "other") this.#failure ??= { error };
+      throw error;
+    }
+  }
+}
+
+function normalise(page: Page): { limit: number; offset: number } {
+  return { limit: Math.max(0, Math.trunc(page.limit)), offset: Math.max(0, Math.trunc(page.offset)) };
 }
 
 /** Runs a read, turning connection failures into `UNAVAILABLE`. */
@@ -153,7 +336,7 @@ function translate(error: unknown): unknown {
 
 /** Exponential with full jitter, so racing writers spread out instead of colliding again. */
 function backoffMillis(attempt: number): number {
-  return Math.random() * backoffBaseMillis * 2 ** attempt;
+  return Math.random() * Math.min(backoffCapMillis, backoffBaseMillis * 2 ** attempt);
 }
 
 function sleep(millis: number): Promise<void> {

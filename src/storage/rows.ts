@@ -6,29 +6,56 @@
 import { fromJsonString, toJsonString } from "@bufbuild/protobuf";
 import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
 import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
-import type { AgentRecord } from "./repository.js";
+import type { AgentRecord, AgentRef, Tenant } from "./repository.js";
 
-/** A row of `agent_definitions`. */
+/** A BIGINT as a driver may hand it back: mysql2 (supportBigNumbers) answers a number, or a string past 2^53. */
+export type DatabaseInteger = number | string | bigint;
+
+/** A row of `agent_definitions`, joined with its agent's `reference_id`. */
 export interface AgentDefinitionRow {
   readonly id: string;
   /** Insertion order; mysql2 may answer a BIGINT as a string. */
-  readonly seq: number | string | bigint;
+  readonly seq: DatabaseInteger;
   readonly tenant: string;
   readonly name: string;
   readonly provider_id: string;
   readonly version: string;
+  readonly agent_number: DatabaseInteger;
+  /** From `agents`. */
+  readonly reference_id: string;
   /** The definition as protobuf JSON. */
   readonly document: string;
   readonly created_at: DatabaseTimestamp;
   readonly updated_at: DatabaseTimestamp;
 }
 
-/** The columns an insert writes; `seq` is assigned by the database. */
-export type NewAgentDefinitionRow = Omit<AgentDefinitionRow, "seq">;
+/** The columns an insert writes; `seq` is assigned by the database, `reference_id` lives in `agents`. */
+export type NewAgentDefinitionRow = Omit<AgentDefinitionRow, "seq" | "reference_id">;
 
 /** A row of `tenants`. */
 export interface TenantRow {
   readonly name: string;
+  readonly sequence_prefix: string | null;
+  readonly next_agent_number: DatabaseInteger;
+  readonly created_at: DatabaseTimestamp;
+}
+
+/** A row of `agents`. */
+export interface AgentRow {
+  readonly tenant: string;
+  readonly number: DatabaseInteger;
+  readonly reference_id: string;
+  readonly provider_id: string;
+  readonly name: string;
+  readonly created_at: DatabaseTimestamp;
+}
+
+/** A row of `agent_external_ids`. */
+export interface AgentExternalIdRow {
+  readonly tenant: string;
+  readonly provider_id: string;
+  readonly external_agent_id: string;
+  readonly agent_number: DatabaseInteger;
   readonly created_at: DatabaseTimestamp;
 }
 
@@ -51,6 +78,13 @@ export function fromDatabaseTimestamp(value: DatabaseTimestamp): Date {
   return instant;
 }
 
+/** Reads a BIGINT column back as a number; a value past 2^53 would be a broken database, not a real count. */
+export function fromDatabaseInteger(value: DatabaseInteger): number {
+  const number = Number(value);
+  if (!Number.isSafeInteger(number)) throw new Error(`Integer out of range in the database: ${String(value)}`);
+  return number;
+}
+
 /** Serialises a definition for the `document` column. */
 export function toDocument(definition: AgentDefinition): string {
   return toJsonString(AgentDefinitionSchema, definition);
@@ -66,8 +100,29 @@ export function toAgentRecord(row: AgentDefinitionRow): AgentRecord {
   return {
     id: row.id,
     tenant: row.tenant,
+    agent: { number: fromDatabaseInteger(row.agent_number), referenceId: row.reference_id },
     definition: fromDocument(row.document),
     createdAt: fromDatabaseTimestamp(row.created_at),
     updatedAt: fromDatabaseTimestamp(row.updated_at),
   };
+}
+
+/** Maps a stored tenant row to the domain's tenant. */
+export function toTenant(row: TenantRow): Tenant {
+  return {
+    name: row.name,
+    sequencePrefix: row.sequence_prefix,
+    nextAgentNumber: fromDatabaseInteger(row.next_agent_number),
+    createdAt: fromDatabaseTimestamp(row.created_at),
+  };
+}
+
+/** Maps a stored agent row to the domain's reference to it. */
+export function toAgentRef(row: Pick<AgentRow, "number" | "reference_id">): AgentRef {
+  return { number: fromDatabaseInteger(row.number), referenceId: row.reference_id };
+}
+
+/** The reference id of agent `number` in a sequence with `prefix`. */
+export function agentReferenceId(prefix: string, number: number): string {
+  return `Agent_ID=${prefix}${number}`;
 }

@@ -1,18 +1,25 @@
 import type { ConnectRouter, HandlerContext, Interceptor } from "@connectrpc/connect";
 import { AgentDefinitionService } from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { create } from "@bufbuild/protobuf";
-import { ListAgentDefinitionsResponseSchema } from "../../gen/asor/v1/agent_definition_service_pb.js";
+import { ListAgentDefinitionsResponseSchema, ListAgentDefinitionVersionsResponseSchema } from "../../gen/asor/v1/agent_definition_service_pb.js";
+import { ListTenantsResponseSchema, TenantAdminService } from "../../gen/asor/v1/tenant_admin_service_pb.js";
+import type { TenantService } from "../service/tenant-service.js";
+import type { Authenticator } from "../auth/authenticator.js";
 import type { Logger } from "../logger.js";
+import { authInterceptor, registryPolicy, resolveTenant } from "./auth-interceptor.js";
 import type { RegistryService } from "../service/registry-service.js";
 import { asConnectError } from "./error-mapping.js";
 
 export interface RoutesOptions {
   readonly service: RegistryService;
+  readonly tenants: TenantService;
   /** The tenant of requests that name none (the contract's `/asor/v1` paths). */
   readonly defaultTenant: string;
   readonly logger: Logger;
-  /** Interceptors that run before the handlers (authentication, later). */
-  readonly interceptors?: readonly Interceptor[];
+  /** Verifies the bearer token of every call. */
+  readonly authenticator: Authenticator;
+  /** The security domain of the tenant admin RPCs. */
+  readonly adminDomain: string;
 }
 
 /** Turns every error leaving a handler into the ConnectError a caller may see. */
@@ -31,8 +38,13 @@ function errorInterceptor(logger: Logger): Interceptor {
  * (Node HTTP/1.1 and HTTP/2, Deno, and the REST transcoder's in-process
  * transport), so every surface runs the same interceptors and handlers.
  */
-export function createRoutes({ service, defaultTenant, logger, interceptors = [] }: RoutesOptions) {
-  const tenantOf = (requested: string, _ctx: HandlerContext): string => requested || defaultTenant;
+export function createRoutes({ service, tenants, defaultTenant, logger, authenticator, adminDomain }: RoutesOptions) {
+  const tenantOf = (requested: string, ctx: HandlerContext): string => resolveTenant(requested, ctx, defaultTenant);
+  const options = {
+    interceptors: [errorInterceptor(logger), authInterceptor(authenticator, registryPolicy(adminDomain))],
+    // Reject unknown JSON keys instead of dropping them (Connect's default ignores them).
+    jsonOptions: { ignoreUnknownFields: false },
+  };
   return (router: ConnectRouter): void => {
     router.service(
       AgentDefinitionService,
@@ -42,16 +54,24 @@ export function createRoutes({ service, defaultTenant, logger, interceptors = []
           return create(ListAgentDefinitionsResponseSchema, page);
         },
         getAgentDefinition: (req, ctx) => service.get(tenantOf(req.tenant, ctx), req),
+        async listAgentDefinitionVersions(req, ctx) {
+          const page = await service.listVersions(tenantOf(req.tenant, ctx), req);
+          return create(ListAgentDefinitionVersionsResponseSchema, page);
+        },
         async upsertAgentDefinition(req, ctx) {
           const { definition } = await service.upsert(tenantOf(req.tenant, ctx), req);
           return definition;
         },
       },
+      options,
+    );
+    router.service(
+      TenantAdminService,
       {
-        interceptors: [errorInterceptor(logger), ...interceptors],
-        // Reject unknown JSON keys instead of dropping them (Connect's default ignores them).
-        jsonOptions: { ignoreUnknownFields: false },
+        createTenant: (req) => tenants.create(req),
+        listTenants: async () => create(ListTenantsResponseSchema, { tenants: await tenants.list() }),
       },
+      options,
     );
   };
 }

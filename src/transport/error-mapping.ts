@@ -14,6 +14,7 @@ const KINDS: Record<ErrorKind, { status: number; code: Code; validationBody: boo
   unauthenticated: { status: 401, code: Code.Unauthenticated, validationBody: true },
   forbidden: { status: 403, code: Code.PermissionDenied, validationBody: true },
   not_found: { status: 404, code: Code.NotFound, validationBody: true },
+  already_exists: { status: 409, code: Code.AlreadyExists, validationBody: true },
   // A write that kept colliding with concurrent writers: the client may retry.
   conflict: { status: 409, code: Code.Aborted, validationBody: true },
   too_large: { status: 413, code: Code.ResourceExhausted, validationBody: true },
@@ -63,7 +64,14 @@ export function toConnectError(err: RegistryError): ConnectError {
   const detail = mapping.validationBody
     ? { desc: ValidationErrorSchema, value: validationBody(err) }
     : { desc: ErrorSchema, value: create(ErrorSchema, { error: err.message, code: err.code }) };
-  return new ConnectError(err.message, mapping.code, undefined, [detail], err);
+  return new ConnectError(err.message, mapping.code, challengeOf(err), [detail], err);
+}
+
+/** RFC 6750 §3: the Bearer challenge of a 401, and of a 403 (insufficient_scope). */
+function challengeOf(err: RegistryError): HeadersInit | undefined {
+  if (err.kind === "unauthenticated") return { "www-authenticate": 'Bearer realm="asor"' };
+  if (err.kind === "forbidden") return { "www-authenticate": 'Bearer realm="asor", error="insufficient_scope"' };
+  return undefined;
 }
 
 const INTERNAL_MESSAGE = "An internal error occurred; it has been logged.";
@@ -87,15 +95,21 @@ export function asConnectError(err: unknown, logger: Logger, procedure: string):
  * The REST answer for a ConnectError: its status, and the body in the spec's
  * shape for that status (the validation error body for 4xx, Error for 5xx).
  */
-export function restError(err: ConnectError): { status: number; body: JsonObject } {
+export function restError(err: ConnectError): { status: number; body: JsonObject; headers: Record<string, string> } {
   const status = HTTP_STATUS[err.code] ?? 500;
+  const challenge = err.metadata.get("www-authenticate");
+  const headers: Record<string, string> = challenge === null ? {} : { "www-authenticate": challenge };
+  return { status, headers, body: restErrorBody(err, status) };
+}
+
+function restErrorBody(err: ConnectError, status: number): JsonObject {
   const [validation] = err.findDetails(ValidationErrorSchema);
-  if (validation !== undefined) return { status, body: toJson(ValidationErrorSchema, validation) as JsonObject };
+  if (validation !== undefined) return toJson(ValidationErrorSchema, validation) as JsonObject;
   const [plain] = err.findDetails(ErrorSchema);
-  if (plain !== undefined) return { status, body: toJson(ErrorSchema, plain) as JsonObject };
+  if (plain !== undefined) return toJson(ErrorSchema, plain) as JsonObject;
   // An error raised by the RPC layer itself (a deadline, say) has no details.
   const message = status === 500 ? INTERNAL_MESSAGE : err.rawMessage;
   const code = Code[err.code].replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase();
-  if (status >= 500) return { status, body: { error: message, code } };
-  return { status, body: { error: message, errors: [{ error: message, code }] } };
+  if (status >= 500) return { error: message, code };
+  return { error: message, errors: [{ error: message, code }] };
 }

@@ -19,16 +19,24 @@ describe("the README's examples, run as written against a running server", () =>
   const server = useServer(sqlite!);
   const onTestServer = (line: string) => line.replaceAll("http://127.0.0.1:8080", server().baseUrl);
 
+  /** Runs README lines after its `export TOKEN=...` line, in the server's data directory (whose issuer signs the token). */
+  const runWithToken = async (line: string) => {
+    const [tokenLine] = readmeCommands("export TOKEN=");
+    expect(tokenLine).toBeDefined();
+    const env = { ...process.env, DATA_DIR: server().app.config.dataDir };
+    return (await run("bash", ["-c", `${tokenLine}\n${onTestServer(line)}`], { env })).stdout;
+  };
+
   it("curl: POST answers 201 with Location, then both lists show the definition", async () => {
     const lines = readmeCommands("curl ");
     expect(lines).toHaveLength(3);
-    const [post, list, contractList] = lines.map(onTestServer) as [string, string, string];
-    const created = (await run("bash", ["-c", post])).stdout;
+    const [post, list, contractList] = lines as [string, string, string];
+    const created = await runWithToken(post);
     expect(created).toMatch(/^HTTP\/1\.1 201/);
     const location = /^location: (\S+)/im.exec(created)?.[1];
     expect(location).toMatch(/^\/api\/asor\/v1\/default\/agentDefinition\/[0-9a-f]{32}$/);
     for (const command of [list, contractList]) {
-      const body = JSON.parse((await run("bash", ["-c", command])).stdout);
+      const body = JSON.parse(await runWithToken(command));
       expect(body.data.map((d: { name: string }) => d.name)).toContain("Hello Agent");
     }
   });
@@ -36,8 +44,7 @@ describe("the README's examples, run as written against a running server", () =>
   it("buf curl: lists over gRPC", async () => {
     const [line] = readmeCommands("npm run -s buf -- curl");
     expect(line).toBeDefined();
-    const command = onTestServer(line!);
-    const body = JSON.parse((await run("bash", ["-c", command])).stdout);
+    const body = JSON.parse(await runWithToken(line!));
     expect(body.total).toBeGreaterThanOrEqual(0);
   });
 });

@@ -10,8 +10,11 @@ const CONTRACT_PATH = "/asor/v1/agentDefinition";
 forEachDatabase((db) => {
   const server = useServer(db);
   const url = (path: string) => `${server().baseUrl}${path}`;
+  /** The request, with the default tenant's all-domains token. */
+  const authed = (init: RequestInit = {}): RequestInit => ({ ...init, headers: { authorization: server().authorization, ...(init.headers as Record<string, string>) } });
+  const get = (path: string) => fetch(url(path), authed());
   const post = (path: string, body: unknown, contentType = "application/json") =>
-    fetch(url(path), { method: "POST", headers: { "content-type": contentType }, body: typeof body === "string" ? body : JSON.stringify(body) });
+    fetch(url(path), authed({ method: "POST", headers: { "content-type": contentType }, body: typeof body === "string" ? body : JSON.stringify(body) }));
 
   describe("the example definition", () => {
     it("round-trips through POST and GET field for field, plus the read-only fields", async () => {
@@ -22,12 +25,13 @@ forEachDatabase((db) => {
       expect(body.id).toMatch(HEX32);
       expect(created.headers.get("location")).toBe(`${TENANT_PATH}/${body.id}`);
 
-      const read = await fetch(url(`${TENANT_PATH}/${body.id}`));
+      const read = await get(`${TENANT_PATH}/${body.id}`);
       expect(read.status).toBe(200);
       const got = await read.json();
       expect(got).toEqual(body);
       expect(withoutReadOnly(got)).toEqual(example);
 
+      expect(got.reference_id).toMatch(/^Agent_ID=AGENT-\d+$/);
       expect(got.provider).toEqual({ id: "Provider=MyOrg", descriptor: "MyOrg" });
       expect(got.platform).toEqual({ id: "Platform=OTHER", reference_id: "OTHER", descriptor: "OTHER" });
       expect(got.hostConfig.map((h: any) => h.executionMode)).toEqual([
@@ -42,8 +46,8 @@ forEachDatabase((db) => {
 
     it("gives the same derived ids on every read, and on the contract path", async () => {
       const { id } = await (await post(TENANT_PATH, { ...exampleDefinition(), version: "stable-ids" })).json();
-      const first = await (await fetch(url(`${TENANT_PATH}/${id}`))).json();
-      const second = await (await fetch(url(`${CONTRACT_PATH}/${id}`))).json();
+      const first = await (await get(`${TENANT_PATH}/${id}`)).json();
+      const second = await (await get(`${CONTRACT_PATH}/${id}`)).json();
       expect(derivedIds(second)).toEqual(derivedIds(first));
     });
   });
@@ -56,9 +60,9 @@ forEachDatabase((db) => {
       expect(second.status).toBe(201);
       const updated = await second.json();
       expect(updated.id).toBe(first.id);
-      const got = await (await fetch(url(`${TENANT_PATH}/${first.id}`))).json();
+      const got = await (await get(`${TENANT_PATH}/${first.id}`)).json();
       expect(got.description).toBe("Now does two things");
-      const list = await (await fetch(url(`${TENANT_PATH}?limit=100`))).json();
+      const list = await (await get(`${TENANT_PATH}?limit=100`)).json();
       expect(list.data.filter((d: any) => d.name === "Upsert Agent")).toHaveLength(1);
     });
 
@@ -145,13 +149,13 @@ forEachDatabase((db) => {
     it("accepts multipart/form-data with the definition in the part agentCardAndTools, as a field or a file", async () => {
       const asField = new FormData();
       asField.set("agentCardAndTools", JSON.stringify(minimalDefinition({ name: "Multipart Field" })));
-      const r1 = await fetch(url(TENANT_PATH), { method: "POST", body: asField });
+      const r1 = await fetch(url(TENANT_PATH), authed({ method: "POST", body: asField }));
       expect(r1.status).toBe(201);
       expect((await r1.json()).name).toBe("Multipart Field");
 
       const asFile = new FormData();
       asFile.set("agentCardAndTools", new Blob([JSON.stringify(minimalDefinition({ name: "Multipart File" }))], { type: "application/json" }), "agent.json");
-      const r2 = await fetch(url(TENANT_PATH), { method: "POST", body: asFile });
+      const r2 = await fetch(url(TENANT_PATH), authed({ method: "POST", body: asFile }));
       expect(r2.status).toBe(201);
       expect((await r2.json()).name).toBe("Multipart File");
     });
@@ -159,7 +163,7 @@ forEachDatabase((db) => {
     it("rejects a multipart body without the part, or with other parts, naming them", async () => {
       const missing = new FormData();
       missing.set("definition", "{}");
-      const body = await (await fetch(url(TENANT_PATH), { method: "POST", body: missing })).json();
+      const body = await (await fetch(url(TENANT_PATH), authed({ method: "POST", body: missing }))).json();
       expect(body.errors).toEqual([expect.objectContaining({ code: "UNKNOWN_FIELD", field: "definition" })]);
     });
 
@@ -178,7 +182,11 @@ forEachDatabase((db) => {
     });
 
     it("answers 404 for a tenant that does not exist", async () => {
-      const res = await post("/api/asor/v1/nobody/agentDefinition", minimalDefinition());
+      const res = await fetch(url("/api/asor/v1/nobody/agentDefinition"), {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: await server().bearer({ tenant: "nobody" }) },
+        body: JSON.stringify(minimalDefinition()),
+      });
       expect(res.status).toBe(404);
       expect((await res.json()).errors[0]).toMatchObject({ code: "TENANT_NOT_FOUND", field: "tenant" });
     });
@@ -186,7 +194,7 @@ forEachDatabase((db) => {
 
   describe("GET", () => {
     it("answers 404 with the validation error body for an unknown id", async () => {
-      const res = await fetch(url(`${TENANT_PATH}/${"0".repeat(32)}`));
+      const res = await get(`${TENANT_PATH}/${"0".repeat(32)}`);
       expect(res.status).toBe(404);
       const body = await res.json();
       expect(body.errors[0]).toMatchObject({ code: "NOT_FOUND", field: "id", path: "id" });
@@ -194,28 +202,28 @@ forEachDatabase((db) => {
 
     it("lists {total, data} paged by limit and offset on both paths", async () => {
       for (let i = 0; i < 3; i++) await post(TENANT_PATH, minimalDefinition({ name: `Paged ${i}` }));
-      const all = await (await fetch(url(`${CONTRACT_PATH}?limit=100`))).json();
+      const all = await (await get(`${CONTRACT_PATH}?limit=100`)).json();
       expect(all.total).toBe(all.data.length);
-      const page = await (await fetch(url(`${TENANT_PATH}?limit=2&offset=1`))).json();
+      const page = await (await get(`${TENANT_PATH}?limit=2&offset=1`)).json();
       expect(page.total).toBe(all.total);
       expect(page.data.map((d: any) => d.id)).toEqual(all.data.slice(1, 3).map((d: any) => d.id));
-      const beyond = await (await fetch(url(`${TENANT_PATH}?offset=100000`))).json();
+      const beyond = await (await get(`${TENANT_PATH}?offset=100000`)).json();
       expect(beyond).toEqual({ total: all.total, data: [] });
     });
 
     it("defaults the page size to 20", async () => {
       for (let i = 0; i < 21; i++) await post(TENANT_PATH, minimalDefinition({ name: `Default page ${i}` }));
-      const page = await (await fetch(url(TENANT_PATH))).json();
+      const page = await (await get(TENANT_PATH)).json();
       expect(page.data).toHaveLength(20);
       expect(page.total).toBeGreaterThan(20);
     });
 
     it("rejects a limit above 100, a negative offset and unknown query parameters", async () => {
-      const body = await (await fetch(url(`${TENANT_PATH}?limit=101&offset=-1&sort=name`))).json();
+      const body = await (await get(`${TENANT_PATH}?limit=101&offset=-1&sort=name`)).json();
       expect(body.errors.map((e: any) => [e.code, e.path])).toEqual([
         ["UNKNOWN_FIELD", "sort"],
       ]);
-      const range = await (await fetch(url(`${TENANT_PATH}?limit=101&offset=-1`))).json();
+      const range = await (await get(`${TENANT_PATH}?limit=101&offset=-1`)).json();
       expect(range.errors.map((e: any) => [e.code, e.path])).toEqual([
         ["OUT_OF_RANGE", "limit"],
         ["OUT_OF_RANGE", "offset"],
@@ -223,10 +231,10 @@ forEachDatabase((db) => {
     });
 
     it("answers 405 with Allow for a wrong method, and 404 for a path outside the surface", async () => {
-      const wrong = await fetch(url(`${TENANT_PATH}/abc`), { method: "DELETE" });
+      const wrong = await fetch(url(`${TENANT_PATH}/abc`), authed({ method: "DELETE" }));
       expect(wrong.status).toBe(405);
       expect(wrong.headers.get("allow")).toBe("GET");
-      const nowhere = await fetch(url("/nowhere"));
+      const nowhere = await get("/nowhere");
       expect(nowhere.status).toBe(404);
       expect((await nowhere.json()).errors[0].code).toBe("NOT_FOUND");
     });

@@ -15,6 +15,7 @@ import { ValidationErrorSchema } from "../../gen/asor/v1/error_pb.js";
 import { forEachDatabase } from "../support/databases.js";
 import { exampleDefinition, minimalDefinition, withoutReadOnly } from "../support/definitions.js";
 import { createGrpcJsClient, grpcErrorDetails } from "../support/grpc-js-client.js";
+import { withAuthorization } from "../support/auth.js";
 import { useServer } from "../support/server.js";
 
 /** A bad definition with problems of every layer: JSON-valid but breaking proto rules and cross-field rules. */
@@ -38,9 +39,9 @@ forEachDatabase((db) => {
   const server = useServer(db);
 
   const connectTransports: [string, () => Transport][] = [
-    ["Connect", () => createConnectTransport({ baseUrl: server().baseUrl, httpVersion: "1.1" })],
-    ["gRPC-Web", () => createGrpcWebTransport({ baseUrl: server().baseUrl, httpVersion: "1.1" })],
-    ["Connect over HTTP/2", () => createConnectTransport({ baseUrl: server().baseUrl, httpVersion: "2" })],
+    ["Connect", () => createConnectTransport({ baseUrl: server().baseUrl, httpVersion: "1.1", interceptors: [withAuthorization(server().authorization)] })],
+    ["gRPC-Web", () => createGrpcWebTransport({ baseUrl: server().baseUrl, httpVersion: "1.1", interceptors: [withAuthorization(server().authorization)] })],
+    ["Connect over HTTP/2", () => createConnectTransport({ baseUrl: server().baseUrl, httpVersion: "2", interceptors: [withAuthorization(server().authorization)] })],
   ];
 
   describe.each(connectTransports)("over %s", (name, transport) => {
@@ -70,7 +71,7 @@ forEachDatabase((db) => {
   });
 
   describe("over gRPC with @grpc/grpc-js", () => {
-    const grpc = () => createGrpcJsClient(AgentDefinitionService, `127.0.0.1:${server().port}`);
+    const grpc = () => createGrpcJsClient(AgentDefinitionService, `127.0.0.1:${server().port}`, server().authorization);
 
     it("upserts, gets and lists", async () => {
       const client = grpc();
@@ -88,7 +89,7 @@ forEachDatabase((db) => {
     });
 
     it("answers NOT_FOUND for an unknown tenant, with the validation error as a detail", async () => {
-      const client = grpc();
+      const client = createGrpcJsClient(AgentDefinitionService, `127.0.0.1:${server().port}`, await server().bearer({ tenant: "ghost" }));
       try {
         const err = (await client.call("listAgentDefinitions", create(ListAgentDefinitionsRequestSchema, { tenant: "ghost" })).catch((e: unknown) => e)) as ServiceError;
         expect(err.code).toBe(grpcStatus.NOT_FOUND);
@@ -118,7 +119,7 @@ forEachDatabase((db) => {
     const def = badDefinition();
     const rest = await fetch(`${server().baseUrl}/api/asor/v1/default/agentDefinition`, {
       method: "POST",
-      headers: { "content-type": "application/json" },
+      headers: { "content-type": "application/json", authorization: server().authorization },
       body: JSON.stringify(def),
     });
     expect(rest.status).toBe(400);
@@ -132,7 +133,7 @@ forEachDatabase((db) => {
       expect(toJson(ValidationErrorSchema, detail!)).toEqual(expected);
     }
 
-    const client = createGrpcJsClient(AgentDefinitionService, `127.0.0.1:${server().port}`);
+    const client = createGrpcJsClient(AgentDefinitionService, `127.0.0.1:${server().port}`, server().authorization);
     try {
       const err = (await client.call("upsertAgentDefinition", upsertRequest(def)).catch((e: unknown) => e)) as ServiceError;
       expect(err.code).toBe(grpcStatus.INVALID_ARGUMENT);

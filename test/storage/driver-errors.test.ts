@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { classifyDriverError } from "../../src/storage/driver-errors.js";
+import { classifyDriverError, isDuplicateKey } from "../../src/storage/driver-errors.js";
 
 function withCode(code: string, extra: Record<string, unknown> = {}): Error {
   return Object.assign(new Error("message text is never looked at"), { code, ...extra });
@@ -35,5 +35,23 @@ describe("classifyDriverError", () => {
     const cyclic: Error & { cause?: unknown } = new Error("cycle");
     cyclic.cause = cyclic;
     expect(classifyDriverError(cyclic)).toBe("other");
+  });
+});
+
+describe("isDuplicateKey", () => {
+  it("recognises unique and primary key violations of both drivers, wrapped or not", () => {
+    for (const code of ["ER_DUP_ENTRY", "SQLITE_CONSTRAINT_UNIQUE", "SQLITE_CONSTRAINT_PRIMARYKEY"]) {
+      expect(isDuplicateKey(withCode(code)), code).toBe(true);
+    }
+    expect(isDuplicateKey(Object.assign(new Error("x"), { errno: 1062 }))).toBe(true);
+    expect(isDuplicateKey(new Error("wrapper", { cause: withCode("ER_DUP_ENTRY") }))).toBe(true);
+  });
+
+  it("does not take other failures, races included, for duplicates", () => {
+    for (const code of ["ER_LOCK_DEADLOCK", "SQLITE_BUSY", "SQLITE_CONSTRAINT_FOREIGNKEY", "SQLITE_CONSTRAINT_TRIGGER", "ECONNREFUSED"]) {
+      expect(isDuplicateKey(withCode(code)), code).toBe(false);
+    }
+    expect(isDuplicateKey(new Error("Duplicate entry 'x' for key 'PRIMARY'"))).toBe(false);
+    expect(isDuplicateKey(undefined)).toBe(false);
   });
 });

@@ -1,68 +1,19 @@
-import { randomBytes } from "node:crypto";
 import { connect as createConnectionTo, createServer } from "node:net";
 import type { AddressInfo, Server, Socket } from "node:net";
-import { clone, create, equals } from "@bufbuild/protobuf";
+import { equals } from "@bufbuild/protobuf";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
-import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
 import { RegistryError } from "../../src/domain/errors.js";
 import { openDatabase } from "../../src/storage/connection.js";
 import type { Database } from "../../src/storage/connection.js";
-import { createKnexRepository } from "../../src/storage/knex-repository.js";
+import { createKnexRepository, defaultSequencePrefix } from "../../src/storage/knex-repository.js";
 import { migrateToLatest, migrateToNothing } from "../../src/storage/migrations/index.js";
-import type { AgentDefinitionRepository, UpsertDecision, UpsertKey } from "../../src/storage/repository.js";
+import type { AgentDefinitionRepository, AgentRef, WriteTransaction } from "../../src/storage/repository.js";
 import { forEachDatabase, useFreshDatabase } from "../support/databases.js";
 import type { FreshDatabase } from "../support/databases.js";
+import { definition, keyOf, newId, save, sleep, stored } from "./fixtures.js";
 
 const tenant = "default";
-
-function newId(): string {
-  return randomBytes(16).toString("hex");
-}
-
-/** What a test varies; the rest is a valid definition. */
-interface DefinitionFields {
-  id?: string;
-  name?: string;
-  description?: string;
-  version?: string;
-  provider?: { id: string };
-}
-
-function definition(init: DefinitionFields = {}): AgentDefinition {
-  return create(AgentDefinitionSchema, {
-    name: "Expense Agent",
-    description: "Files expense reports.",
-    url: "https://agents.example.com/expense",
-    version: "1.0.0",
-    provider: { id: "Provider=Acme" },
-    skills: [{ id: "file", name: "File", description: "Files one report." }],
-    ...init,
-  });
-}
-
-function keyOf(def: AgentDefinition): UpsertKey {
-  return { name: def.name, providerId: def.provider?.id ?? "", version: def.version };
-}
-
-/** The decision the domain makes in its simplest form: keep an existing id, else take a new one. */
-function keepOrAssign(def: AgentDefinition): UpsertDecision {
-  return (existing) => withId(def, existing?.id ?? newId());
-}
-
-function withId(def: AgentDefinition, id: string): AgentDefinition {
-  const copy = clone(AgentDefinitionSchema, def);
-  copy.id = id;
-  return copy;
-}
-
-function upsert(repo: AgentDefinitionRepository, def: AgentDefinition, into = tenant) {
-  return repo.upsert(into, keyOf(def), keepOrAssign(def));
-}
-
-function sleep(millis: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, millis));
-}
 
 forEachDatabase((db) => {
   const target = useFreshDatabase(db);
@@ -73,7 +24,7 @@ forEachDatabase((db) => {
   beforeAll(async () => {
     repo = await createKnexRepository(target());
     raw = await openDatabase(target());
-    await raw.db("tenants").insert({ name: "other" });
+    await repo.createTenant("other", "OTHER-");
   });
 
   afterAll(async () => {
@@ -81,193 +32,404 @@ forEachDatabase((db) => {
     await raw?.db.destroy();
   });
 
-  async function rowCount(): Promise<number> {
-    const row = (await raw.db("agent_definitions").count({ n: "*" }).first()) as { n: number | string };
+  async function count(table: string, where: Record<string, unknown> = {}): Promise<number> {
+    const row = (await raw.db(table).where(where).count({ n: "*" }).first()) as { n: number | string };
     return Number(row.n);
   }
 
   it("runs its migrations again on start without changing anything", async () => {
-    const before = await rowCount();
+    const before = await count("agent_definitions");
     const again = await createKnexRepository(target());
     try {
-      expect(await again.tenantExists("default")).toBe(true);
-      const tenants = (await raw.db("tenants").where({ name: "default" }).count({ n: "*" }).first()) as { n: number | string };
-      expect(Number(tenants.n)).toBe(1);
+      expect((await again.getTenant("default"))?.sequencePrefix).toBe(defaultSequencePrefix);
+      expect(await count("tenants", { name: "default" })).toBe(1);
       const applied = await raw.db("knex_migrations").select("name").orderBy("id");
       expect(applied.map((m: { name: string }) => m.name)).toEqual([
         "0001-create-tenants",
         "0002-seed-default-tenant",
-        "0003-create-agent-definitions",
+        "0003-create-agents",
+        "0004-create-agent-external-ids",
+        "0005-create-agent-definitions",
       ]);
     } finally {
       await again.close();
     }
-    expect(await rowCount()).toBe(before);
+    expect(await count("agent_definitions")).toBe(before);
   });
 
-  it("knows the seeded default tenant and no others it was not given", async () => {
-    expect(await repo.tenantExists("default")).toBe(true);
-    expect(await repo.tenantExists("Default")).toBe(false);
-    expect(await repo.tenantExists("nope")).toBe(false);
-  });
-
-  it("creates an instance, then updates it in place under the same key", async () => {
-    const first = definition({ name: "In place", description: "first" });
-    const created = await upsert(repo, first);
-    expect(created.created).toBe(true);
-    expect(created.record.id).toMatch(/^[0-9a-f]{32}$/);
-    expect(created.record.definition.id).toBe(created.record.id);
-
-    await sleep(5);
-    const second = definition({ name: "In place", description: "second" });
-    const updated = await upsert(repo, second);
-    expect(updated.created).toBe(false);
-    expect(updated.record.id).toBe(created.record.id);
-    expect(updated.record.definition.description).toBe("second");
-
-    const stored = await repo.get(tenant, created.record.id);
-    expect(stored?.definition.description).toBe("second");
-    expect(stored?.createdAt.getTime()).toBe(created.record.createdAt.getTime());
-    expect(stored?.updatedAt.getTime()).toBeGreaterThan(created.record.updatedAt.getTime());
-    expect(stored?.updatedAt.getTime()).toBe(updated.record.updatedAt.getTime());
-    const rows = await raw.db("agent_definitions").where({ tenant, name: "In place" });
-    expect(rows).toHaveLength(1);
-  });
-
-  it("hands decide() the existing record, and nothing when the key is new", async () => {
-    const def = definition({ name: "Decide sees" });
-    const seen: Array<string | undefined> = [];
-    const decide: UpsertDecision = (existing) => {
-      seen.push(existing?.id);
-      return withId(def, existing?.id ?? newId());
-    };
-    const created = await repo.upsert(tenant, keyOf(def), decide);
-    await repo.upsert(tenant, keyOf(def), decide);
-    expect(seen).toEqual([undefined, created.record.id]);
-  });
-
-  it("compares the key exactly: case and trailing spaces make different keys", async () => {
-    const names = ["Exact", "exact", "Exact ", "EXACT"];
-    const ids = new Set<string>();
-    for (const name of names) {
-      const result = await upsert(repo, definition({ name }));
-      expect(result.created).toBe(true);
-      ids.add(result.record.id);
-    }
-    expect(ids.size).toBe(names.length);
-    const versions = await Promise.all(["1.0.0", "1.0.0 ", "1.0.0\t"].map((version) => upsert(repo, definition({ name: "Exact v", version }))));
-    expect(versions.map((r) => r.created)).toEqual([true, true, true]);
-    const providers = await Promise.all(["Provider=Acme", "provider=acme"].map((id) => upsert(repo, definition({ name: "Exact p", provider: { id } }))));
-    expect(providers.map((r) => r.created)).toEqual([true, true]);
-  });
-
-  it("scopes the key by tenant: the same key in another tenant is another instance", async () => {
-    const def = definition({ name: "Per tenant" });
-    const here = await upsert(repo, def);
-    const there = await upsert(repo, def, "other");
-    expect(there.created).toBe(true);
-    expect(there.record.id).not.toBe(here.record.id);
-    expect(await repo.get("other", here.record.id)).toBeUndefined();
-    expect((await repo.get(tenant, here.record.id))?.tenant).toBe(tenant);
-  });
-
-  it("rejects an unknown tenant with TENANT_NOT_FOUND and writes nothing", async () => {
-    const before = await rowCount();
-    let decided = false;
-    const attempt = repo.upsert("nope", keyOf(definition()), (existing) => {
-      decided = true;
-      return withId(definition(), existing?.id ?? newId());
+  describe("tenants", () => {
+    it("starts with the default tenant, which has a sequence generator", async () => {
+      const seeded = await repo.getTenant("default");
+      expect(seeded).toMatchObject({ name: "default", sequencePrefix: "AGENT-" });
+      expect(seeded?.createdAt).toBeInstanceOf(Date);
+      expect(Number.isNaN(seeded?.createdAt.getTime())).toBe(false);
+      expect(await repo.getTenant("Default")).toBeUndefined();
+      expect(await repo.getTenant("nope")).toBeUndefined();
     });
-    await expect(attempt).rejects.toBeInstanceOf(RegistryError);
-    await expect(attempt).rejects.toMatchObject({ code: "TENANT_NOT_FOUND", kind: "not_found" });
-    expect(decided).toBe(false);
-    expect(await rowCount()).toBe(before);
+
+    it("creates tenants with and without a sequence generator", async () => {
+      const withPrefix = await repo.createTenant("acme", "ACME-");
+      expect(withPrefix).toMatchObject({ name: "acme", sequencePrefix: "ACME-", nextAgentNumber: 1 });
+      const without = await repo.createTenant("bare", null);
+      expect(without).toMatchObject({ name: "bare", sequencePrefix: null, nextAgentNumber: 1 });
+      expect(await repo.getTenant("acme")).toEqual(withPrefix);
+      expect(await repo.getTenant("bare")).toEqual(without);
+    });
+
+    it("refuses a tenant that exists with TENANT_EXISTS, keeping the stored one", async () => {
+      await repo.createTenant("twice", "ONE-");
+      const again = repo.createTenant("twice", "TWO-");
+      await expect(again).rejects.toBeInstanceOf(RegistryError);
+      await expect(again).rejects.toMatchObject({
+        kind: "already_exists",
+        code: "TENANT_EXISTS",
+        message: 'Tenant "twice" already exists.',
+        issues: [{ code: "TENANT_EXISTS", field: "name", path: "name", message: 'Tenant "twice" already exists.' }],
+      });
+      await expect(repo.createTenant("default", null)).rejects.toMatchObject({ code: "TENANT_EXISTS" });
+      expect((await repo.getTenant("twice"))?.sequencePrefix).toBe("ONE-");
+      // Names are exact: another case is another tenant.
+      expect((await repo.createTenant("Twice", null)).name).toBe("Twice");
+    });
+
+    it("lists every tenant by name", async () => {
+      const names = (await repo.listTenants()).map((t) => t.name);
+      expect(names).toEqual(expect.arrayContaining(["acme", "bare", "default", "other", "twice", "Twice"]));
+      expect(names).toEqual([...names].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
+    });
   });
 
-  it("leaves nothing written when decide() throws, and passes its error through", async () => {
-    const before = await rowCount();
-    const refusal = new RegistryError("invalid", "A3015", "clash");
-    await expect(repo.upsert(tenant, keyOf(definition({ name: "Refused" })), () => Promise.reject(refusal))).rejects.toBe(refusal);
-    expect(await rowCount()).toBe(before);
-  });
-
-  it("rolls back an insert that fails inside the transaction (an id already taken) and reports CONFLICT", async () => {
-    const taken = await upsert(repo, definition({ name: "Holder of the id", description: "holder" }));
-    const before = await rowCount();
-    let attempts = 0;
-    const collide: UpsertDecision = () => {
-      attempts++;
-      return definition({ name: "Id thief", id: taken.record.id });
-    };
-    const attempt = repo.upsert(tenant, keyOf(definition({ name: "Id thief" })), collide);
-    await expect(attempt).rejects.toMatchObject({ code: "CONFLICT", kind: "conflict" });
-    expect(attempts).toBeGreaterThan(1); // a duplicate key is retried before giving up
-    expect(await rowCount()).toBe(before);
-    expect(await raw.db("agent_definitions").where({ tenant, name: "Id thief" })).toHaveLength(0);
-    expect((await repo.get(tenant, taken.record.id))?.definition.description).toBe("holder");
-  });
-
-  it("refuses a decision that would change the id of an existing instance, keeping the stored one", async () => {
-    const original = await upsert(repo, definition({ name: "Stable id", description: "original" }));
-    await expect(repo.upsert(tenant, keyOf(original.record.definition), () => definition({ name: "Stable id", id: newId(), description: "moved" }))).rejects.toThrow(/existing instance/);
-    const stored = await repo.get(tenant, original.record.id);
-    expect(stored?.definition.description).toBe("original");
-  });
-
-  it("answers undefined for an id it does not hold, including malformed ones", async () => {
-    expect(await repo.get(tenant, newId())).toBeUndefined();
-    expect(await repo.get(tenant, "not-an-id")).toBeUndefined();
-    expect(await repo.get(tenant, "🤖".repeat(16))).toBeUndefined();
-    expect(await repo.get("nope", newId())).toBeUndefined();
-  });
-
-  it("stores 4-byte unicode verbatim, in keys and in the document", async () => {
-    const fields = {
-      name: "Agent 🤖 𝔘𝔫𝔦𝔠𝔬𝔡𝔢",
-      description: "Emoji 😀👍🏽 and CJK 漢字 and combining é (e + U+0301)",
-      provider: { id: "Provider=Ünïcødé 🏭" },
-    };
-    const def = definition(fields);
-    const created = await upsert(repo, def);
-    const stored = await repo.get(tenant, created.record.id);
-    expect(stored?.definition.name).toBe(def.name);
-    expect(stored?.definition.description).toBe(def.description);
-    expect(stored?.definition.provider?.id).toBe(def.provider?.id);
-    expect(equals(AgentDefinitionSchema, stored!.definition, created.record.definition)).toBe(true);
-    // A different emoji is a different key, not a collation-equal one.
-    const other = await upsert(repo, definition({ ...fields, name: fields.name.replace("🤖", "👾") }));
-    expect(other.created).toBe(true);
-  });
-
-  it("ends with one instance when many upserts race on one key, and every call succeeds", async () => {
-    const def = definition({ name: "Raced" });
-    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => upsert(repo, definition({ name: "Raced", description: `writer ${i}` }))));
-    expect(results.filter((r) => r.created)).toHaveLength(1);
-    expect(new Set(results.map((r) => r.record.id)).size).toBe(1);
-    const rows = await raw.db("agent_definitions").where({ tenant, name: def.name });
-    expect(rows).toHaveLength(1);
-  });
-
-  it("ends with one instance when two repositories (as two processes would) race on one key", async () => {
-    const second = await createKnexRepository(target());
-    try {
-      const writers = Array.from({ length: 10 }, (_, i) => upsert(i % 2 === 0 ? repo : second, definition({ name: "Raced twice", description: `writer ${i}` })));
-      const results = await Promise.all(writers);
-      expect(results.filter((r) => r.created)).toHaveLength(1);
-      expect(await raw.db("agent_definitions").where({ tenant, name: "Raced twice" })).toHaveLength(1);
-    } finally {
-      await second.close();
+  describe("agents", () => {
+    async function createAgents(into: string, names: string[]): Promise<AgentRef[]> {
+      const refs: AgentRef[] = [];
+      for (const name of names) refs.push(await repo.write(into, (tx) => tx.createAgent("Provider=Acme", name)));
+      return refs;
     }
+
+    it("numbers a tenant's agents 1, 2, 3 with reference ids from its prefix, independently of other tenants", async () => {
+      await repo.createTenant("seq-one", "ONE-");
+      await repo.createTenant("seq-two", "TWO/");
+      expect(await createAgents("seq-one", ["a", "b"])).toEqual([
+        { number: 1, referenceId: "Agent_ID=ONE-1" },
+        { number: 2, referenceId: "Agent_ID=ONE-2" },
+      ]);
+      expect(await createAgents("seq-two", ["a", "b"])).toEqual([
+        { number: 1, referenceId: "Agent_ID=TWO/1" },
+        { number: 2, referenceId: "Agent_ID=TWO/2" },
+      ]);
+      expect(await createAgents("seq-one", ["c"])).toEqual([{ number: 3, referenceId: "Agent_ID=ONE-3" }]);
+      expect((await repo.getTenant("seq-one"))?.nextAgentNumber).toBe(4);
+      expect((await repo.getTenant("seq-two"))?.nextAgentNumber).toBe(3);
+      expect(await repo.write("seq-one", (tx) => tx.findAgentByName("Provider=Acme", "c"))).toEqual({ number: 3, referenceId: "Agent_ID=ONE-3" });
+      expect(await repo.write("seq-one", (tx) => tx.findAgentByName("Provider=Acme", "C"))).toBeUndefined();
+    });
+
+    it("hands the work the tenant as it was when the transaction began", async () => {
+      await repo.createTenant("seen", "SEEN-");
+      await createAgents("seen", ["x"]);
+      const seen = await repo.write("seen", async (tx) => tx.tenant);
+      expect(seen).toMatchObject({ name: "seen", sequencePrefix: "SEEN-", nextAgentNumber: 2 });
+    });
+
+    it("refuses to number an agent in a tenant without a sequence generator, writing nothing", async () => {
+      await repo.createTenant("no-seq", null);
+      await expect(repo.write("no-seq", (tx) => tx.createAgent("Provider=Acme", "x"))).rejects.toThrow(/no agent id sequence generator/);
+      expect(await count("agents", { tenant: "no-seq" })).toBe(0);
+      expect((await repo.getTenant("no-seq"))?.nextAgentNumber).toBe(1);
+    });
+
+    it("knows which agent holds an externalAgentID, per provider", async () => {
+      await repo.createTenant("ext", "EXT-");
+      const owner = await repo.write("ext", async (tx) => {
+        const agent = await tx.createAgent("Provider=Acme", "holder");
+        await tx.claimExternalId("Provider=Acme", "ext-1", agent.number);
+        return agent;
+      });
+      expect(await repo.write("ext", (tx) => tx.findExternalIdOwner("Provider=Acme", "ext-1"))).toBe(owner.number);
+      expect(await repo.write("ext", (tx) => tx.findExternalIdOwner("Provider=Other", "ext-1"))).toBeUndefined();
+      expect(await repo.write("ext", (tx) => tx.findExternalIdOwner("Provider=Acme", "EXT-1"))).toBeUndefined();
+    });
+  });
+
+  describe("writing definitions", () => {
+    it("creates an instance with a new agent, then updates it in place under the same key", async () => {
+      const first = await save(repo, definition({ name: "In place", description: "first" }));
+      expect(first.created).toBe(true);
+      expect(first.record.id).toMatch(/^[0-9a-f]{32}$/);
+      expect(first.record.definition.id).toBe(first.record.id);
+      expect(first.record.agent.referenceId).toMatch(/^Agent_ID=AGENT-\d+$/);
+      expect(first.record.definition.referenceId).toBe(first.record.agent.referenceId);
+
+      await sleep(5);
+      const second = await save(repo, definition({ name: "In place", description: "second" }));
+      expect(second.created).toBe(false);
+      expect(second.record.id).toBe(first.record.id);
+      expect(second.record.agent).toEqual(first.record.agent);
+      expect(second.record.definition.description).toBe("second");
+
+      const got = await repo.get(tenant, first.record.id);
+      expect(got?.definition.description).toBe("second");
+      expect(got?.agent).toEqual(first.record.agent);
+      expect(got?.createdAt.getTime()).toBe(first.record.createdAt.getTime());
+      expect(got?.updatedAt.getTime()).toBeGreaterThan(first.record.updatedAt.getTime());
+      expect(got?.updatedAt.getTime()).toBe(second.record.updatedAt.getTime());
+      expect(await count("agent_definitions", { tenant, name: "In place" })).toBe(1);
+      expect(await count("agents", { tenant, name: "In place" })).toBe(1);
+    });
+
+    it("finds inside the transaction what it wrote, by key, id and reference", async () => {
+      const def = definition({ name: "Seen inside" });
+      await repo.write(tenant, async (tx) => {
+        expect(await tx.findByKey(keyOf(def))).toBeUndefined();
+        const agent = await tx.createAgent("Provider=Acme", def.name);
+        const record = await tx.insert(keyOf(def), agent, stored(def, newId(), agent.referenceId));
+        expect((await tx.findByKey(keyOf(def)))?.id).toBe(record.id);
+        expect((await tx.findById(record.id))?.agent).toEqual(agent);
+        expect((await tx.findNewestByReference(agent.referenceId))?.id).toBe(record.id);
+        expect(await tx.findById("not-an-id")).toBeUndefined();
+      });
+    });
+
+    it("compares the key exactly: case and trailing spaces make different keys and agents", async () => {
+      const names = ["Exact", "exact", "Exact ", "EXACT"];
+      const results = [];
+      for (const name of names) results.push(await save(repo, definition({ name })));
+      expect(results.map((r) => r.created)).toEqual([true, true, true, true]);
+      expect(new Set(results.map((r) => r.record.id)).size).toBe(names.length);
+      expect(new Set(results.map((r) => r.record.agent.number)).size).toBe(names.length);
+      const versions = [];
+      for (const version of ["1.0.0", "1.0.0 ", "1.0.0\t"]) versions.push(await save(repo, definition({ name: "Exact v", version })));
+      expect(versions.map((r) => r.created)).toEqual([true, true, true]);
+      // Versions of one name and provider are one agent.
+      expect(new Set(versions.map((r) => r.record.agent.number)).size).toBe(1);
+      const providers = [];
+      for (const id of ["Provider=Acme", "provider=acme"]) providers.push(await save(repo, definition({ name: "Exact p", provider: { id } })));
+      expect(providers.map((r) => r.created)).toEqual([true, true]);
+      expect(new Set(providers.map((r) => r.record.agent.number)).size).toBe(2);
+    });
+
+    it("scopes keys and agents by tenant", async () => {
+      const def = definition({ name: "Per tenant" });
+      const here = await save(repo, def);
+      const there = await save(repo, def, "other");
+      expect(there.created).toBe(true);
+      expect(there.record.id).not.toBe(here.record.id);
+      expect(there.record.agent.referenceId).toMatch(/^Agent_ID=OTHER-\d+$/);
+      expect(await repo.get("other", here.record.id)).toBeUndefined();
+      expect((await repo.get(tenant, here.record.id))?.tenant).toBe(tenant);
+      expect(await repo.getNewestByReference("other", here.record.agent.referenceId)).toBeUndefined();
+    });
+
+    it("rejects an unknown tenant with TENANT_NOT_FOUND without running the work", async () => {
+      let ran = false;
+      const attempt = repo.write("nope", async () => {
+        ran = true;
+      });
+      await expect(attempt).rejects.toBeInstanceOf(RegistryError);
+      await expect(attempt).rejects.toMatchObject({ code: "TENANT_NOT_FOUND", kind: "not_found" });
+      expect(ran).toBe(false);
+    });
+
+    it("refuses an update that would change the id of an existing instance, keeping the stored one", async () => {
+      const original = await save(repo, definition({ name: "Stable id", description: "original" }));
+      const moved = repo.write(tenant, async (tx) => {
+        const existing = await tx.findByKey(keyOf(original.record.definition));
+        await tx.update(existing!, stored(definition({ name: "Stable id", description: "moved" }), newId(), existing!.agent.referenceId));
+      });
+      await expect(moved).rejects.toThrow(/existing instance/);
+      expect((await repo.get(tenant, original.record.id))?.definition.description).toBe("original");
+    });
+
+    it("refuses to insert under an id that is not 32 lowercase hex", async () => {
+      const def = definition({ name: "Bad id" });
+      const attempt = repo.write(tenant, async (tx) => {
+        const agent = await tx.createAgent("Provider=Acme", def.name);
+        await tx.insert(keyOf(def), agent, stored(def, "ABC", agent.referenceId));
+      });
+      await expect(attempt).rejects.toThrow(/32 lowercase hex/);
+      expect(await count("agents", { tenant, name: "Bad id" })).toBe(0);
+    });
+
+    it("fails loudly when a WriteTransaction is used after its write ended", async () => {
+      let kept: WriteTransaction | undefined;
+      await repo.write(tenant, async (tx) => {
+        kept = tx;
+      });
+      await expect(kept!.findById(newId())).rejects.toThrow(/after its write\(\) ended/);
+    });
+
+    it("answers undefined for an id or reference it does not hold, including malformed ones", async () => {
+      expect(await repo.get(tenant, newId())).toBeUndefined();
+      expect(await repo.get(tenant, "not-an-id")).toBeUndefined();
+      expect(await repo.get(tenant, "🤖".repeat(16))).toBeUndefined();
+      expect(await repo.get("nope", newId())).toBeUndefined();
+      expect(await repo.getNewestByReference(tenant, "Agent_ID=AGENT-999999")).toBeUndefined();
+      expect(await repo.getNewestByReference(tenant, "Agent_ID=🤖")).toBeUndefined();
+      expect(await repo.getNewestByReference("nope", "Agent_ID=AGENT-1")).toBeUndefined();
+    });
+
+    it("stores 4-byte unicode verbatim, in keys and in the document", async () => {
+      const fields = {
+        name: "Agent 🤖 𝔘𝔫𝔦𝔠𝔬𝔡𝔢",
+        description: "Emoji 😀👍🏽 and CJK 漢字 and combining é (e + U+0301)",
+        provider: { id: "Provider=Ünïcødé 🏭" },
+        externalAgentId: "ext-🤖",
+      };
+      const def = definition(fields);
+      const created = await save(repo, def);
+      const got = await repo.get(tenant, created.record.id);
+      expect(got?.definition.name).toBe(def.name);
+      expect(got?.definition.description).toBe(def.description);
+      expect(got?.definition.provider?.id).toBe(def.provider?.id);
+      expect(equals(AgentDefinitionSchema, got!.definition, created.record.definition)).toBe(true);
+      // A different emoji is a different key, agent and externalAgentID, not a collation-equal one.
+      const other = await save(repo, definition({ ...fields, name: fields.name.replace("🤖", "👾"), externalAgentId: "ext-👾" }));
+      expect(other.created).toBe(true);
+      expect(other.record.agent.number).not.toBe(created.record.agent.number);
+    });
+  });
+
+  describe("a write that fails", () => {
+    const failing = "failing";
+
+    beforeAll(async () => {
+      await repo.createTenant(failing, "F-");
+      // A real failure of a statement after the first ones: the database refuses one name.
+      if (db.name === "mariadb") {
+        await raw.db.raw(`
+          CREATE TRIGGER refuse_boom BEFORE INSERT ON agent_definitions FOR EACH ROW
+          IF NEW.name = 'boom' THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'forced'; END IF`);
+      } else {
+        await raw.db.raw(`
+          CREATE TRIGGER refuse_boom BEFORE INSERT ON agent_definitions WHEN NEW.name = 'boom'
+          BEGIN SELECT RAISE(ABORT, 'forced'); END`);
+      }
+      // Agent 1 exists before the failures, so numbers taken by them would show.
+      await save(repo, definition({ name: "before" }), failing);
+    });
+
+    async function expectNoTrace(): Promise<void> {
+      expect(await count("agents", { tenant: failing })).toBe(1);
+      expect(await count("agent_external_ids", { tenant: failing })).toBe(0);
+      expect(await count("agent_definitions", { tenant: failing })).toBe(1);
+      expect((await repo.getTenant(failing))?.nextAgentNumber).toBe(2);
+    }
+
+    it("leaves no trace when the database refuses a statement after an agent and a claim were written", async () => {
+      const def = definition({ name: "boom", externalAgentId: "ext-boom" });
+      let attempts = 0;
+      let wrote: AgentRef | undefined;
+      const attempt = repo.write(failing, async (tx) => {
+        attempts++;
+        const agent = await tx.createAgent("Provider=Acme", def.name);
+        await tx.claimExternalId("Provider=Acme", "ext-boom", agent.number);
+        wrote = agent;
+        await tx.insert(keyOf(def), agent, stored(def, newId(), agent.referenceId));
+      });
+      await expect(attempt).rejects.toThrow(/forced/);
+      await expect(attempt).rejects.not.toBeInstanceOf(RegistryError);
+      expect(wrote).toEqual({ number: 2, referenceId: "Agent_ID=F-2" }); // both writes really ran
+      expect(attempts).toBe(1); // not a race: not retried
+      await expectNoTrace();
+    });
+
+    it("leaves no trace when the work throws a RegistryError after writing, and passes it through", async () => {
+      const refusal = new RegistryError("invalid", "A3015", "clash");
+      const def = definition({ name: "refused", externalAgentId: "ext-refused" });
+      let attempts = 0;
+      const attempt = repo.write(failing, async (tx) => {
+        attempts++;
+        const agent = await tx.createAgent("Provider=Acme", def.name);
+        await tx.claimExternalId("Provider=Acme", "ext-refused", agent.number);
+        await tx.insert(keyOf(def), agent, stored(def, newId(), agent.referenceId));
+        throw refusal;
+      });
+      await expect(attempt).rejects.toBe(refusal);
+      expect(attempts).toBe(1);
+      await expectNoTrace();
+    });
+
+    it("retries a duplicate key, rolls every attempt back and reports CONFLICT when it persists", async () => {
+      const holder = await repo.get(failing, (await repo.list(failing, { limit: 1, offset: 0 })).items[0]!.id);
+      const def = definition({ name: "Id thief" });
+      let attempts = 0;
+      const attempt = repo.write(failing, async (tx) => {
+        attempts++;
+        const agent = await tx.createAgent("Provider=Acme", def.name);
+        await tx.insert(keyOf(def), agent, stored(def, holder!.id, agent.referenceId));
+      });
+      await expect(attempt).rejects.toMatchObject({ code: "CONFLICT", kind: "conflict" });
+      expect(attempts).toBe(8);
+      await expectNoTrace();
+      expect((await repo.get(failing, holder!.id))?.definition.name).toBe("before");
+    });
+
+    it("does not commit a work that swallowed a race and went on", async () => {
+      const holder = (await repo.list(failing, { limit: 1, offset: 0 })).items[0]!;
+      const def = definition({ name: "Swallower" });
+      const attempt = repo.write(failing, async (tx) => {
+        const agent = await tx.createAgent("Provider=Acme", def.name);
+        await tx.insert(keyOf(def), agent, stored(def, holder.id, agent.referenceId)).catch(() => undefined);
+        return "done";
+      });
+      await expect(attempt).rejects.toMatchObject({ code: "CONFLICT" });
+      await expectNoTrace();
+    });
+
+    it("gives the next agent the next number after all those failures", async () => {
+      const next = await save(repo, definition({ name: "after" }), failing);
+      expect(next.record.agent).toEqual({ number: 2, referenceId: "Agent_ID=F-2" });
+    });
+  });
+
+  describe("versions", () => {
+    const versioned = "versioned";
+    const ids: Record<string, string> = {};
+
+    beforeAll(async () => {
+      await repo.createTenant(versioned, "V-");
+      for (const version of ["1.0", "1.1", "2.0"]) {
+        ids[version] = (await save(repo, definition({ name: "Lineage", version, description: `v${version}` }), versioned)).record.id;
+      }
+      ids.single = (await save(repo, definition({ name: "Single" }), versioned)).record.id;
+      // Updating an old version in place does not make it the newest.
+      await save(repo, definition({ name: "Lineage", version: "1.0", description: "v1.0 updated" }), versioned);
+    });
+
+    it("answers the newest version for an agent's reference id", async () => {
+      const newest = await repo.getNewestByReference(versioned, "Agent_ID=V-1");
+      expect(newest?.id).toBe(ids["2.0"]);
+      expect(newest?.agent).toEqual({ number: 1, referenceId: "Agent_ID=V-1" });
+      expect((await repo.getNewestByReference(versioned, "Agent_ID=V-2"))?.id).toBe(ids.single);
+      expect(await repo.getNewestByReference(versioned, "Agent_ID=V-3")).toBeUndefined();
+      expect(await repo.getNewestByReference(versioned, "Agent_ID=v-1")).toBeUndefined();
+      const inside = await repo.write(versioned, (tx) => tx.findNewestByReference("Agent_ID=V-1"));
+      expect(inside?.id).toBe(ids["2.0"]);
+    });
+
+    it("pages an agent's versions newest first with the total of that agent", async () => {
+      const first = await repo.listVersions(versioned, 1, { limit: 2, offset: 0 });
+      const second = await repo.listVersions(versioned, 1, { limit: 2, offset: 2 });
+      expect([first.total, second.total]).toEqual([3, 3]);
+      expect([...first.items, ...second.items].map((r) => r.id)).toEqual([ids["2.0"], ids["1.1"], ids["1.0"]]);
+      expect(second.items[0]?.definition.description).toBe("v1.0 updated");
+      expect(first.items.every((r) => r.agent.referenceId === "Agent_ID=V-1")).toBe(true);
+      expect(await repo.listVersions(versioned, 1, { limit: 0, offset: 0 })).toEqual({ total: 3, items: [] });
+      expect(await repo.listVersions(versioned, 1, { limit: 5, offset: 9 })).toEqual({ total: 3, items: [] });
+      expect((await repo.listVersions(versioned, 2, { limit: 5, offset: 0 })).items.map((r) => r.id)).toEqual([ids.single]);
+      expect(await repo.listVersions(versioned, 3, { limit: 5, offset: 0 })).toEqual({ total: 0, items: [] });
+      expect(await repo.listVersions("default", 1_000_000, { limit: 5, offset: 0 })).toEqual({ total: 0, items: [] });
+    });
   });
 
   describe("listing", () => {
     const listed = "listed";
 
     beforeAll(async () => {
-      await raw.db("tenants").insert({ name: listed });
-      for (let i = 0; i < 7; i++) await upsert(repo, definition({ name: `Listed ${i}` }), listed);
+      await repo.createTenant(listed, "L-");
+      for (let i = 0; i < 7; i++) await save(repo, definition({ name: `Listed ${i}` }), listed);
       // Updating one must not move it in the order.
-      await upsert(repo, definition({ name: "Listed 2", description: "updated" }), listed);
+      await save(repo, definition({ name: "Listed 2", description: "updated" }), listed);
     });
 
     it("pages the tenant's definitions oldest first with the total of all of them", async () => {
@@ -275,8 +437,9 @@ forEachDatabase((db) => {
       const second = await repo.list(listed, { limit: 3, offset: 3 });
       const third = await repo.list(listed, { limit: 3, offset: 6 });
       expect([first.total, second.total, third.total]).toEqual([7, 7, 7]);
-      const names = [...first.items, ...second.items, ...third.items].map((r) => r.definition.name);
-      expect(names).toEqual(Array.from({ length: 7 }, (_, i) => `Listed ${i}`));
+      const all = [...first.items, ...second.items, ...third.items];
+      expect(all.map((r) => r.definition.name)).toEqual(Array.from({ length: 7 }, (_, i) => `Listed ${i}`));
+      expect(all.map((r) => r.agent.referenceId)).toEqual(Array.from({ length: 7 }, (_, i) => `Agent_ID=L-${i + 1}`));
       expect(first.items[2]?.definition.description).toBe("updated");
     });
 
@@ -292,8 +455,7 @@ forEachDatabase((db) => {
     });
 
     it("lists only the tenant's own definitions", async () => {
-      const empty = await repo.list("nope", { limit: 10, offset: 0 });
-      expect(empty).toEqual({ total: 0, items: [] });
+      expect(await repo.list("nope", { limit: 10, offset: 0 })).toEqual({ total: 0, items: [] });
       const page = await repo.list(listed, { limit: 100, offset: 0 });
       expect(page.items.every((r) => r.tenant === listed)).toBe(true);
     });
@@ -304,16 +466,18 @@ forEachDatabase((db) => {
 
     it("roll all the way back and forward again", async () => {
       const first = await createKnexRepository(own());
+      await save(first, definition({ name: "Before rollback" }));
       await first.close();
       const direct = await openDatabase(own());
       try {
         await migrateToNothing(direct.db);
-        expect(await direct.db.schema.hasTable("agent_definitions")).toBe(false);
-        expect(await direct.db.schema.hasTable("tenants")).toBe(false);
+        for (const table of ["agent_definitions", "agent_external_ids", "agents", "tenants"]) {
+          expect(await direct.db.schema.hasTable(table), table).toBe(false);
+        }
         await migrateToLatest(direct.db);
         expect(await direct.db.schema.hasTable("agent_definitions")).toBe(true);
         const again = await createKnexRepository(own());
-        expect(await again.tenantExists("default")).toBe(true);
+        expect(await again.getTenant("default")).toMatchObject({ sequencePrefix: "AGENT-", nextAgentNumber: 1 });
         await again.close();
       } finally {
         await direct.db.destroy();
@@ -349,14 +513,20 @@ forEachDatabase((db) => {
         viaProxy.port = String((proxy.address() as AddressInfo).port);
         const flaky = await createKnexRepository({ databaseUrl: viaProxy.toString(), dataDir: fresh.dataDir });
         try {
-          expect(await flaky.tenantExists(tenant)).toBe(true);
+          expect(await flaky.getTenant(tenant)).toBeDefined();
           await new Promise<void>((resolve) => {
             proxy.close(() => resolve());
             for (const socket of sockets) socket.destroy();
           });
-          await expect(flaky.get(tenant, newId())).rejects.toMatchObject({ code: "UNAVAILABLE" });
-          await expect(flaky.list(tenant, { limit: 1, offset: 0 })).rejects.toMatchObject({ code: "UNAVAILABLE" });
-          await expect(upsert(flaky, definition({ name: "Unreachable" }))).rejects.toMatchObject({ code: "UNAVAILABLE" });
+          const gone = { code: "UNAVAILABLE", kind: "unavailable" };
+          await expect(flaky.get(tenant, newId())).rejects.toMatchObject(gone);
+          await expect(flaky.getNewestByReference(tenant, "Agent_ID=AGENT-1")).rejects.toMatchObject(gone);
+          await expect(flaky.list(tenant, { limit: 1, offset: 0 })).rejects.toMatchObject(gone);
+          await expect(flaky.listVersions(tenant, 1, { limit: 1, offset: 0 })).rejects.toMatchObject(gone);
+          await expect(flaky.getTenant(tenant)).rejects.toMatchObject(gone);
+          await expect(flaky.listTenants()).rejects.toMatchObject(gone);
+          await expect(flaky.createTenant("later", null)).rejects.toMatchObject(gone);
+          await expect(save(flaky, definition({ name: "Unreachable" }))).rejects.toMatchObject(gone);
         } finally {
           await flaky.close();
         }
@@ -372,4 +542,3 @@ describe("an unreachable MySQL server", () => {
     await expect(attempt).rejects.toMatchObject({ code: "UNAVAILABLE", kind: "unavailable" });
   });
 });
-

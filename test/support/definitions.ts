@@ -21,12 +21,13 @@ export function minimalDefinition(overrides: Record<string, unknown> = {}): Reco
 }
 
 /**
- * A response body without the members the service adds (ids, derived ids,
- * descriptors, hrefs, reference ids): what is left must equal what was sent.
+ * A response body without the members the service adds (ids, the agent's
+ * reference id, derived ids, descriptors, hrefs): what is left must equal what was sent.
  */
 export function withoutReadOnly(def: Record<string, any>): Record<string, any> {
   const copy = structuredClone(def);
   delete copy.id;
+  delete copy.reference_id;
   const dropIds = (items?: Record<string, any>[]) => items?.forEach((i) => delete i.id);
   if (copy.provider) {
     delete copy.provider.descriptor;

@@ -8,7 +8,7 @@ import { ErrorSchema, ValidationErrorSchema } from "../../gen/asor/v1/error_pb.j
  * An @grpc/grpc-js client for a protobuf-es service, built from the generated
  * descriptors (no proto-loader): each unary method as a promise.
  */
-export function createGrpcJsClient(service: DescService, address: string) {
+export function createGrpcJsClient(service: DescService, address: string, authorization?: string) {
   const definition: Record<string, grpc.MethodDefinition<Message, Message>> = {};
   for (const method of service.methods) {
     definition[method.localName] = {
@@ -28,7 +28,8 @@ export function createGrpcJsClient(service: DescService, address: string) {
   > &
     grpc.Client;
   return {
-    call<O extends DescMessage>(method: string, request: Message, _output?: O, metadata = new grpc.Metadata()): Promise<MessageShape<O>> {
+    /** Calls `method`, sending `authorization` (the client's, unless given). */
+    call<O extends DescMessage>(method: string, request: Message, _output?: O, metadata = authorizationMetadata(authorization)): Promise<MessageShape<O>> {
       return new Promise((resolve, reject) => {
         const fn = client[method];
         if (fn === undefined) throw new Error(`no method ${method}`);
@@ -37,6 +38,12 @@ export function createGrpcJsClient(service: DescService, address: string) {
     },
     close: () => client.close(),
   };
+}
+
+function authorizationMetadata(authorization: string | undefined): grpc.Metadata {
+  const metadata = new grpc.Metadata();
+  if (authorization !== undefined) metadata.set("authorization", authorization);
+  return metadata;
 }
 
 const registry = createRegistry(ValidationErrorSchema, ErrorSchema);

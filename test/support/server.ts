@@ -2,8 +2,13 @@ import { afterAll, beforeAll } from "vitest";
 import { type App, createApp } from "../../src/app.js";
 import { parseConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
+import { openLocalIssuer } from "../../src/auth/local-issuer.js";
+import { localIssuerKeyFile } from "../../src/main/local-issuer-key-file.js";
 import { createNodeServer, listen } from "../../src/main/node-server.js";
 import type { FreshDatabase, TestDatabase } from "./databases.js";
+
+/** Every security domain the service knows: the spec's two and the admin domain. */
+export const ALL_DOMAINS = ["Development", "Setup: Agents", "Setup: Tenants"];
 
 /** A registry listening on a real port, on a fresh database. */
 export interface TestServer {
@@ -11,6 +16,10 @@ export interface TestServer {
   readonly port: number;
   /** http://127.0.0.1:<port> */
   readonly baseUrl: string;
+  /** `Bearer <token>` for the tenant `default` with every domain. */
+  readonly authorization: string;
+  /** `Bearer <token>` from the server's local development issuer; `tenant: null` leaves the tenant claim out. */
+  bearer(claims?: { tenant?: string | null; domains?: readonly string[]; ttlSeconds?: number }): Promise<string>;
 }
 
 /** Starts a server on port 0 against `database`; stop it with the returned function. */
@@ -21,13 +30,19 @@ export async function startServer(database: FreshDatabase, env: Record<string, s
     ...(database.databaseUrl ? { DATABASE_URL: database.databaseUrl } : {}),
     ...env,
   });
-  const app = await createApp(config, createLogger(process.env.TEST_LOG_LEVEL === "debug" ? "info" : "silent"));
+  const keyStore = localIssuerKeyFile(config.dataDir);
+  const app = await createApp(config, { logger: createLogger(process.env.TEST_LOG_LEVEL === "debug" ? "info" : "silent"), keyStore });
   const node = createNodeServer(app);
   const port = await listen(node.server, 0, "127.0.0.1");
+  const issuer = await openLocalIssuer(keyStore, config.auth);
+  const bearer: TestServer["bearer"] = async ({ tenant = "default", domains = ALL_DOMAINS, ttlSeconds } = {}) =>
+    `Bearer ${await issuer.issue({ domains, ...(tenant === null ? {} : { tenant }), ...(ttlSeconds === undefined ? {} : { ttlSeconds }) })}`;
   return {
     app,
     port,
     baseUrl: `http://127.0.0.1:${port}`,
+    authorization: await bearer(),
+    bearer,
     async stop() {
       await node.close();
       await app.close();

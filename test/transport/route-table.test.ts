@@ -1,9 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { AgentDefinitionService } from "../../gen/asor/v1/agent_definition_service_pb.js";
+import { TenantAdminService } from "../../gen/asor/v1/tenant_admin_service_pb.js";
 import { buildRouteTable, matchRoute } from "../../src/transport/rest/route-table.js";
 
 describe("the REST route table", () => {
-  const table = buildRouteTable([AgentDefinitionService]);
+  const table = buildRouteTable([AgentDefinitionService, TenantAdminService]);
 
   it("has both base paths of every RPC, from the google.api.http rules", () => {
     expect(table.map((r) => `${r.verb} ${r.template} -> ${r.method.name}`)).toEqual([
@@ -11,10 +12,14 @@ describe("the REST route table", () => {
       "GET /asor/v1/agentDefinition -> ListAgentDefinitions",
       "GET /api/asor/v1/{tenant}/agentDefinition/{id} -> GetAgentDefinition",
       "GET /asor/v1/agentDefinition/{id} -> GetAgentDefinition",
+      "GET /api/asor/v1/{tenant}/agentDefinition/{id}/versions -> ListAgentDefinitionVersions",
+      "GET /asor/v1/agentDefinition/{id}/versions -> ListAgentDefinitionVersions",
       "POST /api/asor/v1/{tenant}/agentDefinition -> UpsertAgentDefinition",
       "POST /asor/v1/agentDefinition -> UpsertAgentDefinition",
+      "POST /asor/v1/admin/tenants -> CreateTenant",
+      "GET /asor/v1/admin/tenants -> ListTenants",
     ]);
-    expect(table.filter((r) => r.verb === "POST").map((r) => r.body)).toEqual(["agent_card_and_tools", "agent_card_and_tools"]);
+    expect(table.filter((r) => r.verb === "POST").map((r) => r.body)).toEqual(["agent_card_and_tools", "agent_card_and_tools", "*"]);
   });
 
   it("matches path variables and nothing else", () => {

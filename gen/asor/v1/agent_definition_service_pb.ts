@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file asor/v1/agent_definition_service.proto.
  */
 export const file_asor_v1_agent_definition_service: GenFile = /*@__PURE__*/
-  fileDesc("CiZhc29yL3YxL2FnZW50X2RlZmluaXRpb25fc2VydmljZS5wcm90bxIHYXNvci52MSKsAQobTGlzdEFnZW50RGVmaW5pdGlvbnNSZXF1ZXN0EjsKBnRlbmFudBgBIAEoCUIrukgociYyJF4oW0EtWmEtejAtOV1bQS1aYS16MC05Xy4tXXswLDYyfSk/JBIdCgVsaW1pdBgCIAEoBUIJukgGGgQYZCgBSACIAQESHAoGb2Zmc2V0GAMgASgFQge6SAQaAigASAGIAQFCCAoGX2xpbWl0QgkKB19vZmZzZXQiVQocTGlzdEFnZW50RGVmaW5pdGlvbnNSZXNwb25zZRINCgV0b3RhbBgBIAEoBRImCgRkYXRhGAIgAygLMhguYXNvci52MS5BZ2VudERlZmluaXRpb24icQoZR2V0QWdlbnREZWZpbml0aW9uUmVxdWVzdBI7CgZ0ZW5hbnQYASABKAlCK7pIKHImMiReKFtBLVphLXowLTldW0EtWmEtejAtOV8uLV17MCw2Mn0pPyQSFwoCaWQYAiABKAlCC7pICMgBAXIDGP8BIpsBChxVcHNlcnRBZ2VudERlZmluaXRpb25SZXF1ZXN0EjsKBnRlbmFudBgBIAEoCUIrukgociYyJF4oW0EtWmEtejAtOV1bQS1aYS16MC05Xy4tXXswLDYyfSk/JBI+ChRhZ2VudF9jYXJkX2FuZF90b29scxgCIAEoCzIYLmFzb3IudjEuQWdlbnREZWZpbml0aW9uQga6SAPIAQEyzgQKFkFnZW50RGVmaW5pdGlvblNlcnZpY2USsQEKFExpc3RBZ2VudERlZmluaXRpb25zEiQuYXNvci52MS5MaXN0QWdlbnREZWZpbml0aW9uc1JlcXVlc3QaJS5hc29yLnYxLkxpc3RBZ2VudERlZmluaXRpb25zUmVzcG9uc2UiTJACAYLT5JMCQ1oaEhgvYXNvci92MS9hZ2VudERlZmluaXRpb24SJS9hcGkvYXNvci92MS97dGVuYW50fS9hZ2VudERlZmluaXRpb24SqgEKEkdldEFnZW50RGVmaW5pdGlvbhIiLmFzb3IudjEuR2V0QWdlbnREZWZpbml0aW9uUmVxdWVzdBoYLmFzb3IudjEuQWdlbnREZWZpbml0aW9uIlaQAgGC0+STAk1aHxIdL2Fzb3IvdjEvYWdlbnREZWZpbml0aW9uL3tpZH0SKi9hcGkvYXNvci92MS97dGVuYW50fS9hZ2VudERlZmluaXRpb24ve2lkfRLSAQoVVXBzZXJ0QWdlbnREZWZpbml0aW9uEiUuYXNvci52MS5VcHNlcnRBZ2VudERlZmluaXRpb25SZXF1ZXN0GhguYXNvci52MS5BZ2VudERlZmluaXRpb24ieJACAoLT5JMCbzoUYWdlbnRfY2FyZF9hbmRfdG9vbHNaMDoUYWdlbnRfY2FyZF9hbmRfdG9vbHMiGC9hc29yL3YxL2FnZW50RGVmaW5pdGlvbiIlL2FwaS9hc29yL3YxL3t0ZW5hbnR9L2FnZW50RGVmaW5pdGlvbmIGcHJvdG8z", [file_asor_v1_agent_definition, file_buf_validate_validate, file_google_api_annotations]);
+  fileDesc("CiZhc29yL3YxL2FnZW50X2RlZmluaXRpb25fc2VydmljZS5wcm90bxIHYXNvci52MSKsAQobTGlzdEFnZW50RGVmaW5pdGlvbnNSZXF1ZXN0EjsKBnRlbmFudBgBIAEoCUIrukgociYyJF4oW0EtWmEtejAtOV1bQS1aYS16MC05Xy4tXXswLDYyfSk/JBIdCgVsaW1pdBgCIAEoBUIJukgGGgQYZCgBSACIAQESHAoGb2Zmc2V0GAMgASgFQge6SAQaAigASAGIAQFCCAoGX2xpbWl0QgkKB19vZmZzZXQiVQocTGlzdEFnZW50RGVmaW5pdGlvbnNSZXNwb25zZRINCgV0b3RhbBgBIAEoBRImCgRkYXRhGAIgAygLMhguYXNvci52MS5BZ2VudERlZmluaXRpb24icQoZR2V0QWdlbnREZWZpbml0aW9uUmVxdWVzdBI7CgZ0ZW5hbnQYASABKAlCK7pIKHImMiReKFtBLVphLXowLTldW0EtWmEtejAtOV8uLV17MCw2Mn0pPyQSFwoCaWQYAiABKAlCC7pICMgBAXIDGP8BIswBCiJMaXN0QWdlbnREZWZpbml0aW9uVmVyc2lvbnNSZXF1ZXN0EjsKBnRlbmFudBgBIAEoCUIrukgociYyJF4oW0EtWmEtejAtOV1bQS1aYS16MC05Xy4tXXswLDYyfSk/JBIXCgJpZBgCIAEoCUILukgIyAEBcgMY/wESHQoFbGltaXQYAyABKAVCCbpIBhoEGGQoAUgAiAEBEhwKBm9mZnNldBgEIAEoBUIHukgEGgIoAEgBiAEBQggKBl9saW1pdEIJCgdfb2Zmc2V0IlwKI0xpc3RBZ2VudERlZmluaXRpb25WZXJzaW9uc1Jlc3BvbnNlEg0KBXRvdGFsGAEgASgFEiYKBGRhdGEYAiADKAsyGC5hc29yLnYxLkFnZW50RGVmaW5pdGlvbiKbAQocVXBzZXJ0QWdlbnREZWZpbml0aW9uUmVxdWVzdBI7CgZ0ZW5hbnQYASABKAlCK7pIKHImMiReKFtBLVphLXowLTldW0EtWmEtejAtOV8uLV17MCw2Mn0pPyQSPgoUYWdlbnRfY2FyZF9hbmRfdG9vbHMYAiABKAsyGC5hc29yLnYxLkFnZW50RGVmaW5pdGlvbkIGukgDyAEBMrMGChZBZ2VudERlZmluaXRpb25TZXJ2aWNlErEBChRMaXN0QWdlbnREZWZpbml0aW9ucxIkLmFzb3IudjEuTGlzdEFnZW50RGVmaW5pdGlvbnNSZXF1ZXN0GiUuYXNvci52MS5MaXN0QWdlbnREZWZpbml0aW9uc1Jlc3BvbnNlIkyQAgGC0+STAkNaGhIYL2Fzb3IvdjEvYWdlbnREZWZpbml0aW9uEiUvYXBpL2Fzb3IvdjEve3RlbmFudH0vYWdlbnREZWZpbml0aW9uEqoBChJHZXRBZ2VudERlZmluaXRpb24SIi5hc29yLnYxLkdldEFnZW50RGVmaW5pdGlvblJlcXVlc3QaGC5hc29yLnYxLkFnZW50RGVmaW5pdGlvbiJWkAIBgtPkkwJNWh8SHS9hc29yL3YxL2FnZW50RGVmaW5pdGlvbi97aWR9EiovYXBpL2Fzb3IvdjEve3RlbmFudH0vYWdlbnREZWZpbml0aW9uL3tpZH0S4gEKG0xpc3RBZ2VudERlZmluaXRpb25WZXJzaW9ucxIrLmFzb3IudjEuTGlzdEFnZW50RGVmaW5pdGlvblZlcnNpb25zUmVxdWVzdBosLmFzb3IudjEuTGlzdEFnZW50RGVmaW5pdGlvblZlcnNpb25zUmVzcG9uc2UiaJACAYLT5JMCX1ooEiYvYXNvci92MS9hZ2VudERlZmluaXRpb24ve2lkfS92ZXJzaW9ucxIzL2FwaS9hc29yL3YxL3t0ZW5hbnR9L2FnZW50RGVmaW5pdGlvbi97aWR9L3ZlcnNpb25zEtIBChVVcHNlcnRBZ2VudERlZmluaXRpb24SJS5hc29yLnYxLlVwc2VydEFnZW50RGVmaW5pdGlvblJlcXVlc3QaGC5hc29yLnYxLkFnZW50RGVmaW5pdGlvbiJ4kAICgtPkkwJvOhRhZ2VudF9jYXJkX2FuZF90b29sc1owOhRhZ2VudF9jYXJkX2FuZF90b29scyIYL2Fzb3IvdjEvYWdlbnREZWZpbml0aW9uIiUvYXBpL2Fzb3IvdjEve3RlbmFudH0vYWdlbnREZWZpbml0aW9uYgZwcm90bzM", [file_asor_v1_agent_definition, file_buf_validate_validate, file_google_api_annotations]);
 
 /**
  * Empty, or a tenant name: letters, digits, `_`, `.` and `-`, at most 63.
@@ -94,7 +94,8 @@ export type GetAgentDefinitionRequest = Message<"asor.v1.GetAgentDefinitionReque
   tenant: string;
 
   /**
-   * The definition id (32 lowercase hex).
+   * The id of a version (32 lowercase hex), or the agent's reference id
+   * (`Agent_ID=...`) for its newest version.
    *
    * @generated from field: string id = 2;
    */
@@ -107,6 +108,76 @@ export type GetAgentDefinitionRequest = Message<"asor.v1.GetAgentDefinitionReque
  */
 export const GetAgentDefinitionRequestSchema: GenMessage<GetAgentDefinitionRequest> = /*@__PURE__*/
   messageDesc(file_asor_v1_agent_definition_service, 2);
+
+/**
+ * Names an agent, by the id of any of its versions or its reference id.
+ *
+ * @generated from message asor.v1.ListAgentDefinitionVersionsRequest
+ */
+export type ListAgentDefinitionVersionsRequest = Message<"asor.v1.ListAgentDefinitionVersionsRequest"> & {
+  /**
+   * The tenant, as in ListAgentDefinitionsRequest.
+   *
+   * @generated from field: string tenant = 1;
+   */
+  tenant: string;
+
+  /**
+   * The id of any version (32 lowercase hex), or the agent's `Agent_ID=...`.
+   *
+   * @generated from field: string id = 2;
+   */
+  id: string;
+
+  /**
+   * Page size: default 20, at most 100.
+   *
+   * @generated from field: optional int32 limit = 3;
+   */
+  limit?: number | undefined;
+
+  /**
+   * Number of versions to skip.
+   *
+   * @generated from field: optional int32 offset = 4;
+   */
+  offset?: number | undefined;
+};
+
+/**
+ * Describes the message asor.v1.ListAgentDefinitionVersionsRequest.
+ * Use `create(ListAgentDefinitionVersionsRequestSchema)` to create a new message.
+ */
+export const ListAgentDefinitionVersionsRequestSchema: GenMessage<ListAgentDefinitionVersionsRequest> = /*@__PURE__*/
+  messageDesc(file_asor_v1_agent_definition_service, 3);
+
+/**
+ * A page of an agent's versions, newest first.
+ *
+ * @generated from message asor.v1.ListAgentDefinitionVersionsResponse
+ */
+export type ListAgentDefinitionVersionsResponse = Message<"asor.v1.ListAgentDefinitionVersionsResponse"> & {
+  /**
+   * How many versions the agent has.
+   *
+   * @generated from field: int32 total = 1;
+   */
+  total: number;
+
+  /**
+   * This page.
+   *
+   * @generated from field: repeated asor.v1.AgentDefinition data = 2;
+   */
+  data: AgentDefinition[];
+};
+
+/**
+ * Describes the message asor.v1.ListAgentDefinitionVersionsResponse.
+ * Use `create(ListAgentDefinitionVersionsResponseSchema)` to create a new message.
+ */
+export const ListAgentDefinitionVersionsResponseSchema: GenMessage<ListAgentDefinitionVersionsResponse> = /*@__PURE__*/
+  messageDesc(file_asor_v1_agent_definition_service, 4);
 
 /**
  * Carries the definition to create or update.
@@ -134,7 +205,7 @@ export type UpsertAgentDefinitionRequest = Message<"asor.v1.UpsertAgentDefinitio
  * Use `create(UpsertAgentDefinitionRequestSchema)` to create a new message.
  */
 export const UpsertAgentDefinitionRequestSchema: GenMessage<UpsertAgentDefinitionRequest> = /*@__PURE__*/
-  messageDesc(file_asor_v1_agent_definition_service, 3);
+  messageDesc(file_asor_v1_agent_definition_service, 5);
 
 /**
  * Registers and reads Agent Definitions. Each method is served over gRPC,
@@ -164,6 +235,16 @@ export const AgentDefinitionService: GenService<{
     methodKind: "unary";
     input: typeof GetAgentDefinitionRequestSchema;
     output: typeof AgentDefinitionSchema;
+  },
+  /**
+   * Lists the versions of an agent, newest first.
+   *
+   * @generated from rpc asor.v1.AgentDefinitionService.ListAgentDefinitionVersions
+   */
+  listAgentDefinitionVersions: {
+    methodKind: "unary";
+    input: typeof ListAgentDefinitionVersionsRequestSchema;
+    output: typeof ListAgentDefinitionVersionsResponseSchema;
   },
   /**
    * Creates an Agent Definition, or updates the one with the same name,

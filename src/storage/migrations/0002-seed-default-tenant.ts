@@ -1,6 +1,6 @@
 /**
- * The embedded default tenant, so a fresh installation accepts definitions
- * without an admin step.
+ * The embedded default tenant, with an agent id sequence generator, so a
+ * fresh installation accepts definitions without an admin step.
  */
 import type { Knex } from "knex";
 import type { Migration } from "./index.js";
@@ -8,10 +8,13 @@ import type { Migration } from "./index.js";
 /** The tenant every installation starts with. */
 export const defaultTenant = "default";
 
+/** The sequence prefix of the default tenant: its agents are `Agent_ID=AGENT-1`, `Agent_ID=AGENT-2`... */
+export const defaultSequencePrefix = "AGENT-";
+
 export const seedDefaultTenant: Migration = {
   name: "0002-seed-default-tenant",
   async up(db: Knex) {
-    await db("tenants").insert({ name: defaultTenant });
+    await db("tenants").insert({ name: defaultTenant, sequence_prefix: defaultSequencePrefix });
   },
   async down(db: Knex) {
     await db("tenants").where({ name: defaultTenant }).delete();

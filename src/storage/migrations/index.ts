@@ -6,7 +6,9 @@
 import type { Knex } from "knex";
 import { createTenants } from "./0001-create-tenants.js";
 import { seedDefaultTenant } from "./0002-seed-default-tenant.js";
-import { createAgentDefinitions } from "./0003-create-agent-definitions.js";
+import { createAgents } from "./0003-create-agents.js";
+import { createAgentExternalIds } from "./0004-create-agent-external-ids.js";
+import { createAgentDefinitions } from "./0005-create-agent-definitions.js";
 
 /** One schema change. `down` undoes exactly what `up` did. */
 export interface Migration {
@@ -17,7 +19,13 @@ export interface Migration {
 }
 
 /** Every migration, oldest first. Append only. */
-export const migrations: readonly Migration[] = [createTenants, seedDefaultTenant, createAgentDefinitions];
+export const migrations: readonly Migration[] = [
+  createTenants,
+  seedDefaultTenant,
+  createAgents,
+  createAgentExternalIds,
+  createAgentDefinitions,
+];
 
 /** Serves `migrations` to knex's migrator. */
 export const migrationSource: Knex.MigrationSource<Migration> = {

@@ -136,8 +136,8 @@ export function createRestHandler({ services, routes, logger, maxBodyBytes }: Re
         return await call(route, vars, request, url);
       } catch (err) {
         if (err instanceof RegistryError) return errorResponse(err);
-        const { status, body } = restError(err instanceof ConnectError ? err : asConnectError(err, logger, route.method.name));
-        return json(status, body);
+        const { status, body, headers } = restError(err instanceof ConnectError ? err : asConnectError(err, logger, route.method.name));
+        return json(status, body, headers);
       }
     }
     if (allowed.length > 0) {

@@ -1,5 +1,5 @@
 /**
- * The definitions. Written as SQL per dialect because knex's builder adds
+ * The definitions: one row per instance (version of an agent). Written as SQL per dialect because knex's builder adds
  * MySQL indexes and foreign keys with separate ALTER statements: MySQL
  * commits each DDL statement on its own, so a failure halfway would leave a
  * table without its unique key. One CREATE TABLE is all or nothing.
@@ -9,7 +9,7 @@ import { dialectOf, exactCollation } from "./dialect.js";
 import type { Migration } from "./index.js";
 
 export const createAgentDefinitions: Migration = {
-  name: "0003-create-agent-definitions",
+  name: "0005-create-agent-definitions",
   async up(db: Knex) {
     if (dialectOf(db) === "mysql") {
       await createForMysql(db, await exactCollation(db));
@@ -39,8 +39,10 @@ async function createForMysql(db: Knex, collation: string): Promise<void> {
         COMMENT 'provider.id of the definition; part of the upsert key, compared exactly.',
       version VARCHAR(128) ${text} NOT NULL
         COMMENT 'The definition version; part of the upsert key, compared exactly.',
+      agent_number BIGINT NOT NULL
+        COMMENT 'The agent (agents.number) this instance is a version of.',
       document LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL
-        COMMENT 'The definition as protobuf JSON (asor.v1.AgentDefinition), id included.',
+        COMMENT 'The definition as protobuf JSON (asor.v1.AgentDefinition), id and reference_id included.',
       created_at DATETIME(3) NOT NULL
         COMMENT 'When the instance was created (UTC).',
       updated_at DATETIME(3) NOT NULL
@@ -49,7 +51,9 @@ async function createForMysql(db: Knex, collation: string): Promise<void> {
       UNIQUE KEY uq_agent_definitions_seq (seq),
       UNIQUE KEY uq_agent_definitions_key (tenant, name, provider_id, version),
       KEY ix_agent_definitions_tenant_seq (tenant, seq),
-      CONSTRAINT fk_agent_definitions_tenant FOREIGN KEY (tenant) REFERENCES tenants (name)
+      KEY ix_agent_definitions_agent_seq (tenant, agent_number, seq),
+      CONSTRAINT fk_agent_definitions_tenant FOREIGN KEY (tenant) REFERENCES tenants (name),
+      CONSTRAINT fk_agent_definitions_agent FOREIGN KEY (tenant, agent_number) REFERENCES agents (tenant, number)
     ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=${collation}
       COMMENT='Agent definitions; one row per (tenant, name, provider_id, version).'
   `);
@@ -67,12 +71,15 @@ async function createForSqlite(db: Knex): Promise<void> {
       name VARCHAR(255) NOT NULL,
       provider_id VARCHAR(255) NOT NULL,
       version VARCHAR(128) NOT NULL,
+      agent_number BIGINT NOT NULL,
       document TEXT NOT NULL,
       created_at DATETIME NOT NULL,
-      updated_at DATETIME NOT NULL
+      updated_at DATETIME NOT NULL,
+      CONSTRAINT fk_agent_definitions_agent FOREIGN KEY (tenant, agent_number) REFERENCES agents (tenant, number)
     )
   `);
   await db.raw("CREATE UNIQUE INDEX uq_agent_definitions_seq ON agent_definitions (seq)");
   await db.raw("CREATE UNIQUE INDEX uq_agent_definitions_key ON agent_definitions (tenant, name, provider_id, version)");
   await db.raw("CREATE INDEX ix_agent_definitions_tenant_seq ON agent_definitions (tenant, seq)");
+  await db.raw("CREATE INDEX ix_agent_definitions_agent_seq ON agent_definitions (tenant, agent_number, seq)");
 }

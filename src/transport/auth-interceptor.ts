@@ -1,0 +1,67 @@
+import { createContextKey, type HandlerContext, type Interceptor } from "@connectrpc/connect";
+import type { Authenticator, Principal } from "../auth/authenticator.js";
+import { RegistryError } from "../domain/errors.js";
+
+/** The security domains of SPEC.md §5. */
+export const DEVELOPMENT = "Development";
+export const SETUP_AGENTS = "Setup: Agents";
+
+/** The authenticated caller of the current request. */
+export const principalKey = createContextKey<Principal | undefined>(undefined, { description: "the authenticated caller" });
+
+/** Which domains may call each RPC (any one of them suffices), by `Service/Method`. */
+export type Policy = ReadonlyMap<string, readonly string[]>;
+
+/**
+ * The contract's reading of SPEC.md §5: list and upsert need Development or
+ * Setup: Agents; get and the versions list need Setup: Agents. The tenant
+ * admin RPCs need the admin domain. RPCs not listed are refused.
+ */
+export function registryPolicy(adminDomain: string): Policy {
+  return new Map([
+    ["asor.v1.AgentDefinitionService/ListAgentDefinitions", [DEVELOPMENT, SETUP_AGENTS]],
+    ["asor.v1.AgentDefinitionService/UpsertAgentDefinition", [DEVELOPMENT, SETUP_AGENTS]],
+    ["asor.v1.AgentDefinitionService/GetAgentDefinition", [SETUP_AGENTS]],
+    ["asor.v1.AgentDefinitionService/ListAgentDefinitionVersions", [SETUP_AGENTS]],
+    ["asor.v1.TenantAdminService/CreateTenant", [adminDomain]],
+    ["asor.v1.TenantAdminService/ListTenants", [adminDomain]],
+  ]);
+}
+
+export function forbidden(message: string): RegistryError {
+  return new RegistryError("forbidden", "PERMISSION_DENIED", message, [{ code: "PERMISSION_DENIED", message }]);
+}
+
+/**
+ * Authenticates every call (401 without a valid bearer token) and checks the
+ * caller's security domains against the policy (403), before any handler runs.
+ * The caller is left in the context for the tenant check (tenantOf).
+ */
+export function authInterceptor(authenticator: Authenticator, policy: Policy): Interceptor {
+  return (next) => async (req) => {
+    const principal = await authenticator.authenticate(req.header.get("authorization"));
+    const procedure = `${req.service.typeName}/${req.method.name}`;
+    const allowed = policy.get(procedure) ?? [];
+    if (!allowed.some((domain) => principal.domains.has(domain))) {
+      const needs = allowed.length === 0 ? "is not open to any caller" : `needs the security domain ${allowed.map((d) => `"${d}"`).join(" or ")}`;
+      throw forbidden(`${req.method.name} ${needs}.`);
+    }
+    req.contextValues.set(principalKey, principal);
+    return next(req);
+  };
+}
+
+/**
+ * The tenant a request acts on, and the check that its caller may: a request
+ * names its tenant, else the token's tenant is meant, else the default tenant.
+ * A token with a tenant claim acts on that tenant only; a token without one on
+ * the default tenant only.
+ */
+export function resolveTenant(requested: string, ctx: HandlerContext, defaultTenant: string): string {
+  const principal = ctx.values.get(principalKey);
+  if (principal === undefined) throw new Error("resolveTenant before authentication: the auth interceptor is not installed");
+  const own = principal.tenant ?? defaultTenant;
+  const tenant = requested || own;
+  if (tenant !== own) throw forbidden(`The caller's token is for tenant "${own}", not "${tenant}".`);
+  return tenant;
+}

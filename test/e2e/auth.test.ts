@@ -1,0 +1,185 @@
+import { create, fromJson } from "@bufbuild/protobuf";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { status as grpcStatus, type ServiceError } from "@grpc/grpc-js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
+import { AgentDefinitionService, ListAgentDefinitionsRequestSchema, UpsertAgentDefinitionRequestSchema } from "../../gen/asor/v1/agent_definition_service_pb.js";
+import { ValidationErrorSchema } from "../../gen/asor/v1/error_pb.js";
+import { TenantAdminService } from "../../gen/asor/v1/tenant_admin_service_pb.js";
+import { now, sign, tamper } from "../auth/forge.js";
+import { withAuthorization } from "../support/auth.js";
+import { type FreshDatabase, forEachDatabase, testDatabases } from "../support/databases.js";
+import { minimalDefinition } from "../support/definitions.js";
+import { createGrpcJsClient, grpcErrorDetails } from "../support/grpc-js-client.js";
+import { AUDIENCE, OPAQUE_RESOURCE, type TestClient, type TestIssuer, startOidcProvider } from "../support/oidc-provider.js";
+import { type TestServer, startServer, useServer } from "../support/server.js";
+
+const DEFINITIONS = "/api/asor/v1/default/agentDefinition";
+
+describe("with an OpenID provider on loopback", () => {
+  const writer: TestClient = { clientId: "writer", clientSecret: "writer-secret-0123456789", tenant: "default", domains: ["Development", "Setup: Agents"] };
+  let issuer: TestIssuer;
+  let database: FreshDatabase;
+  let server: TestServer & { stop(): Promise<void> };
+
+  beforeAll(async () => {
+    issuer = await startOidcProvider([writer]);
+    database = await testDatabases()[0]!.create();
+    server = await startServer(database, {
+      AUTH_ISSUER: issuer.issuer,
+      AUTH_ALLOW_HTTP_ISSUER: "true",
+      AUTH_AUDIENCE: AUDIENCE,
+      AUTH_INTROSPECTION_CLIENT_ID: issuer.introspector.clientId,
+      AUTH_INTROSPECTION_CLIENT_SECRET: issuer.introspector.clientSecret,
+    });
+  });
+  afterAll(async () => {
+    await server?.stop();
+    await database?.cleanup();
+    await issuer?.close();
+  });
+
+  const rest = (authorization: string | undefined, init: RequestInit = {}, path = DEFINITIONS) =>
+    fetch(`${server.baseUrl}${path}`, { ...init, headers: { ...(authorization ? { authorization } : {}), ...(init.headers as Record<string, string>) } });
+
+  it("accepts its client_credentials JWT access tokens over REST, Connect and gRPC", async () => {
+    const bearer = `Bearer ${await issuer.token(writer)}`;
+    const posted = await rest(bearer, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(minimalDefinition({ name: "OIDC agent" })) });
+    expect(posted.status).toBe(201);
+    const { id } = await posted.json();
+
+    const connect = createClient(AgentDefinitionService, createConnectTransport({ baseUrl: server.baseUrl, httpVersion: "1.1", interceptors: [withAuthorization(bearer)] }));
+    expect((await connect.getAgentDefinition({ id })).name).toBe("OIDC agent");
+
+    const grpc = createGrpcJsClient(AgentDefinitionService, `127.0.0.1:${server.port}`, bearer);
+    try {
+      const request = create(UpsertAgentDefinitionRequestSchema, { agentCardAndTools: fromJson(AgentDefinitionSchema, minimalDefinition({ name: "OIDC agent", version: "2" }) as never) });
+      const v2 = await grpc.call("upsertAgentDefinition", request, AgentDefinitionSchema);
+      expect(v2.referenceId).toMatch(/^Agent_ID=AGENT-\d+$/);
+    } finally {
+      grpc.close();
+    }
+  });
+
+  it("accepts an opaque token through introspection, and refuses it once revoked", async () => {
+    const opaque = await issuer.token(writer, { resource: OPAQUE_RESOURCE });
+    expect(opaque.split(".")).toHaveLength(1);
+    expect((await rest(`Bearer ${opaque}`)).status).toBe(200);
+    await issuer.revoke(writer, opaque);
+    const refused = await rest(`Bearer ${opaque}`);
+    expect(refused.status).toBe(401);
+    expect((await refused.json()).errors[0].error).toMatch(/not active/);
+  });
+
+  it("answers 401 with a Bearer challenge and the validation error body, never echoing the token", async () => {
+    const good = await issuer.token(writer);
+    const expired = await sign(issuer.signingKey, issuer.kid, { iss: issuer.issuer, aud: AUDIENCE, sub: "x", iat: now() - 7200, exp: now() - 3600 });
+    const cases: [string, string | undefined, RegExp][] = [
+      ["no token", undefined, /No bearer token/],
+      ["a malformed header", `Basic ${btoa("a:b")}`, /not of the form/],
+      ["an expired token", `Bearer ${expired}`, /expired/],
+      ["a tampered token", `Bearer ${tamper(good, (c) => (c.tenant = "other"))}`, /signature/i],
+    ];
+    for (const [what, authorization, message] of cases) {
+      const res = await rest(authorization);
+      expect(res.status, what).toBe(401);
+      expect(res.headers.get("www-authenticate"), what).toBe('Bearer realm="asor"');
+      const text = await res.text();
+      const body = JSON.parse(text);
+      expect(body.errors[0], what).toMatchObject({ code: "UNAUTHENTICATED" });
+      expect(body.errors[0].error, what).toMatch(message);
+      if (authorization) expect(text, what).not.toContain(authorization.slice(7, 40));
+    }
+  });
+
+  it("answers UNAUTHENTICATED over gRPC and Connect with the same detail", async () => {
+    const grpc = createGrpcJsClient(AgentDefinitionService, `127.0.0.1:${server.port}`);
+    try {
+      const err = (await grpc.call("listAgentDefinitions", create(ListAgentDefinitionsRequestSchema, {})).catch((e: unknown) => e)) as ServiceError;
+      expect(err.code).toBe(grpcStatus.UNAUTHENTICATED);
+      expect(grpcErrorDetails(err)).toHaveLength(1);
+    } finally {
+      grpc.close();
+    }
+    const connect = createClient(AgentDefinitionService, createConnectTransport({ baseUrl: server.baseUrl, httpVersion: "1.1" }));
+    const err = (await connect.listAgentDefinitions({}).catch((e: unknown) => e)) as ConnectError;
+    expect(err.code).toBe(Code.Unauthenticated);
+    expect(err.findDetails(ValidationErrorSchema)[0]?.errors[0]?.code).toBe("UNAUTHENTICATED");
+  });
+});
+
+forEachDatabase((db) => {
+  const server = useServer(db);
+  const rest = async (path: string, authorization: string, init: RequestInit = {}) =>
+    fetch(`${server().baseUrl}${path}`, { ...init, headers: { authorization, "content-type": "application/json", ...(init.headers as Record<string, string>) } });
+  const connect = async (authorization: string) =>
+    createClient(AgentDefinitionService, createConnectTransport({ baseUrl: server().baseUrl, httpVersion: "1.1", interceptors: [withAuthorization(authorization)] }));
+  const denied = async (call: Promise<unknown>) => ((await call.catch((e: unknown) => e)) as ConnectError).code;
+
+  beforeAll(async () => {
+    const admin = createClient(TenantAdminService, createConnectTransport({ baseUrl: server().baseUrl, httpVersion: "1.1", interceptors: [withAuthorization(server().authorization)] }));
+    await admin.createTenant({ name: "beta", sequencePrefix: "B-" });
+  });
+
+  describe("security domains", () => {
+    it("refuses each operation without its domain (403 on REST, PERMISSION_DENIED on RPC)", async () => {
+      const development = await server().bearer({ domains: ["Development"] });
+      const setup = await server().bearer({ domains: ["Setup: Agents"] });
+      const none = await server().bearer({ domains: [] });
+      const posted = await (await rest(DEFINITIONS, development, { method: "POST", body: JSON.stringify(minimalDefinition({ name: "Dev agent" })) })).json();
+      expect(posted.id).toMatch(/^[0-9a-f]{32}$/);
+      // Get and versions need Setup: Agents; Development alone is not enough.
+      const get = await rest(`${DEFINITIONS}/${posted.id}`, development);
+      expect(get.status).toBe(403);
+      expect(get.headers.get("www-authenticate")).toContain('error="insufficient_scope"');
+      expect((await get.json()).errors[0].code).toBe("PERMISSION_DENIED");
+      expect((await rest(`${DEFINITIONS}/${posted.id}/versions`, development)).status).toBe(403);
+      expect((await rest(`${DEFINITIONS}/${posted.id}`, setup)).status).toBe(200);
+      // List and upsert need either domain.
+      expect((await rest(DEFINITIONS, none)).status).toBe(403);
+      expect((await rest(DEFINITIONS, none, { method: "POST", body: JSON.stringify(minimalDefinition()) })).status).toBe(403);
+      expect((await rest(DEFINITIONS, setup)).status).toBe(200);
+      // The same over Connect.
+      expect(await denied((await connect(development)).getAgentDefinition({ id: posted.id }))).toBe(Code.PermissionDenied);
+      expect(await denied((await connect(none)).listAgentDefinitions({}))).toBe(Code.PermissionDenied);
+      // Tenant admin needs its own domain, which the spec's two do not give.
+      const admin = createClient(TenantAdminService, createConnectTransport({ baseUrl: server().baseUrl, httpVersion: "1.1", interceptors: [withAuthorization(await server().bearer({ domains: ["Development", "Setup: Agents"] }))] }));
+      expect(await denied(admin.listTenants({}))).toBe(Code.PermissionDenied);
+      expect(await denied(admin.createTenant({ name: "sneaky", sequencePrefix: "S-" }))).toBe(Code.PermissionDenied);
+    });
+  });
+
+  describe("tenant isolation", () => {
+    it("refuses a token for one tenant on another tenant's paths and RPCs", async () => {
+      const defaultToken = server().authorization;
+      expect((await rest("/api/asor/v1/beta/agentDefinition", defaultToken)).status).toBe(403);
+      expect((await rest("/api/asor/v1/beta/agentDefinition", defaultToken, { method: "POST", body: JSON.stringify(minimalDefinition()) })).status).toBe(403);
+      expect(await denied((await connect(defaultToken)).listAgentDefinitions({ tenant: "beta" }))).toBe(Code.PermissionDenied);
+      const grpc = createGrpcJsClient(AgentDefinitionService, `127.0.0.1:${server().port}`, defaultToken);
+      try {
+        const err = (await grpc.call("listAgentDefinitions", create(ListAgentDefinitionsRequestSchema, { tenant: "beta" })).catch((e: unknown) => e)) as ServiceError;
+        expect(err.code).toBe(grpcStatus.PERMISSION_DENIED);
+      } finally {
+        grpc.close();
+      }
+    });
+
+    it("never shows tenant B's data in tenant A's list; the contract paths act on the token's tenant", async () => {
+      const beta = await server().bearer({ tenant: "beta" });
+      const created = await (await rest("/asor/v1/agentDefinition", beta, { method: "POST", body: JSON.stringify(minimalDefinition({ name: "Beta only" })) })).json();
+      expect(created.reference_id).toMatch(/^Agent_ID=B-\d+$/);
+      const betaList = await (await rest("/asor/v1/agentDefinition?limit=100", beta)).json();
+      expect(betaList.data.map((d: { name: string }) => d.name)).toEqual(["Beta only"]);
+      const defaultList = await (await rest("/asor/v1/agentDefinition?limit=100", server().authorization)).json();
+      expect(defaultList.data.map((d: { name: string }) => d.name)).not.toContain("Beta only");
+      expect((await rest(`/asor/v1/agentDefinition/${created.id}`, server().authorization)).status).toBe(404);
+    });
+
+    it("limits a token without a tenant claim to the default tenant", async () => {
+      const untenanted = await server().bearer({ tenant: null, domains: ["Setup: Agents"] });
+      expect((await rest(DEFINITIONS, untenanted)).status).toBe(200);
+      expect((await rest("/api/asor/v1/beta/agentDefinition", untenanted)).status).toBe(403);
+    });
+  });
+});

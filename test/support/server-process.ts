@@ -1,0 +1,50 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { createInterface } from "node:readline";
+
+/** A registry running as its own process (`npm start`'s entrypoint). */
+export interface ServerProcess {
+  readonly baseUrl: string;
+  readonly port: number;
+  readonly child: ChildProcess;
+  /** SIGTERM, and resolves with the exit code. */
+  stop(): Promise<number | null>;
+}
+
+/**
+ * Starts `src/main/node.ts` in a child process on a free port with `env`, and
+ * resolves once it logs that it listens.
+ */
+export function spawnServer(env: Record<string, string>): Promise<ServerProcess> {
+  const child = spawn("node_modules/.bin/tsx", ["src/main/node.ts"], {
+    env: { ...process.env, PORT: "0", LOG_LEVEL: "info", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const stderr: string[] = [];
+  child.stderr?.on("data", (chunk: Buffer) => stderr.push(chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start in 30 s: ${stderr.join("")}`)), 30_000);
+    child.once("exit", (code) => reject(new Error(`server exited with ${code}: ${stderr.join("")}`)));
+    const lines = createInterface({ input: child.stdout! });
+    lines.on("line", (line) => {
+      let entry: { message?: string; url?: string };
+      try {
+        entry = JSON.parse(line);
+      } catch {
+        return;
+      }
+      if (entry.message !== "agent definition registry listening" || entry.url === undefined) return;
+      clearTimeout(timer);
+      const port = Number(new URL(entry.url).port);
+      resolve({
+        baseUrl: `http://127.0.0.1:${port}`,
+        port,
+        child,
+        stop: () => {
+          child.kill("SIGTERM");
+          return exited;
+        },
+      });
+    });
+  });
+}
