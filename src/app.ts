@@ -10,7 +10,7 @@ import { createTenantService } from "./service/tenant-service.js";
 import { createKnexRepository } from "./storage/knex-repository.js";
 import type { AgentDefinitionRepository } from "./storage/repository.js";
 import { createRoutes } from "./transport/agent-definition-routes.js";
-import { createRestHandler } from "./transport/rest/rest-handler.js";
+import { createRestHandler, notFoundResponse } from "./transport/rest/rest-handler.js";
 
 /** The registry, wired and ready to be served by any runtime's adapter. */
 export interface App {
@@ -20,10 +20,18 @@ export interface App {
   readonly routes: (router: ConnectRouter) => void;
   /** The REST surface: a Response, or undefined for a path outside it. */
   readonly handleRest: (request: Request) => Promise<Response | undefined>;
+  /** Every plain HTTP request (not gRPC, gRPC-Web or Connect): operational endpoints, then REST, else 404. */
+  readonly handleHttp: (request: Request) => Promise<Response>;
   readonly repository: AgentDefinitionRepository;
   readonly authenticator: Authenticator;
   /** Releases the database pool. */
   close(): Promise<void>;
+}
+
+/** A plain HTTP endpoint at an exact path, outside the API (no authentication, no tenant). */
+export interface HttpEndpoint {
+  readonly path: string;
+  handle(request: Request): Promise<Response>;
 }
 
 /** What the runtime provides: the local development issuer's key storage, a logger. */
@@ -40,7 +48,24 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
   const repository = await createKnexRepository({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   const service = createRegistryService({ repository, host: config.hostSystem });
   const tenants = createTenantService(repository);
-  const routes = createRoutes({ service, tenants, defaultTenant: config.defaultTenant, logger, authenticator, adminDomain: config.adminDomain });
-  const handleRest = createRestHandler({ services: [AgentDefinitionService, TenantAdminService], routes, logger, maxBodyBytes: config.maxBodyBytes });
-  return { config, logger, authenticator, routes, handleRest, repository, close: () => repository.close() };
+  const registryRoutes = createRoutes({ service, tenants, defaultTenant: config.defaultTenant, logger, authenticator, adminDomain: config.adminDomain });
+  const handleRest = createRestHandler({ services: [AgentDefinitionService, TenantAdminService], routes: registryRoutes, logger, maxBodyBytes: config.maxBodyBytes });
+
+  // Connect services beside the registry's own (reflection, health).
+  const serviceRoutes: ((router: ConnectRouter) => void)[] = [];
+  const routes = (router: ConnectRouter): void => {
+    registryRoutes(router);
+    for (const add of serviceRoutes) add(router);
+  };
+
+  // Plain HTTP endpoints outside the API (probes, metrics, the OpenAPI document), by exact path.
+  const endpoints: HttpEndpoint[] = [];
+  const handleHttp = async (request: Request): Promise<Response> => {
+    const { pathname } = new URL(request.url);
+    const endpoint = endpoints.find((e) => e.path === pathname);
+    if (endpoint !== undefined) return endpoint.handle(request);
+    return (await handleRest(request)) ?? notFoundResponse(pathname);
+  };
+
+  return { config, logger, authenticator, routes, handleRest, handleHttp, repository, close: () => repository.close() };
 }

@@ -6,7 +6,6 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { expressConnectMiddleware } from "@connectrpc/connect-express";
 import express from "express";
 import type { App } from "../app.js";
-import { notFoundResponse } from "../transport/rest/rest-handler.js";
 import { type NodeHandlerArgs, sendFetchResponse, toFetchRequest } from "./node-fetch-bridge.js";
 
 /** The HTTP/2 connection preface: a connection that starts with it speaks HTTP/2 (gRPC). */
@@ -28,11 +27,9 @@ export interface NodeServer {
 export function createNodeServer(app: App): NodeServer {
   const options = { routes: app.routes, readMaxBytes: app.config.maxBodyBytes };
 
-  const rest = async (...[req, res]: NodeHandlerArgs): Promise<void> => {
+  const plainHttp = async (...[req, res]: NodeHandlerArgs): Promise<void> => {
     try {
-      const request = toFetchRequest(req, res);
-      const response = (await app.handleRest(request)) ?? notFoundResponse(new URL(request.url).pathname);
-      await sendFetchResponse(req, res, response);
+      await sendFetchResponse(req, res, await app.handleHttp(toFetchRequest(req, res)));
     } catch (err) {
       app.logger.error("request failed outside the handlers", { err });
       if (!res.headersSent) (res as ServerResponse).writeHead(500, { "content-type": "application/json" });
@@ -43,10 +40,10 @@ export function createNodeServer(app: App): NodeServer {
   const h1App = express();
   h1App.disable("x-powered-by");
   h1App.use(expressConnectMiddleware(options));
-  h1App.use((req, res) => void rest(req, res));
+  h1App.use((req, res) => void plainHttp(req, res));
   const h1 = createHttpServer(h1App);
 
-  const h2 = createHttp2Server(connectNodeAdapter({ ...options, fallback: (req, res) => void rest(req, res) }));
+  const h2 = createHttp2Server(connectNodeAdapter({ ...options, fallback: (req, res) => void plainHttp(req, res) }));
   const sessions = new Set<Http2Session>();
   h2.on("session", (session) => {
     sessions.add(session);
