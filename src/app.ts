@@ -10,6 +10,7 @@ import { createTenantService } from "./service/tenant-service.js";
 import { createKnexRepository } from "./storage/knex-repository.js";
 import type { AgentDefinitionRepository } from "./storage/repository.js";
 import { createRoutes } from "./transport/agent-definition-routes.js";
+import { createAccessCheck, registryPolicy } from "./transport/auth-interceptor.js";
 import { createRestHandler, notFoundResponse } from "./transport/rest/rest-handler.js";
 
 /** The registry, wired and ready to be served by any runtime's adapter. */
@@ -48,8 +49,9 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
   const repository = await createKnexRepository({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   const service = createRegistryService({ repository, host: config.hostSystem });
   const tenants = createTenantService(repository);
-  const registryRoutes = createRoutes({ service, tenants, defaultTenant: config.defaultTenant, logger, authenticator, adminDomain: config.adminDomain });
-  const handleRest = createRestHandler({ services: [AgentDefinitionService, TenantAdminService], routes: registryRoutes, logger, maxBodyBytes: config.maxBodyBytes });
+  const accessCheck = createAccessCheck(authenticator, registryPolicy(config.adminDomain));
+  const registryRoutes = createRoutes({ service, tenants, defaultTenant: config.defaultTenant, logger, accessCheck });
+  const handleRest = createRestHandler({ services: [AgentDefinitionService, TenantAdminService], routes: registryRoutes, logger, maxBodyBytes: config.maxBodyBytes, accessCheck });
 
   // Connect services beside the registry's own (reflection, health).
   const serviceRoutes: ((router: ConnectRouter) => void)[] = [];

@@ -4,9 +4,8 @@ import { create } from "@bufbuild/protobuf";
 import { ListAgentDefinitionsResponseSchema, ListAgentDefinitionVersionsResponseSchema } from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { ListTenantsResponseSchema, TenantAdminService } from "../../gen/asor/v1/tenant_admin_service_pb.js";
 import type { TenantService } from "../service/tenant-service.js";
-import type { Authenticator } from "../auth/authenticator.js";
 import type { Logger } from "../logger.js";
-import { authInterceptor, registryPolicy, resolveTenant } from "./auth-interceptor.js";
+import { type AccessCheck, authInterceptor, resolveTenant } from "./auth-interceptor.js";
 import type { RegistryService } from "../service/registry-service.js";
 import { asConnectError } from "./error-mapping.js";
 
@@ -16,10 +15,8 @@ export interface RoutesOptions {
   /** The tenant of requests that name none (the contract's `/asor/v1` paths). */
   readonly defaultTenant: string;
   readonly logger: Logger;
-  /** Verifies the bearer token of every call. */
-  readonly authenticator: Authenticator;
-  /** The security domain of the tenant admin RPCs. */
-  readonly adminDomain: string;
+  /** Authenticates every call and checks its security domains. */
+  readonly accessCheck: AccessCheck;
 }
 
 /** Turns every error leaving a handler into the ConnectError a caller may see. */
@@ -38,10 +35,10 @@ function errorInterceptor(logger: Logger): Interceptor {
  * (Node HTTP/1.1 and HTTP/2, Deno, and the REST transcoder's in-process
  * transport), so every surface runs the same interceptors and handlers.
  */
-export function createRoutes({ service, tenants, defaultTenant, logger, authenticator, adminDomain }: RoutesOptions) {
+export function createRoutes({ service, tenants, defaultTenant, logger, accessCheck }: RoutesOptions) {
   const tenantOf = (requested: string, ctx: HandlerContext): string => resolveTenant(requested, ctx, defaultTenant);
   const options = {
-    interceptors: [errorInterceptor(logger), authInterceptor(authenticator, registryPolicy(adminDomain))],
+    interceptors: [errorInterceptor(logger), authInterceptor(accessCheck)],
     // Reject unknown JSON keys instead of dropping them (Connect's default ignores them).
     jsonOptions: { ignoreUnknownFields: false },
   };

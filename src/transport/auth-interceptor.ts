@@ -1,3 +1,4 @@
+import type { DescMethod } from "@bufbuild/protobuf";
 import { createContextKey, type HandlerContext, type Interceptor } from "@connectrpc/connect";
 import type { Authenticator, Principal } from "../auth/authenticator.js";
 import { RegistryError } from "../domain/errors.js";
@@ -32,21 +33,28 @@ export function forbidden(message: string): RegistryError {
   return new RegistryError("forbidden", "PERMISSION_DENIED", message, [{ code: "PERMISSION_DENIED", message }]);
 }
 
-/**
- * Authenticates every call (401 without a valid bearer token) and checks the
- * caller's security domains against the policy (403), before any handler runs.
- * The caller is left in the context for the tenant check (tenantOf).
- */
-export function authInterceptor(authenticator: Authenticator, policy: Policy): Interceptor {
-  return (next) => async (req) => {
-    const principal = await authenticator.authenticate(req.header.get("authorization"));
-    const procedure = `${req.service.typeName}/${req.method.name}`;
-    const allowed = policy.get(procedure) ?? [];
+/** Authenticates a call to `method` (401) and checks the caller's domains against the policy (403). */
+export type AccessCheck = (authorization: string | null, method: DescMethod) => Promise<Principal>;
+
+export function createAccessCheck(authenticator: Authenticator, policy: Policy): AccessCheck {
+  return async (authorization, method) => {
+    const principal = await authenticator.authenticate(authorization);
+    const allowed = policy.get(`${method.parent.typeName}/${method.name}`) ?? [];
     if (!allowed.some((domain) => principal.domains.has(domain))) {
       const needs = allowed.length === 0 ? "is not open to any caller" : `needs the security domain ${allowed.map((d) => `"${d}"`).join(" or ")}`;
-      throw forbidden(`${req.method.name} ${needs}.`);
+      throw forbidden(`${method.name} ${needs}.`);
     }
-    req.contextValues.set(principalKey, principal);
+    return principal;
+  };
+}
+
+/**
+ * Runs the access check on every call before any handler runs, and leaves the
+ * caller in the context for the tenant check (resolveTenant).
+ */
+export function authInterceptor(check: AccessCheck): Interceptor {
+  return (next) => async (req) => {
+    req.contextValues.set(principalKey, await check(req.header.get("authorization"), req.method));
     return next(req);
   };
 }

@@ -95,8 +95,7 @@ export function asConnectError(err: unknown, logger: Logger, procedure: string):
  * The REST answer for a ConnectError: its status, and the body in the spec's
  * shape for that status (the validation error body for 4xx, Error for 5xx).
  */
-export function restError(err: ConnectError): { status: number; body: JsonObject; headers: Record<string, string> } {
-  const status = HTTP_STATUS[err.code] ?? 500;
+export function restError(err: ConnectError, status = HTTP_STATUS[err.code] ?? 500): { status: number; body: JsonObject; headers: Record<string, string> } {
   const challenge = err.metadata.get("www-authenticate");
   const headers: Record<string, string> = challenge === null ? {} : { "www-authenticate": challenge };
   return { status, headers, body: restErrorBody(err, status) };

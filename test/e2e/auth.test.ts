@@ -150,6 +150,17 @@ forEachDatabase((db) => {
     });
   });
 
+  describe("before reading a body", () => {
+    it("answers 401 or 403 to a POST, not a verdict on its body, and reads no oversized body", async () => {
+      const noToken = await fetch(`${server().baseUrl}${DEFINITIONS}`, { method: "POST", headers: { "content-type": "application/json" }, body: "{not json" });
+      expect(noToken.status).toBe(401);
+      const huge = await fetch(`${server().baseUrl}${DEFINITIONS}`, { method: "POST", headers: { "content-type": "application/json" }, body: "x".repeat(2 * 1024 * 1024) });
+      expect(huge.status).toBe(401);
+      const noDomain = await rest(DEFINITIONS, await server().bearer({ domains: [] }), { method: "POST", body: "{not json" });
+      expect(noDomain.status).toBe(403);
+    });
+  });
+
   describe("tenant isolation", () => {
     it("refuses a token for one tenant on another tenant's paths and RPCs", async () => {
       const defaultToken = server().authorization;

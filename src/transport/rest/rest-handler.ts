@@ -1,9 +1,9 @@
 import { create, type DescMessage, type DescMethodUnary, type DescService, type JsonObject, ScalarType, toJson } from "@bufbuild/protobuf";
 import { ConnectError, createRouterTransport, type ConnectRouter, type Transport } from "@connectrpc/connect";
-import { ErrorSchema, ValidationErrorSchema } from "../../../gen/asor/v1/error_pb.js";
 import { type Issue, RegistryError, invalid, issueAt } from "../../domain/errors.js";
 import type { Logger } from "../../logger.js";
-import { asConnectError, restError, statusOfKind, validationBody } from "../error-mapping.js";
+import type { AccessCheck } from "../auth-interceptor.js";
+import { asConnectError, restError, statusOfKind, toConnectError } from "../error-mapping.js";
 import { mediaTypeOf, multipartJson, parseJson, readBody } from "./body.js";
 import { decodeJsonMessage } from "./json-decode.js";
 import { type RestRoute, buildRouteTable, matchRoute } from "./route-table.js";
@@ -14,6 +14,12 @@ export interface RestHandlerOptions {
   readonly logger: Logger;
   /** Largest request body accepted, in bytes. */
   readonly maxBodyBytes: number;
+  /**
+   * The access check the RPCs run, run here too before a body is read, so an
+   * unauthenticated or unauthorized caller gets 401/403, not a verdict on its
+   * body, and cannot make the service read one.
+   */
+  readonly accessCheck: AccessCheck;
 }
 
 /** Request headers handed on to the RPC: credentials and correlation, nothing else. */
@@ -25,10 +31,11 @@ function json(status: number, body: unknown, headers: Record<string, string> = {
   return new Response(JSON.stringify(body), { status, headers: { ...JSON_HEADERS, ...headers } });
 }
 
+/** A RegistryError raised by REST itself (media type, body size, JSON): its kind says the status. */
 function errorResponse(err: RegistryError): Response {
   const status = statusOfKind(err.kind);
-  if (status >= 500) return json(status, toJson(ErrorSchema, create(ErrorSchema, { error: err.message, code: err.code })));
-  return json(status, toJson(ValidationErrorSchema, validationBody(err)));
+  const { body, headers } = restError(toConnectError(err), status);
+  return json(status, body, headers);
 }
 
 /** Sets path variables and query parameters on the request, reporting every bad one. */
@@ -73,7 +80,7 @@ function fieldsFromUrl(route: RestRoute, vars: Map<string, string>, query: URLSe
  * Returns a fetch-style handler that answers `undefined` for paths outside
  * the REST surface, so a host can fall through to its other routes.
  */
-export function createRestHandler({ services, routes, logger, maxBodyBytes }: RestHandlerOptions) {
+export function createRestHandler({ services, routes, logger, maxBodyBytes, accessCheck }: RestHandlerOptions) {
   const table = buildRouteTable(services);
   const transport: Transport = createRouterTransport(routes);
 
@@ -104,7 +111,10 @@ export function createRestHandler({ services, routes, logger, maxBodyBytes }: Re
   async function call(route: RestRoute, vars: Map<string, string>, request: Request, url: URL): Promise<Response> {
     const init: Record<string, unknown> = {};
     const bound = new Set<string>();
-    if (route.body !== "") await decodeBody(route, request, init, bound);
+    if (route.body !== "") {
+      await accessCheck(request.headers.get("authorization"), route.method);
+      await decodeBody(route, request, init, bound);
+    }
     const issues = fieldsFromUrl(route, vars, url.searchParams, bound, init);
     if (issues.length > 0) throw invalid(issues);
     const header = new Headers();
