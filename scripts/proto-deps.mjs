@@ -1,6 +1,7 @@
 // Puts the imports of our protos where buf.yaml expects them (.proto-deps/):
 // google/api/annotations.proto and http.proto copied from google-proto-files,
-// and buf/validate/validate.proto written back out from the file descriptor that
+// grpc/reflection/{v1,v1alpha}/reflection.proto and grpc/health/v1/health.proto
+// copied from @grpc/reflection and grpc-health-check, and buf/validate/validate.proto written back out from the file descriptor that
 // @bufbuild/protovalidate embeds, so that `buf` can compile our protos offline
 // (no npm package ships the .proto itself, and the BSR is out of reach).
 //
@@ -98,6 +99,18 @@ export function printValidateProto() {
 
 const GOOGLE_API_FILES = ["google/api/annotations.proto", "google/api/http.proto"];
 
+/**
+ * The gRPC reflection and health protos, which the service implements
+ * (src/transport/reflection.ts, health.ts): [package, path in it, import path].
+ * grpc-health-check keeps health.proto outside the grpc/ directory its import
+ * path names, so each file is copied to its import path.
+ */
+const GRPC_FILES = [
+  ["@grpc/reflection", "build/proto/grpc/reflection/v1/reflection.proto", "grpc/reflection/v1/reflection.proto"],
+  ["@grpc/reflection", "build/proto/grpc/reflection/v1alpha/reflection.proto", "grpc/reflection/v1alpha/reflection.proto"],
+  ["grpc-health-check", "proto/health/v1/health.proto", "grpc/health/v1/health.proto"],
+];
+
 /** Writes every import of proto/ below `root`. */
 export function writeProtoDeps(root) {
   const validate = join(root, file_buf_validate_validate.proto.name);
@@ -108,4 +121,12 @@ export function writeProtoDeps(root) {
     mkdirSync(dirname(join(root, name)), { recursive: true });
     copyFileSync(join(googleProtoFiles, name), join(root, name));
   }
+  for (const [pkg, from, to] of GRPC_FILES) {
+    mkdirSync(dirname(join(root, to)), { recursive: true });
+    copyFileSync(join(packageDir(pkg), from), join(root, to));
+  }
+}
+
+function packageDir(name) {
+  return dirname(createRequire(import.meta.url).resolve(`${name}/package.json`));
 }
