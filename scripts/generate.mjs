@@ -11,3 +11,6 @@ buf("generate");
 // A descriptor image of the API and its imports, for clients that need the
 // schema without a checkout of the protos (`buf curl --schema gen/asor.binpb`).
 buf("build", ".", "--path", "proto/asor", "--output", "gen/asor.binpb");
+// The OpenAPI document of the REST surface, from that image (it keeps the
+// proto comments): gen/openapi.json, served at /openapi.json.
+execFileSync(process.execPath, ["--import", "tsx", "scripts/openapi.ts"], { stdio: "inherit" });

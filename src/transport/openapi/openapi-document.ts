@@ -1,0 +1,256 @@
+import { type DescField, type DescMessage, type DescService, type JsonObject, ScalarType } from "@bufbuild/protobuf";
+import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
+import type { Policy } from "../auth-interceptor.js";
+import { buildRouteTable, type RestRoute } from "../rest/route-table.js";
+import { createMessageSchemas, type MessageSchemas } from "./message-schemas.js";
+import { leadingComment } from "./proto-comments.js";
+
+export interface OpenApiOptions {
+  /** The services whose `google.api.http` bindings make up the REST surface. */
+  readonly services: readonly DescService[];
+  /** The security domains each RPC needs (any one of them), by `Service/Method`. */
+  readonly policy: Policy;
+  /** The messages of the two error bodies (asor.v1.Error and ValidationError), which no RPC names. */
+  readonly errorBodies: { readonly error: DescMessage; readonly validation: DescMessage };
+}
+
+/** The components of the error bodies, by the spec's names (SPEC.md §7.1). */
+const ERROR = "ERROR_MODEL_REFERENCE";
+const VALIDATION_ERROR = "VALIDATION_ERROR_MODEL_REFERENCE";
+
+const SUMMARY = "The REST surface of the agent definition registry: register Agent Definitions (create or update on name + provider + version) and read them back.";
+
+const DESCRIPTION = `${SUMMARY}
+
+Each path of the registry exists twice: \`/api/asor/v1/{tenant}/...\` names the tenant (the reference text's form); \`/asor/v1/...\` acts on the tenant of the caller's token, else the service's default tenant (the contract's form). The same operations are served over gRPC, gRPC-Web and Connect as \`asor.v1.AgentDefinitionService\` and \`asor.v1.TenantAdminService\`.
+
+Every call needs \`Authorization: Bearer <access token>\`; each operation names the security domains it needs (any one suffices). A path outside this document answers 404, a path here with a method it does not list answers 405 with an \`Allow\` header (see the component response \`MethodNotAllowed\`); both carry the validation error body.
+
+Members marked \`readOnly\` are filled in by the service; they are accepted on input and replaced, so a client can POST back what it read. Unknown members and query parameters are refused with 400, naming them.
+
+Errors carry a stable \`code\` (clients branch on the code, never on the message): the request's as a whole, and each problem's in \`errors\`.`;
+
+function validationResponse(description: string, headers: JsonObject = {}): JsonObject {
+  return { description, ...(Object.keys(headers).length > 0 ? { headers } : {}), content: { "application/json": { schema: { $ref: `#/components/schemas/${VALIDATION_ERROR}` } } } };
+}
+
+function errorResponse(description: string): JsonObject {
+  return { description, content: { "application/json": { schema: { $ref: `#/components/schemas/${ERROR}` } } } };
+}
+
+const challenge = (description: string): JsonObject => ({ "WWW-Authenticate": { description, required: true, schema: { type: "string" } } });
+
+/** The error answers of the REST surface (src/transport/error-mapping.ts), and which operations give each. */
+const ERROR_RESPONSES: readonly { status: number; name: string; response: JsonObject; applies(route: RestRoute): boolean }[] = [
+  {
+    status: 400,
+    name: "BadRequest",
+    response: validationResponse("The request breaks the contract; `errors` lists every problem, each with `code`, `field` and `path`. Also the spec's codes `A161`, `A2849` and `A3015` of a POST of a definition."),
+    applies: () => true,
+  },
+  {
+    status: 401,
+    name: "Unauthorized",
+    response: validationResponse("No valid bearer token: missing, malformed, expired, not yet valid, revoked, or not from the trusted issuer.", challenge('`Bearer realm="asor"`')),
+    applies: () => true,
+  },
+  {
+    status: 403,
+    name: "Forbidden",
+    response: validationResponse(
+      "The token lacks the security domain the operation needs, or is for another tenant (`PERMISSION_DENIED`).",
+      challenge('`Bearer realm="asor", error="insufficient_scope"`'),
+    ),
+    applies: () => true,
+  },
+  {
+    status: 404,
+    name: "NotFound",
+    response: validationResponse("No such definition in the tenant (`NOT_FOUND`), or the tenant has not been set up (`TENANT_NOT_FOUND`)."),
+    // Only requests that name something can miss it: a path variable, or a tenant.
+    applies: (route) => route.segments.some((s) => "variable" in s) || route.method.input.fields.some((f) => f.name === "tenant"),
+  },
+  {
+    status: 409,
+    name: "Conflict",
+    response: validationResponse("The tenant already exists (`TENANT_EXISTS`), or concurrent writes to one key kept colliding (`CONFLICT`); retry."),
+    // Only writes can collide with other writes or with what exists.
+    applies: (route) => route.method.idempotency !== MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS,
+  },
+  {
+    status: 413,
+    name: "PayloadTooLarge",
+    response: validationResponse("The body is larger than the service's limit (`PAYLOAD_TOO_LARGE`, `MAX_BODY_BYTES`)."),
+    applies: (route) => route.body !== "",
+  },
+  {
+    status: 415,
+    name: "UnsupportedMediaType",
+    response: validationResponse("The body is neither `application/json` nor `multipart/form-data` (`UNSUPPORTED_MEDIA_TYPE`)."),
+    applies: (route) => route.body !== "",
+  },
+  { status: 500, name: "InternalError", response: errorResponse("An unexpected error (`INTERNAL`); it has been logged."), applies: () => true },
+  { status: 503, name: "Unavailable", response: errorResponse("The database or the token issuer is unreachable (`UNAVAILABLE`); retry later."), applies: () => true },
+];
+
+/** Not an answer of any operation here: of a path of this document called with a method it does not list. */
+const METHOD_NOT_ALLOWED = validationResponse("The path does not serve this method (`METHOD_NOT_ALLOWED`); `Allow` lists the methods it serves.", {
+  Allow: { description: "The methods the path serves.", required: true, schema: { type: "string" } },
+});
+
+const SECURITY_SCHEMES = {
+  bearerAuth: {
+    type: "http",
+    scheme: "bearer",
+    bearerFormat: "JWT",
+    description:
+      "An access token from the configured identity provider (`AUTH_ISSUER`: a JWT verified against its keys, or an opaque token introspected), or from the local development issuer (`npm run token`). The names in an operation's requirement are security domains: the token's domains claim, plus what its scopes map to.",
+  },
+  OAuth2: {
+    type: "oauth2",
+    description:
+      "The contract's scheme (SPEC.md §5): OAuth 2.0, implicit flow, authorization URL `{auth_url}/super/authorize`, no scopes. `{auth_url}` is the identity provider's base URL, which differs per deployment: `auth.example.com` below stands for it (an OpenAPI authorization URL must be a URL). Documentation only: the tokens it issues are presented as bearer tokens (`bearerAuth`).",
+    flows: { implicit: { authorizationUrl: "https://auth.example.com/super/authorize", scopes: {} } },
+  },
+};
+
+/** An OpenAPI path from a `google.api.http` template: `{name=*}` is `{name}`. */
+function openApiPath(template: string): string {
+  return template.replace(/\{([a-z_][a-z0-9_]*)=\*\}/g, "{$1}");
+}
+
+function withoutAnnotations(schema: JsonObject): JsonObject {
+  const { description: _description, readOnly: _readOnly, ...rest } = schema;
+  return rest;
+}
+
+function parameter(schemas: MessageSchemas, field: DescField, where: "path" | "query"): JsonObject {
+  const description = leadingComment(field);
+  return {
+    name: where === "path" ? field.name : field.jsonName,
+    in: where,
+    ...(description === "" ? {} : { description }),
+    required: where === "path" || schemas.isRequired(field),
+    schema: withoutAnnotations(schemas.field(field)),
+  };
+}
+
+/** The path variables, then the query parameters: the scalar fields bound neither by the path nor by the body. */
+function parameters(schemas: MessageSchemas, route: RestRoute): JsonObject[] {
+  const input = route.method.input;
+  const byName = (name: string) => input.fields.find((f) => f.name === name) as DescField;
+  const inPath = route.segments.flatMap((s) => ("variable" in s ? [s.variable] : []));
+  const path = inPath.map((name) => parameter(schemas, byName(name), "path"));
+  if (route.body === "*") return path;
+  const query = input.fields.filter((f) => f.fieldKind === "scalar" && !inPath.includes(f.name) && f.name !== route.body);
+  return [...path, ...query.map((f) => parameter(schemas, f, "query"))];
+}
+
+/** JSON, or the same JSON as the one part of a multipart/form-data body (named as the REST handler names it). */
+function requestBody(schemas: MessageSchemas, route: RestRoute): JsonObject {
+  const input = route.method.input;
+  const field = input.fields.find((f) => f.name === route.body);
+  if (route.body === "*" && route.segments.some((s) => "variable" in s)) throw new Error(`${route.method.name}: a "*" body beside path variables needs a schema without them; teach the generator`);
+  const target: DescMessage | undefined = route.body === "*" ? input : field?.fieldKind === "message" ? field.message : undefined;
+  if (target === undefined) throw new Error(`${route.method.name}: body ${route.body} must be a message`);
+  const part = field?.jsonName ?? "body";
+  const schema = schemas.ref(target);
+  return {
+    description: `The ${target.name} as JSON, or as the JSON of the part \`${part}\` of a multipart/form-data body (sent as a field or a file).`,
+    required: true,
+    content: {
+      "application/json": { schema },
+      "multipart/form-data": {
+        schema: { type: "object", properties: { [part]: schema }, required: [part], additionalProperties: false },
+        encoding: { [part]: { contentType: "application/json" } },
+      },
+    },
+  };
+}
+
+/** The REST handler's answer to a call that worked: 200, or 201 with `Location` for a POST whose result has an id. */
+function success(schemas: MessageSchemas, route: RestRoute): [string, JsonObject] {
+  const output = route.method.output;
+  const content = { "application/json": { schema: schemas.ref(output) } };
+  if (route.verb !== "POST") return ["200", { description: `The ${output.name}.`, content }];
+  const id = output.fields.find((f) => f.jsonName === "id" && f.fieldKind === "scalar" && f.scalar === ScalarType.STRING);
+  if (id === undefined) return ["201", { description: `The ${output.name} as stored.`, content }];
+  return [
+    "201",
+    {
+      description: `The ${output.name} as stored, with its \`id\` and read-only members.`,
+      headers: { Location: { description: "This path followed by `/{id}`: where the stored instance is read back.", required: true, schema: { type: "string" } } },
+      content,
+    },
+  ];
+}
+
+/** The security domains of the route's RPC, any one of which suffices; an RPC the policy does not name stops the generator. */
+function domainsOf(policy: Policy, route: RestRoute): readonly string[] {
+  const procedure = `${route.method.parent.typeName}/${route.method.name}`;
+  const domains = policy.get(procedure);
+  if (domains === undefined || domains.length === 0) throw new Error(`${procedure} has a REST binding but no security domains in the policy`);
+  return domains;
+}
+
+function operation(schemas: MessageSchemas, policy: Policy, route: RestRoute, operationId: string): JsonObject {
+  const comment = leadingComment(route.method);
+  const domains = domainsOf(policy, route);
+  const needs = `Needs the security domain ${domains.map((d) => `\`${d}\``).join(" or ")}.`;
+  const summary = /^.*?\.(?=\s|$)/.exec(comment)?.[0] ?? route.method.name;
+  const body: JsonObject = route.body === "" ? {} : { requestBody: requestBody(schemas, route) };
+  const [status, ok] = success(schemas, route);
+  const responses: JsonObject = { [status]: ok };
+  for (const e of ERROR_RESPONSES) if (e.applies(route)) responses[String(e.status)] = { $ref: `#/components/responses/${e.name}` };
+  return {
+    operationId,
+    tags: [route.method.parent.name],
+    summary,
+    description: comment === "" ? needs : `${comment}\n\n${needs}`,
+    parameters: parameters(schemas, route),
+    ...body,
+    responses,
+    // Alternatives: a token with any one of the domains (OpenAPI 3.1 role names for a non-OAuth scheme).
+    security: domains.map((domain) => ({ bearerAuth: [domain] })),
+  };
+}
+
+/**
+ * The OpenAPI 3.1 document of the REST surface, made from the same
+ * descriptors the service runs on: the paths and bodies from the
+ * `google.api.http` rules (through the REST handler's own route table), the
+ * JSON names, required members and limits from the messages and their
+ * protovalidate rules, descriptions from the proto comments (present when the
+ * descriptors come from a `buf build` image). Pure: the same descriptors give
+ * the same document.
+ */
+export function createOpenApiDocument({ services, policy, errorBodies }: OpenApiOptions): JsonObject {
+  const schemas = createMessageSchemas({ [errorBodies.error.typeName]: ERROR, [errorBodies.validation.typeName]: VALIDATION_ERROR });
+  schemas.ref(errorBodies.validation);
+  schemas.ref(errorBodies.error);
+  const paths: Record<string, JsonObject> = {};
+  const bindings = new Map<string, number>();
+  for (const route of buildRouteTable(services)) {
+    const n = (bindings.get(route.method.name) ?? 0) + 1;
+    bindings.set(route.method.name, n);
+    const operationId = n === 1 ? route.method.localName : `${route.method.localName}_${n}`;
+    const path = openApiPath(route.template);
+    paths[path] = { ...paths[path], [route.verb.toLowerCase()]: operation(schemas, policy, route, operationId) };
+  }
+  return {
+    openapi: "3.1.0",
+    info: { title: "Agent definition registry", summary: SUMMARY, description: DESCRIPTION, version: "v1" },
+    tags: services.map((s) => ({ name: s.name, description: leadingComment(s) })),
+    paths,
+    components: {
+      schemas: schemas.components(),
+      responses: { ...Object.fromEntries(ERROR_RESPONSES.map((e) => [e.name, e.response])), MethodNotAllowed: METHOD_NOT_ALLOWED },
+      securitySchemes: SECURITY_SCHEMES,
+    },
+  };
+}
+
+/** The document as committed in gen/openapi.json and served at /openapi.json: two-space JSON and a final newline. */
+export function formatOpenApiDocument(document: unknown): string {
+  return `${JSON.stringify(document, null, 2)}\n`;
+}

@@ -1,0 +1,160 @@
+import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { Validator } from "@seriousme/openapi-schema-validator";
+import { beforeAll, describe, expect, it } from "vitest";
+import { testDatabases } from "../support/databases.js";
+import { exampleDefinition, minimalDefinition } from "../support/definitions.js";
+import { committedOpenApi, createOpenApiChecker } from "../support/openapi.js";
+import { useServer } from "../support/server.js";
+
+const T = "/api/asor/v1/default/agentDefinition";
+const C = "/asor/v1/agentDefinition";
+const ADMIN = "/asor/v1/admin/tenants";
+const UNKNOWN_ID = "0123456789abcdef0123456789abcdef";
+
+/** Who calls: the default tenant with every domain, no token, a token without domains, a token of a tenant that was never set up. */
+type Caller = "all" | "none" | "no-domains" | "unknown-tenant";
+
+/** One call of the REST surface whose answer is checked against the document. */
+interface Scenario {
+  readonly name: string;
+  readonly method: "GET" | "POST" | "DELETE";
+  /** The path; `{id}` stands for the id of a definition this suite created. */
+  readonly path: string;
+  readonly caller?: Caller;
+  readonly body?: () => { contentType?: string; body: BodyInit };
+  readonly status: number;
+}
+
+const json = (value: unknown) => () => ({ contentType: "application/json", body: JSON.stringify(value) });
+const multipart = (part: string, value: unknown) => () => {
+  const form = new FormData();
+  form.set(part, JSON.stringify(value));
+  return { body: form };
+};
+const tenantName = `openapi-${randomBytes(4).toString("hex")}`;
+
+/** For every operation: its success, and each error status a client meets (400, 401, 403, 404, 415, and 413, 409 where listed). */
+const SCENARIOS: Scenario[] = [
+  ...[T, C].flatMap((base): Scenario[] => [
+    { name: "lists", method: "GET", path: `${base}?limit=5`, status: 200 },
+    { name: "lists with a limit out of range", method: "GET", path: `${base}?limit=0`, status: 400 },
+    { name: "lists without a token", method: "GET", path: base, caller: "none", status: 401 },
+    { name: "lists without a security domain", method: "GET", path: base, caller: "no-domains", status: 403 },
+    { name: "lists an unknown tenant", method: "GET", path: base.replace("/default/", "/nowhere/"), caller: "unknown-tenant", status: 404 },
+    { name: "gets", method: "GET", path: `${base}/{id}`, status: 200 },
+    { name: "gets with an unknown query parameter", method: "GET", path: `${base}/{id}?limit=5`, status: 400 },
+    { name: "gets without a token", method: "GET", path: `${base}/{id}`, caller: "none", status: 401 },
+    { name: "gets without a security domain", method: "GET", path: `${base}/{id}`, caller: "no-domains", status: 403 },
+    { name: "gets an unknown id", method: "GET", path: `${base}/${UNKNOWN_ID}`, status: 404 },
+    { name: "lists versions", method: "GET", path: `${base}/{id}/versions`, status: 200 },
+    { name: "lists versions with a limit out of range", method: "GET", path: `${base}/{id}/versions?limit=101`, status: 400 },
+    { name: "lists versions without a token", method: "GET", path: `${base}/{id}/versions`, caller: "none", status: 401 },
+    { name: "lists versions without a security domain", method: "GET", path: `${base}/{id}/versions`, caller: "no-domains", status: 403 },
+    { name: "lists versions of an unknown agent", method: "GET", path: `${base}/${UNKNOWN_ID}/versions`, status: 404 },
+    { name: "upserts JSON", method: "POST", path: base, body: json(exampleDefinition()), status: 201 },
+    { name: "upserts multipart", method: "POST", path: base, body: multipart("agentCardAndTools", { ...exampleDefinition(), version: "multipart" }), status: 201 },
+    { name: "upserts a definition without a name", method: "POST", path: base, body: json(minimalDefinition({ name: "" })), status: 400 },
+    { name: "upserts without a token", method: "POST", path: base, caller: "none", body: json(minimalDefinition()), status: 401 },
+    { name: "upserts without a security domain", method: "POST", path: base, caller: "no-domains", body: json(minimalDefinition()), status: 403 },
+    { name: "upserts into an unknown tenant", method: "POST", path: base.replace("/default/", "/nowhere/"), caller: "unknown-tenant", body: json(minimalDefinition()), status: 404 },
+    { name: "upserts too large a body", method: "POST", path: base, body: json({ ...minimalDefinition(), description: "a".repeat(1_100_000) }), status: 413 },
+    { name: "upserts text/plain", method: "POST", path: base, body: () => ({ contentType: "text/plain", body: "hello" }), status: 415 },
+  ]),
+  { name: "lists naming the tenant as a query parameter", method: "GET", path: `${C}?tenant=default&offset=0`, status: 200 },
+  { name: "lists tenants", method: "GET", path: ADMIN, status: 200 },
+  { name: "lists tenants with an unknown query parameter", method: "GET", path: `${ADMIN}?name=x`, status: 400 },
+  { name: "lists tenants without a token", method: "GET", path: ADMIN, caller: "none", status: 401 },
+  { name: "lists tenants without a security domain", method: "GET", path: ADMIN, caller: "no-domains", status: 403 },
+  { name: "creates a tenant", method: "POST", path: ADMIN, body: json({ name: tenantName, sequencePrefix: "OA-" }), status: 201 },
+  { name: "creates a tenant as multipart", method: "POST", path: ADMIN, body: multipart("body", { name: `${tenantName}-mp` }), status: 201 },
+  { name: "creates a tenant that exists", method: "POST", path: ADMIN, body: json({ name: "default" }), status: 409 },
+  { name: "creates a tenant with a bad name", method: "POST", path: ADMIN, body: json({ name: "not a name" }), status: 400 },
+  { name: "creates a tenant without a token", method: "POST", path: ADMIN, caller: "none", body: json({ name: "x" }), status: 401 },
+  { name: "creates a tenant without a security domain", method: "POST", path: ADMIN, caller: "no-domains", body: json({ name: "x" }), status: 403 },
+  { name: "creates a tenant from too large a body", method: "POST", path: ADMIN, body: json({ name: "a".repeat(1_100_000) }), status: 413 },
+  { name: "creates a tenant from text/plain", method: "POST", path: ADMIN, body: () => ({ contentType: "text/plain", body: "x" }), status: 415 },
+];
+
+/** The statuses every operation must be seen answering, where the document lists them (500, 503 and an upsert's 409 cannot be caused on purpose). */
+const MUST_SEE = (status: number) => status < 300 || [400, 401, 403, 404, 413, 415].includes(status);
+
+// The shapes of answers do not depend on the database: SQLite only.
+const [sqlite] = testDatabases();
+const server = useServer(sqlite!);
+
+describe("the REST surface answers as its OpenAPI document says", () => {
+  const document = committedOpenApi();
+  const checker = createOpenApiChecker(document);
+  const seen = new Set<string>();
+  let definitionId = "";
+
+  const authorization = async (caller: Caller): Promise<Record<string, string>> => {
+    if (caller === "none") return {};
+    if (caller === "no-domains") return { authorization: await server().bearer({ domains: [] }) };
+    if (caller === "unknown-tenant") return { authorization: await server().bearer({ tenant: "nowhere" }) };
+    return { authorization: server().authorization };
+  };
+
+  beforeAll(async () => {
+    const res = await fetch(`${server().baseUrl}${T}`, {
+      method: "POST",
+      headers: { authorization: server().authorization, "content-type": "application/json" },
+      body: JSON.stringify({ ...exampleDefinition(), version: "openapi-fixture" }),
+    });
+    definitionId = (await res.json()).id;
+  });
+
+  it.each(SCENARIOS.map((s) => [`${s.method} ${s.path}: ${s.name}`, s] as const))("%s", async (_, scenario) => {
+    const path = scenario.path.replace("{id}", definitionId);
+    const payload = scenario.body?.();
+    const headers = { ...(await authorization(scenario.caller ?? "all")), ...(payload?.contentType ? { "content-type": payload.contentType } : {}) };
+    const res = await fetch(`${server().baseUrl}${path}`, { method: scenario.method, headers, ...(payload ? { body: payload.body } : {}) });
+    const body = await res.json();
+    expect(res.status, JSON.stringify(body)).toBe(scenario.status);
+    expect(res.headers.get("content-type")).toMatch(/^application\/json/);
+
+    const expected = checker.response(scenario.method, new URL(path, "http://x").pathname, res.status);
+    expect(expected.validate(body), JSON.stringify(expected.validate.errors)).toBe(true);
+    for (const header of expected.requiredHeaders) expect(res.headers.get(header), header).not.toBeNull();
+    seen.add(`${expected.operationId} ${res.status}`);
+  });
+
+  it("answers a method a path does not list with 405 and Allow, as the MethodNotAllowed response says", async () => {
+    const res = await fetch(`${server().baseUrl}${C}`, { method: "DELETE", headers: { authorization: server().authorization } });
+    expect(res.status).toBe(405);
+    expect(res.headers.get("allow")).toBe("GET, POST");
+    const validate = checker.componentResponse("MethodNotAllowed");
+    expect(validate(await res.json())).toBe(true);
+  });
+
+  // Declared after the table, so it runs after it (a file's tests run in order).
+  it("has seen every operation of the document answer each status a client can meet", () => {
+    const expected = Object.values(document.paths).flatMap((item: any) =>
+      Object.values(item).flatMap((op: any) => Object.keys(op.responses).filter((s) => MUST_SEE(Number(s))).map((s) => `${op.operationId} ${s}`)),
+    );
+    expect(expected.length).toBeGreaterThan(50);
+    expect(expected.filter((e) => !seen.has(e))).toEqual([]);
+  });
+});
+
+describe("GET /openapi.json", () => {
+  it("serves the committed gen/openapi.json byte for byte, without a token", async () => {
+    const res = await fetch(`${server().baseUrl}/openapi.json`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/^application\/json/);
+    expect(await res.text()).toBe(readFileSync("gen/openapi.json", "utf8"));
+  });
+
+  it("is a valid OpenAPI 3.1 document", async () => {
+    const served = await (await fetch(`${server().baseUrl}/openapi.json`)).json();
+    expect(served.openapi).toBe("3.1.0");
+    expect(await new Validator().validate(served)).toEqual({ valid: true });
+  });
+
+  it("answers other methods with 405", async () => {
+    const res = await fetch(`${server().baseUrl}/openapi.json`, { method: "POST" });
+    expect(res.status).toBe(405);
+    expect(res.headers.get("allow")).toBe("GET, HEAD");
+  });
+});

@@ -1,0 +1,182 @@
+import { execFile } from "node:child_process";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { fromJson } from "@bufbuild/protobuf";
+import { Validator } from "@seriousme/openapi-schema-validator";
+import { describe, expect, it } from "vitest";
+import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
+import { AgentDefinitionService } from "../../gen/asor/v1/agent_definition_service_pb.js";
+import { TenantAdminService } from "../../gen/asor/v1/tenant_admin_service_pb.js";
+import { contractIssues } from "../../src/domain/validation.js";
+import { buildRouteTable } from "../../src/transport/rest/route-table.js";
+import { formatOpenApiDocument } from "../../src/transport/openapi/openapi-document.js";
+import { registryOpenApiDocument } from "../../src/transport/openapi/registry-openapi.js";
+import { exampleDefinition } from "../support/definitions.js";
+import { committedOpenApi, createOpenApiChecker } from "../support/openapi.js";
+
+const run = promisify(execFile);
+
+/** A descriptor image of proto/asor as it is now, built the way `npm run generate` builds gen/asor.binpb. */
+async function imageOfCurrentProto(): Promise<Uint8Array> {
+  await run("node", ["--input-type=module", "-e", 'import { writeProtoDeps } from "./scripts/proto-deps.mjs"; writeProtoDeps(".proto-deps");']);
+  const dir = await mkdtemp(join(tmpdir(), "asor-openapi-"));
+  try {
+    await run("node", ["scripts/buf.mjs", "build", ".", "--path", "proto/asor", "--output", join(dir, "asor.binpb")]);
+    return await readFile(join(dir, "asor.binpb"));
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+const document = committedOpenApi();
+const checker = createOpenApiChecker(document);
+const schemas = document.components.schemas;
+
+describe("gen/openapi.json", () => {
+  it("is what the generator makes from the current proto (run npm run generate when this fails)", async () => {
+    const generated = formatOpenApiDocument(registryOpenApiDocument(await imageOfCurrentProto()));
+    const committed = await readFile("gen/openapi.json", "utf8");
+    expect(JSON.parse(generated)).toEqual(JSON.parse(committed));
+    expect(generated).toBe(committed);
+  });
+
+  it("is a valid OpenAPI 3.1 document, by a validator that does refuse a broken one", async () => {
+    expect(await new Validator().validate(structuredClone(document))).toEqual({ valid: true });
+    const broken = structuredClone(document);
+    delete broken.paths["/asor/v1/agentDefinition"].get.responses["200"].description;
+    expect((await new Validator().validate(broken)).valid).toBe(false);
+  });
+
+  it("has an operation for every route the REST handler serves, and no other", () => {
+    const served = buildRouteTable([AgentDefinitionService, TenantAdminService]).map((r) => `${r.verb} ${r.template}`);
+    const documented = Object.entries(document.paths).flatMap(([path, item]: [string, any]) => Object.keys(item).map((m) => `${m.toUpperCase()} ${path}`));
+    expect(documented.sort()).toEqual(served.sort());
+    expect(documented).toContain("GET /api/asor/v1/{tenant}/agentDefinition/{id}/versions");
+    expect(documented).toContain("POST /asor/v1/admin/tenants");
+  });
+});
+
+describe("the definition's schema", () => {
+  const agent = schemas.AgentDefinition;
+
+  it("uses the contract's exact JSON names", () => {
+    expect(Object.keys(agent.properties)).toEqual(expect.arrayContaining(["hostConfig", "externalAgentID", "externalTenantID", "iconUrl", "reference_id"]));
+    expect(Object.keys(schemas.HostResource.properties)).toEqual(["id", "tool_name", "description", "agent_resource", "tools"]);
+    expect(Object.keys(schemas.SkillResource.properties)).toEqual(["id", "skillId", "executionMode", "hostResources"]);
+  });
+
+  it("marks exactly the members the service fills in as readOnly", () => {
+    const readOnly = Object.entries(schemas).flatMap(([name, schema]: [string, any]) =>
+      Object.entries(schema.properties ?? {}).flatMap(([member, s]: [string, any]) => (s.readOnly ? [`${name}.${member}`] : [])),
+    );
+    expect(readOnly.sort()).toEqual(
+      [
+        "AgentDefinition.reference_id",
+        "ExecutionMode.descriptor",
+        "ExecutionMode.href",
+        "HostResource.id",
+        "MimeType.id",
+        "Platform.descriptor",
+        "Platform.reference_id",
+        "Provider.descriptor",
+        "Provider.href",
+        "SkillResource.id",
+        "SkillTag.id",
+        "ToolItem.descriptor",
+      ].sort(),
+    );
+  });
+
+  it("states the allowed execution modes and the spec's 80-character media types", () => {
+    expect(schemas.ExecutionMode.properties.id.enum).toEqual(["Mode=Ambient", "Mode=Delegate"]);
+    expect(schemas.MimeType.properties.type.maxLength).toBe(80);
+    expect(schemas.Provider.properties.id.pattern).toBe("^([0-9a-f]{32}|[^\\s=]+=\\S+)$");
+  });
+
+  it("accepts the spec's example, as JSON and as the multipart part agentCardAndTools", () => {
+    const json = checker.requestBody("POST", "/asor/v1/agentDefinition", "application/json");
+    expect(json(exampleDefinition()), JSON.stringify(json.errors)).toBe(true);
+    const multipart = checker.requestBody("POST", "/api/asor/v1/default/agentDefinition", "multipart/form-data");
+    expect(multipart({ agentCardAndTools: exampleDefinition() }), JSON.stringify(multipart.errors)).toBe(true);
+  });
+
+  it("refuses what the service refuses: a missing name, an unknown mode, a proto name instead of the JSON name", () => {
+    const validate = checker.component("AgentDefinition");
+    const { name: _name, ...nameless } = exampleDefinition();
+    expect(validate(nameless)).toBe(false);
+    const example = exampleDefinition();
+    example.hostConfig[0].executionMode.id = "Mode=Sometimes";
+    expect(validate(example)).toBe(false);
+    const { externalAgentID, ...renamed } = exampleDefinition();
+    expect(validate({ ...renamed, external_agent_id: externalAgentID })).toBe(false);
+  });
+});
+
+/** Every object of the example with the component schema that describes it, and its JSON path. */
+function objectsOf(value: any, schemaName: string, path: string): { path: string; schemaName: string; object: Record<string, any> }[] {
+  const schema = schemas[schemaName];
+  const found = [{ path, schemaName, object: value }];
+  for (const [member, memberValue] of Object.entries(value)) {
+    const property = schema.properties[member];
+    const ref: string | undefined = property.$ref ?? property.items?.$ref;
+    if (ref === undefined) continue;
+    const name = ref.replace("#/components/schemas/", "");
+    const at = path === "" ? member : `${path}.${member}`;
+    if (Array.isArray(memberValue)) memberValue.forEach((item, i) => found.push(...objectsOf(item, name, `${at}[${i}]`)));
+    else found.push(...objectsOf(memberValue, name, at));
+  }
+  return found;
+}
+
+/** The service's own contract issues (protovalidate) for a definition. */
+function serviceIssues(json: Record<string, any>): { code: string; path?: string }[] {
+  return contractIssues(AgentDefinitionSchema, fromJson(AgentDefinitionSchema, json));
+}
+
+/** Sets (or with `undefined`, deletes) the member at `path.member` of a copy of `root`. */
+function withMember(root: Record<string, any>, path: string, member: string, value: unknown): Record<string, any> {
+  const copy = structuredClone(root);
+  let target: any = copy;
+  for (const step of path.match(/[^.[\]]+/g) ?? []) target = target[step];
+  if (value === undefined) delete target[member];
+  else target[member] = value;
+  return copy;
+}
+
+describe("the document and the service agree, member by member of the spec's example", () => {
+  const example = exampleDefinition();
+  const objects = objectsOf(example, "AgentDefinition", "");
+
+  it("a member is required in the document exactly when the service answers REQUIRED without it", () => {
+    let checked = 0;
+    for (const { path, schemaName, object } of objects) {
+      const required: string[] = schemas[schemaName].required ?? [];
+      for (const member of Object.keys(object)) {
+        const at = path === "" ? member : `${path}.${member}`;
+        const issues = serviceIssues(withMember(example, path, member, undefined));
+        const serviceRequires = issues.some((i) => i.code === "REQUIRED" && i.path === at);
+        expect(serviceRequires, `${schemaName}.${member} at ${at}`).toBe(required.includes(member));
+        checked++;
+      }
+    }
+    expect(checked).toBeGreaterThan(40);
+  });
+
+  it("a string one character over the document's maxLength is TOO_LONG to the service, and one at it is not", () => {
+    let checked = 0;
+    for (const { path, schemaName, object } of objects) {
+      for (const member of Object.keys(object)) {
+        const maxLength: number | undefined = schemas[schemaName].properties[member].maxLength;
+        if (maxLength === undefined) continue;
+        const at = path === "" ? member : `${path}.${member}`;
+        const tooLong = (length: number) => serviceIssues(withMember(example, path, member, "a".repeat(length))).some((i) => i.code === "TOO_LONG" && i.path === at);
+        expect(tooLong(maxLength + 1), `${at} over ${maxLength}`).toBe(true);
+        expect(tooLong(maxLength), `${at} at ${maxLength}`).toBe(false);
+        checked++;
+      }
+    }
+    expect(checked).toBeGreaterThan(20);
+  });
+});
