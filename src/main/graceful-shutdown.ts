@@ -1,0 +1,41 @@
+import type { App } from "../app.js";
+import type { NodeServer } from "./node-server.js";
+
+/**
+ * How long closing the database pool may take once the server has drained.
+ * The pool waits for connections still lent out, which only requests cut at
+ * the deadline can hold; a statement waits at most for its lock timeout.
+ */
+const POOL_CLOSE_LIMIT_MS = 5_000;
+
+/**
+ * On SIGTERM or SIGINT: drain the server (no new connections, requests in
+ * flight finish within `SHUTDOWN_TIMEOUT_MS`), close the database pool, and
+ * exit 0. A second signal during the drain exits at once with 1 (an operator
+ * who insists).
+ */
+export function installGracefulShutdown(node: NodeServer, app: App): void {
+  let stopping = false;
+  const stop = async (signal: NodeJS.Signals): Promise<void> => {
+    if (stopping) {
+      app.logger.warn("second signal during shutdown: exiting without waiting", { signal });
+      process.exit(1);
+    }
+    stopping = true;
+    const started = performance.now();
+    // close() stops accepting before it returns, so the line below is true when a reader sees it.
+    const drained = node.close(app.config.shutdownTimeoutMs);
+    app.logger.info("shutting down", { signal, timeoutMs: app.config.shutdownTimeoutMs });
+    const { cut } = await drained;
+    if (cut > 0) app.logger.warn("shutdown deadline passed: cut the connections still open", { connections: cut });
+    const closed = await Promise.race([app.close().then(() => true), delay(POOL_CLOSE_LIMIT_MS).then(() => false)]);
+    if (!closed) app.logger.warn("the database pool did not close in time", { limitMs: POOL_CLOSE_LIMIT_MS });
+    app.logger.info("shut down", { signal, durationMs: Math.round(performance.now() - started) });
+    process.exit(0);
+  };
+  for (const signal of ["SIGTERM", "SIGINT"] as const) process.on(signal, () => void stop(signal));
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}

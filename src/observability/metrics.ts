@@ -1,0 +1,70 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { PoolStats } from "../storage/repository.js";
+
+/** One finished request, as the metrics count it. */
+export interface RequestSample {
+  readonly protocol: string;
+  /** A bounded name: an RPC, an endpoint path, or `unmatched`; never a raw client path. */
+  readonly operation: string;
+  /** The RPC code (`ok`, `not_found`) for RPC protocols, the HTTP status for REST and plain HTTP. */
+  readonly code: string;
+  readonly seconds: number;
+}
+
+/** The service's Prometheus metrics. */
+export interface Metrics {
+  /** Counts a finished request. */
+  observe(sample: RequestSample): void;
+  /** The text exposition of every metric. */
+  render(): Promise<{ contentType: string; body: string }>;
+}
+
+/** Latency buckets in seconds: a registry read is milliseconds, a contended write can take seconds. */
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+/**
+ * Request counters and latency by operation, the database pool's gauges (read
+ * when scraped), and Node's default process metrics, in a registry of their
+ * own so that several apps in one process (the tests) do not collide.
+ */
+export function createMetrics({ poolStats }: { poolStats: () => PoolStats }): Metrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const requests = new Counter({
+    name: "asor_requests_total",
+    help: "Requests answered, by protocol, operation (RPC or endpoint) and code (RPC code, or HTTP status for REST and plain HTTP).",
+    labelNames: ["protocol", "operation", "code"] as const,
+    registers: [registry],
+  });
+  const latency = new Histogram({
+    name: "asor_request_duration_seconds",
+    help: "Time from a request's arrival to the end of its answer, by protocol and operation.",
+    labelNames: ["protocol", "operation"] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [registry],
+  });
+  const gauge = (name: string, help: string, read: (stats: PoolStats) => number): void => {
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        this.set(read(poolStats()));
+      },
+    });
+  };
+  gauge("asor_db_pool_used_connections", "Database connections in use.", (s) => s.used);
+  gauge("asor_db_pool_free_connections", "Open database connections idle in the pool.", (s) => s.free);
+  gauge("asor_db_pool_pending_acquires", "Callers waiting for a database connection.", (s) => s.pendingAcquires);
+  gauge("asor_db_pool_max_connections", "The most database connections the pool opens.", (s) => s.max);
+
+  return {
+    observe({ protocol, operation, code, seconds }) {
+      requests.inc({ protocol, operation, code });
+      latency.observe({ protocol, operation }, seconds);
+    },
+    async render() {
+      return { contentType: registry.contentType, body: await registry.metrics() };
+    },
+  };
+}
