@@ -1,0 +1,95 @@
+import { type Issue, invalid } from "../domain/errors.js";
+
+/**
+ * The deepest nesting of objects and arrays a JSON body may have. The
+ * contract's deepest document (a tool inside a host resource inside a
+ * `hostConfig` item, inside an RPC request) nests 8 levels.
+ */
+export const MAX_JSON_DEPTH = 32;
+
+type Frame =
+  | { readonly kind: "object"; readonly path: string; readonly keys: Set<string>; key: string | undefined; expectKey: boolean }
+  | { readonly kind: "array"; readonly path: string; index: number };
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+
+function join(path: string, name: string): string {
+  return path === "" ? name : `${path}.${name}`;
+}
+
+/** The path of the value that starts at the current position inside `top`. */
+function valuePath(top: Frame | undefined): string {
+  if (top === undefined) return "";
+  return top.kind === "array" ? `${top.path}[${top.index}]` : join(top.path, top.key ?? "");
+}
+
+/** The index of the quote that closes the string opening at `start`, or -1. */
+function stringEnd(text: string, start: number): number {
+  for (let i = start + 1; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === BACKSLASH) i++;
+    else if (c === QUOTE) return i;
+  }
+  return -1;
+}
+
+/**
+ * What JSON.parse lets through and the registry refuses: a member named twice
+ * in one object (JSON.parse silently keeps the last, so what the client meant
+ * is unknowable), and nesting deeper than MAX_JSON_DEPTH. One pass without
+ * recursion, so no input can exhaust the stack. Stops quietly at a syntax
+ * error: JSON.parse reports those better.
+ */
+export function structureIssues(text: string): Issue[] {
+  const issues: Issue[] = [];
+  const stack: Frame[] = [];
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    const top = stack.at(-1);
+    if (c === '"') {
+      const end = stringEnd(text, i);
+      if (end === -1) break;
+      if (top?.kind === "object" && top.expectKey) {
+        let key: string;
+        try {
+          key = JSON.parse(text.slice(i, end + 1)) as string;
+        } catch {
+          break;
+        }
+        // Keys compare decoded: "name" and "n\u0061me" are the same member.
+        if (top.keys.has(key)) {
+          const path = join(top.path, key);
+          issues.push({ code: "DUPLICATE_KEY", message: `${path} is given twice; send each member once.`, field: key, path });
+        }
+        top.keys.add(key);
+        top.key = key;
+        top.expectKey = false;
+      }
+      i = end;
+    } else if (c === "{" || c === "[") {
+      const path = valuePath(top);
+      if (stack.length + 1 > MAX_JSON_DEPTH) {
+        const where = path === "" ? "the body" : path;
+        return [{ code: "TOO_DEEP", message: `The JSON nests deeper than ${MAX_JSON_DEPTH} objects and arrays at ${where}.`, ...(path === "" ? {} : { path }) }];
+      }
+      stack.push(c === "{" ? { kind: "object", path, keys: new Set(), key: undefined, expectKey: true } : { kind: "array", path, index: 0 });
+    } else if (c === "}" || c === "]") {
+      stack.pop();
+    } else if (c === ",") {
+      if (top?.kind === "object") top.expectKey = true;
+      else if (top?.kind === "array") top.index++;
+    }
+  }
+  return issues;
+}
+
+/**
+ * JSON.parse, after refusing duplicate members and excessive nesting (see
+ * structureIssues) with a 400 that names each problem and its path.
+ */
+export function parseStrictJson(text: string): unknown {
+  const issues = structureIssues(text);
+  if (issues.length > 0) throw invalid(issues, issues.length === 1 ? (issues[0] as Issue).message : `The JSON has ${issues.length} problems.`);
+  return JSON.parse(text);
+}
