@@ -15,8 +15,24 @@ export interface Config {
   readonly defaultTenant: string;
   /** `MAX_BODY_BYTES`, default 1 MiB: the largest request body or message accepted. */
   readonly maxBodyBytes: number;
+  /**
+   * `DATABASE_TIMEOUT_MS`, default 10000: the longest MySQL/MariaDB connect, pool
+   * acquire, or wait for one statement's answer; past it the request fails with 503.
+   */
+  readonly databaseTimeoutMs: number;
+  /** The slow-client bounds of the Node server, so stalled clients cannot hold connections. */
+  readonly http: {
+    /** `HTTP_HEADERS_TIMEOUT_MS`, default 20000: a connection's first bytes and a request's headers must arrive within it. */
+    readonly headersTimeoutMs: number;
+    /** `HTTP_REQUEST_TIMEOUT_MS`, default 60000: a whole request (headers and body; an HTTP/2 stream's body) must arrive within it. */
+    readonly requestTimeoutMs: number;
+    /** `HTTP2_IDLE_TIMEOUT_MS`, default 120000: an HTTP/2 connection without any traffic for this long is closed. */
+    readonly http2IdleTimeoutMs: number;
+  };
   /** `LOG_LEVEL`: debug, info (default), warn, error or silent. */
   readonly logLevel: LogLevel;
+  /** `SHUTDOWN_TIMEOUT_MS`, default 10000: how long requests in flight may take to finish after SIGTERM. */
+  readonly shutdownTimeoutMs: number;
   /** `HOST_PROVIDER_ID` and `HOST_PLATFORM_ID`: the host system's own provider and platform (A161). */
   readonly hostSystem: { readonly providerId: string; readonly platformId: string };
   /** `AUTH_*`: the OAuth2 resource server, or (no `AUTH_ISSUER`) the local development issuer. */
@@ -51,6 +67,15 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
   };
   const port = integer("PORT", 8080, 0, 65535);
   const maxBodyBytes = integer("MAX_BODY_BYTES", 1024 * 1024, 1024, 64 * 1024 * 1024);
+  const databaseTimeoutMs = integer("DATABASE_TIMEOUT_MS", 10_000, 100, 600_000);
+  const http = {
+    headersTimeoutMs: integer("HTTP_HEADERS_TIMEOUT_MS", 20_000, 100, 600_000),
+    requestTimeoutMs: integer("HTTP_REQUEST_TIMEOUT_MS", 60_000, 100, 3_600_000),
+    http2IdleTimeoutMs: integer("HTTP2_IDLE_TIMEOUT_MS", 120_000, 100, 3_600_000),
+  };
+  // Node refuses a headers timeout longer than the request timeout it is part of.
+  if (http.headersTimeoutMs > http.requestTimeoutMs) problems.push(`HTTP_HEADERS_TIMEOUT_MS (${http.headersTimeoutMs}) must not exceed HTTP_REQUEST_TIMEOUT_MS (${http.requestTimeoutMs})`);
+  const shutdownTimeoutMs = integer("SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000);
   const databaseUrl = env.DATABASE_URL === "" ? undefined : env.DATABASE_URL;
   if (databaseUrl !== undefined) {
     let protocol = "";
@@ -77,7 +102,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
   if (problems.length > 0) throw new ConfigError(problems);
   return {
     auth: auth.config,
-    adminDomain, port, host: env.HOST || "127.0.0.1", databaseUrl, dataDir: env.DATA_DIR || "./data", defaultTenant, maxBodyBytes, logLevel, hostSystem };
+    adminDomain, port, host: env.HOST || "127.0.0.1", databaseUrl, dataDir: env.DATA_DIR || "./data", defaultTenant, maxBodyBytes, databaseTimeoutMs, http, logLevel, shutdownTimeoutMs, hostSystem };
 }
 
 /** Where the data lives, for the start-up line: never the password. */

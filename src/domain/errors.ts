@@ -72,3 +72,13 @@ export function tenantNotFound(tenant: string): RegistryError {
 export function unavailable(cause: unknown): RegistryError {
   return new RegistryError("unavailable", "UNAVAILABLE", "The registry's database is unavailable; try again later.", [], { cause });
 }
+
+/**
+ * The database became unreachable after the write's work was done, while its
+ * COMMIT was on the way: it may or may not have been committed. The upsert is
+ * idempotent, so the caller can simply send it again.
+ */
+export function outcomeUnknown(cause: unknown): RegistryError {
+  const message = "The registry's database became unavailable while saving the definition; it may or may not have been saved. Send it again.";
+  return new RegistryError("unavailable", "OUTCOME_UNKNOWN", message, [], { cause });
+}

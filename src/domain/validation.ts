@@ -15,6 +15,7 @@ const RULE_CODES: Record<string, ErrorCode> = {
   "string.uri": "INVALID_URI",
   "string.in": "NOT_ALLOWED",
   "string.const": "NOT_ALLOWED",
+  "repeated.max_items": "TOO_MANY",
   "int32.gte_lte": "OUT_OF_RANGE",
   "int32.gte": "OUT_OF_RANGE",
 };

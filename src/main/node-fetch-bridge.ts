@@ -1,5 +1,4 @@
 import type { ServerResponse } from "node:http";
-import { Readable } from "node:stream";
 import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
 
 /** The request and response of a Node handler, HTTP/1.1 or HTTP/2, as connect-node types them. */
@@ -27,14 +26,63 @@ export function toFetchRequest(req: NodeRequest, res: NodeResponse): Request {
     method,
     headers,
     signal: controller.signal,
-    ...(hasBody ? { body: Readable.toWeb(req) as ReadableStream<Uint8Array>, duplex: "half" } : {}),
+    ...(hasBody ? { body: bodyStream(req), duplex: "half" } : {}),
   } as RequestInit);
 }
 
 /**
- * Writes a fetch Response to a Node response. An HTTP/1.1 answer given before
- * the request body was read in full (a 413, say) closes the connection: the
- * unread rest of the body would otherwise be taken for the next request.
+ * How much of a request body left unread by an early answer (a 413, a 401) is
+ * read and thrown away, so that a client still sending gets the answer instead
+ * of a connection reset; past it the connection is cut. HTTP_REQUEST_TIMEOUT_MS
+ * bounds the time it may take.
+ */
+const LINGER_BYTES = 8 * 1024 * 1024;
+
+/** Stops a request's body stream from taking more data: what arrives from then on is thrown away. */
+const abandon = new WeakMap<NodeRequest, () => void>();
+
+/**
+ * The request body as a web stream. Not `Readable.toWeb`: on Node 20, once its
+ * stream is cancelled (a body over the limit) data already buffered is still
+ * enqueued into the closed stream, and the TypeError that throws escapes as
+ * an uncaught exception that stops the process.
+ */
+function bodyStream(req: NodeRequest): ReadableStream<Uint8Array> {
+  let open = true;
+  abandon.set(req, () => void (open = false));
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      req.on("data", (chunk: Buffer) => {
+        if (!open) return;
+        controller.enqueue(new Uint8Array(chunk));
+        if ((controller.desiredSize ?? 0) <= 0) req.pause();
+      });
+      req.once("end", () => {
+        if (open) controller.close();
+        open = false;
+      });
+      const fail = (err?: Error): void => {
+        if (open) controller.error(err ?? new Error("The client closed the connection before the request body ended."));
+        open = false;
+      };
+      req.on("error", fail);
+      req.once("close", () => fail());
+      req.pause();
+    },
+    pull() {
+      req.resume();
+    },
+    cancel() {
+      open = false;
+    },
+  });
+}
+
+/**
+ * Writes a fetch Response to a Node response. After an HTTP/1.1 answer given
+ * before the request body was read in full (a 413, say) the rest of the body is
+ * read and thrown away, up to LINGER_BYTES, so the client sees the answer; the
+ * connection stays usable, or is cut past that.
  */
 export async function sendFetchResponse(req: NodeRequest, res: NodeResponse, response: Response): Promise<void> {
   const headers: Record<string, string> = {};
@@ -43,8 +91,19 @@ export async function sendFetchResponse(req: NodeRequest, res: NodeResponse, res
   });
   const body = new Uint8Array(await response.arrayBuffer());
   headers["content-length"] = String(body.byteLength);
-  if (req.httpVersionMajor === 1 && !req.complete) headers.connection = "close";
+  const unread = req.httpVersionMajor === 1 && !req.complete;
   // Both Node response kinds take these calls; their typings differ only in `write`.
   (res as ServerResponse).writeHead(response.status, headers);
   res.end(body);
+  if (unread) discardRest(req);
+}
+
+function discardRest(req: NodeRequest): void {
+  abandon.get(req)?.();
+  let discarded = 0;
+  req.on("data", (chunk: Buffer) => {
+    discarded += chunk.byteLength;
+    if (discarded > LINGER_BYTES) req.socket.destroy();
+  });
+  req.resume();
 }

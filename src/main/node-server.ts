@@ -1,5 +1,5 @@
-import { createServer as createHttpServer, type ServerResponse } from "node:http";
-import { createServer as createHttp2Server, type Http2Session } from "node:http2";
+import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { constants as http2Constants, createServer as createHttp2Server, type Http2Session } from "node:http2";
 import { createServer as createNetServer, type Server, type Socket } from "node:net";
 import { Duplex } from "node:stream";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
@@ -7,14 +7,21 @@ import { expressConnectMiddleware } from "@connectrpc/connect-express";
 import express from "express";
 import type { App } from "../app.js";
 import { type NodeHandlerArgs, sendFetchResponse, toFetchRequest } from "./node-fetch-bridge.js";
+import { createNodeRequestEdge } from "./node-request-edge.js";
 
 /** The HTTP/2 connection preface: a connection that starts with it speaks HTTP/2 (gRPC). */
 const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 
 export interface NodeServer {
   readonly server: Server;
-  /** Stops accepting, ends open HTTP/1.1 and HTTP/2 connections, and resolves when closed. */
-  close(): Promise<void>;
+  /**
+   * Drains and closes: stops accepting connections; refuses new requests on
+   * open ones (HTTP/1.1: 503 with `Connection: close`; HTTP/2: GOAWAY); lets
+   * requests in flight finish; resolves once every connection has closed, or
+   * when `deadlineMs` (default `SHUTDOWN_TIMEOUT_MS`) has passed, after
+   * cutting the connections still open (`cut` counts them).
+   */
+  close(deadlineMs?: number): Promise<{ cut: number }>;
 }
 
 /**
@@ -25,11 +32,13 @@ export interface NodeServer {
  * gRPC-Web). Both run the same Connect routes and the same REST handler.
  */
 export function createNodeServer(app: App): NodeServer {
-  const options = { routes: app.routes, readMaxBytes: app.config.maxBodyBytes };
+  // Every request gets its record (log line, metrics, request id) here, whichever surface serves it.
+  const edge = createNodeRequestEdge(app);
+  const options = { routes: app.routes, readMaxBytes: app.config.maxBodyBytes, contextValues: edge.contextValues };
 
   const plainHttp = async (...[req, res]: NodeHandlerArgs): Promise<void> => {
     try {
-      await sendFetchResponse(req, res, await app.handleHttp(toFetchRequest(req, res)));
+      await sendFetchResponse(req, res, await app.handleHttp(toFetchRequest(req, res), edge.contextValues(req)));
     } catch (err) {
       app.logger.error("request failed outside the handlers", { err });
       if (!res.headersSent) (res as ServerResponse).writeHead(500, { "content-type": "application/json" });
@@ -39,50 +48,105 @@ export function createNodeServer(app: App): NodeServer {
 
   const h1App = express();
   h1App.disable("x-powered-by");
+  h1App.use((req, res, next) => void (edge.begin(req, res) && next()));
   h1App.use(expressConnectMiddleware(options));
   h1App.use((req, res) => void plainHttp(req, res));
-  const h1 = createHttpServer(h1App);
+  // Slow clients (slowloris, a body that never ends) get 408 and the connection closed. Node checks
+  // the timeouts every connectionsCheckingInterval, so it is a fraction of the shortest one.
+  const { headersTimeoutMs, requestTimeoutMs, http2IdleTimeoutMs } = app.config.http;
+  const h1 = createHttpServer(
+    { headersTimeout: headersTimeoutMs, requestTimeout: requestTimeoutMs, connectionsCheckingInterval: Math.min(30_000, Math.max(50, Math.floor(headersTimeoutMs / 4))) },
+    h1App,
+  );
+  // Node starts checking those timeouts when its server emits "listening"; this one never listens
+  // (it is handed connections), so start the checks by hand.
+  h1.emit("listening");
 
-  const h2 = createHttp2Server(connectNodeAdapter({ ...options, fallback: (req, res) => void plainHttp(req, res) }));
+  const h2Handler = connectNodeAdapter({ ...options, fallback: (req, res) => void plainHttp(req, res) });
+  const h2 = createHttp2Server((req, res) => void (edge.begin(req, res) && h2Handler(req, res)));
   const sessions = new Set<Http2Session>();
   h2.on("session", (session) => {
     sessions.add(session);
     session.once("close", () => sessions.delete(session));
+    session.setTimeout(http2IdleTimeoutMs, () => session.destroy());
+    // A connection accepted before the drain but speaking only now: GOAWAY before any stream.
+    if (draining) session.close();
+  });
+
+  // HTTP/2 has no request timeout of its own: a stream whose request body has not ended in time is cancelled.
+  h2.on("stream", (stream) => {
+    const timer = setTimeout(() => stream.close(http2Constants.NGHTTP2_CANCEL), requestTimeoutMs);
+    const clear = (): void => clearTimeout(timer);
+    stream.once("end", clear);
+    stream.once("close", clear);
+  });
+
+  // What close() needs to drain: every accepted socket, and which HTTP/1.1 ones are between requests.
+  let draining = false;
+  const sockets = new Set<Socket>();
+  // A socket is handed to HTTP/1.1 with its first request's bytes in hand, so it counts as busy from then.
+  const h1Busy = new Map<Socket, { requests: number; awaitingFirst: boolean }>();
+  h1.on("request", (req: IncomingMessage, res: ServerResponse) => {
+    const busy = h1Busy.get(req.socket as Socket);
+    if (busy === undefined) return;
+    if (busy.awaitingFirst) busy.awaitingFirst = false;
+    else busy.requests++;
+    res.once("close", () => busy.requests--);
   });
 
   const route = (socket: Socket): void => {
     let seen = Buffer.alloc(0);
+    // A connection that never says which protocol it speaks is closed like a request whose headers never end.
+    const onSilence = (): void => void socket.destroy();
+    socket.setTimeout(headersTimeoutMs, onSilence);
     const onData = (chunk: Buffer): void => {
       seen = Buffer.concat([seen, chunk]);
       const n = Math.min(seen.length, H2_PREFACE.length);
       const isH2 = seen.subarray(0, n).equals(H2_PREFACE.subarray(0, n));
       if (isH2 && seen.length < H2_PREFACE.length) return; // not enough bytes to tell yet
       socket.off("data", onData);
+      socket.setTimeout(0);
+      socket.off("timeout", onSilence);
       if (isH2) {
         h2.emit("connection", replaying(socket, seen));
       } else {
         socket.pause();
         socket.unshift(seen);
+        h1Busy.set(socket, { requests: 1, awaitingFirst: true });
+        socket.once("close", () => h1Busy.delete(socket));
         h1.emit("connection", socket);
         socket.resume();
       }
     };
     socket.on("data", onData);
     socket.on("error", () => socket.destroy());
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
   };
   const server = createNetServer(route);
 
   return {
     server,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
+    close: (deadlineMs = app.config.shutdownTimeoutMs) =>
+      new Promise((resolve) => {
+        draining = true;
+        let timer: NodeJS.Timeout | undefined;
+        // Called back once every accepted connection has closed.
+        server.close(() => {
+          clearTimeout(timer);
+          resolve({ cut: 0 });
+        });
+        edge.drain();
         for (const session of sessions) session.close();
-        h1.closeIdleConnections();
-        setTimeout(() => {
+        // Kept-alive connections between requests close now, as Node's own server.close() does.
+        // Connections whose first bytes have not arrived yet stay: they will be refused when they speak.
+        for (const [socket, busy] of h1Busy) if (busy.requests === 0) socket.destroy();
+        timer = setTimeout(() => {
+          const cut = sockets.size;
           for (const session of sessions) session.destroy();
-          h1.closeAllConnections();
-        }, 5000).unref();
+          for (const socket of sockets) socket.destroy();
+          resolve({ cut });
+        }, deadlineMs);
       }),
   };
 }

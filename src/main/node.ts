@@ -2,14 +2,15 @@
 import { createApp } from "../app.js";
 import { AuthSetupError } from "../auth/auth-errors.js";
 import { ConfigError, describeStorage, parseConfig } from "../config.js";
+import { installGracefulShutdown } from "./graceful-shutdown.js";
 import { localIssuerKeyFile } from "./local-issuer-key-file.js";
 import { createNodeServer, listen } from "./node-server.js";
 
 async function main(): Promise<void> {
   const config = parseConfig(process.env);
   const app = await createApp(config, { keyStore: localIssuerKeyFile(config.dataDir) });
-  const { server, close } = createNodeServer(app);
-  const port = await listen(server, config.port, config.host);
+  const node = createNodeServer(app);
+  const port = await listen(node.server, config.port, config.host);
   app.logger.info("agent definition registry listening", {
     url: `http://${config.host}:${port}`,
     surfaces: "gRPC (HTTP/2), gRPC-Web, Connect, REST",
@@ -17,14 +18,7 @@ async function main(): Promise<void> {
     defaultTenant: config.defaultTenant,
     auth: app.authenticator.description,
   });
-  const stop = async (signal: string): Promise<void> => {
-    app.logger.info("shutting down", { signal });
-    await close();
-    await app.close();
-    process.exit(0);
-  };
-  process.once("SIGTERM", () => void stop("SIGTERM"));
-  process.once("SIGINT", () => void stop("SIGINT"));
+  installGracefulShutdown(node, app);
 }
 
 main().catch((err: unknown) => {

@@ -16,6 +16,12 @@ export interface StorageOptions {
   readonly databaseUrl?: string | undefined;
   /** Directory for the SQLite file (created if missing); unused with MySQL. */
   readonly dataDir: string;
+  /**
+   * MySQL: the longest connect, pool acquire, or wait for one statement's
+   * answer, in milliseconds (default 10000). Past it the call fails as
+   * unavailable instead of hanging on a database that stopped answering.
+   */
+  readonly timeoutMillis?: number | undefined;
 }
 
 /** A knex instance and the dialect it speaks. */
@@ -27,19 +33,28 @@ export interface Database {
 /** The SQLite file inside the data dir. */
 export const sqliteFileName = "registry.sqlite";
 
-/** How long a statement waits for a row lock before MySQL gives up (the default, 50 s, outlives any HTTP client). */
-const lockWaitTimeoutSeconds = 10;
+/** The default of StorageOptions.timeoutMillis. */
+export const defaultTimeoutMillis = 10_000;
+
+/**
+ * How long a statement waits for a row lock before MySQL gives up (its default, 50 s, outlives
+ * any HTTP client): half the statement timeout, so a lock wait ends as a retryable
+ * ER_LOCK_WAIT_TIMEOUT before the statement timeout would take the database for gone.
+ */
+function lockWaitTimeoutSeconds(timeoutMillis: number): number {
+  return Math.max(1, Math.floor(timeoutMillis / 2000));
+}
 
 /** Opens (lazily: the pool connects on first use) the database described by `options`. */
 export async function openDatabase(options: StorageOptions): Promise<Database> {
   if (options.databaseUrl !== undefined && options.databaseUrl !== "") {
-    return { db: knex(mysqlConfig(options.databaseUrl)), dialect: "mysql" };
+    return { db: knex(mysqlConfig(options.databaseUrl, options.timeoutMillis ?? defaultTimeoutMillis)), dialect: "mysql" };
   }
   await mkdir(options.dataDir, { recursive: true });
   return { db: knex(sqliteConfig(join(options.dataDir, sqliteFileName))), dialect: "sqlite" };
 }
 
-function mysqlConfig(databaseUrl: string): Knex.Config {
+function mysqlConfig(databaseUrl: string, timeoutMillis: number): Knex.Config {
   const url = new URL(databaseUrl);
   if (url.protocol !== "mysql:" && url.protocol !== "mariadb:") {
     throw new Error(`Unsupported database URL scheme "${url.protocol}": expected mysql://`);
@@ -55,7 +70,7 @@ function mysqlConfig(databaseUrl: string): Knex.Config {
       ...(database === "" ? {} : { database }),
       // utf8mb4 so 4-byte characters (emoji) survive; the key columns carry their own binary collation.
       charset: "utf8mb4",
-      connectTimeout: 5_000,
+      connectTimeout: timeoutMillis,
       // DATETIME as the server's text, read as UTC by rows.ts: no driver-local time zone involved.
       dateStrings: true,
       timezone: "Z",
@@ -67,17 +82,46 @@ function mysqlConfig(databaseUrl: string): Knex.Config {
       afterCreate(connection: MysqlConnection, done: (error: Error | null, connection: unknown) => void) {
         // Strict mode so an over-long value fails instead of being truncated into a different key.
         connection.query(
-          `SET SESSION sql_mode = CONCAT_WS(',', NULLIF(@@SESSION.sql_mode, ''), 'STRICT_ALL_TABLES'), SESSION innodb_lock_wait_timeout = ${lockWaitTimeoutSeconds}, time_zone = '+00:00'`,
-          (error) => done(error, connection),
+          `SET SESSION sql_mode = CONCAT_WS(',', NULLIF(@@SESSION.sql_mode, ''), 'STRICT_ALL_TABLES'), SESSION innodb_lock_wait_timeout = ${lockWaitTimeoutSeconds(timeoutMillis)}, time_zone = '+00:00'`,
+          (error: Error | null) => {
+            if (error === null) withStatementTimeout(connection, timeoutMillis);
+            done(error, connection);
+          },
         );
       },
     },
-    acquireConnectionTimeout: 10_000,
+    acquireConnectionTimeout: timeoutMillis,
   };
 }
 
+type QueryCallback = (error: (Error & { code?: unknown }) | null, ...results: unknown[]) => void;
+
 interface MysqlConnection {
-  query(sql: string, callback: (error: Error | null) => void): void;
+  query(sql: string | Record<string, unknown>, ...rest: unknown[]): unknown;
+  readonly stream: { destroy(): void };
+}
+
+/**
+ * Gives every statement on `connection` mysql2's inactivity timeout. On a
+ * timeout mysql2 fails the statement but keeps waiting for the server's answer
+ * on the connection, so the ROLLBACK that follows would queue behind it and
+ * hang as long: the socket is closed instead, which fails whatever is queued
+ * at once, makes the server roll back the open transaction, and makes the
+ * pool drop the connection.
+ */
+function withStatementTimeout(connection: MysqlConnection, timeoutMillis: number): void {
+  const query = connection.query.bind(connection);
+  connection.query = (sql, ...rest) => {
+    const options = typeof sql === "string" ? { sql, timeout: timeoutMillis } : { timeout: timeoutMillis, ...sql };
+    const callback = rest.at(-1);
+    if (typeof callback === "function") {
+      rest[rest.length - 1] = ((error, ...results) => {
+        if (error?.code === "PROTOCOL_SEQUENCE_TIMEOUT") connection.stream.destroy();
+        (callback as QueryCallback)(error, ...results);
+      }) satisfies QueryCallback;
+    }
+    return query(options, ...rest);
+  };
 }
 
 interface SqliteConnection {

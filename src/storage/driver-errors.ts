@@ -60,7 +60,7 @@ export function classifyDriverError(error: unknown): DriverErrorKind {
 }
 
 function classifyOne(error: object): DriverErrorKind {
-  const { code, errno, name } = error as { code?: unknown; errno?: unknown; name?: unknown };
+  const { code, errno, name, fatal } = error as { code?: unknown; errno?: unknown; name?: unknown; fatal?: unknown };
   // knex's pool gave up waiting for a connection: the database is overloaded or gone.
   if (name === "KnexTimeoutError") return "unavailable";
   if (typeof code === "string") {
@@ -73,6 +73,10 @@ function classifyOne(error: object): DriverErrorKind {
     if (unavailableErrnos.has(errno)) return "unavailable";
     if (retryableErrnos.has(errno)) return "retryable";
   }
+  // mysql2 marks what leaves the connection unusable as fatal, some without a code: the ROLLBACK
+  // knex sends after a lost connection fails with "Can't add new command when connection is in
+  // closed state", and knex rejects the transaction with that error rather than the loss.
+  if (fatal === true) return "unavailable";
   return "other";
 }
 

@@ -3,7 +3,7 @@
  */
 import type { Knex } from "knex";
 import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
-import { RegistryError, tenantNotFound, unavailable } from "../domain/errors.js";
+import { RegistryError, outcomeUnknown, tenantNotFound, unavailable } from "../domain/errors.js";
 import { openDatabase } from "./connection.js";
 import type { Database, StorageOptions } from "./connection.js";
 import { classifyDriverError, isDuplicateKey } from "./driver-errors.js";
@@ -17,6 +17,7 @@ import type {
   AgentRef,
   ListResult,
   Page,
+  PoolStats,
   Tenant,
   UpsertKey,
   WriteTransaction,
@@ -37,6 +38,12 @@ const writeAttempts = 8;
 const backoffBaseMillis = 5;
 /** The longest single wait between attempts, in milliseconds. */
 const backoffCapMillis = 500;
+/**
+ * How long ping() waits for `SELECT 1`. A healthy database answers in
+ * milliseconds; the bound keeps a probe from hanging on a connection attempt
+ * (MySQL's connect timeout is 5 s) while leaving room for a busy pool.
+ */
+const pingTimeoutMillis = 2_000;
 
 const instanceId = /^[0-9a-f]{32}$/;
 
@@ -59,6 +66,8 @@ class KnexRepository implements AgentDefinitionRepository {
   readonly #db: Knex;
   readonly #context: QueryContext;
   readonly #transactionConfig: Knex.TransactionConfig;
+  /** The `SELECT 1` in flight: concurrent pings share it, so probes never pile up queries on a slow database. */
+  #ping: Promise<void> | undefined;
 
   constructor({ db, dialect }: Database) {
     this.#db = db;
@@ -74,12 +83,18 @@ class KnexRepository implements AgentDefinitionRepository {
 
   async write<T>(tenant: string, work: (tx: WriteTransaction) => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
+      let committing = false;
       try {
-        return await this.#db.transaction((tx) => this.#writeOnce({ ...this.#context, tx }, tenant, work), this.#transactionConfig);
+        return await this.#db.transaction(async (tx) => {
+          const result = await this.#writeOnce({ ...this.#context, tx }, tenant, work);
+          committing = true;
+          return result;
+        }, this.#transactionConfig);
       } catch (error) {
         if (error instanceof RegistryError) throw error;
         const kind = classifyDriverError(error);
-        if (kind === "unavailable") throw unavailable(error);
+        // Lost while COMMIT was on its way, the write may have been committed: say so, not "failed".
+        if (kind === "unavailable") throw committing ? outcomeUnknown(error) : unavailable(error);
         if (kind !== "retryable") throw error;
         if (attempt >= writeAttempts) {
           throw new RegistryError(
@@ -172,9 +187,56 @@ class KnexRepository implements AgentDefinitionRepository {
     return rows.map(toTenant);
   }
 
+  async ping(): Promise<void> {
+    const query = (this.#ping ??= this.#db
+      .raw("SELECT 1")
+      .then(
+        () => undefined,
+        (error: unknown) => {
+          // Whatever stops SELECT 1 (a refused connection, a full pool) makes the database unusable.
+          throw unavailable(error);
+        },
+      )
+      .finally(() => {
+        if (this.#ping === query) this.#ping = undefined;
+      }));
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        // A query that hangs (a server that stopped answering) is left behind, so the next ping tries afresh.
+        if (this.#ping === query) this.#ping = undefined;
+        reject(unavailable(new Error(`The database did not answer SELECT 1 within ${pingTimeoutMillis} ms.`)));
+      }, pingTimeoutMillis);
+    });
+    try {
+      await Promise.race([query, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  poolStats(): PoolStats {
+    // knex's pool is tarn's; it exists from creation until destroy().
+    const pool = this.#db.client.pool as Partial<TarnPoolCounts> | undefined;
+    return {
+      used: pool?.numUsed?.() ?? 0,
+      free: pool?.numFree?.() ?? 0,
+      pendingAcquires: pool?.numPendingAcquires?.() ?? 0,
+      max: pool?.max ?? 0,
+    };
+  }
+
   async close(): Promise<void> {
     await this.#db.destroy();
   }
+}
+
+/** The counters of a tarn pool that poolStats reads. */
+interface TarnPoolCounts {
+  numUsed(): number;
+  numFree(): number;
+  numPendingAcquires(): number;
+  readonly max: number;
 }
 
 /** The WriteTransaction handed to `write`'s work: the queries, bound to one transaction and tenant. */

@@ -119,6 +119,25 @@ export interface AgentDefinitionRepository {
   createTenant(name: string, sequencePrefix: string | null): Promise<Tenant>;
   /** Every tenant, by name. */
   listTenants(): Promise<Tenant[]>;
+  /**
+   * Resolves when the database answers a trivial query within a short time;
+   * else throws RegistryError `UNAVAILABLE`. For health checks and readiness probes.
+   */
+  ping(): Promise<void>;
+  /** How the connection pool is used right now, for metrics. */
+  poolStats(): PoolStats;
   /** Releases the connection pool. */
   close(): Promise<void>;
+}
+
+/** How a repository's connection pool is used at one moment. */
+export interface PoolStats {
+  /** Connections lent out to a query or transaction. */
+  readonly used: number;
+  /** Open connections idle in the pool. */
+  readonly free: number;
+  /** Callers waiting for a connection; above zero for long, the pool is the bottleneck. */
+  readonly pendingAcquires: number;
+  /** The most connections the pool opens. */
+  readonly max: number;
 }

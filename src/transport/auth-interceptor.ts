@@ -2,6 +2,7 @@ import type { DescMethod } from "@bufbuild/protobuf";
 import { createContextKey, type HandlerContext, type Interceptor } from "@connectrpc/connect";
 import type { Authenticator, Principal } from "../auth/authenticator.js";
 import { RegistryError } from "../domain/errors.js";
+import { recordOf } from "../observability/request-record.js";
 
 /** The security domains of SPEC.md §5. */
 export const DEVELOPMENT = "Development";
@@ -71,5 +72,8 @@ export function resolveTenant(requested: string, ctx: HandlerContext, defaultTen
   const own = principal.tenant ?? defaultTenant;
   const tenant = requested || own;
   if (tenant !== own) throw forbidden(`The caller's token is for tenant "${own}", not "${tenant}".`);
+  // The access log names the tenant a request acted on.
+  const record = recordOf(ctx.values);
+  if (record !== undefined) record.tenant = tenant;
   return tenant;
 }

@@ -19,6 +19,23 @@ describe("configuration", () => {
     expect((err as ConfigError).problems).toHaveLength(4);
   });
 
+  it("bounds the database and slow clients by default, and refuses a headers timeout longer than the request timeout", () => {
+    expect(parseConfig({})).toMatchObject({ databaseTimeoutMs: 10_000, http: { headersTimeoutMs: 20_000, requestTimeoutMs: 60_000, http2IdleTimeoutMs: 120_000 } });
+    expect(parseConfig({ DATABASE_TIMEOUT_MS: "1500", HTTP_HEADERS_TIMEOUT_MS: "1000", HTTP_REQUEST_TIMEOUT_MS: "2000", HTTP2_IDLE_TIMEOUT_MS: "3000" })).toMatchObject({
+      databaseTimeoutMs: 1500,
+      http: { headersTimeoutMs: 1000, requestTimeoutMs: 2000, http2IdleTimeoutMs: 3000 },
+    });
+    const problems = (() => {
+      try {
+        parseConfig({ DATABASE_TIMEOUT_MS: "0", HTTP_HEADERS_TIMEOUT_MS: "5000", HTTP_REQUEST_TIMEOUT_MS: "4000" });
+      } catch (e) {
+        return (e as ConfigError).problems;
+      }
+      return [];
+    })();
+    expect(problems).toEqual([expect.stringContaining("DATABASE_TIMEOUT_MS"), expect.stringContaining("HTTP_HEADERS_TIMEOUT_MS (5000) must not exceed")]);
+  });
+
   it("never shows the database password", () => {
     const config = parseConfig({ DATABASE_URL: "mysql://app:s3cret@db.internal:3307/registry" });
     expect(describeStorage(config)).toBe("MySQL at db.internal:3307/registry");

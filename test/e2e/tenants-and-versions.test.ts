@@ -59,6 +59,23 @@ forEachDatabase((db) => {
       expect((err as ConnectError).findDetails(ValidationErrorSchema)[0]?.errors[0]).toMatchObject({ code: "TENANT_EXISTS", field: "name" });
     });
 
+    it("takes a whole-body REST request from the body only: a query parameter cannot override it", async () => {
+      const res = await fetch(`${server().baseUrl}/asor/v1/admin/tenants?name=sneaky`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: server().authorization },
+        body: JSON.stringify({ name: "viaRest", sequencePrefix: "R-" }),
+      });
+      expect(res.status).toBe(400);
+      expect((await res.json()).errors).toEqual([expect.objectContaining({ code: "UNKNOWN_FIELD", field: "name" })]);
+      const ok = await fetch(`${server().baseUrl}/asor/v1/admin/tenants`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: server().authorization },
+        body: JSON.stringify({ name: "viaRest", sequencePrefix: "R-" }),
+      });
+      expect(ok.status).toBe(201);
+      expect(await ok.json()).toMatchObject({ name: "viaRest", sequencePrefix: "R-", nextAgentNumber: 1 });
+    });
+
     it("refuses a bad tenant name and prefix, naming both", async () => {
       const err = await admin().createTenant({ name: "no spaces", sequencePrefix: "A=B" }).catch((e: unknown) => e);
       expect((err as ConnectError).findDetails(ValidationErrorSchema)[0]?.errors.map((e) => e.path)).toEqual(["name", "sequencePrefix"]);

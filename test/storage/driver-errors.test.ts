@@ -22,6 +22,11 @@ describe("classifyDriverError", () => {
     expect(classifyDriverError(poolTimeout)).toBe("unavailable");
   });
 
+  it("reports a mysql2 error marked fatal (a command on a closed connection has no code) as unavailable", () => {
+    expect(classifyDriverError(Object.assign(new Error("Can't add new command when connection is in closed state"), { fatal: true }))).toBe("unavailable");
+    expect(classifyDriverError(Object.assign(new Error("x"), { fatal: false }))).toBe("other");
+  });
+
   it("finds the code along the cause chain and inside AggregateErrors", () => {
     expect(classifyDriverError(new Error("wrapped", { cause: withCode("ER_DUP_ENTRY") }))).toBe("retryable");
     expect(classifyDriverError(new AggregateError([new Error("a"), withCode("ECONNREFUSED")]))).toBe("unavailable");

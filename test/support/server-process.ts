@@ -15,7 +15,10 @@ export interface ServerProcess {
  * resolves once it logs that it listens.
  */
 export function spawnServer(env: Record<string, string>): Promise<ServerProcess> {
-  const child = spawn("node_modules/.bin/tsx", ["src/main/node.ts"], {
+  // node itself, with tsx as a loader: the tsx CLI relays signals through a parent process that
+  // SIGKILLs the server when it does not acknowledge within 30 ms (a busy event loop), which
+  // would defeat the graceful shutdown under test.
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main/node.ts"], {
     env: { ...process.env, PORT: "0", LOG_LEVEL: "info", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });

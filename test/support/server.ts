@@ -1,7 +1,7 @@
 import { afterAll, beforeAll } from "vitest";
 import { type App, createApp } from "../../src/app.js";
 import { parseConfig } from "../../src/config.js";
-import { createLogger } from "../../src/logger.js";
+import { createLogger, type Logger } from "../../src/logger.js";
 import { openLocalIssuer } from "../../src/auth/local-issuer.js";
 import { localIssuerKeyFile } from "../../src/main/local-issuer-key-file.js";
 import { createNodeServer, listen } from "../../src/main/node-server.js";
@@ -22,8 +22,8 @@ export interface TestServer {
   bearer(claims?: { tenant?: string | null; domains?: readonly string[]; ttlSeconds?: number }): Promise<string>;
 }
 
-/** Starts a server on port 0 against `database`; stop it with the returned function. */
-export async function startServer(database: FreshDatabase, env: Record<string, string> = {}): Promise<TestServer & { stop(): Promise<void> }> {
+/** Starts a server on port 0 against `database` (logging to `logger`, else nowhere); stop it with the returned function. */
+export async function startServer(database: FreshDatabase, env: Record<string, string> = {}, logger?: Logger): Promise<TestServer & { stop(): Promise<void> }> {
   const config = parseConfig({
     PORT: "0",
     DATA_DIR: database.dataDir,
@@ -31,7 +31,7 @@ export async function startServer(database: FreshDatabase, env: Record<string, s
     ...env,
   });
   const keyStore = localIssuerKeyFile(config.dataDir);
-  const app = await createApp(config, { logger: createLogger(process.env.TEST_LOG_LEVEL === "debug" ? "info" : "silent"), keyStore });
+  const app = await createApp(config, { logger: logger ?? createLogger(process.env.TEST_LOG_LEVEL === "debug" ? "info" : "silent"), keyStore });
   const node = createNodeServer(app);
   const port = await listen(node.server, 0, "127.0.0.1");
   const issuer = await openLocalIssuer(keyStore, config.auth);

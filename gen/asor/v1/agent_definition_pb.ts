@@ -11,7 +11,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file asor/v1/agent_definition.proto.
  */
 export const file_asor_v1_agent_definition: GenFile = /*@__PURE__*/
-  fileDesc("Ch5hc29yL3YxL2FnZW50X2RlZmluaXRpb24ucHJvdG8SB2Fzb3IudjEimwcKD0FnZW50RGVmaW5pdGlvbhIUCgJpZBgBIAEoCUIIukgFcgMY/wESGQoEbmFtZRgCIAEoCUILukgIyAEBcgMY/wESIAoLZGVzY3JpcHRpb24YAyABKAlCC7pICMgBAXIDGJBOEhsKA3VybBgEIAEoCUIOukgLyAEBcgYYgBCIAQESHAoHdmVyc2lvbhgFIAEoCUILukgIyAEBcgMYgAESKwoIcHJvdmlkZXIYBiABKAsyES5hc29yLnYxLlByb3ZpZGVyQga6SAPIAQESIwoIcGxhdGZvcm0YByABKAsyES5hc29yLnYxLlBsYXRmb3JtEiYKBnNraWxscxgIIAMoCzIOLmFzb3IudjEuU2tpbGxCBrpIA8gBARIrCgxjYXBhYmlsaXRpZXMYCSABKAsyFS5hc29yLnYxLkNhcGFiaWxpdGllcxIfCghvdmVydmlldxgKIAEoCUIIukgFcgMYkE5IAIgBARIiCghpY29uX3VybBgLIAEoCUILukgIcgYYgBCIAQFIAYgBARIrChFkb2N1bWVudGF0aW9uX3VybBgMIAEoCUILukgIcgYYgBCIAQFIAogBARI5ChFleHRlcm5hbF9hZ2VudF9pZBgNIAEoCUIIukgFcgMY/wFIA1IPZXh0ZXJuYWxBZ2VudElEiAEBEjsKEmV4dGVybmFsX3RlbmFudF9pZBgOIAEoCUIIukgFcgMY/wFIBFIQZXh0ZXJuYWxUZW5hbnRJRIgBARIuChNkZWZhdWx0X2lucHV0X21vZGVzGA8gAygLMhEuYXNvci52MS5NaW1lVHlwZRIvChRkZWZhdWx0X291dHB1dF9tb2RlcxgQIAMoCzIRLmFzb3IudjEuTWltZVR5cGUSMQokc3VwcG9ydHNfYXV0aGVudGljYXRlZF9leHRlbmRlZF9jYXJkGBEgASgISAWIAQESKwoLaG9zdF9jb25maWcYEiADKAsyFi5hc29yLnYxLlNraWxsUmVzb3VyY2USIgoMcmVmZXJlbmNlX2lkGBMgASgJUgxyZWZlcmVuY2VfaWRCCwoJX292ZXJ2aWV3QgsKCV9pY29uX3VybEIUChJfZG9jdW1lbnRhdGlvbl91cmxCFAoSX2V4dGVybmFsX2FnZW50X2lkQhUKE19leHRlcm5hbF90ZW5hbnRfaWRCJwolX3N1cHBvcnRzX2F1dGhlbnRpY2F0ZWRfZXh0ZW5kZWRfY2FyZCJjCghQcm92aWRlchI1CgJpZBgBIAEoCUIpukgmyAEBciEY/wEyHF4oWzAtOWEtZl17MzJ9fFteXHM9XSs9XFMrKSQSEgoKZGVzY3JpcHRvchgCIAEoCRIMCgRocmVmGAMgASgJInkKCFBsYXRmb3JtEjUKAmlkGAEgASgJQim6SCbIAQFyIRj/ATIcXihbMC05YS1mXXszMn18W15ccz1dKz1cUyspJBIiCgxyZWZlcmVuY2VfaWQYAiABKAlSDHJlZmVyZW5jZV9pZBISCgpkZXNjcmlwdG9yGAMgASgJIrABCgxDYXBhYmlsaXRpZXMSHwoScHVzaF9ub3RpZmljYXRpb25zGAEgASgISACIAQESFgoJc3RyZWFtaW5nGAIgASgISAGIAQESJQoYc3RhdGVfdHJhbnNpdGlvbl9oaXN0b3J5GAMgASgISAKIAQFCFQoTX3B1c2hfbm90aWZpY2F0aW9uc0IMCgpfc3RyZWFtaW5nQhsKGV9zdGF0ZV90cmFuc2l0aW9uX2hpc3RvcnkiMAoITWltZVR5cGUSGAoEdHlwZRgBIAEoCUIKukgHyAEBcgIYUBIKCgJpZBgCIAEoCSLPAQoFU2tpbGwSFwoCaWQYASABKAlCC7pICMgBAXIDGP8BEhkKBG5hbWUYAiABKAlCC7pICMgBAXIDGP8BEiAKC2Rlc2NyaXB0aW9uGAMgASgJQgu6SAjIAQFyAxiQThIfCgR0YWdzGAQgAygLMhEuYXNvci52MS5Ta2lsbFRhZxImCgtpbnB1dF9tb2RlcxgFIAMoCzIRLmFzb3IudjEuTWltZVR5cGUSJwoMb3V0cHV0X21vZGVzGAYgAygLMhEuYXNvci52MS5NaW1lVHlwZSIwCghTa2lsbFRhZxIYCgN0YWcYASABKAlCC7pICMgBAXIDGP8BEgoKAmlkGAIgASgJIqEBCg1Ta2lsbFJlc291cmNlEgoKAmlkGAEgASgJEh0KCHNraWxsX2lkGAIgASgJQgu6SAjIAQFyAxj/ARI2Cg5leGVjdXRpb25fbW9kZRgDIAEoCzIWLmFzb3IudjEuRXhlY3V0aW9uTW9kZUIGukgDyAEBEi0KDmhvc3RfcmVzb3VyY2VzGAQgAygLMhUuYXNvci52MS5Ib3N0UmVzb3VyY2UiZAoNRXhlY3V0aW9uTW9kZRIxCgJpZBgBIAEoCUIlukgiyAEBch1SDE1vZGU9QW1iaWVudFINTW9kZT1EZWxlZ2F0ZRISCgpkZXNjcmlwdG9yGAIgASgJEgwKBGhyZWYYAyABKAkiyQEKDEhvc3RSZXNvdXJjZRIKCgJpZBgBIAEoCRIpCgl0b29sX25hbWUYAiABKAlCC7pICMgBAXIDGOgHUgl0b29sX25hbWUSIAoLZGVzY3JpcHRpb24YAyABKAlCC7pICMgBAXIDGJBOEj4KDmFnZW50X3Jlc291cmNlGAQgASgLMhYuYXNvci52MS5BZ2VudFJlc291cmNlUg5hZ2VudF9yZXNvdXJjZRIgCgV0b29scxgFIAMoCzIRLmFzb3IudjEuVG9vbEl0ZW0iiwEKDUFnZW50UmVzb3VyY2USFwoCaWQYASABKAlCC7pICMgBAXIDGP8BEiEKCmRlc2NyaXB0b3IYAiABKAlCCLpIBXIDGOgHSACIAQESJgoEdHlwZRgDIAEoCUITukgQcg4KDEFHRU5UX0FDVElPTkgBiAEBQg0KC19kZXNjcmlwdG9yQgcKBV90eXBlIjcKCFRvb2xJdGVtEhcKAmlkGAEgASgJQgu6SAjIAQFyAxj/ARISCgpkZXNjcmlwdG9yGAIgASgJYgZwcm90bzM", [file_buf_validate_validate]);
+  fileDesc("Ch5hc29yL3YxL2FnZW50X2RlZmluaXRpb24ucHJvdG8SB2Fzb3IudjEivgcKD0FnZW50RGVmaW5pdGlvbhIUCgJpZBgBIAEoCUIIukgFcgMY/wESGQoEbmFtZRgCIAEoCUILukgIyAEBcgMY/wESIAoLZGVzY3JpcHRpb24YAyABKAlCC7pICMgBAXIDGJBOEhsKA3VybBgEIAEoCUIOukgLyAEBcgYYgBCIAQESHAoHdmVyc2lvbhgFIAEoCUILukgIyAEBcgMYgAESKwoIcHJvdmlkZXIYBiABKAsyES5hc29yLnYxLlByb3ZpZGVyQga6SAPIAQESIwoIcGxhdGZvcm0YByABKAsyES5hc29yLnYxLlBsYXRmb3JtEisKBnNraWxscxgIIAMoCzIOLmFzb3IudjEuU2tpbGxCC7pICMgBAZIBAhBkEisKDGNhcGFiaWxpdGllcxgJIAEoCzIVLmFzb3IudjEuQ2FwYWJpbGl0aWVzEh8KCG92ZXJ2aWV3GAogASgJQgi6SAVyAxiQTkgAiAEBEiIKCGljb25fdXJsGAsgASgJQgu6SAhyBhiAEIgBAUgBiAEBEisKEWRvY3VtZW50YXRpb25fdXJsGAwgASgJQgu6SAhyBhiAEIgBAUgCiAEBEjkKEWV4dGVybmFsX2FnZW50X2lkGA0gASgJQgi6SAVyAxj/AUgDUg9leHRlcm5hbEFnZW50SUSIAQESOwoSZXh0ZXJuYWxfdGVuYW50X2lkGA4gASgJQgi6SAVyAxj/AUgEUhBleHRlcm5hbFRlbmFudElEiAEBEjgKE2RlZmF1bHRfaW5wdXRfbW9kZXMYDyADKAsyES5hc29yLnYxLk1pbWVUeXBlQgi6SAWSAQIQMhI5ChRkZWZhdWx0X291dHB1dF9tb2RlcxgQIAMoCzIRLmFzb3IudjEuTWltZVR5cGVCCLpIBZIBAhAyEjEKJHN1cHBvcnRzX2F1dGhlbnRpY2F0ZWRfZXh0ZW5kZWRfY2FyZBgRIAEoCEgFiAEBEjUKC2hvc3RfY29uZmlnGBIgAygLMhYuYXNvci52MS5Ta2lsbFJlc291cmNlQgi6SAWSAQIQZBIiCgxyZWZlcmVuY2VfaWQYEyABKAlSDHJlZmVyZW5jZV9pZEILCglfb3ZlcnZpZXdCCwoJX2ljb25fdXJsQhQKEl9kb2N1bWVudGF0aW9uX3VybEIUChJfZXh0ZXJuYWxfYWdlbnRfaWRCFQoTX2V4dGVybmFsX3RlbmFudF9pZEInCiVfc3VwcG9ydHNfYXV0aGVudGljYXRlZF9leHRlbmRlZF9jYXJkImMKCFByb3ZpZGVyEjUKAmlkGAEgASgJQim6SCbIAQFyIRj/ATIcXihbMC05YS1mXXszMn18W15ccz1dKz1cUyspJBISCgpkZXNjcmlwdG9yGAIgASgJEgwKBGhyZWYYAyABKAkieQoIUGxhdGZvcm0SNQoCaWQYASABKAlCKbpIJsgBAXIhGP8BMhxeKFswLTlhLWZdezMyfXxbXlxzPV0rPVxTKykkEiIKDHJlZmVyZW5jZV9pZBgCIAEoCVIMcmVmZXJlbmNlX2lkEhIKCmRlc2NyaXB0b3IYAyABKAkisAEKDENhcGFiaWxpdGllcxIfChJwdXNoX25vdGlmaWNhdGlvbnMYASABKAhIAIgBARIWCglzdHJlYW1pbmcYAiABKAhIAYgBARIlChhzdGF0ZV90cmFuc2l0aW9uX2hpc3RvcnkYAyABKAhIAogBAUIVChNfcHVzaF9ub3RpZmljYXRpb25zQgwKCl9zdHJlYW1pbmdCGwoZX3N0YXRlX3RyYW5zaXRpb25faGlzdG9yeSIwCghNaW1lVHlwZRIYCgR0eXBlGAEgASgJQgq6SAfIAQFyAhhQEgoKAmlkGAIgASgJIu0BCgVTa2lsbBIXCgJpZBgBIAEoCUILukgIyAEBcgMY/wESGQoEbmFtZRgCIAEoCUILukgIyAEBcgMY/wESIAoLZGVzY3JpcHRpb24YAyABKAlCC7pICMgBAXIDGJBOEikKBHRhZ3MYBCADKAsyES5hc29yLnYxLlNraWxsVGFnQgi6SAWSAQIQMhIwCgtpbnB1dF9tb2RlcxgFIAMoCzIRLmFzb3IudjEuTWltZVR5cGVCCLpIBZIBAhAyEjEKDG91dHB1dF9tb2RlcxgGIAMoCzIRLmFzb3IudjEuTWltZVR5cGVCCLpIBZIBAhAyIjAKCFNraWxsVGFnEhgKA3RhZxgBIAEoCUILukgIyAEBcgMY/wESCgoCaWQYAiABKAkiqwEKDVNraWxsUmVzb3VyY2USCgoCaWQYASABKAkSHQoIc2tpbGxfaWQYAiABKAlCC7pICMgBAXIDGP8BEjYKDmV4ZWN1dGlvbl9tb2RlGAMgASgLMhYuYXNvci52MS5FeGVjdXRpb25Nb2RlQga6SAPIAQESNwoOaG9zdF9yZXNvdXJjZXMYBCADKAsyFS5hc29yLnYxLkhvc3RSZXNvdXJjZUIIukgFkgECEGQiZAoNRXhlY3V0aW9uTW9kZRIxCgJpZBgBIAEoCUIlukgiyAEBch1SDE1vZGU9QW1iaWVudFINTW9kZT1EZWxlZ2F0ZRISCgpkZXNjcmlwdG9yGAIgASgJEgwKBGhyZWYYAyABKAki0wEKDEhvc3RSZXNvdXJjZRIKCgJpZBgBIAEoCRIpCgl0b29sX25hbWUYAiABKAlCC7pICMgBAXIDGOgHUgl0b29sX25hbWUSIAoLZGVzY3JpcHRpb24YAyABKAlCC7pICMgBAXIDGJBOEj4KDmFnZW50X3Jlc291cmNlGAQgASgLMhYuYXNvci52MS5BZ2VudFJlc291cmNlUg5hZ2VudF9yZXNvdXJjZRIqCgV0b29scxgFIAMoCzIRLmFzb3IudjEuVG9vbEl0ZW1CCLpIBZIBAhBkIosBCg1BZ2VudFJlc291cmNlEhcKAmlkGAEgASgJQgu6SAjIAQFyAxj/ARIhCgpkZXNjcmlwdG9yGAIgASgJQgi6SAVyAxjoB0gAiAEBEiYKBHR5cGUYAyABKAlCE7pIEHIOCgxBR0VOVF9BQ1RJT05IAYgBAUINCgtfZGVzY3JpcHRvckIHCgVfdHlwZSI3CghUb29sSXRlbRIXCgJpZBgBIAEoCUILukgIyAEBcgMY/wESEgoKZGVzY3JpcHRvchgCIAEoCWIGcHJvdG8z", [file_buf_validate_validate]);
 
 /**
  * An Agent Definition (`agentCardAndTools`): an agent, its skills, and the
@@ -76,7 +76,7 @@ export type AgentDefinition = Message<"asor.v1.AgentDefinition"> & {
   platform?: Platform | undefined;
 
   /**
-   * Units of capability.
+   * Units of capability: at least one, at most 100.
    *
    * @generated from field: repeated asor.v1.Skill skills = 8;
    */
@@ -125,14 +125,14 @@ export type AgentDefinition = Message<"asor.v1.AgentDefinition"> & {
   externalTenantId?: string | undefined;
 
   /**
-   * Input media types supported across all skills.
+   * Input media types supported across all skills; at most 50.
    *
    * @generated from field: repeated asor.v1.MimeType default_input_modes = 15;
    */
   defaultInputModes: MimeType[];
 
   /**
-   * Output media types supported across all skills.
+   * Output media types supported across all skills; at most 50.
    *
    * @generated from field: repeated asor.v1.MimeType default_output_modes = 16;
    */
@@ -146,7 +146,7 @@ export type AgentDefinition = Message<"asor.v1.AgentDefinition"> & {
   supportsAuthenticatedExtendedCard?: boolean | undefined;
 
   /**
-   * Host-system resources used by the skills.
+   * Host-system resources used by the skills; at most 100 (one per skill).
    *
    * @generated from field: repeated asor.v1.SkillResource host_config = 18;
    */
@@ -329,21 +329,21 @@ export type Skill = Message<"asor.v1.Skill"> & {
   description: string;
 
   /**
-   * Classes of capability.
+   * Classes of capability; at most 50.
    *
    * @generated from field: repeated asor.v1.SkillTag tags = 4;
    */
   tags: SkillTag[];
 
   /**
-   * Input media types, if different from the defaults.
+   * Input media types, if different from the defaults; at most 50.
    *
    * @generated from field: repeated asor.v1.MimeType input_modes = 5;
    */
   inputModes: MimeType[];
 
   /**
-   * Output media types, if different from the defaults.
+   * Output media types, if different from the defaults; at most 50.
    *
    * @generated from field: repeated asor.v1.MimeType output_modes = 6;
    */
@@ -414,7 +414,7 @@ export type SkillResource = Message<"asor.v1.SkillResource"> & {
   executionMode?: ExecutionMode | undefined;
 
   /**
-   * Host-system resources used by the skill.
+   * Host-system resources used by the skill; at most 100.
    *
    * @generated from field: repeated asor.v1.HostResource host_resources = 4;
    */
@@ -498,7 +498,7 @@ export type HostResource = Message<"asor.v1.HostResource"> & {
   agentResource?: AgentResource | undefined;
 
   /**
-   * Related securable items, for example data sources for queries.
+   * Related securable items, for example data sources for queries; at most 100.
    *
    * @generated from field: repeated asor.v1.ToolItem tools = 5;
    */

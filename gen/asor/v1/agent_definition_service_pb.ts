@@ -17,14 +17,14 @@ export const file_asor_v1_agent_definition_service: GenFile = /*@__PURE__*/
   fileDesc("CiZhc29yL3YxL2FnZW50X2RlZmluaXRpb25fc2VydmljZS5wcm90bxIHYXNvci52MSKsAQobTGlzdEFnZW50RGVmaW5pdGlvbnNSZXF1ZXN0EjsKBnRlbmFudBgBIAEoCUIrukgociYyJF4oW0EtWmEtejAtOV1bQS1aYS16MC05Xy4tXXswLDYyfSk/JBIdCgVsaW1pdBgCIAEoBUIJukgGGgQYZCgBSACIAQESHAoGb2Zmc2V0GAMgASgFQge6SAQaAigASAGIAQFCCAoGX2xpbWl0QgkKB19vZmZzZXQiVQocTGlzdEFnZW50RGVmaW5pdGlvbnNSZXNwb25zZRINCgV0b3RhbBgBIAEoBRImCgRkYXRhGAIgAygLMhguYXNvci52MS5BZ2VudERlZmluaXRpb24icQoZR2V0QWdlbnREZWZpbml0aW9uUmVxdWVzdBI7CgZ0ZW5hbnQYASABKAlCK7pIKHImMiReKFtBLVphLXowLTldW0EtWmEtejAtOV8uLV17MCw2Mn0pPyQSFwoCaWQYAiABKAlCC7pICMgBAXIDGP8BIswBCiJMaXN0QWdlbnREZWZpbml0aW9uVmVyc2lvbnNSZXF1ZXN0EjsKBnRlbmFudBgBIAEoCUIrukgociYyJF4oW0EtWmEtejAtOV1bQS1aYS16MC05Xy4tXXswLDYyfSk/JBIXCgJpZBgCIAEoCUILukgIyAEBcgMY/wESHQoFbGltaXQYAyABKAVCCbpIBhoEGGQoAUgAiAEBEhwKBm9mZnNldBgEIAEoBUIHukgEGgIoAEgBiAEBQggKBl9saW1pdEIJCgdfb2Zmc2V0IlwKI0xpc3RBZ2VudERlZmluaXRpb25WZXJzaW9uc1Jlc3BvbnNlEg0KBXRvdGFsGAEgASgFEiYKBGRhdGEYAiADKAsyGC5hc29yLnYxLkFnZW50RGVmaW5pdGlvbiKbAQocVXBzZXJ0QWdlbnREZWZpbml0aW9uUmVxdWVzdBI7CgZ0ZW5hbnQYASABKAlCK7pIKHImMiReKFtBLVphLXowLTldW0EtWmEtejAtOV8uLV17MCw2Mn0pPyQSPgoUYWdlbnRfY2FyZF9hbmRfdG9vbHMYAiABKAsyGC5hc29yLnYxLkFnZW50RGVmaW5pdGlvbkIGukgDyAEBMrMGChZBZ2VudERlZmluaXRpb25TZXJ2aWNlErEBChRMaXN0QWdlbnREZWZpbml0aW9ucxIkLmFzb3IudjEuTGlzdEFnZW50RGVmaW5pdGlvbnNSZXF1ZXN0GiUuYXNvci52MS5MaXN0QWdlbnREZWZpbml0aW9uc1Jlc3BvbnNlIkyQAgGC0+STAkNaGhIYL2Fzb3IvdjEvYWdlbnREZWZpbml0aW9uEiUvYXBpL2Fzb3IvdjEve3RlbmFudH0vYWdlbnREZWZpbml0aW9uEqoBChJHZXRBZ2VudERlZmluaXRpb24SIi5hc29yLnYxLkdldEFnZW50RGVmaW5pdGlvblJlcXVlc3QaGC5hc29yLnYxLkFnZW50RGVmaW5pdGlvbiJWkAIBgtPkkwJNWh8SHS9hc29yL3YxL2FnZW50RGVmaW5pdGlvbi97aWR9EiovYXBpL2Fzb3IvdjEve3RlbmFudH0vYWdlbnREZWZpbml0aW9uL3tpZH0S4gEKG0xpc3RBZ2VudERlZmluaXRpb25WZXJzaW9ucxIrLmFzb3IudjEuTGlzdEFnZW50RGVmaW5pdGlvblZlcnNpb25zUmVxdWVzdBosLmFzb3IudjEuTGlzdEFnZW50RGVmaW5pdGlvblZlcnNpb25zUmVzcG9uc2UiaJACAYLT5JMCX1ooEiYvYXNvci92MS9hZ2VudERlZmluaXRpb24ve2lkfS92ZXJzaW9ucxIzL2FwaS9hc29yL3YxL3t0ZW5hbnR9L2FnZW50RGVmaW5pdGlvbi97aWR9L3ZlcnNpb25zEtIBChVVcHNlcnRBZ2VudERlZmluaXRpb24SJS5hc29yLnYxLlVwc2VydEFnZW50RGVmaW5pdGlvblJlcXVlc3QaGC5hc29yLnYxLkFnZW50RGVmaW5pdGlvbiJ4kAICgtPkkwJvOhRhZ2VudF9jYXJkX2FuZF90b29sc1owOhRhZ2VudF9jYXJkX2FuZF90b29scyIYL2Fzb3IvdjEvYWdlbnREZWZpbml0aW9uIiUvYXBpL2Fzb3IvdjEve3RlbmFudH0vYWdlbnREZWZpbml0aW9uYgZwcm90bzM", [file_asor_v1_agent_definition, file_buf_validate_validate, file_google_api_annotations]);
 
 /**
- * Empty, or a tenant name: letters, digits, `_`, `.` and `-`, at most 63.
- * Empty means the tenant of the caller's token, else the default tenant.
+ * Asks for a page of a tenant's Agent Definitions.
  *
  * @generated from message asor.v1.ListAgentDefinitionsRequest
  */
 export type ListAgentDefinitionsRequest = Message<"asor.v1.ListAgentDefinitionsRequest"> & {
   /**
-   * The tenant; see above.
+   * The tenant: letters, digits, `_`, `.` and `-`, at most 63. Empty means
+   * the tenant of the caller's token, else the default tenant.
    *
    * @generated from field: string tenant = 1;
    */
@@ -87,7 +87,8 @@ export const ListAgentDefinitionsResponseSchema: GenMessage<ListAgentDefinitions
  */
 export type GetAgentDefinitionRequest = Message<"asor.v1.GetAgentDefinitionRequest"> & {
   /**
-   * The tenant, as in ListAgentDefinitionsRequest.
+   * The tenant: letters, digits, `_`, `.` and `-`, at most 63. Empty means
+   * the tenant of the caller's token, else the default tenant.
    *
    * @generated from field: string tenant = 1;
    */
@@ -116,7 +117,8 @@ export const GetAgentDefinitionRequestSchema: GenMessage<GetAgentDefinitionReque
  */
 export type ListAgentDefinitionVersionsRequest = Message<"asor.v1.ListAgentDefinitionVersionsRequest"> & {
   /**
-   * The tenant, as in ListAgentDefinitionsRequest.
+   * The tenant: letters, digits, `_`, `.` and `-`, at most 63. Empty means
+   * the tenant of the caller's token, else the default tenant.
    *
    * @generated from field: string tenant = 1;
    */
@@ -186,7 +188,8 @@ export const ListAgentDefinitionVersionsResponseSchema: GenMessage<ListAgentDefi
  */
 export type UpsertAgentDefinitionRequest = Message<"asor.v1.UpsertAgentDefinitionRequest"> & {
   /**
-   * The tenant, as in ListAgentDefinitionsRequest.
+   * The tenant: letters, digits, `_`, `.` and `-`, at most 63. Empty means
+   * the tenant of the caller's token, else the default tenant.
    *
    * @generated from field: string tenant = 1;
    */

@@ -4,13 +4,14 @@
 
 import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
+import { file_buf_validate_validate } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file asor/v1/error.proto.
  */
 export const file_asor_v1_error: GenFile = /*@__PURE__*/
-  fileDesc("ChNhc29yL3YxL2Vycm9yLnByb3RvEgdhc29yLnYxIkEKBUVycm9yEg0KBWVycm9yGAEgASgJEgwKBGNvZGUYAiABKAkSDQoFZmllbGQYAyABKAkSDAoEcGF0aBgEIAEoCSJACg9WYWxpZGF0aW9uRXJyb3ISDQoFZXJyb3IYASABKAkSHgoGZXJyb3JzGAIgAygLMg4uYXNvci52MS5FcnJvcmIGcHJvdG8z");
+  fileDesc("ChNhc29yL3YxL2Vycm9yLnByb3RvEgdhc29yLnYxIkkKBUVycm9yEhUKBWVycm9yGAEgASgJQga6SAPIAQESDAoEY29kZRgCIAEoCRINCgVmaWVsZBgDIAEoCRIMCgRwYXRoGAQgASgJIkgKD1ZhbGlkYXRpb25FcnJvchIVCgVlcnJvchgBIAEoCUIGukgDyAEBEh4KBmVycm9ycxgCIAMoCzIOLmFzb3IudjEuRXJyb3JiBnByb3RvMw", [file_buf_validate_validate]);
 
 /**
  * One error (`ERROR_MODEL_REFERENCE`, SPEC.md §7.1). Also carried as a gRPC

@@ -1,4 +1,5 @@
 import { RegistryError, issueAt } from "../../domain/errors.js";
+import { parseStrictJson } from "../strict-json.js";
 
 /** Reads at most `limit` bytes of a body; a longer one is refused with 413 before it is all read. */
 export async function readBody(request: Request, limit: number): Promise<Uint8Array<ArrayBuffer>> {
@@ -43,7 +44,10 @@ function malformed(field: string, message: string): RegistryError {
   return new RegistryError("invalid", "VALIDATION_FAILED", message, [issueAt(field, "MALFORMED_JSON", message)]);
 }
 
-/** Parses JSON text; malformed text is a 400 naming the problem and where it is. */
+/**
+ * Parses JSON text; malformed text is a 400 naming the problem and where it
+ * is, and so are duplicate members and nesting beyond MAX_JSON_DEPTH.
+ */
 export function parseJson(bytes: Uint8Array, field: string): unknown {
   let text: string;
   try {
@@ -53,8 +57,9 @@ export function parseJson(bytes: Uint8Array, field: string): unknown {
   }
   if (text.trim() === "") throw malformed(field, "The body is empty; a JSON object was expected.");
   try {
-    return JSON.parse(text);
+    return parseStrictJson(text);
   } catch (err) {
+    if (err instanceof RegistryError) throw err;
     const reason = err instanceof SyntaxError ? err.message : "invalid JSON";
     throw malformed(field, `The body is not valid JSON: ${reason}.`);
   }

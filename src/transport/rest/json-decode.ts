@@ -1,6 +1,9 @@
 import { type DescField, type DescMessage, fromJson, type JsonValue, type MessageShape, ScalarType } from "@bufbuild/protobuf";
 import { type Issue, issueAt } from "../../domain/errors.js";
 
+/** A high surrogate not followed by a low one, or a low one not preceded by a high one (code units: no `u` flag). */
+const UNPAIRED_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
 const INT32_MIN = -(2 ** 31);
 const INT32_MAX = 2 ** 31 - 1;
 
@@ -17,7 +20,9 @@ function join(path: string, name: string): string {
 function scalarIssue(type: ScalarType, value: unknown, path: string): Issue | undefined {
   switch (type) {
     case ScalarType.STRING:
-      return typeof value === "string" ? undefined : issueAt(path, "INVALID_TYPE", `${path} must be a string, not ${describe(value)}.`);
+      if (typeof value !== "string") return issueAt(path, "INVALID_TYPE", `${path} must be a string, not ${describe(value)}.`);
+      // `"\ud800"` is valid JSON but no character: UTF-8 cannot hold it, so it could only be stored mangled.
+      return UNPAIRED_SURROGATE.test(value) ? issueAt(path, "INVALID_UNICODE", `${path} is not well-formed Unicode: it has an unpaired surrogate.`) : undefined;
     case ScalarType.BOOL:
       return typeof value === "boolean" ? undefined : issueAt(path, "INVALID_TYPE", `${path} must be true or false, not ${describe(value)}.`);
     case ScalarType.INT32: {
@@ -30,9 +35,15 @@ function scalarIssue(type: ScalarType, value: unknown, path: string): Issue | un
   }
 }
 
-function valueIssues(field: DescField, value: unknown, path: string, issues: Issue[]): void {
+/** How strictly member names are matched. */
+export interface DecodeOptions {
+  /** Also accept the proto names (`external_agent_id`), as Connect JSON does. REST takes only the JSON names. */
+  readonly protoNames?: boolean;
+}
+
+function valueIssues(field: DescField, value: unknown, path: string, issues: Issue[], options: DecodeOptions): void {
   if (field.fieldKind === "message") {
-    objectIssues(field.message, value, path, issues);
+    objectIssues(field.message, value, path, issues, options);
   } else if (field.fieldKind === "scalar") {
     const issue = scalarIssue(field.scalar, value, path);
     if (issue) issues.push(issue);
@@ -43,7 +54,7 @@ function valueIssues(field: DescField, value: unknown, path: string, issues: Iss
     }
     value.forEach((item, i) => {
       const at = `${path}[${i}]`;
-      if (field.listKind === "message") objectIssues(field.message, item, at, issues);
+      if (field.listKind === "message") objectIssues(field.message, item, at, issues, options);
       else if (field.listKind === "scalar") {
         const issue = scalarIssue(field.scalar, item, at);
         if (issue) issues.push(issue);
@@ -52,7 +63,7 @@ function valueIssues(field: DescField, value: unknown, path: string, issues: Iss
   }
 }
 
-function objectIssues(desc: DescMessage, value: unknown, path: string, issues: Issue[]): void {
+function objectIssues(desc: DescMessage, value: unknown, path: string, issues: Issue[], options: DecodeOptions): void {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     const where = path === "" ? "The body" : path;
     issues.push({ ...issueAt(path, "INVALID_TYPE", `${where} must be a JSON object, not ${describe(value)}.`) });
@@ -60,13 +71,13 @@ function objectIssues(desc: DescMessage, value: unknown, path: string, issues: I
   }
   for (const [key, member] of Object.entries(value)) {
     const at = join(path, key);
-    const field = desc.fields.find((f) => f.jsonName === key);
+    const field = desc.fields.find((f) => f.jsonName === key || (options.protoNames === true && f.name === key));
     if (field === undefined) {
       const near = desc.fields.find((f) => f.name === key || f.jsonName.toLowerCase() === key.toLowerCase());
       const hint = near ? ` Did you mean "${near.jsonName}"?` : "";
       issues.push({ code: "UNKNOWN_FIELD", message: `${at} is not a member of ${desc.name}.${hint}`, field: key, path: at });
     } else if (member !== null) {
-      valueIssues(field, member, at, issues);
+      valueIssues(field, member, at, issues, options);
     }
   }
 }
@@ -81,9 +92,16 @@ export function decodeJsonMessage<Desc extends DescMessage>(
   desc: Desc,
   json: unknown,
   path = "",
+  options: DecodeOptions = {},
 ): { message: MessageShape<Desc>; issues: [] } | { message: undefined; issues: Issue[] } {
   const issues: Issue[] = [];
-  objectIssues(desc, json, path, issues);
+  objectIssues(desc, json, path, issues, options);
   if (issues.length > 0) return { message: undefined, issues };
-  return { message: fromJson(desc, json as JsonValue), issues: [] };
+  try {
+    return { message: fromJson(desc, json as JsonValue), issues: [] };
+  } catch (err) {
+    // A rule of protobuf JSON the checks above do not know: still the request's fault, never a 500.
+    const message = `The body cannot be decoded: ${err instanceof Error ? err.message : String(err)}.`;
+    return { message: undefined, issues: [{ code: "INVALID_VALUE", message }] };
+  }
 }

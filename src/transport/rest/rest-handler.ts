@@ -1,10 +1,12 @@
 import { create, type DescMessage, type DescMethodUnary, type DescService, type JsonObject, ScalarType, toJson } from "@bufbuild/protobuf";
-import { ConnectError, createRouterTransport, type ConnectRouter, type Transport } from "@connectrpc/connect";
+import { ConnectError, type ConnectRouter, type ContextValues } from "@connectrpc/connect";
 import { type Issue, RegistryError, invalid, issueAt } from "../../domain/errors.js";
 import type { Logger } from "../../logger.js";
 import type { AccessCheck } from "../auth-interceptor.js";
 import { asConnectError, restError, statusOfKind, toConnectError } from "../error-mapping.js";
 import { mediaTypeOf, multipartJson, parseJson, readBody } from "./body.js";
+import { recordOf } from "../../observability/request-record.js";
+import { createInProcessTransport } from "./in-process-transport.js";
 import { decodeJsonMessage } from "./json-decode.js";
 import { type RestRoute, buildRouteTable, matchRoute } from "./route-table.js";
 
@@ -82,7 +84,8 @@ function fieldsFromUrl(route: RestRoute, vars: Map<string, string>, query: URLSe
  */
 export function createRestHandler({ services, routes, logger, maxBodyBytes, accessCheck }: RestHandlerOptions) {
   const table = buildRouteTable(services);
-  const transport: Transport = createRouterTransport(routes);
+  // The caller's context values (the edge's request record) go with the in-process call.
+  const transportWith = createInProcessTransport(routes);
 
   async function decodeBody(route: RestRoute, request: Request, init: Record<string, unknown>, bound: Set<string>): Promise<void> {
     const field = route.method.input.fields.find((f) => f.name === route.body);
@@ -101,14 +104,17 @@ export function createRestHandler({ services, routes, logger, maxBodyBytes, acce
     }
     const decoded = decodeJsonMessage(target, value);
     if (decoded.message === undefined) throw invalid(decoded.issues);
-    if (route.body === "*") Object.assign(init, decoded.message);
-    else if (field !== undefined) {
+    if (route.body === "*") {
+      // The whole request comes from the body: no field is left for the query.
+      Object.assign(init, decoded.message);
+      for (const f of route.method.input.fields) bound.add(f.name);
+    } else if (field !== undefined) {
       init[field.localName] = decoded.message;
       bound.add(field.name);
     }
   }
 
-  async function call(route: RestRoute, vars: Map<string, string>, request: Request, url: URL): Promise<Response> {
+  async function call(route: RestRoute, vars: Map<string, string>, request: Request, url: URL, values: ContextValues | undefined): Promise<Response> {
     const init: Record<string, unknown> = {};
     const bound = new Set<string>();
     if (route.body !== "") {
@@ -123,7 +129,7 @@ export function createRestHandler({ services, routes, logger, maxBodyBytes, acce
       if (value !== null) header.set(name, value);
     }
     const method = route.method as DescMethodUnary;
-    const response = await transport.unary(method, request.signal, undefined, header, create(method.input, init));
+    const response = await transportWith(values).unary(method, request.signal, undefined, header, create(method.input, init));
     const body = toJson(method.output, response.message) as JsonObject;
     if (method.output.typeName.endsWith("Response")) withTopLevelDefaults(method.output, body);
     if (route.verb !== "POST") return json(200, body);
@@ -131,19 +137,22 @@ export function createRestHandler({ services, routes, logger, maxBodyBytes, acce
     return json(201, body, id ? { location: `${url.pathname.replace(/\/+$/, "")}/${encodeURIComponent(id)}` } : {});
   }
 
-  return async function handleRest(request: Request): Promise<Response | undefined> {
+  return async function handleRest(request: Request, values?: ContextValues): Promise<Response | undefined> {
     const url = new URL(request.url);
     const parts = url.pathname.replace(/^\/+/, "").split("/");
     let allowed: string[] = [];
     for (const route of table) {
       const vars = matchRoute(route, parts);
       if (vars === undefined) continue;
+      const record = recordOf(values);
+      if (record !== undefined) record.protocol = "rest";
       if (route.verb !== request.method) {
         allowed.push(route.verb);
         continue;
       }
+      if (record !== undefined) record.rpc = `${route.method.parent.typeName}/${route.method.name}`;
       try {
-        return await call(route, vars, request, url);
+        return await call(route, vars, request, url, values);
       } catch (err) {
         if (err instanceof RegistryError) return errorResponse(err);
         const { status, body, headers } = restError(err instanceof ConnectError ? err : asConnectError(err, logger, route.method.name));
