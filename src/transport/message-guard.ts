@@ -2,6 +2,7 @@ import { type DescMethod, fromBinary, type JsonValue } from "@bufbuild/protobuf"
 import { type ConnectRouter, type ContextValues, type Interceptor, createContextKey, createContextValues } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerRequest } from "@connectrpc/connect/protocol";
 import { type Issue, RegistryError, invalid } from "../domain/errors.js";
+import { concatBytes } from "./bytes.js";
 import { toConnectError } from "./error-mapping.js";
 import { decodeJsonMessage } from "./rest/json-decode.js";
 import { buildRouteTable } from "./rest/route-table.js";
@@ -196,7 +197,7 @@ function guarded(handler: UniversalHandler, maxBodyBytes: number): UniversalHand
       // The client went away mid-body: Connect meets the same failure where it would have.
       return { ...req, body: failing(err) };
     }
-    const bytes = concat(chunks, size);
+    const bytes = concatBytes(chunks, size);
     const data = format.enveloped ? unenvelope(bytes) : bytes;
     const problem = data === undefined ? undefined : check(data, format.binary);
     return problem === undefined ? { ...req, body: once(bytes) } : withProblem(req, problem, once(emptyBody));
@@ -226,17 +227,6 @@ function guarded(handler: UniversalHandler, maxBodyBytes: number): UniversalHand
     supportedContentType: handler.supportedContentType,
     allowedMethods: handler.allowedMethods,
   });
-}
-
-// Web APIs only (no Buffer): this module serves the Deno entry too.
-function concat(chunks: readonly Uint8Array[], size: number): Uint8Array {
-  const out = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return out;
 }
 
 /** Base64url (or standard base64), padded or not; what cannot be decoded is taken as no bytes, which fails the check below. */

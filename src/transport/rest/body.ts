@@ -1,4 +1,5 @@
 import { RegistryError, issueAt } from "../../domain/errors.js";
+import { concatBytes } from "../bytes.js";
 import { parseStrictJson } from "../strict-json.js";
 
 /** Reads at most `limit` bytes of a body; a longer one is refused with 413 before it is all read. */
@@ -19,13 +20,7 @@ export async function readBody(request: Request, limit: number): Promise<Uint8Ar
     }
     chunks.push(value);
   }
-  const body = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    body.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return body;
+  return concatBytes(chunks, size);
 }
 
 function tooLarge(limit: number): RegistryError {
