@@ -1,0 +1,219 @@
+/**
+ * The floor: the least a server can do for the registry's operations. Plain
+ * node:http and the database driver (mysql2, or better-sqlite3 for the
+ * embedded database), no framework, no authentication, no validation, no
+ * protobuf. It runs the service's SQL (the same primary-key read, list page
+ * and count, and upsert transaction with the same row locks) on the same
+ * tables, so each scenario can report the service as a fraction of it.
+ *
+ *   GET  /floor/{tenant}/agentDefinition/{id}
+ *   GET  /floor/{tenant}/agentDefinition?limit=&offset=
+ *   POST /floor/{tenant}/agentDefinition          (create or update on name + provider + version)
+ *
+ * Run as its own process: `node --import tsx bench/floor-server.ts`, with
+ * PORT, and DATABASE_URL (mysql://) or DATA_DIR (SQLite). Prints one JSON
+ * line `{"message":"floor listening","port":N}` when ready.
+ */
+import { randomBytes } from "node:crypto";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createRequire } from "node:module";
+import { join } from "node:path";
+import { createPool, type Pool, type PoolConnection, type RowDataPacket } from "mysql2/promise";
+
+/** The few statements the floor needs, on either database. */
+interface FloorDatabase {
+  /** Rows of a read outside any transaction. */
+  read(sql: string, params: unknown[]): Promise<Record<string, unknown>[]>;
+  /** Runs `work` in one transaction; `query` runs inside it. Retries deadlocks and duplicate-key races like the service. */
+  transaction<T>(work: (query: (sql: string, params: unknown[]) => Promise<Record<string, unknown>[]>) => Promise<T>): Promise<T>;
+  /** `FOR UPDATE` where the database has row locks. */
+  readonly forUpdate: string;
+  /** The SQL that gives a new row its `seq` (MySQL assigns it by AUTO_INCREMENT). */
+  readonly seqColumn: { readonly column: string; readonly value: string };
+}
+
+function openMysql(url: URL): FloorDatabase {
+  const pool: Pool = createPool({
+    host: url.hostname,
+    port: url.port === "" ? 3306 : Number(url.port),
+    user: decodeURIComponent(url.username),
+    password: decodeURIComponent(url.password),
+    database: decodeURIComponent(url.pathname.slice(1)),
+    charset: "utf8mb4",
+    dateStrings: true,
+    timezone: "Z",
+    supportBigNumbers: true,
+    // The service's pool size (knex: max 10).
+    connectionLimit: 10,
+  });
+  // The service's session: strict mode, READ COMMITTED for writes (set once per connection here, per transaction there).
+  pool.pool.on("connection", (connection) => {
+    // Queued on the connection ahead of any query the pool hands it out for.
+    connection.query("SET SESSION sql_mode = CONCAT_WS(',', NULLIF(@@SESSION.sql_mode, ''), 'STRICT_ALL_TABLES'), SESSION innodb_lock_wait_timeout = 10, time_zone = '+00:00'");
+    connection.query("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
+  });
+  const rows = (result: unknown): Record<string, unknown>[] => (Array.isArray(result) ? (result as RowDataPacket[]) : []);
+  return {
+    forUpdate: "FOR UPDATE",
+    seqColumn: { column: "", value: "" },
+    async read(sql, params) {
+      const [result] = await pool.query(sql, params);
+      return rows(result);
+    },
+    async transaction(work) {
+      for (let attempt = 1; ; attempt++) {
+        const connection: PoolConnection = await pool.getConnection();
+        try {
+          await connection.beginTransaction();
+          const result = await work(async (sql, params) => rows((await connection.query(sql, params))[0]));
+          await connection.commit();
+          return result;
+        } catch (error) {
+          await connection.rollback().catch(() => undefined);
+          const code = (error as { code?: string }).code;
+          if (attempt >= 8 || (code !== "ER_LOCK_DEADLOCK" && code !== "ER_DUP_ENTRY")) throw error;
+          await new Promise((resolve) => setTimeout(resolve, Math.random() * 5 * 2 ** attempt));
+        } finally {
+          connection.release();
+        }
+      }
+    },
+  };
+}
+
+interface SqliteStatement {
+  all(...params: unknown[]): Record<string, unknown>[];
+  run(...params: unknown[]): unknown;
+}
+interface SqliteDatabase {
+  prepare(sql: string): SqliteStatement;
+  pragma(source: string): unknown;
+  transaction<F extends (...args: never[]) => unknown>(fn: F): F;
+}
+
+function openSqlite(dataDir: string): FloorDatabase {
+  // better-sqlite3 ships no types; this is the part of its API the floor uses.
+  const Database = createRequire(import.meta.url)("better-sqlite3") as new (file: string) => SqliteDatabase;
+  const db = new Database(join(dataDir, "registry.sqlite"));
+  for (const pragma of ["journal_mode = WAL", "foreign_keys = ON", "busy_timeout = 5000", "synchronous = NORMAL"]) db.pragma(pragma);
+  const statements = new Map<string, SqliteStatement>();
+  let queue: Promise<unknown> = Promise.resolve();
+  const run = (sql: string, params: unknown[]): Record<string, unknown>[] => {
+    let statement = statements.get(sql);
+    if (statement === undefined) statements.set(sql, (statement = db.prepare(sql)));
+    return /^\s*(SELECT|WITH)/i.test(sql) ? statement.all(...params) : (statement.run(...params), []);
+  };
+  return {
+    forUpdate: "",
+    seqColumn: { column: "seq, ", value: "(SELECT COALESCE(MAX(seq), 0) + 1 FROM agent_definitions), " },
+    read: async (sql, params) => run(sql, params),
+    async transaction(work) {
+      // One connection, so one transaction at a time (the service's pool of one queues them the same way).
+      const turn = queue.then(async () => {
+        // IMMEDIATE: take the write lock now (waiting up to busy_timeout), not at the first write, where a
+        // snapshot another process has written past since fails at once with SQLITE_BUSY.
+        run("BEGIN IMMEDIATE", []);
+        try {
+          const result = await work(async (sql, params) => run(sql, params));
+          run("COMMIT", []);
+          return result;
+        } catch (error) {
+          run("ROLLBACK", []);
+          throw error;
+        }
+      });
+      queue = turn.catch(() => undefined);
+      return turn;
+    },
+  };
+}
+
+const timestamp = (): string => new Date().toISOString().replace("T", " ").replace("Z", "");
+
+function createFloor(db: FloorDatabase) {
+  const join = "FROM agent_definitions d JOIN agents a ON a.tenant = d.tenant AND a.number = d.agent_number";
+
+  async function get(tenant: string, id: string): Promise<[number, string]> {
+    const [row] = await db.read(`SELECT d.id, d.seq, d.tenant, d.name, d.provider_id, d.version, d.agent_number, a.reference_id, d.document, d.created_at, d.updated_at ${join} WHERE d.tenant = ? AND d.id = ? LIMIT 1`, [tenant, id]);
+    return row === undefined ? [404, '{"error":"not found"}'] : [200, String(row.document)];
+  }
+
+  async function list(tenant: string, limit: number, offset: number): Promise<[number, string]> {
+    const [count] = await db.read("SELECT COUNT(*) AS total FROM agent_definitions WHERE tenant = ?", [tenant]);
+    const total = Number(count?.total ?? 0);
+    const rows = offset >= total ? [] : await db.read(`SELECT d.id, d.seq, d.tenant, d.name, d.provider_id, d.version, d.agent_number, a.reference_id, d.document, d.created_at, d.updated_at ${join} WHERE d.tenant = ? ORDER BY d.seq ASC LIMIT ? OFFSET ?`, [tenant, limit, offset]);
+    return [200, `{"total":${total},"data":[${rows.map((r) => String(r.document)).join(",")}]}`];
+  }
+
+  /** The service's upsert transaction, statement for statement, minus validation and derived ids. */
+  async function upsert(tenant: string, body: Record<string, unknown>): Promise<[number, string]> {
+    const name = String(body.name);
+    const providerId = String((body.provider as { id?: unknown } | undefined)?.id);
+    const version = String(body.version);
+    const document = await db.transaction(async (query) => {
+      const [tenantRow] = await query("SELECT name, sequence_prefix, next_agent_number, created_at FROM tenants WHERE name = ? LIMIT 1", [tenant]);
+      if (tenantRow === undefined) throw new Error(`no tenant ${tenant}`);
+      const [existing] = await query(
+        `SELECT id, agent_number FROM agent_definitions WHERE tenant = ? AND name = ? AND provider_id = ? AND version = ? LIMIT 1 ${db.forUpdate}`,
+        [tenant, name, providerId, version],
+      );
+      const now = timestamp();
+      if (existing !== undefined) {
+        const [agent] = await query("SELECT reference_id FROM agents WHERE tenant = ? AND number = ? LIMIT 1", [tenant, existing.agent_number]);
+        const doc = JSON.stringify({ ...body, id: existing.id, reference_id: agent?.reference_id });
+        await query("UPDATE agent_definitions SET document = ?, updated_at = ? WHERE tenant = ? AND id = ?", [doc, now, tenant, existing.id]);
+        return doc;
+      }
+      let [agent] = await query(`SELECT number, reference_id FROM agents WHERE tenant = ? AND provider_id = ? AND name = ? LIMIT 1 ${db.forUpdate}`, [tenant, providerId, name]);
+      if (agent === undefined) {
+        const [sequence] = await query(`SELECT sequence_prefix, next_agent_number FROM tenants WHERE name = ? LIMIT 1 ${db.forUpdate}`, [tenant]);
+        const number = Number(sequence?.next_agent_number);
+        await query("UPDATE tenants SET next_agent_number = ? WHERE name = ? AND next_agent_number = ?", [number + 1, tenant, number]);
+        agent = { number, reference_id: `Agent_ID=${String(sequence?.sequence_prefix)}${number}` };
+        await query("INSERT INTO agents (tenant, number, reference_id, provider_id, name, created_at) VALUES (?, ?, ?, ?, ?, ?)", [tenant, number, agent.reference_id, providerId, name, now]);
+      }
+      const id = randomBytes(16).toString("hex");
+      const doc = JSON.stringify({ ...body, id, reference_id: agent.reference_id });
+      await query(
+        `INSERT INTO agent_definitions (${db.seqColumn.column}id, tenant, name, provider_id, version, agent_number, document, created_at, updated_at) VALUES (${db.seqColumn.value}?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        [id, tenant, name, providerId, version, agent.number, doc, now, now],
+      );
+      return doc;
+    });
+    return [201, document];
+  }
+
+  return async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? "/", "http://floor");
+    const [, floor, tenant, resource, id, ...rest] = url.pathname.split("/");
+    let answer: [number, string] = [404, '{"error":"no such path"}'];
+    try {
+      if (floor === "floor" && tenant !== undefined && resource === "agentDefinition" && rest.length === 0) {
+        if (req.method === "GET" && id !== undefined) answer = await get(tenant, id);
+        else if (req.method === "GET") answer = await list(tenant, Number(url.searchParams.get("limit") ?? 20), Number(url.searchParams.get("offset") ?? 0));
+        else if (req.method === "POST") answer = await upsert(tenant, JSON.parse(await readBody(req)) as Record<string, unknown>);
+      }
+    } catch (error) {
+      console.error(error);
+      answer = [500, '{"error":"internal"}'];
+    }
+    res.writeHead(answer[0], { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(answer[1]) });
+    res.end(answer[1]);
+  };
+}
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+const databaseUrl = process.env.DATABASE_URL;
+const db = databaseUrl ? openMysql(new URL(databaseUrl)) : openSqlite(process.env.DATA_DIR ?? "./data");
+const handle = createFloor(db);
+const server = createServer((req, res) => void handle(req, res));
+server.listen(Number(process.env.PORT ?? 0), "127.0.0.1", () => {
+  const address = server.address();
+  console.log(JSON.stringify({ message: "floor listening", port: typeof address === "object" && address !== null ? address.port : 0 }));
+});
+process.once("SIGTERM", () => process.exit(0));

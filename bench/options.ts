@@ -1,0 +1,90 @@
+/** The command line of `npm run bench`. */
+import { parseArgs } from "node:util";
+
+export const USAGE = `usage: npm run bench -- [options]
+
+  --sqlite              run the service (and the floor) on the embedded SQLite database instead of MariaDB
+  --smoke               a few seconds of load at one small size: exits 1 if any scenario errors (for CI)
+  --sizes 1000,10000,100000   definitions in the tenant for each round of scenarios
+  --surfaces-at 10000   the size at which REST, Connect and gRPC run side by side (default: the middle size)
+  --duration 8          measured seconds per scenario
+  --warmup 2            seconds of discarded load before each scenario
+  --connections 10      requests in flight at once
+  --only <regex>        run only the scenarios whose id matches (e.g. "service rest get")
+  --mysql <url>         the MariaDB server (default mysql://root@127.0.0.1:3306); the bench makes and drops its own database on it
+  --database asor_bench the name of that database
+  --out <dir>           also write results.json and results.md there
+  --cpu-prof <dir>      run the service with --cpu-prof, writing its profile to <dir> on exit
+  --service <dir>       run the service from another checkout (its src/main/node.ts), e.g. to measure a proposed change
+  --keep                keep the database and the data dir after the run (for a look at query plans)`;
+
+export interface BenchOptions {
+  readonly sqlite: boolean;
+  readonly smoke: boolean;
+  readonly sizes: readonly number[];
+  readonly surfacesAt: number;
+  readonly durationSeconds: number;
+  readonly warmupSeconds: number;
+  readonly connections: number;
+  readonly only: RegExp | undefined;
+  readonly mysqlUrl: string;
+  readonly database: string;
+  readonly out: string | undefined;
+  readonly cpuProf: string | undefined;
+  readonly keep: boolean;
+  /** The checkout whose `src/main/node.ts` is run; undefined: this one. */
+  readonly serviceDir: string | undefined;
+}
+
+export function parseOptions(argv: readonly string[]): BenchOptions {
+  const { values } = parseArgs({
+    args: [...argv],
+    options: {
+      sqlite: { type: "boolean", default: false },
+      smoke: { type: "boolean", default: false },
+      sizes: { type: "string" },
+      "surfaces-at": { type: "string" },
+      duration: { type: "string" },
+      warmup: { type: "string" },
+      connections: { type: "string" },
+      only: { type: "string" },
+      mysql: { type: "string", default: process.env.BENCH_MYSQL_URL ?? "mysql://root@127.0.0.1:3306" },
+      database: { type: "string", default: "asor_bench" },
+      out: { type: "string" },
+      "cpu-prof": { type: "string" },
+      keep: { type: "boolean", default: false },
+      service: { type: "string" },
+      help: { type: "boolean", default: false },
+    },
+  });
+  if (values.help) {
+    console.log(USAGE);
+    process.exit(0);
+  }
+  const number = (name: string, raw: string | undefined, fallback: number, min: number, max: number): number => {
+    if (raw === undefined) return fallback;
+    const value = Number(raw);
+    if (!Number.isFinite(value) || value < min || value > max) throw new Error(`--${name} must be a number from ${min} to ${max}, not "${raw}"\n\n${USAGE}`);
+    return value;
+  };
+  const smoke = values.smoke;
+  const sizes = (values.sizes ?? (smoke ? "300" : "1000,10000,100000")).split(",").map((s) => number("sizes", s.trim(), 0, 1, 1_000_000));
+  const middle = [...sizes].sort((a, b) => a - b)[Math.floor((sizes.length - 1) / 2)]!;
+  return {
+    sqlite: values.sqlite,
+    smoke,
+    sizes,
+    surfacesAt: number("surfaces-at", values["surfaces-at"], middle, 1, 1_000_000),
+    // The smoke run: 16 scenarios x 0.4 s = 6.4 s of load, no warm-up.
+    durationSeconds: number("duration", values.duration, smoke ? 0.4 : 8, 0.1, 120),
+    warmupSeconds: number("warmup", values.warmup, smoke ? 0 : 2, 0, 60),
+    connections: number("connections", values.connections, smoke ? 4 : 10, 1, 512),
+    only: values.only === undefined ? undefined : new RegExp(values.only),
+    mysqlUrl: values.mysql,
+    database: values.database,
+    out: values.out,
+    cpuProf: values["cpu-prof"],
+    keep: values.keep,
+    serviceDir: values.service,
+  };
+}

@@ -1,0 +1,150 @@
+/**
+ * The processes of a bench run, each on its own: the service (`src/main/node.ts`,
+ * exactly as `npm start` runs it, but with node's own `--import tsx` so that
+ * the pid we measure is the server's), the floor server, and the load
+ * generator. All listen on loopback only.
+ */
+import { type ChildProcess, fork, spawn } from "node:child_process";
+import { closeSync, openSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+/** The repository root: the service is started from there, as `npm start` does. */
+export const repoRoot = fileURLToPath(new URL("..", import.meta.url));
+
+/** A server process on a port of loopback. */
+export interface ServerProcess {
+  readonly name: string;
+  readonly pid: number;
+  readonly port: number;
+  readonly baseUrl: string;
+  /** What the process wrote to stderr (the service logs warnings and errors there). */
+  stderr(): string;
+  /** SIGTERM; resolves with the exit code once it has exited (SIGKILL after 10 s). */
+  stop(): Promise<number | null>;
+}
+
+/**
+ * Starts `script` (relative to the repository root) under node with tsx and
+ * resolves once it prints a JSON line with `message` and a port (`port`, or
+ * `url`). Its stdout and stderr go to files in `logDir` (`<name>.out`,
+ * `<name>.err`), not to a pipe: the service logs a line per request, and a
+ * pipe would make the bench's own process read them all. Rejects when the
+ * process exits first or is not ready in 60 s.
+ */
+export async function startServer(
+  name: string,
+  script: string,
+  readyMessage: string,
+  env: Record<string, string>,
+  logDir: string,
+  nodeArgs: readonly string[] = [],
+): Promise<ServerProcess> {
+  const base = join(logDir, name.replace(/\W+/g, "-"));
+  const out = openSync(`${base}.out`, "w");
+  const err = openSync(`${base}.err`, "w");
+  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", script], {
+    cwd: repoRoot,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", out, err],
+  });
+  closeSync(out);
+  closeSync(err);
+  const stderr = (): string => tail(`${base}.err`, 20_000);
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${name} exited with ${child.exitCode ?? child.signalCode} before it was ready: ${stderr()}`);
+    if (Date.now() > deadline) {
+      child.kill("SIGKILL");
+      throw new Error(`${name} did not start in 60 s: ${stderr()}`);
+    }
+    const port = readyPort(`${base}.out`, readyMessage);
+    if (port !== undefined) {
+      return { name, pid: child.pid!, port, baseUrl: `http://127.0.0.1:${port}`, stderr, stop: () => stopChild(child, exited) };
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** The port of the ready line in a log file, once it is there. */
+function readyPort(file: string, message: string): number | undefined {
+  for (const line of readFileSync(file, "utf8").split("\n")) {
+    let entry: { message?: string; port?: number; url?: string };
+    try {
+      entry = JSON.parse(line) as typeof entry;
+    } catch {
+      continue;
+    }
+    if (entry.message === message) return entry.port ?? Number(new URL(entry.url ?? "http://x:0").port);
+  }
+  return undefined;
+}
+
+/** The last `bytes` of a file. */
+function tail(file: string, bytes: number): string {
+  try {
+    const text = readFileSync(file, "utf8");
+    return text.slice(-bytes);
+  } catch {
+    return "";
+  }
+}
+
+async function stopChild(child: ChildProcess, exited: Promise<number | null>): Promise<number | null> {
+  if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
+  try {
+    return await exited;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The load generator: a forked process that runs one job at a time on request (see load-worker.ts). */
+export interface LoadProcess {
+  readonly pid: number;
+  /** Sends `job`; `onMeasuring` is called when the measured part starts (after the warm-up). */
+  run<J, R>(job: J, onMeasuring: () => void): Promise<R>;
+  stop(): Promise<void>;
+}
+
+export function startLoadProcess(): LoadProcess {
+  const child = fork(fileURLToPath(new URL("./load-worker.ts", import.meta.url)), [], {
+    cwd: repoRoot,
+    execArgv: ["--import", "tsx"],
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
+  let pending: { resolve(value: unknown): void; reject(error: Error): void; onMeasuring(): void } | undefined;
+  child.on("message", (message: { type: string; result?: unknown; error?: string }) => {
+    if (pending === undefined) return;
+    if (message.type === "measuring") return pending.onMeasuring();
+    const { resolve, reject } = pending;
+    pending = undefined;
+    if (message.type === "result") resolve(message.result);
+    else reject(new Error(message.error ?? "the load generator failed"));
+  });
+  child.once("exit", (code) => {
+    pending?.reject(new Error(`the load generator exited with ${code}`));
+    pending = undefined;
+  });
+  return {
+    pid: child.pid!,
+    run<J, R>(job: J, onMeasuring: () => void): Promise<R> {
+      if (pending !== undefined) throw new Error("the load generator runs one job at a time");
+      return new Promise<R>((resolve, reject) => {
+        pending = { resolve: resolve as (value: unknown) => void, reject, onMeasuring };
+        child.send({ type: "run", job });
+      });
+    },
+    async stop() {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      child.disconnect();
+      const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}

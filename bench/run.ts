@@ -1,0 +1,198 @@
+/**
+ * `npm run bench`: the benchmark of the registry. Makes its own database
+ * (MariaDB `asor_bench`, or SQLite with --sqlite) and data dir, seeds a tenant
+ * in rounds (1,000, 10,000, 100,000 definitions), starts the service and the
+ * floor server as processes of their own, and drives each scenario from a
+ * third process (load-worker.ts). Prints Markdown tables; exits 1 when the
+ * service does not start, a seeded row does not read back, or any request of
+ * any scenario fails. See BENCHMARKS.md for the method.
+ */
+import { mkdtemp, mkdir, rm, writeFile } from "node:fs/promises";
+import { cpus, tmpdir, totalmem } from "node:os";
+import { join, resolve } from "node:path";
+import { parseAuthConfig } from "../src/auth/auth-config.js";
+import { openLocalIssuer } from "../src/auth/local-issuer.js";
+import { localIssuerKeyFile } from "../src/main/local-issuer-key-file.js";
+import { createBenchDatabase, settleDatabase } from "./bench-database.js";
+import type { LoadJob } from "./load-job.js";
+import { type Measurement, measure } from "./measure.js";
+import { type BenchOptions, parseOptions } from "./options.js";
+import { listenerPid, loadAverage, pidsNamed, untilIdle } from "./proc-stats.js";
+import { type ServerProcess, startLoadProcess, startServer } from "./processes.js";
+import { markdownReport, type Row } from "./report.js";
+import { operationOf, type Scenario, scenariosAt } from "./scenarios.js";
+import { openSeeder, type Seeder } from "./seed.js";
+
+const TENANT = "bench";
+const DOMAINS = ["Development", "Setup: Agents"];
+const PAGE = 20;
+
+const log = (message: string): void => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}`);
+
+async function main(options: BenchOptions): Promise<number> {
+  const started = new Date();
+  const loadBefore = loadAverage();
+  const dataDir = await mkdtemp(join(tmpdir(), "asor-bench-"));
+  const cleanup: (() => Promise<unknown>)[] = [];
+  let failures = 0;
+  try {
+    log(`data dir ${dataDir}; preparing the ${options.sqlite ? "SQLite" : "MariaDB"} database`);
+    const database = await createBenchDatabase({
+      serverUrl: options.sqlite ? undefined : options.mysqlUrl,
+      name: options.database,
+      dataDir,
+      tenant: TENANT,
+      sequencePrefix: "BENCH-",
+    });
+    if (!options.keep) cleanup.push(() => database.drop());
+    const storageEnv: Record<string, string> = { DATA_DIR: dataDir, ...(database.databaseUrl === undefined ? {} : { DATABASE_URL: database.databaseUrl }) };
+
+    // One token for every request, from the service's own local issuer (the key is made here, in the bench's data dir).
+    const issuer = await openLocalIssuer(localIssuerKeyFile(dataDir), parseAuthConfig({}).config);
+    const authorization = `Bearer ${await issuer.issue({ tenant: TENANT, domains: DOMAINS, ttlSeconds: 3 * 3600 })}`;
+
+    const seeder = await openSeeder({ databaseUrl: database.databaseUrl, dataDir, tenant: TENANT });
+    cleanup.unshift(() => seeder.close());
+
+    const cpuProf = options.cpuProf === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", resolve(options.cpuProf)];
+    // The service as configured by default (LOG_LEVEL info: a log line per request, written to a file here).
+    const entry = options.serviceDir === undefined ? "src/main/node.ts" : resolve(options.serviceDir, "src/main/node.ts");
+    const service = await startServer("the service", entry, "agent definition registry listening", { ...storageEnv, PORT: "0", LOG_LEVEL: "info" }, dataDir, cpuProf);
+    cleanup.unshift(() => service.stop());
+    const floor = await startServer("the floor server", "bench/floor-server.ts", "floor listening", { ...storageEnv, PORT: "0" }, dataDir);
+    cleanup.unshift(() => floor.stop());
+    const load = startLoadProcess();
+    cleanup.unshift(() => load.stop());
+    // The database server's CPU is measured too: the one listening on the MariaDB port, else every mariadbd.
+    const databaseServers = database.kind === "mariadb" ? pidsNamed(["mariadbd", "mysqld"]) : [];
+    const listener = listenerPid(Number(new URL(options.mysqlUrl).port || 3306), databaseServers);
+    const databasePids = listener === undefined ? databaseServers : [listener];
+    log(`service pid ${service.pid} on ${service.baseUrl}; floor pid ${floor.pid} on ${floor.baseUrl}; load generator pid ${load.pid}; database pids ${databasePids.join(",") || "(embedded)"}`);
+
+    // Nothing of one scenario may run into the next: requests the server accepted before the load generator stopped are
+    // still being served, and (MariaDB) their queries still run. SQLite has no process list: the server going idle tells.
+    const settle = async (pid: number): Promise<number> => {
+      const killed = await settleDatabase(database, options.sqlite ? undefined : options.mysqlUrl, options.database);
+      if (!(await untilIdle(pid))) log(`  ${pid === service.pid ? "the service" : "the floor server"} was still busy 15 s after the scenario ended`);
+      return killed;
+    };
+
+    const rows: Row[] = [];
+    const listTotals = new Map<number, number>();
+    const createPrefix = `Bench Create ${started.getTime().toString(36)}`;
+    let jobNumber = 0;
+
+    for (const size of options.sizes) {
+      const t0 = performance.now();
+      const added = await seeder.topUp(size);
+      log(`size ${size}: seeded ${added} definitions in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+      if (added > 0) await checkRoundTrip(service, authorization, seeder);
+      const { ids, names } = await seeder.sample(1000);
+      const scenarios = scenariosAt(size, options.surfacesAt, options.only);
+      // Before the first round, every scenario runs once unmeasured: a scenario's own warm-up is too short to compile
+      // every code path of a process that has served nothing yet, so the first scenarios would pay for it.
+      const warmups = size === options.sizes[0] && options.warmupSeconds > 0 ? scenarios : [];
+      for (const [index, scenario] of [...warmups, ...scenarios].entries()) {
+        const warmingUp = index < warmups.length;
+        const definitions = await seeder.count();
+        const target = scenario.target === "service" ? service : floor;
+        if (scenario.kind === "list-first" && scenario.target === "service" && !warmingUp) listTotals.set(size, await listTotal(service, authorization));
+        const job: LoadJob = {
+          surface: scenario.surface,
+          operation: operationOf(scenario.kind),
+          baseUrl: target.baseUrl,
+          restPath: scenario.target === "service" ? `/api/asor/v1/${TENANT}/agentDefinition` : `/floor/${TENANT}/agentDefinition`,
+          authorization,
+          tenant: TENANT,
+          connections: options.connections,
+          warmupSeconds: warmingUp ? 0 : options.warmupSeconds,
+          durationSeconds: warmingUp ? options.warmupSeconds : options.durationSeconds,
+          ids,
+          updateNames: names,
+          createPrefix: `${createPrefix} ${jobNumber++}`,
+          limit: PAGE,
+          offset: scenario.kind === "list-deep" ? Math.max(0, definitions - PAGE) : 0,
+        };
+        const measured = await measure(load, job, target.pid, databasePids);
+        if (warmingUp) {
+          await settle(target.pid);
+          // The measured reads must see the round's size exactly.
+          if (index === warmups.length - 1) await seeder.removeCreated(createPrefix);
+          continue;
+        }
+        // A scenario in which no request completes has failed too, even if none was refused.
+        const measurement = measured.requests > 0 ? measured : { ...measured, errors: 1, firstError: `no request completed in ${options.durationSeconds} s` };
+        rows.push({ definitions, size, scenario, measurement });
+        log(describe(scenario, definitions, measurement));
+        const killed = await settle(target.pid);
+        if (killed > 0) log(`  killed ${killed} queries of this scenario still running after it ended`);
+        if (measurement.errors > 0) {
+          failures++;
+          log(`  ${measurement.errors} failed requests; the first: ${measurement.firstError ?? "?"}`);
+          const stderr = target.stderr().trim();
+          if (stderr !== "") log(`  ${target.name}'s stderr ends with:\n${stderr.slice(-2000)}`);
+        }
+      }
+      const removed = await seeder.removeCreated(createPrefix);
+      if (removed > 0) log(`size ${size}: removed the ${removed} definitions the create scenarios made`);
+    }
+    if (rows.some((r) => r.scenario.target === "service") && service.stderr().trim() !== "") log(`the service's stderr:\n${service.stderr().slice(-4000)}`);
+
+    const machine = `${cpus().length} × ${cpus()[0]?.model.trim() ?? "CPU"}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}`;
+    const report = markdownReport(rows, options.sizes, options.surfacesAt, {
+      database: database.description,
+      machine,
+      started: started.toISOString().slice(0, 16).replace("T", " "),
+      options: `${options.connections} connections, ${options.warmupSeconds} s warm-up + ${options.durationSeconds} s per scenario`,
+      listTotals,
+      loadBefore,
+    });
+    console.log(report);
+    if (options.out !== undefined) {
+      await mkdir(options.out, { recursive: true });
+      await writeFile(join(options.out, "results.md"), report);
+      await writeFile(join(options.out, "results.json"), JSON.stringify({ started, database: database.description, machine, options, rows, listTotals: [...listTotals] }, null, 2));
+    }
+    log(`done in ${((Date.now() - started.getTime()) / 1000).toFixed(0)} s; load average now ${loadAverage().toFixed(2)}`);
+    if (failures > 0) log(`${failures} scenario(s) had failed requests`);
+    return failures > 0 ? 1 : 0;
+  } finally {
+    for (const step of cleanup) await step().catch((error: unknown) => log(`cleanup: ${String(error)}`));
+    if (!options.keep) await rm(dataDir, { recursive: true, force: true });
+    else log(`kept ${dataDir} and the database ${options.database}`);
+  }
+}
+
+function describe(scenario: Scenario, definitions: number, m: Measurement): string {
+  const f = (value: number, digits = 0): string => (Number.isFinite(value) ? value.toFixed(digits) : "-");
+  return (
+    `${scenario.id.padEnd(26)} @${String(definitions).padStart(6)}: ${f(m.rps).padStart(5)} rps, p50 ${f(m.p50, 2)} ms, p99 ${f(m.p99, 2)} ms, ` +
+    `${m.errors} errors; CPU server ${f(m.serverCpu)}% db ${f(m.databaseCpu)}% client ${f(m.clientCpu)}% others ${f(m.othersCpu)}%; peak RSS ${f(m.peakRssMib)} MiB`
+  );
+}
+
+/** A seeded row read back through the service must be the document the service itself would have stored. */
+async function checkRoundTrip(service: ServerProcess, authorization: string, seeder: Seeder): Promise<void> {
+  const expected = seeder.expected();
+  if (expected === undefined) return;
+  const response = await fetch(`${service.baseUrl}/api/asor/v1/${TENANT}/agentDefinition/${expected.id}`, { headers: { authorization } });
+  const body = await response.text();
+  if (response.status !== 200 || body !== JSON.stringify(expected.json)) {
+    throw new Error(`A seeded definition does not read back as written: GET ${expected.id} answered ${response.status} ${body.slice(0, 300)}`);
+  }
+}
+
+async function listTotal(service: ServerProcess, authorization: string): Promise<number> {
+  const response = await fetch(`${service.baseUrl}/api/asor/v1/${TENANT}/agentDefinition?limit=1`, { headers: { authorization } });
+  if (response.status !== 200) throw new Error(`GET list answered ${response.status}: ${await response.text()}`);
+  return Number(((await response.json()) as { total: number }).total);
+}
+
+main(parseOptions(process.argv.slice(2))).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    // Driver errors carry their SQL, which for a seeding batch is megabytes long.
+    log((error instanceof Error ? (error.stack ?? error.message) : String(error)).slice(0, 4000));
+    process.exit(1);
+  },
+);

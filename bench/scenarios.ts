@@ -1,0 +1,54 @@
+/** Which scenarios run at each size, and in what order. */
+import type { Operation, Surface } from "./load-job.js";
+
+/** What a scenario does, independent of where it sends it. */
+export type Kind = "get" | "list-first" | "list-deep" | "update" | "create";
+
+/** The service, or the floor server (plain node:http + the driver). */
+export type Target = "service" | "floor";
+
+export interface Scenario {
+  /** `<target> <surface> <kind>`, e.g. `service grpc get`; what --only matches. */
+  readonly id: string;
+  readonly target: Target;
+  readonly surface: Surface;
+  readonly kind: Kind;
+}
+
+export const KINDS: readonly Kind[] = ["create", "update", "get", "list-first", "list-deep"];
+
+export const KIND_LABELS: Record<Kind, string> = {
+  create: "POST, new agent",
+  update: "POST, existing key",
+  get: "GET by id",
+  "list-first": "GET list, first page",
+  "list-deep": "GET list, last page",
+};
+
+export function operationOf(kind: Kind): Operation {
+  return kind === "list-first" || kind === "list-deep" ? "list" : kind;
+}
+
+const scenario = (target: Target, surface: Surface, kind: Kind): Scenario => ({ id: `${target} ${surface} ${kind}`, target, surface, kind });
+
+/**
+ * The scenarios of one size: reads first, while the tenant holds exactly
+ * `size` definitions, then writes (creates add definitions; the next size
+ * tops up from there). Each service scenario is followed by its floor. At
+ * `surfacesAt`, the same operations also run over Connect and gRPC.
+ */
+export function scenariosAt(size: number, surfacesAt: number, only: RegExp | undefined): Scenario[] {
+  const sideBySide = size === surfacesAt;
+  const list: Scenario[] = [];
+  const both = (kind: Kind): void => void list.push(scenario("service", "rest", kind), scenario("floor", "rest", kind));
+  const surfaces = (kind: Kind): void => {
+    if (sideBySide) list.push(scenario("service", "connect", kind), scenario("service", "grpc", kind));
+  };
+  for (const kind of ["get", "list-first", "list-deep"] as const) both(kind);
+  surfaces("get");
+  surfaces("list-first");
+  both("update");
+  both("create");
+  surfaces("create");
+  return only === undefined ? list : list.filter((s) => only.test(s.id));
+}
