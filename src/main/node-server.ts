@@ -108,6 +108,9 @@ export function createNodeServer(app: App): NodeServer {
       socket.setTimeout(0);
       socket.off("timeout", onSilence);
       if (isH2) {
+        // Without TCP_NODELAY, Nagle's algorithm held small gRPC frames ~40 ms (BENCHMARKS.md:
+        // gRPC GET p50 57 -> 8 ms). Sockets handed over by the peeking server never get it set.
+        socket.setNoDelay(true);
         h2.emit("connection", replaying(socket, seen));
       } else {
         socket.pause();

@@ -38,6 +38,7 @@ const unavailableCodes = new Set([
   "PROTOCOL_SEQUENCE_TIMEOUT",
   "ER_CON_COUNT_ERROR", // 1040: the server is full
   "ER_SERVER_SHUTDOWN", // 1053
+  "ER_QUERY_INTERRUPTED", // 1317: the server killed the statement (a timeout, KILL QUERY)
   "ER_CONNECTION_KILLED", // 1927 (MariaDB)
   "CR_CONNECTION_ERROR",
   "CR_CONN_HOST_ERROR",
@@ -45,7 +46,7 @@ const unavailableCodes = new Set([
   "CR_SERVER_LOST",
 ]);
 
-const unavailableErrnos = new Set([1040, 1053, 1927, 2002, 2003, 2006, 2013]);
+const unavailableErrnos = new Set([1040, 1053, 1317, 1927, 2002, 2003, 2006, 2013]);
 
 /** Classifies an error thrown by knex or a driver, looking at every error it wraps. */
 export function classifyDriverError(error: unknown): DriverErrorKind {

@@ -14,7 +14,7 @@ describe("classifyDriverError", () => {
   });
 
   it("reports connection failures and pool timeouts as unavailable", () => {
-    for (const code of ["ECONNREFUSED", "ETIMEDOUT", "PROTOCOL_CONNECTION_LOST", "ER_CON_COUNT_ERROR"]) {
+    for (const code of ["ECONNREFUSED", "ETIMEDOUT", "PROTOCOL_CONNECTION_LOST", "ER_CON_COUNT_ERROR", "ER_QUERY_INTERRUPTED"]) {
       expect(classifyDriverError(withCode(code)), code).toBe("unavailable");
     }
     const poolTimeout = new Error("Knex: Timeout acquiring a connection.");
