@@ -1,16 +1,17 @@
 /**
  * The RPC clients of the load generator, one per surface, each as "call this
  * operation with this request": @grpc/grpc-js over HTTP/2 (built from the
- * generated descriptors, as test/support/grpc-js-client.ts does), and a
+ * generated descriptors with test/support/grpc-js-client.ts), and a
  * Connect client (JSON over HTTP/1.1 keep-alive connections, as a web client
  * speaks it).
  */
 import { Agent } from "node:http";
-import { fromBinary, type Message, type MessageShape, toBinary } from "@bufbuild/protobuf";
+import type { Message } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import { AgentDefinitionService } from "../gen/asor/v1/agent_definition_service_pb.js";
+import { grpcJsServiceDefinition } from "../test/support/grpc-js-client.js";
 
 /** Calls one unary method of AgentDefinitionService; rejects on any RPC error. */
 export type UnaryCall = (method: "getAgentDefinition" | "listAgentDefinitions" | "upsertAgentDefinition", request: Message) => Promise<unknown>;
@@ -22,18 +23,7 @@ export interface RpcClient {
 
 /** One grpc-js channel (one HTTP/2 connection) that every concurrent call shares, as gRPC clients do. */
 export function createGrpcClient(baseUrl: string, authorization: string): RpcClient {
-  const definition: Record<string, grpc.MethodDefinition<Message, Message>> = {};
-  for (const method of AgentDefinitionService.methods) {
-    definition[method.localName] = {
-      path: `/${AgentDefinitionService.typeName}/${method.name}`,
-      requestStream: false,
-      responseStream: false,
-      requestSerialize: (m: Message) => Buffer.from(toBinary(method.input, m as MessageShape<typeof method.input>)),
-      requestDeserialize: (b: Buffer) => fromBinary(method.input, b),
-      responseSerialize: (m: Message) => Buffer.from(toBinary(method.output, m as MessageShape<typeof method.output>)),
-      responseDeserialize: (b: Buffer) => fromBinary(method.output, b),
-    };
-  }
+  const definition = grpcJsServiceDefinition(AgentDefinitionService);
   const Client = grpc.makeGenericClientConstructor(definition, AgentDefinitionService.name);
   const client = new Client(new URL(baseUrl).host, grpc.credentials.createInsecure()) as unknown as grpc.Client &
     Record<string, (req: Message, md: grpc.Metadata, cb: (err: grpc.ServiceError | null, res: Message) => void) => void>;

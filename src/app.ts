@@ -33,11 +33,10 @@ export interface App {
   /** The Connect routes: gRPC, gRPC-Web and Connect. */
   readonly routes: (router: ConnectRouter) => void;
   /**
-   * The REST surface: a Response, or undefined for a path outside it. `values`
-   * are the request's context values (its record), handed on to the RPC.
+   * Every plain HTTP request (not gRPC, gRPC-Web or Connect): operational
+   * endpoints, then REST, else 404. `values` are the request's context values
+   * (its record), handed on to the RPC a REST request calls.
    */
-  readonly handleRest: (request: Request, values?: ContextValues) => Promise<Response | undefined>;
-  /** Every plain HTTP request (not gRPC, gRPC-Web or Connect): operational endpoints, then REST, else 404. */
   readonly handleHttp: (request: Request, values?: ContextValues) => Promise<Response>;
   /** The access log and request metrics: a runtime's edge starts a record per request and finishes it once. */
   readonly requests: RequestTracker;
@@ -108,5 +107,5 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     return (await handleRest(request, values)) ?? notFoundResponse(pathname);
   };
 
-  return { config, logger, authenticator, routes, handleRest, handleHttp, requests, repository, close: () => repository.close() };
+  return { config, logger, authenticator, routes, handleHttp, requests, repository, close: () => repository.close() };
 }

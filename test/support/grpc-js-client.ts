@@ -8,7 +8,8 @@ import { ErrorSchema, ValidationErrorSchema } from "../../gen/asor/v1/error_pb.j
  * An @grpc/grpc-js client for a protobuf-es service, built from the generated
  * descriptors (no proto-loader): each unary method as a promise.
  */
-export function createGrpcJsClient(service: DescService, address: string, authorization?: string) {
+/** A grpc-js service definition for a protobuf-es service: protobuf-es encodes, grpc-js carries. */
+export function grpcJsServiceDefinition(service: DescService): Record<string, grpc.MethodDefinition<Message, Message>> {
   const definition: Record<string, grpc.MethodDefinition<Message, Message>> = {};
   for (const method of service.methods) {
     definition[method.localName] = {
@@ -21,6 +22,11 @@ export function createGrpcJsClient(service: DescService, address: string, author
       responseDeserialize: (b: Buffer) => fromBinary(method.output, b),
     };
   }
+  return definition;
+}
+
+export function createGrpcJsClient(service: DescService, address: string, authorization?: string) {
+  const definition = grpcJsServiceDefinition(service);
   const Client = grpc.makeGenericClientConstructor(definition, service.name);
   const client = new Client(address, grpc.credentials.createInsecure()) as unknown as Record<
     string,
