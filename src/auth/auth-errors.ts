@@ -1,10 +1,7 @@
 /** The errors authentication answers with. None ever contains the token. */
-import { RegistryError } from "../domain/errors.js";
+import { type RegistryError, unavailable } from "../domain/errors.js";
 
-/** 401: the request carries no usable credentials; `message` says what is wrong with them. */
-export function unauthenticated(message: string): RegistryError {
-  return new RegistryError("unauthenticated", "UNAUTHENTICATED", message, [{ code: "UNAUTHENTICATED", message }]);
-}
+export { unauthenticated } from "../domain/errors.js";
 
 /**
  * 503: the issuer (its JWKS or introspection endpoint) could not be asked. The
@@ -12,7 +9,7 @@ export function unauthenticated(message: string): RegistryError {
  */
 export function issuerUnavailable(cause: unknown, token: string): RegistryError {
   const message = "The token issuer could not be reached to check the bearer token; try again later.";
-  return new RegistryError("unavailable", "UNAVAILABLE", message, [], { cause: scrub(cause, token) });
+  return unavailable(scrub(cause, token), message);
 }
 
 /** A copy of an error with only its name, code and message, the token replaced; no payloads or responses. */

@@ -1,26 +1,127 @@
 /**
- * The registry's errors: a closed set of codes, each with one meaning. The
- * transport layer maps each kind to an HTTP status and a gRPC code (one table,
- * src/transport/error-mapping.ts); messages may change, codes may not.
+ * The registry's errors, in one module: the closed set of codes, each with its
+ * one-line meaning, its HTTP status, its gRPC code and the shape of its body;
+ * the error class every deliberate failure is thrown as; and the body that
+ * every surface answers with. Messages may change, codes may not.
+ *
+ * Every endpoint (REST, the RPCs, probes, metrics, OpenAPI, each runtime's
+ * edge) and the OpenAPI generator read ERRORS; no error body is built
+ * anywhere else.
  */
+import type { Code } from "@connectrpc/connect";
 
-/** What went wrong, as a category that decides the status of the answer. */
-export type ErrorKind =
-  | "invalid" // 400: the request breaks the contract
-  | "unauthenticated" // 401
-  | "forbidden" // 403
-  | "not_found" // 404
-  | "already_exists" // 409: what the request would create exists
-  | "conflict" // 409: could not be applied after retries
-  | "too_large" // 413
-  | "unsupported_media_type" // 415
-  | "unavailable" // 503: a dependency (the database) is unreachable
-  | "internal"; // 500: a bug; details go to the log, never to the caller
+/** A gRPC status code by its name in Connect's `Code` enum (`InvalidArgument`, ...). */
+export type GrpcCodeName = keyof typeof Code;
+
+/**
+ * The two body shapes of SPEC.md §7.1: the validation error
+ * (`{error, errors: [{error, code, field, path}]}`) for the statuses the spec
+ * gives it, the plain error (`{error, code}`) for every other one.
+ */
+export type BodyShape = "validation" | "error";
+
+/** How one code is answered. */
+export interface ErrorRow {
+  /** What it means, for the README and the OpenAPI document. */
+  readonly meaning: string;
+  readonly http: number;
+  readonly grpc: GrpcCodeName;
+  readonly body: BodyShape;
+}
+
+/**
+ * Every code an error as a whole can carry, and how each is answered. A code
+ * without a row does not compile.
+ */
+export const ERRORS = {
+  VALIDATION_FAILED: { http: 400, grpc: "InvalidArgument", body: "validation", meaning: "The request breaks the contract; `errors` lists every problem." },
+  A161: { http: 400, grpc: "InvalidArgument", body: "validation", meaning: "A third-party agent selected the host system as its platform." },
+  A2849: {
+    http: 400,
+    grpc: "InvalidArgument",
+    body: "validation",
+    meaning: "The tenant has no agent id sequence generator; one must be created before agents are registered.",
+  },
+  A3015: { http: 400, grpc: "InvalidArgument", body: "validation", meaning: "The externalAgentID is already used by another agent of the same provider." },
+  UNAUTHENTICATED: {
+    http: 401,
+    grpc: "Unauthenticated",
+    body: "validation",
+    meaning: "No valid bearer token: missing, malformed, expired, not yet valid, or not from the trusted issuer.",
+  },
+  PERMISSION_DENIED: {
+    http: 403,
+    grpc: "PermissionDenied",
+    body: "validation",
+    meaning: "The token lacks the security domain the operation needs, or is for another tenant.",
+  },
+  NOT_FOUND: { http: 404, grpc: "NotFound", body: "validation", meaning: "No definition with that id exists in the tenant, or no resource at that path." },
+  TENANT_NOT_FOUND: { http: 404, grpc: "NotFound", body: "validation", meaning: "The tenant has not been set up." },
+  // Unimplemented is what a gRPC server answers for a method it does not serve.
+  METHOD_NOT_ALLOWED: { http: 405, grpc: "Unimplemented", body: "validation", meaning: "A REST path was called with a method it does not serve." },
+  TENANT_EXISTS: { http: 409, grpc: "AlreadyExists", body: "validation", meaning: "A tenant with that name has already been set up." },
+  // A write that kept colliding with concurrent writers: the client may retry (Aborted, as AIP-193 advises).
+  CONFLICT: { http: 409, grpc: "Aborted", body: "validation", meaning: "Concurrent writes to the same key kept colliding; retry the request." },
+  // 413, not 429: the body is too large, not the caller too fast; gRPC has only ResourceExhausted for both.
+  PAYLOAD_TOO_LARGE: { http: 413, grpc: "ResourceExhausted", body: "validation", meaning: "The request body is larger than the configured limit." },
+  // 415 over HTTP; an RPC cannot have a wrong media type by the time it is decoded, so InvalidArgument.
+  UNSUPPORTED_MEDIA_TYPE: {
+    http: 415,
+    grpc: "InvalidArgument",
+    body: "validation",
+    meaning: "The request body is neither application/json nor multipart/form-data.",
+  },
+  INTERNAL: { http: 500, grpc: "Internal", body: "error", meaning: "An unexpected error; it has been logged." },
+  UNAVAILABLE: { http: 503, grpc: "Unavailable", body: "error", meaning: "A dependency (the database, or the token issuer) is unreachable; retry later." },
+  OUTCOME_UNKNOWN: {
+    http: 503,
+    grpc: "Unavailable",
+    body: "error",
+    meaning: "The database became unreachable while committing the write, so it may or may not have been saved; retry (the upsert is idempotent).",
+  },
+} as const satisfies Record<string, ErrorRow>;
+
+/** The code of an error as a whole: the closed set of ERRORS. */
+export type ErrorCode = keyof typeof ERRORS;
+
+/** Codes that only name one problem inside `errors` (never an error as a whole), with their meanings. */
+export const ISSUE_CODES = {
+  MALFORMED_JSON: "The body is not valid JSON.",
+  DUPLICATE_KEY: "A JSON object has the same member twice.",
+  MALFORMED_PROTOBUF: "The protobuf binary message cannot be decoded (broken wire format, or a string that is not valid UTF-8).",
+  TOO_DEEP: "The JSON nests objects and arrays deeper than the limit.",
+  UNKNOWN_FIELD: "The member is not part of the contract.",
+  INVALID_TYPE: "The member has the wrong JSON type.",
+  REQUIRED: "The member is required and missing or empty.",
+  TOO_LONG: "The string is longer than the member allows.",
+  TOO_MANY: "The array has more items than the member allows.",
+  INVALID_UNICODE: "The string is not well-formed Unicode (it has an unpaired surrogate).",
+  PATTERN_MISMATCH: "The string does not have the member's required form.",
+  INVALID_URI: "The string is not an absolute URI.",
+  NOT_ALLOWED: "The value is not one of the member's allowed values.",
+  OUT_OF_RANGE: "The number is outside the member's range.",
+  INVALID_VALUE: "The value breaks a rule of the member.",
+  DUPLICATE_SKILL_ID: "Two skills of one definition have the same id.",
+  DUPLICATE_SKILL_RESOURCE: "Two hostConfig items name the same skill.",
+  UNKNOWN_SKILL: "A hostConfig item names a skill the definition does not have.",
+  UNKNOWN_AGENT: "The id of a definition names no version and no agent in the tenant.",
+  AGENT_MISMATCH: "The id names another agent than the one the key's instance belongs to.",
+  MALFORMED_MULTIPART: "The body is not valid multipart/form-data.",
+} as const satisfies Record<string, string>;
+
+/** The code of one problem in `errors`: an issue code, or a whole-request code repeated for its one item. */
+export type IssueCode = ErrorCode | keyof typeof ISSUE_CODES;
+
+/** Every code a client can meet, with its meaning: what the README documents. */
+export function allCodes(): Record<IssueCode, string> {
+  const whole = Object.fromEntries(Object.entries(ERRORS).map(([code, row]) => [code, row.meaning])) as Record<ErrorCode, string>;
+  return { ...whole, ...ISSUE_CODES };
+}
 
 /** One problem with one member of the request. */
 export interface Issue {
   /** Stable code, e.g. `REQUIRED`, `A3015`. */
-  readonly code: string;
+  readonly code: IssueCode;
   /** What is wrong, for humans. */
   readonly message: string;
   /** The member's name (its JSON name), e.g. `tag`. */
@@ -31,28 +132,76 @@ export interface Issue {
 
 /**
  * An error the registry answers with on purpose. `issues` lists every
- * individual problem; `code` is the code of the error as a whole.
+ * individual problem; `code` is the code of the error as a whole and decides
+ * how it is answered (ERRORS).
  */
 export class RegistryError extends Error {
   override readonly name = "RegistryError";
   constructor(
-    readonly kind: ErrorKind,
-    readonly code: string,
+    readonly code: ErrorCode,
     message: string,
     readonly issues: readonly Issue[] = [],
     options?: { cause?: unknown },
   ) {
     super(message, options);
   }
+
+  /** How this error is answered. */
+  get row(): ErrorRow {
+    return ERRORS[this.code];
+  }
 }
+
+/** The message a caller sees for anything unexpected; the error itself goes to the log only. */
+export const INTERNAL_MESSAGE = "An internal error occurred; it has been logged.";
+
+/** The error a caller sees for `err`: itself when deliberate, else INTERNAL (the original stays as its cause, for the log). */
+export function asRegistryError(err: unknown): RegistryError {
+  return err instanceof RegistryError ? err : new RegistryError("INTERNAL", INTERNAL_MESSAGE, [], { cause: err });
+}
+
+/** Whether an error is the registry's fault or its dependencies', and so belongs in the error log. */
+export function isServerSide(err: RegistryError): boolean {
+  return err.row.http >= 500;
+}
+
+/** One item of a validation error body. */
+export interface ErrorBodyItem {
+  readonly error: string;
+  readonly code: string;
+  readonly field?: string;
+  readonly path?: string;
+}
+
+/** The body of an error answer, in the shape its code says (SPEC.md §7.1). */
+export type ErrorBody = { readonly error: string; readonly errors: readonly ErrorBodyItem[] } | { readonly error: string; readonly code: string };
+
+/** The body every surface answers `err` with: REST as JSON, the RPCs as the error detail. */
+export function errorBody(err: RegistryError): ErrorBody {
+  if (err.row.body === "error") return { error: err.message, code: err.code };
+  const issues = err.issues.length > 0 ? err.issues : [{ code: err.code, message: err.message }];
+  return {
+    error: err.message,
+    errors: issues.map((i) => ({ error: i.message, code: i.code, ...(i.field ? { field: i.field } : {}), ...(i.path ? { path: i.path } : {}) })),
+  };
+}
+
+/** RFC 6750 §3: the Bearer challenge of a 401, and of a 403 (insufficient_scope); undefined for other errors. */
+export function challengeOf(err: RegistryError): string | undefined {
+  if (err.code === "UNAUTHENTICATED") return 'Bearer realm="asor"';
+  if (err.code === "PERMISSION_DENIED") return 'Bearer realm="asor", error="insufficient_scope"';
+  return undefined;
+}
+
+// ---- the errors raised in more than one place ----
 
 /** The request is invalid; every issue is listed. */
 export function invalid(issues: readonly Issue[], message = "The request is invalid."): RegistryError {
-  return new RegistryError("invalid", "VALIDATION_FAILED", message, issues);
+  return new RegistryError("VALIDATION_FAILED", message, issues);
 }
 
 /** Builds an issue for the member at `path` (a JSON path): its field is the last name in the path. */
-export function issueAt(path: string, code: string, message: string): Issue {
+export function issueAt(path: string, code: IssueCode, message: string): Issue {
   const names = path.match(/[A-Za-z_][A-Za-z0-9_]*/g);
   const field = names?.at(-1);
   return field === undefined ? { code, message } : { code, message, field, path };
@@ -60,17 +209,57 @@ export function issueAt(path: string, code: string, message: string): Issue {
 
 export function notFound(what: string, path?: string): RegistryError {
   const issue: Issue = path === undefined ? { code: "NOT_FOUND", message: `${what} was not found.` } : issueAt(path, "NOT_FOUND", `${what} was not found.`);
-  return new RegistryError("not_found", "NOT_FOUND", `${what} was not found.`, [issue]);
+  return new RegistryError("NOT_FOUND", `${what} was not found.`, [issue]);
+}
+
+/** No resource at a path (REST, or a plain HTTP endpoint). */
+export function noResourceAt(pathname: string): RegistryError {
+  return new RegistryError("NOT_FOUND", `No resource at ${pathname}.`);
+}
+
+/** A path served, but not with this method; `allowed` goes into the `Allow` header. */
+export function methodNotAllowed(method: string, allowed: readonly string[]): RegistryError {
+  return new RegistryError("METHOD_NOT_ALLOWED", `${method} is not allowed here; use ${allowed.join(" or ")}.`);
 }
 
 export function tenantNotFound(tenant: string): RegistryError {
   const message = `Tenant "${tenant}" does not exist.`;
-  return new RegistryError("not_found", "TENANT_NOT_FOUND", message, [{ code: "TENANT_NOT_FOUND", message, field: "tenant", path: "tenant" }]);
+  return new RegistryError("TENANT_NOT_FOUND", message, [{ code: "TENANT_NOT_FOUND", message, field: "tenant", path: "tenant" }]);
+}
+
+export function tenantExists(tenant: string, cause?: unknown): RegistryError {
+  const message = `Tenant "${tenant}" already exists.`;
+  return new RegistryError("TENANT_EXISTS", message, [{ code: "TENANT_EXISTS", message, field: "name", path: "name" }], { cause });
+}
+
+/** 401: the request carries no usable credentials; `message` says what is wrong with them. */
+export function unauthenticated(message: string): RegistryError {
+  return new RegistryError("UNAUTHENTICATED", message);
+}
+
+/** 403: the caller is known but may not do this. */
+export function forbidden(message: string): RegistryError {
+  return new RegistryError("PERMISSION_DENIED", message);
+}
+
+/** A body over `limit` bytes. */
+export function tooLarge(limit: number): RegistryError {
+  return new RegistryError("PAYLOAD_TOO_LARGE", `The request body is larger than ${limit} bytes.`);
 }
 
 /** The database could not be reached or did not answer in time. */
-export function unavailable(cause: unknown): RegistryError {
-  return new RegistryError("unavailable", "UNAVAILABLE", "The registry's database is unavailable; try again later.", [], { cause });
+export function unavailable(cause: unknown, message = "The registry's database is unavailable; try again later."): RegistryError {
+  return new RegistryError("UNAVAILABLE", message, [], { cause });
+}
+
+/** What a draining server answers a new request with. */
+export function shuttingDown(): RegistryError {
+  return new RegistryError("UNAVAILABLE", "The service is shutting down; retry on another instance.");
+}
+
+/** Concurrent writers kept colliding on the same key until the retries ran out. */
+export function writeConflict(cause: unknown): RegistryError {
+  return new RegistryError("CONFLICT", "The definition could not be saved because of concurrent changes to the same agent; try again.", [], { cause });
 }
 
 /**
@@ -80,5 +269,5 @@ export function unavailable(cause: unknown): RegistryError {
  */
 export function outcomeUnknown(cause: unknown): RegistryError {
   const message = "The registry's database became unavailable while saving the definition; it may or may not have been saved. Send it again.";
-  return new RegistryError("unavailable", "OUTCOME_UNKNOWN", message, [], { cause });
+  return new RegistryError("OUTCOME_UNKNOWN", message, [], { cause });
 }

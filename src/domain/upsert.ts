@@ -1,5 +1,5 @@
 import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
-import type { AgentRef, UpsertKey } from "../storage/repository.js";
+import type { AgentRef, UpsertKey } from "./records.js";
 import { RegistryError, issueAt } from "./errors.js";
 
 /** The upsert key of a valid definition (SPEC.md §1.4): name, provider organization, version. */
@@ -60,20 +60,20 @@ export interface UpsertPlan {
 export function planUpsert(facts: UpsertFacts): UpsertPlan {
   const linked = facts.linkedAgent;
   if (linked === "unknown") {
-    throw new RegistryError("invalid", "VALIDATION_FAILED", "The id names no agent definition in this tenant.", [
+    throw new RegistryError("VALIDATION_FAILED", "The id names no agent definition in this tenant.", [
       issueAt("id", "UNKNOWN_AGENT", "id names no version and no agent in this tenant; leave it out to create a new agent."),
     ]);
   }
   const existing = facts.existingAgent;
   if (existing !== undefined && linked !== undefined && linked.number !== existing.number) {
     const message = `id names agent ${linked.referenceId}, but this name, provider and version is already a version of ${existing.referenceId}.`;
-    throw new RegistryError("invalid", "VALIDATION_FAILED", message, [issueAt("id", "AGENT_MISMATCH", message)]);
+    throw new RegistryError("VALIDATION_FAILED", message, [issueAt("id", "AGENT_MISMATCH", message)]);
   }
   const agent = existing ?? linked ?? facts.agentByName ?? "new";
   const owner = facts.externalIdOwner;
   if (facts.externalAgentId !== undefined && owner !== undefined && (agent === "new" || owner !== agent.number)) {
     const message = `externalAgentID "${facts.externalAgentId}" is already used by another agent of this provider.`;
-    throw new RegistryError("invalid", "A3015", message, [issueAt("externalAgentID", "A3015", message)]);
+    throw new RegistryError("A3015", message, [issueAt("externalAgentID", "A3015", message)]);
   }
   return {
     write: existing !== undefined ? "update" : "insert",
@@ -85,5 +85,5 @@ export function planUpsert(facts: UpsertFacts): UpsertPlan {
 /** A2849: the tenant cannot register agents before it has a sequence generator. */
 export function noSequenceGenerator(tenant: string): RegistryError {
   const message = `Tenant "${tenant}" has no agent id sequence generator; create one before registering agents.`;
-  return new RegistryError("invalid", "A2849", message, [{ code: "A2849", message }]);
+  return new RegistryError("A2849", message, [{ code: "A2849", message }]);
 }

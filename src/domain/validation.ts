@@ -2,13 +2,13 @@ import { type DescMessage, type Message, type MessageShape } from "@bufbuild/pro
 import type { Path } from "@bufbuild/protobuf/reflect";
 import { createValidator, type Violation } from "@bufbuild/protovalidate";
 import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
-import type { ErrorCode } from "./error-codes.js";
+import type { IssueCode } from "./errors.js";
 import { type Issue, invalid, issueAt } from "./errors.js";
 
 const validator = createValidator();
 
 /** protovalidate rule ids -> our codes. Rules not listed become INVALID_VALUE. */
-const RULE_CODES: Record<string, ErrorCode> = {
+const RULE_CODES: Record<string, IssueCode> = {
   required: "REQUIRED",
   "string.max_len": "TOO_LONG",
   "string.pattern": "PATTERN_MISMATCH",

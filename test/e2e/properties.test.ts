@@ -5,7 +5,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
 import { AgentDefinitionService, UpsertAgentDefinitionRequestSchema } from "../../gen/asor/v1/agent_definition_service_pb.js";
-import { ERROR_CODES } from "../../src/domain/error-codes.js";
+import { allCodes } from "../../src/domain/errors.js";
 import { withAuthorization } from "../support/auth.js";
 import { UPSERT_RPC, postConnectJson } from "../support/connect-json.js";
 import { testDatabases } from "../support/databases.js";
@@ -23,7 +23,7 @@ import { useServer } from "../support/server.js";
 const RUNS = { restValid: 500, connectValid: 400, restInvalid: 600, restText: 300, connectInvalid: 350, connectText: 200, binaryGarbage: 150 };
 
 const PATH = "/api/asor/v1/default/agentDefinition";
-const KNOWN_CODES = new Set(Object.keys(ERROR_CODES));
+const KNOWN_CODES = new Set(Object.keys(allCodes()));
 
 let counter = 0;
 /** A tag unique in this run: keeps upsert keys and externalAgentIDs of different cases apart. */
