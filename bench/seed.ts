@@ -3,8 +3,8 @@
  * straight into `agents` and `agent_definitions`, instead of one upsert
  * transaction per definition. The rows are the ones the service writes for a
  * new agent: a new agent number from the tenant's sequence, a random 32-hex
- * id, and the document the service stores (`withDerivedFields`, then the
- * storage's own `toDocument`). The run checks that a GET of a seeded row
+ * id, and both encodings the service stores (`withDerivedFields`, then the
+ * storage's own `encodeDefinition`). The run checks that a GET of a seeded row
  * answers that document (see `expected`).
  */
 import { randomBytes } from "node:crypto";
@@ -12,11 +12,11 @@ import { clone, fromJson, type JsonObject, type JsonValue, toJson } from "@bufbu
 import type { Knex } from "knex";
 import { AgentDefinitionSchema } from "../gen/asor/v1/agent_definition_pb.js";
 import { withDerivedFields } from "../src/domain/derived-fields.js";
-import { openDatabase, type Dialect } from "../src/storage/connection.js";
-import { agentReferenceId, toDatabaseTimestamp, toDocument } from "../src/storage/rows.js";
+import { type Dialect, openDatabase } from "../src/storage/connection.js";
+import { agentReferenceId, encodeDefinition, toDatabaseTimestamp } from "../src/storage/rows.js";
 import { BENCH_PROVIDER, BENCH_VERSION, benchDefinition } from "./definition.js";
 
-/** Rows per batch: about 2.5 MB of documents, well under MariaDB's default 16 MB max_allowed_packet. */
+/** Rows per batch: about 5 MB of documents (JSON, and binary written as hex), well under MariaDB's default 16 MB max_allowed_packet. */
 const batchSize = 1000;
 /** Rows per INSERT statement on SQLite: knex writes a multi-row insert as a compound SELECT, which SQLite caps at 500 terms. */
 const sqliteRowsPerInsert = 400;
@@ -70,6 +70,7 @@ export async function openSeeder(options: { readonly databaseUrl: string | undef
       input.name = `${SEEDED_NAME_PREFIX}${number}`;
       const definition = await withDerivedFields(input, randomBytes(16).toString("hex"), referenceId);
       if (i === n >> 1) last = { id: definition.id, json: toJson(AgentDefinitionSchema, definition) };
+      const { document, binary } = encodeDefinition(definition);
       agents.push({ tenant, number, reference_id: referenceId, provider_id: BENCH_PROVIDER, name: input.name, created_at: now });
       definitions.push({
         id: definition.id,
@@ -78,7 +79,8 @@ export async function openSeeder(options: { readonly databaseUrl: string | undef
         provider_id: BENCH_PROVIDER,
         version: BENCH_VERSION,
         agent_number: number,
-        document: toDocument(definition),
+        document,
+        document_binary: binary,
         created_at: now,
         updated_at: now,
       });
@@ -98,7 +100,9 @@ export async function openSeeder(options: { readonly databaseUrl: string | undef
         await tx("agents").insert(agents.slice(at, at + perInsert));
         await tx("agent_definitions").insert(rows.slice(at, at + perInsert));
       }
-      await tx("tenants").where({ name: tenant }).update({ next_agent_number: first + n });
+      await tx("tenants")
+        .where({ name: tenant })
+        .update({ next_agent_number: first + n });
     });
   };
 
@@ -151,7 +155,9 @@ export async function openSeeder(options: { readonly databaseUrl: string | undef
         await tx("agents").where({ tenant }).andWhere("name", "like", `${prefix}%`).delete();
         // The created agents were the newest, so numbering goes on from the newest left: no gaps.
         const newest = (await tx("agents").where({ tenant }).max({ m: "number" }).first()) as { m: number | string | null } | undefined;
-        await tx("tenants").where({ name: tenant }).update({ next_agent_number: Number(newest?.m ?? 0) + 1 });
+        await tx("tenants")
+          .where({ name: tenant })
+          .update({ next_agent_number: Number(newest?.m ?? 0) + 1 });
         return removed;
       });
     },

@@ -1,4 +1,3 @@
-import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
 import type {
   GetAgentDefinitionRequest,
   ListAgentDefinitionsRequest,
@@ -13,11 +12,13 @@ import {
 } from "../../gen/asor/v1/agent_definition_service_pb.js";
 import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
 import { withDerivedFields } from "../domain/derived-fields.js";
-import { type Issue, notFound, tenantNotFound } from "../domain/errors.js";
+import { type Issue, notFound } from "../domain/errors.js";
 import { type HostIdentity, hostPlatformIssues } from "../domain/host-platform.js";
 import { type UpsertFacts, idForm, newDefinitionId, noSequenceGenerator, planUpsert, upsertKey } from "../domain/upsert.js";
 import { assertValid, contractIssues, crossFieldIssues, unknownFieldIssues } from "../domain/validation.js";
-import type { AgentDefinitionRepository, AgentRecord, AgentRef, Page, WriteTransaction } from "../storage/repository.js";
+import type { AgentRef, StoredDefinition } from "../domain/records.js";
+import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
+import type { AgentDefinitionRepository, ListResult, Page, WriteTransaction } from "../storage/repository.js";
 
 export const DEFAULT_PAGE_SIZE = 20;
 
@@ -35,18 +36,24 @@ function requestIssues<Desc extends DescMessage>(schema: Desc, request: MessageS
   return [...unknownFieldIssues(schema, request), ...contractIssues(schema, request)].map(relativeToBody);
 }
 
-/** A page of definitions. */
+/** A page of stored definitions, ready to answer. */
 export interface DefinitionPage {
   readonly total: number;
-  readonly data: AgentDefinition[];
+  readonly data: readonly StoredDefinition[];
+}
+
+/** What an upsert stored, and whether it created the instance. */
+export interface Upserted {
+  readonly stored: StoredDefinition;
+  readonly created: boolean;
 }
 
 /** The registry's operations, independent of any transport. Tenants are resolved by the caller. */
 export interface RegistryService {
   list(tenant: string, request: ListAgentDefinitionsRequest): Promise<DefinitionPage>;
-  get(tenant: string, request: GetAgentDefinitionRequest): Promise<AgentDefinition>;
+  get(tenant: string, request: GetAgentDefinitionRequest): Promise<StoredDefinition>;
   listVersions(tenant: string, request: ListAgentDefinitionVersionsRequest): Promise<DefinitionPage>;
-  upsert(tenant: string, request: UpsertAgentDefinitionRequest): Promise<{ definition: AgentDefinition; created: boolean }>;
+  upsert(tenant: string, request: UpsertAgentDefinitionRequest): Promise<Upserted>;
 }
 
 export interface RegistryServiceOptions {
@@ -56,7 +63,7 @@ export interface RegistryServiceOptions {
 }
 
 const pageOf = (request: { limit?: number; offset?: number }): Page => ({ limit: request.limit ?? DEFAULT_PAGE_SIZE, offset: request.offset ?? 0 });
-const toPage = ({ total, items }: { total: number; items: readonly AgentRecord[] }): DefinitionPage => ({ total, data: items.map((r) => r.definition) });
+const toPage = ({ total, items }: ListResult): DefinitionPage => ({ total, data: items });
 
 /**
  * Validation happens before any transaction is opened: a transaction holds a
@@ -65,16 +72,13 @@ const toPage = ({ total, items }: { total: number; items: readonly AgentRecord[]
  * with a pure function (planUpsert), and writes.
  */
 export function createRegistryService({ repository, host }: RegistryServiceOptions): RegistryService {
-  const requireTenant = async (tenant: string): Promise<void> => {
-    if ((await repository.getTenant(tenant)) === undefined) throw tenantNotFound(tenant);
-  };
-
   /** The version an id names: the 32-hex id of a version, or `Agent_ID=...` for the agent's newest version. */
-  const findByAnyId = (tenant: string, id: string): Promise<AgentRecord | undefined> => {
+  const findByAnyId = (tenant: string, id: string): Promise<StoredDefinition | undefined> => {
     const form = idForm(id);
     if (form === "instance") return repository.get(tenant, id);
     if (form === "reference") return repository.getNewestByReference(tenant, id);
-    return Promise.resolve(undefined);
+    // Not an id we could have issued: get finds nothing in one round trip, and says so of an unknown tenant.
+    return repository.get(tenant, id);
   };
 
   const linkedAgent = async (tx: WriteTransaction, id: string): Promise<AgentRef | "unknown"> => {
@@ -83,7 +87,7 @@ export function createRegistryService({ repository, host }: RegistryServiceOptio
     return record?.agent ?? "unknown";
   };
 
-  const upsertIn = async (tx: WriteTransaction, def: AgentDefinition) => {
+  const upsertIn = async (tx: WriteTransaction, def: AgentDefinition): Promise<Upserted> => {
     if (tx.tenant.sequencePrefix === null) throw noSequenceGenerator(tx.tenant.name);
     const key = upsertKey(def);
     const existing = await tx.findByKey(key);
@@ -101,29 +105,26 @@ export function createRegistryService({ repository, host }: RegistryServiceOptio
     const agent = plan.agent === "new" ? await tx.createAgent(key.providerId, key.name) : plan.agent;
     if (plan.claimExternalId && externalAgentId !== undefined) await tx.claimExternalId(key.providerId, externalAgentId, agent.number);
     if (existing !== undefined) {
-      return { record: await tx.update(existing, await withDerivedFields(def, existing.id, agent.referenceId)), created: false };
+      return { stored: await tx.update(existing, withDerivedFields(def, existing.id, agent.referenceId)), created: false };
     }
-    return { record: await tx.insert(key, agent, await withDerivedFields(def, newDefinitionId(), agent.referenceId)), created: true };
+    return { stored: await tx.insert(key, agent, withDerivedFields(def, newDefinitionId(), agent.referenceId)), created: true };
   };
 
   return {
     async list(tenant, request) {
       assertValid(requestIssues(ListAgentDefinitionsRequestSchema, request));
-      await requireTenant(tenant);
       return toPage(await repository.list(tenant, pageOf(request)));
     },
 
     async get(tenant, request) {
       assertValid(requestIssues(GetAgentDefinitionRequestSchema, request));
-      await requireTenant(tenant);
-      const record = await findByAnyId(tenant, request.id);
-      if (record === undefined) throw notFound(`Agent definition "${request.id}"`, "id");
-      return record.definition;
+      const stored = await findByAnyId(tenant, request.id);
+      if (stored === undefined) throw notFound(`Agent definition "${request.id}"`, "id");
+      return stored;
     },
 
     async listVersions(tenant, request) {
       assertValid(requestIssues(ListAgentDefinitionVersionsRequestSchema, request));
-      await requireTenant(tenant);
       const record = await findByAnyId(tenant, request.id);
       if (record === undefined) throw notFound(`Agent "${request.id}"`, "id");
       return toPage(await repository.listVersions(tenant, record.agent.number, pageOf(request)));
@@ -136,8 +137,7 @@ export function createRegistryService({ repository, host }: RegistryServiceOptio
         ...(def ? [...crossFieldIssues(def), ...hostPlatformIssues(def, host)] : []),
       ]);
       if (def === undefined) throw new Error("unreachable: a missing definition is a validation issue");
-      const { record, created } = await repository.write(tenant, (tx) => upsertIn(tx, def));
-      return { definition: record.definition, created };
+      return repository.write(tenant, (tx) => upsertIn(tx, def));
     },
   };
 }

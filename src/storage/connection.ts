@@ -4,8 +4,8 @@
  */
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import knex from "knex";
 import type { Knex } from "knex";
+import knex from "knex";
 
 /** Which SQL dialect a knex instance speaks; queries branch on it where the two differ. */
 export type Dialect = "mysql" | "sqlite";

@@ -3,25 +3,17 @@
  */
 import type { Knex } from "knex";
 import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
-import { RegistryError, outcomeUnknown, tenantNotFound, unavailable } from "../domain/errors.js";
-import { openDatabase } from "./connection.js";
+import { outcomeUnknown, RegistryError, tenantExists, tenantNotFound, unavailable, writeConflict } from "../domain/errors.js";
 import type { Database, StorageOptions } from "./connection.js";
+import { openDatabase } from "./connection.js";
 import { classifyDriverError, isDuplicateKey } from "./driver-errors.js";
 import { migrateToLatest } from "./migrations/index.js";
+import type { QueryContext, ReadContext } from "./queries.js";
 import * as queries from "./queries.js";
-import type { QueryContext } from "./queries.js";
-import { agentReferenceId, fromDatabaseInteger, toAgentRecord, toAgentRef, toDatabaseTimestamp, toDocument, toTenant } from "./rows.js";
-import type {
-  AgentDefinitionRepository,
-  AgentRecord,
-  AgentRef,
-  ListResult,
-  Page,
-  PoolStats,
-  Tenant,
-  UpsertKey,
-  WriteTransaction,
-} from "./repository.js";
+import { driverRunner } from "./read-runner.js";
+import type { AgentDefinitionRepository, AgentRef, InstanceRef, ListResult, Page, PoolStats, StoredDefinition, Tenant, UpsertKey, WriteTransaction } from "./repository.js";
+import type { DefinitionReadRow } from "./rows.js";
+import { agentReferenceId, encodeDefinition, fromDatabaseInteger, toAgentRef, toDatabaseTimestamp, toInstanceRef, toStoredDefinition, toTenant } from "./rows.js";
 
 export type { StorageOptions } from "./connection.js";
 export { defaultSequencePrefix, defaultTenant } from "./migrations/0002-seed-default-tenant.js";
@@ -65,6 +57,8 @@ export async function createKnexRepository(options: StorageOptions): Promise<Age
 class KnexRepository implements AgentDefinitionRepository {
   readonly #db: Knex;
   readonly #context: QueryContext;
+  /** The hot reads: SQL built here, once, and run through the driver (read-runner.ts). */
+  readonly #reads: ReadContext;
   readonly #transactionConfig: Knex.TransactionConfig;
   /** The `SELECT 1` in flight: concurrent pings share it, so probes never pile up queries on a slow database. */
   #ping: Promise<void> | undefined;
@@ -72,6 +66,7 @@ class KnexRepository implements AgentDefinitionRepository {
   constructor({ db, dialect }: Database) {
     this.#db = db;
     this.#context = { tx: db, dialect };
+    this.#reads = { run: driverRunner(db, dialect), statements: queries.readStatements(dialect) };
     // READ COMMITTED on MySQL: a locking read that finds nothing takes no gap lock. Under
     // REPEATABLE READ the gap locks of writers creating different new agents deadlock against
     // the tenant row that numbers them, and 200 writers on 10 keys ran out of retries. Here
@@ -96,15 +91,7 @@ class KnexRepository implements AgentDefinitionRepository {
         // Lost while COMMIT was on its way, the write may have been committed: say so, not "failed".
         if (kind === "unavailable") throw committing ? outcomeUnknown(error) : unavailable(error);
         if (kind !== "retryable") throw error;
-        if (attempt >= writeAttempts) {
-          throw new RegistryError(
-            "conflict",
-            "CONFLICT",
-            "The definition could not be saved because of concurrent changes to the same agent; try again.",
-            [],
-            { cause: error },
-          );
-        }
+        if (attempt >= writeAttempts) throw writeConflict(error);
         await sleep(backoffMillis(attempt));
       }
     }
@@ -128,32 +115,31 @@ class KnexRepository implements AgentDefinitionRepository {
     }
   }
 
-  async get(tenant: string, id: string): Promise<AgentRecord | undefined> {
-    // Not an id we could have issued; also keeps non-ASCII out of a comparison with the ASCII id column.
-    if (!instanceId.test(id)) return undefined;
-    const row = await guard(() => queries.findById(this.#context, tenant, id));
-    return row === undefined ? undefined : toAgentRecord(row);
+  async get(tenant: string, id: string): Promise<StoredDefinition | undefined> {
+    // An id we could not have issued (which also keeps non-ASCII out of a comparison with the
+    // ASCII id column) is looked up as "", which no row has: the same one statement still
+    // tells an unknown tenant from an unknown id.
+    const rows = await guard(() => queries.readById(this.#reads, tenant, instanceId.test(id) ? id : ""));
+    return oneOf(tenant, rows);
   }
 
-  async getNewestByReference(tenant: string, referenceId: string): Promise<AgentRecord | undefined> {
-    const row = await guard(() => queries.findNewestByReference(this.#context, tenant, referenceId));
-    return row === undefined ? undefined : toAgentRecord(row);
+  async getNewestByReference(tenant: string, referenceId: string): Promise<StoredDefinition | undefined> {
+    const rows = await guard(() => queries.readNewestByReference(this.#reads, tenant, referenceId));
+    return oneOf(tenant, rows);
   }
 
   async list(tenant: string, page: Page): Promise<ListResult> {
     const { limit, offset } = normalise(page);
-    const total = await guard(() => queries.countDefinitions(this.#context, tenant));
-    // A zero limit still answers the total; knex would drop a LIMIT 0 and return everything.
-    const rows = limit === 0 || offset >= total ? [] : await guard(() => queries.listByTenant(this.#context, tenant, limit, offset));
-    return { total, items: rows.map(toAgentRecord) };
+    const rows = await guard(() => queries.readPageOfTenant(this.#reads, tenant, limit, offset));
+    return pageOf(tenant, rows);
   }
 
   async listVersions(tenant: string, agentNumber: number, page: Page): Promise<ListResult> {
     const { limit, offset } = normalise(page);
-    if (!Number.isSafeInteger(agentNumber)) return { total: 0, items: [] };
-    const total = await guard(() => queries.countDefinitions(this.#context, tenant, agentNumber));
-    const rows = limit === 0 || offset >= total ? [] : await guard(() => queries.listByAgent(this.#context, tenant, agentNumber, limit, offset));
-    return { total, items: rows.map(toAgentRecord) };
+    // Agents are numbered from 1, so 0 stands for a number no agent can have; the tenant is still checked.
+    const agent = Number.isSafeInteger(agentNumber) ? agentNumber : 0;
+    const rows = await guard(() => queries.readPageOfAgent(this.#reads, tenant, agent, limit, offset));
+    return pageOf(tenant, rows);
   }
 
   async getTenant(tenant: string): Promise<Tenant | undefined> {
@@ -171,12 +157,7 @@ class KnexRepository implements AgentDefinitionRepository {
         created_at: toDatabaseTimestamp(createdAt),
       });
     } catch (error) {
-      if (isDuplicateKey(error)) {
-        const message = `Tenant "${name}" already exists.`;
-        throw new RegistryError("already_exists", "TENANT_EXISTS", message, [{ code: "TENANT_EXISTS", message, field: "name", path: "name" }], {
-          cause: error,
-        });
-      }
+      if (isDuplicateKey(error)) throw tenantExists(name, error);
       throw translate(error);
     }
     return { name, sequencePrefix, nextAgentNumber: 1, createdAt };
@@ -252,20 +233,20 @@ class KnexWriteTransaction implements WriteTransaction {
     this.tenant = tenant;
   }
 
-  async findByKey(key: UpsertKey): Promise<AgentRecord | undefined> {
+  async findByKey(key: UpsertKey): Promise<InstanceRef | undefined> {
     const row = await this.#run((context) => queries.findByKeyForUpdate(context, this.tenant.name, key));
-    return row === undefined ? undefined : toAgentRecord(row);
+    return row === undefined ? undefined : toInstanceRef(row);
   }
 
-  async findById(id: string): Promise<AgentRecord | undefined> {
+  async findById(id: string): Promise<InstanceRef | undefined> {
     if (!instanceId.test(id)) return undefined;
-    const row = await this.#run((context) => queries.findById(context, this.tenant.name, id));
-    return row === undefined ? undefined : toAgentRecord(row);
+    const row = await this.#run((context) => queries.findInstanceById(context, this.tenant.name, id));
+    return row === undefined ? undefined : toInstanceRef(row);
   }
 
-  async findNewestByReference(referenceId: string): Promise<AgentRecord | undefined> {
-    const row = await this.#run((context) => queries.findNewestByReference(context, this.tenant.name, referenceId));
-    return row === undefined ? undefined : toAgentRecord(row);
+  async findNewestByReference(referenceId: string): Promise<InstanceRef | undefined> {
+    const row = await this.#run((context) => queries.findNewestInstanceByReference(context, this.tenant.name, referenceId));
+    return row === undefined ? undefined : toInstanceRef(row);
   }
 
   async findAgentByName(providerId: string, name: string): Promise<AgentRef | undefined> {
@@ -321,12 +302,14 @@ class KnexWriteTransaction implements WriteTransaction {
     );
   }
 
-  async insert(key: UpsertKey, agent: AgentRef, definition: AgentDefinition): Promise<AgentRecord> {
+  async insert(key: UpsertKey, agent: AgentRef, definition: AgentDefinition): Promise<StoredDefinition> {
     if (!instanceId.test(definition.id)) {
       throw new Error(`insert() was given "${definition.id}" as a new instance id; expected 32 lowercase hex characters.`);
     }
     const tenant = this.tenant.name;
     const now = new Date();
+    const timestamp = toDatabaseTimestamp(now);
+    const { document, json, binary } = encodeDefinition(definition);
     await this.#run((context) =>
       queries.insertDefinition(context, {
         id: definition.id,
@@ -335,15 +318,16 @@ class KnexWriteTransaction implements WriteTransaction {
         provider_id: key.providerId,
         version: key.version,
         agent_number: agent.number,
-        document: toDocument(definition),
-        created_at: toDatabaseTimestamp(now),
-        updated_at: toDatabaseTimestamp(now),
+        document,
+        document_binary: binary,
+        created_at: timestamp,
+        updated_at: timestamp,
       }),
     );
-    return { id: definition.id, tenant, agent, definition, createdAt: now, updatedAt: now };
+    return { id: definition.id, tenant, agent, json, binary, createdAt: now, updatedAt: now };
   }
 
-  async update(existing: AgentRecord, definition: AgentDefinition): Promise<AgentRecord> {
+  async update(existing: InstanceRef, definition: AgentDefinition): Promise<StoredDefinition> {
     if (existing.tenant !== this.tenant.name) {
       throw new Error(`update() was given an instance of tenant "${existing.tenant}" in a transaction on "${this.tenant.name}".`);
     }
@@ -352,8 +336,9 @@ class KnexWriteTransaction implements WriteTransaction {
       throw new Error(`update() was given id "${definition.id}" for the existing instance "${existing.id}".`);
     }
     const now = new Date();
-    await this.#run((context) => queries.updateDocument(context, existing.tenant, existing.id, toDocument(definition), toDatabaseTimestamp(now)));
-    return { ...existing, definition, updatedAt: now };
+    const { document, json, binary } = encodeDefinition(definition);
+    await this.#run((context) => queries.updateDocument(context, existing.tenant, existing.id, { document, document_binary: binary, updated_at: toDatabaseTimestamp(now) }));
+    return { id: existing.id, tenant: existing.tenant, agent: existing.agent, json, binary, createdAt: existing.createdAt, updatedAt: now };
   }
 
   /** Rethrows the failure that doomed this attempt, if any. */
@@ -378,8 +363,33 @@ class KnexWriteTransaction implements WriteTransaction {
   }
 }
 
+/** The one instance a hot read found, or undefined; `TENANT_NOT_FOUND` when it found no tenant row. */
+function oneOf(tenant: string, rows: readonly DefinitionReadRow[]): StoredDefinition | undefined {
+  const [row] = rows;
+  if (row === undefined) throw tenantNotFound(tenant);
+  return toStoredDefinition(tenant, row);
+}
+
+/** The page a hot read found, with its total; `TENANT_NOT_FOUND` when it found no tenant row. */
+function pageOf(tenant: string, rows: readonly DefinitionReadRow[]): ListResult {
+  const [first] = rows;
+  if (first === undefined) throw tenantNotFound(tenant);
+  const items: StoredDefinition[] = [];
+  for (const row of rows) {
+    const stored = toStoredDefinition(tenant, row);
+    if (stored !== undefined) items.push(stored);
+  }
+  // mysql2 answers COUNT(*) as a number or, for BIGINT with supportBigNumbers, possibly a string.
+  return { total: fromDatabaseInteger(first.total ?? 0), items };
+}
+
 function normalise(page: Page): { limit: number; offset: number } {
-  return { limit: Math.max(0, Math.trunc(page.limit)), offset: Math.max(0, Math.trunc(page.offset)) };
+  return { limit: countOf(page.limit), offset: countOf(page.offset) };
+}
+
+/** A whole number from 0 to 2^53 - 1: what both databases take for LIMIT and OFFSET, bound as it is into SQL. */
+function countOf(value: number): number {
+  return Number.isNaN(value) ? 0 : Math.min(Math.max(0, Math.trunc(value)), Number.MAX_SAFE_INTEGER);
 }
 
 /** Runs a read, turning connection failures into `UNAVAILABLE`. */

@@ -14,9 +14,9 @@
  */
 import type { Knex } from "knex";
 import type { Dialect } from "./connection.js";
-import { fromDatabaseInteger } from "./rows.js";
-import type { AgentDefinitionRow, AgentExternalIdRow, AgentRow, NewAgentDefinitionRow, TenantRow } from "./rows.js";
 import type { UpsertKey } from "./repository.js";
+import type { AgentExternalIdRow, AgentRow, DefinitionReadRow, InstanceRow, NewAgentDefinitionRow, TenantRow } from "./rows.js";
+import { fromDatabaseInteger } from "./rows.js";
 
 /** Where a query runs. */
 export interface QueryContext {
@@ -30,20 +30,8 @@ const externalIds = "agent_external_ids";
 const definitions = "agent_definitions";
 
 const tenantColumns = ["name", "sequence_prefix", "next_agent_number", "created_at"];
-const ownDefinitionColumns = ["id", "seq", "tenant", "name", "provider_id", "version", "agent_number", "document", "created_at", "updated_at"];
-const definitionColumns = [
-  "d.id",
-  "d.seq",
-  "d.tenant",
-  "d.name",
-  "d.provider_id",
-  "d.version",
-  "d.agent_number",
-  "a.reference_id",
-  "d.document",
-  "d.created_at",
-  "d.updated_at",
-];
+/** What a write needs to know about an instance: never its document. */
+const instanceColumns = ["d.id", "d.tenant", "d.agent_number", "a.reference_id", "d.created_at", "d.updated_at"];
 
 function lockedOnMysql<T extends Knex.QueryBuilder>(query: T, dialect: Dialect): T {
   if (dialect === "mysql") query.forUpdate();
@@ -73,15 +61,14 @@ export async function insertTenant({ tx }: QueryContext, row: TenantRow): Promis
  * and raises it. The increment rolls back with the transaction, so numbers
  * have no gaps.
  */
-export async function takeAgentNumber(
-  { tx, dialect }: QueryContext,
-  tenant: string,
-): Promise<{ number: number; prefix: string | null }> {
+export async function takeAgentNumber({ tx, dialect }: QueryContext, tenant: string): Promise<{ number: number; prefix: string | null }> {
   const query = tx(tenants).select(["sequence_prefix", "next_agent_number"]).where({ name: tenant });
   const row = (await lockedOnMysql(query, dialect).first()) as Pick<TenantRow, "sequence_prefix" | "next_agent_number"> | undefined;
   if (row === undefined) throw new Error(`Tenant "${tenant}" vanished inside its own write transaction.`);
   const number = fromDatabaseInteger(row.next_agent_number);
-  const count = await tx(tenants).where({ name: tenant, next_agent_number: number }).update({ next_agent_number: number + 1 });
+  const count = await tx(tenants)
+    .where({ name: tenant, next_agent_number: number })
+    .update({ next_agent_number: number + 1 });
   if (count !== 1) throw new Error(`Expected to raise the agent sequence of tenant "${tenant}" once, raised ${count}.`);
   return { number, prefix: row.sequence_prefix };
 }
@@ -99,12 +86,7 @@ export async function lockAgentSequence({ tx, dialect }: QueryContext, tenant: s
 // ---- agents ----
 
 /** The agent whose first version had this provider and name, locked on MySQL. */
-export async function findAgentByNameForUpdate(
-  { tx, dialect }: QueryContext,
-  tenant: string,
-  providerId: string,
-  name: string,
-): Promise<Pick<AgentRow, "number" | "reference_id"> | undefined> {
+export async function findAgentByNameForUpdate({ tx, dialect }: QueryContext, tenant: string, providerId: string, name: string): Promise<Pick<AgentRow, "number" | "reference_id"> | undefined> {
   const query = tx(agents).select(["number", "reference_id"]).where({ tenant, provider_id: providerId, name });
   return (await lockedOnMysql(query, dialect).first()) as Pick<AgentRow, "number" | "reference_id"> | undefined;
 }
@@ -132,49 +114,43 @@ export async function insertExternalId({ tx }: QueryContext, row: AgentExternalI
   await tx(externalIds).insert(row);
 }
 
-// ---- definitions ----
+// ---- definitions, inside a write ----
 
-/** Definitions joined with their agents, as `d` and `a`. */
-function definitionsWithAgents(tx: Knex | Knex.Transaction): Knex.QueryBuilder {
+/** Definitions joined with their agents, as `d` and `a`, selecting what a write decides on. */
+function instancesWithAgents(tx: Knex | Knex.Transaction): Knex.QueryBuilder {
   return tx({ d: definitions })
     .join({ a: agents }, function joinAgent() {
       this.on("a.tenant", "=", "d.tenant").andOn("a.number", "=", "d.agent_number");
     })
-    .select(definitionColumns);
+    .select(instanceColumns);
 }
 
 /**
- * The row holding `key`, locked on MySQL. Only the definition row is locked,
- * not its agent (a locking join would lock both, and a creator of a version
- * locks the agent first and then the key's index entry: a deadlock). Agents
- * never change once written, so reading the reference id unlocked is exact.
- * When no row holds the key nothing is locked under READ COMMITTED: a racing
- * insert of the same key fails on the unique index and its work runs again.
+ * The instance holding `key`, locked on MySQL. Only the definition row is
+ * locked, not its agent (a locking join would lock both, and a creator of a
+ * version locks the agent first and then the key's index entry: a deadlock).
+ * Agents never change once written, so reading the reference id unlocked is
+ * exact. When no row holds the key nothing is locked under READ COMMITTED: a
+ * racing insert of the same key fails on the unique index and its work runs
+ * again.
  */
-export async function findByKeyForUpdate({ tx, dialect }: QueryContext, tenant: string, key: UpsertKey): Promise<AgentDefinitionRow | undefined> {
-  const query = tx(definitions)
-    .select(ownDefinitionColumns)
-    .where({ tenant, name: key.name, provider_id: key.providerId, version: key.version });
-  const row = (await lockedOnMysql(query, dialect).first()) as Omit<AgentDefinitionRow, "reference_id"> | undefined;
+export async function findByKeyForUpdate({ tx, dialect }: QueryContext, tenant: string, key: UpsertKey): Promise<InstanceRow | undefined> {
+  const query = tx(definitions).select(["id", "tenant", "agent_number", "created_at", "updated_at"]).where({ tenant, name: key.name, provider_id: key.providerId, version: key.version });
+  const row = (await lockedOnMysql(query, dialect).first()) as Omit<InstanceRow, "reference_id"> | undefined;
   if (row === undefined) return undefined;
-  const agent = (await tx(agents).select(["reference_id"]).where({ tenant, number: row.agent_number }).first()) as
-    | Pick<AgentRow, "reference_id">
-    | undefined;
+  const agent = (await tx(agents).select(["reference_id"]).where({ tenant, number: row.agent_number }).first()) as Pick<AgentRow, "reference_id"> | undefined;
   if (agent === undefined) throw new Error(`Agent ${String(row.agent_number)} of definition ${row.id} is missing.`);
   return { ...row, reference_id: agent.reference_id };
 }
 
-/** The row with this id in this tenant. */
-export async function findById({ tx }: QueryContext, tenant: string, id: string): Promise<AgentDefinitionRow | undefined> {
-  return (await definitionsWithAgents(tx).where({ "d.tenant": tenant, "d.id": id }).first()) as AgentDefinitionRow | undefined;
+/** The instance with this id in this tenant. */
+export async function findInstanceById({ tx }: QueryContext, tenant: string, id: string): Promise<InstanceRow | undefined> {
+  return (await instancesWithAgents(tx).where({ "d.tenant": tenant, "d.id": id }).first()) as InstanceRow | undefined;
 }
 
-/** The newest row (highest seq) of the agent with this reference id. */
-export async function findNewestByReference({ tx }: QueryContext, tenant: string, referenceId: string): Promise<AgentDefinitionRow | undefined> {
-  return (await definitionsWithAgents(tx)
-    .where({ "a.tenant": tenant, "a.reference_id": referenceId })
-    .orderBy("d.seq", "desc")
-    .first()) as AgentDefinitionRow | undefined;
+/** The newest instance (highest seq) of the agent with this reference id. */
+export async function findNewestInstanceByReference({ tx }: QueryContext, tenant: string, referenceId: string): Promise<InstanceRow | undefined> {
+  return (await instancesWithAgents(tx).where({ "a.tenant": tenant, "a.reference_id": referenceId }).orderBy("d.seq", "desc").first()) as InstanceRow | undefined;
 }
 
 /** Inserts a new row. No `returning()`: MySQL has none, and the caller knows every value. */
@@ -185,33 +161,113 @@ export async function insertDefinition({ tx, dialect }: QueryContext, row: NewAg
   await tx(definitions).insert({ ...row, ...seq });
 }
 
-/** Replaces the document of an existing row; its id, key, agent and creation time stay. */
-export async function updateDocument({ tx }: QueryContext, tenant: string, id: string, document: string, updatedAt: string): Promise<void> {
-  const count = await tx(definitions).where({ tenant, id }).update({ document, updated_at: updatedAt });
+/** Replaces both encodings of an existing row, together; its id, key, agent and creation time stay. */
+export async function updateDocument({ tx }: QueryContext, tenant: string, id: string, content: Pick<NewAgentDefinitionRow, "document" | "document_binary" | "updated_at">): Promise<void> {
+  const count = await tx(definitions).where({ tenant, id }).update(content);
   if (count !== 1) throw new Error(`Expected to update one agent definition row, updated ${count}.`);
 }
 
-/** How many definitions the tenant has (of one agent, when `agentNumber` is given). */
-export async function countDefinitions({ tx }: QueryContext, tenant: string, agentNumber?: number): Promise<number> {
-  const query = tx(definitions).where({ tenant });
-  if (agentNumber !== undefined) query.andWhere({ agent_number: agentNumber });
-  const row = (await query.count({ total: "*" }).first()) as { total: number | string | bigint } | undefined;
-  // mysql2 answers COUNT(*) as a number or, for BIGINT with supportBigNumbers, possibly a string.
-  return Number(row?.total ?? 0);
+// ---- hot reads ----
+//
+// The reads every GET runs. Their SQL is written out here per dialect and built once, when the
+// repository is created (readStatements), then run with bindings only (read-runner.ts): no query
+// builder and no SQL compilation per request. Each starts from the tenant's row, so one statement both checks
+// that the tenant exists and reads: no row at all means no such tenant; a row whose definition
+// columns are null means the tenant exists but holds nothing that matches.
+
+/** Runs one of readStatements' statements with its bindings and answers its rows. */
+export type RunRead = (sql: string, bindings: readonly ReadBinding[]) => Promise<DefinitionReadRow[]>;
+
+/** What the hot reads bind: tenant names, ids and numbers. */
+export type ReadBinding = string | number;
+
+/** Where a hot read runs: the runner, and the statements built for its dialect. */
+export interface ReadContext {
+  readonly run: RunRead;
+  readonly statements: ReadStatements;
 }
 
-/** A page of the tenant's rows in insertion order. */
-export async function listByTenant({ tx }: QueryContext, tenant: string, limit: number, offset: number): Promise<AgentDefinitionRow[]> {
-  // The page's ids come from the (tenant, seq) index alone; only those rows are then read
-  // and joined. OFFSET over the joined rows made MariaDB read and sort whole documents:
-  // 16 s for the last page of 100,000 definitions (BENCHMARKS.md).
-  const page = tx(definitions).select("id").where({ tenant }).orderBy("seq", "asc").limit(limit).offset(offset).as("p");
-  return (await definitionsWithAgents(tx).join(page, "p.id", "d.id").orderBy("d.seq", "asc")) as AgentDefinitionRow[];
+/** The SQL of the hot reads, for one dialect. */
+export interface ReadStatements {
+  /** Bindings: id, tenant. */
+  readonly byId: string;
+  /** Bindings: reference id, tenant. */
+  readonly newestByReference: string;
+  /** Bindings: tenant, tenant, limit, offset, tenant. */
+  readonly pageOfTenant: string;
+  /** Bindings: tenant, agent number, tenant, agent number, limit, offset, tenant. */
+  readonly pageOfAgent: string;
 }
 
-/** A page of one agent's rows, newest first. */
-export async function listByAgent({ tx }: QueryContext, tenant: string, agentNumber: number, limit: number, offset: number): Promise<AgentDefinitionRow[]> {
-  // As listByTenant: the page's ids from the (tenant, agent_number, seq) index first.
-  const page = tx(definitions).select("id").where({ tenant, agent_number: agentNumber }).orderBy("seq", "desc").limit(limit).offset(offset).as("p");
-  return (await definitionsWithAgents(tx).join(page, "p.id", "d.id").orderBy("d.seq", "desc")) as AgentDefinitionRow[];
+/** Builds the hot reads' SQL for `dialect`; the repository does it once. */
+export function readStatements(dialect: Dialect): ReadStatements {
+  // Both encodings come back as Buffers, answered as they are: MySQL's document is a LONGBLOB,
+  // SQLite's TEXT is read as a BLOB (migration 0006 says why, with measurements).
+  const json = dialect === "mysql" ? "d.document" : "CAST(d.document AS BLOB)";
+  const columns = `d.id, d.agent_number, a.reference_id, ${json} AS document_json, d.document_binary, d.created_at, d.updated_at`;
+  const agentOfDefinition = `LEFT JOIN ${agents} a ON a.tenant = d.tenant AND a.number = d.agent_number`;
+  // A page: its ids from the (tenant, seq) or (tenant, agent_number, seq) index alone, then only
+  // those rows read and joined (OFFSET over the joined rows made MariaDB read and sort whole
+  // documents: 16 s for the last page of 100,000 definitions, BENCHMARKS.md). The total is an
+  // uncorrelated scalar subquery, which both databases run once per statement, not per row (as
+  // a derived table, MariaDB re-checked the tenant on each of the 100,000 index entries it
+  // counted: 3 ms more). No ORDER BY outside: the page's rows are the right ones (the LIMIT is
+  // inside), and sorting them after the outer join took MariaDB a temporary table with the
+  // documents in it, 0.25 ms of its 0.4 ms per page of 20 (ANALYZE); inPageOrder puts the 20
+  // in order instead. An empty page (limit 0, or past the end) is the tenant's row with the total
+  // and nulls.
+  const page = (where: string, direction: "ASC" | "DESC") => `
+    SELECT (SELECT COUNT(*) FROM ${definitions} WHERE ${where}) AS total, d.seq, ${columns}
+    FROM ${tenants} t
+    LEFT JOIN (SELECT id FROM ${definitions} WHERE ${where} ORDER BY seq ${direction} LIMIT ? OFFSET ?) p ON 1 = 1
+    LEFT JOIN ${definitions} d ON d.id = p.id
+    ${agentOfDefinition}
+    WHERE t.name = ?`;
+  return {
+    byId: `
+      SELECT ${columns}
+      FROM ${tenants} t
+      LEFT JOIN ${definitions} d ON d.tenant = t.name AND d.id = ?
+      ${agentOfDefinition}
+      WHERE t.name = ?`,
+    // The newest version's id from the (tenant, agent_number, seq) index, then that one row by
+    // its primary key. Joined to every version and sorted (ORDER BY d.seq DESC LIMIT 1), MariaDB
+    // chose to read the whole tenant through its (tenant, seq) index into a temporary table
+    // with the documents in it: 1.6 ms at 1,000 definitions, against 0.05 ms (ANALYZE).
+    newestByReference: `
+      SELECT ${columns}
+      FROM ${tenants} t
+      LEFT JOIN ${agents} a ON a.tenant = t.name AND a.reference_id = ?
+      LEFT JOIN ${definitions} d ON d.id = (
+        SELECT n.id FROM ${definitions} n WHERE n.tenant = a.tenant AND n.agent_number = a.number ORDER BY n.seq DESC LIMIT 1
+      )
+      WHERE t.name = ?`,
+    pageOfTenant: page("tenant = ?", "ASC"),
+    pageOfAgent: page("tenant = ? AND agent_number = ?", "DESC"),
+  };
+}
+
+/** The tenant's row, with the instance with this id if the tenant holds one. */
+export function readById({ run, statements }: ReadContext, tenant: string, id: string): Promise<DefinitionReadRow[]> {
+  return run(statements.byId, [id, tenant]);
+}
+
+/** The tenant's row, with the newest instance of the agent with this reference id if there is one. */
+export function readNewestByReference({ run, statements }: ReadContext, tenant: string, referenceId: string): Promise<DefinitionReadRow[]> {
+  return run(statements.newestByReference, [referenceId, tenant]);
+}
+
+/** A page of the tenant's instances in insertion order, each row with the total; one row of nulls and the total when the page is empty. */
+export async function readPageOfTenant({ run, statements }: ReadContext, tenant: string, limit: number, offset: number): Promise<DefinitionReadRow[]> {
+  return inPageOrder(await run(statements.pageOfTenant, [tenant, tenant, limit, offset, tenant]), 1);
+}
+
+/** A page of one agent's instances, newest first, as readPageOfTenant. */
+export async function readPageOfAgent({ run, statements }: ReadContext, tenant: string, agentNumber: number, limit: number, offset: number): Promise<DefinitionReadRow[]> {
+  return inPageOrder(await run(statements.pageOfAgent, [tenant, agentNumber, tenant, agentNumber, limit, offset, tenant]), -1);
+}
+
+/** Sorts a page's rows by seq (ascending for 1, descending for -1), which its statement leaves to us. */
+export function inPageOrder(rows: DefinitionReadRow[], direction: 1 | -1): DefinitionReadRow[] {
+  return rows.sort((a, b) => direction * (Number(a.seq ?? 0) - Number(b.seq ?? 0)));
 }

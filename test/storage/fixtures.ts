@@ -1,15 +1,17 @@
 /**
- * What the storage suites share: definitions, and `save`, the write the
- * service does, in its simplest form (find the key; join the agent of the same
- * provider and name, else create one; check and claim the externalAgentID;
- * insert or update), counting how often `write` ran it.
+ * What the storage suites share: definitions, the service's real upsert on a
+ * repository, and a decorator of the real repository's `write` that counts
+ * its attempts and lets a test hold a writer still at a chosen call.
  */
 import { randomBytes } from "node:crypto";
-import { clone, create } from "@bufbuild/protobuf";
-import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
+import { clone, create, fromBinary, fromJsonString } from "@bufbuild/protobuf";
 import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
-import { RegistryError } from "../../src/domain/errors.js";
-import type { AgentDefinitionRepository, AgentRecord, UpsertKey, WriteTransaction } from "../../src/storage/repository.js";
+import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
+import { UpsertAgentDefinitionRequestSchema } from "../../gen/asor/v1/agent_definition_service_pb.js";
+import type { HostIdentity } from "../../src/domain/host-platform.js";
+import type { Upserted } from "../../src/service/registry-service.js";
+import { createRegistryService } from "../../src/service/registry-service.js";
+import type { AgentDefinitionRepository, StoredDefinition, UpsertKey, WriteTransaction } from "../../src/storage/repository.js";
 
 export function newId(): string {
   return randomBytes(16).toString("hex");
@@ -41,58 +43,93 @@ export function keyOf(def: AgentDefinition): UpsertKey {
   return { name: def.name, providerId: def.provider?.id ?? "", version: def.version };
 }
 
-/** The definition as the service stores it: with its instance id and its agent's reference id. */
-export function stored(def: AgentDefinition, id: string, referenceId: string): AgentDefinition {
+/** `def` with an instance id and its agent's reference id, for tests that call WriteTransaction.insert/update themselves. */
+export function withIds(def: AgentDefinition, id: string, referenceId: string): AgentDefinition {
   const copy = clone(AgentDefinitionSchema, def);
   copy.id = id;
   copy.referenceId = referenceId;
   return copy;
 }
 
-export interface Saved {
-  readonly record: AgentRecord;
-  readonly created: boolean;
-  /** How often `write` ran the work: 1 when no race was lost. */
+/** The definition a stored JSON encoding holds. */
+export function fromJsonBytes(stored: StoredDefinition): AgentDefinition {
+  return fromJsonString(AgentDefinitionSchema, new TextDecoder("utf-8", { fatal: true }).decode(stored.json));
+}
+
+/** The definition a stored binary encoding holds. */
+export function fromBinaryBytes(stored: StoredDefinition): AgentDefinition {
+  return fromBinary(AgentDefinitionSchema, stored.binary);
+}
+
+/** Bytes as a Buffer, so that a Uint8Array written and a Buffer read compare by content. */
+export function bytes(of: Uint8Array): Buffer {
+  return Buffer.from(of.buffer, of.byteOffset, of.byteLength);
+}
+
+/** The defaults of src/config.ts (HOST_PROVIDER_ID, HOST_PLATFORM_ID). */
+export const host: HostIdentity = { providerId: "Provider=HOST", platformId: "Platform=HOST" };
+
+export interface Saved extends Upserted {
+  /** How often `write` ran the service's work: 1 when no race was lost. */
   readonly attempts: number;
 }
 
 export interface SaveOptions {
-  /** Runs inside the first attempt at a named point, e.g. to line racing writers up. */
-  readonly pause?: (point: "agent-looked-up" | "owner-looked-up") => Promise<void>;
+  /**
+   * Runs after each WriteTransaction call has answered, with the number of
+   * the attempt (1 for the first run of the work), and holds the writer until
+   * it resolves (e.g. to line racing writers up).
+   */
+  readonly after?: (call: keyof WriteTransaction, attempt: number) => Promise<void> | void;
 }
 
-/** Creates or updates `def` in `tenant` the way the service does. */
-export async function save(repo: AgentDefinitionRepository, def: AgentDefinition, tenant = "default", options: SaveOptions = {}): Promise<Saved> {
+/** Creates or updates `def` in `tenant` with the service's real upsert, counting how often `write` ran it. */
+export async function save(repository: AgentDefinitionRepository, def: AgentDefinition, tenant = "default", options: SaveOptions = {}): Promise<Saved> {
   let attempts = 0;
-  const result = await repo.write(tenant, async (tx) => {
-    attempts++;
-    const pause = attempts === 1 ? options.pause : undefined;
-    return upsertIn(tx, def, pause);
+  const counting = withWriteHook(repository, (tx) => {
+    const attempt = ++attempts;
+    const after = options.after;
+    return after === undefined ? tx : pausing(tx, (call) => after(call, attempt));
   });
-  return { ...result, attempts };
+  const service = createRegistryService({ repository: counting, host });
+  const upserted = await service.upsert(tenant, create(UpsertAgentDefinitionRequestSchema, { agentCardAndTools: def }));
+  return { ...upserted, attempts };
 }
 
-async function upsertIn(tx: WriteTransaction, def: AgentDefinition, pause: SaveOptions["pause"]): Promise<Omit<Saved, "attempts">> {
-  const key = keyOf(def);
-  const existing = await tx.findByKey(key);
-  let agent = existing?.agent ?? (await tx.findAgentByName(key.providerId, key.name));
-  await pause?.("agent-looked-up");
-  let claim = false;
-  if (def.externalAgentId !== undefined) {
-    const owner = await tx.findExternalIdOwner(key.providerId, def.externalAgentId);
-    await pause?.("owner-looked-up");
-    if (owner !== undefined && owner !== agent?.number) {
-      const message = `externalAgentID "${def.externalAgentId}" belongs to another agent of this provider.`;
-      throw new RegistryError("invalid", "A3015", message, [{ code: "A3015", message, field: "externalAgentID", path: "externalAgentID" }]);
-    }
-    claim = owner === undefined;
-  }
-  agent ??= await tx.createAgent(key.providerId, key.name);
-  if (claim) await tx.claimExternalId(key.providerId, def.externalAgentId!, agent.number);
-  if (existing !== undefined) {
-    return { created: false, record: await tx.update(existing, stored(def, existing.id, agent.referenceId)) };
-  }
-  return { created: true, record: await tx.insert(key, agent, stored(def, newId(), agent.referenceId)) };
+/**
+ * The real repository, with every transaction `write` hands out passed
+ * through `hook` first (once per attempt); everything else is delegated as is.
+ */
+export function withWriteHook(repository: AgentDefinitionRepository, hook: (tx: WriteTransaction) => WriteTransaction): AgentDefinitionRepository {
+  return {
+    write: (tenant, work) => repository.write(tenant, (tx) => work(hook(tx))),
+    get: (tenant, id) => repository.get(tenant, id),
+    getNewestByReference: (tenant, referenceId) => repository.getNewestByReference(tenant, referenceId),
+    list: (tenant, page) => repository.list(tenant, page),
+    listVersions: (tenant, agentNumber, page) => repository.listVersions(tenant, agentNumber, page),
+    getTenant: (tenant) => repository.getTenant(tenant),
+    createTenant: (name, sequencePrefix) => repository.createTenant(name, sequencePrefix),
+    listTenants: () => repository.listTenants(),
+    ping: () => repository.ping(),
+    poolStats: () => repository.poolStats(),
+    close: () => repository.close(),
+  };
+}
+
+/** `tx`, with `after` awaited after each of its calls answers. */
+function pausing(tx: WriteTransaction, after: (call: keyof WriteTransaction) => Promise<void> | void): WriteTransaction {
+  return new Proxy(tx, {
+    get(target, property) {
+      // The real transaction keeps its state in private fields: call its methods on it, not on the proxy.
+      const value: unknown = Reflect.get(target, property, target);
+      if (typeof value !== "function") return value;
+      return async (...args: unknown[]) => {
+        const result: unknown = await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+        await after(property as keyof WriteTransaction);
+        return result;
+      };
+    },
+  });
 }
 
 /** Resolves once `parties` callers are waiting on it; rejects after `timeoutMillis` so a broken race fails instead of hanging. */

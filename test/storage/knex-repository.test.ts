@@ -1,17 +1,17 @@
-import { connect as createConnectionTo, createServer } from "node:net";
 import type { AddressInfo, Server, Socket } from "node:net";
-import { equals } from "@bufbuild/protobuf";
+import { connect as createConnectionTo, createServer } from "node:net";
+import { equals, toBinary, toJsonString } from "@bufbuild/protobuf";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
 import { RegistryError } from "../../src/domain/errors.js";
-import { openDatabase } from "../../src/storage/connection.js";
 import type { Database } from "../../src/storage/connection.js";
+import { openDatabase } from "../../src/storage/connection.js";
 import { createKnexRepository, defaultSequencePrefix } from "../../src/storage/knex-repository.js";
-import { migrateToLatest, migrateToNothing } from "../../src/storage/migrations/index.js";
-import type { AgentDefinitionRepository, AgentRef, WriteTransaction } from "../../src/storage/repository.js";
-import { forEachDatabase, useFreshDatabase } from "../support/databases.js";
+import { migrateToLatest, migrateToNothing, migrationSource, migrations } from "../../src/storage/migrations/index.js";
+import type { AgentDefinitionRepository, AgentRef, StoredDefinition, WriteTransaction } from "../../src/storage/repository.js";
 import type { FreshDatabase } from "../support/databases.js";
-import { definition, keyOf, newId, save, sleep, stored } from "./fixtures.js";
+import { forEachDatabase, useFreshDatabase } from "../support/databases.js";
+import { bytes, definition, fromBinaryBytes, fromJsonBytes, keyOf, newId, save, sleep, withIds } from "./fixtures.js";
 
 const tenant = "default";
 
@@ -50,6 +50,7 @@ forEachDatabase((db) => {
         "0003-create-agents",
         "0004-create-agent-external-ids",
         "0005-create-agent-definitions",
+        "0006-add-definition-binary",
       ]);
     } finally {
       await again.close();
@@ -81,7 +82,6 @@ forEachDatabase((db) => {
       const again = repo.createTenant("twice", "TWO-");
       await expect(again).rejects.toBeInstanceOf(RegistryError);
       await expect(again).rejects.toMatchObject({
-        kind: "already_exists",
         code: "TENANT_EXISTS",
         message: 'Tenant "twice" already exists.',
         issues: [{ code: "TENANT_EXISTS", field: "name", path: "name", message: 'Tenant "twice" already exists.' }],
@@ -155,24 +155,26 @@ forEachDatabase((db) => {
     it("creates an instance with a new agent, then updates it in place under the same key", async () => {
       const first = await save(repo, definition({ name: "In place", description: "first" }));
       expect(first.created).toBe(true);
-      expect(first.record.id).toMatch(/^[0-9a-f]{32}$/);
-      expect(first.record.definition.id).toBe(first.record.id);
-      expect(first.record.agent.referenceId).toMatch(/^Agent_ID=AGENT-\d+$/);
-      expect(first.record.definition.referenceId).toBe(first.record.agent.referenceId);
+      expect(first.stored.id).toMatch(/^[0-9a-f]{32}$/);
+      expect(fromJsonBytes(first.stored).id).toBe(first.stored.id);
+      expect(first.stored.agent.referenceId).toMatch(/^Agent_ID=AGENT-\d+$/);
+      expect(fromJsonBytes(first.stored).referenceId).toBe(first.stored.agent.referenceId);
 
       await sleep(5);
       const second = await save(repo, definition({ name: "In place", description: "second" }));
       expect(second.created).toBe(false);
-      expect(second.record.id).toBe(first.record.id);
-      expect(second.record.agent).toEqual(first.record.agent);
-      expect(second.record.definition.description).toBe("second");
+      expect(second.stored.id).toBe(first.stored.id);
+      expect(second.stored.agent).toEqual(first.stored.agent);
+      expect(fromJsonBytes(second.stored).description).toBe("second");
+      expect(fromBinaryBytes(second.stored).description).toBe("second");
 
-      const got = await repo.get(tenant, first.record.id);
-      expect(got?.definition.description).toBe("second");
-      expect(got?.agent).toEqual(first.record.agent);
-      expect(got?.createdAt.getTime()).toBe(first.record.createdAt.getTime());
-      expect(got?.updatedAt.getTime()).toBeGreaterThan(first.record.updatedAt.getTime());
-      expect(got?.updatedAt.getTime()).toBe(second.record.updatedAt.getTime());
+      const got = await repo.get(tenant, first.stored.id);
+      expect(fromJsonBytes(got!).description).toBe("second");
+      expect(fromBinaryBytes(got!).description).toBe("second");
+      expect(got?.agent).toEqual(first.stored.agent);
+      expect(got?.createdAt.getTime()).toBe(first.stored.createdAt.getTime());
+      expect(got?.updatedAt.getTime()).toBeGreaterThan(first.stored.updatedAt.getTime());
+      expect(got?.updatedAt.getTime()).toBe(second.stored.updatedAt.getTime());
       expect(await count("agent_definitions", { tenant, name: "In place" })).toBe(1);
       expect(await count("agents", { tenant, name: "In place" })).toBe(1);
     });
@@ -182,8 +184,8 @@ forEachDatabase((db) => {
       await repo.write(tenant, async (tx) => {
         expect(await tx.findByKey(keyOf(def))).toBeUndefined();
         const agent = await tx.createAgent("Provider=Acme", def.name);
-        const record = await tx.insert(keyOf(def), agent, stored(def, newId(), agent.referenceId));
-        expect((await tx.findByKey(keyOf(def)))?.id).toBe(record.id);
+        const record = await tx.insert(keyOf(def), agent, withIds(def, newId(), agent.referenceId));
+        expect(await tx.findByKey(keyOf(def))).toEqual({ id: record.id, tenant, agent, createdAt: record.createdAt, updatedAt: record.updatedAt });
         expect((await tx.findById(record.id))?.agent).toEqual(agent);
         expect((await tx.findNewestByReference(agent.referenceId))?.id).toBe(record.id);
         expect(await tx.findById("not-an-id")).toBeUndefined();
@@ -195,17 +197,17 @@ forEachDatabase((db) => {
       const results = [];
       for (const name of names) results.push(await save(repo, definition({ name })));
       expect(results.map((r) => r.created)).toEqual([true, true, true, true]);
-      expect(new Set(results.map((r) => r.record.id)).size).toBe(names.length);
-      expect(new Set(results.map((r) => r.record.agent.number)).size).toBe(names.length);
+      expect(new Set(results.map((r) => r.stored.id)).size).toBe(names.length);
+      expect(new Set(results.map((r) => r.stored.agent.number)).size).toBe(names.length);
       const versions = [];
       for (const version of ["1.0.0", "1.0.0 ", "1.0.0\t"]) versions.push(await save(repo, definition({ name: "Exact v", version })));
       expect(versions.map((r) => r.created)).toEqual([true, true, true]);
       // Versions of one name and provider are one agent.
-      expect(new Set(versions.map((r) => r.record.agent.number)).size).toBe(1);
+      expect(new Set(versions.map((r) => r.stored.agent.number)).size).toBe(1);
       const providers = [];
       for (const id of ["Provider=Acme", "provider=acme"]) providers.push(await save(repo, definition({ name: "Exact p", provider: { id } })));
       expect(providers.map((r) => r.created)).toEqual([true, true]);
-      expect(new Set(providers.map((r) => r.record.agent.number)).size).toBe(2);
+      expect(new Set(providers.map((r) => r.stored.agent.number)).size).toBe(2);
     });
 
     it("scopes keys and agents by tenant", async () => {
@@ -213,11 +215,11 @@ forEachDatabase((db) => {
       const here = await save(repo, def);
       const there = await save(repo, def, "other");
       expect(there.created).toBe(true);
-      expect(there.record.id).not.toBe(here.record.id);
-      expect(there.record.agent.referenceId).toMatch(/^Agent_ID=OTHER-\d+$/);
-      expect(await repo.get("other", here.record.id)).toBeUndefined();
-      expect((await repo.get(tenant, here.record.id))?.tenant).toBe(tenant);
-      expect(await repo.getNewestByReference("other", here.record.agent.referenceId)).toBeUndefined();
+      expect(there.stored.id).not.toBe(here.stored.id);
+      expect(there.stored.agent.referenceId).toMatch(/^Agent_ID=OTHER-\d+$/);
+      expect(await repo.get("other", here.stored.id)).toBeUndefined();
+      expect((await repo.get(tenant, here.stored.id))?.tenant).toBe(tenant);
+      expect(await repo.getNewestByReference("other", here.stored.agent.referenceId)).toBeUndefined();
     });
 
     it("rejects an unknown tenant with TENANT_NOT_FOUND without running the work", async () => {
@@ -226,25 +228,25 @@ forEachDatabase((db) => {
         ran = true;
       });
       await expect(attempt).rejects.toBeInstanceOf(RegistryError);
-      await expect(attempt).rejects.toMatchObject({ code: "TENANT_NOT_FOUND", kind: "not_found" });
+      await expect(attempt).rejects.toMatchObject({ code: "TENANT_NOT_FOUND" });
       expect(ran).toBe(false);
     });
 
     it("refuses an update that would change the id of an existing instance, keeping the stored one", async () => {
       const original = await save(repo, definition({ name: "Stable id", description: "original" }));
       const moved = repo.write(tenant, async (tx) => {
-        const existing = await tx.findByKey(keyOf(original.record.definition));
-        await tx.update(existing!, stored(definition({ name: "Stable id", description: "moved" }), newId(), existing!.agent.referenceId));
+        const existing = await tx.findByKey(keyOf(fromJsonBytes(original.stored)));
+        await tx.update(existing!, withIds(definition({ name: "Stable id", description: "moved" }), newId(), existing!.agent.referenceId));
       });
       await expect(moved).rejects.toThrow(/existing instance/);
-      expect((await repo.get(tenant, original.record.id))?.definition.description).toBe("original");
+      expect(fromJsonBytes((await repo.get(tenant, original.stored.id))!).description).toBe("original");
     });
 
     it("refuses to insert under an id that is not 32 lowercase hex", async () => {
       const def = definition({ name: "Bad id" });
       const attempt = repo.write(tenant, async (tx) => {
         const agent = await tx.createAgent("Provider=Acme", def.name);
-        await tx.insert(keyOf(def), agent, stored(def, "ABC", agent.referenceId));
+        await tx.insert(keyOf(def), agent, withIds(def, "ABC", agent.referenceId));
       });
       await expect(attempt).rejects.toThrow(/32 lowercase hex/);
       expect(await count("agents", { tenant, name: "Bad id" })).toBe(0);
@@ -262,30 +264,68 @@ forEachDatabase((db) => {
       expect(await repo.get(tenant, newId())).toBeUndefined();
       expect(await repo.get(tenant, "not-an-id")).toBeUndefined();
       expect(await repo.get(tenant, "🤖".repeat(16))).toBeUndefined();
-      expect(await repo.get("nope", newId())).toBeUndefined();
       expect(await repo.getNewestByReference(tenant, "Agent_ID=AGENT-999999")).toBeUndefined();
       expect(await repo.getNewestByReference(tenant, "Agent_ID=🤖")).toBeUndefined();
-      expect(await repo.getNewestByReference("nope", "Agent_ID=AGENT-1")).toBeUndefined();
+    });
+
+    it("says TENANT_NOT_FOUND from every read of a tenant that does not exist, whatever it asks for", async () => {
+      const missing = { code: "TENANT_NOT_FOUND", message: 'Tenant "nope" does not exist.' };
+      await expect(repo.get("nope", newId())).rejects.toMatchObject(missing);
+      await expect(repo.get("nope", "not-an-id")).rejects.toMatchObject(missing);
+      await expect(repo.getNewestByReference("nope", "Agent_ID=AGENT-1")).rejects.toMatchObject(missing);
+      await expect(repo.list("nope", { limit: 10, offset: 0 })).rejects.toMatchObject(missing);
+      await expect(repo.list("nope", { limit: 0, offset: 0 })).rejects.toMatchObject(missing);
+      await expect(repo.listVersions("nope", 1, { limit: 10, offset: 0 })).rejects.toMatchObject(missing);
+      await expect(repo.listVersions("nope", Number.MAX_VALUE, { limit: 10, offset: 0 })).rejects.toMatchObject(missing);
+      // Names are exact: another case is another (missing) tenant.
+      await expect(repo.get("Default", newId())).rejects.toMatchObject({ code: "TENANT_NOT_FOUND" });
+      await expect(repo.get("nope", newId())).rejects.toBeInstanceOf(RegistryError);
+    });
+
+    it("answers both encodings byte for byte as written, from every read", async () => {
+      const { stored } = await save(repo, definition({ name: "Encodings", description: 'Ünïcødé 🤖 and "quotes"', externalAgentId: "ext-encodings" }));
+      // What was written: protobuf JSON exactly as toJsonString writes it, and the binary of the same message.
+      const message = fromBinaryBytes(stored);
+      expect(new TextDecoder().decode(stored.json)).toBe(toJsonString(AgentDefinitionSchema, message));
+      expect(bytes(stored.binary)).toEqual(bytes(toBinary(AgentDefinitionSchema, fromJsonBytes(stored))));
+      const reads: Array<StoredDefinition | undefined> = [
+        await repo.get(tenant, stored.id),
+        await repo.getNewestByReference(tenant, stored.agent.referenceId),
+        (await repo.list(tenant, { limit: 100, offset: 0 })).items.find((r) => r.id === stored.id),
+        (await repo.listVersions(tenant, stored.agent.number, { limit: 10, offset: 0 })).items[0],
+      ];
+      for (const read of reads) {
+        expect(read).toBeDefined();
+        expect(bytes(read!.json)).toEqual(bytes(stored.json));
+        expect(bytes(read!.binary)).toEqual(bytes(stored.binary));
+        expect(read).toMatchObject({ id: stored.id, tenant, agent: stored.agent, createdAt: stored.createdAt, updatedAt: stored.updatedAt });
+      }
+      // Reads hand the driver's bytes over as they are: no string to encode on the way out.
+      expect(reads[0]!.json).toBeInstanceOf(Uint8Array);
+      expect(reads[0]!.binary).toBeInstanceOf(Uint8Array);
     });
 
     it("stores 4-byte unicode verbatim, in keys and in the document", async () => {
       const fields = {
         name: "Agent 🤖 𝔘𝔫𝔦𝔠𝔬𝔡𝔢",
         description: "Emoji 😀👍🏽 and CJK 漢字 and combining é (e + U+0301)",
-        provider: { id: "Provider=Ünïcødé 🏭" },
+        provider: { id: "Provider=Ünïcødé🏭" },
         externalAgentId: "ext-🤖",
       };
       const def = definition(fields);
       const created = await save(repo, def);
-      const got = await repo.get(tenant, created.record.id);
-      expect(got?.definition.name).toBe(def.name);
-      expect(got?.definition.description).toBe(def.description);
-      expect(got?.definition.provider?.id).toBe(def.provider?.id);
-      expect(equals(AgentDefinitionSchema, got!.definition, created.record.definition)).toBe(true);
+      const got = await repo.get(tenant, created.stored.id);
+      const read = fromJsonBytes(got!);
+      expect(read.name).toBe(def.name);
+      expect(read.description).toBe(def.description);
+      expect(read.provider?.id).toBe(def.provider?.id);
+      expect(equals(AgentDefinitionSchema, read, fromJsonBytes(created.stored))).toBe(true);
+      expect(equals(AgentDefinitionSchema, fromBinaryBytes(got!), read)).toBe(true);
+      expect(bytes(got!.json)).toEqual(bytes(created.stored.json));
       // A different emoji is a different key, agent and externalAgentID, not a collation-equal one.
       const other = await save(repo, definition({ ...fields, name: fields.name.replace("🤖", "👾"), externalAgentId: "ext-👾" }));
       expect(other.created).toBe(true);
-      expect(other.record.agent.number).not.toBe(created.record.agent.number);
+      expect(other.stored.agent.number).not.toBe(created.stored.agent.number);
     });
   });
 
@@ -324,7 +364,7 @@ forEachDatabase((db) => {
         const agent = await tx.createAgent("Provider=Acme", def.name);
         await tx.claimExternalId("Provider=Acme", "ext-boom", agent.number);
         wrote = agent;
-        await tx.insert(keyOf(def), agent, stored(def, newId(), agent.referenceId));
+        await tx.insert(keyOf(def), agent, withIds(def, newId(), agent.referenceId));
       });
       await expect(attempt).rejects.toThrow(/forced/);
       await expect(attempt).rejects.not.toBeInstanceOf(RegistryError);
@@ -334,14 +374,14 @@ forEachDatabase((db) => {
     });
 
     it("leaves no trace when the work throws a RegistryError after writing, and passes it through", async () => {
-      const refusal = new RegistryError("invalid", "A3015", "clash");
+      const refusal = new RegistryError("A3015", "clash");
       const def = definition({ name: "refused", externalAgentId: "ext-refused" });
       let attempts = 0;
       const attempt = repo.write(failing, async (tx) => {
         attempts++;
         const agent = await tx.createAgent("Provider=Acme", def.name);
         await tx.claimExternalId("Provider=Acme", "ext-refused", agent.number);
-        await tx.insert(keyOf(def), agent, stored(def, newId(), agent.referenceId));
+        await tx.insert(keyOf(def), agent, withIds(def, newId(), agent.referenceId));
         throw refusal;
       });
       await expect(attempt).rejects.toBe(refusal);
@@ -356,12 +396,12 @@ forEachDatabase((db) => {
       const attempt = repo.write(failing, async (tx) => {
         attempts++;
         const agent = await tx.createAgent("Provider=Acme", def.name);
-        await tx.insert(keyOf(def), agent, stored(def, holder!.id, agent.referenceId));
+        await tx.insert(keyOf(def), agent, withIds(def, holder!.id, agent.referenceId));
       });
-      await expect(attempt).rejects.toMatchObject({ code: "CONFLICT", kind: "conflict" });
+      await expect(attempt).rejects.toMatchObject({ code: "CONFLICT" });
       expect(attempts).toBe(8);
       await expectNoTrace();
-      expect((await repo.get(failing, holder!.id))?.definition.name).toBe("before");
+      expect(fromJsonBytes((await repo.get(failing, holder!.id))!).name).toBe("before");
     });
 
     it("does not commit a work that swallowed a race and went on", async () => {
@@ -369,7 +409,7 @@ forEachDatabase((db) => {
       const def = definition({ name: "Swallower" });
       const attempt = repo.write(failing, async (tx) => {
         const agent = await tx.createAgent("Provider=Acme", def.name);
-        await tx.insert(keyOf(def), agent, stored(def, holder.id, agent.referenceId)).catch(() => undefined);
+        await tx.insert(keyOf(def), agent, withIds(def, holder.id, agent.referenceId)).catch(() => undefined);
         return "done";
       });
       await expect(attempt).rejects.toMatchObject({ code: "CONFLICT" });
@@ -378,7 +418,7 @@ forEachDatabase((db) => {
 
     it("gives the next agent the next number after all those failures", async () => {
       const next = await save(repo, definition({ name: "after" }), failing);
-      expect(next.record.agent).toEqual({ number: 2, referenceId: "Agent_ID=F-2" });
+      expect(next.stored.agent).toEqual({ number: 2, referenceId: "Agent_ID=F-2" });
     });
   });
 
@@ -389,9 +429,9 @@ forEachDatabase((db) => {
     beforeAll(async () => {
       await repo.createTenant(versioned, "V-");
       for (const version of ["1.0", "1.1", "2.0"]) {
-        ids[version] = (await save(repo, definition({ name: "Lineage", version, description: `v${version}` }), versioned)).record.id;
+        ids[version] = (await save(repo, definition({ name: "Lineage", version, description: `v${version}` }), versioned)).stored.id;
       }
-      ids.single = (await save(repo, definition({ name: "Single" }), versioned)).record.id;
+      ids.single = (await save(repo, definition({ name: "Single" }), versioned)).stored.id;
       // Updating an old version in place does not make it the newest.
       await save(repo, definition({ name: "Lineage", version: "1.0", description: "v1.0 updated" }), versioned);
     });
@@ -412,7 +452,7 @@ forEachDatabase((db) => {
       const second = await repo.listVersions(versioned, 1, { limit: 2, offset: 2 });
       expect([first.total, second.total]).toEqual([3, 3]);
       expect([...first.items, ...second.items].map((r) => r.id)).toEqual([ids["2.0"], ids["1.1"], ids["1.0"]]);
-      expect(second.items[0]?.definition.description).toBe("v1.0 updated");
+      expect(fromJsonBytes(second.items[0]!).description).toBe("v1.0 updated");
       expect(first.items.every((r) => r.agent.referenceId === "Agent_ID=V-1")).toBe(true);
       expect(await repo.listVersions(versioned, 1, { limit: 0, offset: 0 })).toEqual({ total: 3, items: [] });
       expect(await repo.listVersions(versioned, 1, { limit: 5, offset: 9 })).toEqual({ total: 3, items: [] });
@@ -438,9 +478,9 @@ forEachDatabase((db) => {
       const third = await repo.list(listed, { limit: 3, offset: 6 });
       expect([first.total, second.total, third.total]).toEqual([7, 7, 7]);
       const all = [...first.items, ...second.items, ...third.items];
-      expect(all.map((r) => r.definition.name)).toEqual(Array.from({ length: 7 }, (_, i) => `Listed ${i}`));
+      expect(all.map((r) => fromJsonBytes(r).name)).toEqual(Array.from({ length: 7 }, (_, i) => `Listed ${i}`));
       expect(all.map((r) => r.agent.referenceId)).toEqual(Array.from({ length: 7 }, (_, i) => `Agent_ID=L-${i + 1}`));
-      expect(first.items[2]?.definition.description).toBe("updated");
+      expect(fromJsonBytes(first.items[2]!).description).toBe("updated");
     });
 
     it("answers the same order every time", async () => {
@@ -454,8 +494,17 @@ forEachDatabase((db) => {
       expect(await repo.list(listed, { limit: 0, offset: 0 })).toEqual({ total: 7, items: [] });
     });
 
+    it("takes any page bounds: negative as 0, fractions cut, no bound as all", async () => {
+      expect((await repo.list(listed, { limit: Number.POSITIVE_INFINITY, offset: -3 })).items).toHaveLength(7);
+      const cut = await repo.list(listed, { limit: 2.9, offset: 1.5 });
+      expect(cut.items.map((r) => fromJsonBytes(r).name)).toEqual(["Listed 1", "Listed 2"]);
+      expect(await repo.list(listed, { limit: Number.NaN, offset: 0 })).toEqual({ total: 7, items: [] });
+      expect(await repo.list(listed, { limit: 10, offset: Number.MAX_VALUE })).toEqual({ total: 7, items: [] });
+    });
+
     it("lists only the tenant's own definitions", async () => {
-      expect(await repo.list("nope", { limit: 10, offset: 0 })).toEqual({ total: 0, items: [] });
+      await repo.createTenant("empty", "E-");
+      expect(await repo.list("empty", { limit: 10, offset: 0 })).toEqual({ total: 0, items: [] });
       const page = await repo.list(listed, { limit: 100, offset: 0 });
       expect(page.items.every((r) => r.tenant === listed)).toBe(true);
     });
@@ -481,6 +530,67 @@ forEachDatabase((db) => {
         await again.close();
       } finally {
         await direct.db.destroy();
+      }
+    });
+
+    const older = useFreshDatabase(db);
+
+    it("give rows written before 0006 their binary encoding, keeping their JSON as it was written", async () => {
+      // More rows than one backfill batch (500), so the batches must follow each other.
+      const rows = 1_050;
+      const written = new Map<string, { document: string; binary: Uint8Array }>();
+      const direct = await openDatabase(older());
+      try {
+        const upTo0005 = { ...migrationSource, getMigrations: async () => migrations.slice(0, 5) };
+        await direct.db.migrate.latest({ migrationSource: upTo0005, tableName: "knex_migrations" });
+        expect(await direct.db.schema.hasColumn("agent_definitions", "document_binary")).toBe(false);
+        // The rows as the previous version wrote them: the JSON document alone.
+        const now = "2024-01-02 03:04:05.678";
+        const agents = [];
+        const definitions = [];
+        for (let n = 1; n <= rows; n++) {
+          const referenceId = `Agent_ID=AGENT-${n}`;
+          const def = withIds(definition({ name: `Old ${n}`, description: n % 2 === 0 ? "Ünïcødé 🤖" : "old", externalAgentId: `ext-${n}` }), newId(), referenceId);
+          const document = toJsonString(AgentDefinitionSchema, def);
+          written.set(def.id, { document, binary: toBinary(AgentDefinitionSchema, def) });
+          agents.push({ tenant, number: n, reference_id: referenceId, provider_id: "Provider=Acme", name: def.name, created_at: now });
+          definitions.push({ id: def.id, seq: n, tenant, name: def.name, provider_id: "Provider=Acme", version: def.version, agent_number: n, document, created_at: now, updated_at: now });
+        }
+        await direct.db.batchInsert("agents", agents, 200);
+        await direct.db.batchInsert("agent_definitions", definitions, 200);
+        await direct
+          .db("tenants")
+          .where({ name: tenant })
+          .update({ next_agent_number: rows + 1 });
+      } finally {
+        await direct.db.destroy();
+      }
+
+      const migrated = await createKnexRepository(older());
+      try {
+        const page = await migrated.list(tenant, { limit: 10, offset: 0 });
+        expect(page.total).toBe(rows);
+        for (const id of [...written.keys()].filter((_, i) => i % 97 === 0 || i >= rows - 3)) {
+          const got = await migrated.get(tenant, id);
+          expect(new TextDecoder().decode(got!.json)).toBe(written.get(id)!.document);
+          expect(bytes(got!.binary)).toEqual(bytes(written.get(id)!.binary));
+        }
+        const direct = await openDatabase(older());
+        try {
+          const empty = await direct
+            .db("agent_definitions")
+            .where({ document_binary: Buffer.alloc(0) })
+            .count({ n: "*" })
+            .first();
+          expect(Number((empty as { n: number | string }).n)).toBe(0);
+        } finally {
+          await direct.db.destroy();
+        }
+        // And the service writes on from there.
+        const next = await save(migrated, definition({ name: "New after 0006" }));
+        expect(next.stored.agent).toEqual({ number: rows + 1, referenceId: `Agent_ID=AGENT-${rows + 1}` });
+      } finally {
+        await migrated.close();
       }
     });
   });
@@ -518,7 +628,7 @@ forEachDatabase((db) => {
             proxy.close(() => resolve());
             for (const socket of sockets) socket.destroy();
           });
-          const gone = { code: "UNAVAILABLE", kind: "unavailable" };
+          const gone = { code: "UNAVAILABLE" };
           await expect(flaky.get(tenant, newId())).rejects.toMatchObject(gone);
           await expect(flaky.getNewestByReference(tenant, "Agent_ID=AGENT-1")).rejects.toMatchObject(gone);
           await expect(flaky.list(tenant, { limit: 1, offset: 0 })).rejects.toMatchObject(gone);
@@ -539,6 +649,6 @@ describe("an unreachable MySQL server", () => {
   it("fails the start with UNAVAILABLE, not a raw driver error", async () => {
     const attempt = createKnexRepository({ databaseUrl: "mysql://root@127.0.0.1:1/asor", dataDir: "/nonexistent-unused" });
     await expect(attempt).rejects.toBeInstanceOf(RegistryError);
-    await expect(attempt).rejects.toMatchObject({ code: "UNAVAILABLE", kind: "unavailable" });
+    await expect(attempt).rejects.toMatchObject({ code: "UNAVAILABLE" });
   });
 });

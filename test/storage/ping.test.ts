@@ -4,7 +4,7 @@ import type { AgentDefinitionRepository } from "../../src/storage/repository.js"
 import { forEachDatabase, testDatabases, useFreshDatabase } from "../support/databases.js";
 import { createTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
 
-const gone = { kind: "unavailable", code: "UNAVAILABLE" };
+const gone = { code: "UNAVAILABLE" };
 
 forEachDatabase((db) => {
   const target = useFreshDatabase(db);
@@ -35,7 +35,11 @@ describe.skipIf(mariadb.skip)("ping on MariaDB that goes away", () => {
     return { repo, proxy };
   }
 
-  const pingState = (repo: AgentDefinitionRepository) => () => repo.ping().then(() => "up", () => "down");
+  const pingState = (repo: AgentDefinitionRepository) => () =>
+    repo.ping().then(
+      () => "up",
+      () => "down",
+    );
 
   it("throws UNAVAILABLE while the server is gone, and resolves once it is back", async () => {
     const { repo, proxy } = await behindProxy();

@@ -1,17 +1,17 @@
 /**
  * Concurrent writes: agent numbers, agent creation, externalAgentID claims and
  * upserts racing each other, within one repository (one pool) and across two
- * (as two processes would: on SQLite, two connections to one file).
+ * (as two processes would: on SQLite, two connections to one file). Every
+ * write is the service's real upsert.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { RegistryError } from "../../src/domain/errors.js";
-import { openDatabase } from "../../src/storage/connection.js";
 import type { Database } from "../../src/storage/connection.js";
+import { openDatabase } from "../../src/storage/connection.js";
 import { createKnexRepository } from "../../src/storage/knex-repository.js";
 import type { AgentDefinitionRepository } from "../../src/storage/repository.js";
 import { forEachDatabase, useFreshDatabase } from "../support/databases.js";
-import { barrier, definition, newId, save, sleep, stored } from "./fixtures.js";
 import type { Saved } from "./fixtures.js";
+import { barrier, definition, fromJsonBytes, save, sleep } from "./fixtures.js";
 
 /** Set RACE_STATS=1 to print how many attempts the races took. */
 const report = process.env.RACE_STATS === "1";
@@ -49,9 +49,12 @@ forEachDatabase((db) => {
     await repo.createTenant("hundred", "H-");
     const results = await Promise.all(Array.from({ length: 100 }, (_, i) => save(repo, definition({ name: `New ${i}` }), "hundred")));
     log("100 new agents, one pool", results);
-    const numbers = results.map((r) => r.record.agent.number).sort((a, b) => a - b);
+    const numbers = results.map((r) => r.stored.agent.number).sort((a, b) => a - b);
     expect(numbers).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
-    for (const { record } of results) expect(record.agent.referenceId).toBe(`Agent_ID=H-${record.agent.number}`);
+    for (const { stored } of results) {
+      expect(stored.agent.referenceId).toBe(`Agent_ID=H-${stored.agent.number}`);
+      expect(fromJsonBytes(stored).referenceId).toBe(stored.agent.referenceId);
+    }
     expect((await repo.getTenant("hundred"))?.nextAgentNumber).toBe(101);
     const rows = (await raw.db("agents").where({ tenant: "hundred" }).select("number")) as Array<{ number: number | string }>;
     expect(rows.map((r) => Number(r.number)).sort((a, b) => a - b)).toEqual(numbers);
@@ -59,11 +62,9 @@ forEachDatabase((db) => {
 
   it("numbers 100 new agents created at once from two processes 1..100", async () => {
     await repo.createTenant("hundred-2", "H2-");
-    const results = await Promise.all(
-      Array.from({ length: 100 }, (_, i) => save(i % 2 === 0 ? repo : second, definition({ name: `New ${i}` }), "hundred-2")),
-    );
+    const results = await Promise.all(Array.from({ length: 100 }, (_, i) => save(i % 2 === 0 ? repo : second, definition({ name: `New ${i}` }), "hundred-2")));
     log("100 new agents, two pools", results);
-    expect(results.map((r) => r.record.agent.number).sort((a, b) => a - b)).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
+    expect(results.map((r) => r.stored.agent.number).sort((a, b) => a - b)).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
     expect((await repo.getTenant("hundred-2"))?.nextAgentNumber).toBe(101);
   });
 
@@ -73,8 +74,8 @@ forEachDatabase((db) => {
     let firstLookedUp!: () => void;
     const lookedUp = new Promise<void>((resolve) => (firstLookedUp = resolve));
     const first = save(repo, definition({ name: "Twin", version: "1.0" }), "same-agent", {
-      pause: async (point) => {
-        if (point !== "agent-looked-up") return;
+      after: async (call, attempt) => {
+        if (call !== "findAgentByName" || attempt !== 1) return;
         firstLookedUp();
         await sleep(100);
       },
@@ -85,7 +86,7 @@ forEachDatabase((db) => {
     // MySQL: the second waits in findAgentByName until the first commits, then finds its agent.
     // SQLite: whichever writes second fails with SQLITE_BUSY, retries and finds the agent.
     expect(results.map((r) => r.created)).toEqual([true, true]);
-    expect(results.map((r) => r.record.agent)).toEqual([
+    expect(results.map((r) => r.stored.agent)).toEqual([
       { number: 1, referenceId: "Agent_ID=S-1" },
       { number: 1, referenceId: "Agent_ID=S-1" },
     ]);
@@ -96,11 +97,9 @@ forEachDatabase((db) => {
 
   it("makes 20 writers of one new agent's versions share it", async () => {
     await repo.createTenant("many-versions", "M-");
-    const results = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => save(i % 2 === 0 ? repo : second, definition({ name: "Shared", version: `${i}.0` }), "many-versions")),
-    );
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => save(i % 2 === 0 ? repo : second, definition({ name: "Shared", version: `${i}.0` }), "many-versions")));
     log("20 versions of one new agent, two pools", results);
-    expect(new Set(results.map((r) => r.record.agent.referenceId))).toEqual(new Set(["Agent_ID=M-1"]));
+    expect(new Set(results.map((r) => r.stored.agent.referenceId))).toEqual(new Set(["Agent_ID=M-1"]));
     expect((await repo.listVersions("many-versions", 1, { limit: 100, offset: 0 })).total).toBe(20);
     expect((await repo.getTenant("many-versions"))?.nextAgentNumber).toBe(2);
   });
@@ -111,23 +110,16 @@ forEachDatabase((db) => {
     const other = await save(repo, definition({ name: "Beta" }), "claims");
     // Both find the externalAgentID free before either claims it.
     const bothLookedUp = barrier(2);
-    const pause = async (point: string) => {
-      if (point === "owner-looked-up") await bothLookedUp();
-    };
     const attempts = [0, 0];
     const writers = [
       { repo, name: "Alpha" },
       { repo: second, name: "Beta" },
     ].map(({ repo: via, name }, i) =>
-      via.write("claims", async (tx) => {
-        attempts[i]!++;
-        const def = definition({ name, version: "2.0", externalAgentId: "ext-shared" });
-        const agent = (await tx.findAgentByName("Provider=Acme", name))!;
-        const owner = await tx.findExternalIdOwner("Provider=Acme", "ext-shared");
-        if (attempts[i] === 1) await pause("owner-looked-up");
-        if (owner !== undefined && owner !== agent.number) throw new RegistryError("invalid", "A3015", `${name} clashes`);
-        if (owner === undefined) await tx.claimExternalId("Provider=Acme", "ext-shared", agent.number);
-        return tx.insert({ name, providerId: "Provider=Acme", version: "2.0" }, agent, stored(def, newId(), agent.referenceId));
+      save(via, definition({ name, version: "2.0", externalAgentId: "ext-shared" }), "claims", {
+        after: async (call, attempt) => {
+          attempts[i] = attempt;
+          if (call === "findExternalIdOwner" && attempt === 1) await bothLookedUp();
+        },
       }),
     );
     const settled = await Promise.allSettled(writers);
@@ -137,7 +129,7 @@ forEachDatabase((db) => {
     expect(settled.filter((s) => s.status === "fulfilled")).toHaveLength(1);
     expect((settled[lost] as PromiseRejectedResult).reason).toMatchObject({ code: "A3015" });
     expect(attempts[lost]).toBeGreaterThan(1);
-    const winner = [first, other][won]!.record.agent.number;
+    const winner = [first, other][won]!.stored.agent.number;
     expect(await raw.db("agent_external_ids").where({ tenant: "claims" }).select("agent_number")).toEqual([{ agent_number: winner }]);
     // The loser's version was not stored.
     expect(await raw.db("agent_definitions").where({ tenant: "claims", version: "2.0" })).toHaveLength(1);
@@ -148,16 +140,12 @@ forEachDatabase((db) => {
     // 10 keys: 5 agents with 2 versions each.
     const results = await Promise.all(
       Array.from({ length: 200 }, (_, i) =>
-        save(
-          i % 2 === 0 ? repo : second,
-          definition({ name: `Busy ${i % 5}`, version: `${(i % 10) < 5 ? 1 : 2}.0`, description: `writer ${i}`, externalAgentId: `ext-${i % 5}` }),
-          "busy",
-        ),
+        save(i % 2 === 0 ? repo : second, definition({ name: `Busy ${i % 5}`, version: `${(i % 10) < 5 ? 1 : 2}.0`, description: `writer ${i}`, externalAgentId: `ext-${i % 5}` }), "busy"),
       ),
     );
     log("200 writers on 10 keys, two pools", results);
     expect(results.filter((r) => r.created)).toHaveLength(10);
-    expect(new Set(results.map((r) => r.record.id)).size).toBe(10);
+    expect(new Set(results.map((r) => r.stored.id)).size).toBe(10);
     expect(await raw.db("agent_definitions").where({ tenant: "busy" })).toHaveLength(10);
     const agents = (await raw.db("agents").where({ tenant: "busy" }).select("number", "name")) as Array<{ number: number | string; name: string }>;
     expect(agents.map((a) => Number(a.number)).sort()).toEqual([1, 2, 3, 4, 5]);
@@ -171,7 +159,7 @@ forEachDatabase((db) => {
     const results = await Promise.all(Array.from({ length: 20 }, (_, i) => save(repo, definition({ name: "Raced", description: `writer ${i}` }))));
     log("20 writers on one key, one pool", results);
     expect(results.filter((r) => r.created)).toHaveLength(1);
-    expect(new Set(results.map((r) => r.record.id)).size).toBe(1);
+    expect(new Set(results.map((r) => r.stored.id)).size).toBe(1);
     expect(await raw.db("agent_definitions").where({ tenant: "default", name: "Raced" })).toHaveLength(1);
   });
 });

@@ -1,0 +1,67 @@
+/**
+ * The registry's records, as the domain, the service and storage share them.
+ * Storage implements them; nothing here does I/O.
+ */
+
+/** The upsert key of a definition within a tenant (SPEC.md §1.4, DESIGN.md §2). */
+export interface UpsertKey {
+  readonly name: string;
+  readonly providerId: string;
+  readonly version: string;
+}
+
+/** A tenant's setup. */
+export interface Tenant {
+  readonly name: string;
+  /** The prefix of the tenant's agent id sequence; null when the tenant has no sequence generator. */
+  readonly sequencePrefix: string | null;
+  /** The number the next new agent will take (1 for a tenant without agents). */
+  readonly nextAgentNumber: number;
+  readonly createdAt: Date;
+}
+
+/**
+ * An agent: the lineage that the versions (instances) of one agent share. It
+ * is created with the first version and numbered from the tenant's sequence.
+ */
+export interface AgentRef {
+  /** Its number in the tenant's sequence: 1, 2, 3... without gaps. */
+  readonly number: number;
+  /** `Agent_ID=<prefix><number>`. */
+  readonly referenceId: string;
+}
+
+/** One version of one agent, without its content: what a write decides on. */
+export interface InstanceRef {
+  /** 32 lowercase hex characters. */
+  readonly id: string;
+  readonly tenant: string;
+  /** The agent this instance is a version of. */
+  readonly agent: AgentRef;
+  readonly createdAt: Date;
+  readonly updatedAt: Date;
+}
+
+/**
+ * A stored definition, ready to answer: both encodings are kept as written
+ * (derived fields included), so a read sends bytes and never rebuilds the
+ * document.
+ */
+export interface StoredDefinition extends InstanceRef {
+  /** The definition as protobuf JSON, UTF-8: exactly what a JSON answer carries. */
+  readonly json: Uint8Array;
+  /** The same definition in protobuf binary: exactly what a binary answer carries. */
+  readonly binary: Uint8Array;
+}
+
+/** How a repository's connection pool is used at one moment. */
+export interface PoolStats {
+  /** Connections lent out to a query or transaction. */
+  readonly used: number;
+  /** Open connections idle in the pool. */
+  readonly free: number;
+  /** Callers waiting for a connection; above zero for long, the pool is the bottleneck. */
+  readonly pendingAcquires: number;
+  /** The most connections the pool opens. */
+  readonly max: number;
+}
