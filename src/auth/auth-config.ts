@@ -51,6 +51,13 @@ export interface AuthConfig {
    */
   readonly introspection: IntrospectionCredentials | undefined;
   /**
+   * `AUTH_INTROSPECTION_CACHE_SECONDS`, default 10 (0 to 60; 0 asks the issuer
+   * on every request): how long an active introspection answer is reused for
+   * the same token, never past its `exp`. A token revoked at the issuer is
+   * still accepted for at most this long.
+   */
+  readonly introspectionCacheSeconds: number;
+  /**
    * `AUTH_ALLOW_HTTP_ISSUER`, default `false`: `true` allows an `http://`
    * issuer (and http JWKS and introspection endpoints), e.g. on loopback in
    * tests. Never in production.
@@ -59,6 +66,15 @@ export interface AuthConfig {
 }
 
 export const DEFAULT_ALGORITHMS: readonly string[] = ["RS256", "PS256", "ES256", "EdDSA"];
+
+/**
+ * Default of `AUTH_INTROSPECTION_CACHE_SECONDS`: short, because introspection
+ * is chosen for quick revocation; long enough to spare the issuer a round trip
+ * per request of a busy client.
+ */
+export const DEFAULT_INTROSPECTION_CACHE_SECONDS = 10;
+/** Upper bound of `AUTH_INTROSPECTION_CACHE_SECONDS`: no answer outlives the verified-token cache (60 s). */
+export const MAX_INTROSPECTION_CACHE_SECONDS = 60;
 
 /** Parses the `AUTH_*` variables; every bad one is listed in `problems`, and `config` then holds defaults for it. */
 export function parseAuthConfig(env: Readonly<Record<string, string | undefined>>): { config: AuthConfig; problems: string[] } {
@@ -152,6 +168,14 @@ export function parseAuthConfig(env: Readonly<Record<string, string | undefined>
     else introspection = { clientId, clientSecret };
   }
 
+  let introspectionCacheSeconds = DEFAULT_INTROSPECTION_CACHE_SECONDS;
+  const cacheRaw = value("AUTH_INTROSPECTION_CACHE_SECONDS");
+  if (cacheRaw !== undefined) {
+    const seconds = Number(cacheRaw);
+    if (Number.isInteger(seconds) && seconds >= 0 && seconds <= MAX_INTROSPECTION_CACHE_SECONDS) introspectionCacheSeconds = seconds;
+    else problems.push(`AUTH_INTROSPECTION_CACHE_SECONDS must be an integer from 0 to ${MAX_INTROSPECTION_CACHE_SECONDS}, not "${cacheRaw}"`);
+  }
+
   const valid = algorithms.filter((a) => ASYMMETRIC_ALGORITHMS.includes(a));
   return {
     config: {
@@ -163,6 +187,7 @@ export function parseAuthConfig(env: Readonly<Record<string, string | undefined>
       algorithms: valid.length > 0 ? valid : DEFAULT_ALGORITHMS,
       clockSkewSeconds,
       introspection,
+      introspectionCacheSeconds,
       allowHttpIssuer,
     },
     problems,

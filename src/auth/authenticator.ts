@@ -2,7 +2,9 @@
  * The authenticator: reads the Authorization header, verifies the bearer
  * token (a JWT against the issuer's keys, or an opaque token by introspection)
  * and maps its claims to a Principal. Two modes: an OAuth2 resource server for
- * a configured issuer, or the local development issuer.
+ * a configured issuer, or the local development issuer. Both remember the
+ * tokens they accepted for a short while (token-cache.ts), so a busy caller
+ * pays for one signature check or introspection a minute, not one a request.
  */
 import { createLocalJWKSet } from "jose";
 import * as oidc from "openid-client";
@@ -12,6 +14,7 @@ import { createIntrospector, type Introspector } from "./introspection.js";
 import { createJwtVerifier, looksLikeJwt, remoteKeys, type JwtVerifier } from "./jwt-verifier.js";
 import { openLocalIssuer, type KeyStore } from "./local-issuer.js";
 import { principalFromClaims, type ClaimMapping, type Principal } from "./principal.js";
+import { createTokenCache, tokenKey } from "./token-cache.js";
 
 export type { Principal } from "./principal.js";
 
@@ -20,8 +23,8 @@ export interface Authenticator {
   readonly description: string;
   /**
    * Verifies the Authorization header value (may be null). Throws RegistryError
-   * kind "unauthenticated" (401) saying what is wrong without echoing the token,
-   * or kind "unavailable" (503) when the issuer cannot be asked.
+   * code UNAUTHENTICATED (401) saying what is wrong without echoing the token,
+   * or UNAVAILABLE (503) when the issuer cannot be asked.
    */
   authenticate(authorization: string | null): Promise<Principal>;
 }
@@ -31,6 +34,11 @@ export interface AuthenticatorDeps {
   readonly keyStore?: KeyStore;
   /** The fetch for discovery, JWKS and introspection; default the global one. */
   readonly fetch?: typeof fetch;
+  /**
+   * The clock, in milliseconds since the epoch, for `exp`/`nbf` and the token
+   * cache alike; default Date.now. For tests.
+   */
+  readonly now?: () => number;
 }
 
 /** RFC 6750 §2.1: `Bearer` (any case), spaces, a b64token. */
@@ -61,20 +69,24 @@ async function localAuthenticator(config: AuthConfig, mapping: ClaimMapping, dep
   } catch (error: unknown) {
     throw new AuthSetupError("AUTH_LOCAL_KEY", error instanceof Error ? error.message : String(error), { cause: error });
   }
+  const now = deps.now ?? Date.now;
   const verifier = createJwtVerifier({
     issuer: issuer.issuer,
     audience: config.audience,
     algorithms: ["ES256"],
     clockSkewSeconds: config.clockSkewSeconds,
     keys: createLocalJWKSet(issuer.jwks),
+    now,
   });
   const where = deps.keyStore.location ?? "the data directory";
-  return authenticator(
-    `local development issuer (key in ${where}); get a token with npm run token -- --tenant <tenant> --domains "Development,Setup: Agents"`,
+  return authenticatorFrom({
+    description: `local development issuer (key in ${where}); get a token with npm run token -- --tenant <tenant> --domains "Development,Setup: Agents"`,
     verifier,
-    undefined,
+    introspector: undefined,
+    introspectionCacheSeconds: 0,
     mapping,
-  );
+    now,
+  });
 }
 
 async function resourceServer(issuer: URL, config: AuthConfig, mapping: ClaimMapping, deps: AuthenticatorDeps): Promise<Authenticator> {
@@ -103,32 +115,81 @@ async function resourceServer(issuer: URL, config: AuthConfig, mapping: ClaimMap
     }
     return url;
   };
+  const now = deps.now ?? Date.now;
   const verifier = createJwtVerifier({
     issuer: metadata.issuer,
     audience: config.audience,
     algorithms: config.algorithms,
     clockSkewSeconds: config.clockSkewSeconds,
     keys: remoteKeys(endpoint("jwks_uri"), deps.fetch === undefined ? {} : { fetch: deps.fetch }),
+    now,
   });
   let introspector: Introspector | undefined;
   if (config.introspection !== undefined) {
     endpoint("introspection_endpoint");
-    introspector = createIntrospector({ configuration, audience: config.audience, clockSkewSeconds: config.clockSkewSeconds });
+    introspector = createIntrospector({ configuration, audience: config.audience, clockSkewSeconds: config.clockSkewSeconds, now: () => Math.floor(now() / 1000) });
   }
   const description =
     `OAuth2 resource server for ${metadata.issuer} (audience "${config.audience}"; JWT via JWKS, ${config.algorithms.join("/")}; ` +
     `introspection ${introspector === undefined ? "off" : "on"})`;
-  return authenticator(description, verifier, introspector, mapping);
+  return authenticatorFrom({ description, verifier, introspector, introspectionCacheSeconds: config.introspectionCacheSeconds, mapping, now });
 }
 
-function authenticator(description: string, verifier: JwtVerifier, introspector: Introspector | undefined, mapping: ClaimMapping): Authenticator {
+/** What an authenticator is made of. createAuthenticator assembles one per mode; tests assemble their own to count verifications. */
+export interface AuthenticatorParts {
+  readonly description: string;
+  readonly verifier: JwtVerifier;
+  /** Undefined: opaque tokens are refused. */
+  readonly introspector: Introspector | undefined;
+  /** How long an active introspection answer is reused, in seconds; 0: never. */
+  readonly introspectionCacheSeconds: number;
+  readonly mapping: ClaimMapping;
+  /** The clock of the token cache, in ms since the epoch; the same one the verifier and introspector use. */
+  readonly now: () => number;
+  /** Bounds of the token cache; default TOKEN_CACHE_MAX_ENTRIES entries and TOKEN_CACHE_MAX_AGE_MS (also the ceiling). */
+  readonly cache?: { readonly maxEntries?: number; readonly maxAgeMs?: number };
+}
+
+/**
+ * The authenticator over its parts, with the token cache in front of both
+ * checks. The cache holds Principals, not claims: the mapping from claims is
+ * deterministic for the life of the authenticator (its ClaimMapping is fixed),
+ * so a hit skips it too, and no raw claims are kept in memory. A token is
+ * cached only after its signature and claims (or its introspection answer)
+ * passed and its claims mapped to a Principal; every failure, 401 or 503,
+ * leaves the cache as it was.
+ */
+export function authenticatorFrom(parts: AuthenticatorParts): Authenticator {
+  const { description, verifier, introspector, mapping } = parts;
+  const cache = createTokenCache<Principal>({ now: parts.now, ...parts.cache });
+  const introspectionTtlMs = parts.introspectionCacheSeconds * 1000;
   return {
     description,
     async authenticate(authorization) {
       const token = bearerToken(authorization);
-      if (looksLikeJwt(token)) return principalFromClaims(await verifier.verify(token), mapping);
+      // The key is the hash of the whole token: any other byte (signature, payload, audience) misses and is checked in full.
+      const key = tokenKey(token);
+      const cached = cache.get(key);
+      if (cached !== undefined) return copyOf(cached);
+      if (looksLikeJwt(token)) {
+        const claims = await verifier.verify(token);
+        const principal = principalFromClaims(claims, mapping);
+        // The verifier requires exp; without one (a verifier that does not) nothing is cached rather than something unbounded.
+        if (typeof claims.exp === "number") cache.set(key, principal, { notAfterMs: claims.exp * 1000 });
+        return copyOf(principal);
+      }
       if (introspector === undefined) throw unauthenticated("The bearer token is not a JWT, and this service has no token introspection configured.");
-      return principalFromClaims(await introspector.introspect(token), mapping);
+      const claims = await introspector.introspect(token);
+      const principal = principalFromClaims(claims, mapping);
+      if (introspectionTtlMs > 0) {
+        cache.set(key, principal, { ttlMs: introspectionTtlMs, ...(typeof claims.exp === "number" ? { notAfterMs: claims.exp * 1000 } : {}) });
+      }
+      return copyOf(principal);
     },
   };
+}
+
+/** A Principal of its own for each request: what one request does with its domains cannot change what the cache hands the next. */
+function copyOf(principal: Principal): Principal {
+  return { subject: principal.subject, tenant: principal.tenant, domains: new Set(principal.domains) };
 }

@@ -18,6 +18,12 @@ export interface JwtVerifierOptions {
   readonly clockSkewSeconds: number;
   /** The issuer's public keys: `remoteKeys(jwks_uri)` or jose `createLocalJWKSet`. */
   readonly keys: JWTVerifyGetKey;
+  /**
+   * The clock for `exp`/`nbf`, in milliseconds since the epoch; default
+   * jose's (the system clock). The authenticator passes the one its token
+   * cache uses, so both agree on when a token has expired.
+   */
+  readonly now?: () => number;
 }
 
 export interface JwtVerifier {
@@ -65,10 +71,11 @@ export function createJwtVerifier(options: JwtVerifierOptions): JwtVerifier {
     clockTolerance: options.clockSkewSeconds,
     requiredClaims: ["exp"],
   };
+  const now = options.now;
   return {
     async verify(token) {
       try {
-        const { payload } = await jwtVerify(token, options.keys, verifyOptions);
+        const { payload } = await jwtVerify(token, options.keys, now === undefined ? verifyOptions : { ...verifyOptions, currentDate: new Date(now()) });
         return payload;
       } catch (error: unknown) {
         throw describeFailure(error, token);

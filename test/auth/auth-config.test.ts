@@ -16,6 +16,7 @@ describe("parseAuthConfig", () => {
       algorithms: ["RS256", "PS256", "ES256", "EdDSA"],
       clockSkewSeconds: 30,
       introspection: undefined,
+      introspectionCacheSeconds: 10,
       allowHttpIssuer: false,
     });
   });
@@ -31,12 +32,23 @@ describe("parseAuthConfig", () => {
       AUTH_CLOCK_SKEW_SECONDS: "5",
       AUTH_INTROSPECTION_CLIENT_ID: "registry",
       AUTH_INTROSPECTION_CLIENT_SECRET: "s3cret",
+      AUTH_INTROSPECTION_CACHE_SECONDS: "0",
     });
     expect(problems).toEqual([]);
     expect(config.issuer?.href).toBe("https://login.example.com/realms/acme");
     expect(config).toMatchObject({ audience: "registry", tenantClaim: "org", domainsClaim: "roles", algorithms: ["ES256", "RS256"], clockSkewSeconds: 5 });
     expect(config.scopeDomains).toEqual(new Map([["asor.read", ["Setup: Agents"]], ["asor.write", ["Development"]]]));
     expect(config.introspection).toEqual({ clientId: "registry", clientSecret: "s3cret" });
+    expect(config.introspectionCacheSeconds).toBe(0);
+  });
+
+  it("takes an introspection cache time from 0 to 60 seconds only", () => {
+    expect(parseAuthConfig({ AUTH_INTROSPECTION_CACHE_SECONDS: "60" }).config.introspectionCacheSeconds).toBe(60);
+    for (const bad of ["61", "-1", "1.5", "ten"]) {
+      const { config, problems } = parseAuthConfig({ AUTH_INTROSPECTION_CACHE_SECONDS: bad });
+      expect(problems).toEqual([`AUTH_INTROSPECTION_CACHE_SECONDS must be an integer from 0 to 60, not "${bad}"`]);
+      expect(config.introspectionCacheSeconds).toBe(10);
+    }
   });
 
   it("refuses none and HMAC algorithms, and unknown ones", () => {
@@ -74,6 +86,7 @@ describe("parseAuthConfig", () => {
       AUTH_ALLOW_HTTP_ISSUER: "yes",
       AUTH_TENANT_CLAIM: "has space",
       AUTH_INTROSPECTION_CLIENT_SECRET: secret,
+      AUTH_INTROSPECTION_CACHE_SECONDS: "3600",
     });
     expect(problems.map((p) => p.split(" ")[0])).toEqual([
       "AUTH_ALLOW_HTTP_ISSUER",
@@ -82,6 +95,7 @@ describe("parseAuthConfig", () => {
       "AUTH_SCOPE_DOMAINS",
       "AUTH_CLOCK_SKEW_SECONDS",
       "AUTH_INTROSPECTION_CLIENT_ID",
+      "AUTH_INTROSPECTION_CACHE_SECONDS",
     ]);
     expect(problems.join("\n")).not.toContain(secret);
   });

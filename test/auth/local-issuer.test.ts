@@ -64,7 +64,7 @@ describe("the local development issuer", () => {
   it("still refuses requests without a token", async () => {
     const authenticator = await createAuthenticator(config, { keyStore: localIssuerKeyFile(await dataDir()) });
     const error = await rejection(authenticator.authenticate(null));
-    expect(error).toMatchObject({ kind: "unauthenticated", message: "No bearer token was sent." });
+    expect(error).toMatchObject({ code: "UNAUTHENTICATED", message: "No bearer token was sent." });
   });
 
   it("refuses a token from another data directory's key, an expired one and a tampered one", async () => {

@@ -52,6 +52,6 @@ describe("principalFromClaims", () => {
       return undefined;
     })();
     expect(thrown).toBeInstanceOf(RegistryError);
-    expect(thrown).toMatchObject({ kind: "unauthenticated", code: "UNAUTHENTICATED" });
+    expect(thrown).toMatchObject({ code: "UNAUTHENTICATED" });
   });
 });
