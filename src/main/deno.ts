@@ -1,10 +1,12 @@
-// The Deno entrypoint: config -> app -> Deno.serve, one port for Connect,
+// The Deno entrypoint: config -> app -> Deno.serve (the fetch edge), one port for Connect,
 // gRPC-Web and REST. Native gRPC needs HTTP trailers, which fetch and
 // Deno.serve do not offer: it is served by the Node entrypoint only.
 import { createApp } from "../app.js";
 import { AuthSetupError } from "../auth/auth-errors.js";
 import { type Config, ConfigError, describeStorage, parseConfig } from "../config.js";
-import { connectFetchAdapter } from "../transport/connect-fetch-adapter.js";
+import { asRegistryError } from "../domain/errors.js";
+import { fetchEdge } from "../edge/fetch-edge.js";
+import { errorAnswer } from "../edge/http-answer.js";
 import { denoKeyFile } from "./deno-key-file.js";
 import { denoRuntime } from "./deno-runtime.js";
 
@@ -19,7 +21,7 @@ async function main(): Promise<void> {
   const deno = denoRuntime();
   const config = parseDenoConfig(deno.env.toObject());
   const app = await createApp(config, { keyStore: denoKeyFile(deno, config.dataDir) });
-  const handler = connectFetchAdapter({ routes: app.routes, readMaxBytes: config.maxBodyBytes, fallback: app.handleHttp });
+  const handler = fetchEdge(app.edge, app.requests);
   const server = deno.serve(
     {
       port: config.port,
@@ -27,7 +29,8 @@ async function main(): Promise<void> {
       onListen: () => {}, // the start-up line below replaces Deno's own
       onError: (err) => {
         app.logger.error("request failed outside the handlers", { err });
-        return Response.json({ error: "An internal error occurred; it has been logged.", code: "INTERNAL" }, { status: 500 });
+        const { status, headers, body } = errorAnswer(asRegistryError(err));
+        return new Response(body as BodyInit | null, { status, headers });
       },
     },
     handler,

@@ -1,13 +1,8 @@
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { constants as http2Constants, createServer as createHttp2Server, type Http2Session } from "node:http2";
 import { createServer as createNetServer, type Server, type Socket } from "node:net";
-import { Duplex } from "node:stream";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
-import { expressConnectMiddleware } from "@connectrpc/connect-express";
-import express from "express";
 import type { App } from "../app.js";
-import { type NodeHandlerArgs, sendFetchResponse, toFetchRequest } from "./node-fetch-bridge.js";
-import { createNodeRequestEdge } from "./node-request-edge.js";
+import { createNodeEdge } from "./node-edge.js";
 
 /** The HTTP/2 connection preface: a connection that starts with it speaks HTTP/2 (gRPC). */
 const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
@@ -29,41 +24,24 @@ export interface NodeServer {
  * HTTP/1.1 (`allowHTTP1` is TLS-only), so a TCP server peeks at the first
  * bytes of each connection and hands it to an HTTP/2 server (gRPC, and any
  * prior-knowledge HTTP/2 client) or to an HTTP/1.1 server (REST, Connect,
- * gRPC-Web). Both run the same Connect routes and the same REST handler.
+ * gRPC-Web). Both hand every request to the same edge (node-edge.ts).
  */
 export function createNodeServer(app: App): NodeServer {
-  // Every request gets its record (log line, metrics, request id) here, whichever surface serves it.
-  const edge = createNodeRequestEdge(app);
-  const options = { routes: app.routes, readMaxBytes: app.config.maxBodyBytes, contextValues: edge.contextValues };
+  // Every request, HTTP/1.1 or HTTP/2, goes through the one edge.
+  const edge = createNodeEdge(app);
 
-  const plainHttp = async (...[req, res]: NodeHandlerArgs): Promise<void> => {
-    try {
-      await sendFetchResponse(req, res, await app.handleHttp(toFetchRequest(req, res), edge.contextValues(req)));
-    } catch (err) {
-      app.logger.error("request failed outside the handlers", { err });
-      if (!res.headersSent) (res as ServerResponse).writeHead(500, { "content-type": "application/json" });
-      res.end(JSON.stringify({ error: "An internal error occurred; it has been logged.", code: "INTERNAL" }));
-    }
-  };
-
-  const h1App = express();
-  h1App.disable("x-powered-by");
-  h1App.use((req, res, next) => void (edge.begin(req, res) && next()));
-  h1App.use(expressConnectMiddleware(options));
-  h1App.use((req, res) => void plainHttp(req, res));
   // Slow clients (slowloris, a body that never ends) get 408 and the connection closed. Node checks
   // the timeouts every connectionsCheckingInterval, so it is a fraction of the shortest one.
   const { headersTimeoutMs, requestTimeoutMs, http2IdleTimeoutMs } = app.config.http;
   const h1 = createHttpServer(
     { headersTimeout: headersTimeoutMs, requestTimeout: requestTimeoutMs, connectionsCheckingInterval: Math.min(30_000, Math.max(50, Math.floor(headersTimeoutMs / 4))) },
-    h1App,
+    edge.handle,
   );
   // Node starts checking those timeouts when its server emits "listening"; this one never listens
   // (it is handed connections), so start the checks by hand.
   h1.emit("listening");
 
-  const h2Handler = connectNodeAdapter({ ...options, fallback: (req, res) => void plainHttp(req, res) });
-  const h2 = createHttp2Server((req, res) => void (edge.begin(req, res) && h2Handler(req, res)));
+  const h2 = createHttp2Server(edge.handle);
   const sessions = new Set<Http2Session>();
   h2.on("session", (session) => {
     sessions.add(session);
@@ -111,7 +89,11 @@ export function createNodeServer(app: App): NodeServer {
         // Without TCP_NODELAY, Nagle's algorithm held small gRPC frames ~40 ms (BENCHMARKS.md:
         // gRPC GET p50 57 -> 8 ms). Sockets handed over by the peeking server never get it set.
         socket.setNoDelay(true);
-        h2.emit("connection", replaying(socket, seen));
+        // The session reads the socket's native handle itself, and takes the bytes already read
+        // (the preface) from its buffer first (nodejs/node#35475): no JavaScript stream in between.
+        socket.pause();
+        socket.unshift(seen);
+        h2.emit("connection", socket);
       } else {
         socket.pause();
         socket.unshift(seen);
@@ -152,31 +134,6 @@ export function createNodeServer(app: App): NodeServer {
         }, deadlineMs);
       }),
   };
-}
-
-/**
- * The socket as a stream that first replays the bytes already read from it.
- * Node's HTTP/2 session reads a net.Socket's native handle directly, so bytes
- * put back with `unshift` would be lost to it; a plain Duplex is read as a
- * stream instead.
- */
-function replaying(socket: Socket, head: Buffer): Duplex {
-  const stream = new Duplex({
-    read: () => void socket.resume(),
-    write: (chunk, _encoding, done) => void socket.write(chunk, done),
-    final: (done) => void socket.end(done),
-    destroy: (err, done) => {
-      socket.destroy(err ?? undefined);
-      done(err);
-    },
-  });
-  stream.push(head);
-  socket.on("data", (chunk) => {
-    if (!stream.push(chunk)) socket.pause();
-  });
-  socket.once("end", () => stream.push(null));
-  socket.once("close", () => stream.destroy());
-  return stream;
 }
 
 /** Listens on `port` (0: any free port) and resolves with the port bound. */

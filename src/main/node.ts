@@ -1,4 +1,5 @@
 // The Node entrypoint: config -> app -> one port for every surface.
+import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import { createApp } from "../app.js";
 import { AuthSetupError } from "../auth/auth-errors.js";
 import { ConfigError, describeStorage, parseConfig } from "../config.js";
@@ -8,7 +9,7 @@ import { createNodeServer, listen } from "./node-server.js";
 
 async function main(): Promise<void> {
   const config = parseConfig(process.env);
-  const app = await createApp(config, { keyStore: localIssuerKeyFile(config.dataDir) });
+  const app = await createApp(config, { keyStore: localIssuerKeyFile(config.dataDir), acceptCompression: [compressionGzip, compressionBrotli] });
   const node = createNodeServer(app);
   const port = await listen(node.server, config.port, config.host);
   app.logger.info("agent definition registry listening", {

@@ -1,3 +1,6 @@
+import type { HttpEndpoint } from "../edge/edge.js";
+import { utf8 } from "../edge/http-answer.js";
+import { readOnly } from "../transport/probes.js";
 import type { Metrics } from "./metrics.js";
 
 /**
@@ -6,19 +9,12 @@ import type { Metrics } from "./metrics.js";
  * and timings by operation; serve it to the monitoring network, not the
  * internet.
  */
-export function createMetricsEndpoint(metrics: Metrics): { readonly path: string; handle(request: Request): Promise<Response> } {
+export function createMetricsEndpoint(metrics: Metrics): HttpEndpoint {
   return {
     path: "/metrics",
-    async handle(request) {
-      if (request.method !== "GET" && request.method !== "HEAD") {
-        const message = `${request.method} is not allowed here; use GET or HEAD.`;
-        return new Response(JSON.stringify({ error: message, errors: [{ error: message, code: "METHOD_NOT_ALLOWED" }] }), {
-          status: 405,
-          headers: { "content-type": "application/json; charset=utf-8", allow: "GET, HEAD" },
-        });
-      }
+    handle: readOnly(async () => {
       const { contentType, body } = await metrics.render();
-      return new Response(request.method === "HEAD" ? null : body, { headers: { "content-type": contentType, "cache-control": "no-store" } });
-    },
+      return { status: 200, headers: { "content-type": contentType, "cache-control": "no-store" }, body: utf8(body) };
+    }),
   };
 }

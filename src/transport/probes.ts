@@ -1,10 +1,7 @@
 import { RegistryError, unavailable } from "../domain/errors.js";
-
-/** A plain HTTP endpoint at an exact path (the shape of app.ts's `HttpEndpoint`). */
-export interface ProbeEndpoint {
-  readonly path: string;
-  handle(request: Request): Promise<Response>;
-}
+import type { HttpEndpoint } from "../edge/edge.js";
+import { errorAnswer, type HttpAnswer, headOnly, jsonAnswer } from "../edge/http-answer.js";
+import { methodNotAllowedAnswer } from "./rest/rest-handler.js";
 
 /**
  * The HTTP probes of an orchestrator or load balancer, without authentication
@@ -16,36 +13,36 @@ export interface ProbeEndpoint {
  *   with the spec's error body, code `UNAVAILABLE`, so traffic goes elsewhere
  *   until it is back.
  */
-export function createProbeEndpoints(ping: () => Promise<void>): ProbeEndpoint[] {
+export function createProbeEndpoints(ping: () => Promise<void>): HttpEndpoint[] {
+  const ok = (): HttpAnswer => jsonAnswer(200, { status: "ok" }, NO_STORE);
   return [
-    { path: "/healthz", handle: probe(async () => [200, { status: "ok" }]) },
+    { path: "/healthz", handle: readOnly(async () => ok()) },
     {
       path: "/readyz",
-      handle: probe(async () => {
+      handle: readOnly(async () => {
         try {
           await ping();
-          return [200, { status: "ok" }];
+          return ok();
         } catch (err) {
-          const error = err instanceof RegistryError ? err : unavailable(err);
-          return [503, { error: error.message, code: "UNAVAILABLE" }];
+          return errorAnswer(asUnavailable(err), NO_STORE);
         }
       }),
     },
   ];
 }
 
-/** A GET/HEAD endpoint answering JSON that no cache may keep. */
-function probe(answer: () => Promise<[status: number, body: object]>): (request: Request) => Promise<Response> {
-  return async (request) => {
-    if (request.method !== "GET" && request.method !== "HEAD") {
-      const message = `${request.method} is not allowed here; use GET or HEAD.`;
-      return json(405, { error: message, errors: [{ error: message, code: "METHOD_NOT_ALLOWED" }] }, { allow: "GET, HEAD" });
-    }
-    const [status, body] = await answer();
-    return json(status, request.method === "HEAD" ? null : body, { "cache-control": "no-store" });
-  };
+const NO_STORE = { "cache-control": "no-store" };
+
+/** The probe's failure: the repository's own UNAVAILABLE, or anything else as one. */
+function asUnavailable(err: unknown): RegistryError {
+  return err instanceof RegistryError && err.code === "UNAVAILABLE" ? err : unavailable(err);
 }
 
-function json(status: number, body: object | null, headers: Record<string, string>): Response {
-  return new Response(body === null ? null : JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } });
+/** An endpoint that answers GET and HEAD only. */
+export function readOnly(answer: () => Promise<HttpAnswer>): (method: string) => Promise<HttpAnswer> {
+  return async (method) => {
+    if (method !== "GET" && method !== "HEAD") return methodNotAllowedAnswer(method, ["GET", "HEAD"]);
+    const answered = await answer();
+    return method === "HEAD" ? headOnly(answered) : answered;
+  };
 }

@@ -51,11 +51,14 @@ export function structureIssues(text: string): Issue[] {
       const end = stringEnd(text, i);
       if (end === -1) break;
       if (top?.kind === "object" && top.expectKey) {
-        let key: string;
-        try {
-          key = JSON.parse(text.slice(i, end + 1)) as string;
-        } catch {
-          break;
+        // Only a key with an escape needs decoding; the rest are their own text.
+        let key = text.slice(i + 1, end);
+        if (key.includes("\\")) {
+          try {
+            key = JSON.parse(text.slice(i, end + 1)) as string;
+          } catch {
+            break;
+          }
         }
         // Keys compare decoded: "name" and "n\u0061me" are the same member.
         if (top.keys.has(key)) {
@@ -89,7 +92,17 @@ export function structureIssues(text: string): Issue[] {
  * structureIssues) with a 400 that names each problem and its path.
  */
 export function parseStrictJson(text: string): unknown {
+  const parsed = parseStrictJsonText(text);
+  if (parsed.issues === undefined) return parsed.value;
+  const issues = parsed.issues;
+  throw invalid(issues, issues.length === 1 ? (issues[0] as Issue).message : `The JSON has ${issues.length} problems.`);
+}
+
+/**
+ * The value of JSON text, or its structural issues (duplicate members,
+ * nesting). A syntax error is thrown as JSON.parse throws it.
+ */
+export function parseStrictJsonText(text: string): { value: unknown; issues?: undefined } | { value?: undefined; issues: Issue[] } {
   const issues = structureIssues(text);
-  if (issues.length > 0) throw invalid(issues, issues.length === 1 ? (issues[0] as Issue).message : `The JSON has ${issues.length} problems.`);
-  return JSON.parse(text);
+  return issues.length > 0 ? { issues } : { value: JSON.parse(text) };
 }

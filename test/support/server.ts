@@ -1,5 +1,6 @@
+import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import { afterAll, beforeAll } from "vitest";
-import { type App, createApp } from "../../src/app.js";
+import { type App, type AppDeps, createApp } from "../../src/app.js";
 import { parseConfig } from "../../src/config.js";
 import { createLogger, type Logger } from "../../src/logger.js";
 import { openLocalIssuer } from "../../src/auth/local-issuer.js";
@@ -23,7 +24,12 @@ export interface TestServer {
 }
 
 /** Starts a server on port 0 against `database` (logging to `logger`, else nowhere); stop it with the returned function. */
-export async function startServer(database: FreshDatabase, env: Record<string, string> = {}, logger?: Logger): Promise<TestServer & { stop(): Promise<void> }> {
+export async function startServer(
+  database: FreshDatabase,
+  env: Record<string, string> = {},
+  logger?: Logger,
+  deps: Pick<AppDeps, "wrapAuthenticator"> = {},
+): Promise<TestServer & { stop(): Promise<void> }> {
   const config = parseConfig({
     PORT: "0",
     DATA_DIR: database.dataDir,
@@ -31,7 +37,12 @@ export async function startServer(database: FreshDatabase, env: Record<string, s
     ...env,
   });
   const keyStore = localIssuerKeyFile(config.dataDir);
-  const app = await createApp(config, { logger: logger ?? createLogger(process.env.TEST_LOG_LEVEL === "debug" ? "info" : "silent"), keyStore });
+  const app = await createApp(config, {
+    logger: logger ?? createLogger(process.env.TEST_LOG_LEVEL === "debug" ? "info" : "silent"),
+    keyStore,
+    acceptCompression: [compressionGzip, compressionBrotli],
+    ...deps,
+  });
   const node = createNodeServer(app);
   const port = await listen(node.server, 0, "127.0.0.1");
   const issuer = await openLocalIssuer(keyStore, config.auth);

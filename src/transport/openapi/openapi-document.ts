@@ -1,6 +1,7 @@
 import { type DescField, type DescMessage, type DescService, type JsonObject, ScalarType } from "@bufbuild/protobuf";
 import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
-import type { Policy } from "../auth-interceptor.js";
+import { challengeOf, type ErrorCode, ERRORS, RegistryError } from "../../domain/errors.js";
+import type { Policy } from "../../operations/registry-operations.js";
 import { buildRouteTable, type RestRoute } from "../rest/route-table.js";
 import { createMessageSchemas, type MessageSchemas } from "./message-schemas.js";
 import { leadingComment } from "./proto-comments.js";
@@ -40,61 +41,54 @@ function errorResponse(description: string): JsonObject {
 
 const challenge = (description: string): JsonObject => ({ "WWW-Authenticate": { description, required: true, schema: { type: "string" } } });
 
-/** The error answers of the REST surface (src/transport/error-mapping.ts), and which operations give each. */
-const ERROR_RESPONSES: readonly { status: number; name: string; response: JsonObject; applies(route: RestRoute): boolean }[] = [
-  {
-    status: 400,
-    name: "BadRequest",
-    response: validationResponse("The request breaks the contract; `errors` lists every problem, each with `code`, `field` and `path`. Also the spec's codes `A161`, `A2849` and `A3015` of a POST of a definition."),
-    applies: () => true,
-  },
-  {
-    status: 401,
-    name: "Unauthorized",
-    response: validationResponse("No valid bearer token: missing, malformed, expired, not yet valid, revoked, or not from the trusted issuer.", challenge('`Bearer realm="asor"`')),
-    applies: () => true,
-  },
-  {
-    status: 403,
-    name: "Forbidden",
-    response: validationResponse(
-      "The token lacks the security domain the operation needs, or is for another tenant (`PERMISSION_DENIED`).",
-      challenge('`Bearer realm="asor", error="insufficient_scope"`'),
-    ),
-    applies: () => true,
-  },
-  {
-    status: 404,
-    name: "NotFound",
-    response: validationResponse("No such definition in the tenant (`NOT_FOUND`), or the tenant has not been set up (`TENANT_NOT_FOUND`)."),
-    // Only requests that name something can miss it: a path variable, or a tenant.
-    applies: (route) => route.segments.some((s) => "variable" in s) || route.method.input.fields.some((f) => f.name === "tenant"),
-  },
-  {
-    status: 409,
-    name: "Conflict",
-    response: validationResponse("The tenant already exists (`TENANT_EXISTS`), or concurrent writes to one key kept colliding (`CONFLICT`); retry."),
-    // Only writes can collide with other writes or with what exists.
-    applies: (route) => route.method.idempotency !== MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS,
-  },
-  {
-    status: 413,
-    name: "PayloadTooLarge",
-    response: validationResponse("The body is larger than the service's limit (`PAYLOAD_TOO_LARGE`, `MAX_BODY_BYTES`)."),
-    applies: (route) => route.body !== "",
-  },
-  {
-    status: 415,
-    name: "UnsupportedMediaType",
-    response: validationResponse("The body is neither `application/json` nor `multipart/form-data` (`UNSUPPORTED_MEDIA_TYPE`)."),
-    applies: (route) => route.body !== "",
-  },
-  { status: 500, name: "InternalError", response: errorResponse("An unexpected error (`INTERNAL`); it has been logged."), applies: () => true },
-  { status: 503, name: "Unavailable", response: errorResponse("The database or the token issuer is unreachable (`UNAVAILABLE`); retry later."), applies: () => true },
-];
+/** The component name of each error status of the REST surface. */
+const RESPONSE_NAMES: Readonly<Record<number, string>> = {
+  400: "BadRequest",
+  401: "Unauthorized",
+  403: "Forbidden",
+  404: "NotFound",
+  409: "Conflict",
+  413: "PayloadTooLarge",
+  415: "UnsupportedMediaType",
+  500: "InternalError",
+  503: "Unavailable",
+};
+
+/** Which operations can answer a status; every operation can answer the others. */
+const APPLIES: Readonly<Record<number, (route: RestRoute) => boolean>> = {
+  // Only requests that name something can miss it: a path variable, or a tenant.
+  404: (route) => route.segments.some((s) => "variable" in s) || route.method.input.fields.some((f) => f.name === "tenant"),
+  // Only writes can collide with other writes or with what exists.
+  409: (route) => route.method.idempotency !== MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS,
+  413: (route) => route.body !== "",
+  415: (route) => route.body !== "",
+};
+
+/**
+ * The error answers of the REST surface, one per status, made from the error
+ * table (src/domain/errors.ts): its codes and their meanings, its body shape,
+ * the Bearer challenge of 401 and 403. 405 is METHOD_NOT_ALLOWED below.
+ */
+const ERROR_RESPONSES: readonly { status: number; name: string; response: JsonObject; applies(route: RestRoute): boolean }[] = (() => {
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of Object.keys(ERRORS) as ErrorCode[]) {
+    const status = ERRORS[code].http;
+    if (status !== 405) byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  return [...byStatus].map(([status, codes]) => {
+    const name = RESPONSE_NAMES[status];
+    if (name === undefined) throw new Error(`The error table answers ${status}, which the OpenAPI document has no name for.`);
+    const description = codes.map((code) => `\`${code}\`: ${ERRORS[code].meaning}`).join(" ");
+    const example = new RegistryError(codes[0] as ErrorCode, "");
+    const header = challengeOf(example);
+    const response =
+      example.row.body === "validation" ? validationResponse(description, header === undefined ? {} : challenge(`\`${header}\``)) : errorResponse(description);
+    return { status, name, response, applies: APPLIES[status] ?? (() => true) };
+  });
+})();
 
 /** Not an answer of any operation here: of a path of this document called with a method it does not list. */
-const METHOD_NOT_ALLOWED = validationResponse("The path does not serve this method (`METHOD_NOT_ALLOWED`); `Allow` lists the methods it serves.", {
+const METHOD_NOT_ALLOWED = validationResponse(`\`METHOD_NOT_ALLOWED\`: ${ERRORS.METHOD_NOT_ALLOWED.meaning} \`Allow\` lists the methods it serves.`, {
   Allow: { description: "The methods the path serves.", required: true, schema: { type: "string" } },
 });
 

@@ -3,7 +3,7 @@ import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
 import { ErrorSchema, ValidationErrorSchema } from "../../../gen/asor/v1/error_pb.js";
 import { http } from "../../../gen/google/api/annotations_pb.js";
 import { parseConfig } from "../../config.js";
-import { registryPolicy } from "../auth-interceptor.js";
+import { registryPolicy } from "../../operations/registry-operations.js";
 import { createOpenApiDocument } from "./openapi-document.js";
 
 /**

@@ -88,14 +88,20 @@ function objectIssues(desc: DescMessage, value: unknown, path: string, issues: I
  * path, not just the first. Only the exact JSON names of the contract are
  * accepted (`externalAgentID`, not `external_agent_id`). `null` means unset.
  */
+/** Every unknown member and wrongly typed value of the JSON of a message, with its path; empty when it decodes. */
+export function jsonIssues(desc: DescMessage, json: unknown, path = "", options: DecodeOptions = {}): Issue[] {
+  const issues: Issue[] = [];
+  objectIssues(desc, json, path, issues, options);
+  return issues;
+}
+
 export function decodeJsonMessage<Desc extends DescMessage>(
   desc: Desc,
   json: unknown,
   path = "",
   options: DecodeOptions = {},
 ): { message: MessageShape<Desc>; issues: [] } | { message: undefined; issues: Issue[] } {
-  const issues: Issue[] = [];
-  objectIssues(desc, json, path, issues, options);
+  const issues = jsonIssues(desc, json, path, options);
   if (issues.length > 0) return { message: undefined, issues };
   try {
     return { message: fromJson(desc, json as JsonValue), issues: [] };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { connectFetchAdapter } from "../../src/transport/connect-fetch-adapter.js";
+import { fetchEdge } from "../../src/edge/fetch-edge.js";
 import { testDatabases } from "../support/databases.js";
 import { minimalDefinition } from "../support/definitions.js";
 import { useServer } from "../support/server.js";
@@ -7,12 +7,12 @@ import { useServer } from "../support/server.js";
 const LIST = "/asor.v1.AgentDefinitionService/ListAgentDefinitions";
 const UPSERT = "/asor.v1.AgentDefinitionService/UpsertAgentDefinition";
 
-describe("connectFetchAdapter (the Deno entrypoint's handler, run here on Node's fetch types)", () => {
+describe("fetchEdge (the Deno entrypoint's handler, run here on Node's fetch types)", () => {
   const [sqlite] = testDatabases();
   const server = useServer(sqlite!);
   const handler = () => {
     const { app } = server();
-    return connectFetchAdapter({ routes: app.routes, readMaxBytes: app.config.maxBodyBytes, fallback: app.handleHttp });
+    return fetchEdge(app.edge, app.requests);
   };
   const post = (path: string, contentType: string, body: BodyInit) =>
     new Request(`http://registry.test${path}`, { method: "POST", headers: { "content-type": contentType, authorization: server().authorization }, body });
@@ -48,7 +48,7 @@ describe("connectFetchAdapter (the Deno entrypoint's handler, run here on Node's
     }
   });
 
-  it("hands every other path to the fallback (REST, and 404 outside the API)", async () => {
+  it("serves every other path through the same edge (REST, and 404 outside the API)", async () => {
     const rest = await handler()(new Request("http://registry.test/api/asor/v1/default/agentDefinition?limit=1", { headers: { authorization: server().authorization } }));
     expect(rest.status).toBe(200);
     expect(await rest.json()).toMatchObject({ total: expect.any(Number), data: expect.any(Array) });

@@ -1,0 +1,157 @@
+/**
+ * The edge: what every request needs, done once, whichever runtime received
+ * it and whichever surface it speaks. It finds what serves the request (an
+ * RPC by its exact path, a plain endpoint, a REST binding), authenticates the
+ * caller and admits it to the operation before any body is read, and hands
+ * the request on with that verdict: to Connect's router for gRPC, gRPC-Web and
+ * Connect, to the REST surface otherwise. Runtime adapters (node-edge.ts,
+ * the Deno entry) only translate requests and answers.
+ */
+import { type ConnectRouter, type ConnectRouterOptions, type ContextValues, Code, createConnectRouter, createContextValues } from "@connectrpc/connect";
+import type { UniversalHandler, UniversalServerRequest, UniversalServerResponse } from "@connectrpc/connect/protocol";
+import type { Authenticator } from "../auth/authenticator.js";
+import { noResourceAt, type RegistryError } from "../domain/errors.js";
+import type { Logger } from "../logger.js";
+import { codeName, type RequestRecord, requestRecordKey, rpcProtocolOf } from "../observability/request-record.js";
+import { type Admission, admit, type Operation, type Operations } from "../operations/operation.js";
+import { callerError } from "../transport/failures.js";
+import { verdictKey } from "../transport/registry-routes.js";
+import { methodNotAllowedAnswer, type RestSurface } from "../transport/rest/rest-handler.js";
+import { mediaTypeOf } from "../transport/rest/rest-request.js";
+import { buildRouteTable } from "../transport/rest/route-table.js";
+import { createMessageCheck, type MessageCheck } from "../transport/rpc-message.js";
+import { errorAnswer, type HttpAnswer } from "./http-answer.js";
+
+/** A request as the edge reads it, whichever runtime received it. */
+export interface EdgeRequest {
+  readonly method: string;
+  /** The request target as sent: path and query. */
+  readonly target: string;
+  /** A header's value by its lower-case name; undefined when absent. */
+  header(name: string): string | undefined;
+  /** The body, as it arrives; read at most once. */
+  body(): AsyncIterable<Uint8Array>;
+  /** The request in Connect's universal form, for the RPC router. */
+  universal(contextValues: ContextValues): UniversalServerRequest;
+}
+
+/** An answer: Connect's, for an RPC, or a plain HTTP one. */
+export type EdgeAnswer = { readonly rpc: UniversalServerResponse; readonly http?: undefined } | { readonly http: HttpAnswer; readonly rpc?: undefined };
+
+/** A plain HTTP endpoint at an exact path, outside the API: no authentication, no tenant (probes, metrics, OpenAPI). */
+export interface HttpEndpoint {
+  readonly path: string;
+  handle(method: string): Promise<HttpAnswer>;
+}
+
+export interface EdgeOptions {
+  readonly authenticator: Authenticator;
+  readonly operations: Operations;
+  /** Every Connect route: the registry's RPCs and the tools' (health, reflection). */
+  readonly routes: (router: ConnectRouter) => void;
+  /** Options of Connect's router (limits, compression) for this runtime. */
+  readonly routerOptions: ConnectRouterOptions;
+  readonly rest: RestSurface;
+  readonly endpoints: readonly HttpEndpoint[];
+  readonly maxBodyBytes: number;
+  readonly logger: Logger;
+}
+
+/** Serves one request; `record` is its access-log record, begun by the runtime adapter. */
+export type Edge = (req: EdgeRequest, record: RequestRecord) => Promise<EdgeAnswer>;
+
+export function createEdge(options: EdgeOptions): Edge {
+  const { authenticator, operations, rest, logger } = options;
+  const router = createConnectRouter(options.routerOptions);
+  options.routes(router);
+  const rpcs = new Map<string, UniversalHandler>(router.handlers.map((h) => [h.requestPath, h]));
+  const endpoints = new Map(options.endpoints.map((e) => [e.path, e]));
+  const checks = messageChecks(operations, options.maxBodyBytes);
+
+  /** Authentication (once per request) and the operation's policy, before any body is read. */
+  const admitCaller = async (req: EdgeRequest, operation: Operation, record: RequestRecord): Promise<Admission> => {
+    try {
+      const principal = await authenticator.authenticate(req.header("authorization") ?? null);
+      admit(operation, principal);
+      return { call: { principal, record } };
+    } catch (err) {
+      return { error: callerError(err, logger, procedureOf(operation)) };
+    }
+  };
+
+  const serveRpc = async (handler: UniversalHandler, req: EdgeRequest, record: RequestRecord): Promise<UniversalServerResponse> => {
+    record.protocol = rpcProtocolOf(req.header("content-type"));
+    const values = createContextValues().set(requestRecordKey, record);
+    const operation = operations.get(handler.method);
+    // Health and reflection carry no registry data: no token.
+    if (operation === undefined) return handler(req.universal(values));
+    const check = checks.get(handler.method) as MessageCheck;
+    const admission = await admitCaller(req, operation, record);
+    if (admission.error !== undefined) {
+      values.set(verdictKey, { error: admission.error });
+      return handler(check.withoutMessage(req.universal(values)));
+    }
+    const { request, problem } = await check.check(req.universal(values));
+    values.set(verdictKey, problem === undefined ? { call: admission.call } : { error: problem });
+    return handler(request);
+  };
+
+  const serveRest = async (req: EdgeRequest, pathname: string, query: string, record: RequestRecord): Promise<HttpAnswer | undefined> => {
+    const match = rest.match(req.method, pathname);
+    if (match === undefined) return undefined;
+    record.protocol = "rest";
+    if (match.route === undefined) return methodNotAllowedAnswer(req.method, match.allowed);
+    record.rpc = procedureOf(match.operation);
+    let failure: RegistryError;
+    const admission = await admitCaller(req, match.operation, record);
+    if (admission.error === undefined) {
+      const contentType = req.header("content-type") ?? "";
+      const length = req.header("content-length");
+      const parts = { mediaType: mediaTypeOf(contentType), contentType, contentLength: length === undefined ? undefined : Number(length), body: req.body() };
+      try {
+        const answer = await rest.serve(match, admission.call, new URLSearchParams(query), parts, pathname);
+        record.code = codeName(0);
+        return answer;
+      } catch (err) {
+        failure = callerError(err, logger, record.rpc);
+      }
+    } else {
+      failure = admission.error;
+    }
+    record.code = codeName(Code[failure.row.grpc]);
+    return errorAnswer(failure);
+  };
+
+  return async (req, record) => {
+    const q = req.target.indexOf("?");
+    const pathname = q === -1 ? req.target : req.target.slice(0, q);
+    const rpc = rpcs.get(pathname);
+    if (rpc !== undefined) return { rpc: await serveRpc(rpc, req, record) };
+    const endpoint = endpoints.get(pathname);
+    if (endpoint !== undefined) {
+      record.protocol = "http";
+      record.endpoint = endpoint.path;
+      return { http: await endpoint.handle(req.method) };
+    }
+    const answer = await serveRest(req, pathname, q === -1 ? "" : req.target.slice(q + 1), record);
+    if (answer !== undefined) return { http: answer };
+    record.protocol = "http";
+    return { http: errorAnswer(noResourceAt(pathname)) };
+  };
+}
+
+function procedureOf(operation: Operation): string {
+  return `${operation.method.parent.typeName}/${operation.method.name}`;
+}
+
+/** The message check of every operation's RPC; issues inside the REST body field are given relative to it. */
+function messageChecks(operations: Operations, maxBodyBytes: number): Map<unknown, MessageCheck> {
+  const routes = buildRouteTable([...new Set([...operations.keys()].map((m) => m.parent))]);
+  const checks = new Map<unknown, MessageCheck>();
+  for (const method of operations.keys()) {
+    const route = routes.find((r) => r.method === method);
+    const field = route === undefined ? undefined : method.input.fields.find((f) => f.name === route.body);
+    checks.set(method, createMessageCheck(method, field?.jsonName, maxBodyBytes));
+  }
+  return checks;
+}

@@ -1,0 +1,40 @@
+/**
+ * A plain HTTP answer (REST, probes, metrics, OpenAPI, refusals at the edge):
+ * status, headers and the whole body as bytes, written by each runtime's
+ * adapter in one go. Every error answer is made by `errorAnswer`, from the one
+ * error table.
+ */
+import { challengeOf, errorBody, type RegistryError } from "../domain/errors.js";
+
+export interface HttpAnswer {
+  readonly status: number;
+  /** Lower-case names. `content-length` is set by the adapter from the body. */
+  readonly headers: Readonly<Record<string, string>>;
+  /** null: no body (HEAD, 304). */
+  readonly body: Uint8Array | null;
+}
+
+export const JSON_CONTENT_TYPE = "application/json; charset=utf-8";
+
+const encoder = new TextEncoder();
+
+/** `body` as UTF-8 bytes. */
+export function utf8(body: string): Uint8Array {
+  return encoder.encode(body);
+}
+
+/** A JSON answer of a value, serialized here. */
+export function jsonAnswer(status: number, value: unknown, headers: Readonly<Record<string, string>> = {}): HttpAnswer {
+  return { status, headers: { "content-type": JSON_CONTENT_TYPE, ...headers }, body: utf8(JSON.stringify(value)) };
+}
+
+/** The answer to `err`: its status, its body shape and, for 401/403, the Bearer challenge. */
+export function errorAnswer(err: RegistryError, headers: Readonly<Record<string, string>> = {}): HttpAnswer {
+  const challenge = challengeOf(err);
+  return jsonAnswer(err.row.http, errorBody(err), challenge === undefined ? headers : { "www-authenticate": challenge, ...headers });
+}
+
+/** The same answer without its body, for HEAD. */
+export function headOnly(answer: HttpAnswer): HttpAnswer {
+  return { ...answer, body: null, headers: { ...answer.headers, "content-length": String(answer.body?.byteLength ?? 0) } };
+}

@@ -1,0 +1,69 @@
+/**
+ * An operation: what one RPC does, the same for every surface. The edge of
+ * each runtime authenticates the caller once and admits it (policy), then
+ * runs the operation with that caller; REST and the Connect routes call the
+ * very same object (see registry-operations.ts), so every surface runs the
+ * same checks by construction.
+ */
+import type { DescMessage, DescMethod, Message, MessageShape } from "@bufbuild/protobuf";
+import type { Principal } from "../auth/principal.js";
+import { forbidden, RegistryError } from "../domain/errors.js";
+import type { StoredDefinition } from "../domain/records.js";
+import type { RequestRecord } from "../observability/request-record.js";
+import type { DefinitionPage } from "../service/registry-service.js";
+
+/** Who calls, as the edge established it, and the request's record (for the access log). */
+export interface Call {
+  readonly principal: Principal;
+  readonly record?: RequestRecord | undefined;
+}
+
+/**
+ * What an operation answers, before any encoding: a stored definition (its
+ * bytes are answered as they are), a page of them, or a plain message.
+ */
+export type Result =
+  | { readonly kind: "definition"; readonly stored: StoredDefinition; readonly created: boolean }
+  | { readonly kind: "page"; readonly page: DefinitionPage }
+  | { readonly kind: "message"; readonly message: Message };
+
+export interface Operation<In extends DescMessage = DescMessage> {
+  /** The RPC this operation serves; REST reaches it through the RPC's `google.api.http` rule. */
+  readonly method: DescMethod & { readonly input: In };
+  /** The security domains that admit a caller (any one of them); empty: no caller is admitted. */
+  readonly domains: readonly string[];
+  /** Tenant resolution, validation, the service call. Throws RegistryError. */
+  run(call: Call, input: MessageShape<In>): Promise<Result>;
+}
+
+/** The operations by their method, for the edges and the Connect routes to look up. */
+export type Operations = ReadonlyMap<DescMethod, Operation>;
+
+/**
+ * The policy check, run by the edge before any body is read: the caller must
+ * hold one of the operation's domains.
+ */
+export function admit(operation: Operation, principal: Principal): void {
+  if (operation.domains.some((domain) => principal.domains.has(domain))) return;
+  const allowed = operation.domains;
+  const needs = allowed.length === 0 ? "is not open to any caller" : `needs the security domain ${allowed.map((d) => `"${d}"`).join(" or ")}`;
+  throw forbidden(`${operation.method.name} ${needs}.`);
+}
+
+/**
+ * The tenant a request acts on, and the check that its caller may: a request
+ * names its tenant, else the token's tenant is meant, else the default tenant.
+ * A token with a tenant claim acts on that tenant only; a token without one on
+ * the default tenant only.
+ */
+export function resolveTenant(requested: string, call: Call, defaultTenant: string): string {
+  const own = call.principal.tenant ?? defaultTenant;
+  const tenant = requested || own;
+  if (tenant !== own) throw forbidden(`The caller's token is for tenant "${own}", not "${tenant}".`);
+  // The access log names the tenant a request acted on.
+  if (call.record !== undefined) call.record.tenant = tenant;
+  return tenant;
+}
+
+/** What the edge knows of a caller before the operation runs: admitted, or the error to answer with. */
+export type Admission = { readonly call: Call; readonly error?: undefined } | { readonly call?: undefined; readonly error: RegistryError };

@@ -1,0 +1,92 @@
+/**
+ * The registry's operations, one per RPC of the contract: policy (the domains
+ * of SPEC.md §5), tenant resolution, then the service. Every surface reaches
+ * these and nothing else: the Connect routes (gRPC, gRPC-Web, Connect) and the
+ * REST routes look them up by method.
+ */
+import type { DescMessage, DescMethod, DescService } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
+import { AgentDefinitionService } from "../../gen/asor/v1/agent_definition_service_pb.js";
+import { ListTenantsResponseSchema, TenantAdminService } from "../../gen/asor/v1/tenant_admin_service_pb.js";
+import type { RegistryService } from "../service/registry-service.js";
+import type { TenantService } from "../service/tenant-service.js";
+import { type Call, type Operation, type Operations, resolveTenant } from "./operation.js";
+
+/** The security domains of SPEC.md §5. */
+export const DEVELOPMENT = "Development";
+export const SETUP_AGENTS = "Setup: Agents";
+
+/** The services whose RPCs are operations (authenticated, on every surface). */
+export const REGISTRY_SERVICES: readonly DescService[] = [AgentDefinitionService, TenantAdminService];
+
+export interface RegistryOperationsOptions {
+  readonly service: RegistryService;
+  readonly tenants: TenantService;
+  /** The tenant of requests that name none (the contract's `/asor/v1` paths). */
+  readonly defaultTenant: string;
+  /** The security domain of the tenant admin RPCs. */
+  readonly adminDomain: string;
+}
+
+const methods = AgentDefinitionService.method;
+const admin = TenantAdminService.method;
+
+/** Which domains admit a caller to each RPC (any one of them suffices), by `package.Service/Method`. */
+export type Policy = ReadonlyMap<string, readonly string[]>;
+
+/**
+ * The contract's reading of SPEC.md §5: list and upsert need Development or
+ * Setup: Agents; get and the versions list need Setup: Agents. The tenant
+ * admin RPCs need the admin domain. The OpenAPI document is generated from
+ * the same table.
+ */
+export function registryPolicy(adminDomain: string): Policy {
+  return new Map([
+    ["asor.v1.AgentDefinitionService/ListAgentDefinitions", [DEVELOPMENT, SETUP_AGENTS]],
+    ["asor.v1.AgentDefinitionService/UpsertAgentDefinition", [DEVELOPMENT, SETUP_AGENTS]],
+    ["asor.v1.AgentDefinitionService/GetAgentDefinition", [SETUP_AGENTS]],
+    ["asor.v1.AgentDefinitionService/ListAgentDefinitionVersions", [SETUP_AGENTS]],
+    ["asor.v1.TenantAdminService/CreateTenant", [adminDomain]],
+    ["asor.v1.TenantAdminService/ListTenants", [adminDomain]],
+  ]);
+}
+
+/** The registry's operations by method; each admits the callers its policy names. */
+export function createRegistryOperations({ service, tenants, defaultTenant, adminDomain }: RegistryOperationsOptions): Operations {
+  const policy = registryPolicy(adminDomain);
+  const operation = <In extends DescMessage>(method: DescMethod & { readonly input: In }, run: Operation<In>["run"]): Operation => {
+    const domains = policy.get(`${method.parent.typeName}/${method.name}`);
+    if (domains === undefined) throw new Error(`${method.parent.typeName}/${method.name} has no policy.`);
+    return { method, domains, run } as Operation<In> as unknown as Operation;
+  };
+  const tenantOf = (requested: string, call: Call): string => resolveTenant(requested, call, defaultTenant);
+  const list: Operation[] = [
+    operation(methods.listAgentDefinitions, async (call, req) => ({
+      kind: "page",
+      page: await service.list(tenantOf(req.tenant, call), req),
+    })),
+    operation(methods.getAgentDefinition, async (call, req) => ({
+      kind: "definition",
+      stored: await service.get(tenantOf(req.tenant, call), req),
+      created: false,
+    })),
+    operation(methods.listAgentDefinitionVersions, async (call, req) => ({
+      kind: "page",
+      page: await service.listVersions(tenantOf(req.tenant, call), req),
+    })),
+    operation(methods.upsertAgentDefinition, async (call, req) => {
+      const { stored, created } = await service.upsert(tenantOf(req.tenant, call), req);
+      return { kind: "definition", stored, created };
+    }),
+    operation(admin.createTenant, async (_call, req) => ({ kind: "message", message: await tenants.create(req) })),
+    operation(admin.listTenants, async () => ({
+      kind: "message",
+      message: create(ListTenantsResponseSchema, { tenants: await tenants.list() }),
+    })),
+  ];
+  const byMethod = new Map<DescMethod, Operation>(list.map((op) => [op.method, op]));
+  for (const s of REGISTRY_SERVICES) {
+    for (const m of s.methods) if (!byMethod.has(m)) throw new Error(`${s.typeName}/${m.name} has no operation: every RPC of the registry needs one.`);
+  }
+  return byMethod;
+}

@@ -1,0 +1,21 @@
+import { create, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
+import { BinaryReader } from "@bufbuild/protobuf/wire";
+
+/**
+ * A message that serializes to `bytes`, a stored binary encoding of `desc`,
+ * without decoding it: each top-level field becomes one of the message's
+ * unknown fields, which protobuf-es writes back verbatim (`$unknown`). A
+ * binary answer of a stored definition is thus the stored bytes, framed.
+ * Only for answers to be serialized as binary: JSON ignores unknown fields.
+ */
+export function preEncoded<Desc extends DescMessage>(desc: Desc, bytes: Uint8Array): MessageShape<Desc> {
+  const message = create(desc);
+  const fields: NonNullable<MessageShape<Desc>["$unknown"]> = [];
+  const reader = new BinaryReader(bytes);
+  while (reader.pos < reader.len) {
+    const [no, wireType] = reader.tag();
+    fields.push({ no, wireType, data: reader.skip(wireType, no) });
+  }
+  message.$unknown = fields;
+  return message;
+}

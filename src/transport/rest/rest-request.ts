@@ -1,0 +1,182 @@
+/**
+ * REST request decoding: the RPC's input message from a REST request, in a
+ * fixed order (grpc-gateway's): the body, then path variables, then query
+ * parameters for the fields left. The body is read once, parsed once and
+ * decoded once, straight into the input message.
+ */
+import { create, type DescMessage, type Message, ScalarType } from "@bufbuild/protobuf";
+import { invalid, type Issue, issueAt, RegistryError, tooLarge } from "../../domain/errors.js";
+import { concatBytes } from "../bytes.js";
+import { parseStrictJson } from "../strict-json.js";
+import { decodeJsonMessage } from "./json-decode.js";
+import type { RestRoute } from "./route-table.js";
+
+/** What decoding needs of a request, whichever runtime received it. */
+export interface RestRequestParts {
+  /** The media type of the body, without parameters, lower case ("" when absent). */
+  readonly mediaType: string;
+  /** The whole Content-Type header, for multipart's boundary. */
+  readonly contentType: string;
+  /** The declared Content-Length, if any. */
+  readonly contentLength: number | undefined;
+  readonly body: AsyncIterable<Uint8Array>;
+}
+
+/** Reads at most `limit` bytes of a body; a longer one is refused with 413 before it is all read. */
+export async function readBody(parts: RestRequestParts, limit: number): Promise<Uint8Array<ArrayBuffer>> {
+  if (parts.contentLength !== undefined && parts.contentLength > limit) throw tooLarge(limit);
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of parts.body) {
+    size += chunk.byteLength;
+    if (size > limit) throw tooLarge(limit);
+    chunks.push(chunk);
+  }
+  return concatBytes(chunks, size);
+}
+
+/** The media type of a Content-Type header value without parameters, lower case ("" when absent). */
+export function mediaTypeOf(contentType: string | undefined): string {
+  return (contentType ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
+}
+
+const decoder = new TextDecoder("utf-8", { fatal: true });
+
+function malformed(field: string, message: string): RegistryError {
+  return invalid([issueAt(field, "MALFORMED_JSON", message)], message);
+}
+
+/**
+ * Parses JSON text; malformed text is a 400 naming the problem and where it
+ * is, and so are duplicate members and nesting beyond MAX_JSON_DEPTH.
+ */
+export function parseJson(bytes: Uint8Array, field: string): unknown {
+  let text: string;
+  try {
+    text = decoder.decode(bytes);
+  } catch {
+    throw malformed(field, "The body is not valid UTF-8.");
+  }
+  if (text.trim() === "") throw malformed(field, "The body is empty; a JSON object was expected.");
+  try {
+    return parseStrictJson(text);
+  } catch (err) {
+    if (err instanceof RegistryError) throw err;
+    const reason = err instanceof SyntaxError ? err.message : "invalid JSON";
+    throw malformed(field, `The body is not valid JSON: ${reason}.`);
+  }
+}
+
+/**
+ * The JSON of the `part` of a multipart/form-data body, sent as a field or a
+ * file. Other parts are refused by name, so nothing is silently dropped.
+ */
+export async function multipartJson(contentType: string, bytes: Uint8Array<ArrayBuffer>, part: string): Promise<unknown> {
+  let form: FormData;
+  try {
+    form = await new Response(bytes, { headers: { "content-type": contentType } }).formData();
+  } catch {
+    const message = "The body is not valid multipart/form-data.";
+    throw invalid([{ code: "MALFORMED_MULTIPART", message }], message);
+  }
+  const extra = [...form.keys()].filter((k) => k !== part);
+  if (extra.length > 0) {
+    throw invalid(
+      extra.map((k) => ({ code: "UNKNOWN_FIELD", message: `Part "${k}" is not part of the contract; send the definition as part "${part}".`, field: k, path: k })),
+      "The multipart body has unknown parts.",
+    );
+  }
+  const values = form.getAll(part);
+  if (values.length !== 1) {
+    const message = values.length === 0 ? `The multipart body needs the part "${part}".` : `The multipart body has ${values.length} parts "${part}"; send one.`;
+    throw invalid([issueAt(part, "REQUIRED", message)], message);
+  }
+  const value = values[0] as FormDataEntryValue;
+  const bytesOfPart = typeof value === "string" ? new TextEncoder().encode(value) : new Uint8Array(await value.arrayBuffer());
+  return parseJson(bytesOfPart, part);
+}
+
+/** The message the body holds, or the request's own fields when the body is `*`. */
+async function decodeBody(route: RestRoute, parts: RestRequestParts, maxBodyBytes: number): Promise<Message> {
+  const field = route.method.input.fields.find((f) => f.name === route.body);
+  const target: DescMessage | undefined = route.body === "*" ? route.method.input : field?.fieldKind === "message" ? field.message : undefined;
+  if (target === undefined) throw new Error(`body field ${route.body} of ${route.method.name} must be a message`);
+  const partName = field?.jsonName ?? "body";
+  let value: unknown;
+  if (parts.mediaType === "application/json") {
+    value = parseJson(await readBody(parts, maxBodyBytes), partName);
+  } else if (parts.mediaType === "multipart/form-data") {
+    value = await multipartJson(parts.contentType, await readBody(parts, maxBodyBytes), partName);
+  } else {
+    const message = `Send the definition as application/json, or as multipart/form-data with the part "${partName}"${parts.mediaType ? `, not ${parts.mediaType}` : ""}.`;
+    throw new RegistryError("UNSUPPORTED_MEDIA_TYPE", message, [{ code: "UNSUPPORTED_MEDIA_TYPE", message, field: "Content-Type" }]);
+  }
+  const decoded = decodeJsonMessage(target, value);
+  if (decoded.message === undefined) throw invalid(decoded.issues);
+  return decoded.message;
+}
+
+/** Sets path variables and query parameters on the request, reporting every bad one. */
+function fieldsFromUrl(route: RestRoute, vars: ReadonlyMap<string, string>, query: URLSearchParams, bound: Set<string>, init: Record<string, unknown>): Issue[] {
+  const issues: Issue[] = [];
+  for (const [name, raw] of vars) {
+    const field = route.method.input.fields.find((f) => f.name === name);
+    if (field === undefined) continue;
+    bound.add(field.name);
+    try {
+      init[field.localName] = decodeURIComponent(raw);
+    } catch {
+      issues.push(issueAt(field.jsonName, "INVALID_VALUE", `The path segment for ${field.jsonName} is not valid percent-encoding.`));
+    }
+  }
+  for (const [key, value] of query) {
+    const field = route.method.input.fields.find((f) => f.jsonName === key || f.name === key);
+    if (field === undefined || bound.has(field.name) || field.fieldKind !== "scalar") {
+      issues.push({ code: "UNKNOWN_FIELD", message: `Query parameter "${key}" is not accepted here.`, field: key, path: key });
+      continue;
+    }
+    bound.add(field.name);
+    if (field.scalar === ScalarType.INT32) {
+      if (!/^-?\d{1,10}$/.test(value)) {
+        issues.push(issueAt(field.jsonName, "INVALID_TYPE", `${field.jsonName} must be an integer, not "${value}".`));
+        continue;
+      }
+      init[field.localName] = Number(value);
+    } else {
+      init[field.localName] = value;
+    }
+  }
+  return issues;
+}
+
+/**
+ * The RPC's input message for a REST request: body, then path variables,
+ * then query parameters. Every problem is a RegistryError naming its field.
+ */
+export async function decodeRestRequest(
+  route: RestRoute,
+  vars: ReadonlyMap<string, string>,
+  query: URLSearchParams,
+  parts: RestRequestParts,
+  maxBodyBytes: number,
+): Promise<Message> {
+  const init: Record<string, unknown> = {};
+  const bound = new Set<string>();
+  if (route.body !== "") {
+    const message = await decodeBody(route, parts, maxBodyBytes);
+    if (route.body === "*") {
+      // The whole request comes from the body: no field is left for the query.
+      Object.assign(init, message);
+      for (const f of route.method.input.fields) bound.add(f.name);
+    } else {
+      const field = route.method.input.fields.find((f) => f.name === route.body);
+      if (field !== undefined) {
+        init[field.localName] = message;
+        bound.add(field.name);
+      }
+    }
+  }
+  const issues = fieldsFromUrl(route, vars, query, bound, init);
+  if (issues.length > 0) throw invalid(issues);
+  return create(route.method.input, init);
+}

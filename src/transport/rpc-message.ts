@@ -1,0 +1,211 @@
+/**
+ * The edge's check of a unary RPC message (gRPC, gRPC-Web, Connect; JSON and
+ * binary), done before Connect decodes it, so a malformed message is a 400 /
+ * INVALID_ARGUMENT with the registry's error detail:
+ *
+ * - JSON: invalid UTF-8, a member given twice (JSON.parse keeps the last),
+ *   nesting beyond MAX_JSON_DEPTH, unknown members and wrong types (each with
+ *   its path), as REST reports them; proto names are accepted too. The parsed
+ *   value is handed to Connect, which only converts it: the text is parsed once.
+ * - binary: a message protobuf-es cannot decode (broken wire format, invalid
+ *   UTF-8 in a string), which Connect itself would answer as INTERNAL. This
+ *   is the one place a body is decoded twice (here, then by Connect, which has
+ *   no hook for its decoding errors); see BENCHMARKS.md for its cost.
+ * - a body over the limit: PAYLOAD_TOO_LARGE, without reading past it.
+ *
+ * A refused message is replaced by an empty one and the problem travels in the
+ * edge's verdict, raised inside the RPC, so Connect encodes the error for the
+ * request's own protocol. Compressed messages are left to Connect.
+ */
+import { type DescMethod, fromBinary, type JsonValue } from "@bufbuild/protobuf";
+import type { UniversalServerRequest } from "@connectrpc/connect/protocol";
+import { type Issue, invalid, type RegistryError, tooLarge } from "../domain/errors.js";
+import { concatBytes } from "./bytes.js";
+import { jsonIssues } from "./rest/json-decode.js";
+import { parseStrictJsonText } from "./strict-json.js";
+
+/** The request message's encoding, from its content type; undefined for anything the check leaves alone. */
+function formatOf(contentType: string): { binary: boolean; enveloped: boolean } | undefined {
+  const type = (contentType.split(";")[0] ?? "").trim().toLowerCase();
+  switch (type) {
+    case "application/json":
+      return { binary: false, enveloped: false };
+    case "application/proto":
+      return { binary: true, enveloped: false };
+    case "application/grpc":
+    case "application/grpc+proto":
+    case "application/grpc-web":
+    case "application/grpc-web+proto":
+      return { binary: true, enveloped: true };
+    case "application/grpc+json":
+    case "application/grpc-web+json":
+      return { binary: false, enveloped: true };
+    default:
+      return undefined;
+  }
+}
+
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
+const encoder = new TextEncoder();
+
+function envelope(data: Uint8Array): Uint8Array {
+  const out = new Uint8Array(5 + data.byteLength);
+  new DataView(out.buffer).setUint32(1, data.byteLength);
+  out.set(data, 5);
+  return out;
+}
+
+/** The data of the one uncompressed envelope of a unary request; undefined for anything else (Connect then decides). */
+function unenvelope(bytes: Uint8Array): Uint8Array | undefined {
+  if (bytes.byteLength < 5 || bytes[0] !== 0) return undefined;
+  const length = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getUint32(1);
+  return bytes.byteLength === 5 + length ? bytes.subarray(5) : undefined;
+}
+
+async function* once(bytes: Uint8Array): AsyncIterable<Uint8Array> {
+  yield bytes;
+}
+
+// biome-ignore lint/correctness/useYield: an iterable that fails when read
+async function* failing(err: unknown): AsyncIterable<Uint8Array> {
+  throw err;
+}
+
+/** What Connect is handed: the request (its body, or its URL for a GET) and the problem to raise, if any. */
+export interface CheckedRequest {
+  readonly request: UniversalServerRequest;
+  readonly problem: RegistryError | undefined;
+}
+
+/** The checks of one method's messages. */
+export interface MessageCheck {
+  /** Reads and checks the message of `req`. */
+  check(req: UniversalServerRequest): Promise<CheckedRequest>;
+  /** `req` with its message replaced by an empty one, unread: for a caller refused before its body is read. */
+  withoutMessage(req: UniversalServerRequest): UniversalServerRequest;
+}
+
+/**
+ * The checks of `method`'s messages; `bodyField` is the JSON name of the
+ * field REST takes as the body (its issues are given relative to it, as the
+ * service gives them), if any.
+ */
+export function createMessageCheck(method: DescMethod, bodyField: string | undefined, maxBodyBytes: number): MessageCheck {
+  const prefix = bodyField === undefined ? undefined : `${bodyField}.`;
+  const relative = (issues: readonly Issue[]): Issue[] =>
+    prefix === undefined ? [...issues] : issues.map((i) => (i.path?.startsWith(prefix) ? { ...i, path: i.path.slice(prefix.length), message: i.message.replace(prefix, "") } : i));
+  const refuse = (issues: readonly Issue[], message: string): RegistryError => invalid(relative(issues), message);
+
+  /** The decoded JSON value, or the problem with the message. */
+  const checkJson = (data: Uint8Array): { value: JsonValue; problem?: undefined } | { value?: undefined; problem: RegistryError } => {
+    let text: string;
+    try {
+      text = strictUtf8.decode(data);
+    } catch {
+      return { problem: refuse([{ code: "MALFORMED_JSON", message: "The body is not valid UTF-8." }], "The body is not valid UTF-8.") };
+    }
+    let parsed: ReturnType<typeof parseStrictJsonText>;
+    try {
+      parsed = parseStrictJsonText(text);
+    } catch (err) {
+      const message = `The body is not valid JSON: ${err instanceof SyntaxError ? err.message : "invalid JSON"}.`;
+      return { problem: refuse([{ code: "MALFORMED_JSON", message }], message) };
+    }
+    if (parsed.issues !== undefined) {
+      const issues = parsed.issues;
+      return { problem: refuse(issues, issues.length === 1 ? (issues[0] as Issue).message : `The JSON has ${issues.length} problems.`) };
+    }
+    const issues = jsonIssues(method.input, parsed.value, "", { protoNames: true });
+    if (issues.length === 0) return { value: parsed.value as JsonValue };
+    return { problem: refuse(issues, issues.length === 1 ? "The request has 1 invalid member." : `The request has ${issues.length} invalid members.`) };
+  };
+
+  const checkBinary = (data: Uint8Array): RegistryError | undefined => {
+    try {
+      fromBinary(method.input, data);
+      return undefined;
+    } catch (err) {
+      const message = `The protobuf message cannot be decoded: ${err instanceof Error ? err.message : String(err)}.`;
+      return refuse([{ code: "MALFORMED_PROTOBUF", message }], message);
+    }
+  };
+
+  const emptyBody = (req: UniversalServerRequest): UniversalServerRequest => {
+    const format = formatOf(req.header.get("content-type") ?? "");
+    const empty = encoder.encode(format?.binary ? "" : "{}");
+    const header = new Headers(req.header);
+    header.delete("content-length");
+    header.delete("content-encoding");
+    header.delete("grpc-encoding");
+    return { ...req, header, body: once(format?.enveloped ? envelope(empty) : empty) };
+  };
+
+  /** Connect's GET requests carry the message in the query. */
+  const checkQuery = (req: UniversalServerRequest): CheckedRequest => {
+    const url = new URL(req.url);
+    const message = url.searchParams.get("message");
+    if (message === null || url.searchParams.has("compression")) return { request: req, problem: undefined };
+    const binary = url.searchParams.get("encoding") === "proto";
+    const data = url.searchParams.get("base64") === "1" ? fromBase64Url(message) : encoder.encode(message);
+    const problem = binary ? checkBinary(data) : checkJson(data).problem;
+    return problem === undefined ? { request: req, problem } : { request: emptyQuery(req), problem };
+  };
+
+  const emptyQuery = (req: UniversalServerRequest): UniversalServerRequest => {
+    const url = new URL(req.url);
+    url.searchParams.set("message", url.searchParams.get("encoding") === "proto" ? "" : "{}");
+    url.searchParams.delete("base64");
+    url.searchParams.delete("compression");
+    return { ...req, url: url.toString() };
+  };
+
+  return {
+    withoutMessage: (req) => (req.method === "GET" ? emptyQuery(req) : emptyBody(req)),
+
+    async check(req) {
+      if (req.method === "GET") return checkQuery(req);
+      const format = formatOf(req.header.get("content-type") ?? "");
+      const encoding = req.header.get(format?.enveloped ? "grpc-encoding" : "content-encoding");
+      const body = req.body;
+      if (format === undefined || (encoding !== null && encoding !== "identity")) return { request: req, problem: undefined };
+      if (typeof body !== "object" || body === null || !(Symbol.asyncIterator in body)) return { request: req, problem: undefined };
+      const overhead = format.enveloped ? 5 : 0;
+      const limit = maxBodyBytes + overhead;
+      if (Number(req.header.get("content-length") ?? 0) > limit) return { request: emptyBody(req), problem: tooLarge(maxBodyBytes) };
+      const chunks: Uint8Array[] = [];
+      let size = 0;
+      try {
+        for await (const chunk of body as AsyncIterable<Uint8Array>) {
+          size += chunk.byteLength;
+          // Past the limit nothing more is read: the answer is sent and the rest of the body dropped.
+          if (size > limit) return { request: emptyBody(req), problem: tooLarge(maxBodyBytes) };
+          chunks.push(chunk);
+        }
+      } catch (err) {
+        // The client went away mid-body: Connect meets the same failure where it would have.
+        return { request: { ...req, body: failing(err) }, problem: undefined };
+      }
+      const bytes = concatBytes(chunks, size);
+      const data = format.enveloped ? unenvelope(bytes) : bytes;
+      if (data === undefined) return { request: { ...req, body: once(bytes) }, problem: undefined };
+      if (format.binary) {
+        const problem = checkBinary(data);
+        return problem === undefined ? { request: { ...req, body: once(bytes) }, problem } : { request: emptyBody(req), problem };
+      }
+      const json = checkJson(data);
+      if (json.problem !== undefined) return { request: emptyBody(req), problem: json.problem };
+      // Connect's own unary JSON takes the parsed value; gRPC's enveloped JSON only bytes.
+      return { request: { ...req, body: format.enveloped ? once(bytes) : json.value }, problem: undefined };
+    },
+  };
+}
+
+/** Base64url (or standard base64), padded or not; what cannot be decoded is taken as one bad byte, which fails the check. */
+function fromBase64Url(text: string): Uint8Array {
+  try {
+    const binary = atob(text.replace(/-/g, "+").replace(/_/g, "/").replace(/=+$/, "").padEnd(Math.ceil(text.length / 4) * 4, "="));
+    return Uint8Array.from(binary, (c) => c.charCodeAt(0));
+  } catch {
+    return new Uint8Array([0xff]);
+  }
+}
