@@ -15,7 +15,8 @@ export const USAGE = `usage: npm run bench -- [options]
   --database asor_bench the name of that database
   --out <dir>           also write results.json and results.md there
   --cpu-prof <dir>      run the service with --cpu-prof, writing its profile to <dir> on exit
-  --service <dir>       run the service from another checkout (its src/main/node.ts), e.g. to measure a proposed change
+  --service <dir>       run the service from another checkout, e.g. to measure a proposed change: its compiled entry
+                        (package.json "main", after its npm run build), or, without a build script, its src/main/node.ts under tsx
   --keep                keep the database and the data dir after the run (for a look at query plans)`;
 
 export interface BenchOptions {
@@ -32,7 +33,7 @@ export interface BenchOptions {
   readonly out: string | undefined;
   readonly cpuProf: string | undefined;
   readonly keep: boolean;
-  /** The checkout whose `src/main/node.ts` is run; undefined: this one. */
+  /** The checkout whose service is run (see serviceCommand in processes.ts); undefined: this one. */
   readonly serviceDir: string | undefined;
 }
 

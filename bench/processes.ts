@@ -1,16 +1,51 @@
 /**
- * The processes of a bench run, each on its own: the service (`src/main/node.ts`,
- * exactly as `npm start` runs it, but with node's own `--import tsx` so that
- * the pid we measure is the server's), the floor server, and the load
- * generator. All listen on loopback only.
+ * The processes of a bench run, each on its own: the service (what production
+ * runs: `node dist/src/main/node.js`, the compiled entry of package.json's
+ * "main", built first when stale; node itself, not `npm start`, so that the pid
+ * we measure is the server's), the floor server, and the load generator. All
+ * listen on loopback only.
  */
-import { type ChildProcess, fork, spawn } from "node:child_process";
-import { closeSync, openSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { type ChildProcess, execFileSync, fork, spawn } from "node:child_process";
+import { closeSync, existsSync, openSync, readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
-/** The repository root: the service is started from there, as `npm start` does. */
+/** The repository root: the floor server and the load generator are started from there. */
 export const repoRoot = fileURLToPath(new URL("..", import.meta.url));
+
+/** How to start a server: node's arguments (after any `nodeArgs` of the run) and the working directory. */
+export interface ServerCommand {
+  readonly args: readonly string[];
+  readonly cwd: string;
+}
+
+/** A TypeScript file of this checkout run under node with tsx (the floor server: bench code, not production). */
+export function tsxCommand(script: string): ServerCommand {
+  return { args: ["--import", "tsx", script], cwd: repoRoot };
+}
+
+/**
+ * The service of a checkout (`serviceDir`, default this one) as production runs
+ * it: the compiled entry, package.json's "main", after the checkout's build.
+ * This checkout builds only when dist/ is stale (`node scripts/build.mjs
+ * --if-stale`); another one runs its own `npm run build`. A checkout from
+ * before the build (no "build" script) runs its source under tsx, as its
+ * `npm start` did: `node --import tsx <dir>/src/main/node.ts`.
+ */
+export function serviceCommand(serviceDir: string | undefined): ServerCommand {
+  const dir = resolve(serviceDir ?? repoRoot);
+  const pkg = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as { main?: string; scripts?: Record<string, string> };
+  if (pkg.scripts?.build === undefined) {
+    const source = join(dir, "src/main/node.ts");
+    if (!existsSync(source)) throw new Error(`${dir} has neither a build script nor src/main/node.ts: which service is that?`);
+    return tsxCommand(source);
+  }
+  if (pkg.main === undefined) throw new Error(`${join(dir, "package.json")} has a build script but no "main" (the compiled entry to run)`);
+  // The build's own messages go to our stderr; a failing build throws with tsc's errors shown above.
+  if (serviceDir === undefined) execFileSync(process.execPath, ["scripts/build.mjs", "--if-stale"], { cwd: dir, stdio: ["ignore", 2, 2] });
+  else execFileSync("npm", ["run", "-s", "build"], { cwd: dir, stdio: ["ignore", 2, 2] });
+  return { args: [join(dir, pkg.main)], cwd: dir };
+}
 
 /** A server process on a port of loopback. */
 export interface ServerProcess {
@@ -25,16 +60,15 @@ export interface ServerProcess {
 }
 
 /**
- * Starts `script` (relative to the repository root) under node with tsx and
- * resolves once it prints a JSON line with `message` and a port (`port`, or
- * `url`). Its stdout and stderr go to files in `logDir` (`<name>.out`,
- * `<name>.err`), not to a pipe: the service logs a line per request, and a
- * pipe would make the bench's own process read them all. Rejects when the
- * process exits first or is not ready in 60 s.
+ * Starts `node [nodeArgs] <command args>` and resolves once it prints a JSON
+ * line with `message` and a port (`port`, or `url`). Its stdout and stderr go
+ * to files in `logDir` (`<name>.out`, `<name>.err`), not to a pipe: the service
+ * logs a line per request, and a pipe would make the bench's own process read
+ * them all. Rejects when the process exits first or is not ready in 60 s.
  */
 export async function startServer(
   name: string,
-  script: string,
+  command: ServerCommand,
   readyMessage: string,
   env: Record<string, string>,
   logDir: string,
@@ -43,8 +77,8 @@ export async function startServer(
   const base = join(logDir, name.replace(/\W+/g, "-"));
   const out = openSync(`${base}.out`, "w");
   const err = openSync(`${base}.err`, "w");
-  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", script], {
-    cwd: repoRoot,
+  const child = spawn(process.execPath, [...nodeArgs, ...command.args], {
+    cwd: command.cwd,
     env: { ...process.env, ...env },
     stdio: ["ignore", out, err],
   });

@@ -7,7 +7,7 @@
  * service does not start, a seeded row does not read back, or any request of
  * any scenario fails. See BENCHMARKS.md for the method.
  */
-import { mkdtemp, mkdir, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { cpus, tmpdir, totalmem } from "node:os";
 import { join, resolve } from "node:path";
 import { parseAuthConfig } from "../src/auth/auth-config.js";
@@ -18,7 +18,7 @@ import type { LoadJob } from "./load-job.js";
 import { type Measurement, measure } from "./measure.js";
 import { type BenchOptions, parseOptions } from "./options.js";
 import { listenerPid, loadAverage, pidsNamed, untilIdle } from "./proc-stats.js";
-import { type ServerProcess, startLoadProcess, startServer } from "./processes.js";
+import { type ServerProcess, serviceCommand, startLoadProcess, startServer, tsxCommand } from "./processes.js";
 import { markdownReport, type Row } from "./report.js";
 import { operationOf, type Scenario, scenariosAt } from "./scenarios.js";
 import { openSeeder, type Seeder } from "./seed.js";
@@ -36,6 +36,8 @@ async function main(options: BenchOptions): Promise<number> {
   const cleanup: (() => Promise<unknown>)[] = [];
   let failures = 0;
   try {
+    // What production runs: the compiled entry (built first when stale), or, for a --service checkout from before the build, its source under tsx.
+    const serviceProcess = serviceCommand(options.serviceDir);
     log(`data dir ${dataDir}; preparing the ${options.sqlite ? "SQLite" : "MariaDB"} database`);
     const database = await createBenchDatabase({
       serverUrl: options.sqlite ? undefined : options.mysqlUrl,
@@ -56,10 +58,10 @@ async function main(options: BenchOptions): Promise<number> {
 
     const cpuProf = options.cpuProf === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", resolve(options.cpuProf)];
     // The service as configured by default (LOG_LEVEL info: a log line per request, written to a file here).
-    const entry = options.serviceDir === undefined ? "src/main/node.ts" : resolve(options.serviceDir, "src/main/node.ts");
-    const service = await startServer("the service", entry, "agent definition registry listening", { ...storageEnv, PORT: "0", LOG_LEVEL: "info" }, dataDir, cpuProf);
+    log(`the service: node ${[...cpuProf, ...serviceProcess.args].join(" ")} (in ${serviceProcess.cwd})`);
+    const service = await startServer("the service", serviceProcess, "agent definition registry listening", { ...storageEnv, PORT: "0", LOG_LEVEL: "info" }, dataDir, cpuProf);
     cleanup.unshift(() => service.stop());
-    const floor = await startServer("the floor server", "bench/floor-server.ts", "floor listening", { ...storageEnv, PORT: "0" }, dataDir);
+    const floor = await startServer("the floor server", tsxCommand("bench/floor-server.ts"), "floor listening", { ...storageEnv, PORT: "0" }, dataDir);
     cleanup.unshift(() => floor.stop());
     const load = startLoadProcess();
     cleanup.unshift(() => load.stop());
