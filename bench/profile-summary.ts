@@ -1,6 +1,7 @@
 /**
  * Summarises a V8 .cpuprofile (from `npm run bench -- --cpu-prof <dir>`):
- * self time by function, by package or source folder, and inclusive time of
+ * self time by layer of the request path (in % of the busy time: idle
+ * excluded), by function, by package or source folder, and inclusive time of
  * the project's own functions, in % of the sampled time.
  *
  *   node --import tsx bench/profile-summary.ts <file.cpuprofile> [top]
@@ -68,11 +69,48 @@ for (const [id, time] of self) {
   }
 }
 
+/**
+ * The layer of the request path a frame's code belongs to, or undefined for
+ * node's internals and native code (their caller decides: a socket write
+ * under mysql2 is storage, under node:_http_outgoing the edge).
+ */
+function layerOf(url: string, name: string): string | undefined {
+  if (name === "(garbage collector)") return "garbage collection";
+  if (name === "(idle)" || name === "(program)" || name === "(root)") return undefined;
+  const rules: [RegExp, string][] = [
+    [/node_modules\/(knex|mysql2|better-sqlite3|tarn)\/|\/src\/storage\//, "storage (knex, driver, SQL)"],
+    [/node_modules\/(jose|openid-client|oauth4webapi)\/|\/src\/auth\//, "auth (token check, cache)"],
+    [/node_modules\/@bufbuild\/(protovalidate|re2)\/|\/src\/domain\/validation/, "validation (protovalidate, rules)"],
+    [/node_modules\/@bufbuild\/protobuf\/|\/src\/transport\/(strict-json|rest\/json-decode|rest\/rest-response|encoded-message|rpc-message)|\/src\/domain\/derived-fields/, "serialization (JSON, protobuf)"],
+    [/node_modules\/@connectrpc\/|\/src\/(edge|operations|service|transport)\//, "routing (edge, Connect, REST, operations)"],
+    [/\/src\/(logger|observability)|node_modules\/prom-client\//, "logging and metrics"],
+    [/^node:(_http|http2|internal\/http2|internal\/js_stream)|\/src\/main\//, "HTTP (node:http, http2, the Node adapter)"],
+  ];
+  for (const [pattern, layer] of rules) if (pattern.test(url)) return layer;
+  return undefined;
+}
+
+const byLayer = new Map<string, number>();
+let busy = 0;
+for (const [id, time] of self) {
+  const leaf = byId.get(id)!;
+  if (leaf.callFrame.functionName === "(idle)") continue;
+  busy += time;
+  let layer: string | undefined;
+  for (let at: number | undefined = id; at !== undefined && layer === undefined; at = parent.get(at)) {
+    const frame = byId.get(at)!.callFrame;
+    layer = layerOf(frame.url, frame.functionName);
+  }
+  add(byLayer, layer ?? "other (node internals, start-up)", time);
+}
+
 const print = (title: string, map: Map<string, number>): void => {
   console.log(`\n${title}`);
   for (const [key, time] of [...map].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`${((100 * time) / total).toFixed(1).padStart(6)}%  ${key}`);
 };
-console.log(`${(total / 1e6).toFixed(1)} s sampled`);
+console.log(`${(total / 1e6).toFixed(1)} s sampled, ${(busy / 1e6).toFixed(1)} s busy`);
+console.log("\nself time by layer, % of busy time (multiply by the CPU time of one request for its cost per layer)");
+for (const [layer, time] of [...byLayer].sort((a, b) => b[1] - a[1])) console.log(`${((100 * time) / busy).toFixed(1).padStart(6)}%  ${layer}`);
 print("self time by package / folder", selfByArea);
 print("self time by function", selfByFunction);
 print("inclusive time of the project's functions", inclusiveOwn);
