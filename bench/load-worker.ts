@@ -8,11 +8,7 @@
 import { clone, create, fromJson, type JsonObject, type Message } from "@bufbuild/protobuf";
 import autocannon from "autocannon";
 import { AgentDefinitionSchema } from "../gen/asor/v1/agent_definition_pb.js";
-import {
-  GetAgentDefinitionRequestSchema,
-  ListAgentDefinitionsRequestSchema,
-  UpsertAgentDefinitionRequestSchema,
-} from "../gen/asor/v1/agent_definition_service_pb.js";
+import { GetAgentDefinitionRequestSchema, ListAgentDefinitionsRequestSchema, UpsertAgentDefinitionRequestSchema } from "../gen/asor/v1/agent_definition_service_pb.js";
 import { benchBody, benchBodyTemplate, benchDefinition } from "./definition.js";
 import type { LoadJob, LoadResult } from "./load-job.js";
 import { createConnectClient, createGrpcClient, type RpcClient, type UnaryCall } from "./rpc-clients.js";
@@ -65,10 +61,12 @@ async function restRun(job: LoadJob, seconds: number, phase: string): Promise<Lo
   let firstError: string | undefined;
   let done!: (result: autocannon.Result) => void;
   let failed!: (error: Error) => void;
-  const finished = new Promise<autocannon.Result>((resolve, reject) => ((done = resolve), (failed = reject)));
-  const instance = autocannon(
-    { url: job.baseUrl, connections: job.connections, duration: seconds, timeout: 10, requests: [restRequest(job, phase)] },
-    (error, result) => (error ? failed(error) : done(result)),
+  const finished = new Promise<autocannon.Result>((resolve, reject) => {
+    done = resolve;
+    failed = reject;
+  });
+  const instance = autocannon({ url: job.baseUrl, connections: job.connections, duration: seconds, timeout: 10, requests: [restRequest(job, phase)] }, (error, result) =>
+    error ? failed(error) : done(result),
   );
   // Our own record of each latency: autocannon's histogram keeps whole milliseconds only.
   const latencies: number[] = [];

@@ -6,8 +6,8 @@
  */
 import { cpus } from "node:os";
 import type { LoadJob, LoadResult } from "./load-job.js";
-import type { LoadProcess } from "./processes.js";
 import { cpuSeconds, cpuSecondsOf, machineTicks, peakRssKib, resetPeakRss } from "./proc-stats.js";
+import type { LoadProcess } from "./processes.js";
 
 export interface Measurement extends LoadResult {
   /** CPU used by each process over the window, in % of one core. */

@@ -3,8 +3,9 @@
  * and peak resident memory (VmHWM), which it can reset per scenario by
  * writing 5 to /proc/<pid>/clear_refs (allowed for our own children).
  */
-import { readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
+
 import { execFileSync } from "node:child_process";
+import { readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
 
 /** Clock ticks per second of utime and stime (USER_HZ); 100 on every common Linux. */
 const ticksPerSecond = (() => {

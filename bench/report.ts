@@ -67,7 +67,22 @@ function scenarioTable(rows: readonly Row[], sizes: readonly number[]): string {
     }
   }
   return table(
-    ["definitions", "scenario", "rps", "p50 ms", "p99 ms", "errors", "floor rps", "floor p50 ms", "floor p99 ms", "service ÷ floor", "peak RSS MiB", "CPU % server / db / client / others", "floor CPU %", "limited by"],
+    [
+      "definitions",
+      "scenario",
+      "rps",
+      "p50 ms",
+      "p99 ms",
+      "errors",
+      "floor rps",
+      "floor p50 ms",
+      "floor p99 ms",
+      "service ÷ floor",
+      "peak RSS MiB",
+      "CPU % server / db / client / others",
+      "floor CPU %",
+      "limited by",
+    ],
     out,
   );
 }

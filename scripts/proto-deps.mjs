@@ -18,9 +18,21 @@ import { FieldDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import { file_buf_validate_validate } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
 
 const TYPE_NAMES = {
-  1: "double", 2: "float", 3: "int64", 4: "uint64", 5: "int32", 6: "fixed64",
-  7: "fixed32", 8: "bool", 9: "string", 12: "bytes", 13: "uint32",
-  15: "sfixed32", 16: "sfixed64", 17: "sint32", 18: "sint64",
+  1: "double",
+  2: "float",
+  3: "int64",
+  4: "uint64",
+  5: "int32",
+  6: "fixed64",
+  7: "fixed32",
+  8: "bool",
+  9: "string",
+  12: "bytes",
+  13: "uint32",
+  15: "sfixed32",
+  16: "sfixed64",
+  17: "sint32",
+  18: "sint64",
 };
 const LABELS = { 1: "optional", 2: "required", 3: "repeated" };
 const MAX_FIELD_NUMBER = 536870911;

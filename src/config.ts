@@ -102,7 +102,19 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
   if (problems.length > 0) throw new ConfigError(problems);
   return {
     auth: auth.config,
-    adminDomain, port, host: env.HOST || "127.0.0.1", databaseUrl, dataDir: env.DATA_DIR || "./data", defaultTenant, maxBodyBytes, databaseTimeoutMs, http, logLevel, shutdownTimeoutMs, hostSystem };
+    adminDomain,
+    port,
+    host: env.HOST || "127.0.0.1",
+    databaseUrl,
+    dataDir: env.DATA_DIR || "./data",
+    defaultTenant,
+    maxBodyBytes,
+    databaseTimeoutMs,
+    http,
+    logLevel,
+    shutdownTimeoutMs,
+    hostSystem,
+  };
 }
 
 /** Where the data lives, for the start-up line: never the password. */

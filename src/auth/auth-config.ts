@@ -133,7 +133,11 @@ export function parseAuthConfig(env: Readonly<Record<string, string | undefined>
       !Array.isArray(parsed) &&
       Object.values(parsed).every((domains) => Array.isArray(domains) && domains.every((d) => typeof d === "string" && d.trim() !== ""));
     if (valid) {
-      for (const [scope, domains] of Object.entries(parsed as Record<string, string[]>)) scopeDomains.set(scope, domains.map((d) => d.trim()));
+      for (const [scope, domains] of Object.entries(parsed as Record<string, string[]>))
+        scopeDomains.set(
+          scope,
+          domains.map((d) => d.trim()),
+        );
     } else {
       problems.push('AUTH_SCOPE_DOMAINS must be a JSON object mapping each scope to an array of domain names, e.g. {"asor.write":["Development"]}');
     }

@@ -11,9 +11,9 @@ import * as oidc from "openid-client";
 import type { AuthConfig } from "./auth-config.js";
 import { AuthSetupError, scrub, unauthenticated } from "./auth-errors.js";
 import { createIntrospector, type Introspector } from "./introspection.js";
-import { createJwtVerifier, looksLikeJwt, remoteKeys, type JwtVerifier } from "./jwt-verifier.js";
-import { openLocalIssuer, type KeyStore } from "./local-issuer.js";
-import { principalFromClaims, type ClaimMapping, type Principal } from "./principal.js";
+import { createJwtVerifier, type JwtVerifier, looksLikeJwt, remoteKeys } from "./jwt-verifier.js";
+import { type KeyStore, openLocalIssuer } from "./local-issuer.js";
+import { type ClaimMapping, type Principal, principalFromClaims } from "./principal.js";
 import { createTokenCache, tokenKey } from "./token-cache.js";
 
 export type { Principal } from "./principal.js";
@@ -63,7 +63,7 @@ export async function createAuthenticator(config: AuthConfig, deps: Authenticato
 
 async function localAuthenticator(config: AuthConfig, mapping: ClaimMapping, deps: AuthenticatorDeps): Promise<Authenticator> {
   if (deps.keyStore === undefined) throw new AuthSetupError("AUTH_LOCAL_KEY", "No AUTH_ISSUER is configured and no key store was given for the local development issuer.");
-  let issuer;
+  let issuer: Awaited<ReturnType<typeof openLocalIssuer>>;
   try {
     issuer = await openLocalIssuer(deps.keyStore, config);
   } catch (error: unknown) {

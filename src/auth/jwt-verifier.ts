@@ -4,7 +4,7 @@
  * expiry and not-before with a small clock tolerance. Each failure becomes a
  * 401 that says what is wrong without repeating the token.
  */
-import { createRemoteJWKSet, customFetch, decodeProtectedHeader, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from "jose";
+import { createRemoteJWKSet, customFetch, decodeProtectedHeader, errors, type JWTPayload, type JWTVerifyGetKey, jwtVerify } from "jose";
 import { issuerUnavailable, unauthenticated } from "./auth-errors.js";
 
 export interface JwtVerifierOptions {

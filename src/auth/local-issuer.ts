@@ -5,7 +5,7 @@
  * it; the service verifies its tokens with the same JWT verifier as any
  * issuer's, against a local JWKS.
  */
-import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, SignJWT, type JSONWebKeySet, type JWK } from "jose";
+import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type JSONWebKeySet, type JWK, SignJWT } from "jose";
 
 /** The `iss` of locally issued tokens. */
 export const LOCAL_ISSUER = "urn:asor:local-development";

@@ -1,6 +1,6 @@
 import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
+import { issueAt, RegistryError } from "./errors.js";
 import type { AgentRef, UpsertKey } from "./records.js";
-import { RegistryError, issueAt } from "./errors.js";
 
 /** The upsert key of a valid definition (SPEC.md §1.4): name, provider organization, version. */
 export function upsertKey(def: AgentDefinition): UpsertKey {

@@ -1,4 +1,4 @@
-import { type DescMessage, type Message, type MessageShape } from "@bufbuild/protobuf";
+import type { DescMessage, Message, MessageShape } from "@bufbuild/protobuf";
 import type { Path } from "@bufbuild/protobuf/reflect";
 import { createValidator, type Violation } from "@bufbuild/protovalidate";
 import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";

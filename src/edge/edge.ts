@@ -7,7 +7,7 @@
  * Connect, to the REST surface otherwise. Runtime adapters (node-edge.ts,
  * the Deno entry) only translate requests and answers.
  */
-import { type ConnectRouter, type ConnectRouterOptions, type ContextValues, Code, createConnectRouter, createContextValues } from "@connectrpc/connect";
+import { Code, type ConnectRouter, type ConnectRouterOptions, type ContextValues, createConnectRouter, createContextValues } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerRequest, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import type { Authenticator } from "../auth/authenticator.js";
 import { noResourceAt, type RegistryError } from "../domain/errors.js";

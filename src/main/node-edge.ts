@@ -12,8 +12,8 @@ import type { UniversalServerRequest } from "@connectrpc/connect/protocol";
 import { universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import type { App } from "../app.js";
 import { asRegistryError, shuttingDown } from "../domain/errors.js";
-import { errorAnswer, type HttpAnswer } from "../edge/http-answer.js";
 import type { EdgeRequest } from "../edge/edge.js";
+import { errorAnswer, type HttpAnswer } from "../edge/http-answer.js";
 import { codeName } from "../observability/request-record.js";
 
 type NodeRequest = IncomingMessage | Http2ServerRequest;

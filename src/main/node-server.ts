@@ -1,5 +1,5 @@
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
-import { constants as http2Constants, createServer as createHttp2Server, type Http2Session } from "node:http2";
+import { createServer as createHttp2Server, type Http2Session, constants as http2Constants } from "node:http2";
 import { createServer as createNetServer, type Server, type Socket } from "node:net";
 import type { App } from "../app.js";
 import { createNodeEdge } from "./node-edge.js";

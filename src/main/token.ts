@@ -4,25 +4,30 @@
 // The token alone goes to stdout, so `TOKEN=$(npm run -s token -- ...)` works.
 import { parseArgs } from "node:util";
 import { parseAuthConfig } from "../auth/auth-config.js";
-import { ConfigError, parseConfig } from "../config.js";
 import { openLocalIssuer } from "../auth/local-issuer.js";
+import { ConfigError, parseConfig } from "../config.js";
 import { localIssuerKeyFile } from "./local-issuer-key-file.js";
 
 const USAGE = `usage: npm run token -- [--tenant <tenant>] [--domains "Development,Setup: Agents"] [--ttl <seconds>] [--subject <sub>]`;
 
+/** The command line, parsed (throws on an unknown or malformed option). */
+function parseOptions(argv: string[]) {
+  return parseArgs({
+    args: argv,
+    options: {
+      tenant: { type: "string" },
+      domains: { type: "string" },
+      ttl: { type: "string", default: "3600" },
+      subject: { type: "string", default: "developer" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+}
+
 async function main(argv: string[]): Promise<number> {
-  let values;
+  let values: ReturnType<typeof parseOptions>["values"];
   try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: {
-        tenant: { type: "string" },
-        domains: { type: "string" },
-        ttl: { type: "string", default: "3600" },
-        subject: { type: "string", default: "developer" },
-        help: { type: "boolean", short: "h" },
-      },
-    }));
+    ({ values } = parseOptions(argv));
   } catch (error: unknown) {
     console.error(`${error instanceof Error ? error.message : String(error)}\n${USAGE}`);
     return 2;

@@ -7,7 +7,7 @@
  */
 import type { DescMessage, DescMethod, Message, MessageShape } from "@bufbuild/protobuf";
 import type { Principal } from "../auth/principal.js";
-import { forbidden, RegistryError } from "../domain/errors.js";
+import { forbidden, type RegistryError } from "../domain/errors.js";
 import type { StoredDefinition } from "../domain/records.js";
 import type { RequestRecord } from "../observability/request-record.js";
 import type { DefinitionPage } from "../service/registry-service.js";

@@ -1,23 +1,18 @@
-import type {
-  GetAgentDefinitionRequest,
-  ListAgentDefinitionsRequest,
-  ListAgentDefinitionVersionsRequest,
-  UpsertAgentDefinitionRequest,
-} from "../../gen/asor/v1/agent_definition_service_pb.js";
+import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
+import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
+import type { GetAgentDefinitionRequest, ListAgentDefinitionsRequest, ListAgentDefinitionVersionsRequest, UpsertAgentDefinitionRequest } from "../../gen/asor/v1/agent_definition_service_pb.js";
 import {
   GetAgentDefinitionRequestSchema,
   ListAgentDefinitionsRequestSchema,
   ListAgentDefinitionVersionsRequestSchema,
   UpsertAgentDefinitionRequestSchema,
 } from "../../gen/asor/v1/agent_definition_service_pb.js";
-import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
 import { withDerivedFields } from "../domain/derived-fields.js";
 import { type Issue, notFound } from "../domain/errors.js";
 import { type HostIdentity, hostPlatformIssues } from "../domain/host-platform.js";
-import { type UpsertFacts, idForm, newDefinitionId, noSequenceGenerator, planUpsert, upsertKey } from "../domain/upsert.js";
-import { assertValid, contractIssues, crossFieldIssues, unknownFieldIssues } from "../domain/validation.js";
 import type { AgentRef, StoredDefinition } from "../domain/records.js";
-import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
+import { idForm, newDefinitionId, noSequenceGenerator, planUpsert, type UpsertFacts, upsertKey } from "../domain/upsert.js";
+import { assertValid, contractIssues, crossFieldIssues, unknownFieldIssues } from "../domain/validation.js";
 import type { AgentDefinitionRepository, ListResult, Page, WriteTransaction } from "../storage/repository.js";
 
 export const DEFAULT_PAGE_SIZE = 20;
@@ -132,10 +127,7 @@ export function createRegistryService({ repository, host }: RegistryServiceOptio
 
     async upsert(tenant, request) {
       const def = request.agentCardAndTools;
-      assertValid([
-        ...requestIssues(UpsertAgentDefinitionRequestSchema, request),
-        ...(def ? [...crossFieldIssues(def), ...hostPlatformIssues(def, host)] : []),
-      ]);
+      assertValid([...requestIssues(UpsertAgentDefinitionRequestSchema, request), ...(def ? [...crossFieldIssues(def), ...hostPlatformIssues(def, host)] : [])]);
       if (def === undefined) throw new Error("unreachable: a missing definition is a validation issue");
       return repository.write(tenant, (tx) => upsertIn(tx, def));
     },

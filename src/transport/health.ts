@@ -1,6 +1,6 @@
 import { create, type DescService } from "@bufbuild/protobuf";
-import { Code, type ConnectRouter, ConnectError } from "@connectrpc/connect";
-import { Health, HealthCheckResponse_ServingStatus as Status, HealthCheckResponseSchema } from "../../gen/grpc/health/v1/health_pb.js";
+import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
+import { Health, HealthCheckResponseSchema, HealthCheckResponse_ServingStatus as Status } from "../../gen/grpc/health/v1/health_pb.js";
 
 /** What the health service reports on. */
 export interface HealthOptions {
@@ -26,10 +26,11 @@ const defaultWatchIntervalMillis = 1_000;
  */
 export function createHealthRoutes({ services, ping, watchIntervalMillis = defaultWatchIntervalMillis }: HealthOptions): (router: ConnectRouter) => void {
   const names = ["", ...services.map((s) => s.typeName)];
-  const status = (): Promise<Status> => ping().then(
-    () => Status.SERVING,
-    () => Status.NOT_SERVING,
-  );
+  const status = (): Promise<Status> =>
+    ping().then(
+      () => Status.SERVING,
+      () => Status.NOT_SERVING,
+    );
   const response = (s: Status) => create(HealthCheckResponseSchema, { status: s });
 
   return (router: ConnectRouter): void => {

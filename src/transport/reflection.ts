@@ -1,12 +1,7 @@
 import { create, createRegistry, type DescFile, type DescService, fromBinary, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import { Code, type ConnectRouter } from "@connectrpc/connect";
-import {
-  ServerReflection,
-  type ServerReflectionRequest,
-  ServerReflectionRequestSchema,
-  ServerReflectionResponseSchema,
-} from "../../gen/grpc/reflection/v1/reflection_pb.js";
+import { ServerReflection, type ServerReflectionRequest, ServerReflectionRequestSchema, ServerReflectionResponseSchema } from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import * as v1alpha from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
 
 /** What the reflection service describes. */
@@ -99,8 +94,7 @@ export function createReflectionRoutes({ services, files = [] }: ReflectionOptio
     } else if (m.case === "allExtensionNumbersOfType") {
       const extendee = registry.getMessage(m.value);
       const numbers = [...registry].flatMap((d) => (d.kind === "extension" && d.extendee.typeName === m.value ? [d.number] : []));
-      messageResponse =
-        extendee === undefined ? notFound(`type "${m.value}"`) : { case: "allExtensionNumbersResponse", value: { baseTypeName: m.value, extensionNumber: numbers } };
+      messageResponse = extendee === undefined ? notFound(`type "${m.value}"`) : { case: "allExtensionNumbersResponse", value: { baseTypeName: m.value, extensionNumber: numbers } };
     } else {
       messageResponse = { case: "errorResponse", value: { errorCode: Code.InvalidArgument, errorMessage: "the request names no message_request" } };
     }

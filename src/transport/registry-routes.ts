@@ -3,7 +3,7 @@
  * method is its operation, run with the call the edge admitted. There is no
  * other way in: an RPC reached without the edge's verdict fails.
  */
-import { type DescMessage, type DescMethod, create, fromBinary, type Message } from "@bufbuild/protobuf";
+import { create, type DescMessage, type DescMethod, fromBinary, type Message } from "@bufbuild/protobuf";
 import { type ConnectRouter, createContextKey, type HandlerContext } from "@connectrpc/connect";
 import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
 import type { RegistryError } from "../domain/errors.js";

@@ -203,7 +203,13 @@ export function createMessageCheck(method: DescMethod, bodyField: string | undef
 /** Base64url (or standard base64), padded or not; what cannot be decoded is taken as one bad byte, which fails the check. */
 function fromBase64Url(text: string): Uint8Array {
   try {
-    const binary = atob(text.replace(/-/g, "+").replace(/_/g, "/").replace(/=+$/, "").padEnd(Math.ceil(text.length / 4) * 4, "="));
+    const binary = atob(
+      text
+        .replace(/-/g, "+")
+        .replace(/_/g, "/")
+        .replace(/=+$/, "")
+        .padEnd(Math.ceil(text.length / 4) * 4, "="),
+    );
     return Uint8Array.from(binary, (c) => c.charCodeAt(0));
   } catch {
     return new Uint8Array([0xff]);

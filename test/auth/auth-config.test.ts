@@ -37,7 +37,12 @@ describe("parseAuthConfig", () => {
     expect(problems).toEqual([]);
     expect(config.issuer?.href).toBe("https://login.example.com/realms/acme");
     expect(config).toMatchObject({ audience: "registry", tenantClaim: "org", domainsClaim: "roles", algorithms: ["ES256", "RS256"], clockSkewSeconds: 5 });
-    expect(config.scopeDomains).toEqual(new Map([["asor.read", ["Setup: Agents"]], ["asor.write", ["Development"]]]));
+    expect(config.scopeDomains).toEqual(
+      new Map([
+        ["asor.read", ["Setup: Agents"]],
+        ["asor.write", ["Development"]],
+      ]),
+    );
     expect(config.introspection).toEqual({ clientId: "registry", clientSecret: "s3cret" });
     expect(config.introspectionCacheSeconds).toBe(0);
   });

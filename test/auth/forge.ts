@@ -1,5 +1,5 @@
 // Builds bad tokens by hand with jose, for the rejection tests.
-import { base64url, exportSPKI, generateKeyPair, SignJWT, type CryptoKey, type JWK, type JWTPayload } from "jose";
+import { base64url, type CryptoKey, exportSPKI, generateKeyPair, type JWK, type JWTPayload, SignJWT } from "jose";
 import { RegistryError } from "../../src/domain/errors.js";
 
 /** A JWT signed with `key` (ES256), with exactly these claims and header. */

@@ -6,7 +6,7 @@
 // to show when it is asked, and the clock is injected to move time.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAuthConfig } from "../../src/auth/auth-config.js";
-import { createAuthenticator, type Authenticator } from "../../src/auth/authenticator.js";
+import { type Authenticator, createAuthenticator } from "../../src/auth/authenticator.js";
 import { AUDIENCE, OPAQUE_RESOURCE, startOidcProvider, type TestClient, type TestIssuer } from "../support/oidc-provider.js";
 import { rejection, shown } from "./forge.js";
 

@@ -4,8 +4,8 @@
 // JWKS server on loopback.
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { type CryptoKey, calculateJwkThumbprint, exportJWK, type JWK } from "jose";
 import { afterEach, describe, expect, it } from "vitest";
-import { calculateJwkThumbprint, exportJWK, type CryptoKey, type JWK } from "jose";
 import { createJwtVerifier, remoteKeys } from "../../src/auth/jwt-verifier.js";
 import { newKey, now, rejection, shown, sign } from "./forge.js";
 
@@ -47,8 +47,7 @@ async function signingKey(): Promise<{ privateKey: CryptoKey; kid: string; jwk: 
 }
 
 const claims = () => ({ iss: ISSUER, aud: "asor", sub: "svc", iat: now(), exp: now() + 300 });
-const verifierFor = (url: URL, cooldownMs: number) =>
-  createJwtVerifier({ issuer: ISSUER, audience: "asor", algorithms: ["ES256"], clockSkewSeconds: 30, keys: remoteKeys(url, { cooldownMs }) });
+const verifierFor = (url: URL, cooldownMs: number) => createJwtVerifier({ issuer: ISSUER, audience: "asor", algorithms: ["ES256"], clockSkewSeconds: 30, keys: remoteKeys(url, { cooldownMs }) });
 
 describe("the issuer's key set", () => {
   it("caches the keys: many tokens, one fetch", async () => {

@@ -1,7 +1,7 @@
 // From verified claims to the Principal: subject, tenant, and domains from the
 // domains claim (list or comma-separated) plus the scope-to-domain map.
 import { describe, expect, it } from "vitest";
-import { principalFromClaims, type ClaimMapping } from "../../src/auth/principal.js";
+import { type ClaimMapping, principalFromClaims } from "../../src/auth/principal.js";
 import { RegistryError } from "../../src/domain/errors.js";
 
 const mapping: ClaimMapping = {
@@ -21,9 +21,7 @@ describe("principalFromClaims", () => {
 
   it("adds the domains of each granted scope, from scope (space-separated) or scp (a list)", () => {
     expect([...principalFromClaims({ sub: "a", scope: "openid asor.read" }, mapping).domains]).toEqual(["Setup: Agents"]);
-    expect(new Set(principalFromClaims({ sub: "a", scp: ["asor.read", "asor.write"], domains: ["Development"] }, mapping).domains)).toEqual(
-      new Set(["Development", "Setup: Agents"]),
-    );
+    expect(new Set(principalFromClaims({ sub: "a", scp: ["asor.read", "asor.write"], domains: ["Development"] }, mapping).domains)).toEqual(new Set(["Development", "Setup: Agents"]));
   });
 
   it("uses the configured claim names", () => {

@@ -1,13 +1,14 @@
 // The authenticator as an OAuth2 resource server for a real OpenID provider
 // (oidc-provider on loopback): what it accepts, what it refuses and why, and
 // that no refusal repeats the token.
+
+import { type CryptoKey, importJWK } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAuthConfig } from "../../src/auth/auth-config.js";
-import { createAuthenticator, type Authenticator } from "../../src/auth/authenticator.js";
+import { type Authenticator, createAuthenticator } from "../../src/auth/authenticator.js";
 import { errorBody } from "../../src/domain/errors.js";
 import { AUDIENCE, startOidcProvider, type TestClient, type TestIssuer } from "../support/oidc-provider.js";
 import { hmacWithPublicKey, newKey, now, rejection, shown, sign, tamper, unsigned } from "./forge.js";
-import { importJWK, type CryptoKey } from "jose";
 
 const agentsAdmin: TestClient = {
   clientId: "agents-admin",
@@ -73,9 +74,7 @@ describe("accepted tokens", () => {
   });
 
   it("says which mode is in force, naming the issuer and audience and no secret", () => {
-    expect(authenticator.description).toBe(
-      `OAuth2 resource server for ${issuer.issuer} (audience "asor"; JWT via JWKS, RS256/PS256/ES256/EdDSA; introspection off)`,
-    );
+    expect(authenticator.description).toBe(`OAuth2 resource server for ${issuer.issuer} (audience "asor"; JWT via JWKS, RS256/PS256/ES256/EdDSA; introspection off)`);
   });
 });
 

@@ -4,14 +4,15 @@
 // bounded and drops the least recently used entry. Real ES256 tokens from the
 // local development issuer and from a real OpenID provider; the clock is
 // injected, and verifications are counted at the verifier.
+
+import { type CryptoKey, createLocalJWKSet, importJWK, type JWK, type JWTPayload, type JWTVerifyGetKey } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createLocalJWKSet, importJWK, type CryptoKey, type JWK, type JWTPayload, type JWTVerifyGetKey } from "jose";
 import { parseAuthConfig } from "../../src/auth/auth-config.js";
-import { authenticatorFrom, createAuthenticator, type Authenticator } from "../../src/auth/authenticator.js";
+import { type Authenticator, authenticatorFrom, createAuthenticator } from "../../src/auth/authenticator.js";
 import { createJwtVerifier, type JwtVerifier } from "../../src/auth/jwt-verifier.js";
-import { LOCAL_ISSUER, openLocalIssuer, type KeyStore } from "../../src/auth/local-issuer.js";
+import { type KeyStore, LOCAL_ISSUER, openLocalIssuer } from "../../src/auth/local-issuer.js";
 import type { ClaimMapping } from "../../src/auth/principal.js";
-import { createTokenCache, tokenKey, TOKEN_CACHE_MAX_AGE_MS, TOKEN_CACHE_MAX_ENTRIES } from "../../src/auth/token-cache.js";
+import { createTokenCache, TOKEN_CACHE_MAX_AGE_MS, TOKEN_CACHE_MAX_ENTRIES, tokenKey } from "../../src/auth/token-cache.js";
 import { AUDIENCE, startOidcProvider, type TestClient, type TestIssuer } from "../support/oidc-provider.js";
 import { rejection, shown, sign, tamper } from "./forge.js";
 

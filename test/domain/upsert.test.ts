@@ -2,9 +2,9 @@ import { fromJson, toJson } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
 import { derivedId, descriptorOf, withDerivedFields } from "../../src/domain/derived-fields.js";
-import { RegistryError } from "../../src/domain/errors.js";
+import type { RegistryError } from "../../src/domain/errors.js";
 import { hostPlatformIssues } from "../../src/domain/host-platform.js";
-import { type UpsertFacts, idForm, newDefinitionId, planUpsert, upsertKey } from "../../src/domain/upsert.js";
+import { idForm, newDefinitionId, planUpsert, type UpsertFacts, upsertKey } from "../../src/domain/upsert.js";
 import { derivedIds, exampleDefinition } from "../support/definitions.js";
 
 const example = () => fromJson(AgentDefinitionSchema, exampleDefinition() as never);

@@ -34,7 +34,10 @@ describe("contract rules (protovalidate)", () => {
     for (const id of ok) expect(contractIssues(AgentDefinitionSchema, definition(minimalDefinition({ provider: { id } })))).toEqual([]);
     for (const id of bad) {
       const issues = contractIssues(AgentDefinitionSchema, definition(minimalDefinition({ provider: { id } })));
-      expect(issues.map((i) => i.code), id).toEqual(["PATTERN_MISMATCH"]);
+      expect(
+        issues.map((i) => i.code),
+        id,
+      ).toEqual(["PATTERN_MISMATCH"]);
     }
   });
 
@@ -52,9 +55,7 @@ describe("contract rules (protovalidate)", () => {
         }),
       );
     expect(contractIssues(AgentDefinitionSchema, withType("AGENT_ACTION"))).toEqual([]);
-    expect(contractIssues(AgentDefinitionSchema, withType("ACTION")).map((i) => [i.code, i.path])).toEqual([
-      ["NOT_ALLOWED", "hostConfig[0].hostResources[0].agent_resource.type"],
-    ]);
+    expect(contractIssues(AgentDefinitionSchema, withType("ACTION")).map((i) => [i.code, i.path])).toEqual([["NOT_ALLOWED", "hostConfig[0].hostResources[0].agent_resource.type"]]);
   });
 
   it("checks the page of a list request", () => {
@@ -98,8 +99,6 @@ describe("unknown binary fields", () => {
   it("are reported with the JSON path of the message that carried them", () => {
     const def = definition(exampleDefinition());
     def.hostConfig[0]!.hostResources[1]!.$unknown = [{ no: 42, wireType: 0, data: new Uint8Array([1]) }];
-    expect(unknownFieldIssues(AgentDefinitionSchema, def)).toEqual([
-      expect.objectContaining({ code: "UNKNOWN_FIELD", path: "hostConfig[0].hostResources[1].#42" }),
-    ]);
+    expect(unknownFieldIssues(AgentDefinitionSchema, def)).toEqual([expect.objectContaining({ code: "UNKNOWN_FIELD", path: "hostConfig[0].hostResources[1].#42" })]);
   });
 });

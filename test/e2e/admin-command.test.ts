@@ -30,7 +30,12 @@ describe("npm run admin", () => {
     expect(JSON.parse(created.stdout)).toMatchObject({ name: "acme", sequencePrefix: "ACME-", nextAgentNumber: 1 });
     expect((await admin(dataDir, "tenant", "create", "plain")).code).toBe(0);
     const listed = await admin(dataDir, "tenant", "list");
-    expect(listed.stdout.trim().split("\n").map((l) => JSON.parse(l).name)).toEqual(["acme", "default", "plain"]);
+    expect(
+      listed.stdout
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l).name),
+    ).toEqual(["acme", "default", "plain"]);
     const again = await admin(dataDir, "tenant", "create", "acme");
     expect(again.code).toBe(1);
     expect(again.stderr).toMatch(/^TENANT_EXISTS: /);

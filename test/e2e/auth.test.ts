@@ -1,5 +1,5 @@
 import { create, fromJson } from "@bufbuild/protobuf";
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { Code, type ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { status as grpcStatus, type ServiceError } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -12,8 +12,8 @@ import { withAuthorization } from "../support/auth.js";
 import { type FreshDatabase, forEachDatabase, testDatabases } from "../support/databases.js";
 import { minimalDefinition } from "../support/definitions.js";
 import { createGrpcJsClient, grpcErrorDetails } from "../support/grpc-js-client.js";
-import { AUDIENCE, OPAQUE_RESOURCE, type TestClient, type TestIssuer, startOidcProvider } from "../support/oidc-provider.js";
-import { type TestServer, startServer, useServer } from "../support/server.js";
+import { AUDIENCE, OPAQUE_RESOURCE, startOidcProvider, type TestClient, type TestIssuer } from "../support/oidc-provider.js";
+import { startServer, type TestServer, useServer } from "../support/server.js";
 
 const DEFINITIONS = "/api/asor/v1/default/agentDefinition";
 
@@ -146,7 +146,10 @@ forEachDatabase((db) => {
       expect(await denied((await connect(development)).getAgentDefinition({ id: posted.id }))).toBe(Code.PermissionDenied);
       expect(await denied((await connect(none)).listAgentDefinitions({}))).toBe(Code.PermissionDenied);
       // Tenant admin needs its own domain, which the spec's two do not give.
-      const admin = createClient(TenantAdminService, createConnectTransport({ baseUrl: server().baseUrl, httpVersion: "1.1", interceptors: [withAuthorization(await server().bearer({ domains: ["Development", "Setup: Agents"] }))] }));
+      const admin = createClient(
+        TenantAdminService,
+        createConnectTransport({ baseUrl: server().baseUrl, httpVersion: "1.1", interceptors: [withAuthorization(await server().bearer({ domains: ["Development", "Setup: Agents"] }))] }),
+      );
       expect(await denied(admin.listTenants({}))).toBe(Code.PermissionDenied);
       expect(await denied(admin.createTenant({ name: "sneaky", sequencePrefix: "S-" }))).toBe(Code.PermissionDenied);
     });

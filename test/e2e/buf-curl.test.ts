@@ -13,7 +13,18 @@ const SERVICE = "asor.v1.AgentDefinitionService";
 /** `buf curl` as the README shows it: the committed descriptor image as the schema. */
 async function bufCurl(server: TestServer, method: string, data: unknown, protocol: "grpc" | "connect"): Promise<any> {
   const transport = protocol === "grpc" ? ["--protocol", "grpc", "--http2-prior-knowledge"] : ["--protocol", "connect"];
-  const { stdout } = await run("node", [...BUF, "curl", "--schema", "gen/asor.binpb", ...transport, "--header", `Authorization: ${server.authorization}`, "--data", JSON.stringify(data), `${server.baseUrl}/${SERVICE}/${method}`]);
+  const { stdout } = await run("node", [
+    ...BUF,
+    "curl",
+    "--schema",
+    "gen/asor.binpb",
+    ...transport,
+    "--header",
+    `Authorization: ${server.authorization}`,
+    "--data",
+    JSON.stringify(data),
+    `${server.baseUrl}/${SERVICE}/${method}`,
+  ]);
   return JSON.parse(stdout);
 }
 

@@ -51,7 +51,10 @@ for (const db of testDatabases()) {
       }).then(async (res) => ({ status: res.status, body: await res.json() }));
 
     const listAll = async (tenant: string) =>
-      (await fetch(`${servers[0]!.baseUrl}/api/asor/v1/${tenant}/agentDefinition?limit=100`, { headers: { authorization: tokens.get(tenant)! } })).json() as Promise<{ total: number; data: any[] }>;
+      (await fetch(`${servers[0]!.baseUrl}/api/asor/v1/${tenant}/agentDefinition?limit=100`, { headers: { authorization: tokens.get(tenant)! } })).json() as Promise<{
+        total: number;
+        data: any[];
+      }>;
 
     it("200 concurrent POSTs over 10 keys make exactly 10 instances, each with the content of one request", async () => {
       const requests = Array.from({ length: 200 }, (_, i) => minimalDefinition({ name: `Key ${i % 10}`, description: `request ${i}` }));

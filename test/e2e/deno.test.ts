@@ -22,8 +22,8 @@ import { parseConfig } from "../../src/config.js";
 import { localIssuerKeyFile } from "../../src/main/local-issuer-key-file.js";
 import { withAuthorization } from "../support/auth.js";
 import { type FreshDatabase, testDatabases } from "../support/databases.js";
-import { type DenoServerProcess, runDenoToExit, spawnDenoServer } from "../support/deno-server-process.js";
 import { exampleDefinition } from "../support/definitions.js";
+import { type DenoServerProcess, runDenoToExit, spawnDenoServer } from "../support/deno-server-process.js";
 import { createGrpcJsClient } from "../support/grpc-js-client.js";
 
 const run = promisify(execFile);

@@ -84,7 +84,9 @@ describe("the edge", () => {
   });
 
   it("verifies a refused token once too, and never for health checks", async () => {
-    expect((await fetch(`${server.baseUrl}/asor/v1/agentDefinition`, { method: "POST", headers: { authorization: "Bearer nope", "content-type": "application/json" }, body: "{}" })).status).toBe(401);
+    expect((await fetch(`${server.baseUrl}/asor/v1/agentDefinition`, { method: "POST", headers: { authorization: "Bearer nope", "content-type": "application/json" }, body: "{}" })).status).toBe(
+      401,
+    );
     expect(verifications).toBe(1);
     const health = createClient(Health, transports().gRPC);
     await health.check({});
@@ -107,8 +109,7 @@ describe("the edge", () => {
     });
 
     // The body is sent in the canonical form protobuf-es writes, so a re-encoding and re-parse would be counted too.
-    const canonical = (version: string) =>
-      toJsonString(AgentDefinitionSchema, fromJson(AgentDefinitionSchema, minimalDefinition({ version }) as never));
+    const canonical = (version: string) => toJsonString(AgentDefinitionSchema, fromJson(AgentDefinitionSchema, minimalDefinition({ version }) as never));
 
     it("over REST", async () => {
       body = canonical("edge-parse-rest");

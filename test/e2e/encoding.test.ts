@@ -6,7 +6,7 @@ import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js"
 import { AgentDefinitionService, UpsertAgentDefinitionRequestSchema } from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { ValidationErrorSchema } from "../../gen/asor/v1/error_pb.js";
 import { withAuthorization } from "../support/auth.js";
-import { UPSERT_RPC, postConnectJson } from "../support/connect-json.js";
+import { postConnectJson, UPSERT_RPC } from "../support/connect-json.js";
 import { forEachDatabase } from "../support/databases.js";
 import { minimalDefinition, withoutReadOnly } from "../support/definitions.js";
 import { fullDefinition } from "../support/full-definition.js";
@@ -46,8 +46,7 @@ const CONTROL_TEXTS = ["NUL\u0000inside", "\u0000leading", "trailing\u0000", "Ta
 forEachDatabase((db) => {
   const server = useServer(db);
   const headers = (contentType = "application/json") => ({ authorization: server().authorization, "content-type": contentType });
-  const post = (body: string | Uint8Array, contentType?: string) =>
-    fetch(`${server().baseUrl}${PATH}`, { method: "POST", headers: headers(contentType), body: body as BodyInit });
+  const post = (body: string | Uint8Array, contentType?: string) => fetch(`${server().baseUrl}${PATH}`, { method: "POST", headers: headers(contentType), body: body as BodyInit });
   const read = async (id: string) => (await fetch(`${server().baseUrl}${PATH}/${encodeURIComponent(id)}`, { headers: { authorization: server().authorization } })).json();
 
   /** A full definition with `text` in every free-text member and inside every id-like one. */
@@ -201,8 +200,8 @@ forEachDatabase((db) => {
       ["a lone high surrogate", "\\ud800"],
       ["a lone low surrogate", "\\udc00"],
       ["two high surrogates", "\\ud83d\\ud83d"],
-    ])("REST and Connect JSON: %s escaped in JSON is a 400 INVALID_UNICODE naming the member", async (_label, escape) => {
-      const text = JSON.stringify(minimalDefinition({ name: "Surrogate XXXX" })).replace("XXXX", escape);
+    ])("REST and Connect JSON: %s escaped in JSON is a 400 INVALID_UNICODE naming the member", async (_label, escaped) => {
+      const text = JSON.stringify(minimalDefinition({ name: "Surrogate XXXX" })).replace("XXXX", escaped);
       const res = await post(text);
       expect(res.status).toBe(400);
       expect((await res.json()).errors).toEqual([expect.objectContaining({ code: "INVALID_UNICODE", path: "name", field: "name" })]);

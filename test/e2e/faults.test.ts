@@ -1,6 +1,6 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { connect as connectHttp2, constants as http2 } from "node:http2";
-import { type Socket, connect } from "node:net";
+import { connect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -11,7 +11,7 @@ import { forEachDatabase, testDatabases } from "../support/databases.js";
 import { minimalDefinition, withoutReadOnly } from "../support/definitions.js";
 import { type MariadbInstance, mariadbBinaries, startMariadbInstance } from "../support/mariadb-instance.js";
 import { useServer } from "../support/server.js";
-import { type WriteOutcome, startWriteBurst } from "../support/write-burst.js";
+import { startWriteBurst, type WriteOutcome } from "../support/write-burst.js";
 
 const PATH = "/api/asor/v1/default/agentDefinition";
 /** DATABASE_TIMEOUT_MS of the service under test. */
@@ -28,9 +28,7 @@ if (!haveMariadb && process.env.CI === "true") throw new Error("The fault tests 
 
 /** What the database holds for a burst, and how it compares with what the clients were told. */
 async function reconcile(mariadb: MariadbInstance, prefix: string, outcomes: readonly WriteOutcome[]) {
-  const rows = await mariadb.query<{ name: string; skills: number }[]>(
-    `SELECT name, JSON_LENGTH(document, '$.skills') AS skills FROM faults.agent_definitions WHERE name LIKE '${prefix} %'`,
-  );
+  const rows = await mariadb.query<{ name: string; skills: number }[]>(`SELECT name, JSON_LENGTH(document, '$.skills') AS skills FROM faults.agent_definitions WHERE name LIKE '${prefix} %'`);
   const found = new Set(rows.map((r) => r.name));
   const acknowledged = new Set(outcomes.filter((o) => o.status === 201).map((o) => o.name));
   const inDoubt = new Set(outcomes.filter((o) => o.status === 503 && o.body?.code === "OUTCOME_UNKNOWN").map((o) => o.name));
@@ -93,7 +91,16 @@ describe.skipIf(!haveMariadb)("database faults, on a MariaDB server of the test'
     // What failed is absent, except a write whose COMMIT was cut off: the service said it may be saved.
     expect([...found].filter((name) => !acknowledged.has(name) && !inDoubt.has(name))).toEqual([]);
     const foundInDoubt = [...found].filter((name) => inDoubt.has(name)).length;
-    if (process.env.FAULT_STATS) console.log(prefix, { answers: outcomes.length, acknowledged: acknowledged.size, failed: outcomes.filter((o) => o.status === 503).length, inDoubt: inDoubt.size, foundInDoubt, found: found.size, slowest: Math.max(...outcomes.map((o) => o.millis)) });
+    if (process.env.FAULT_STATS)
+      console.log(prefix, {
+        answers: outcomes.length,
+        acknowledged: acknowledged.size,
+        failed: outcomes.filter((o) => o.status === 503).length,
+        inDoubt: inDoubt.size,
+        foundInDoubt,
+        found: found.size,
+        slowest: Math.max(...outcomes.map((o) => o.millis)),
+      });
     expect(found.size - foundInDoubt).toBe(acknowledged.size);
     return { outcomes, acknowledged, found, inDoubt };
   };
@@ -189,7 +196,11 @@ describe("slow and stalled clients, on sqlite", () => {
 
   it("slowloris headers, never-ending bodies and silent connections are cut off after their timeouts while others are served at once", async () => {
     const { port, authorization } = server();
-    const open = (): Promise<Socket> => new Promise((resolve) => { const socket = connect(port, "127.0.0.1", () => resolve(socket)); socket.on("error", () => undefined); });
+    const open = (): Promise<Socket> =>
+      new Promise((resolve) => {
+        const socket = connect(port, "127.0.0.1", () => resolve(socket));
+        socket.on("error", () => undefined);
+      });
     const timers: NodeJS.Timeout[] = [];
     const started = Date.now();
 
@@ -216,7 +227,9 @@ describe("slow and stalled clients, on sqlite", () => {
     const stalledStream = h2.request({ ":method": "POST", ":path": "/asor.v1.AgentDefinitionService/UpsertAgentDefinition", "content-type": "application/grpc", te: "trailers", authorization });
     stalledStream.on("error", () => undefined);
     stalledStream.write(Buffer.from([0, 0, 0, 0, 100]));
-    const streamClosed = new Promise<{ after: number; rstCode: number }>((resolve) => stalledStream.once("close", () => resolve({ after: Date.now() - started, rstCode: stalledStream.rstCode ?? -1 })));
+    const streamClosed = new Promise<{ after: number; rstCode: number }>((resolve) =>
+      stalledStream.once("close", () => resolve({ after: Date.now() - started, rstCode: stalledStream.rstCode ?? -1 })),
+    );
     const idle = connectHttp2(`http://127.0.0.1:${port}`);
     idle.on("error", () => undefined);
     const idleClosed = new Promise<number>((resolve) => idle.once("close", () => resolve(Date.now() - started)));
@@ -230,7 +243,11 @@ describe("slow and stalled clients, on sqlite", () => {
       expect(res.status).toBe(200);
       expect(Date.now() - t).toBeLessThan(500);
     }
-    const post = await fetch(`${server().baseUrl}${PATH}`, { method: "POST", headers: { authorization, "content-type": "application/json" }, body: JSON.stringify(minimalDefinition({ name: "Served Meanwhile" })) });
+    const post = await fetch(`${server().baseUrl}${PATH}`, {
+      method: "POST",
+      headers: { authorization, "content-type": "application/json" },
+      body: JSON.stringify(minimalDefinition({ name: "Served Meanwhile" })),
+    });
     expect(post.status).toBe(201);
 
     const closedAt = await Promise.all(closings);
@@ -297,7 +314,11 @@ forEachDatabase((db) => {
       const cut = stored.filter((d) => d.name.startsWith("Cut "));
       expect(cut.filter((d) => cutOff.has(d.name))).toEqual([]);
       for (const d of cut) expect(withoutReadOnly(d)).toEqual(sent.get(d.name));
-      const after = await fetch(`${server().baseUrl}${PATH}`, { method: "POST", headers: { authorization, "content-type": "application/json" }, body: JSON.stringify(minimalDefinition({ name: "After Cuts" })) });
+      const after = await fetch(`${server().baseUrl}${PATH}`, {
+        method: "POST",
+        headers: { authorization, "content-type": "application/json" },
+        body: JSON.stringify(minimalDefinition({ name: "After Cuts" })),
+      });
       expect(after.status).toBe(201);
     });
   });

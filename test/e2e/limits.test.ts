@@ -7,8 +7,8 @@ import { AgentDefinitionService, UpsertAgentDefinitionRequestSchema } from "../.
 import { ValidationErrorSchema } from "../../gen/asor/v1/error_pb.js";
 import { MAX_JSON_DEPTH } from "../../src/transport/strict-json.js";
 import { withAuthorization } from "../support/auth.js";
-import { UPSERT_RPC, postConnectJson } from "../support/connect-json.js";
 import { spawnAuthorizedServer } from "../support/authorized-process.js";
+import { postConnectJson, UPSERT_RPC } from "../support/connect-json.js";
 import { forEachDatabase } from "../support/databases.js";
 import { minimalDefinition } from "../support/definitions.js";
 import { fullDefinition } from "../support/full-definition.js";
@@ -127,14 +127,22 @@ forEachDatabase((db) => {
   describe("counts", () => {
     it.each(COUNT_LIMITS)("%s: %i items are stored, one more is TOO_MANY", async (path, max, item) => {
       const atMax = fullDefinition(`count ${path}`);
-      setAt(atMax, path, Array.from({ length: max }, (_, i) => item(i)));
+      setAt(
+        atMax,
+        path,
+        Array.from({ length: max }, (_, i) => item(i)),
+      );
       const created = await post(atMax);
       const body = await created.json();
       expect(created.status, JSON.stringify(body).slice(0, 300)).toBe(201);
       expect(getAt(await read(body.id), path)).toHaveLength(max);
 
       const over = fullDefinition(`count+1 ${path}`);
-      setAt(over, path, Array.from({ length: max + 1 }, (_, i) => item(i)));
+      setAt(
+        over,
+        path,
+        Array.from({ length: max + 1 }, (_, i) => item(i)),
+      );
       await expectRefused(await post(over), "TOO_MANY", path);
     });
 
@@ -180,7 +188,15 @@ forEachDatabase((db) => {
     });
 
     it("the same member in two different objects is no duplicate", async () => {
-      const res = await post(minimalDefinition({ name: "Not Twice", skills: [{ id: "a", name: "n", description: "d" }, { id: "b", name: "n", description: "d" }] }));
+      const res = await post(
+        minimalDefinition({
+          name: "Not Twice",
+          skills: [
+            { id: "a", name: "n", description: "d" },
+            { id: "b", name: "n", description: "d" },
+          ],
+        }),
+      );
       expect(res.status).toBe(201);
     });
 
@@ -310,10 +326,7 @@ forEachDatabase((db) => {
     });
 
     it("a refused body leaves the service answering others at once", async () => {
-      const results = await Promise.all([
-        post(padded(minimalDefinition({ name: "Big" }), LIMIT * 4), small()),
-        post(minimalDefinition({ name: "Small After Big" }), small()),
-      ]);
+      const results = await Promise.all([post(padded(minimalDefinition({ name: "Big" }), LIMIT * 4), small()), post(minimalDefinition({ name: "Small After Big" }), small())]);
       expect(results.map((r) => r.status)).toEqual([413, 201]);
     });
   });

@@ -1,9 +1,9 @@
+import { create } from "@bufbuild/protobuf";
 import { createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { AgentDefinitionService, GetAgentDefinitionRequestSchema } from "../../gen/asor/v1/agent_definition_service_pb.js";
-import { create } from "@bufbuild/protobuf";
 import type { Logger } from "../../src/logger.js";
 import { withAuthorization } from "../support/auth.js";
 import { type FreshDatabase, forEachDatabase } from "../support/databases.js";
@@ -14,7 +14,10 @@ import { startServer, type TestServer } from "../support/server.js";
 /** A logger that keeps each JSON line it would have written. */
 function capturingLogger(): Logger & { lines: string[] } {
   const lines: string[] = [];
-  const write = (level: string) => (message: string, fields: Record<string, unknown> = {}) => void lines.push(JSON.stringify({ level, message, ...fields }));
+  const write =
+    (level: string) =>
+    (message: string, fields: Record<string, unknown> = {}) =>
+      void lines.push(JSON.stringify({ level, message, ...fields }));
   return { lines, info: write("info"), warn: write("warn"), error: write("error") };
 }
 
@@ -104,10 +107,13 @@ forEachDatabase((db) => {
     });
 
     it("writes one line for a Connect request and one for a gRPC-Web request", async () => {
-      const requestId = (id: string): Interceptor => (next) => (req) => {
-        req.header.set("x-request-id", id);
-        return next(req);
-      };
+      const requestId =
+        (id: string): Interceptor =>
+        (next) =>
+        (req) => {
+          req.header.set("x-request-id", id);
+          return next(req);
+        };
       const connect = createClient(
         AgentDefinitionService,
         createConnectTransport({ baseUrl: server.baseUrl, httpVersion: "1.1", interceptors: [withAuthorization(server.authorization), requestId("connect-1")] }),
@@ -152,7 +158,10 @@ forEachDatabase((db) => {
       expect(all).not.toContain(token());
       expect(all).not.toContain("not-a-token");
       expect(all).not.toContain(SECRET_HEADER_VALUE);
-      const ids = logger.lines.map((l) => JSON.parse(l)).filter((e) => e.message === "request").map((e) => e.requestId);
+      const ids = logger.lines
+        .map((l) => JSON.parse(l))
+        .filter((e) => e.message === "request")
+        .map((e) => e.requestId);
       expect(new Set(ids).size).toBe(ids.length);
     });
   });

@@ -131,7 +131,11 @@ describe("the REST surface answers as its OpenAPI document says", () => {
   // Declared after the table, so it runs after it (a file's tests run in order).
   it("has seen every operation of the document answer each status a client can meet", () => {
     const expected = Object.values(document.paths).flatMap((item: any) =>
-      Object.values(item).flatMap((op: any) => Object.keys(op.responses).filter((s) => MUST_SEE(Number(s))).map((s) => `${op.operationId} ${s}`)),
+      Object.values(item).flatMap((op: any) =>
+        Object.keys(op.responses)
+          .filter((s) => MUST_SEE(Number(s)))
+          .map((s) => `${op.operationId} ${s}`),
+      ),
     );
     expect(expected.length).toBeGreaterThan(50);
     expect(expected.filter((e) => !seen.has(e))).toEqual([]);

@@ -7,7 +7,7 @@ import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js"
 import { AgentDefinitionService, UpsertAgentDefinitionRequestSchema } from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { allCodes } from "../../src/domain/errors.js";
 import { withAuthorization } from "../support/auth.js";
-import { UPSERT_RPC, postConnectJson } from "../support/connect-json.js";
+import { postConnectJson, UPSERT_RPC } from "../support/connect-json.js";
 import { testDatabases } from "../support/databases.js";
 import { brokenDefinition, brokenText, validDefinition } from "../support/definition-arbitraries.js";
 import { withoutReadOnly } from "../support/definitions.js";
@@ -34,7 +34,10 @@ function expectValidationBody(body: any, context: string): void {
   expect(typeof body?.error, context).toBe("string");
   expect(Array.isArray(body.errors) && body.errors.length > 0, context).toBe(true);
   for (const item of body.errors) {
-    expect(Object.keys(item).every((k) => ["error", "code", "field", "path"].includes(k)), context).toBe(true);
+    expect(
+      Object.keys(item).every((k) => ["error", "code", "field", "path"].includes(k)),
+      context,
+    ).toBe(true);
     expect(typeof item.error, context).toBe("string");
     expect(KNOWN_CODES.has(item.code), `${context}: undocumented code ${item.code}`).toBe(true);
   }
@@ -138,7 +141,10 @@ describe("generated definitions, on sqlite", () => {
         const body = await res.json();
         const context = `${Buffer.from(bytes).toString("hex")}: ${res.status} ${JSON.stringify(body)}`;
         expect(res.status >= 400 && res.status < 500, context).toBe(true);
-        expect(body.details?.map((d: any) => d.type), context).toContain("asor.v1.ValidationError");
+        expect(
+          body.details?.map((d: any) => d.type),
+          context,
+        ).toContain("asor.v1.ValidationError");
       }),
       { numRuns: RUNS.binaryGarbage },
     );

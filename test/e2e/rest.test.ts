@@ -220,9 +220,7 @@ forEachDatabase((db) => {
 
     it("rejects a limit above 100, a negative offset and unknown query parameters", async () => {
       const body = await (await get(`${TENANT_PATH}?limit=101&offset=-1&sort=name`)).json();
-      expect(body.errors.map((e: any) => [e.code, e.path])).toEqual([
-        ["UNKNOWN_FIELD", "sort"],
-      ]);
+      expect(body.errors.map((e: any) => [e.code, e.path])).toEqual([["UNKNOWN_FIELD", "sort"]]);
       const range = await (await get(`${TENANT_PATH}?limit=101&offset=-1`)).json();
       expect(range.errors.map((e: any) => [e.code, e.path])).toEqual([
         ["OUT_OF_RANGE", "limit"],

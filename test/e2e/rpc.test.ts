@@ -1,4 +1,4 @@
-import { create, fromJson, toJson, type Message } from "@bufbuild/protobuf";
+import { create, fromJson, type Message, toJson } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { status as grpcStatus, type ServiceError } from "@grpc/grpc-js";
@@ -12,10 +12,10 @@ import {
   UpsertAgentDefinitionRequestSchema,
 } from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { ValidationErrorSchema } from "../../gen/asor/v1/error_pb.js";
+import { withAuthorization } from "../support/auth.js";
 import { forEachDatabase } from "../support/databases.js";
 import { exampleDefinition, minimalDefinition, withoutReadOnly } from "../support/definitions.js";
 import { createGrpcJsClient, grpcErrorDetails } from "../support/grpc-js-client.js";
-import { withAuthorization } from "../support/auth.js";
 import { useServer } from "../support/server.js";
 
 /** A bad definition with problems of every layer: JSON-valid but breaking proto rules and cross-field rules. */
@@ -127,7 +127,9 @@ forEachDatabase((db) => {
     expect(expected.errors.length).toBe(7);
 
     for (const [, transport] of connectTransports) {
-      const err = await createClient(AgentDefinitionService, transport()).upsertAgentDefinition(upsertRequest(def)).catch((e: unknown) => e);
+      const err = await createClient(AgentDefinitionService, transport())
+        .upsertAgentDefinition(upsertRequest(def))
+        .catch((e: unknown) => e);
       expect((err as ConnectError).code).toBe(Code.InvalidArgument);
       const [detail] = (err as ConnectError).findDetails(ValidationErrorSchema);
       expect(toJson(ValidationErrorSchema, detail!)).toEqual(expected);

@@ -1,5 +1,5 @@
 import { request as httpRequest } from "node:http";
-import { connect as http2Connect, type ClientHttp2Session, type ClientHttp2Stream } from "node:http2";
+import { type ClientHttp2Session, type ClientHttp2Stream, connect as http2Connect } from "node:http2";
 import { connect as netConnect, type Socket } from "node:net";
 import { createInterface } from "node:readline";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";

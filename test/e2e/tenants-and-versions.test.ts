@@ -1,5 +1,5 @@
 import { create, fromJson, toJson } from "@bufbuild/protobuf";
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { Code, type ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { status as grpcStatus, type ServiceError } from "@grpc/grpc-js";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -7,10 +7,10 @@ import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js"
 import { AgentDefinitionService, UpsertAgentDefinitionRequestSchema } from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { ValidationErrorSchema } from "../../gen/asor/v1/error_pb.js";
 import { TenantAdminService } from "../../gen/asor/v1/tenant_admin_service_pb.js";
+import { withAuthorization } from "../support/auth.js";
 import { forEachDatabase } from "../support/databases.js";
 import { minimalDefinition } from "../support/definitions.js";
 import { createGrpcJsClient, grpcErrorDetails } from "../support/grpc-js-client.js";
-import { withAuthorization } from "../support/auth.js";
 import { useServer } from "../support/server.js";
 
 forEachDatabase((db) => {
@@ -54,7 +54,9 @@ forEachDatabase((db) => {
     });
 
     it("refuses to set up a tenant twice", async () => {
-      const err = await admin().createTenant({ name: "acme" }).catch((e: unknown) => e);
+      const err = await admin()
+        .createTenant({ name: "acme" })
+        .catch((e: unknown) => e);
       expect((err as ConnectError).code).toBe(Code.AlreadyExists);
       expect((err as ConnectError).findDetails(ValidationErrorSchema)[0]?.errors[0]).toMatchObject({ code: "TENANT_EXISTS", field: "name" });
     });
@@ -77,7 +79,9 @@ forEachDatabase((db) => {
     });
 
     it("refuses a bad tenant name and prefix, naming both", async () => {
-      const err = await admin().createTenant({ name: "no spaces", sequencePrefix: "A=B" }).catch((e: unknown) => e);
+      const err = await admin()
+        .createTenant({ name: "no spaces", sequencePrefix: "A=B" })
+        .catch((e: unknown) => e);
       expect((err as ConnectError).findDetails(ValidationErrorSchema)[0]?.errors.map((e) => e.path)).toEqual(["name", "sequencePrefix"]);
     });
   });

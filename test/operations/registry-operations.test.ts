@@ -17,7 +17,7 @@ import { createRegistryService } from "../../src/service/registry-service.js";
 import { createTenantService } from "../../src/service/tenant-service.js";
 import { createKnexRepository } from "../../src/storage/knex-repository.js";
 import type { AgentDefinitionRepository } from "../../src/storage/repository.js";
-import { testDatabases, type FreshDatabase } from "../support/databases.js";
+import { type FreshDatabase, testDatabases } from "../support/databases.js";
 import { minimalDefinition } from "../support/definitions.js";
 
 const caller = (domains: string[], tenant: string | null = "default"): Call => ({

@@ -24,7 +24,8 @@ export async function postConnectJson(baseUrl: string, authorization: string, rp
   const text = await res.text();
   const json = text === "" ? undefined : JSON.parse(text);
   const detail = (json?.details as { type: string; value: string }[] | undefined)?.find((d) => d.type === "asor.v1.ValidationError");
-  const validation = detail === undefined ? undefined : (toJson(ValidationErrorSchema, fromBinary(ValidationErrorSchema, Buffer.from(detail.value, "base64"))) as ConnectJsonAnswer["validation"]);
+  const validation =
+    detail === undefined ? undefined : (toJson(ValidationErrorSchema, fromBinary(ValidationErrorSchema, Buffer.from(detail.value, "base64"))) as ConnectJsonAnswer["validation"]);
   return { status: res.status, body: json, validation };
 }
 

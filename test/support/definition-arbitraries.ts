@@ -11,7 +11,10 @@ export const text = (max: number, min = 0): fc.Arbitrary<string> => fc.string({ 
 
 /** Text without whitespace (JavaScript's `\s`, a superset of RE2's), for the value of a `<key>=<value>` id. */
 const word = (max: number): fc.Arbitrary<string> =>
-  fc.string({ unit: "binary", minLength: 1, maxLength: max }).map((s) => s.replace(/\s/g, "_")).filter((s) => s.length > 0);
+  fc
+    .string({ unit: "binary", minLength: 1, maxLength: max })
+    .map((s) => s.replace(/\s/g, "_"))
+    .filter((s) => s.length > 0);
 
 const reference = (key: string): fc.Arbitrary<string> =>
   fc.oneof(
@@ -61,22 +64,20 @@ export function validDefinition(unique: () => string): fc.Arbitrary<Record<strin
   const skillIds = fc.uniqueArray(text(255, 1), { minLength: 1, maxLength: 4 });
   return skillIds.chain((ids) => {
     const skills = fc.tuple(...ids.map((id) => skill(id)));
-    const hostConfig = fc
-      .subarray(ids, { minLength: 1 })
-      .chain((configured) =>
-        fc.tuple(
-          ...configured.map((skillId) =>
-            withOptional(
-              {
-                skillId: fc.constant(skillId),
-                executionMode: fc.record({ id: fc.constantFrom("Mode=Ambient", "Mode=Delegate") }),
-                hostResources: fc.array(hostResource, { minLength: 1, maxLength: 2 }),
-              },
-              ["hostResources"],
-            ),
+    const hostConfig = fc.subarray(ids, { minLength: 1 }).chain((configured) =>
+      fc.tuple(
+        ...configured.map((skillId) =>
+          withOptional(
+            {
+              skillId: fc.constant(skillId),
+              executionMode: fc.record({ id: fc.constantFrom("Mode=Ambient", "Mode=Delegate") }),
+              hostResources: fc.array(hostResource, { minLength: 1, maxLength: 2 }),
+            },
+            ["hostResources"],
           ),
         ),
-      );
+      ),
+    );
     return withOptional(
       {
         name: text(200, 1),
@@ -86,10 +87,7 @@ export function validDefinition(unique: () => string): fc.Arbitrary<Record<strin
         provider: fc.record({ id: reference("Provider") }),
         platform: fc.record({ id: reference("Platform").filter((id) => id !== "Platform=HOST") }),
         skills,
-        capabilities: fc.record(
-          { pushNotifications: fc.boolean(), streaming: fc.boolean(), stateTransitionHistory: fc.boolean() },
-          { requiredKeys: [] },
-        ),
+        capabilities: fc.record({ pushNotifications: fc.boolean(), streaming: fc.boolean(), stateTransitionHistory: fc.boolean() }, { requiredKeys: [] }),
         overview: text(10000),
         iconUrl: url,
         documentationUrl: url,
@@ -100,7 +98,19 @@ export function validDefinition(unique: () => string): fc.Arbitrary<Record<strin
         supportsAuthenticatedExtendedCard: fc.boolean(),
         hostConfig,
       },
-      ["platform", "capabilities", "overview", "iconUrl", "documentationUrl", "externalAgentID", "externalTenantID", "defaultInputModes", "defaultOutputModes", "supportsAuthenticatedExtendedCard", "hostConfig"],
+      [
+        "platform",
+        "capabilities",
+        "overview",
+        "iconUrl",
+        "documentationUrl",
+        "externalAgentID",
+        "externalTenantID",
+        "defaultInputModes",
+        "defaultOutputModes",
+        "supportsAuthenticatedExtendedCard",
+        "hostConfig",
+      ],
     ).map((def) => {
       const tag = unique();
       def.name = `${tag} ${def.name}`;
@@ -182,19 +192,29 @@ export function brokenDefinition(unique: () => string): fc.Arbitrary<BrokenDefin
         .tuple(fc.constantFrom(...strings), fc.oneof(fc.integer(), fc.boolean(), fc.array(fc.string(), { maxLength: 2 }), fc.object({ maxDepth: 1 })))
         .chain(([path, wrong]) => mutate(`${path} of the wrong type`, (c) => void (parentOf(c, path)[0][parentOf(c, path)[1]] = wrong))),
       fc
-        .tuple(fc.constantFrom(...objects.map(([p]) => p)), fc.string({ minLength: 1, maxLength: 12 }).filter((k) => !KNOWN.has(k) && k !== "__proto__"), fc.jsonValue({ maxDepth: 2 }))
+        .tuple(
+          fc.constantFrom(...objects.map(([p]) => p)),
+          fc.string({ minLength: 1, maxLength: 12 }).filter((k) => !KNOWN.has(k) && k !== "__proto__"),
+          fc.jsonValue({ maxDepth: 2 }),
+        )
         .chain(([path, key, value]) =>
           mutate(`unknown member ${key} in ${path || "the body"}`, (c) => {
             const target = path === "" ? c : parentOf(c, path)[0][parentOf(c, path)[1]];
             target[key] = value;
           }),
         ),
-      fc.string({ maxLength: 20 }).filter((s) => !/^([0-9a-f]{32}|[^\s=]+=\S+)$/.test(s)).chain((id) => mutate("provider.id not an instance id", (c) => void (c.provider.id = id))),
-      fc.string({ maxLength: 20 }).filter((m) => m !== "Mode=Ambient" && m !== "Mode=Delegate").chain((mode) =>
-        mutate("executionMode.id not allowed", (c) => {
-          c.hostConfig = [{ skillId: c.skills[0].id, executionMode: { id: mode } }];
-        }),
-      ),
+      fc
+        .string({ maxLength: 20 })
+        .filter((s) => !/^([0-9a-f]{32}|[^\s=]+=\S+)$/.test(s))
+        .chain((id) => mutate("provider.id not an instance id", (c) => void (c.provider.id = id))),
+      fc
+        .string({ maxLength: 20 })
+        .filter((m) => m !== "Mode=Ambient" && m !== "Mode=Delegate")
+        .chain((mode) =>
+          mutate("executionMode.id not allowed", (c) => {
+            c.hostConfig = [{ skillId: c.skills[0].id, executionMode: { id: mode } }];
+          }),
+        ),
       mutate("a duplicate skill id", (c) => void c.skills.push(structuredClone(c.skills[0]))),
       text(20, 1).chain((ghost) =>
         mutate("hostConfig names no skill", (c) => {
@@ -204,10 +224,11 @@ export function brokenDefinition(unique: () => string): fc.Arbitrary<BrokenDefin
         }),
       ),
       fc.integer({ min: 51, max: 60 }).chain((n) => mutate("too many tags", (c) => void (c.skills[0].tags = Array.from({ length: n }, (_, i) => ({ tag: `t${i}` }))))),
-      fc.integer({ min: 101, max: 105 }).chain((n) =>
-        mutate("too many skills", (c) => void (c.skills = Array.from({ length: n }, (_, i) => ({ id: `s${i}`, name: "n", description: "d" })))),
-      ),
-      fc.string({ maxLength: 30 }).filter((u) => !u.includes(":")).chain((u) => mutate("url not absolute", (c) => void (c.url = u))),
+      fc.integer({ min: 101, max: 105 }).chain((n) => mutate("too many skills", (c) => void (c.skills = Array.from({ length: n }, (_, i) => ({ id: `s${i}`, name: "n", description: "d" }))))),
+      fc
+        .string({ maxLength: 30 })
+        .filter((u) => !u.includes(":"))
+        .chain((u) => mutate("url not absolute", (c) => void (c.url = u))),
       mutate("the host platform for a third-party provider", (c) => {
         c.provider = { id: "Provider=Acme" };
         c.platform = { id: "Platform=HOST" };
@@ -230,7 +251,7 @@ export function brokenText(unique: () => string): fc.Arbitrary<{ kind: string; b
         const at = json.indexOf('"', json.indexOf('"name"') + 7) + 1;
         return { kind: `invalid UTF-8 ${bad}`, bytes: new Uint8Array([...encode(json.slice(0, at)), ...bad, ...encode(json.slice(at))]) };
       }),
-      fc.constantFrom("\\ud800", "\\udfff", "\\ud83d\\u0041").map((escape) => ({ kind: `lone surrogate ${escape}`, bytes: encode(json.replace('"name":"', `"name":"${escape}`)) })),
+      fc.constantFrom("\\ud800", "\\udfff", "\\ud83d\\u0041").map((escaped) => ({ kind: `lone surrogate ${escaped}`, bytes: encode(json.replace('"name":"', `"name":"${escaped}`)) })),
       fc.uint8Array({ maxLength: 200 }).map((bytes) => ({ kind: "random bytes", bytes })),
     );
   });

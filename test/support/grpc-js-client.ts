@@ -1,6 +1,6 @@
-import { type DescMessage, type DescService, fromBinary, type MessageShape, toBinary, createRegistry, type Message } from "@bufbuild/protobuf";
+import { createRegistry, type DescMessage, type DescService, fromBinary, type Message, type MessageShape, toBinary } from "@bufbuild/protobuf";
 import { BinaryReader } from "@bufbuild/protobuf/wire";
-import { anyUnpack, AnySchema } from "@bufbuild/protobuf/wkt";
+import { AnySchema, anyUnpack } from "@bufbuild/protobuf/wkt";
 import * as grpc from "@grpc/grpc-js";
 import { ErrorSchema, ValidationErrorSchema } from "../../gen/asor/v1/error_pb.js";
 

@@ -53,13 +53,7 @@ export async function startMariadbInstance(): Promise<MariadbInstance> {
   const dir = await mkdtemp(join(tmpdir(), "asor-mariadb-"));
   const dataDir = join(dir, "data");
   const user = userInfo().username;
-  await promisify(execFile)(binaries.installDb, [
-    "--no-defaults",
-    `--datadir=${dataDir}`,
-    `--user=${user}`,
-    "--auth-root-authentication-method=normal",
-    "--skip-test-db",
-  ]);
+  await promisify(execFile)(binaries.installDb, ["--no-defaults", `--datadir=${dataDir}`, `--user=${user}`, "--auth-root-authentication-method=normal", "--skip-test-db"]);
   const port = await freePort();
   let child: ChildProcess | undefined;
   const log: string[] = [];

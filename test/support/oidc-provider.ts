@@ -6,7 +6,7 @@
 // can forge tokens the issuer's key really signed (expired, wrong audience...).
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { calculateJwkThumbprint, exportJWK, generateKeyPair, type CryptoKey, type JWK } from "jose";
+import { type CryptoKey, calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from "jose";
 import Provider, { errors, type ResourceServer } from "oidc-provider";
 
 /** The resource indicator whose access tokens are JWTs (the default resource). */
@@ -41,8 +41,7 @@ export interface TestIssuer {
   close(): Promise<void>;
 }
 
-const basic = (client: { clientId: string; clientSecret: string }): string =>
-  `Basic ${btoa(`${encodeURIComponent(client.clientId)}:${encodeURIComponent(client.clientSecret)}`)}`;
+const basic = (client: { clientId: string; clientSecret: string }): string => `Basic ${btoa(`${encodeURIComponent(client.clientId)}:${encodeURIComponent(client.clientSecret)}`)}`;
 
 export async function startOidcProvider(clients: readonly TestClient[]): Promise<TestIssuer> {
   const { privateKey } = await generateKeyPair("ES256", { extractable: true });

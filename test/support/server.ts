@@ -1,9 +1,9 @@
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import { afterAll, beforeAll } from "vitest";
 import { type App, type AppDeps, createApp } from "../../src/app.js";
+import { openLocalIssuer } from "../../src/auth/local-issuer.js";
 import { parseConfig } from "../../src/config.js";
 import { createLogger, type Logger } from "../../src/logger.js";
-import { openLocalIssuer } from "../../src/auth/local-issuer.js";
 import { localIssuerKeyFile } from "../../src/main/local-issuer-key-file.js";
 import { createNodeServer, listen } from "../../src/main/node-server.js";
 import type { FreshDatabase, TestDatabase } from "./databases.js";

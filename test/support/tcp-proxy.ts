@@ -1,5 +1,5 @@
-import { connect, createServer } from "node:net";
 import type { AddressInfo, Server, Socket } from "node:net";
+import { connect, createServer } from "node:net";
 
 /**
  * A TCP proxy on a loopback port, for making a server (the database) go away

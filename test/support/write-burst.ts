@@ -38,7 +38,15 @@ export function startWriteBurst({ url, authorization, writers, prefix }: { url: 
         const res = await fetch(url, {
           method: "POST",
           headers: { authorization, "content-type": "application/json" },
-          body: JSON.stringify(minimalDefinition({ name, skills: [{ id: "a", name: "A", description: "a" }, { id: "b", name: "B", description: "b" }] })),
+          body: JSON.stringify(
+            minimalDefinition({
+              name,
+              skills: [
+                { id: "a", name: "A", description: "a" },
+                { id: "b", name: "B", description: "b" },
+              ],
+            }),
+          ),
         });
         status = res.status;
         body = await res.json();

@@ -10,9 +10,9 @@ import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js"
 import { AgentDefinitionService } from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { TenantAdminService } from "../../gen/asor/v1/tenant_admin_service_pb.js";
 import { contractIssues } from "../../src/domain/validation.js";
-import { buildRouteTable } from "../../src/transport/rest/route-table.js";
 import { formatOpenApiDocument } from "../../src/transport/openapi/openapi-document.js";
 import { registryOpenApiDocument } from "../../src/transport/openapi/registry-openapi.js";
+import { buildRouteTable } from "../../src/transport/rest/route-table.js";
 import { exampleDefinition } from "../support/definitions.js";
 import { committedOpenApi, createOpenApiChecker } from "../support/openapi.js";
 

@@ -24,7 +24,12 @@ describe("the REST route table", () => {
 
   it("matches path variables and nothing else", () => {
     const get = table[2]!;
-    expect(matchRoute(get, ["api", "asor", "v1", "acme", "agentDefinition", "abc"])).toEqual(new Map([["tenant", "acme"], ["id", "abc"]]));
+    expect(matchRoute(get, ["api", "asor", "v1", "acme", "agentDefinition", "abc"])).toEqual(
+      new Map([
+        ["tenant", "acme"],
+        ["id", "abc"],
+      ]),
+    );
     expect(matchRoute(get, ["api", "asor", "v1", "acme", "agentDefinition"])).toBeUndefined();
     expect(matchRoute(get, ["api", "asor", "v1", "", "agentDefinition", "abc"])).toBeUndefined();
     expect(matchRoute(get, ["api", "asor", "v2", "acme", "agentDefinition", "abc"])).toBeUndefined();

@@ -1,6 +1,6 @@
 import { type DescEnum, type DescField, type DescMessage, getOption, type JsonObject, type JsonValue, ScalarType, toJson } from "@bufbuild/protobuf";
 import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
-import { field as fieldRulesExtension, FieldRulesSchema } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
+import { FieldRulesSchema, field as fieldRulesExtension } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
 import { leadingComment } from "./proto-comments.js";
 
 /**
@@ -169,13 +169,14 @@ export function createMessageSchemas(names: Readonly<Record<string, string>> = {
       case "map":
         schema = { type: "object", additionalProperties: valueSchema(desc, desc.mapKind, {}) };
         break;
-      default:
+      default: {
         schema = valueSchema(desc, desc.fieldKind, rules);
         // `required` on a field without presence means "not empty" to protovalidate.
         const closed = schema.enum !== undefined || schema.const !== undefined;
         if (rules.required === true && !closed && desc.fieldKind === "scalar" && desc.scalar === ScalarType.STRING && desc.presence === FeatureSet_FieldPresence.IMPLICIT) {
           schema.minLength = Math.max(Number(schema.minLength ?? 0), 1);
         }
+      }
     }
     const description = leadingComment(desc);
     return { ...schema, ...(description === "" ? {} : { description }), ...(READ_ONLY.test(description) ? { readOnly: true } : {}) };

@@ -1,6 +1,6 @@
 import { type DescField, type DescMessage, type DescService, type JsonObject, ScalarType } from "@bufbuild/protobuf";
 import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
-import { challengeOf, type ErrorCode, ERRORS, RegistryError } from "../../domain/errors.js";
+import { challengeOf, ERRORS, type ErrorCode, RegistryError } from "../../domain/errors.js";
 import type { Policy } from "../../operations/registry-operations.js";
 import { buildRouteTable, type RestRoute } from "../rest/route-table.js";
 import { createMessageSchemas, type MessageSchemas } from "./message-schemas.js";
@@ -81,8 +81,7 @@ const ERROR_RESPONSES: readonly { status: number; name: string; response: JsonOb
     const description = codes.map((code) => `\`${code}\`: ${ERRORS[code].meaning}`).join(" ");
     const example = new RegistryError(codes[0] as ErrorCode, "");
     const header = challengeOf(example);
-    const response =
-      example.row.body === "validation" ? validationResponse(description, header === undefined ? {} : challenge(`\`${header}\``)) : errorResponse(description);
+    const response = example.row.body === "validation" ? validationResponse(description, header === undefined ? {} : challenge(`\`${header}\``)) : errorResponse(description);
     return { status, name, response, applies: APPLIES[status] ?? (() => true) };
   });
 })();
@@ -144,7 +143,8 @@ function parameters(schemas: MessageSchemas, route: RestRoute): JsonObject[] {
 function requestBody(schemas: MessageSchemas, route: RestRoute): JsonObject {
   const input = route.method.input;
   const field = input.fields.find((f) => f.name === route.body);
-  if (route.body === "*" && route.segments.some((s) => "variable" in s)) throw new Error(`${route.method.name}: a "*" body beside path variables needs a schema without them; teach the generator`);
+  if (route.body === "*" && route.segments.some((s) => "variable" in s))
+    throw new Error(`${route.method.name}: a "*" body beside path variables needs a schema without them; teach the generator`);
   const target: DescMessage | undefined = route.body === "*" ? input : field?.fieldKind === "message" ? field.message : undefined;
   if (target === undefined) throw new Error(`${route.method.name}: body ${route.body} must be a message`);
   const part = field?.jsonName ?? "body";

@@ -69,4 +69,3 @@ export function createRestSurface({ operations, maxBodyBytes, logger }: RestSurf
 export function methodNotAllowedAnswer(verb: string, allowed: readonly string[]): HttpAnswer {
   return errorAnswer(methodNotAllowed(verb, allowed), { allow: allowed.join(", ") });
 }
-

@@ -5,7 +5,7 @@
  * decoded once, straight into the input message.
  */
 import { create, type DescMessage, type Message, ScalarType } from "@bufbuild/protobuf";
-import { invalid, type Issue, issueAt, RegistryError, tooLarge } from "../../domain/errors.js";
+import { type Issue, invalid, issueAt, RegistryError, tooLarge } from "../../domain/errors.js";
 import { concatBytes } from "../bytes.js";
 import { parseStrictJson } from "../strict-json.js";
 import { decodeJsonMessage } from "./json-decode.js";
@@ -153,13 +153,7 @@ function fieldsFromUrl(route: RestRoute, vars: ReadonlyMap<string, string>, quer
  * The RPC's input message for a REST request: body, then path variables,
  * then query parameters. Every problem is a RegistryError naming its field.
  */
-export async function decodeRestRequest(
-  route: RestRoute,
-  vars: ReadonlyMap<string, string>,
-  query: URLSearchParams,
-  parts: RestRequestParts,
-  maxBodyBytes: number,
-): Promise<Message> {
+export async function decodeRestRequest(route: RestRoute, vars: ReadonlyMap<string, string>, query: URLSearchParams, parts: RestRequestParts, maxBodyBytes: number): Promise<Message> {
   const init: Record<string, unknown> = {};
   const bound = new Set<string>();
   if (route.body !== "") {

@@ -53,7 +53,14 @@ export function restAnswer(result: Result, output: DescMessage, verb: string, pa
       return { status, headers: { ...JSON_HEADERS, location }, body: result.stored.json };
     }
     case "page":
-      return { status, headers: JSON_HEADERS, body: pageBytes(result.page.total, result.page.data.map((d) => d.json)) };
+      return {
+        status,
+        headers: JSON_HEADERS,
+        body: pageBytes(
+          result.page.total,
+          result.page.data.map((d) => d.json),
+        ),
+      };
     case "message":
       return { status, headers: JSON_HEADERS, body: utf8(JSON.stringify(withTopLevelDefaults(output, toJson(output, result.message) as JsonObject))) };
   }
