@@ -1,6 +1,6 @@
 /**
  * The processes of a bench run, each on its own: the service (what production
- * runs: `node dist/src/main/node.js`, the compiled entry of package.json's
+ * runs: `node <config.nodeFlags> dist/src/main/node.js`, the compiled entry of package.json's
  * "main", built first when stale; node itself, not `npm start`, so that the pid
  * we measure is the server's), the floor server, and the load generator. All
  * listen on loopback only.
@@ -34,7 +34,7 @@ export function tsxCommand(script: string): ServerCommand {
  */
 export function serviceCommand(serviceDir: string | undefined): ServerCommand {
   const dir = resolve(serviceDir ?? repoRoot);
-  const pkg = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as { main?: string; scripts?: Record<string, string> };
+  const pkg = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as { main?: string; scripts?: Record<string, string>; config?: { nodeFlags?: string } };
   if (pkg.scripts?.build === undefined) {
     const source = join(dir, "src/main/node.ts");
     if (!existsSync(source)) throw new Error(`${dir} has neither a build script nor src/main/node.ts: which service is that?`);
@@ -44,7 +44,9 @@ export function serviceCommand(serviceDir: string | undefined): ServerCommand {
   // The build's own messages go to our stderr; a failing build throws with tsc's errors shown above.
   if (serviceDir === undefined) execFileSync(process.execPath, ["scripts/build.mjs", "--if-stale"], { cwd: dir, stdio: ["ignore", 2, 2] });
   else execFileSync("npm", ["run", "-s", "build"], { cwd: dir, stdio: ["ignore", 2, 2] });
-  return { args: [join(dir, pkg.main)], cwd: dir };
+  // The V8 flags `npm start` runs the service with (package.json config.nodeFlags), if the checkout has them.
+  const flags = (pkg.config?.nodeFlags ?? "").split(" ").filter((flag) => flag !== "");
+  return { args: [...flags, join(dir, pkg.main)], cwd: dir };
 }
 
 /** A server process on a port of loopback. */
