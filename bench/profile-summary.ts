@@ -81,7 +81,10 @@ function layerOf(url: string, name: string): string | undefined {
     [/node_modules\/(knex|mysql2|better-sqlite3|tarn)\/|\/src\/storage\//, "storage (knex, driver, SQL)"],
     [/node_modules\/(jose|openid-client|oauth4webapi)\/|\/src\/auth\//, "auth (token check, cache)"],
     [/node_modules\/@bufbuild\/(protovalidate|re2)\/|\/src\/domain\/validation/, "validation (protovalidate, rules)"],
-    [/node_modules\/@bufbuild\/protobuf\/|\/src\/transport\/(strict-json|rest\/json-decode|rest\/rest-response|encoded-message|rpc-message)|\/src\/domain\/derived-fields/, "serialization (JSON, protobuf)"],
+    [
+      /node_modules\/@bufbuild\/protobuf\/|\/src\/transport\/(strict-json|rest\/json-decode|rest\/rest-response|encoded-message|rpc-message)|\/src\/domain\/derived-fields/,
+      "serialization (JSON, protobuf)",
+    ],
     [/node_modules\/@connectrpc\/|\/src\/(edge|operations|service|transport)\//, "routing (edge, Connect, REST, operations)"],
     [/\/src\/(logger|observability)|node_modules\/prom-client\//, "logging and metrics"],
     [/^node:(_http|http2|internal\/http2|internal\/js_stream)|\/src\/main\//, "HTTP (node:http, http2, the Node adapter)"],
