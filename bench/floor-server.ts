@@ -20,19 +20,19 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { createPool, type Pool, type PoolConnection, type RowDataPacket } from "mysql2/promise";
-import { inPageOrder, readStatements } from "../src/storage/queries.js";
+import { inPageOrder, readStatements, writeStatements } from "../src/storage/queries.js";
 import type { DefinitionReadRow } from "../src/storage/rows.js";
 
 /** The few statements the floor needs, on either database. */
 interface FloorDatabase {
   /** Rows of a read outside any transaction. */
   read(sql: string, params: unknown[]): Promise<Record<string, unknown>[]>;
-  /** Runs `work` in one transaction; `query` runs inside it. Retries deadlocks and duplicate-key races like the service. */
+  /**
+   * Runs `work` in one transaction; `query` runs inside it and answers a statement's rows, or for
+   * an INSERT or UPDATE one row with what it did (`insertId`, `affectedRows` on MySQL). Retries
+   * deadlocks and duplicate-key races like the service.
+   */
   transaction<T>(work: (query: (sql: string, params: unknown[]) => Promise<Record<string, unknown>[]>) => Promise<T>): Promise<T>;
-  /** `FOR UPDATE` where the database has row locks. */
-  readonly forUpdate: string;
-  /** The SQL that gives a new row its `seq` (MySQL assigns it by AUTO_INCREMENT). */
-  readonly seqColumn: { readonly column: string; readonly value: string };
 }
 
 function openMysql(url: URL): FloorDatabase {
@@ -55,10 +55,8 @@ function openMysql(url: URL): FloorDatabase {
     connection.query("SET SESSION sql_mode = CONCAT_WS(',', NULLIF(@@SESSION.sql_mode, ''), 'STRICT_ALL_TABLES'), SESSION innodb_lock_wait_timeout = 10, time_zone = '+00:00'");
     connection.query("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
   });
-  const rows = (result: unknown): Record<string, unknown>[] => (Array.isArray(result) ? (result as RowDataPacket[]) : []);
+  const rows = (result: unknown): Record<string, unknown>[] => (Array.isArray(result) ? (result as RowDataPacket[]) : [result as Record<string, unknown>]);
   return {
-    forUpdate: "FOR UPDATE",
-    seqColumn: { column: "", value: "" },
     async read(sql, params) {
       const [result] = await pool.query(sql, params);
       return rows(result);
@@ -85,6 +83,8 @@ function openMysql(url: URL): FloorDatabase {
 }
 
 interface SqliteStatement {
+  /** True for a statement that answers rows (a SELECT, or an UPDATE ... RETURNING). */
+  readonly reader: boolean;
   all(...params: unknown[]): Record<string, unknown>[];
   run(...params: unknown[]): unknown;
 }
@@ -104,13 +104,11 @@ function openSqlite(dataDir: string): FloorDatabase {
   const run = (sql: string, params: unknown[]): Record<string, unknown>[] => {
     let statement = statements.get(sql);
     if (statement === undefined) statements.set(sql, (statement = db.prepare(sql)));
-    if (/^\s*(SELECT|WITH)/i.test(sql)) return statement.all(...params);
+    if (statement.reader) return statement.all(...params);
     statement.run(...params);
     return [];
   };
   return {
-    forUpdate: "",
-    seqColumn: { column: "seq, ", value: "(SELECT COALESCE(MAX(seq), 0) + 1 FROM agent_definitions), " },
     read: async (sql, params) => run(sql, params),
     async transaction(work) {
       // One connection, so one transaction at a time (the service's pool of one queues them the same way).
@@ -167,41 +165,42 @@ function createFloor(db: FloorDatabase, dialect: "mysql" | "sqlite") {
     return [200, Buffer.concat([Buffer.from(`{"total":${Number(rows[0]!.total)},"data":[`), ...data, Buffer.from("]}")])];
   }
 
-  /** The service's upsert transaction, statement for statement, minus validation and derived ids. */
+  const writes = writeStatements(dialect);
+
+  /**
+   * The service's upsert transaction, statement for statement (the statements of queries.ts's
+   * writeStatements, in the order knex-repository.ts runs them for a request without `id` or
+   * externalAgentID), minus validation and derived ids.
+   */
   async function upsert(tenant: string, body: Record<string, unknown>): Promise<Answer> {
     const name = String(body.name);
     const providerId = String((body.provider as { id?: unknown } | undefined)?.id);
     const version = String(body.version);
     const document = await db.transaction(async (query) => {
-      const [tenantRow] = await query("SELECT name, sequence_prefix, next_agent_number, created_at FROM tenants WHERE name = ? LIMIT 1", [tenant]);
+      const [tenantRow] = await query(writes.tenant, [tenant]);
       if (tenantRow === undefined) throw new Error(`no tenant ${tenant}`);
-      const [existing] = await query(`SELECT id, agent_number FROM agent_definitions WHERE tenant = ? AND name = ? AND provider_id = ? AND version = ? LIMIT 1 ${db.forUpdate}`, [
-        tenant,
-        name,
-        providerId,
-        version,
-      ]);
+      const [existing] = await query(writes.instanceByKey, [tenant, name, providerId, version]);
       const now = timestamp();
       if (existing !== undefined) {
-        const [agent] = await query("SELECT reference_id FROM agents WHERE tenant = ? AND number = ? LIMIT 1", [tenant, existing.agent_number]);
-        const doc = JSON.stringify({ ...body, id: existing.id, reference_id: agent?.reference_id });
-        await query("UPDATE agent_definitions SET document = ?, document_binary = ?, updated_at = ? WHERE tenant = ? AND id = ?", [doc, binaryStandIn(doc), now, tenant, existing.id]);
+        const doc = JSON.stringify({ ...body, id: existing.id, reference_id: existing.reference_id });
+        await query(writes.updateDocument, [doc, binaryStandIn(doc), now, tenant, existing.id]);
         return doc;
       }
-      let [agent] = await query(`SELECT number, reference_id FROM agents WHERE tenant = ? AND provider_id = ? AND name = ? LIMIT 1 ${db.forUpdate}`, [tenant, providerId, name]);
+      let agent: Record<string, unknown> | undefined = (await query(writes.agentByName, [tenant, providerId, name]))[0];
+      if (agent === undefined && dialect === "mysql") {
+        // Holds the tenant's sequence from here to COMMIT, and looks for the agent again.
+        const [found] = await query(writes.lockSequenceAndFindAgent, [providerId, name, tenant]);
+        agent = found?.number === null ? undefined : found;
+      }
       if (agent === undefined) {
-        const [sequence] = await query(`SELECT sequence_prefix, next_agent_number FROM tenants WHERE name = ? LIMIT 1 ${db.forUpdate}`, [tenant]);
-        const number = Number(sequence?.next_agent_number);
-        await query("UPDATE tenants SET next_agent_number = ? WHERE name = ? AND next_agent_number = ?", [number + 1, tenant, number]);
-        agent = { number, reference_id: `Agent_ID=${String(sequence?.sequence_prefix)}${number}` };
-        await query("INSERT INTO agents (tenant, number, reference_id, provider_id, name, created_at) VALUES (?, ?, ?, ?, ?, ?)", [tenant, number, agent.reference_id, providerId, name, now]);
+        const [taken] = await query(writes.takeAgentNumber, [tenant]);
+        const number = Number(dialect === "mysql" ? taken?.insertId : taken?.next_agent_number) - 1;
+        agent = { number, reference_id: `Agent_ID=${String(tenantRow.sequence_prefix)}${number}` };
+        await query(writes.insertAgent, [tenant, number, agent.reference_id, providerId, name, now]);
       }
       const id = randomBytes(16).toString("hex");
       const doc = JSON.stringify({ ...body, id, reference_id: agent.reference_id });
-      await query(
-        `INSERT INTO agent_definitions (${db.seqColumn.column}id, tenant, name, provider_id, version, agent_number, document, document_binary, created_at, updated_at) VALUES (${db.seqColumn.value}?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        [id, tenant, name, providerId, version, agent.number, doc, binaryStandIn(doc), now, now],
-      );
+      await query(writes.insertDefinition, [id, tenant, name, providerId, version, agent.number, doc, binaryStandIn(doc), now, now]);
       return doc;
     });
     return [201, document];

@@ -84,8 +84,15 @@ function mysqlConfig(databaseUrl: string, timeoutMillis: number): Knex.Config {
         connection.query(
           `SET SESSION sql_mode = CONCAT_WS(',', NULLIF(@@SESSION.sql_mode, ''), 'STRICT_ALL_TABLES'), SESSION innodb_lock_wait_timeout = ${lockWaitTimeoutSeconds(timeoutMillis)}, time_zone = '+00:00'`,
           (error: Error | null) => {
-            if (error === null) withStatementTimeout(connection, timeoutMillis);
-            done(error, connection);
+            if (error !== null) return done(error, connection);
+            // READ COMMITTED for the write transactions (knex-repository.ts says why), set here once
+            // instead of by a statement before every BEGIN (write-runner.ts). It changes nothing for
+            // the other statements, each a transaction of its own: either level reads a statement's
+            // rows as committed when it started.
+            connection.query("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED", (isolationError: Error | null) => {
+              if (isolationError === null) withStatementTimeout(connection, timeoutMillis);
+              done(isolationError, connection);
+            });
           },
         );
       },

@@ -8,12 +8,14 @@ import type { Database, StorageOptions } from "./connection.js";
 import { openDatabase } from "./connection.js";
 import { classifyDriverError, isDuplicateKey } from "./driver-errors.js";
 import { migrateToLatest } from "./migrations/index.js";
-import type { QueryContext, ReadContext } from "./queries.js";
+import type { QueryContext, ReadContext, WriteContext, WriteStatements } from "./queries.js";
 import * as queries from "./queries.js";
 import { driverRunner } from "./read-runner.js";
 import type { AgentDefinitionRepository, AgentRef, InstanceRef, ListResult, Page, PoolStats, StoredDefinition, Tenant, UpsertKey, WriteTransaction } from "./repository.js";
 import type { DefinitionReadRow } from "./rows.js";
 import { agentReferenceId, encodeDefinition, fromDatabaseInteger, toAgentRef, toDatabaseTimestamp, toInstanceRef, toStoredDefinition, toTenant } from "./rows.js";
+import type { RunTransaction } from "./write-runner.js";
+import { transactionRunner } from "./write-runner.js";
 
 export type { StorageOptions } from "./connection.js";
 export { defaultSequencePrefix, defaultTenant } from "./migrations/0002-seed-default-tenant.js";
@@ -59,7 +61,9 @@ class KnexRepository implements AgentDefinitionRepository {
   readonly #context: QueryContext;
   /** The hot reads: SQL built here, once, and run through the driver (read-runner.ts). */
   readonly #reads: ReadContext;
-  readonly #transactionConfig: Knex.TransactionConfig;
+  /** The write transaction: BEGIN, SQL built here once, COMMIT, through the driver (write-runner.ts). */
+  readonly #transaction: RunTransaction;
+  readonly #writes: WriteStatements;
   /** The `SELECT 1` in flight: concurrent pings share it, so probes never pile up queries on a slow database. */
   #ping: Promise<void> | undefined;
 
@@ -67,24 +71,25 @@ class KnexRepository implements AgentDefinitionRepository {
     this.#db = db;
     this.#context = { tx: db, dialect };
     this.#reads = { run: driverRunner(db, dialect), statements: queries.readStatements(dialect) };
-    // READ COMMITTED on MySQL: a locking read that finds nothing takes no gap lock. Under
-    // REPEATABLE READ the gap locks of writers creating different new agents deadlock against
-    // the tenant row that numbers them, and 200 writers on 10 keys ran out of retries. Here
-    // what is absent is guarded by the unique indexes: a racing insert of the same key, agent
-    // or externalAgentID fails with a duplicate key and the work runs again. SQLite is
-    // serializable anyway (and knex warns when asked for a level).
-    this.#transactionConfig = dialect === "mysql" ? { isolationLevel: "read committed" } : {};
+    // READ COMMITTED on MySQL (every connection's session level, connection.ts): a locking read
+    // that finds nothing takes no gap lock. Under REPEATABLE READ the gap locks of writers
+    // creating different new agents deadlock against the tenant row that numbers them, and 200
+    // writers on 10 keys ran out of retries. Here what is absent is guarded by the unique
+    // indexes: a racing insert of the same key, agent or externalAgentID fails with a duplicate
+    // key and the work runs again. SQLite is serializable anyway.
+    this.#transaction = transactionRunner(db, dialect);
+    this.#writes = queries.writeStatements(dialect);
   }
 
   async write<T>(tenant: string, work: (tx: WriteTransaction) => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       let committing = false;
       try {
-        return await this.#db.transaction(async (tx) => {
-          const result = await this.#writeOnce({ ...this.#context, tx }, tenant, work);
+        return await this.#transaction(async (session) => {
+          const result = await this.#writeOnce({ session, statements: this.#writes }, tenant, work);
           committing = true;
           return result;
-        }, this.#transactionConfig);
+        });
       } catch (error) {
         if (error instanceof RegistryError) throw error;
         const kind = classifyDriverError(error);
@@ -97,10 +102,10 @@ class KnexRepository implements AgentDefinitionRepository {
     }
   }
 
-  async #writeOnce<T>(context: QueryContext, tenant: string, work: (tx: WriteTransaction) => Promise<T>): Promise<T> {
-    const row = await queries.findTenant(context, tenant);
+  async #writeOnce<T>(context: WriteContext, tenant: string, work: (tx: WriteTransaction) => Promise<T>): Promise<T> {
+    const row = await queries.findTenantIn(context, tenant);
     if (row === undefined) throw tenantNotFound(tenant);
-    const tx = new KnexWriteTransaction(context, toTenant(row));
+    const tx = new SqlWriteTransaction(context, toTenant(row));
     try {
       const result = await work(tx);
       // A race the work caught and went on from: the database rolled back (MySQL does on a
@@ -221,14 +226,14 @@ interface TarnPoolCounts {
 }
 
 /** The WriteTransaction handed to `write`'s work: the queries, bound to one transaction and tenant. */
-class KnexWriteTransaction implements WriteTransaction {
+class SqlWriteTransaction implements WriteTransaction {
   readonly tenant: Tenant;
-  readonly #context: QueryContext;
+  readonly #context: WriteContext;
   #ended = false;
   /** The first race or connection failure of a statement; it dooms the whole attempt. */
   #failure: { readonly error: unknown } | undefined;
 
-  constructor(context: QueryContext, tenant: Tenant) {
+  constructor(context: WriteContext, tenant: Tenant) {
     this.#context = context;
     this.tenant = tenant;
   }
@@ -257,9 +262,9 @@ class KnexWriteTransaction implements WriteTransaction {
       // Under READ COMMITTED nothing locks an absent row, and the caller decides on the absence
       // beyond inserting the agent (e.g. an externalAgentID held by someone else is a clash for a
       // new agent): so hold the tenant's sequence, which every creator of an agent holds until
-      // it commits, and look again. From here the agent stays absent until we create it.
-      await queries.lockAgentSequence(context, tenant);
-      return context.dialect === "mysql" ? queries.findAgentByNameForUpdate(context, tenant, providerId, name) : undefined;
+      // it commits, and look again. From here the agent stays absent until we create it. The
+      // first look takes no such lock, so new versions of existing agents never queue on it.
+      return context.statements.dialect === "mysql" ? queries.lockSequenceAndFindAgent(context, tenant, providerId, name) : undefined;
     });
     return row === undefined ? undefined : toAgentRef(row);
   }
@@ -270,22 +275,21 @@ class KnexWriteTransaction implements WriteTransaction {
   }
 
   createAgent(providerId: string, name: string): Promise<AgentRef> {
+    // The prefix as the transaction read it: a tenant's prefix is set when it is created and no
+    // statement changes it, so it need not be read again under the sequence's lock.
+    const prefix = this.tenant.sequencePrefix;
+    const tenant = this.tenant.name;
+    // Everything but the number is ready before the sequence is taken: from there to COMMIT every
+    // other creator in the tenant waits.
+    const createdAt = toDatabaseTimestamp(new Date());
     return this.#run(async (context) => {
-      const tenant = this.tenant.name;
-      const { number, prefix } = await queries.takeAgentNumber(context, tenant);
       if (prefix === null) {
         // The service answers A2849 before it gets here; this guards against a bug, not a request.
         throw new Error(`Tenant "${tenant}" has no agent id sequence generator, so it cannot number a new agent.`);
       }
+      const number = await queries.takeAgentNumber(context, tenant);
       const referenceId = agentReferenceId(prefix, number);
-      await queries.insertAgent(context, {
-        tenant,
-        number,
-        reference_id: referenceId,
-        provider_id: providerId,
-        name,
-        created_at: toDatabaseTimestamp(new Date()),
-      });
+      await queries.insertAgent(context, { tenant, number, reference_id: referenceId, provider_id: providerId, name, created_at: createdAt });
       return { number, referenceId };
     });
   }
@@ -351,7 +355,7 @@ class KnexWriteTransaction implements WriteTransaction {
     this.#ended = true;
   }
 
-  async #run<T>(query: (context: QueryContext) => Promise<T>): Promise<T> {
+  async #run<T>(query: (context: WriteContext) => Promise<T>): Promise<T> {
     if (this.#ended) throw new Error("A WriteTransaction was used after its write() ended.");
     this.throwIfFailed();
     try {

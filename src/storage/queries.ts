@@ -1,6 +1,8 @@
 /**
  * One function per query. Each takes the connection or transaction to run on
- * explicitly (`{ tx }`), so a caller can see what runs inside a transaction.
+ * explicitly (`{ tx }` on knex for the cold paths, a WriteContext inside a
+ * write, a ReadContext for the hot reads), so a caller can see what runs
+ * inside a transaction.
  *
  * Locking reads (`...ForUpdate`) add FOR UPDATE on MySQL, where write
  * transactions run at READ COMMITTED (see knex-repository.ts): InnoDB locks the
@@ -8,17 +10,17 @@
  * found; a racing insert of those fails on a unique index instead. SQLite
  * needs no locks: its transactions on our single connection run one at a
  * time, and a transaction of another process that wrote in between makes our
- * first write fail with SQLITE_BUSY, which the repository retries. knex warns
- * on every forUpdate() against SQLite, so it is only asked for where it means
- * something.
+ * first write fail with SQLITE_BUSY, which the repository retries; so SQLite's
+ * statements have no FOR UPDATE.
  */
 import type { Knex } from "knex";
 import type { Dialect } from "./connection.js";
 import type { UpsertKey } from "./repository.js";
 import type { AgentExternalIdRow, AgentRow, DefinitionReadRow, InstanceRow, NewAgentDefinitionRow, TenantRow } from "./rows.js";
 import { fromDatabaseInteger } from "./rows.js";
+import type { WriteSession } from "./write-runner.js";
 
-/** Where a query runs. */
+/** Where a query outside the write transaction and the hot reads runs: the cold paths (tenants), on knex. */
 export interface QueryContext {
   readonly tx: Knex | Knex.Transaction;
   readonly dialect: Dialect;
@@ -30,13 +32,6 @@ const externalIds = "agent_external_ids";
 const definitions = "agent_definitions";
 
 const tenantColumns = ["name", "sequence_prefix", "next_agent_number", "created_at"];
-/** What a write needs to know about an instance: never its document. */
-const instanceColumns = ["d.id", "d.tenant", "d.agent_number", "a.reference_id", "d.created_at", "d.updated_at"];
-
-function lockedOnMysql<T extends Knex.QueryBuilder>(query: T, dialect: Dialect): T {
-  if (dialect === "mysql") query.forUpdate();
-  return query;
-}
 
 // ---- tenants ----
 
@@ -55,116 +50,218 @@ export async function insertTenant({ tx }: QueryContext, row: TenantRow): Promis
   await tx(tenants).insert(row);
 }
 
+// ---- inside a write ----
+//
+// The statements of the write transaction (knex-repository.ts's write). Like the hot reads, their
+// SQL is written out here per dialect and built once (writeStatements), and each runs through the
+// driver on the transaction's one connection (write-runner.ts), with bindings only.
+
+/** A row as a write inserts it: its integer columns as numbers, its creation time as toDatabaseTimestamp's text. */
+export type NewRow<Row, Integers extends keyof Row> = Omit<Row, Integers | "created_at"> & { readonly [K in Integers]: number } & { readonly created_at: string };
+
+/** Where a statement of a write transaction runs: its session, and the statements built for its dialect. */
+export interface WriteContext {
+  readonly session: WriteSession;
+  readonly statements: WriteStatements;
+}
+
+/** The SQL of the write transaction, for one dialect. */
+export interface WriteStatements {
+  readonly dialect: Dialect;
+  /** Bindings: name. */
+  readonly tenant: string;
+  /** Bindings: tenant, name, provider id, version. Locks the definition on MySQL, not its agent. */
+  readonly instanceByKey: string;
+  /** Bindings: tenant, id. */
+  readonly instanceById: string;
+  /** Bindings: tenant, reference id. */
+  readonly newestInstanceByReference: string;
+  /** Bindings: tenant, provider id, name. Locks on MySQL. */
+  readonly agentByName: string;
+  /** MySQL only. Bindings: provider id, name, tenant. */
+  readonly lockSequenceAndFindAgent: string;
+  /** Bindings: tenant. MySQL: sets LAST_INSERT_ID to the raised number; SQLite: answers it. */
+  readonly takeAgentNumber: string;
+  /** Bindings: tenant, number, reference id, provider id, name, created at. */
+  readonly insertAgent: string;
+  /** Bindings: tenant, provider id, externalAgentID. Locks on MySQL. */
+  readonly externalIdOwner: string;
+  /** Bindings: tenant, provider id, externalAgentID, agent number, created at. */
+  readonly insertExternalId: string;
+  /** Bindings: id, tenant, name, provider id, version, agent number, document, binary, created at, updated at. */
+  readonly insertDefinition: string;
+  /** Bindings: document, binary, updated at, tenant, id. */
+  readonly updateDocument: string;
+}
+
+/** Builds the write transaction's SQL for `dialect`; the repository does it once. */
+export function writeStatements(dialect: Dialect): WriteStatements {
+  const mysql = dialect === "mysql";
+  // SQLite needs no locks (see the top of this file).
+  const locked = mysql ? " FOR UPDATE" : "";
+  // MySQL assigns seq by AUTO_INCREMENT; SQLite only auto-increments a primary key,
+  // and its single writer makes MAX + 1 race-free (the unique index guards it anyway).
+  const seq = mysql ? { column: "", value: "" } : { column: "seq, ", value: `(SELECT COALESCE(MAX(seq), 0) + 1 FROM ${definitions}), ` };
+  const instances = `SELECT d.id, d.tenant, d.agent_number, a.reference_id, d.created_at, d.updated_at FROM ${definitions} d JOIN ${agents} a ON a.tenant = d.tenant AND a.number = d.agent_number`;
+  return {
+    dialect,
+    tenant: `SELECT name, sequence_prefix, next_agent_number, created_at FROM ${tenants} WHERE name = ? LIMIT 1`,
+    // The agent's reference id by a subquery, which a locking read does not lock (MySQL: "a locking
+    // read clause in an outer statement does not lock the rows of a table in a nested subquery";
+    // checked on MariaDB 10.11 with FOR UPDATE NOWAIT from a second session): see findByKeyForUpdate.
+    instanceByKey: `SELECT d.id, d.tenant, d.agent_number, (SELECT a.reference_id FROM ${agents} a WHERE a.tenant = d.tenant AND a.number = d.agent_number) AS reference_id, d.created_at, d.updated_at FROM ${definitions} d WHERE d.tenant = ? AND d.name = ? AND d.provider_id = ? AND d.version = ? LIMIT 1${locked}`,
+    instanceById: `${instances} WHERE d.tenant = ? AND d.id = ? LIMIT 1`,
+    newestInstanceByReference: `${instances} WHERE a.tenant = ? AND a.reference_id = ? ORDER BY d.seq DESC LIMIT 1`,
+    agentByName: `SELECT number, reference_id FROM ${agents} WHERE tenant = ? AND provider_id = ? AND name = ? LIMIT 1${locked}`,
+    // The tenant's row, locked, and the agent if it exists by now (locked too): one round trip
+    // where a lock and a second look took two, both while holding the sequence.
+    lockSequenceAndFindAgent: `SELECT a.number, a.reference_id FROM ${tenants} t LEFT JOIN ${agents} a ON a.tenant = t.name AND a.provider_id = ? AND a.name = ? WHERE t.name = ?${locked}`,
+    // One statement locks the row, raises the number and answers it: MySQL hands the value given to
+    // LAST_INSERT_ID(expr) back as the statement's insert id, SQLite answers it with RETURNING.
+    takeAgentNumber: mysql
+      ? `UPDATE ${tenants} SET next_agent_number = LAST_INSERT_ID(next_agent_number + 1) WHERE name = ?`
+      : `UPDATE ${tenants} SET next_agent_number = next_agent_number + 1 WHERE name = ? RETURNING next_agent_number`,
+    insertAgent: `INSERT INTO ${agents} (tenant, number, reference_id, provider_id, name, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+    externalIdOwner: `SELECT agent_number FROM ${externalIds} WHERE tenant = ? AND provider_id = ? AND external_agent_id = ? LIMIT 1${locked}`,
+    insertExternalId: `INSERT INTO ${externalIds} (tenant, provider_id, external_agent_id, agent_number, created_at) VALUES (?, ?, ?, ?, ?)`,
+    insertDefinition: `INSERT INTO ${definitions} (${seq.column}id, tenant, name, provider_id, version, agent_number, document, document_binary, created_at, updated_at) VALUES (${seq.value}?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    updateDocument: `UPDATE ${definitions} SET document = ?, document_binary = ?, updated_at = ? WHERE tenant = ? AND id = ?`,
+  };
+}
+
+/** The tenant row, read as the transaction begins, or undefined. */
+export async function findTenantIn({ session, statements }: WriteContext, name: string): Promise<TenantRow | undefined> {
+  const [row] = await session.rows<TenantRow>(statements.tenant, [name]);
+  return row;
+}
+
 /**
- * Takes the tenant's next agent number: reads it with the row locked (on
- * MySQL; so concurrent creators queue here and see each other's increments)
- * and raises it. The increment rolls back with the transaction, so numbers
- * have no gaps.
+ * Takes the tenant's next agent number, locking the tenant's row (on MySQL;
+ * so concurrent creators queue here and see each other's increments) and
+ * raising it, in one statement. The increment rolls back with the
+ * transaction, so numbers have no gaps.
  */
-export async function takeAgentNumber({ tx, dialect }: QueryContext, tenant: string): Promise<{ number: number; prefix: string | null }> {
-  const query = tx(tenants).select(["sequence_prefix", "next_agent_number"]).where({ name: tenant });
-  const row = (await lockedOnMysql(query, dialect).first()) as Pick<TenantRow, "sequence_prefix" | "next_agent_number"> | undefined;
+export async function takeAgentNumber({ session, statements }: WriteContext, tenant: string): Promise<number> {
+  if (statements.dialect === "mysql") {
+    const { affectedRows, insertId } = await session.change(statements.takeAgentNumber, [tenant]);
+    if (affectedRows !== 1) throw new Error(`Expected to raise the agent sequence of tenant "${tenant}" once, raised ${affectedRows}.`);
+    return insertId - 1;
+  }
+  const [row] = await session.rows<Pick<TenantRow, "next_agent_number">>(statements.takeAgentNumber, [tenant]);
   if (row === undefined) throw new Error(`Tenant "${tenant}" vanished inside its own write transaction.`);
-  const number = fromDatabaseInteger(row.next_agent_number);
-  const count = await tx(tenants)
-    .where({ name: tenant, next_agent_number: number })
-    .update({ next_agent_number: number + 1 });
-  if (count !== 1) throw new Error(`Expected to raise the agent sequence of tenant "${tenant}" once, raised ${count}.`);
-  return { number, prefix: row.sequence_prefix };
+  return fromDatabaseInteger(row.next_agent_number) - 1;
 }
 
-/**
- * Locks the tenant's agent sequence (its row, on MySQL) until the transaction
- * ends, as every creator of an agent does in takeAgentNumber: while it is
- * held, no other transaction can create an agent in the tenant.
- */
-export async function lockAgentSequence({ tx, dialect }: QueryContext, tenant: string): Promise<void> {
-  if (dialect !== "mysql") return;
-  await tx(tenants).select(["name"]).where({ name: tenant }).forUpdate();
-}
-
-// ---- agents ----
+// ---- agents, inside a write ----
 
 /** The agent whose first version had this provider and name, locked on MySQL. */
-export async function findAgentByNameForUpdate({ tx, dialect }: QueryContext, tenant: string, providerId: string, name: string): Promise<Pick<AgentRow, "number" | "reference_id"> | undefined> {
-  const query = tx(agents).select(["number", "reference_id"]).where({ tenant, provider_id: providerId, name });
-  return (await lockedOnMysql(query, dialect).first()) as Pick<AgentRow, "number" | "reference_id"> | undefined;
+export async function findAgentByNameForUpdate(
+  { session, statements }: WriteContext,
+  tenant: string,
+  providerId: string,
+  name: string,
+): Promise<Pick<AgentRow, "number" | "reference_id"> | undefined> {
+  const [row] = await session.rows<Pick<AgentRow, "number" | "reference_id">>(statements.agentByName, [tenant, providerId, name]);
+  return row;
+}
+
+/**
+ * MySQL: locks the tenant's agent sequence (its row) until the transaction
+ * ends, as every creator of an agent does in takeAgentNumber, and answers the
+ * agent with this provider and name if it exists now, locked. While the lock
+ * is held no other transaction can create an agent in the tenant, so an
+ * agent absent here stays absent until we create it.
+ */
+export async function lockSequenceAndFindAgent(
+  { session, statements }: WriteContext,
+  tenant: string,
+  providerId: string,
+  name: string,
+): Promise<Pick<AgentRow, "number" | "reference_id"> | undefined> {
+  const [row] = await session.rows<{ number: AgentRow["number"] | null; reference_id: string | null }>(statements.lockSequenceAndFindAgent, [providerId, name, tenant]);
+  if (row === undefined) throw new Error(`Tenant "${tenant}" vanished inside its own write transaction.`);
+  return row.number === null || row.reference_id === null ? undefined : { number: row.number, reference_id: row.reference_id };
 }
 
 /** Inserts an agent; a second agent with the same provider and name fails with a duplicate key. */
-export async function insertAgent({ tx }: QueryContext, row: AgentRow): Promise<void> {
-  await tx(agents).insert(row);
+export async function insertAgent({ session, statements }: WriteContext, row: NewRow<AgentRow, "number">): Promise<void> {
+  await session.change(statements.insertAgent, [row.tenant, row.number, row.reference_id, row.provider_id, row.name, row.created_at]);
 }
 
-// ---- external ids ----
+// ---- external ids, inside a write ----
 
 /** The number of the agent holding this externalAgentID for this provider, locked on MySQL. */
 export async function findExternalIdOwnerForUpdate(
-  { tx, dialect }: QueryContext,
+  { session, statements }: WriteContext,
   tenant: string,
   providerId: string,
   externalAgentId: string,
 ): Promise<Pick<AgentExternalIdRow, "agent_number"> | undefined> {
-  const query = tx(externalIds).select(["agent_number"]).where({ tenant, provider_id: providerId, external_agent_id: externalAgentId });
-  return (await lockedOnMysql(query, dialect).first()) as Pick<AgentExternalIdRow, "agent_number"> | undefined;
+  const [row] = await session.rows<Pick<AgentExternalIdRow, "agent_number">>(statements.externalIdOwner, [tenant, providerId, externalAgentId]);
+  return row;
 }
 
 /** Records a claim; a claim of the same externalAgentID fails with a duplicate key. */
-export async function insertExternalId({ tx }: QueryContext, row: AgentExternalIdRow): Promise<void> {
-  await tx(externalIds).insert(row);
+export async function insertExternalId({ session, statements }: WriteContext, row: NewRow<AgentExternalIdRow, "agent_number">): Promise<void> {
+  await session.change(statements.insertExternalId, [row.tenant, row.provider_id, row.external_agent_id, row.agent_number, row.created_at]);
 }
 
 // ---- definitions, inside a write ----
 
-/** Definitions joined with their agents, as `d` and `a`, selecting what a write decides on. */
-function instancesWithAgents(tx: Knex | Knex.Transaction): Knex.QueryBuilder {
-  return tx({ d: definitions })
-    .join({ a: agents }, function joinAgent() {
-      this.on("a.tenant", "=", "d.tenant").andOn("a.number", "=", "d.agent_number");
-    })
-    .select(instanceColumns);
-}
-
 /**
- * The instance holding `key`, locked on MySQL. Only the definition row is
- * locked, not its agent (a locking join would lock both, and a creator of a
- * version locks the agent first and then the key's index entry: a deadlock).
- * Agents never change once written, so reading the reference id unlocked is
- * exact. When no row holds the key nothing is locked under READ COMMITTED: a
- * racing insert of the same key fails on the unique index and its work runs
- * again.
+ * The instance holding `key`, locked on MySQL, in one round trip. Only the
+ * definition row is locked, not its agent (a locking join would lock both,
+ * and a creator of a version locks the agent first and then the key's index
+ * entry: a deadlock); the agent's reference id comes from a subquery, which
+ * reads without locking. Agents never change once written, so reading the
+ * reference id unlocked is exact. When no row holds the key nothing is locked
+ * under READ COMMITTED: a racing insert of the same key fails on the unique
+ * index and its work runs again.
  */
-export async function findByKeyForUpdate({ tx, dialect }: QueryContext, tenant: string, key: UpsertKey): Promise<InstanceRow | undefined> {
-  const query = tx(definitions).select(["id", "tenant", "agent_number", "created_at", "updated_at"]).where({ tenant, name: key.name, provider_id: key.providerId, version: key.version });
-  const row = (await lockedOnMysql(query, dialect).first()) as Omit<InstanceRow, "reference_id"> | undefined;
+export async function findByKeyForUpdate({ session, statements }: WriteContext, tenant: string, key: UpsertKey): Promise<InstanceRow | undefined> {
+  const [row] = await session.rows<Omit<InstanceRow, "reference_id"> & { reference_id: string | null }>(statements.instanceByKey, [tenant, key.name, key.providerId, key.version]);
   if (row === undefined) return undefined;
-  const agent = (await tx(agents).select(["reference_id"]).where({ tenant, number: row.agent_number }).first()) as Pick<AgentRow, "reference_id"> | undefined;
-  if (agent === undefined) throw new Error(`Agent ${String(row.agent_number)} of definition ${row.id} is missing.`);
-  return { ...row, reference_id: agent.reference_id };
+  if (row.reference_id === null) throw new Error(`Agent ${String(row.agent_number)} of definition ${row.id} is missing.`);
+  return { ...row, reference_id: row.reference_id };
 }
 
 /** The instance with this id in this tenant. */
-export async function findInstanceById({ tx }: QueryContext, tenant: string, id: string): Promise<InstanceRow | undefined> {
-  return (await instancesWithAgents(tx).where({ "d.tenant": tenant, "d.id": id }).first()) as InstanceRow | undefined;
+export async function findInstanceById({ session, statements }: WriteContext, tenant: string, id: string): Promise<InstanceRow | undefined> {
+  const [row] = await session.rows<InstanceRow>(statements.instanceById, [tenant, id]);
+  return row;
 }
 
 /** The newest instance (highest seq) of the agent with this reference id. */
-export async function findNewestInstanceByReference({ tx }: QueryContext, tenant: string, referenceId: string): Promise<InstanceRow | undefined> {
-  return (await instancesWithAgents(tx).where({ "a.tenant": tenant, "a.reference_id": referenceId }).orderBy("d.seq", "desc").first()) as InstanceRow | undefined;
+export async function findNewestInstanceByReference({ session, statements }: WriteContext, tenant: string, referenceId: string): Promise<InstanceRow | undefined> {
+  const [row] = await session.rows<InstanceRow>(statements.newestInstanceByReference, [tenant, referenceId]);
+  return row;
 }
 
-/** Inserts a new row. No `returning()`: MySQL has none, and the caller knows every value. */
-export async function insertDefinition({ tx, dialect }: QueryContext, row: NewAgentDefinitionRow): Promise<void> {
-  // MySQL assigns seq by AUTO_INCREMENT; SQLite only auto-increments a primary key,
-  // and its single writer makes MAX + 1 race-free (the unique index guards it anyway).
-  const seq = dialect === "sqlite" ? { seq: tx.raw(`(SELECT COALESCE(MAX(seq), 0) + 1 FROM ${definitions})`) } : {};
-  await tx(definitions).insert({ ...row, ...seq });
+/** Inserts a new row. No RETURNING (MySQL has none), and none needed: the caller knows every value. */
+export async function insertDefinition({ session, statements }: WriteContext, row: NewAgentDefinitionRow): Promise<void> {
+  await session.change(statements.insertDefinition, [
+    row.id,
+    row.tenant,
+    row.name,
+    row.provider_id,
+    row.version,
+    row.agent_number,
+    row.document,
+    row.document_binary,
+    row.created_at,
+    row.updated_at,
+  ]);
 }
 
 /** Replaces both encodings of an existing row, together; its id, key, agent and creation time stay. */
-export async function updateDocument({ tx }: QueryContext, tenant: string, id: string, content: Pick<NewAgentDefinitionRow, "document" | "document_binary" | "updated_at">): Promise<void> {
-  const count = await tx(definitions).where({ tenant, id }).update(content);
-  if (count !== 1) throw new Error(`Expected to update one agent definition row, updated ${count}.`);
+export async function updateDocument(
+  { session, statements }: WriteContext,
+  tenant: string,
+  id: string,
+  content: Pick<NewAgentDefinitionRow, "document" | "document_binary" | "updated_at">,
+): Promise<void> {
+  const { affectedRows } = await session.change(statements.updateDocument, [content.document, content.document_binary, content.updated_at, tenant, id]);
+  if (affectedRows !== 1) throw new Error(`Expected to update one agent definition row, updated ${affectedRows}.`);
 }
 
 // ---- hot reads ----

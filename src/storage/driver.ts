@@ -1,0 +1,68 @@
+/**
+ * The drivers under knex, as the hot paths use them: a connection borrowed
+ * from knex's own pool (the same connections, limits, session settings and
+ * statement timeout as every other query; connection.ts), and the part of
+ * each driver's API the runners call. read-runner.ts runs the hot reads this
+ * way, write-runner.ts the write transaction.
+ */
+import type { Knex } from "knex";
+
+/** The part of a mysql2 connection the runners use. */
+export interface MysqlConnection {
+  query(sql: string, bindings: readonly unknown[], callback: (error: Error | null, result: unknown) => void): unknown;
+  /** Closes the socket at once; the pool then drops the connection. */
+  destroy(): void;
+}
+
+/** A better-sqlite3 statement. */
+export interface SqliteStatement {
+  all(bindings: readonly unknown[]): unknown[];
+  run(bindings: readonly unknown[]): { changes: number; lastInsertRowid: number | bigint };
+}
+
+/** The part of a better-sqlite3 connection the runners use. */
+export interface SqliteConnection {
+  prepare(sql: string): SqliteStatement;
+  /** True between BEGIN and the end of the transaction, however it ended (SQLite rolls back by itself on some errors). */
+  readonly inTransaction: boolean;
+}
+
+/** Runs `use` on a connection from knex's pool and gives it back, however `use` ends. */
+export type WithConnection = <T>(use: (connection: unknown) => Promise<T> | T) => Promise<T>;
+
+/** Borrows connections from `db`'s pool. */
+export function pooledConnections(db: Knex): WithConnection {
+  const client = db.client as { acquireConnection(): Promise<unknown>; releaseConnection(connection: unknown): Promise<unknown> };
+  return async (use) => {
+    // knex's pool: a connection it finds broken (mysql2 marks fatal errors) is replaced on acquire.
+    const connection = await client.acquireConnection();
+    try {
+      return await use(connection);
+    } finally {
+      await client.releaseConnection(connection);
+    }
+  };
+}
+
+/** Runs one statement on a mysql2 connection and answers what the driver does: rows, or the OK packet. */
+export function mysqlQuery(connection: MysqlConnection, sql: string, bindings: readonly unknown[]): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    connection.query(sql, bindings, (error, result) => (error === null ? resolve(result) : reject(error)));
+  });
+}
+
+/**
+ * Prepares each statement once per SQLite connection instead of on every
+ * query. Statements belong to their connection; a connection the pool
+ * replaced takes its statements along.
+ */
+export function sqliteStatements(): (connection: SqliteConnection, sql: string) => SqliteStatement {
+  const prepared = new WeakMap<object, Map<string, SqliteStatement>>();
+  return (connection, sql) => {
+    let own = prepared.get(connection);
+    if (own === undefined) prepared.set(connection, (own = new Map()));
+    let statement = own.get(sql);
+    if (statement === undefined) own.set(sql, (statement = connection.prepare(sql)));
+    return statement;
+  };
+}
