@@ -93,7 +93,7 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     operations,
     routes,
     routerOptions: { readMaxBytes: config.maxBodyBytes, acceptCompression: [...(deps.acceptCompression ?? [])], compressMinBytes: COMPRESS_MIN_BYTES },
-    rest: createRestSurface({ operations, maxBodyBytes: config.maxBodyBytes, logger }),
+    rest: createRestSurface({ operations, maxBodyBytes: config.maxBodyBytes }),
     endpoints: [...createProbeEndpoints(ping), createMetricsEndpoint(metrics), createOpenApiEndpoint(openApiDocument)],
     maxBodyBytes: config.maxBodyBytes,
     logger,

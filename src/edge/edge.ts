@@ -18,7 +18,6 @@ import { callerError } from "../transport/failures.js";
 import { verdictKey } from "../transport/registry-routes.js";
 import { methodNotAllowedAnswer, type RestSurface } from "../transport/rest/rest-handler.js";
 import { mediaTypeOf } from "../transport/rest/rest-request.js";
-import { buildRouteTable } from "../transport/rest/route-table.js";
 import { createMessageCheck, type MessageCheck } from "../transport/rpc-message.js";
 import { errorAnswer, type HttpAnswer } from "./http-answer.js";
 
@@ -66,7 +65,7 @@ export function createEdge(options: EdgeOptions): Edge {
   options.routes(router);
   const rpcs = new Map<string, UniversalHandler>(router.handlers.map((h) => [h.requestPath, h]));
   const endpoints = new Map(options.endpoints.map((e) => [e.path, e]));
-  const checks = messageChecks(operations, options.maxBodyBytes);
+  const checks = messageChecks(operations, rest, options.maxBodyBytes);
 
   /** Authentication (once per request) and the operation's policy, before any body is read. */
   const admitCaller = async (req: EdgeRequest, operation: Operation, record: RequestRecord): Promise<Admission> => {
@@ -144,14 +143,7 @@ function procedureOf(operation: Operation): string {
   return `${operation.method.parent.typeName}/${operation.method.name}`;
 }
 
-/** The message check of every operation's RPC; issues inside the REST body field are given relative to it. */
-function messageChecks(operations: Operations, maxBodyBytes: number): Map<unknown, MessageCheck> {
-  const routes = buildRouteTable([...new Set([...operations.keys()].map((m) => m.parent))]);
-  const checks = new Map<unknown, MessageCheck>();
-  for (const method of operations.keys()) {
-    const route = routes.find((r) => r.method === method);
-    const field = route === undefined ? undefined : method.input.fields.find((f) => f.name === route.body);
-    checks.set(method, createMessageCheck(method, field?.jsonName, maxBodyBytes));
-  }
-  return checks;
+/** The message check of every operation's RPC; issues inside its REST body field are given relative to it, as REST gives them. */
+function messageChecks(operations: Operations, rest: RestSurface, maxBodyBytes: number): Map<unknown, MessageCheck> {
+  return new Map([...operations.keys()].map((method) => [method, createMessageCheck(method, rest.bodyField(method), maxBodyBytes)]));
 }

@@ -65,5 +65,5 @@ export function resolveTenant(requested: string, call: Call, defaultTenant: stri
   return tenant;
 }
 
-/** What the edge knows of a caller before the operation runs: admitted, or the error to answer with. */
+/** What the edge knows of a caller before the operation runs: admitted, or the error to answer with (for RPCs, also a refused message). */
 export type Admission = { readonly call: Call; readonly error?: undefined } | { readonly call?: undefined; readonly error: RegistryError };

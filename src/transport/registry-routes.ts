@@ -6,19 +6,15 @@
 import { create, type DescMessage, type DescMethod, fromBinary, type Message } from "@bufbuild/protobuf";
 import { type ConnectRouter, createContextKey, type HandlerContext } from "@connectrpc/connect";
 import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
-import type { RegistryError } from "../domain/errors.js";
 import type { StoredDefinition } from "../domain/records.js";
 import type { Logger } from "../logger.js";
-import type { Call, Operations, Result } from "../operations/operation.js";
+import type { Admission, Call, Operations, Result } from "../operations/operation.js";
 import { REGISTRY_SERVICES } from "../operations/registry-operations.js";
 import { errorInterceptor } from "./connect-errors.js";
 import { preEncoded } from "./encoded-message.js";
 
-/** What the edge decided before the RPC ran: the admitted call, or the error to answer with (401/403, a bad message). */
-export type Verdict = { readonly call: Call; readonly error?: undefined } | { readonly call?: undefined; readonly error: RegistryError };
-
-/** Where the edge leaves its verdict for the RPC. */
-export const verdictKey = createContextKey<Verdict | undefined>(undefined, { description: "the edge's verdict on the caller and the message" });
+/** Where the edge leaves its verdict for the RPC: the admitted call, or the error to answer with (401/403, a bad message). */
+export const verdictKey = createContextKey<Admission | undefined>(undefined, { description: "the edge's verdict on the caller and the message" });
 
 function callOf(ctx: HandlerContext): Call {
   const verdict = ctx.values.get(verdictKey);

@@ -78,7 +78,14 @@ forEachDatabase((db) => {
       expect(res.status).toBe(400);
       const lines = await linesOf("rest-invalid");
       expect(lines).toHaveLength(1);
-      expect(lines[0]).toMatchObject({ protocol: "rest", method: "POST", path: "/asor/v1/agentDefinition", rpc: "asor.v1.AgentDefinitionService/UpsertAgentDefinition", status: 400 });
+      expect(lines[0]).toMatchObject({
+        protocol: "rest",
+        method: "POST",
+        path: "/asor/v1/agentDefinition",
+        rpc: "asor.v1.AgentDefinitionService/UpsertAgentDefinition",
+        status: 400,
+        code: "invalid_argument",
+      });
     });
 
     it("writes one line for a gRPC request, with the RPC code", async () => {

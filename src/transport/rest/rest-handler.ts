@@ -5,12 +5,11 @@
  * written as JSON (rest-response.ts); the runtime's edge authenticates and
  * admits the caller before any of this, and writes the answer.
  */
+import type { DescMethod } from "@bufbuild/protobuf";
 import { methodNotAllowed } from "../../domain/errors.js";
 import { errorAnswer, type HttpAnswer } from "../../edge/http-answer.js";
-import type { Logger } from "../../logger.js";
 import type { Call, Operation, Operations } from "../../operations/operation.js";
 import { REGISTRY_SERVICES } from "../../operations/registry-operations.js";
-import { callerError } from "../failures.js";
 import { decodeRestRequest, type RestRequestParts } from "./rest-request.js";
 import { restAnswer } from "./rest-response.js";
 import { buildRouteTable, matchRoute, type RestRoute } from "./route-table.js";
@@ -23,7 +22,9 @@ export type RestMatch =
 export interface RestSurface {
   /** The REST route of `verb` on `pathname`; undefined when the path is not part of the REST surface. */
   match(verb: string, pathname: string): RestMatch | undefined;
-  /** Runs an admitted request's operation and answers it; every failure becomes its error answer. */
+  /** The JSON name of the field `method`'s binding takes from the body (`agentCardAndTools`), if it takes one field. */
+  bodyField(method: DescMethod): string | undefined;
+  /** Runs an admitted request's operation and answers it; a failure is thrown for the edge to answer and record. */
   serve(match: RestMatch & { route: RestRoute }, call: Call, query: URLSearchParams, parts: RestRequestParts, pathname: string): Promise<HttpAnswer>;
 }
 
@@ -31,10 +32,9 @@ export interface RestSurfaceOptions {
   readonly operations: Operations;
   /** Largest request body accepted, in bytes. */
   readonly maxBodyBytes: number;
-  readonly logger: Logger;
 }
 
-export function createRestSurface({ operations, maxBodyBytes, logger }: RestSurfaceOptions): RestSurface {
+export function createRestSurface({ operations, maxBodyBytes }: RestSurfaceOptions): RestSurface {
   const table = buildRouteTable(REGISTRY_SERVICES).map((route) => {
     const operation = operations.get(route.method);
     if (operation === undefined) throw new Error(`REST route ${route.verb} ${route.template} has no operation.`);
@@ -54,13 +54,14 @@ export function createRestSurface({ operations, maxBodyBytes, logger }: RestSurf
       return allowed.length > 0 ? { allowed } : undefined;
     },
 
+    bodyField(method) {
+      const route = table.find((r) => r.route.method === method)?.route;
+      return route === undefined ? undefined : method.input.fields.find((f) => f.name === route.body)?.jsonName;
+    },
+
     async serve({ route, operation, vars }, call, query, parts, pathname) {
-      try {
-        const input = await decodeRestRequest(route, vars, query, parts, maxBodyBytes);
-        return restAnswer(await operation.run(call, input), route.method.output, route.verb, pathname);
-      } catch (err) {
-        return errorAnswer(callerError(err, logger, `${route.method.parent.typeName}/${route.method.name}`));
-      }
+      const input = await decodeRestRequest(route, vars, query, parts, maxBodyBytes);
+      return restAnswer(await operation.run(call, input), route.method.output, route.verb, pathname);
     },
   };
 }
