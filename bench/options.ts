@@ -4,6 +4,8 @@ import { parseArgs } from "node:util";
 export const USAGE = `usage: npm run bench -- [options]
 
   --sqlite              run the service (and the floor) on the embedded SQLite database instead of MariaDB
+  --deno                run the service under Deno, as npm run start:deno does (its TypeScript sources; node:sqlite with --sqlite);
+                        the floor server stays on node
   --smoke               a few seconds of load at one small size: exits 1 if any scenario errors (for CI)
   --sizes 1000,10000,100000   definitions in the tenant for each round of scenarios
   --surfaces-at 10000   the size at which REST, Connect and gRPC run side by side (default: the middle size)
@@ -17,10 +19,15 @@ export const USAGE = `usage: npm run bench -- [options]
   --cpu-prof <dir>      run the service with --cpu-prof, writing its profile to <dir> on exit
   --service <dir>       run the service from another checkout, e.g. to measure a proposed change: its compiled entry
                         (package.json "main", after its npm run build), or, without a build script, its src/main/node.ts under tsx
-  --keep                keep the database and the data dir after the run (for a look at query plans)`;
+  --keep                keep the database and the data dir after the run (for a look at query plans)
+  --reuse               keep the MariaDB database if it exists (one kept with --keep) and top it up instead of starting afresh
+  --search              the search scenarios instead (issue 11): first page, a page 500 tokens deep, a tag and a q
+                        each matching 1 % of the tenant, over REST; default sizes 1000,1000000`;
 
 export interface BenchOptions {
   readonly sqlite: boolean;
+  /** Run the service under Deno (`npm run start:deno`'s command line) instead of node. */
+  readonly deno: boolean;
   readonly smoke: boolean;
   readonly sizes: readonly number[];
   readonly surfacesAt: number;
@@ -33,6 +40,8 @@ export interface BenchOptions {
   readonly out: string | undefined;
   readonly cpuProf: string | undefined;
   readonly keep: boolean;
+  readonly search: boolean;
+  readonly reuse: boolean;
   /** The checkout whose service is run (see serviceCommand in processes.ts); undefined: this one. */
   readonly serviceDir: string | undefined;
 }
@@ -42,6 +51,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     args: [...argv],
     options: {
       sqlite: { type: "boolean", default: false },
+      deno: { type: "boolean", default: false },
       smoke: { type: "boolean", default: false },
       sizes: { type: "string" },
       "surfaces-at": { type: "string" },
@@ -54,6 +64,8 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
       out: { type: "string" },
       "cpu-prof": { type: "string" },
       keep: { type: "boolean", default: false },
+      search: { type: "boolean", default: false },
+      reuse: { type: "boolean", default: false },
       service: { type: "string" },
       help: { type: "boolean", default: false },
     },
@@ -69,10 +81,11 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     return value;
   };
   const smoke = values.smoke;
-  const sizes = (values.sizes ?? (smoke ? "300" : "1000,10000,100000")).split(",").map((s) => number("sizes", s.trim(), 0, 1, 1_000_000));
+  const sizes = (values.sizes ?? (smoke ? "300" : values.search ? "1000,1000000" : "1000,10000,100000")).split(",").map((s) => number("sizes", s.trim(), 0, 1, 1_000_000));
   const middle = [...sizes].sort((a, b) => a - b)[Math.floor((sizes.length - 1) / 2)]!;
   return {
     sqlite: values.sqlite,
+    deno: values.deno,
     smoke,
     sizes,
     surfacesAt: number("surfaces-at", values["surfaces-at"], middle, 1, 1_000_000),
@@ -86,6 +99,8 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     out: values.out,
     cpuProf: values["cpu-prof"],
     keep: values.keep,
+    search: values.search,
+    reuse: values.reuse,
     serviceDir: values.service,
   };
 }

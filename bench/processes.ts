@@ -9,12 +9,15 @@ import { type ChildProcess, execFileSync, fork, spawn } from "node:child_process
 import { closeSync, existsSync, openSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { denoPath, denoServeArgs } from "../scripts/deno.mjs";
 
 /** The repository root: the floor server and the load generator are started from there. */
 export const repoRoot = fileURLToPath(new URL("..", import.meta.url));
 
 /** How to start a server: node's arguments (after any `nodeArgs` of the run) and the working directory. */
 export interface ServerCommand {
+  /** The program, when it is not node (Deno); `nodeArgs` do not apply to it. */
+  readonly executable?: string;
   readonly args: readonly string[];
   readonly cwd: string;
 }
@@ -49,6 +52,15 @@ export function serviceCommand(serviceDir: string | undefined): ServerCommand {
   return { args: [...flags, join(dir, pkg.main)], cwd: dir };
 }
 
+/**
+ * The service under Deno, as `npm run start:deno` runs it (scripts/deno.mjs),
+ * without the launcher in between, so that the pid measured is Deno's. `env`
+ * gives DATA_DIR, which the permissions name.
+ */
+export function denoServiceCommand(env: Record<string, string>): ServerCommand {
+  return { executable: denoPath(), args: denoServeArgs(env), cwd: repoRoot };
+}
+
 /** A server process on a port of loopback. */
 export interface ServerProcess {
   readonly name: string;
@@ -79,7 +91,8 @@ export async function startServer(
   const base = join(logDir, name.replace(/\W+/g, "-"));
   const out = openSync(`${base}.out`, "w");
   const err = openSync(`${base}.err`, "w");
-  const child = spawn(process.execPath, [...nodeArgs, ...command.args], {
+  if (command.executable !== undefined && nodeArgs.length > 0) throw new Error(`${name}: node's arguments (${nodeArgs.join(" ")}) do not apply to ${command.executable}`);
+  const child = spawn(command.executable ?? process.execPath, [...(command.executable === undefined ? nodeArgs : []), ...command.args], {
     cwd: command.cwd,
     env: { ...process.env, ...env },
     stdio: ["ignore", out, err],

@@ -2,7 +2,7 @@
 // Runs Deno from node_modules.
 //
 //   node scripts/deno.mjs serve     the service under Deno (`npm run start:deno`)
-//   node scripts/deno.mjs <args>    any deno command, e.g. `check --sloppy-imports src/main/deno.ts`
+//   node scripts/deno.mjs <args>    any deno command, e.g. `check --sloppy-imports src/main/node.ts`
 //
 // The project depends on @deno/linux-x64-glibc (the binary) instead of the
 // `deno` package: the registry these machines reach serves no other Deno
@@ -26,14 +26,17 @@ export function denoPath() {
 }
 
 /**
- * `deno run` with the narrowest permissions the service works with:
+ * `deno run` of the service's one entrypoint (src/main/node.ts, what `npm start`
+ * runs), from the TypeScript sources (Deno strips the types itself; no build),
+ * with the narrowest permissions the service works with:
  * - --allow-net: listen on HOST:PORT, reach the database and the AUTH_ISSUER
  *   (all three are configuration, so no fixed host list);
- * - --allow-env: the config is the whole environment (Deno.env.toObject());
- * - --allow-read: node_modules (the npm packages, loaded with require) and the
- *   data dir; --allow-write: the data dir only (the local issuer's key);
- * - no --allow-ffi, --allow-run, --allow-sys: no native addon (better-sqlite3
- *   cannot load under Deno, see src/main/deno.ts), no subprocess, no OS info.
+ * - --allow-env: the config is the whole environment (process.env);
+ * - --allow-read: the code (src/, gen/, node_modules/) and the data dir;
+ *   --allow-write: the data dir only (the embedded database, node:sqlite
+ *   under Deno, and the local issuer's key);
+ * - no --allow-ffi, --allow-run, --allow-sys: no native addon, no subprocess,
+ *   no OS information.
  * --sloppy-imports resolves the source's `./x.js` imports to `./x.ts`, as
  * TypeScript and tsx do; --no-lock keeps Deno from writing a deno.lock (npm's
  * lockfile pins the packages); --node-modules-dir=manual uses the installed
@@ -52,9 +55,9 @@ export function denoServeArgs(env = process.env) {
     "--sloppy-imports",
     "--allow-net",
     "--allow-env",
-    `--allow-read=${join(ROOT, "node_modules")},${dataDir}`,
+    `--allow-read=${["src", "gen", "node_modules"].map((dir) => join(ROOT, dir)).join(",")},${dataDir}`,
     `--allow-write=${dataDir}`,
-    join(ROOT, "src/main/deno.ts"),
+    join(ROOT, "src/main/node.ts"),
   ];
 }
 

@@ -1,7 +1,9 @@
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { createServer as createHttp2Server, type Http2Session, constants as http2Constants } from "node:http2";
 import { createServer as createNetServer, type Server, type Socket } from "node:net";
+import type { Duplex } from "node:stream";
 import type { App } from "../app.js";
+import { markListening, replayingSocket, underDeno } from "./deno-socket.js";
 import { createNodeEdge } from "./node-edge.js";
 
 /** The HTTP/2 connection preface: a connection that starts with it speaks HTTP/2 (gRPC). */
@@ -40,8 +42,11 @@ export function createNodeServer(app: App): NodeServer {
   // Node starts checking those timeouts when its server emits "listening"; this one never listens
   // (it is handed connections), so start the checks by hand.
   h1.emit("listening");
+  if (underDeno) markListening(h1);
 
-  const h2 = createHttp2Server(edge.handle);
+  // Node's default lets one connection open 2^32-1 streams at once, each holding a request
+  // (and its body) in memory: bounded here, announced to the client in SETTINGS.
+  const h2 = createHttp2Server({ settings: { maxConcurrentStreams: app.config.http.http2MaxConcurrentStreams } }, edge.handle);
   const sessions = new Set<Http2Session>();
   h2.on("session", (session) => {
     sessions.add(session);
@@ -63,9 +68,9 @@ export function createNodeServer(app: App): NodeServer {
   let draining = false;
   const sockets = new Set<Socket>();
   // A socket is handed to HTTP/1.1 with its first request's bytes in hand, so it counts as busy from then.
-  const h1Busy = new Map<Socket, { requests: number; awaitingFirst: boolean }>();
+  const h1Busy = new Map<Duplex, { requests: number; awaitingFirst: boolean }>();
   h1.on("request", (req: IncomingMessage, res: ServerResponse) => {
-    const busy = h1Busy.get(req.socket as Socket);
+    const busy = h1Busy.get(req.socket);
     if (busy === undefined) return;
     if (busy.awaitingFirst) busy.awaitingFirst = false;
     else busy.requests++;
@@ -94,6 +99,14 @@ export function createNodeServer(app: App): NodeServer {
         socket.pause();
         socket.unshift(seen);
         h2.emit("connection", socket);
+      } else if (underDeno) {
+        // Deno's HTTP/1.1 server garbles a socket handed over as below: it gets a copy (deno-socket.ts),
+        // on which Deno's server leaves Nagle's algorithm on, where Node's turns it off (40 ms per answer).
+        socket.setNoDelay(true);
+        const connection = replayingSocket(socket, seen);
+        h1Busy.set(connection, { requests: 1, awaitingFirst: true });
+        socket.once("close", () => h1Busy.delete(connection));
+        h1.emit("connection", connection);
       } else {
         socket.pause();
         socket.unshift(seen);

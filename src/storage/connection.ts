@@ -2,10 +2,11 @@
  * Builds the knex instance for the configured database: MySQL/MariaDB when a
  * `mysql://` URL is given, else an embedded SQLite file under the data dir.
  */
-import { mkdir } from "node:fs/promises";
+import { chmod, mkdir, open } from "node:fs/promises";
 import { join } from "node:path";
 import type { Knex } from "knex";
 import knex from "knex";
+import { sqliteClient } from "./sqlite-client.js";
 
 /** Which SQL dialect a knex instance speaks; queries branch on it where the two differ. */
 export type Dialect = "mysql" | "sqlite";
@@ -50,8 +51,28 @@ export async function openDatabase(options: StorageOptions): Promise<Database> {
   if (options.databaseUrl !== undefined && options.databaseUrl !== "") {
     return { db: knex(mysqlConfig(options.databaseUrl, options.timeoutMillis ?? defaultTimeoutMillis)), dialect: "mysql" };
   }
-  await mkdir(options.dataDir, { recursive: true });
-  return { db: knex(sqliteConfig(join(options.dataDir, sqliteFileName))), dialect: "sqlite" };
+  // Owner only: the database holds every tenant's definitions. A directory that exists keeps its mode.
+  await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
+  const filename = join(options.dataDir, sqliteFileName);
+  await ownerOnlyDatabaseFiles(filename);
+  return { db: knex(sqliteConfig(filename)), dialect: "sqlite" };
+}
+
+/**
+ * Makes the SQLite file readable and writable by its owner only (0600)
+ * before SQLite opens it: SQLite gives the -wal and -shm files it creates
+ * the mode of the database file. Files an earlier version left 0644 are
+ * narrowed; one owned by another user keeps its mode (it cannot be changed).
+ */
+async function ownerOnlyDatabaseFiles(filename: string): Promise<void> {
+  // "a" creates a missing file (an empty file is an empty database) and never truncates one.
+  await (await open(filename, "a", 0o600)).close();
+  for (const file of [filename, `${filename}-wal`, `${filename}-shm`]) {
+    await chmod(file, 0o600).catch((error: unknown) => {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== "ENOENT" && code !== "EPERM") throw error;
+    });
+  }
 }
 
 function mysqlConfig(databaseUrl: string, timeoutMillis: number): Knex.Config {
@@ -137,7 +158,8 @@ interface SqliteConnection {
 
 function sqliteConfig(filename: string): Knex.Config {
   return {
-    client: "better-sqlite3",
+    // better-sqlite3 under Node, node:sqlite under Deno (sqlite-client.ts).
+    client: sqliteClient(),
     connection: { filename },
     useNullAsDefault: true,
     // One connection: SQLite has one writer anyway, and transactions then queue in the pool
@@ -150,7 +172,9 @@ function sqliteConfig(filename: string): Knex.Config {
           connection.pragma("journal_mode = WAL");
           connection.pragma("foreign_keys = ON");
           connection.pragma("busy_timeout = 5000");
-          connection.pragma("synchronous = NORMAL");
+          // FULL: a commit is on disk when it is acknowledged. NORMAL (WAL's usual setting) can lose
+          // the last commits on power loss; FULL costs an fsync per commit (BENCHMARKS.md).
+          connection.pragma("synchronous = FULL");
           done(null, connection);
         } catch (error) {
           done(error as Error, connection);

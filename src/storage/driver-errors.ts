@@ -3,7 +3,9 @@
  * Drivers and knex wrap errors differently (knex rewrites messages, mysql2
  * sets `code`/`errno`, better-sqlite3 sets extended `code`s, Node's `net`
  * raises AggregateErrors), so we look at codes along the whole cause chain and
- * never at messages, which change between versions and locales.
+ * never at messages, which change between versions and locales. Under Deno the
+ * embedded database is `node:sqlite`, whose numeric result codes
+ * sqlite-client.ts names with sqliteResultCodeName, as better-sqlite3 does.
  */
 
 /** What a failed database call means for the caller. */
@@ -69,6 +71,9 @@ function classifyOne(error: object): DriverErrorKind {
     if (retryableCodes.has(code)) return "retryable";
     // SQLITE_BUSY_SNAPSHOT and friends: another connection holds or changed the write lock.
     if (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED")) return "retryable";
+    // The embedded database's file cannot be read, written or opened (a failing or full disk):
+    // unavailable, as a database server that went away is, not a bug of ours.
+    if (code.startsWith("SQLITE_IOERR") || code.startsWith("SQLITE_CANTOPEN") || code === "SQLITE_FULL") return "unavailable";
   }
   if (typeof errno === "number") {
     if (unavailableErrnos.has(errno)) return "unavailable";
@@ -106,4 +111,49 @@ export function isDuplicateKey(error: unknown): boolean {
     if (errno === 1062) return true;
   }
   return false;
+}
+
+/**
+ * True when the error (or one it wraps) is SQLite's SQLITE_BUSY: another
+ * connection, of this process or another, holds the write lock or committed
+ * past this transaction's snapshot.
+ */
+export function isSqliteBusy(error: unknown): boolean {
+  for (const candidate of errorChain(error)) {
+    const { code } = candidate as { code?: unknown };
+    if (typeof code === "string" && code.startsWith("SQLITE_BUSY")) return true;
+  }
+  return false;
+}
+
+/** SQLite's primary result codes, by number (sqlite3.h). */
+const sqlitePrimaryCodes = (
+  "OK ERROR INTERNAL PERM ABORT BUSY LOCKED NOMEM READONLY INTERRUPT IOERR CORRUPT NOTFOUND FULL CANTOPEN " +
+  "PROTOCOL EMPTY SCHEMA TOOBIG CONSTRAINT MISMATCH MISUSE NOLFS AUTH FORMAT RANGE NOTADB NOTICE WARNING"
+).split(" ");
+
+/**
+ * The extended result codes of the primary codes the classification looks at:
+ * the i-th name is the code `primary | (i + 1) << 8` (sqlite3.h).
+ */
+const sqliteExtendedCodes: Readonly<Record<number, readonly string[]>> = {
+  5: "RECOVERY SNAPSHOT TIMEOUT".split(" "),
+  6: "SHAREDCACHE VTAB".split(" "),
+  10: (
+    "READ SHORT_READ WRITE FSYNC DIR_FSYNC TRUNCATE FSTAT UNLOCK RDLOCK DELETE BLOCKED NOMEM ACCESS CHECKRESERVEDLOCK LOCK CLOSE " +
+    "DIR_CLOSE SHMOPEN SHMSIZE SHMLOCK SHMMAP SEEK DELETE_NOENT MMAP GETTEMPPATH CONVPATH VNODE AUTH BEGIN_ATOMIC COMMIT_ATOMIC " +
+    "ROLLBACK_ATOMIC DATA CORRUPTFS"
+  ).split(" "),
+  14: "NOTEMPDIR ISDIR FULLPATH CONVPATH DIRTYWAL SYMLINK".split(" "),
+  19: "CHECK COMMITHOOK FOREIGNKEY FUNCTION NOTNULL PRIMARYKEY TRIGGER UNIQUE VTAB ROWID PINNED DATATYPE".split(" "),
+};
+
+/**
+ * The name better-sqlite3 gives an SQLite result code (2067: `SQLITE_CONSTRAINT_UNIQUE`):
+ * the extended name where the classification needs it, else the primary one.
+ */
+export function sqliteResultCodeName(resultCode: number): string {
+  const primary = resultCode & 0xff;
+  const extended = sqliteExtendedCodes[primary]?.[(resultCode >> 8) - 1];
+  return `SQLITE_${sqlitePrimaryCodes[primary] ?? "UNKNOWN"}${extended === undefined ? "" : `_${extended}`}`;
 }

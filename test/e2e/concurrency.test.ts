@@ -8,12 +8,13 @@ import { localIssuerKeyFile } from "../../src/main/local-issuer-key-file.js";
 import { withAuthorization } from "../support/auth.js";
 import { type FreshDatabase, testDatabases } from "../support/databases.js";
 import { minimalDefinition } from "../support/definitions.js";
-import { type ServerProcess, spawnServer } from "../support/server-process.js";
+import { RUNTIMES, type ServerProcess, spawnServer } from "../support/server-process.js";
 
 /**
- * The upsert key and both uniqueness rules under concurrent writers: on
- * MariaDB, two service processes on one database; on SQLite, one process
- * (its single writer is the embedded case). Every request goes over REST.
+ * The upsert key and both uniqueness rules under concurrent writers: two
+ * service processes on one database, one under Node and one under Deno, on
+ * MariaDB and on one SQLite file (each runtime with its own driver:
+ * better-sqlite3, node:sqlite). Every request goes over REST.
  */
 for (const db of testDatabases()) {
   describe.skipIf(db.skip)(`concurrent writers on ${db.name}`, () => {
@@ -25,11 +26,13 @@ for (const db of testDatabases()) {
       database = await db.create();
       const env = { DATA_DIR: database.dataDir, ...(database.databaseUrl ? { DATABASE_URL: database.databaseUrl } : {}) };
       // Two processes start and migrate the same fresh database at once, too.
-      servers = await Promise.all((db.name === "mariadb" ? [1, 2] : [1]).map(() => spawnServer(env)));
+      servers = await Promise.all(RUNTIMES.map((runtime) => spawnServer(env, runtime)));
       // Both processes share DATA_DIR, so they trust one local issuer key; mint tokens with it.
       const issuer = await openLocalIssuer(localIssuerKeyFile(database.dataDir), parseAuthConfig({}).config);
       const bearer = async (tenant: string) => `Bearer ${await issuer.issue({ tenant, domains: ["Development", "Setup: Agents", "Setup: Tenants"] })}`;
-      const admin = createClient(TenantAdminService, createConnectTransport({ baseUrl: servers[0]!.baseUrl, httpVersion: "1.1", interceptors: [withAuthorization(await bearer("default"))] }));
+      // The tenant admin RPCs take a platform operator's token: no tenant claim.
+      const operator = `Bearer ${await issuer.issue({ domains: ["Setup: Tenants"] })}`;
+      const admin = createClient(TenantAdminService, createConnectTransport({ baseUrl: servers[0]!.baseUrl, httpVersion: "1.1", interceptors: [withAuthorization(operator)] }));
       for (const name of ["keys", "race", "numbers"]) {
         await admin.createTenant({ name, sequencePrefix: `${name.toUpperCase()}-` });
         tokens.set(name, await bearer(name));

@@ -1,176 +1,195 @@
 /**
- * The service under Deno (`npm run start:deno`), as a real Deno process: the
- * same implementation over Connect, gRPC-Web and REST, the same local
- * development issuer key. Deno comes from node_modules; if it cannot start,
+ * `npm run start:deno`: the one entrypoint (src/main/node.ts) under Deno, as
+ * a new user runs it. What every surface answers is tested under both
+ * runtimes by the process-level suites (rest, rpc, limits, faults, shutdown,
+ * concurrency: test/support/runtimes.ts); here is what is Deno's own: the
+ * first start, every surface on one port, one SQLite file shared with Node,
+ * and the permissions. Deno comes from node_modules; if it cannot start,
  * these tests fail.
  */
-import { execFile } from "node:child_process";
-import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { create, fromJson, toJson } from "@bufbuild/protobuf";
+import { create, fromJson, type JsonValue, toJson } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
-import { status as grpcStatus, type ServiceError } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
-import { AgentDefinitionService, ListAgentDefinitionsRequestSchema } from "../../gen/asor/v1/agent_definition_service_pb.js";
-import { openLocalIssuer } from "../../src/auth/local-issuer.js";
-import { parseConfig } from "../../src/config.js";
-import { localIssuerKeyFile } from "../../src/main/local-issuer-key-file.js";
+import { AgentDefinitionService, GetAgentDefinitionRequestSchema } from "../../gen/asor/v1/agent_definition_service_pb.js";
+import { Health, HealthCheckRequestSchema, HealthCheckResponse_ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
 import { withAuthorization } from "../support/auth.js";
 import { type FreshDatabase, testDatabases } from "../support/databases.js";
-import { exampleDefinition } from "../support/definitions.js";
-import { type DenoServerProcess, runDenoToExit, spawnDenoServer } from "../support/deno-server-process.js";
+import { exampleDefinition, minimalDefinition } from "../support/definitions.js";
 import { createGrpcJsClient } from "../support/grpc-js-client.js";
+import { type ReachableServer, startServerProcess } from "../support/runtimes.js";
+import type { ServerProcess } from "../support/server-process.js";
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const sqlite = testDatabases()[0]!;
 
-/** A bearer token from the local development issuer whose key is in `dataDir` (read with the Node key store). */
-async function bearer(dataDir: string): Promise<string> {
-  const issuer = await openLocalIssuer(localIssuerKeyFile(dataDir), parseConfig({ DATA_DIR: dataDir }).auth);
-  return `Bearer ${await issuer.issue({ tenant: "default", domains: ["Development", "Setup: Agents"] })}`;
+/** A REST answer as protobuf JSON (which leaves empty lists out), to compare with an RPC's answer. */
+const asMessage = (json: JsonValue) => toJson(AgentDefinitionSchema, fromJson(AgentDefinitionSchema, json));
+
+/** The JSON log lines a process writes to stdout, as they come. */
+function logLines(child: ChildProcess): Record<string, unknown>[] {
+  const lines: Record<string, unknown>[] = [];
+  createInterface({ input: child.stdout! }).on("line", (line) => {
+    try {
+      lines.push(JSON.parse(line));
+    } catch {
+      // npm's own lines
+    }
+  });
+  return lines;
 }
 
 describe("npm run start:deno", () => {
-  it("refuses to start without DATABASE_URL, saying why, among every other bad setting", async () => {
-    const dataDir = await mkdtemp(join(tmpdir(), "asor-deno-"));
+  it("starts as a new user starts it, right after npm ci: through npm, nothing cached, no DATABASE_URL, serving the embedded database", async () => {
+    const home = await mkdtemp(join(tmpdir(), "asor-deno-first-"));
+    const dataDir = join(home, "data"); // not there yet: the service makes it
+    // Its own process group, so the test can stop npm, its shell, the launcher and Deno together.
+    const child = spawn("npm", ["run", "start:deno"], {
+      cwd: ROOT,
+      detached: true,
+      // An empty DENO_DIR: Deno has compiled nothing yet, as on a fresh machine.
+      env: { ...process.env, PORT: "0", DATA_DIR: dataDir, DATABASE_URL: "", DENO_DIR: join(home, "deno-cache"), LOG_LEVEL: "info" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stderr = "";
+    child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk));
+    const lines = logLines(child);
     try {
-      const { code, output } = await runDenoToExit({ DATA_DIR: dataDir, DATABASE_URL: "", LOG_LEVEL: "loud" });
-      expect(code).toBe(1);
-      expect(output).toContain("LOG_LEVEL must be one of");
-      expect(output).toMatch(/DATABASE_URL is required under Deno: .*better-sqlite3.*Node-API/);
+      const started = await new Promise<Record<string, unknown>>((resolve, reject) => {
+        const timer = setInterval(() => {
+          const line = lines.find((l) => l.message === "agent definition registry listening");
+          if (line !== undefined) resolve(line);
+          if (line !== undefined || child.exitCode !== null) clearInterval(timer);
+          if (child.exitCode !== null) reject(new Error(`npm run start:deno exited with ${child.exitCode}: ${stderr}`));
+        }, 50);
+      });
+      expect(started).toMatchObject({
+        surfaces: "gRPC (HTTP/2), gRPC-Web, Connect, REST",
+        storage: `embedded SQLite in ${dataDir}/registry.sqlite`,
+        auth: expect.stringContaining(join(dataDir, "dev-issuer.jwk")),
+      });
+      expect((await stat(join(dataDir, "registry.sqlite"))).isFile()).toBe(true);
+      expect((await stat(join(dataDir, "dev-issuer.jwk"))).mode & 0o777).toBe(0o600);
+      const ready = await fetch(`http://127.0.0.1:${new URL(started.url as string).port}/readyz`);
+      expect(ready.status).toBe(200);
     } finally {
-      await rm(dataDir, { recursive: true, force: true });
+      process.kill(-child.pid!, "SIGKILL");
+      await rm(home, { recursive: true, force: true });
     }
-  }, 120_000);
+  }, 180_000);
 
-  it("passes deno check, and its typed view of the Deno global matches Deno's own types", async () => {
-    const dir = await mkdtemp(join(tmpdir(), "asor-deno-check-"));
-    try {
-      const probe = join(dir, "deno-runtime-matches.ts");
-      const runtimeModule = join(ROOT, "src/main/deno-runtime.ts");
-      await writeFile(probe, `import type { DenoRuntime } from ${JSON.stringify(runtimeModule)};\nexport const runtime: DenoRuntime = Deno;\n`);
-      const check = run("node", ["scripts/deno.mjs", "check", "--no-lock", "--node-modules-dir=manual", "--sloppy-imports", "src/main/deno.ts", probe], { cwd: ROOT });
-      await expect(check).resolves.toBeDefined();
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
-  }, 120_000);
-
-  const mariadb = testDatabases().find((db) => db.name === "mariadb")!;
-  // Under Deno the service needs MySQL (see src/main/deno.ts); the MySQL suite's rules apply: skipped loudly here, never under CI.
-  describe.skipIf(mariadb.skip)("serving MariaDB", () => {
-    let database: FreshDatabase | undefined;
-    let server: DenoServerProcess | undefined;
-    let dataDir = "";
-    let authorization = "";
-    const env = () => ({ DATA_DIR: dataDir, DATABASE_URL: database!.databaseUrl! });
+  describe("on sqlite", () => {
+    let database: FreshDatabase;
+    let server: ReachableServer & ServerProcess;
 
     beforeAll(async () => {
-      database = await mariadb.create();
-      dataDir = join(database.dataDir, "data"); // not there yet: the service makes it
-      server = await spawnDenoServer(env());
-      console.info(`deno start-up (spawn to listening, migrations included): ${server.startedInMs} ms`);
-      authorization = await bearer(dataDir);
+      database = await sqlite.create();
+      server = await startServerProcess(database, {}, "deno");
     }, 180_000);
     afterAll(async () => {
       await server?.stop();
       await database?.cleanup();
     });
 
-    it("logs the Node entrypoint's start-up line, naming the surfaces it serves", () => {
-      expect(server!.startLine).toMatchObject({
-        level: "info",
-        url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/),
-        surfaces: expect.stringMatching(/gRPC-Web, Connect, REST/),
-        storage: expect.stringMatching(/^MySQL at 127\.0\.0\.1:3306\/asor_test_/),
-        defaultTenant: "default",
-        auth: expect.stringContaining(join(dataDir, "dev-issuer.jwk")),
-      });
-    });
-
-    it("makes the local issuer's key in DATA_DIR, readable by its owner only", async () => {
-      expect((await stat(join(dataDir, "dev-issuer.jwk"))).mode & 0o777).toBe(0o600);
-    });
-
-    it("registers a definition over REST and reads it back over REST, Connect (HTTP/1.1 and 2) and gRPC-Web", async () => {
-      const { baseUrl } = server!;
-      const def = { ...exampleDefinition(), version: "deno-1" };
+    it("serves gRPC (@grpc/grpc-js), Connect over HTTP/1.1 and HTTP/2, gRPC-Web and REST on one port", async () => {
+      const { baseUrl, authorization, port } = server;
       const posted = await fetch(`${baseUrl}/api/asor/v1/default/agentDefinition`, {
         method: "POST",
         headers: { authorization, "content-type": "application/json" },
-        body: JSON.stringify(def),
+        body: JSON.stringify({ ...exampleDefinition(), version: "deno-surfaces" }),
       });
       expect(posted.status).toBe(201);
       const created = await posted.json();
-      expect(created.id).toMatch(/^[0-9a-f]{32}$/);
 
-      const got = await fetch(new URL(posted.headers.get("location")!, baseUrl), { headers: { authorization } });
-      expect(got.status).toBe(200);
-      expect(await got.json()).toEqual(created);
-
-      for (const transport of [
-        createConnectTransport({ baseUrl, httpVersion: "1.1", interceptors: [withAuthorization(authorization)] }),
-        createGrpcWebTransport({ baseUrl, httpVersion: "1.1", interceptors: [withAuthorization(authorization)] }),
-        // Deno.serve also speaks HTTP/2 cleartext (prior knowledge).
-        createConnectTransport({ baseUrl, httpVersion: "2", interceptors: [withAuthorization(authorization)] }),
-      ]) {
-        const client = createClient(AgentDefinitionService, transport);
-        const viaRpc = await client.getAgentDefinition({ id: created.id });
-        expect(toJson(AgentDefinitionSchema, viaRpc)).toEqual(created);
-        const list = await client.listAgentDefinitions({ limit: 100 });
-        expect(list.data.map((d) => d.id)).toContain(created.id);
-      }
-    });
-
-    it("registers over Connect and reads it back over REST; a bad POST gets the validation error body", async () => {
-      const client = createClient(AgentDefinitionService, createConnectTransport({ baseUrl: server!.baseUrl, httpVersion: "1.1", interceptors: [withAuthorization(authorization)] }));
-      const created = await client.upsertAgentDefinition({ agentCardAndTools: fromJson(AgentDefinitionSchema, { ...exampleDefinition(), version: "deno-connect" }) });
-      const rest = await fetch(`${server!.baseUrl}/api/asor/v1/default/agentDefinition/${created.id}`, { headers: { authorization } });
-      expect(await rest.json()).toEqual(toJson(AgentDefinitionSchema, created));
-      const refused = await fetch(`${server!.baseUrl}/api/asor/v1/default/agentDefinition`, {
-        method: "POST",
-        headers: { authorization, "content-type": "application/json" },
-        body: JSON.stringify({ ...exampleDefinition(), name: "" }),
-      });
-      expect(refused.status).toBe(400);
-      expect(await refused.json()).toMatchObject({ errors: [{ code: "REQUIRED", path: "name" }] });
-    });
-
-    it("answers native gRPC with UNIMPLEMENTED and why (fetch has no trailers)", async () => {
-      const grpc = createGrpcJsClient(AgentDefinitionService, `127.0.0.1:${server!.port}`, authorization);
+      const grpc = createGrpcJsClient(AgentDefinitionService, `127.0.0.1:${port}`, authorization);
       try {
-        const err = (await grpc.call("listAgentDefinitions", create(ListAgentDefinitionsRequestSchema, { limit: 5 })).catch((e: unknown) => e)) as ServiceError;
-        expect(err.code).toBe(grpcStatus.UNIMPLEMENTED);
-        expect(err.details).toMatch(/gRPC needs HTTP trailers/);
+        const viaGrpc = await grpc.call("getAgentDefinition", create(GetAgentDefinitionRequestSchema, { id: created.id }), AgentDefinitionSchema);
+        expect(toJson(AgentDefinitionSchema, viaGrpc)).toEqual(asMessage(created));
       } finally {
         grpc.close();
       }
+      for (const transport of [
+        createConnectTransport({ baseUrl, httpVersion: "1.1", interceptors: [withAuthorization(authorization)] }),
+        createConnectTransport({ baseUrl, httpVersion: "2", interceptors: [withAuthorization(authorization)] }),
+        createGrpcWebTransport({ baseUrl, httpVersion: "1.1", interceptors: [withAuthorization(authorization)] }),
+      ]) {
+        const viaRpc = await createClient(AgentDefinitionService, transport).getAgentDefinition({ id: created.id });
+        expect(toJson(AgentDefinitionSchema, viaRpc)).toEqual(asMessage(created));
+      }
     });
 
-    it("answers a path outside the API with the 404 error body", async () => {
-      const response = await fetch(`${server!.baseUrl}/nowhere`);
-      expect(response.status).toBe(404);
-      expect(await response.json()).toMatchObject({ errors: [{ code: "NOT_FOUND" }] });
+    it("serves reflection (buf curl without a schema), gRPC health, the probes, /metrics and /openapi.json without a token", async () => {
+      const { stdout } = await run("node", ["scripts/buf.mjs", "curl", "--protocol", "grpc", "--http2-prior-knowledge", "--list-methods", server.baseUrl], { cwd: ROOT });
+      expect(stdout).toContain("asor.v1.AgentDefinitionService/GetAgentDefinition");
+      const health = createClient(Health, createConnectTransport({ baseUrl: server.baseUrl, httpVersion: "2" }));
+      expect((await health.check(create(HealthCheckRequestSchema, {}))).status).toBe(HealthCheckResponse_ServingStatus.SERVING);
+      for (const path of ["/healthz", "/readyz", "/metrics", "/openapi.json"]) expect((await fetch(`${server.baseUrl}${path}`)).status, path).toBe(200);
+      expect(await (await fetch(`${server.baseUrl}/metrics`)).text()).toMatch(/^asor_requests_total\{/m);
     });
 
-    it("stops on SIGTERM, and restarted keeps its key: earlier tokens still work", async () => {
-      const list = async () => {
-        const response = await fetch(`${server!.baseUrl}/api/asor/v1/default/agentDefinition`, { headers: { authorization } });
-        expect(response.status).toBe(200);
-        return response.json();
-      };
-      const before = await list();
-      const key = await readFile(join(dataDir, "dev-issuer.jwk"), "utf8");
-      expect(await server!.stop()).toBe(0);
-      expect(server!.output.join("\n")).toContain('"message":"shutting down","signal":"SIGTERM"');
-      server = await spawnDenoServer(env());
-      expect(await readFile(join(dataDir, "dev-issuer.jwk"), "utf8")).toBe(key);
-      expect(await list()).toEqual(before);
-    }, 180_000);
+    it("runs with network, environment, read access to the code and the data dir, write access to the data dir only", async () => {
+      // The launcher (node scripts/deno.mjs) runs Deno as its one child: read Deno's own command line.
+      const [denoPid] = (await readFile(`/proc/${server.child.pid}/task/${server.child.pid}/children`, "utf8")).trim().split(/\s+/);
+      const argv = (await readFile(`/proc/${denoPid}/cmdline`, "utf8")).split("\0").filter((arg) => arg !== "");
+      const flags = argv.filter((arg) => arg.startsWith("--allow") || arg === "-A");
+      expect(flags).toEqual([
+        "--allow-net",
+        "--allow-env",
+        `--allow-read=${["src", "gen", "node_modules"].map((dir) => join(ROOT, dir)).join(",")},${database.dataDir}`,
+        `--allow-write=${database.dataDir}`,
+      ]);
+      expect(argv.at(-1)).toBe(join(ROOT, "src/main/node.ts"));
+    });
   });
+
+  it("shares one SQLite file with Node: each runtime reads what the other wrote, over REST and gRPC", async () => {
+    const database = await sqlite.create();
+    // Each a new agent, so neither write changes what the other answered.
+    const post = async (s: ReachableServer, name: string) => {
+      const res = await fetch(`${s.baseUrl}/api/asor/v1/default/agentDefinition`, {
+        method: "POST",
+        headers: { authorization: s.authorization, "content-type": "application/json" },
+        body: JSON.stringify(minimalDefinition({ name })),
+      });
+      expect(res.status).toBe(201);
+      return res.json();
+    };
+    const get = async (s: ReachableServer, id: string) => (await fetch(`${s.baseUrl}/api/asor/v1/default/agentDefinition/${id}`, { headers: { authorization: s.authorization } })).json();
+    try {
+      const deno = await startServerProcess(database, {}, "deno");
+      const byDeno = await post(deno, "Written By Deno");
+      expect(await deno.stop()).toBe(0);
+
+      const node = await startServerProcess(database, {}, "node");
+      expect(await get(node, byDeno.id)).toEqual(byDeno);
+      const byNode = await post(node, "Written By Node");
+      expect(await node.stop()).toBe(0);
+
+      const again = await startServerProcess(database, {}, "deno");
+      try {
+        expect(await get(again, byNode.id)).toEqual(byNode);
+        expect(await get(again, byDeno.id)).toEqual(byDeno);
+        const grpc = createGrpcJsClient(AgentDefinitionService, `127.0.0.1:${again.port}`, again.authorization);
+        try {
+          const viaGrpc = await grpc.call("getAgentDefinition", create(GetAgentDefinitionRequestSchema, { id: byNode.id }), AgentDefinitionSchema);
+          expect(toJson(AgentDefinitionSchema, viaGrpc)).toEqual(asMessage(byNode));
+        } finally {
+          grpc.close();
+        }
+      } finally {
+        await again.stop();
+      }
+    } finally {
+      await database.cleanup();
+    }
+  }, 180_000);
 });

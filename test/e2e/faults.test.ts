@@ -7,10 +7,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKnexRepository } from "../../src/storage/knex-repository.js";
 import { definition, keyOf, newId } from "../storage/fixtures.js";
 import { type AuthorizedProcess, spawnAuthorizedServer } from "../support/authorized-process.js";
-import { forEachDatabase, testDatabases } from "../support/databases.js";
+import { testDatabases } from "../support/databases.js";
 import { minimalDefinition, withoutReadOnly } from "../support/definitions.js";
 import { type MariadbInstance, mariadbBinaries, startMariadbInstance } from "../support/mariadb-instance.js";
-import { useServer } from "../support/server.js";
+import { forEachRuntimeAndDatabase, useServerUnder } from "../support/runtimes.js";
+import { RUNTIMES } from "../support/server-process.js";
 import { startWriteBurst, type WriteOutcome } from "../support/write-burst.js";
 
 const PATH = "/api/asor/v1/default/agentDefinition";
@@ -35,7 +36,7 @@ async function reconcile(mariadb: MariadbInstance, prefix: string, outcomes: rea
   return { rows, found, acknowledged, inDoubt };
 }
 
-describe.skipIf(!haveMariadb)("database faults, on a MariaDB server of the test's own", () => {
+describe.skipIf(!haveMariadb).each(RUNTIMES)("database faults, on a MariaDB server of the test's own, under %s", (runtime) => {
   let mariadb: MariadbInstance;
   let service: AuthorizedProcess;
   let dataDir: string;
@@ -44,7 +45,7 @@ describe.skipIf(!haveMariadb)("database faults, on a MariaDB server of the test'
     mariadb = await startMariadbInstance();
     await mariadb.query("CREATE DATABASE faults CHARACTER SET utf8mb4");
     dataDir = await mkdtemp(join(tmpdir(), "asor-faults-"));
-    service = await spawnAuthorizedServer({ databaseUrl: mariadb.url("faults"), dataDir, cleanup: async () => undefined }, { DATABASE_TIMEOUT_MS: String(TIMEOUT_MS) });
+    service = await spawnAuthorizedServer({ databaseUrl: mariadb.url("faults"), dataDir, cleanup: async () => undefined }, { DATABASE_TIMEOUT_MS: String(TIMEOUT_MS) }, runtime);
   }, 120_000);
 
   afterAll(async () => {
@@ -183,12 +184,12 @@ describe.skipIf(!haveMariadb)("database faults, on a MariaDB server of the test'
 /** Resolves with how long after `since` the socket was closed. */
 const closedAfter = (socket: Socket, since: number) => new Promise<number>((resolve) => socket.once("close", () => resolve(Date.now() - since)));
 
-describe("slow and stalled clients, on sqlite", () => {
+describe.each(RUNTIMES)("slow and stalled clients, on sqlite, under %s", (runtime) => {
   const HEADERS_MS = 1000;
   const REQUEST_MS = 2000;
   // Longer than the request timeout, so a stalled stream is ended by its own timeout, not its connection's.
   const IDLE_MS = 3000;
-  const server = useServer(testDatabases()[0]!, {
+  const server = useServerUnder(runtime, testDatabases()[0]!, {
     HTTP_HEADERS_TIMEOUT_MS: String(HEADERS_MS),
     HTTP_REQUEST_TIMEOUT_MS: String(REQUEST_MS),
     HTTP2_IDLE_TIMEOUT_MS: String(IDLE_MS),
@@ -269,9 +270,9 @@ describe("slow and stalled clients, on sqlite", () => {
   }, 30_000);
 });
 
-forEachDatabase((db) => {
+forEachRuntimeAndDatabase((db, runtime) => {
   describe("clients that disconnect mid-request", () => {
-    const server = useServer(db);
+    const server = useServerUnder(runtime, db);
 
     it("leave nothing half-written: each stored definition is whole, and none whose body was cut off is stored", async () => {
       const { port, authorization } = server();

@@ -9,11 +9,10 @@ import { MAX_JSON_DEPTH } from "../../src/transport/strict-json.js";
 import { withAuthorization } from "../support/auth.js";
 import { spawnAuthorizedServer } from "../support/authorized-process.js";
 import { postConnectJson, UPSERT_RPC } from "../support/connect-json.js";
-import { forEachDatabase } from "../support/databases.js";
 import { minimalDefinition } from "../support/definitions.js";
 import { fullDefinition } from "../support/full-definition.js";
 import { getAt, setAt } from "../support/json-path.js";
-import { type TestServer, useServer } from "../support/server.js";
+import { forEachRuntimeAndDatabase, type ReachableServer, useServerUnder } from "../support/runtimes.js";
 
 const PATH = "/api/asor/v1/default/agentDefinition";
 
@@ -59,9 +58,9 @@ const COUNT_LIMITS: [path: string, max: number, item: (i: number) => unknown][] 
   ["hostConfig[0].hostResources[0].tools", 100, (i) => ({ id: `item-${i}` })],
 ];
 
-forEachDatabase((db) => {
-  const server = useServer(db);
-  const post = (body: unknown, s: TestServer = server()) =>
+forEachRuntimeAndDatabase((db, runtime) => {
+  const server = useServerUnder(runtime, db);
+  const post = (body: unknown, s: ReachableServer = server()) =>
     fetch(`${s.baseUrl}${PATH}`, {
       method: "POST",
       headers: { authorization: s.authorization, "content-type": "application/json" },
@@ -232,7 +231,7 @@ forEachDatabase((db) => {
 
   describe("body size", () => {
     const LIMIT = 2048;
-    const small = useServer(db, { MAX_BODY_BYTES: String(LIMIT) });
+    const small = useServerUnder(runtime, db, { MAX_BODY_BYTES: String(LIMIT) });
     /** JSON text of exactly `bytes` bytes: the document, then spaces. */
     const padded = (doc: unknown, bytes: number) => {
       const text = JSON.stringify(doc);
@@ -297,7 +296,7 @@ forEachDatabase((db) => {
 
     it("a chunked body over the limit does not stop a service process (it did: Readable.toWeb threw after cancel)", async () => {
       const database = await db.create();
-      const child = await spawnAuthorizedServer(database, { MAX_BODY_BYTES: String(LIMIT) });
+      const child = await spawnAuthorizedServer(database, { MAX_BODY_BYTES: String(LIMIT) }, runtime);
       try {
         for (let round = 0; round < 3; round++) {
           const chunk = new TextEncoder().encode(" ".repeat(1000));

@@ -13,10 +13,9 @@ import {
 } from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { ValidationErrorSchema } from "../../gen/asor/v1/error_pb.js";
 import { withAuthorization } from "../support/auth.js";
-import { forEachDatabase } from "../support/databases.js";
 import { exampleDefinition, minimalDefinition, withoutReadOnly } from "../support/definitions.js";
 import { createGrpcJsClient, grpcErrorDetails } from "../support/grpc-js-client.js";
-import { useServer } from "../support/server.js";
+import { forEachRuntimeAndDatabase, useServerUnder } from "../support/runtimes.js";
 
 /** A bad definition with problems of every layer: JSON-valid but breaking proto rules and cross-field rules. */
 function badDefinition() {
@@ -35,8 +34,8 @@ function badDefinition() {
 const upsertRequest = (def: Record<string, unknown>, tenant = "default") =>
   create(UpsertAgentDefinitionRequestSchema, { tenant, agentCardAndTools: fromJson(AgentDefinitionSchema, def as never) });
 
-forEachDatabase((db) => {
-  const server = useServer(db);
+forEachRuntimeAndDatabase((db, runtime) => {
+  const server = useServerUnder(runtime, db);
 
   const connectTransports: [string, () => Transport][] = [
     ["Connect", () => createConnectTransport({ baseUrl: server().baseUrl, httpVersion: "1.1", interceptors: [withAuthorization(server().authorization)] })],

@@ -10,8 +10,9 @@ import { GetAgentDefinitionRequestSchema, ListAgentDefinitionsRequestSchema, Lis
 import { parseAuthConfig } from "../../src/auth/auth-config.js";
 import { openLocalIssuer } from "../../src/auth/local-issuer.js";
 import { localIssuerKeyFile } from "../../src/main/local-issuer-key-file.js";
-import { type FreshDatabase, testDatabases } from "../support/databases.js";
+import type { FreshDatabase } from "../support/databases.js";
 import { minimalDefinition } from "../support/definitions.js";
+import { runtimesAndDatabases } from "../support/runtimes.js";
 import { type ServerProcess, spawnServer } from "../support/server-process.js";
 
 /** How one request of the burst ended. `broken` is what graceful shutdown must never produce. */
@@ -30,8 +31,8 @@ const REFUSED_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "UND_ERR_S
  * concurrent REST and gRPC calls shows that nothing is cut off, whenever the
  * signal happens to land. No assertion depends on timing.
  */
-for (const db of testDatabases()) {
-  describe.skipIf(db.skip)(`graceful shutdown on ${db.name}`, () => {
+for (const [db, runtime] of runtimesAndDatabases()) {
+  describe.skipIf(db.skip)(`graceful shutdown on ${db.name} under ${runtime}`, () => {
     let database: FreshDatabase;
     let server: ServerProcess;
     let authorization: string;
@@ -49,12 +50,15 @@ for (const db of testDatabases()) {
 
     beforeAll(async () => {
       database = await db.create();
-      server = await spawnServer({
-        DATA_DIR: database.dataDir,
-        ...(database.databaseUrl ? { DATABASE_URL: database.databaseUrl } : {}),
-        // Far beyond what the drain needs, so a slow machine never reaches the deadline.
-        SHUTDOWN_TIMEOUT_MS: "60000",
-      });
+      server = await spawnServer(
+        {
+          DATA_DIR: database.dataDir,
+          ...(database.databaseUrl ? { DATABASE_URL: database.databaseUrl } : {}),
+          // Far beyond what the drain needs, so a slow machine never reaches the deadline.
+          SHUTDOWN_TIMEOUT_MS: "60000",
+        },
+        runtime,
+      );
       const lines: Record<string, unknown>[] = [];
       createInterface({ input: server.child.stdout! }).on("line", (line) => {
         try {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { classifyDriverError, isDuplicateKey } from "../../src/storage/driver-errors.js";
+import { classifyDriverError, isDuplicateKey, isSqliteBusy, sqliteResultCodeName } from "../../src/storage/driver-errors.js";
 
 function withCode(code: string, extra: Record<string, unknown> = {}): Error {
   return Object.assign(new Error("message text is never looked at"), { code, ...extra });
@@ -20,6 +20,12 @@ describe("classifyDriverError", () => {
     const poolTimeout = new Error("Knex: Timeout acquiring a connection.");
     poolTimeout.name = "KnexTimeoutError";
     expect(classifyDriverError(poolTimeout)).toBe("unavailable");
+  });
+
+  it("reports the embedded database's file failing to be read, written or opened (SQLite I/O, full, cannot open) as unavailable", () => {
+    for (const code of ["SQLITE_IOERR", "SQLITE_IOERR_WRITE", "SQLITE_IOERR_FSYNC", "SQLITE_FULL", "SQLITE_CANTOPEN"]) {
+      expect(classifyDriverError(withCode(code)), code).toBe("unavailable");
+    }
   });
 
   it("reports a mysql2 error marked fatal (a command on a closed connection has no code) as unavailable", () => {
@@ -58,5 +64,40 @@ describe("isDuplicateKey", () => {
     }
     expect(isDuplicateKey(new Error("Duplicate entry 'x' for key 'PRIMARY'"))).toBe(false);
     expect(isDuplicateKey(undefined)).toBe(false);
+  });
+});
+
+describe("sqliteResultCodeName", () => {
+  it("names node:sqlite's numeric result codes as better-sqlite3 names them", () => {
+    expect(sqliteResultCodeName(2067)).toBe("SQLITE_CONSTRAINT_UNIQUE");
+    expect(sqliteResultCodeName(1555)).toBe("SQLITE_CONSTRAINT_PRIMARYKEY");
+    expect(sqliteResultCodeName(787)).toBe("SQLITE_CONSTRAINT_FOREIGNKEY");
+    expect(sqliteResultCodeName(5)).toBe("SQLITE_BUSY");
+    expect(sqliteResultCodeName(517)).toBe("SQLITE_BUSY_SNAPSHOT");
+    expect(sqliteResultCodeName(6)).toBe("SQLITE_LOCKED");
+    expect(sqliteResultCodeName(778)).toBe("SQLITE_IOERR_WRITE");
+    expect(sqliteResultCodeName(13)).toBe("SQLITE_FULL");
+    expect(sqliteResultCodeName(14)).toBe("SQLITE_CANTOPEN");
+    expect(sqliteResultCodeName(1)).toBe("SQLITE_ERROR");
+  });
+
+  it("classifies a named node:sqlite error as the same better-sqlite3 error", () => {
+    for (const [errcode, kind] of [
+      [2067, "retryable"],
+      [517, "retryable"],
+      [778, "unavailable"],
+      [787, "other"],
+    ] as const) {
+      expect(classifyDriverError(withCode(sqliteResultCodeName(errcode))), String(errcode)).toBe(kind);
+    }
+  });
+});
+
+describe("isSqliteBusy", () => {
+  it("recognises SQLite's busy codes, wrapped or not, and nothing else", () => {
+    for (const code of ["SQLITE_BUSY", "SQLITE_BUSY_SNAPSHOT", "SQLITE_BUSY_TIMEOUT"]) expect(isSqliteBusy(withCode(code)), code).toBe(true);
+    expect(isSqliteBusy(new Error("wrapper", { cause: withCode("SQLITE_BUSY_SNAPSHOT") }))).toBe(true);
+    for (const code of ["SQLITE_LOCKED", "SQLITE_CONSTRAINT_UNIQUE", "ER_LOCK_DEADLOCK", "ER_DUP_ENTRY"]) expect(isSqliteBusy(withCode(code)), code).toBe(false);
+    expect(isSqliteBusy(new Error("SQLITE_BUSY: database is locked"))).toBe(false);
   });
 });

@@ -3,7 +3,7 @@ import { openLocalIssuer } from "../../src/auth/local-issuer.js";
 import { localIssuerKeyFile } from "../../src/main/local-issuer-key-file.js";
 import type { FreshDatabase } from "./databases.js";
 import { ALL_DOMAINS } from "./server.js";
-import { type ServerProcess, spawnServer } from "./server-process.js";
+import { type Runtime, type ServerProcess, spawnServer } from "./server-process.js";
 
 /** A registry in its own process, and a token it accepts. */
 export interface AuthorizedProcess extends ServerProcess {
@@ -14,15 +14,18 @@ export interface AuthorizedProcess extends ServerProcess {
 }
 
 /**
- * Starts the service as a child process on `database` with `env`, so a
+ * Starts the service as a child process (under `runtime`) on `database` with `env`, so a
  * test can tell a crash (the process gone) from an error answer.
  */
-export async function spawnAuthorizedServer(database: FreshDatabase, env: Record<string, string> = {}): Promise<AuthorizedProcess> {
-  const server = await spawnServer({
-    DATA_DIR: database.dataDir,
-    ...(database.databaseUrl ? { DATABASE_URL: database.databaseUrl } : {}),
-    ...env,
-  });
+export async function spawnAuthorizedServer(database: FreshDatabase, env: Record<string, string> = {}, runtime: Runtime = "node"): Promise<AuthorizedProcess> {
+  const server = await spawnServer(
+    {
+      DATA_DIR: database.dataDir,
+      ...(database.databaseUrl ? { DATABASE_URL: database.databaseUrl } : {}),
+      ...env,
+    },
+    runtime,
+  );
   // The process made its local issuer key in DATA_DIR on start; tokens signed with it are accepted.
   const issuer = await openLocalIssuer(localIssuerKeyFile(database.dataDir), parseAuthConfig({}).config);
   const authorization = `Bearer ${await issuer.issue({ tenant: "default", domains: ALL_DOMAINS })}`;

@@ -1,24 +1,37 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createInterface } from "node:readline";
+import { startDenoCommand } from "./deno-server-process.js";
 
 /** A registry running as its own process (`npm start`'s entrypoint). */
 export interface ServerProcess {
   readonly baseUrl: string;
   readonly port: number;
   readonly child: ChildProcess;
+  /** Everything the process wrote to stderr so far (warnings and errors are logged there). */
+  stderr(): string;
   /** SIGTERM, and resolves with the exit code. */
   stop(): Promise<number | null>;
 }
 
+/** The runtimes the service runs under: Node (`npm start`) and Deno (`npm run start:deno`). */
+export type Runtime = "node" | "deno";
+
+/** Every runtime, Node first: the suites that start servers run under each. */
+export const RUNTIMES: readonly Runtime[] = ["node", "deno"];
+
 /**
- * Starts `src/main/node.ts` in a child process on a free port with `env`, and
- * resolves once it logs that it listens.
+ * Starts `src/main/node.ts` in a child process on a free port with `env`, under
+ * `runtime` (Deno as `npm run start:deno` runs it), and resolves once it logs
+ * that it listens.
  */
-export function spawnServer(env: Record<string, string>): Promise<ServerProcess> {
+export function spawnServer(env: Record<string, string>, runtime: Runtime = "node"): Promise<ServerProcess> {
   // node itself, with tsx as a loader: the tsx CLI relays signals through a parent process that
   // SIGKILLs the server when it does not acknowledge within 30 ms (a busy event loop), which
   // would defeat the graceful shutdown under test.
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main/node.ts"], {
+  const [command, ...args] = runtime === "deno" ? startDenoCommand() : [process.execPath, "--import", "tsx", "src/main/node.ts"];
+  // Deno compiles the TypeScript on its first start (about 4 s; later starts take it from its cache).
+  const startTimeoutMs = runtime === "deno" ? 120_000 : 30_000;
+  const child = spawn(command!, args, {
     env: { ...process.env, PORT: "0", LOG_LEVEL: "info", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -26,7 +39,7 @@ export function spawnServer(env: Record<string, string>): Promise<ServerProcess>
   child.stderr?.on("data", (chunk: Buffer) => stderr.push(chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start in 30 s: ${stderr.join("")}`)), 30_000);
+    const timer = setTimeout(() => reject(new Error(`server did not start in ${startTimeoutMs / 1000} s: ${stderr.join("")}`)), startTimeoutMs);
     child.once("exit", (code) => reject(new Error(`server exited with ${code}: ${stderr.join("")}`)));
     const lines = createInterface({ input: child.stdout! });
     lines.on("line", (line) => {
@@ -43,6 +56,7 @@ export function spawnServer(env: Record<string, string>): Promise<ServerProcess>
         baseUrl: `http://127.0.0.1:${port}`,
         port,
         child,
+        stderr: () => stderr.join(""),
         stop: () => {
           child.kill("SIGTERM");
           return exited;

@@ -6,10 +6,11 @@ import type { Dialect } from "../connection.js";
 
 /** The dialect of the knex instance (or transaction) a migration was handed. */
 export function dialectOf(db: Knex): Dialect {
-  const client: unknown = db.client.config.client;
-  if (client === "mysql2" || client === "mysql") return "mysql";
-  if (client === "better-sqlite3" || client === "sqlite3") return "sqlite";
-  throw new Error(`Unsupported knex client: ${String(client)}`);
+  // The dialect's own name: the embedded client is a class (storage/sqlite-client.ts), not a name.
+  const dialect: unknown = db.client.dialect;
+  if (dialect === "mysql") return "mysql";
+  if (dialect === "sqlite3") return "sqlite";
+  throw new Error(`Unsupported knex dialect: ${String(dialect)}`);
 }
 
 /**

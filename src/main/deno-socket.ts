@@ -1,0 +1,103 @@
+/**
+ * What the one-port hand-off (node-server.ts) does differently under Deno,
+ * whose `node:http` server mishandles the connections it is handed (Deno 2.9;
+ * ../shared/DESIGN.md §4):
+ * - a socket handed over with pause/unshift/emit("connection") loses or
+ *   garbles buffered bytes now and then (HPE_INVALID_METHOD: the connection
+ *   is reset, about 1 in 150 requests under load): the HTTP/1.1 server gets a
+ *   stream that replays the bytes the peek read, then relays the socket;
+ * - a server that is not listening closes each connection after one answer
+ *   (deno#35609): the HTTP/1.1 server is made to say it listens.
+ * Node needs neither, and gets neither: its hand-off keeps the socket's
+ * native handle (no JavaScript stream in between). HTTP/2 is handed over as
+ * on Node under both runtimes: a replaying stream made no difference there.
+ */
+import type { Server } from "node:http";
+import type { Socket } from "node:net";
+import { Duplex } from "node:stream";
+
+/** True under Deno. */
+export const underDeno = "Deno" in globalThis;
+
+/** Makes an HTTP server that is handed its connections say it listens, so Deno keeps them alive. */
+export function markListening(server: Server): void {
+  Object.defineProperty(server, "listening", { get: () => true, configurable: true });
+}
+
+/**
+ * A stream that reads `seen` (the bytes the peek consumed), then whatever
+ * `socket` reads, and writes to `socket`: what an HTTP server takes for a
+ * socket. It has the socket methods and properties Deno's HTTP server calls
+ * (without `setTimeout` Deno crashes when an answer finishes).
+ */
+export function replayingSocket(socket: Socket, seen: Buffer): Duplex {
+  const relay = new ReplayingSocket(socket);
+  relay.push(seen);
+  return relay;
+}
+
+class ReplayingSocket extends Duplex {
+  readonly #socket: Socket;
+
+  constructor(socket: Socket) {
+    super({ allowHalfOpen: false });
+    this.#socket = socket;
+    socket.on("data", (chunk: Buffer) => {
+      if (!this.push(chunk)) socket.pause();
+    });
+    socket.on("end", () => this.push(null));
+    socket.on("error", (error) => this.destroy(error));
+    socket.on("close", () => this.destroy());
+    socket.on("timeout", () => this.emit("timeout"));
+    socket.resume();
+  }
+
+  override _read(): void {
+    this.#socket.resume();
+  }
+
+  override _write(chunk: Buffer, encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
+    this.#socket.write(chunk, encoding, callback);
+  }
+
+  override _final(callback: (error?: Error | null) => void): void {
+    this.#socket.end(callback);
+  }
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    this.#socket.destroy();
+    callback(error);
+  }
+
+  setTimeout(ms: number, onTimeout?: () => void): this {
+    this.#socket.setTimeout(ms);
+    if (onTimeout !== undefined) this.once("timeout", onTimeout);
+    return this;
+  }
+
+  setNoDelay(noDelay?: boolean): this {
+    this.#socket.setNoDelay(noDelay);
+    return this;
+  }
+
+  setKeepAlive(enable?: boolean, initialDelay?: number): this {
+    this.#socket.setKeepAlive(enable, initialDelay);
+    return this;
+  }
+
+  get remoteAddress(): string | undefined {
+    return this.#socket.remoteAddress;
+  }
+  get remotePort(): number | undefined {
+    return this.#socket.remotePort;
+  }
+  get remoteFamily(): string | undefined {
+    return this.#socket.remoteFamily;
+  }
+  get localAddress(): string | undefined {
+    return this.#socket.localAddress;
+  }
+  get localPort(): number | undefined {
+    return this.#socket.localPort;
+  }
+}
