@@ -6,7 +6,7 @@ import openApiDocument from "../gen/openapi.json" with { type: "json" };
 import { type Authenticator, createAuthenticator } from "./auth/authenticator.js";
 import type { KeyStore } from "./auth/local-issuer.js";
 import type { Config } from "./config.js";
-import { createEdge, type Edge } from "./edge/edge.js";
+import { createEdge, type Edge, type HttpEndpoint } from "./edge/edge.js";
 import { createLogger, type Logger } from "./logger.js";
 import { createMetrics } from "./observability/metrics.js";
 import { createMetricsEndpoint } from "./observability/metrics-endpoint.js";
@@ -37,6 +37,8 @@ export interface App {
   readonly requests: RequestTracker;
   readonly repository: AgentDefinitionRepository;
   readonly authenticator: Authenticator;
+  /** `GET /metrics`: on the API port, or (METRICS_PORT) served by the entrypoint on a port of its own. */
+  readonly metricsEndpoint: HttpEndpoint;
   /** Releases the database pool. */
   close(): Promise<void>;
 }
@@ -71,8 +73,10 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     tenants: createTenantService(repository),
     defaultTenant: config.defaultTenant,
     adminDomain: config.adminDomain,
+    claims: config.auth,
   });
   const metrics = createMetrics({ poolStats: () => repository.poolStats() });
+  const metricsEndpoint = createMetricsEndpoint(metrics);
   const requests = createRequestTracker({ logger, metrics });
   const ping = () => repository.ping();
 
@@ -82,7 +86,7 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
   const routes = withInterceptors(
     (router: ConnectRouter) => {
       createRegistryRoutes({ operations, logger })(router);
-      createHealthRoutes({ services: REGISTRY_SERVICES, ping })(router);
+      createHealthRoutes({ services: REGISTRY_SERVICES, ping, maxWatches: config.healthMaxWatches })(router);
       createReflectionRoutes({ services: [...REGISTRY_SERVICES, Health], files: [file_asor_v1_error] })(router);
     },
     [recordInterceptor()],
@@ -94,10 +98,11 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     routes,
     routerOptions: { readMaxBytes: config.maxBodyBytes, acceptCompression: [...(deps.acceptCompression ?? [])], compressMinBytes: COMPRESS_MIN_BYTES },
     rest: createRestSurface({ operations, maxBodyBytes: config.maxBodyBytes }),
-    endpoints: [...createProbeEndpoints(ping), createMetricsEndpoint(metrics), createOpenApiEndpoint(openApiDocument)],
+    // With a METRICS_PORT of its own, /metrics is off the API port: the entrypoint serves it there.
+    endpoints: [...createProbeEndpoints(ping), ...(config.metricsPort === undefined ? [metricsEndpoint] : []), createOpenApiEndpoint(openApiDocument)],
     maxBodyBytes: config.maxBodyBytes,
     logger,
   });
 
-  return { config, logger, edge, operations, authenticator, requests, repository, close: () => repository.close() };
+  return { config, logger, edge, operations, authenticator, requests, repository, metricsEndpoint, close: () => repository.close() };
 }

@@ -1,4 +1,4 @@
-import { type AuthConfig, parseAuthConfig } from "./auth/auth-config.js";
+import { type AuthConfig, devIssuerProblem, parseAuthConfig } from "./auth/auth-config.js";
 import type { LogLevel } from "./logger.js";
 
 /** The service's settings, parsed once from an injected environment. */
@@ -28,7 +28,16 @@ export interface Config {
     readonly requestTimeoutMs: number;
     /** `HTTP2_IDLE_TIMEOUT_MS`, default 120000: an HTTP/2 connection without any traffic for this long is closed. */
     readonly http2IdleTimeoutMs: number;
+    /** `HTTP2_MAX_CONCURRENT_STREAMS`, default 100: streams (calls) one HTTP/2 connection may have open at once. */
+    readonly http2MaxConcurrentStreams: number;
   };
+  /** `HEALTH_MAX_WATCHES`, default 1000: gRPC `Health/Watch` streams open at once; more are refused (RESOURCE_EXHAUSTED). */
+  readonly healthMaxWatches: number;
+  /**
+   * `METRICS_PORT`: serve `/metrics` on this port (on `HOST`) instead of the API port;
+   * 0 picks a free one. Unset (the default): `/metrics` is served on the API port.
+   */
+  readonly metricsPort: number | undefined;
   /** `LOG_LEVEL`: debug, info (default), warn, error or silent. */
   readonly logLevel: LogLevel;
   /** `SHUTDOWN_TIMEOUT_MS`, default 10000: how long requests in flight may take to finish after SIGTERM. */
@@ -72,7 +81,11 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
     headersTimeoutMs: integer("HTTP_HEADERS_TIMEOUT_MS", 20_000, 100, 600_000),
     requestTimeoutMs: integer("HTTP_REQUEST_TIMEOUT_MS", 60_000, 100, 3_600_000),
     http2IdleTimeoutMs: integer("HTTP2_IDLE_TIMEOUT_MS", 120_000, 100, 3_600_000),
+    http2MaxConcurrentStreams: integer("HTTP2_MAX_CONCURRENT_STREAMS", 100, 1, 10_000),
   };
+  const healthMaxWatches = integer("HEALTH_MAX_WATCHES", 1_000, 0, 100_000);
+  const metricsPort = env.METRICS_PORT === undefined || env.METRICS_PORT === "" ? undefined : integer("METRICS_PORT", 0, 0, 65535);
+  if (metricsPort !== undefined && metricsPort !== 0 && metricsPort === port) problems.push(`METRICS_PORT (${metricsPort}) must differ from PORT`);
   // Node refuses a headers timeout longer than the request timeout it is part of.
   if (http.headersTimeoutMs > http.requestTimeoutMs) problems.push(`HTTP_HEADERS_TIMEOUT_MS (${http.headersTimeoutMs}) must not exceed HTTP_REQUEST_TIMEOUT_MS (${http.requestTimeoutMs})`);
   const shutdownTimeoutMs = integer("SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000);
@@ -98,19 +111,25 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
   const hostSystem = { providerId: reference("HOST_PROVIDER_ID", "Provider=HOST"), platformId: reference("HOST_PLATFORM_ID", "Platform=HOST") };
   const auth = parseAuthConfig(env);
   problems.push(...auth.problems);
+  const host = env.HOST || "127.0.0.1";
+  // The local development issuer's key mints any token: off loopback only when asked for.
+  const devIssuer = devIssuerProblem(host, auth.config);
+  if (devIssuer !== undefined) problems.push(devIssuer);
   const adminDomain = env.AUTH_ADMIN_DOMAIN?.trim() || "Setup: Tenants";
   if (problems.length > 0) throw new ConfigError(problems);
   return {
     auth: auth.config,
     adminDomain,
     port,
-    host: env.HOST || "127.0.0.1",
+    host,
     databaseUrl,
     dataDir: env.DATA_DIR || "./data",
     defaultTenant,
     maxBodyBytes,
     databaseTimeoutMs,
     http,
+    healthMaxWatches,
+    metricsPort,
     logLevel,
     shutdownTimeoutMs,
     hostSystem,

@@ -42,7 +42,7 @@ export interface AuthConfig {
    * JWT access token may be signed with (comma-separated). `none` and HMAC are refused.
    */
   readonly algorithms: readonly string[];
-  /** `AUTH_CLOCK_SKEW_SECONDS`, default 30 (0 to 300): tolerance when checking `exp` and `nbf`. */
+  /** `AUTH_CLOCK_SKEW_SECONDS`, default 30 (0 to 300): tolerance when checking `exp`, `nbf` and `iat`. */
   readonly clockSkewSeconds: number;
   /**
    * `AUTH_INTROSPECTION_CLIENT_ID` and `AUTH_INTROSPECTION_CLIENT_SECRET` (both
@@ -63,9 +63,64 @@ export interface AuthConfig {
    * tests. Never in production.
    */
   readonly allowHttpIssuer: boolean;
+  /**
+   * `AUTH_ALLOW_DEV_ISSUER`, default `false`: `true` serves the local
+   * development issuer (no `AUTH_ISSUER`) on a `HOST` that is not loopback.
+   * Whoever can read its key file mints any token for any tenant, so without
+   * this setting the service refuses to start on such a host.
+   */
+  readonly allowDevIssuer: boolean;
+  /**
+   * `AUTH_REQUIRE_AT_JWT_TYP`, default `true`: a JWT access token must carry
+   * the RFC 9068 header `typ: at+jwt` (so an ID token is never taken for an
+   * access token). `false`, for issuers that do not set it: a JWT without that
+   * typ is accepted unless its header names another type or it carries an ID
+   * token's claims (`nonce`, `at_hash`, `c_hash`, `s_hash`).
+   */
+  readonly requireAccessTokenTyp: boolean;
+  /**
+   * `AUTH_MAX_TOKEN_LIFETIME_SECONDS`, default 86400 (24 h; 60 to 31536000):
+   * the longest lifetime (`exp` - `iat`, or `exp` - now without `iat`) of an
+   * accepted token. A token issued in the future (`iat` beyond the clock skew)
+   * is refused too.
+   */
+  readonly maxTokenLifetimeSeconds: number;
+  /**
+   * `AUTH_INTROSPECTION_REQUIRE_ISS_AUD`, default `true`: an active
+   * introspection answer must name this issuer (`iss`) and `AUTH_AUDIENCE`
+   * (`aud`). `false` accepts answers without them (a bare `{"active": true}`);
+   * those it carries are still checked.
+   */
+  readonly introspectionRequireIssAud: boolean;
+  /**
+   * `AUTH_INTROSPECTION_MAX_PER_SECOND`, default 20 (1 to 1000): the most
+   * introspection requests per second (a burst of as many, then this rate), so
+   * a flood of random opaque tokens cannot flood the issuer. Past it, a token
+   * not already in the cache is answered 503 (retry later).
+   */
+  readonly introspectionMaxPerSecond: number;
+  /**
+   * `AUTH_NO_TENANT_CLAIM_USES_DEFAULT`, default `true` with the local
+   * development issuer and `false` with `AUTH_ISSUER`: whether a token without
+   * the tenant claim acts on `DEFAULT_TENANT`. When not, such a token is
+   * refused (403, naming the claim) by every operation but the tenant admin
+   * RPCs, for which it is a platform operator's token.
+   */
+  readonly noTenantClaimUsesDefault: boolean;
+  /**
+   * `AUTH_PLATFORM_ADMIN_CLAIM`, default `platform_admin`: the claim that,
+   * when it is JSON `true`, lets a token with a tenant claim use the tenant
+   * admin RPCs (which otherwise accept only tokens without a tenant claim).
+   */
+  readonly platformAdminClaim: string;
 }
 
 export const DEFAULT_ALGORITHMS: readonly string[] = ["RS256", "PS256", "ES256", "EdDSA"];
+
+/** Default of `AUTH_MAX_TOKEN_LIFETIME_SECONDS`: 24 h, longer than any access token an issuer should hand out. */
+export const DEFAULT_MAX_TOKEN_LIFETIME_SECONDS = 86_400;
+/** Default of `AUTH_INTROSPECTION_MAX_PER_SECOND`. */
+export const DEFAULT_INTROSPECTION_MAX_PER_SECOND = 20;
 
 /**
  * Default of `AUTH_INTROSPECTION_CACHE_SECONDS`: short, because introspection
@@ -89,9 +144,22 @@ export function parseAuthConfig(env: Readonly<Record<string, string | undefined>
     return raw;
   };
 
-  const allowHttpRaw = value("AUTH_ALLOW_HTTP_ISSUER") ?? "false";
-  const allowHttpIssuer = allowHttpRaw === "true";
-  if (allowHttpRaw !== "true" && allowHttpRaw !== "false") problems.push(`AUTH_ALLOW_HTTP_ISSUER must be true or false, not "${allowHttpRaw}"`);
+  const flag = (variable: string, fallback: boolean): boolean => {
+    const raw = value(variable);
+    if (raw === undefined) return fallback;
+    if (raw !== "true" && raw !== "false") problems.push(`${variable} must be true or false, not "${raw}"`);
+    return raw === "true" ? true : raw === "false" ? false : fallback;
+  };
+  const integer = (variable: string, fallback: number, min: number, max: number): number => {
+    const raw = value(variable);
+    if (raw === undefined) return fallback;
+    const parsed = Number(raw);
+    if (Number.isInteger(parsed) && parsed >= min && parsed <= max) return parsed;
+    problems.push(`${variable} must be an integer from ${min} to ${max}, not "${raw}"`);
+    return fallback;
+  };
+
+  const allowHttpIssuer = flag("AUTH_ALLOW_HTTP_ISSUER", false);
 
   let issuer: URL | undefined;
   const issuerRaw = value("AUTH_ISSUER");
@@ -180,6 +248,15 @@ export function parseAuthConfig(env: Readonly<Record<string, string | undefined>
     else problems.push(`AUTH_INTROSPECTION_CACHE_SECONDS must be an integer from 0 to ${MAX_INTROSPECTION_CACHE_SECONDS}, not "${cacheRaw}"`);
   }
 
+  const allowDevIssuer = flag("AUTH_ALLOW_DEV_ISSUER", false);
+  const requireAccessTokenTyp = flag("AUTH_REQUIRE_AT_JWT_TYP", true);
+  const maxTokenLifetimeSeconds = integer("AUTH_MAX_TOKEN_LIFETIME_SECONDS", DEFAULT_MAX_TOKEN_LIFETIME_SECONDS, 60, 31_536_000);
+  const introspectionRequireIssAud = flag("AUTH_INTROSPECTION_REQUIRE_ISS_AUD", true);
+  const introspectionMaxPerSecond = integer("AUTH_INTROSPECTION_MAX_PER_SECOND", DEFAULT_INTROSPECTION_MAX_PER_SECOND, 1, 1000);
+  // On by default only for the local development issuer: there every token is the developer's own.
+  const noTenantClaimUsesDefault = flag("AUTH_NO_TENANT_CLAIM_USES_DEFAULT", issuerRaw === undefined);
+  const platformAdminClaim = name("AUTH_PLATFORM_ADMIN_CLAIM", "platform_admin");
+
   const valid = algorithms.filter((a) => ASYMMETRIC_ALGORITHMS.includes(a));
   return {
     config: {
@@ -193,7 +270,37 @@ export function parseAuthConfig(env: Readonly<Record<string, string | undefined>
       introspection,
       introspectionCacheSeconds,
       allowHttpIssuer,
+      allowDevIssuer,
+      requireAccessTokenTyp,
+      maxTokenLifetimeSeconds,
+      introspectionRequireIssAud,
+      introspectionMaxPerSecond,
+      noTenantClaimUsesDefault,
+      platformAdminClaim,
     },
     problems,
   };
+}
+
+/** Whether `host` (the `HOST` setting) only listens on this machine: `localhost`, 127.0.0.0/8 or ::1. */
+export function isLoopbackHost(host: string): boolean {
+  const bare = host
+    .trim()
+    .toLowerCase()
+    .replace(/^\[(.*)\]$/, "$1");
+  if (bare === "localhost" || bare === "::1" || bare === "0:0:0:0:0:0:0:1") return true;
+  return /^(::ffff:)?127(\.\d{1,3}){3}$/.test(bare);
+}
+
+/**
+ * The start-up problem of serving the local development issuer on `host`, if
+ * any: without `AUTH_ISSUER` a host that is not loopback needs
+ * `AUTH_ALLOW_DEV_ISSUER=true`, since its key file mints any token.
+ */
+export function devIssuerProblem(host: string, config: AuthConfig): string | undefined {
+  if (config.issuer !== undefined || config.allowDevIssuer || isLoopbackHost(host)) return undefined;
+  return (
+    `HOST "${host}" is not a loopback address and AUTH_ISSUER is unset: set AUTH_ISSUER to your identity provider's URL ` +
+    "(or, for a shared test machine only, AUTH_ALLOW_DEV_ISSUER=true to serve the local development issuer, whose key file mints any token)"
+  );
 }

@@ -9,7 +9,10 @@ export { unauthenticated } from "../domain/errors.js";
  */
 export function issuerUnavailable(cause: unknown, token: string): RegistryError {
   const message = "The token issuer could not be reached to check the bearer token; try again later.";
-  return unavailable(scrub(cause, token), message);
+  const error = unavailable(scrub(cause, token), message);
+  // Logged once per refused request: where it was thrown says nothing the message does not, so no stack trace.
+  delete error.stack;
+  return error;
 }
 
 /** A copy of an error with only its name, code and message, the token replaced; no payloads or responses. */
@@ -18,6 +21,8 @@ export function scrub(error: unknown, token: string): Error {
   if (!(error instanceof Error)) return new Error(text(String(error)));
   const copy = new Error(text(error.message));
   copy.name = error.name;
+  // The copy's own stack would point here, and the original's is not kept: none.
+  delete copy.stack;
   const code = (error as { code?: unknown }).code;
   if (typeof code === "string") Object.assign(copy, { code });
   return copy;

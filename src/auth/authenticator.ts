@@ -56,7 +56,12 @@ export function bearerToken(authorization: string | null): string {
 }
 
 export async function createAuthenticator(config: AuthConfig, deps: AuthenticatorDeps = {}): Promise<Authenticator> {
-  const mapping: ClaimMapping = { tenantClaim: config.tenantClaim, domainsClaim: config.domainsClaim, scopeDomains: config.scopeDomains };
+  const mapping: ClaimMapping = {
+    tenantClaim: config.tenantClaim,
+    domainsClaim: config.domainsClaim,
+    scopeDomains: config.scopeDomains,
+    platformAdminClaim: config.platformAdminClaim,
+  };
   if (config.issuer === undefined) return localAuthenticator(config, mapping, deps);
   return resourceServer(config.issuer, config, mapping, deps);
 }
@@ -75,6 +80,8 @@ async function localAuthenticator(config: AuthConfig, mapping: ClaimMapping, dep
     audience: config.audience,
     algorithms: ["ES256"],
     clockSkewSeconds: config.clockSkewSeconds,
+    requireAccessTokenTyp: true,
+    maxTokenLifetimeSeconds: config.maxTokenLifetimeSeconds,
     keys: createLocalJWKSet(issuer.jwks),
     now,
   });
@@ -121,13 +128,23 @@ async function resourceServer(issuer: URL, config: AuthConfig, mapping: ClaimMap
     audience: config.audience,
     algorithms: config.algorithms,
     clockSkewSeconds: config.clockSkewSeconds,
-    keys: remoteKeys(endpoint("jwks_uri"), deps.fetch === undefined ? {} : { fetch: deps.fetch }),
+    requireAccessTokenTyp: config.requireAccessTokenTyp,
+    maxTokenLifetimeSeconds: config.maxTokenLifetimeSeconds,
+    keys: remoteKeys(endpoint("jwks_uri"), { now, ...(deps.fetch === undefined ? {} : { fetch: deps.fetch }) }),
     now,
   });
   let introspector: Introspector | undefined;
   if (config.introspection !== undefined) {
     endpoint("introspection_endpoint");
-    introspector = createIntrospector({ configuration, audience: config.audience, clockSkewSeconds: config.clockSkewSeconds, now: () => Math.floor(now() / 1000) });
+    introspector = createIntrospector({
+      configuration,
+      audience: config.audience,
+      clockSkewSeconds: config.clockSkewSeconds,
+      requireIssAud: config.introspectionRequireIssAud,
+      maxTokenLifetimeSeconds: config.maxTokenLifetimeSeconds,
+      maxPerSecond: config.introspectionMaxPerSecond,
+      now: () => Math.floor(now() / 1000),
+    });
   }
   const description =
     `OAuth2 resource server for ${metadata.issuer} (audience "${config.audience}"; JWT via JWKS, ${config.algorithms.join("/")}; ` +
@@ -191,5 +208,5 @@ export function authenticatorFrom(parts: AuthenticatorParts): Authenticator {
 
 /** A Principal of its own for each request: what one request does with its domains cannot change what the cache hands the next. */
 function copyOf(principal: Principal): Principal {
-  return { subject: principal.subject, tenant: principal.tenant, domains: new Set(principal.domains) };
+  return { subject: principal.subject, tenant: principal.tenant, domains: new Set(principal.domains), platformAdmin: principal.platformAdmin };
 }

@@ -1,9 +1,11 @@
 /**
  * Checks opaque tokens through the issuer's RFC 7662 introspection endpoint
- * (openid-client). An active answer is checked again here: issuer, audience,
- * expiry and not-before, as for a JWT.
+ * (openid-client). An active answer is checked again here: issuer, audience
+ * (both required unless configured otherwise), expiry, not-before, issue time
+ * and lifetime, as for a JWT. Requests to the issuer are rate-limited.
  */
 import * as oidc from "openid-client";
+import { unavailable } from "../domain/errors.js";
 import { issuerUnavailable, unauthenticated } from "./auth-errors.js";
 
 export interface Introspector {
@@ -16,16 +18,50 @@ export interface IntrospectorOptions {
   readonly configuration: oidc.Configuration;
   readonly audience: string;
   readonly clockSkewSeconds: number;
+  /** Whether an active answer must carry `iss` and `aud` (AuthConfig.introspectionRequireIssAud); default true. */
+  readonly requireIssAud?: boolean;
+  /** The longest lifetime accepted (`exp` - `iat`), in seconds; default 24 h. */
+  readonly maxTokenLifetimeSeconds?: number;
+  /** The most requests to the introspection endpoint per second (a burst of as many); default 20. */
+  readonly maxPerSecond?: number;
   /** The clock, in seconds since the epoch; for tests. */
   readonly now?: () => number;
 }
 
+/**
+ * A token bucket: `rate` tokens a second, at most `rate` held. Each
+ * introspection takes one; none left, and the token is refused (503) without
+ * asking the issuer. Random opaque tokens are all cache misses, so without it
+ * every one of them was a request to the issuer.
+ */
+function createRateLimit(rate: number, now: () => number): () => boolean {
+  let tokens = rate;
+  let at = now();
+  return () => {
+    const t = now();
+    tokens = Math.min(rate, tokens + (t - at) * rate);
+    at = t;
+    if (tokens < 1) return false;
+    tokens -= 1;
+    return true;
+  };
+}
+
 export function createIntrospector(options: IntrospectorOptions): Introspector {
   const { configuration, audience, clockSkewSeconds } = options;
+  const requireIssAud = options.requireIssAud ?? true;
+  const maxLifetime = options.maxTokenLifetimeSeconds ?? 86_400;
   const issuer = configuration.serverMetadata().issuer;
   const now = options.now ?? (() => Math.floor(Date.now() / 1000));
+  const allowed = createRateLimit(options.maxPerSecond ?? 20, now);
   return {
     async introspect(token) {
+      if (!allowed()) {
+        // Not the issuer's failure: nothing to log but the refusal itself.
+        const error = unavailable(undefined, "Too many unknown opaque tokens are being checked at the moment; try again shortly.");
+        delete error.stack;
+        throw error;
+      }
       let answer: oidc.IntrospectionResponse;
       try {
         answer = await oidc.tokenIntrospection(configuration, token, { token_type_hint: "access_token" });
@@ -36,6 +72,9 @@ export function createIntrospector(options: IntrospectorOptions): Introspector {
       if (answer.token_type !== undefined && answer.token_type.toLowerCase() === "refresh_token") {
         throw unauthenticated("The bearer token is a refresh token, not an access token.");
       }
+      if (requireIssAud && (answer.iss === undefined || answer.aud === undefined)) {
+        throw unauthenticated("The issuer's introspection answer does not name its issuer and audience (iss, aud), so the token cannot be taken as meant for this service.");
+      }
       if (answer.iss !== undefined && answer.iss !== issuer) throw unauthenticated("The bearer token was not issued by the issuer this service trusts.");
       if (answer.aud !== undefined) {
         const audiences = Array.isArray(answer.aud) ? answer.aud : [answer.aud];
@@ -44,6 +83,10 @@ export function createIntrospector(options: IntrospectorOptions): Introspector {
       const t = now();
       if (typeof answer.exp === "number" && answer.exp + clockSkewSeconds <= t) throw unauthenticated("The bearer token has expired.");
       if (typeof answer.nbf === "number" && answer.nbf - clockSkewSeconds > t) throw unauthenticated("The bearer token is not valid yet (its nbf is in the future).");
+      if (typeof answer.iat === "number" && answer.iat - clockSkewSeconds > t) throw unauthenticated("The bearer token was issued in the future (its iat is past the clock skew).");
+      if (typeof answer.exp === "number" && answer.exp - (typeof answer.iat === "number" ? answer.iat : t) > maxLifetime) {
+        throw unauthenticated(`The bearer token's lifetime (exp - iat) is longer than this service accepts (${maxLifetime} s).`);
+      }
       return answer;
     },
   };

@@ -31,6 +31,8 @@ export interface LocalTokenRequest {
   readonly domains?: readonly string[];
   /** Lifetime in seconds; default 3600. */
   readonly ttlSeconds?: number;
+  /** Sets the platform admin claim to `true` (the tenant admin RPCs even with a tenant claim). */
+  readonly platformAdmin?: boolean;
 }
 
 export interface LocalIssuer {
@@ -46,6 +48,8 @@ export interface LocalIssuerOptions {
   readonly audience: string;
   readonly tenantClaim: string;
   readonly domainsClaim: string;
+  /** The claim `platformAdmin` sets; default `platform_admin`. */
+  readonly platformAdminClaim?: string;
 }
 
 /** Loads the key from the store, making and storing one on first use. */
@@ -62,6 +66,7 @@ export async function openLocalIssuer(keyStore: KeyStore, options: LocalIssuerOp
       if (!Number.isInteger(ttl) || ttl <= 0) throw new RangeError("The token lifetime must be a positive whole number of seconds.");
       const claims: Record<string, unknown> = { [options.domainsClaim]: [...(request.domains ?? [])] };
       if (request.tenant !== undefined) claims[options.tenantClaim] = request.tenant;
+      if (request.platformAdmin === true) claims[options.platformAdminClaim ?? "platform_admin"] = true;
       return new SignJWT(claims)
         .setProtectedHeader({ alg: ALG, kid: publicJwk.kid as string, typ: "at+jwt" })
         .setIssuer(LOCAL_ISSUER)
@@ -104,4 +109,16 @@ function parseKey(text: string, keyStore: KeyStore): JWK {
     throw new Error(`The local development issuer key${keyStore.location === undefined ? "" : ` in ${keyStore.location}`} is not an ES256 private JWK; delete it and a new one is made.`);
   }
   return { kty: jwk.kty, crv: jwk.crv, x: jwk.x, y: jwk.y, d: jwk.d, alg: ALG, use: "sig", kid: jwk.kid };
+}
+
+/**
+ * The warning logged at start-up, before the listening line, whenever the
+ * local development issuer is on: its key file is all it takes to mint a token
+ * for any tenant with any domain.
+ */
+export function developmentIssuerWarning(config: { readonly host: string }, description: string): [string, Record<string, unknown>] {
+  return [
+    "the local development issuer is on: whoever can read its key file mints any token for any tenant; set AUTH_ISSUER for anything but development",
+    { host: config.host, auth: description },
+  ];
 }

@@ -12,6 +12,8 @@ export interface Principal {
   readonly tenant: string | null;
   /** Security domains: from the domains claim plus the scope-to-domain map. */
   readonly domains: ReadonlySet<string>;
+  /** The platform admin claim is `true`: the tenant admin RPCs are open to it even with a tenant claim. */
+  readonly platformAdmin: boolean;
 }
 
 /** Which claims carry the tenant and the domains, and which scopes grant which domains. */
@@ -19,6 +21,8 @@ export interface ClaimMapping {
   readonly tenantClaim: string;
   readonly domainsClaim: string;
   readonly scopeDomains: ReadonlyMap<string, readonly string[]>;
+  /** The claim that, when JSON `true`, marks a platform administrator; default `platform_admin`. */
+  readonly platformAdminClaim?: string;
 }
 
 /**
@@ -46,7 +50,13 @@ export function principalFromClaims(claims: Readonly<Record<string, unknown>>, m
 
   for (const scope of scopesOf(claims)) for (const name of mapping.scopeDomains.get(scope) ?? []) domains.add(name);
 
-  return { subject, tenant, domains };
+  const adminClaim = mapping.platformAdminClaim ?? "platform_admin";
+  const adminValue = claims[adminClaim];
+  if (adminValue !== undefined && adminValue !== null && typeof adminValue !== "boolean") {
+    throw unauthenticated(`The bearer token's "${adminClaim}" claim is not true or false.`);
+  }
+
+  return { subject, tenant, domains, platformAdmin: adminValue === true };
 }
 
 /** The granted scopes: `scope` (space-separated, RFC 9068/7662) or `scp` (a list or a string, as some issuers send). */

@@ -1,3 +1,4 @@
+import type { Server } from "node:net";
 import type { App } from "../app.js";
 import type { NodeServer } from "./node-server.js";
 
@@ -12,9 +13,10 @@ const POOL_CLOSE_LIMIT_MS = 5_000;
  * On SIGTERM or SIGINT: drain the server (no new connections, requests in
  * flight finish within `SHUTDOWN_TIMEOUT_MS`), close the database pool, and
  * exit 0. A second signal during the drain exits at once with 1 (an operator
- * who insists).
+ * who insists). `others` (the metrics port) stop at once: they hold no
+ * request worth waiting for.
  */
-export function installGracefulShutdown(node: NodeServer, app: App): void {
+export function installGracefulShutdown(node: NodeServer, app: App, others: readonly Server[] = []): void {
   let stopping = false;
   const stop = async (signal: NodeJS.Signals): Promise<void> => {
     if (stopping) {
@@ -25,6 +27,10 @@ export function installGracefulShutdown(node: NodeServer, app: App): void {
     const started = performance.now();
     // close() stops accepting before it returns, so the line below is true when a reader sees it.
     const drained = node.close(app.config.shutdownTimeoutMs);
+    for (const server of others) {
+      server.close();
+      (server as Server & { closeAllConnections?: () => void }).closeAllConnections?.();
+    }
     app.logger.info("shutting down", { signal, timeoutMs: app.config.shutdownTimeoutMs });
     const { cut } = await drained;
     if (cut > 0) app.logger.warn("shutdown deadline passed: cut the connections still open", { connections: cut });

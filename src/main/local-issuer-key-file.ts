@@ -19,7 +19,8 @@ export function localIssuerKeyFile(dataDir: string): KeyStore {
       }
     },
     async writeKey(jwk) {
-      await mkdir(dataDir, { recursive: true });
+      // Owner only (0700), like the database the storage keeps here.
+      await mkdir(dataDir, { recursive: true, mode: 0o700 });
       // "wx": never overwrite a key another process made first.
       await writeFile(path, `${jwk}\n`, { mode: 0o600, flag: "wx" });
     },

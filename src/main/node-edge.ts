@@ -6,7 +6,7 @@
  * connect-node, a plain answer in one `writeHead` + `end`.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
+import { type Http2ServerRequest, type Http2ServerResponse, constants as http2Constants } from "node:http2";
 import { Code, ConnectError, type ContextValues } from "@connectrpc/connect";
 import type { UniversalServerRequest } from "@connectrpc/connect/protocol";
 import { universalResponseToNodeResponse } from "@connectrpc/connect-node";
@@ -50,7 +50,27 @@ function edgeRequest(req: NodeRequest, res: NodeResponse): EdgeRequest {
     },
     body,
     universal: (contextValues) => universalRequest(req, res, contextValues, body()),
+    clientGone: () => clientGone(req, res),
   };
+}
+
+/**
+ * Whether the client gave up on its request: an HTTP/1.1 connection closed
+ * mid-body (Node marks the request aborted), or an HTTP/2 stream reset with an
+ * error code. A stream whose request and answer both ended is closed without
+ * one, so a reset means someone left while it was open (Node ends the body of
+ * a reset stream as if it were whole, so the body cannot tell). Read from the
+ * connection's state, never from an error's message.
+ */
+function requestCutOff(req: NodeRequest): boolean {
+  if ((req as { aborted?: boolean }).aborted === true) return true;
+  const stream = (req as Partial<Http2ServerRequest>).stream;
+  return stream !== undefined && (stream.rstCode ?? http2Constants.NGHTTP2_NO_ERROR) !== http2Constants.NGHTTP2_NO_ERROR;
+}
+
+/** Whether the client closed the request before its answer was complete (a failure then is no fault of the service). */
+function clientGone(req: NodeRequest, res: NodeResponse): boolean {
+  return requestCutOff(req) || (res.destroyed && !res.writableFinished);
 }
 
 /**
@@ -64,7 +84,8 @@ function edgeRequest(req: NodeRequest, res: NodeResponse): EdgeRequest {
 function universalRequest(req: NodeRequest, res: NodeResponse, contextValues: ContextValues, body: AsyncIterable<Uint8Array>): UniversalServerRequest {
   const controller = new AbortController();
   res.once("close", () => {
-    if (!res.writableFinished) controller.abort(new ConnectError("The client closed the request before it was answered.", Code.Canceled));
+    // An HTTP/2 stream the client reset reads writableFinished (its stream is done), but was never ended.
+    if (!res.writableFinished || !res.writableEnded) controller.abort(new ConnectError("The client closed the request before it was answered.", Code.Canceled));
   });
   const header = new Headers();
   for (const [name, value] of Object.entries(req.headers)) {
@@ -121,7 +142,9 @@ export function createNodeEdge(app: App): NodeEdge {
     res.once("close", () => {
       if (h1 !== undefined) h1Answers.delete(h1);
       const status = grpcStatus();
-      app.requests.finish(record, { status: res.statusCode, completed: res.writableFinished, wireCode: status === undefined ? undefined : codeName(status) });
+      // An HTTP/2 client that resets its stream mid-request may see its answer "finish" into the closed stream: it left all the same.
+      const completed = res.writableFinished && !requestCutOff(req);
+      app.requests.finish(record, { status: res.statusCode, completed, wireCode: status === undefined ? undefined : codeName(status) });
     });
     if (h1 !== undefined && draining) {
       record.protocol = "http";
@@ -139,7 +162,8 @@ export function createNodeEdge(app: App): NodeEdge {
       .catch((err: unknown) => {
         // The client went away, or the answer could not be written: nothing is left to tell it.
         if (res.headersSent || res.destroyed) return void res.destroy();
-        app.logger.error("request failed outside the handlers", { err });
+        app.logger.error("request failed outside the handlers", { requestId: record.id, err });
+        record.failureLogged = true;
         writeAnswer(res, errorAnswer(asRegistryError(err)));
       });
   };

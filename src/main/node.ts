@@ -1,10 +1,13 @@
-// The Node entrypoint: config -> app -> one port for every surface.
+// The entrypoint, under Node (`npm start`) and Deno (`npm run start:deno`) alike:
+// config -> app -> one port for every surface.
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import { createApp } from "../app.js";
 import { AuthSetupError } from "../auth/auth-errors.js";
+import { developmentIssuerWarning } from "../auth/local-issuer.js";
 import { ConfigError, describeStorage, parseConfig } from "../config.js";
 import { installGracefulShutdown } from "./graceful-shutdown.js";
 import { localIssuerKeyFile } from "./local-issuer-key-file.js";
+import { createNodeMetricsServer } from "./node-metrics-server.js";
 import { createNodeServer, listen } from "./node-server.js";
 
 async function main(): Promise<void> {
@@ -12,14 +15,18 @@ async function main(): Promise<void> {
   const app = await createApp(config, { keyStore: localIssuerKeyFile(config.dataDir), acceptCompression: [compressionGzip, compressionBrotli] });
   const node = createNodeServer(app);
   const port = await listen(node.server, config.port, config.host);
+  const metricsServer = config.metricsPort === undefined ? undefined : createNodeMetricsServer(app.metricsEndpoint, config.http, app.logger);
+  const metricsPort = metricsServer === undefined ? undefined : await listen(metricsServer, config.metricsPort ?? 0, config.host);
+  if (config.auth.issuer === undefined) app.logger.warn(...developmentIssuerWarning(config, app.authenticator.description));
   app.logger.info("agent definition registry listening", {
     url: `http://${config.host}:${port}`,
     surfaces: "gRPC (HTTP/2), gRPC-Web, Connect, REST",
+    metrics: metricsPort === undefined ? `http://${config.host}:${port}/metrics` : `http://${config.host}:${metricsPort}/metrics`,
     storage: describeStorage(config),
     defaultTenant: config.defaultTenant,
     auth: app.authenticator.description,
   });
-  installGracefulShutdown(node, app);
+  installGracefulShutdown(node, app, metricsServer === undefined ? [] : [metricsServer]);
 }
 
 main().catch((err: unknown) => {

@@ -1,5 +1,7 @@
 // The token command: prints a bearer token from the local development issuer,
-// `npm run token -- --tenant default --domains "Development,Setup: Agents" [--ttl 3600] [--subject developer]`.
+// `npm run token -- --tenant default --domains "Development,Setup: Agents" [--ttl 3600] [--subject developer] [--platform-admin]`.
+// Without --tenant the token is a platform operator's (the tenant admin RPCs); --platform-admin sets the
+// platform admin claim on a tenant's token.
 // Only for the embedded default (no AUTH_ISSUER); the key is made in DATA_DIR on first use.
 // The token alone goes to stdout, so `TOKEN=$(npm run -s token -- ...)` works.
 import { parseArgs } from "node:util";
@@ -8,7 +10,7 @@ import { openLocalIssuer } from "../auth/local-issuer.js";
 import { ConfigError, parseConfig } from "../config.js";
 import { localIssuerKeyFile } from "./local-issuer-key-file.js";
 
-const USAGE = `usage: npm run token -- [--tenant <tenant>] [--domains "Development,Setup: Agents"] [--ttl <seconds>] [--subject <sub>]`;
+const USAGE = `usage: npm run token -- [--tenant <tenant>] [--domains "Development,Setup: Agents"] [--ttl <seconds>] [--subject <sub>] [--platform-admin]`;
 
 /** The command line, parsed (throws on an unknown or malformed option). */
 function parseOptions(argv: string[]) {
@@ -19,6 +21,7 @@ function parseOptions(argv: string[]) {
       domains: { type: "string" },
       ttl: { type: "string", default: "3600" },
       subject: { type: "string", default: "developer" },
+      "platform-admin": { type: "boolean", default: false },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -35,11 +38,6 @@ async function main(argv: string[]): Promise<number> {
   if (values.help === true) {
     console.log(USAGE);
     return 0;
-  }
-  const ttl = Number(values.ttl);
-  if (!Number.isInteger(ttl) || ttl <= 0 || ttl > 31_536_000) {
-    console.error(`--ttl must be a whole number of seconds from 1 to 31536000, not "${values.ttl}"\n${USAGE}`);
-    return 2;
   }
   let dataDir: string;
   try {
@@ -58,6 +56,12 @@ async function main(argv: string[]): Promise<number> {
     console.error(`AUTH_ISSUER is set (${config.issuer.href}): get a token from that issuer. npm run token only serves the local development issuer.`);
     return 1;
   }
+  // The service refuses longer-lived tokens (AUTH_MAX_TOKEN_LIFETIME_SECONDS): none is printed.
+  const ttl = Number(values.ttl);
+  if (!Number.isInteger(ttl) || ttl <= 0 || ttl > config.maxTokenLifetimeSeconds) {
+    console.error(`--ttl must be a whole number of seconds from 1 to ${config.maxTokenLifetimeSeconds} (AUTH_MAX_TOKEN_LIFETIME_SECONDS), not "${values.ttl}"\n${USAGE}`);
+    return 2;
+  }
   const issuer = await openLocalIssuer(localIssuerKeyFile(dataDir), config);
   const domains = (values.domains ?? "")
     .split(",")
@@ -68,6 +72,7 @@ async function main(argv: string[]): Promise<number> {
     ...(values.tenant === undefined ? {} : { tenant: values.tenant }),
     domains,
     ttlSeconds: ttl,
+    platformAdmin: values["platform-admin"] === true,
   });
   console.log(token);
   return 0;

@@ -29,6 +29,8 @@ export interface RequestRecord {
   code: string | undefined;
   /** The tenant the request acted on, once the tenant check resolved it. */
   tenant: string | undefined;
+  /** Set once a failure of the service (5xx) has been logged with its cause, so the tracker does not log it twice. */
+  failureLogged: boolean;
 }
 
 /** The current request's record, for handlers and interceptors; absent when the caller made none (tests, tools). */
@@ -53,6 +55,7 @@ export function createRequestRecord(init: { method: string; path: string; reques
     endpoint: undefined,
     code: undefined,
     tenant: undefined,
+    failureLogged: false,
   };
 }
 

@@ -29,6 +29,9 @@ export interface RequestTracker {
 
 const RPC_PROTOCOLS: ReadonlySet<Protocol> = new Set(["grpc", "grpc-web", "connect"]);
 
+/** The RPC codes of a failure of the service itself (what HTTP answers as 500). */
+const INTERNAL_CODES: ReadonlySet<string> = new Set(["internal", "unknown", "data_loss"]);
+
 /** nginx's status for a request whose client closed the connection before the answer. */
 const CLIENT_CLOSED = 499;
 
@@ -43,8 +46,9 @@ export function createRequestTracker({ logger, metrics }: { logger: Logger; metr
       // the request failed before the interceptors saw it (an unreadable message).
       const rpc = record.rpc ?? (isRpc ? record.path.replace(/^\//, "") : undefined);
       const status = completed ? sent : CLIENT_CLOSED;
-      // Otherwise unknown: a Connect or gRPC-Web RPC that failed before the interceptors ran.
-      const code = record.code ?? wireCode ?? (isRpc ? (completed ? "unknown" : "canceled") : undefined);
+      // Unknown: a Connect or gRPC-Web RPC that failed before the interceptors ran. A client that left
+      // reads no code: what Connect wrote after it left (about a cut-off message) is not the outcome.
+      const code = completed ? (record.code ?? wireCode ?? (isRpc ? "unknown" : undefined)) : (record.code ?? (isRpc ? "canceled" : undefined));
       logger.info("request", {
         requestId: record.id,
         protocol,
@@ -56,6 +60,19 @@ export function createRequestTracker({ logger, metrics }: { logger: Logger; metr
         durationMs: Math.round(durationMs * 100) / 100,
         ...(record.tenant === undefined ? {} : { tenant: record.tenant }),
       });
+      // Every 500 is logged: one that no handler saw (Connect answered it while reading or writing the
+      // message) has no cause to give, but the line says which request it was.
+      const seen = record.code ?? wireCode;
+      const internal = completed && (sent === 500 || (seen !== undefined && INTERNAL_CODES.has(seen)));
+      if (internal && !record.failureLogged) {
+        logger.error("request failed before or after its handler; Connect answered it without a cause to log", {
+          requestId: record.id,
+          protocol,
+          ...(rpc === undefined ? {} : { rpc }),
+          status,
+          ...(code === undefined ? {} : { code }),
+        });
+      }
       metrics.observe({
         protocol,
         operation: rpc ?? record.endpoint ?? "unmatched",

@@ -8,6 +8,7 @@ import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { ErrorSchema, ValidationErrorSchema } from "../../gen/asor/v1/error_pb.js";
 import { challengeOf, errorBody, RegistryError } from "../domain/errors.js";
 import type { Logger } from "../logger.js";
+import { recordOf } from "../observability/request-record.js";
 import { callerError } from "./failures.js";
 
 /** `err` as a ConnectError whose detail carries the same content as the REST body. */
@@ -32,7 +33,7 @@ export function errorInterceptor(logger: Logger): Interceptor {
       return await next(req);
     } catch (err) {
       if (err instanceof ConnectError && !(err.cause instanceof RegistryError) && err.code !== Code.Internal && err.code !== Code.Unknown) throw err;
-      throw toConnectError(callerError(err, logger, `${req.service.typeName}/${req.method.name}`));
+      throw toConnectError(callerError(err, logger, `${req.service.typeName}/${req.method.name}`, { record: recordOf(req.contextValues) }));
     }
   };
 }

@@ -13,16 +13,23 @@
  *   no hook for its decoding errors); see BENCHMARKS.md for its cost.
  * - a body over the limit: PAYLOAD_TOO_LARGE, without reading past it.
  *
+ * - a compressed message (an encoding the router accepts): decompressed here,
+ *   within the same limit (a zip bomb is PAYLOAD_TOO_LARGE once it inflates
+ *   past it, never inflated further), then checked as above; one that cannot
+ *   be decompressed is MALFORMED_COMPRESSION. Connect is handed the plain
+ *   message, its encoding header removed.
+ *
  * A refused message is replaced by an empty one and the problem travels in the
  * edge's verdict, raised inside the RPC, so Connect encodes the error for the
- * request's own protocol. Compressed messages are left to Connect.
+ * request's own protocol.
  */
 import { type DescMethod, fromBinary, type JsonValue } from "@bufbuild/protobuf";
-import type { UniversalServerRequest } from "@connectrpc/connect/protocol";
-import { type Issue, invalid, type RegistryError, tooLarge } from "../domain/errors.js";
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { Compression, UniversalServerRequest } from "@connectrpc/connect/protocol";
+import { type Issue, invalid, invalidMembersMessage, type RegistryError, tooLarge } from "../domain/errors.js";
 import { concatBytes } from "./bytes.js";
 import { jsonIssues } from "./rest/json-decode.js";
-import { parseStrictJsonText } from "./strict-json.js";
+import { parseStrictJsonText, structureMessage } from "./strict-json.js";
 
 /** The request message's encoding, from its content type; undefined for anything the check leaves alone. */
 function formatOf(contentType: string): { binary: boolean; enveloped: boolean } | undefined {
@@ -55,11 +62,11 @@ function envelope(data: Uint8Array): Uint8Array {
   return out;
 }
 
-/** The data of the one uncompressed envelope of a unary request; undefined for anything else (Connect then decides). */
-function unenvelope(bytes: Uint8Array): Uint8Array | undefined {
-  if (bytes.byteLength < 5 || bytes[0] !== 0) return undefined;
+/** The data of the one envelope of a unary request, and whether it is compressed; undefined for anything else (Connect then decides). */
+function unenvelope(bytes: Uint8Array): { data: Uint8Array; compressed: boolean } | undefined {
+  if (bytes.byteLength < 5 || (bytes[0] !== 0 && bytes[0] !== 1)) return undefined;
   const length = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getUint32(1);
-  return bytes.byteLength === 5 + length ? bytes.subarray(5) : undefined;
+  return bytes.byteLength === 5 + length ? { data: bytes.subarray(5), compressed: bytes[0] === 1 } : undefined;
 }
 
 async function* once(bytes: Uint8Array): AsyncIterable<Uint8Array> {
@@ -90,7 +97,7 @@ export interface MessageCheck {
  * field REST takes as the body (its issues are given relative to it, as the
  * service gives them), if any.
  */
-export function createMessageCheck(method: DescMethod, bodyField: string | undefined, maxBodyBytes: number): MessageCheck {
+export function createMessageCheck(method: DescMethod, bodyField: string | undefined, maxBodyBytes: number, compressions: readonly Compression[] = []): MessageCheck {
   const prefix = bodyField === undefined ? undefined : `${bodyField}.`;
   const relative = (issues: readonly Issue[]): Issue[] =>
     prefix === undefined ? [...issues] : issues.map((i) => (i.path?.startsWith(prefix) ? { ...i, path: i.path.slice(prefix.length), message: i.message.replace(prefix, "") } : i));
@@ -111,13 +118,36 @@ export function createMessageCheck(method: DescMethod, bodyField: string | undef
       const message = `The body is not valid JSON: ${err instanceof SyntaxError ? err.message : "invalid JSON"}.`;
       return { problem: refuse([{ code: "MALFORMED_JSON", message }], message) };
     }
-    if (parsed.issues !== undefined) {
-      const issues = parsed.issues;
-      return { problem: refuse(issues, issues.length === 1 ? (issues[0] as Issue).message : `The JSON has ${issues.length} problems.`) };
-    }
+    if (parsed.issues !== undefined) return { problem: refuse(parsed.issues, structureMessage(parsed.issues)) };
     const issues = jsonIssues(method.input, parsed.value, "", { protoNames: true });
     if (issues.length === 0) return { value: parsed.value as JsonValue };
-    return { problem: refuse(issues, issues.length === 1 ? "The request has 1 invalid member." : `The request has ${issues.length} invalid members.`) };
+    return { problem: refuse(issues, invalidMembersMessage(issues)) };
+  };
+
+  /** The message inflated within the body limit, or the problem with it. */
+  const decompress = async (compression: Compression, data: Uint8Array): Promise<{ data: Uint8Array; problem?: undefined } | { data?: undefined; problem: RegistryError }> => {
+    try {
+      return { data: await compression.decompress(data, maxBodyBytes) };
+    } catch (err) {
+      if (err instanceof ConnectError && err.code === Code.ResourceExhausted) return { problem: tooLarge(maxBodyBytes) };
+      const message = `The message cannot be decompressed as ${compression.name}: it is not valid ${compression.name} data.`;
+      return { problem: refuse([{ code: "MALFORMED_COMPRESSION", message }], message) };
+    }
+  };
+
+  /** The compression a request names, null for none, undefined for one the router does not accept (Connect answers that). */
+  const compressionOf = (name: string | null): Compression | null | undefined => {
+    if (name === null || name === "identity") return null;
+    return compressions.find((c) => c.name === name);
+  };
+
+  /** The request with its message replaced by `data`, plain (no encoding). */
+  const withPlainBody = (req: UniversalServerRequest, data: Uint8Array, enveloped: boolean, value?: JsonValue): UniversalServerRequest => {
+    const header = new Headers(req.header);
+    header.delete("content-length");
+    header.delete("content-encoding");
+    header.delete("grpc-encoding");
+    return { ...req, header, body: value !== undefined ? value : once(enveloped ? envelope(data) : data) };
   };
 
   const checkBinary = (data: Uint8Array): RegistryError | undefined => {
@@ -132,23 +162,30 @@ export function createMessageCheck(method: DescMethod, bodyField: string | undef
 
   const emptyBody = (req: UniversalServerRequest): UniversalServerRequest => {
     const format = formatOf(req.header.get("content-type") ?? "");
-    const empty = encoder.encode(format?.binary ? "" : "{}");
-    const header = new Headers(req.header);
-    header.delete("content-length");
-    header.delete("content-encoding");
-    header.delete("grpc-encoding");
-    return { ...req, header, body: once(format?.enveloped ? envelope(empty) : empty) };
+    return withPlainBody(req, encoder.encode(format?.binary ? "" : "{}"), format?.enveloped === true);
   };
 
   /** Connect's GET requests carry the message in the query. */
-  const checkQuery = (req: UniversalServerRequest): CheckedRequest => {
+  const checkQuery = async (req: UniversalServerRequest): Promise<CheckedRequest> => {
     const url = new URL(req.url);
     const message = url.searchParams.get("message");
-    if (message === null || url.searchParams.has("compression")) return { request: req, problem: undefined };
+    const compression = compressionOf(url.searchParams.get("compression"));
+    if (message === null || compression === undefined) return { request: req, problem: undefined };
     const binary = url.searchParams.get("encoding") === "proto";
-    const data = url.searchParams.get("base64") === "1" ? fromBase64Url(message) : encoder.encode(message);
+    let data = url.searchParams.get("base64") === "1" ? fromBase64Url(message) : encoder.encode(message);
+    if (compression !== null) {
+      const inflated = await decompress(compression, data);
+      if (inflated.problem !== undefined) return { request: emptyQuery(req), problem: inflated.problem };
+      data = inflated.data;
+    }
     const problem = binary ? checkBinary(data) : checkJson(data).problem;
-    return problem === undefined ? { request: req, problem } : { request: emptyQuery(req), problem };
+    if (problem !== undefined) return { request: emptyQuery(req), problem };
+    if (compression === null) return { request: req, problem };
+    // Connect is handed the inflated message: it is not decompressed twice.
+    url.searchParams.set("message", toBase64Url(data));
+    url.searchParams.set("base64", "1");
+    url.searchParams.delete("compression");
+    return { request: { ...req, url: url.toString() }, problem };
   };
 
   const emptyQuery = (req: UniversalServerRequest): UniversalServerRequest => {
@@ -165,9 +202,9 @@ export function createMessageCheck(method: DescMethod, bodyField: string | undef
     async check(req) {
       if (req.method === "GET") return checkQuery(req);
       const format = formatOf(req.header.get("content-type") ?? "");
-      const encoding = req.header.get(format?.enveloped ? "grpc-encoding" : "content-encoding");
+      const compression = compressionOf(req.header.get(format?.enveloped ? "grpc-encoding" : "content-encoding"));
       const body = req.body;
-      if (format === undefined || (encoding !== null && encoding !== "identity")) return { request: req, problem: undefined };
+      if (format === undefined || compression === undefined) return { request: req, problem: undefined };
       if (typeof body !== "object" || body === null || !(Symbol.asyncIterator in body)) return { request: req, problem: undefined };
       const overhead = format.enveloped ? 5 : 0;
       const limit = maxBodyBytes + overhead;
@@ -186,18 +223,39 @@ export function createMessageCheck(method: DescMethod, bodyField: string | undef
         return { request: { ...req, body: failing(err) }, problem: undefined };
       }
       const bytes = concatBytes(chunks, size);
-      const data = format.enveloped ? unenvelope(bytes) : bytes;
-      if (data === undefined) return { request: { ...req, body: once(bytes) }, problem: undefined };
+      const frame = format.enveloped ? unenvelope(bytes) : { data: bytes, compressed: compression !== null };
+      if (frame === undefined) return { request: { ...req, body: once(bytes) }, problem: undefined };
+      if (frame.compressed && compression === null) {
+        const message = "The message is marked compressed, but the request names no grpc-encoding to decompress it with.";
+        return { request: emptyBody(req), problem: refuse([{ code: "MALFORMED_COMPRESSION", message }], message) };
+      }
+      let data = frame.data;
+      if (frame.compressed && compression !== null) {
+        const inflated = await decompress(compression, data);
+        if (inflated.problem !== undefined) return { request: emptyBody(req), problem: inflated.problem };
+        data = inflated.data;
+      }
+      // An inflated message goes on plain, its encoding header removed: Connect does not inflate it again.
+      const plain = frame.compressed;
       if (format.binary) {
         const problem = checkBinary(data);
-        return problem === undefined ? { request: { ...req, body: once(bytes) }, problem } : { request: emptyBody(req), problem };
+        if (problem !== undefined) return { request: emptyBody(req), problem };
+        return { request: plain ? withPlainBody(req, data, format.enveloped) : { ...req, body: once(bytes) }, problem };
       }
       const json = checkJson(data);
       if (json.problem !== undefined) return { request: emptyBody(req), problem: json.problem };
       // Connect's own unary JSON takes the parsed value; gRPC's enveloped JSON only bytes.
-      return { request: { ...req, body: format.enveloped ? once(bytes) : json.value }, problem: undefined };
+      if (!format.enveloped) return { request: plain ? withPlainBody(req, data, false, json.value) : { ...req, body: json.value }, problem: undefined };
+      return { request: plain ? withPlainBody(req, data, true) : { ...req, body: once(bytes) }, problem: undefined };
     },
   };
+}
+
+/** Base64url without padding, as Connect GET's `base64=1` takes it. */
+function toBase64Url(bytes: Uint8Array): string {
+  let binary = "";
+  for (let i = 0; i < bytes.byteLength; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }
 
 /** Base64url (or standard base64), padded or not; what cannot be decoded is taken as one bad byte, which fails the check. */

@@ -1,4 +1,4 @@
-import { type Issue, invalid } from "../domain/errors.js";
+import { createIssueCollector, type Issue, invalid, problemCount } from "../domain/errors.js";
 
 /**
  * The deepest nesting of objects and arrays a JSON body may have. The
@@ -39,10 +39,12 @@ function stringEnd(text: string, start: number): number {
  * in one object (JSON.parse silently keeps the last, so what the client meant
  * is unknowable), and nesting deeper than MAX_JSON_DEPTH. One pass without
  * recursion, so no input can exhaust the stack. Stops quietly at a syntax
- * error: JSON.parse reports those better.
+ * error: JSON.parse reports those better. Past the collector's cap duplicates
+ * are only counted, so a body of one key repeated costs one pass and a set of
+ * its keys, not an issue each.
  */
 export function structureIssues(text: string): Issue[] {
-  const issues: Issue[] = [];
+  const issues = createIssueCollector();
   const stack: Frame[] = [];
   for (let i = 0; i < text.length; i++) {
     const c = text[i];
@@ -62,8 +64,12 @@ export function structureIssues(text: string): Issue[] {
         }
         // Keys compare decoded: "name" and "n\u0061me" are the same member.
         if (top.keys.has(key)) {
-          const path = join(top.path, key);
-          issues.push({ code: "DUPLICATE_KEY", message: `${path} is given twice; send each member once.`, field: key, path });
+          const named = key;
+          const parent = top.path;
+          issues.add(() => {
+            const path = join(parent, named);
+            return { code: "DUPLICATE_KEY", message: `${path} is given twice; send each member once.`, field: named, path };
+          });
         }
         top.keys.add(key);
         top.key = key;
@@ -84,7 +90,13 @@ export function structureIssues(text: string): Issue[] {
       else if (top?.kind === "array") top.index++;
     }
   }
-  return issues;
+  return issues.issues();
+}
+
+/** The message of an error made of JSON structure issues. */
+export function structureMessage(issues: readonly Issue[]): string {
+  const count = problemCount(issues);
+  return count === 1 ? (issues[0] as Issue).message : `The JSON has ${count} problems.`;
 }
 
 /**
@@ -94,8 +106,7 @@ export function structureIssues(text: string): Issue[] {
 export function parseStrictJson(text: string): unknown {
   const parsed = parseStrictJsonText(text);
   if (parsed.issues === undefined) return parsed.value;
-  const issues = parsed.issues;
-  throw invalid(issues, issues.length === 1 ? (issues[0] as Issue).message : `The JSON has ${issues.length} problems.`);
+  throw invalid(parsed.issues, structureMessage(parsed.issues));
 }
 
 /**

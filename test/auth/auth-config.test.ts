@@ -1,7 +1,7 @@
 // AUTH_* settings: explicit, safe defaults; insecure choices refused or opt-in;
 // every bad variable listed.
 import { describe, expect, it } from "vitest";
-import { parseAuthConfig } from "../../src/auth/auth-config.js";
+import { devIssuerProblem, isLoopbackHost, parseAuthConfig } from "../../src/auth/auth-config.js";
 
 describe("parseAuthConfig", () => {
   it("defaults to the local development issuer with explicit, safe settings", () => {
@@ -18,9 +18,48 @@ describe("parseAuthConfig", () => {
       introspection: undefined,
       introspectionCacheSeconds: 10,
       allowHttpIssuer: false,
+      allowDevIssuer: false,
+      requireAccessTokenTyp: true,
+      maxTokenLifetimeSeconds: 86_400,
+      introspectionRequireIssAud: true,
+      introspectionMaxPerSecond: 20,
+      // The development mode only: there every token is the developer's own.
+      noTenantClaimUsesDefault: true,
+      platformAdminClaim: "platform_admin",
     });
   });
 
+  it("lets a token without the tenant claim act on the default tenant only in the development mode, unless told", () => {
+    expect(parseAuthConfig({ AUTH_ISSUER: "https://i.example" }).config.noTenantClaimUsesDefault).toBe(false);
+    expect(parseAuthConfig({ AUTH_ISSUER: "https://i.example", AUTH_NO_TENANT_CLAIM_USES_DEFAULT: "true" }).config.noTenantClaimUsesDefault).toBe(true);
+    expect(parseAuthConfig({ AUTH_NO_TENANT_CLAIM_USES_DEFAULT: "false" }).config.noTenantClaimUsesDefault).toBe(false);
+  });
+
+  it("reads the token-check settings, listing bad values", () => {
+    const { config, problems } = parseAuthConfig({
+      AUTH_REQUIRE_AT_JWT_TYP: "false",
+      AUTH_MAX_TOKEN_LIFETIME_SECONDS: "3600",
+      AUTH_INTROSPECTION_REQUIRE_ISS_AUD: "false",
+      AUTH_INTROSPECTION_MAX_PER_SECOND: "100",
+      AUTH_PLATFORM_ADMIN_CLAIM: "ops",
+      AUTH_ALLOW_DEV_ISSUER: "true",
+    });
+    expect(problems).toEqual([]);
+    expect(config).toMatchObject({
+      requireAccessTokenTyp: false,
+      maxTokenLifetimeSeconds: 3600,
+      introspectionRequireIssAud: false,
+      introspectionMaxPerSecond: 100,
+      platformAdminClaim: "ops",
+      allowDevIssuer: true,
+    });
+    expect(parseAuthConfig({ AUTH_REQUIRE_AT_JWT_TYP: "no", AUTH_MAX_TOKEN_LIFETIME_SECONDS: "59", AUTH_INTROSPECTION_MAX_PER_SECOND: "0", AUTH_ALLOW_DEV_ISSUER: "1" }).problems).toEqual([
+      'AUTH_ALLOW_DEV_ISSUER must be true or false, not "1"',
+      'AUTH_REQUIRE_AT_JWT_TYP must be true or false, not "no"',
+      'AUTH_MAX_TOKEN_LIFETIME_SECONDS must be an integer from 60 to 31536000, not "59"',
+      'AUTH_INTROSPECTION_MAX_PER_SECOND must be an integer from 1 to 1000, not "0"',
+    ]);
+  });
   it("reads every variable", () => {
     const { config, problems } = parseAuthConfig({
       AUTH_ISSUER: "https://login.example.com/realms/acme",
@@ -103,5 +142,19 @@ describe("parseAuthConfig", () => {
       "AUTH_INTROSPECTION_CACHE_SECONDS",
     ]);
     expect(problems.join("\n")).not.toContain(secret);
+  });
+});
+
+describe("the development issuer and HOST", () => {
+  it("knows the loopback hosts", () => {
+    for (const host of ["127.0.0.1", "127.1.2.3", "localhost", "::1", "[::1]", "::ffff:127.0.0.1"]) expect(isLoopbackHost(host), host).toBe(true);
+    for (const host of ["0.0.0.0", "::", "10.0.0.1", "registry.example.com", "128.0.0.1"]) expect(isLoopbackHost(host), host).toBe(false);
+  });
+
+  it("is a start-up problem off loopback without AUTH_ISSUER, unless AUTH_ALLOW_DEV_ISSUER=true", () => {
+    expect(devIssuerProblem("0.0.0.0", parseAuthConfig({}).config)).toMatch(/^HOST "0.0.0.0" is not a loopback address and AUTH_ISSUER is unset: set AUTH_ISSUER/);
+    expect(devIssuerProblem("127.0.0.1", parseAuthConfig({}).config)).toBeUndefined();
+    expect(devIssuerProblem("0.0.0.0", parseAuthConfig({ AUTH_ALLOW_DEV_ISSUER: "true" }).config)).toBeUndefined();
+    expect(devIssuerProblem("0.0.0.0", parseAuthConfig({ AUTH_ISSUER: "https://i.example" }).config)).toBeUndefined();
   });
 });

@@ -40,6 +40,15 @@ describe("principalFromClaims", () => {
     expect(principalFromClaims({ sub: "a", tenant: "" }, mapping).tenant).toBeNull();
   });
 
+  it("marks a platform admin only by the configured claim set to true, refusing (401) a claim that is not a boolean", () => {
+    expect(principalFromClaims({ sub: "a", platform_admin: true }, mapping).platformAdmin).toBe(true);
+    expect(principalFromClaims({ sub: "a", platform_admin: false }, mapping).platformAdmin).toBe(false);
+    expect(principalFromClaims({ sub: "a" }, mapping).platformAdmin).toBe(false);
+    expect(principalFromClaims({ sub: "a", ops: true, platform_admin: true }, { ...mapping, platformAdminClaim: "ops" }).platformAdmin).toBe(true);
+    expect(principalFromClaims({ sub: "a", platform_admin: true }, { ...mapping, platformAdminClaim: "ops" }).platformAdmin).toBe(false);
+    expect(() => principalFromClaims({ sub: "a", platform_admin: "true" }, mapping)).toThrow(/"platform_admin" claim is not true or false/);
+  });
+
   it("refuses (401) a domains claim that is neither a list of names nor a string", () => {
     const thrown = (() => {
       try {

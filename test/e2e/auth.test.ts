@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
 import { AgentDefinitionService, ListAgentDefinitionsRequestSchema, UpsertAgentDefinitionRequestSchema } from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { ValidationErrorSchema } from "../../gen/asor/v1/error_pb.js";
-import { TenantAdminService } from "../../gen/asor/v1/tenant_admin_service_pb.js";
+import { ListTenantsRequestSchema, TenantAdminService } from "../../gen/asor/v1/tenant_admin_service_pb.js";
 import { now, sign, tamper } from "../auth/forge.js";
 import { withAuthorization } from "../support/auth.js";
 import { type FreshDatabase, forEachDatabase, testDatabases } from "../support/databases.js";
@@ -19,22 +19,29 @@ const DEFINITIONS = "/api/asor/v1/default/agentDefinition";
 
 describe("with an OpenID provider on loopback", () => {
   const writer: TestClient = { clientId: "writer", clientSecret: "writer-secret-0123456789", tenant: "default", domains: ["Development", "Setup: Agents"] };
+  /** A platform operator: the admin domain and agent domains, no tenant claim. */
+  const operator: TestClient = { clientId: "operator", clientSecret: "operator-secret-0123456789", domains: ["Setup: Tenants", "Setup: Agents"] };
+  /** Tenant acme's own administrator: the admin domain, scoped to acme. */
+  const acmeAdmin: TestClient = { clientId: "acme-admin", clientSecret: "acme-admin-secret-0123456789", tenant: "acme", domains: ["Setup: Tenants"] };
+  /** Scoped to acme, with the explicit platform admin claim. */
+  const acmePlatform: TestClient = { clientId: "acme-platform", clientSecret: "acme-platform-secret-0123456789", tenant: "acme", domains: ["Setup: Tenants"], platformAdmin: true };
   let issuer: TestIssuer;
   let database: FreshDatabase;
   let server: TestServer & { stop(): Promise<void> };
+  const issuerEnv = () => ({
+    AUTH_ISSUER: issuer.issuer,
+    AUTH_ALLOW_HTTP_ISSUER: "true",
+    AUTH_AUDIENCE: AUDIENCE,
+    AUTH_INTROSPECTION_CLIENT_ID: issuer.introspector.clientId,
+    AUTH_INTROSPECTION_CLIENT_SECRET: issuer.introspector.clientSecret,
+    // Revocation takes effect after the introspection cache time; with no cache, at once.
+    AUTH_INTROSPECTION_CACHE_SECONDS: "0",
+  });
 
   beforeAll(async () => {
-    issuer = await startOidcProvider([writer]);
+    issuer = await startOidcProvider([writer, operator, acmeAdmin, acmePlatform]);
     database = await testDatabases()[0]!.create();
-    server = await startServer(database, {
-      AUTH_ISSUER: issuer.issuer,
-      AUTH_ALLOW_HTTP_ISSUER: "true",
-      AUTH_AUDIENCE: AUDIENCE,
-      AUTH_INTROSPECTION_CLIENT_ID: issuer.introspector.clientId,
-      AUTH_INTROSPECTION_CLIENT_SECRET: issuer.introspector.clientSecret,
-      // Revocation takes effect after the introspection cache time; with no cache, at once.
-      AUTH_INTROSPECTION_CACHE_SECONDS: "0",
-    });
+    server = await startServer(database, issuerEnv());
   });
   afterAll(async () => {
     await server?.stop();
@@ -93,6 +100,75 @@ describe("with an OpenID provider on loopback", () => {
       expect(body.errors[0].error, what).toMatch(message);
       if (authorization) expect(text, what).not.toContain(authorization.slice(7, 40));
     }
+  });
+
+  it("refuses a token without the tenant claim (403, naming the claim) on every agent operation, by default with an issuer", async () => {
+    const bearer = `Bearer ${await issuer.token(operator)}`;
+    for (const path of [DEFINITIONS, "/asor/v1/agentDefinition"]) {
+      const res = await rest(bearer, {}, path);
+      expect(res.status, path).toBe(403);
+      expect((await res.json()).errors[0].error, path).toMatch(/no "tenant" claim/);
+    }
+    const connect = createClient(AgentDefinitionService, createConnectTransport({ baseUrl: server.baseUrl, httpVersion: "1.1", interceptors: [withAuthorization(bearer)] }));
+    const err = (await connect.listAgentDefinitions({}).catch((e: unknown) => e)) as ConnectError;
+    expect(err.code).toBe(Code.PermissionDenied);
+    expect(err.rawMessage).toMatch(/no "tenant" claim/);
+  });
+
+  it("lets a token without the tenant claim act on the default tenant where AUTH_NO_TENANT_CLAIM_USES_DEFAULT=true", async () => {
+    const other = await testDatabases()[0]!.create();
+    const lenient = await startServer(other, { ...issuerEnv(), AUTH_NO_TENANT_CLAIM_USES_DEFAULT: "true" });
+    try {
+      const bearer = `Bearer ${await issuer.token(operator)}`;
+      expect((await fetch(`${lenient.baseUrl}${DEFINITIONS}`, { headers: { authorization: bearer } })).status).toBe(200);
+      expect((await fetch(`${lenient.baseUrl}/api/asor/v1/beta/agentDefinition`, { headers: { authorization: bearer } })).status).toBe(403);
+    } finally {
+      await lenient.stop();
+      await other.cleanup();
+    }
+  });
+
+  it("refuses the tenant admin RPCs to a tenant's own admin token, and admits a platform operator's on every surface", async () => {
+    const admin = (bearer: string) => createClient(TenantAdminService, createConnectTransport({ baseUrl: server.baseUrl, httpVersion: "1.1", interceptors: [withAuthorization(bearer)] }));
+    const scoped = `Bearer ${await issuer.token(acmeAdmin)}`;
+    const listed = await rest(scoped, {}, "/asor/v1/admin/tenants");
+    expect(listed.status).toBe(403);
+    expect((await listed.json()).errors[0].error).toMatch(/acts on every tenant.*not one for tenant "acme"/);
+    const created = await rest(
+      scoped,
+      { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: "evil", sequencePrefix: "E-" }) },
+      "/asor/v1/admin/tenants",
+    );
+    expect(created.status).toBe(403);
+    expect(
+      (
+        (await admin(scoped)
+          .listTenants({})
+          .catch((e: unknown) => e)) as ConnectError
+      ).code,
+    ).toBe(Code.PermissionDenied);
+    expect(
+      (
+        (await admin(scoped)
+          .createTenant({ name: "evil2" })
+          .catch((e: unknown) => e)) as ConnectError
+      ).code,
+    ).toBe(Code.PermissionDenied);
+    const grpc = createGrpcJsClient(TenantAdminService, `127.0.0.1:${server.port}`, scoped);
+    try {
+      const err = (await grpc.call("listTenants", create(ListTenantsRequestSchema, {})).catch((e: unknown) => e)) as ServiceError;
+      expect(err.code).toBe(grpcStatus.PERMISSION_DENIED);
+    } finally {
+      grpc.close();
+    }
+
+    const platform = `Bearer ${await issuer.token(operator)}`;
+    expect((await admin(platform).createTenant({ name: "made-by-operator", sequencePrefix: "OP-" })).name).toBe("made-by-operator");
+    const flagged = `Bearer ${await issuer.token(acmePlatform)}`;
+    const names = (await admin(flagged).listTenants({})).tenants.map((t) => t.name);
+    expect(names).toContain("made-by-operator");
+    expect(names).not.toContain("evil");
+    expect(names).not.toContain("evil2");
   });
 
   it("answers UNAUTHENTICATED over gRPC and Connect with the same detail", async () => {
@@ -190,6 +266,20 @@ forEachDatabase((db) => {
       const defaultList = await (await rest("/asor/v1/agentDefinition?limit=100", server().authorization)).json();
       expect(defaultList.data.map((d: { name: string }) => d.name)).not.toContain("Beta only");
       expect((await rest(`/asor/v1/agentDefinition/${created.id}`, server().authorization)).status).toBe(404);
+    });
+
+    it("refuses the tenant admin RPCs to a token scoped to a tenant, even holding the admin domain", async () => {
+      const admin = async (authorization: string) =>
+        createClient(TenantAdminService, createConnectTransport({ baseUrl: server().baseUrl, httpVersion: "1.1", interceptors: [withAuthorization(authorization)] }));
+      const betaAdmin = await server().bearer({ tenant: "beta", domains: ["Setup: Tenants"] });
+      expect(await denied((await admin(betaAdmin)).listTenants({}))).toBe(Code.PermissionDenied);
+      expect(await denied((await admin(betaAdmin)).createTenant({ name: "beta-made", sequencePrefix: "BM-" }))).toBe(Code.PermissionDenied);
+      expect((await rest("/asor/v1/admin/tenants", betaAdmin)).status).toBe(403);
+      // A platform operator's token: no tenant claim, or the platform admin claim.
+      const operator = await server().bearer({ tenant: null, domains: ["Setup: Tenants"] });
+      expect((await (await admin(operator)).listTenants({})).tenants.map((t) => t.name)).not.toContain("beta-made");
+      const flagged = await server().bearer({ tenant: "beta", domains: ["Setup: Tenants"], platformAdmin: true });
+      expect((await rest("/asor/v1/admin/tenants", flagged)).status).toBe(200);
     });
 
     it("limits a token without a tenant claim to the default tenant", async () => {

@@ -21,7 +21,7 @@ import { type FreshDatabase, testDatabases } from "../support/databases.js";
 import { minimalDefinition } from "../support/definitions.js";
 
 const caller = (domains: string[], tenant: string | null = "default"): Call => ({
-  principal: { subject: "test", tenant, domains: new Set(domains) } satisfies Principal,
+  principal: { subject: "test", tenant, domains: new Set(domains), platformAdmin: false } satisfies Principal,
 });
 const EVERYTHING = caller(["Development", "Setup: Agents", "Setup: Tenants"]);
 
@@ -59,6 +59,7 @@ describe("the registry operations, in memory", () => {
       tenants: createTenantService(repository),
       defaultTenant: config.defaultTenant,
       adminDomain: config.adminDomain,
+      claims: config.auth,
     });
   });
   afterAll(async () => {
@@ -141,6 +142,16 @@ describe("the registry operations, in memory", () => {
       expect(thrown).toBeInstanceOf(RegistryError);
       expect((thrown as RegistryError).code).toBe("PERMISSION_DENIED");
     }
+  });
+
+  it("admits to the tenant admin operations only callers without a tenant claim or with the platform admin claim", () => {
+    const listTenants = op(TenantAdminService.method.listTenants);
+    const admin = (tenant: string | null, platformAdmin: boolean) => ({ subject: "t", tenant, domains: new Set(["Setup: Tenants"]), platformAdmin });
+    expect(() => admit(listTenants, admin(null, false))).not.toThrow();
+    expect(() => admit(listTenants, admin("acme", true))).not.toThrow();
+    expect(() => admit(listTenants, admin("acme", false))).toThrow(/acts on every tenant.*no "tenant" claim, or "platform_admin": true.*not one for tenant "acme"/);
+    // The agent operations are the tenant's own: the tenant claim is what scopes them.
+    expect(() => admit(op(AgentDefinitionService.method.listAgentDefinitions), { ...admin("acme", false), domains: new Set(["Development"]) })).not.toThrow();
   });
 
   it("sets up tenants through the admin operations", async () => {

@@ -23,6 +23,16 @@ export interface TestClient {
   readonly scope?: string;
   readonly tenant?: string;
   readonly domains?: readonly string[];
+  /** Sets the `platform_admin` claim to true in its access tokens. */
+  readonly platformAdmin?: boolean;
+}
+
+/** Switches a test can flip on the running issuer, to make it misbehave as real ones do. */
+export interface IssuerFaults {
+  /** The JWKS endpoint answers 503 while true. */
+  jwksDown: boolean;
+  /** Rewrites each introspection answer (e.g. to strip `iss` and `aud`); undefined: answered as the provider made it. */
+  introspectionAnswer: ((answer: Record<string, unknown>) => Record<string, unknown>) | undefined;
 }
 
 export interface TestIssuer {
@@ -38,6 +48,16 @@ export interface TestIssuer {
   token(client: TestClient, options?: { resource?: string; scope?: string }): Promise<string>;
   /** Revokes a token (RFC 7009) as the client that got it. */
   revoke(client: TestClient, token: string): Promise<void>;
+  /**
+   * An OpenID Connect ID token the provider signs for `client` (its `aud` is
+   * the client_id), as its authorization endpoint would hand out after a
+   * login, with a `nonce`. Made through the provider's own IdToken model: the
+   * login interaction itself is not what is under test.
+   */
+  idToken(client: TestClient, subject: string): Promise<string>;
+  /** Counts of requests per endpoint path (e.g. `/jwks`, `/token/introspection`). */
+  requests(path: string): number;
+  readonly faults: IssuerFaults;
   close(): Promise<void>;
 }
 
@@ -111,8 +131,23 @@ export async function startOidcProvider(clients: readonly TestClient[]): Promise
       return {
         ...(client.tenant === undefined ? {} : { tenant: client.tenant }),
         ...(client.domains === undefined ? {} : { domains: [...client.domains] }),
+        ...(client.platformAdmin === true ? { platform_admin: true } : {}),
       };
     },
+  });
+  const faults: IssuerFaults = { jwksDown: false, introspectionAnswer: undefined };
+  const counts = new Map<string, number>();
+  provider.use(async (ctx, next) => {
+    counts.set(ctx.path, (counts.get(ctx.path) ?? 0) + 1);
+    if (ctx.path === "/jwks" && faults.jwksDown) {
+      ctx.status = 503;
+      ctx.body = "down for the test";
+      return;
+    }
+    await next();
+    if (ctx.path === "/token/introspection" && faults.introspectionAnswer !== undefined && ctx.status === 200) {
+      ctx.body = faults.introspectionAnswer(ctx.body as Record<string, unknown>);
+    }
   });
   server.on("request", provider.callback());
 
@@ -138,6 +173,18 @@ export async function startOidcProvider(clients: readonly TestClient[]): Promise
       if (!response.ok || json.access_token === undefined) throw new Error(`token request failed: ${response.status} ${json.error}: ${json.error_description}`);
       return json.access_token;
     },
+    async idToken(client, subject) {
+      const registered = await provider.Client.find(client.clientId);
+      if (registered === undefined) throw new Error(`no client ${client.clientId}`);
+      const token = new provider.IdToken({ sub: subject }, { client: registered });
+      // The scope the claims are masked with, as the authorization endpoint sets it (not in the model's types).
+      Object.assign(token, { scope: "openid" });
+      token.set("nonce", crypto.randomUUID());
+      token.set("auth_time", Math.floor(Date.now() / 1000));
+      return token.issue({ use: "idtoken" });
+    },
+    requests: (path) => counts.get(path) ?? 0,
+    faults,
     async revoke(client, token) {
       const response = await post("/token/revocation", client, { token, token_type_hint: "access_token" });
       if (!response.ok) throw new Error(`revocation failed: ${response.status} ${await response.text()}`);

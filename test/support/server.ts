@@ -17,10 +17,16 @@ export interface TestServer {
   readonly port: number;
   /** http://127.0.0.1:<port> */
   readonly baseUrl: string;
-  /** `Bearer <token>` for the tenant `default` with every domain. */
+  /**
+   * `Bearer <token>` for the tenant `default` with every domain and the
+   * platform admin claim (so the tenant admin RPCs admit it too).
+   */
   readonly authorization: string;
-  /** `Bearer <token>` from the server's local development issuer; `tenant: null` leaves the tenant claim out. */
-  bearer(claims?: { tenant?: string | null; domains?: readonly string[]; ttlSeconds?: number }): Promise<string>;
+  /**
+   * `Bearer <token>` from the server's local development issuer; `tenant: null`
+   * leaves the tenant claim out; `platformAdmin` sets the platform admin claim.
+   */
+  bearer(claims?: { tenant?: string | null; domains?: readonly string[]; ttlSeconds?: number; platformAdmin?: boolean }): Promise<string>;
 }
 
 /** Starts a server on port 0 against `database` (logging to `logger`, else nowhere); stop it with the returned function. */
@@ -46,13 +52,13 @@ export async function startServer(
   const node = createNodeServer(app);
   const port = await listen(node.server, 0, "127.0.0.1");
   const issuer = await openLocalIssuer(keyStore, config.auth);
-  const bearer: TestServer["bearer"] = async ({ tenant = "default", domains = ALL_DOMAINS, ttlSeconds } = {}) =>
-    `Bearer ${await issuer.issue({ domains, ...(tenant === null ? {} : { tenant }), ...(ttlSeconds === undefined ? {} : { ttlSeconds }) })}`;
+  const bearer: TestServer["bearer"] = async ({ tenant = "default", domains = ALL_DOMAINS, ttlSeconds, platformAdmin = false } = {}) =>
+    `Bearer ${await issuer.issue({ domains, platformAdmin, ...(tenant === null ? {} : { tenant }), ...(ttlSeconds === undefined ? {} : { ttlSeconds }) })}`;
   return {
     app,
     port,
     baseUrl: `http://127.0.0.1:${port}`,
-    authorization: await bearer(),
+    authorization: await bearer({ platformAdmin: true }),
     bearer,
     async stop() {
       await node.close();

@@ -1,0 +1,58 @@
+/**
+ * The access log's rules for failures (issue 12, items 6 and 9): every 500 gives an error line
+ * naming the request, even one no handler saw; a client that left is an info line with 499.
+ */
+import { describe, expect, it } from "vitest";
+import type { Logger } from "../../src/logger.js";
+import { createMetrics } from "../../src/observability/metrics.js";
+import { createRequestTracker } from "../../src/observability/request-tracker.js";
+
+function capturingLogger(): Logger & { lines: Record<string, unknown>[] } {
+  const lines: Record<string, unknown>[] = [];
+  const write =
+    (level: string) =>
+    (message: string, fields: Record<string, unknown> = {}) =>
+      void lines.push({ level, message, ...fields });
+  return { lines, info: write("info"), warn: write("warn"), error: write("error") };
+}
+
+const tracker = () => {
+  const logger = capturingLogger();
+  const metrics = createMetrics({ poolStats: () => ({ used: 0, free: 0, pendingAcquires: 0, max: 1 }) });
+  return { logger, requests: createRequestTracker({ logger, metrics }) };
+};
+
+describe("the request tracker", () => {
+  it("logs a 500 that no handler logged at error, with its request id", () => {
+    const { logger, requests } = tracker();
+    const record = requests.start({ method: "POST", path: "/asor.v1.AgentDefinitionService/UpsertAgentDefinition", requestIdHeader: "unseen-500" });
+    record.protocol = "connect";
+    requests.finish(record, { status: 500, completed: true });
+    expect(logger.lines.filter((l) => l.level === "error")).toEqual([expect.objectContaining({ requestId: "unseen-500", status: 500 })]);
+  });
+
+  it("logs a gRPC answer ending in INTERNAL that no handler logged", () => {
+    const { logger, requests } = tracker();
+    const record = requests.start({ method: "POST", path: "/asor.v1.AgentDefinitionService/UpsertAgentDefinition", requestIdHeader: "grpc-internal" });
+    record.protocol = "grpc";
+    requests.finish(record, { status: 200, completed: true, wireCode: "internal" });
+    expect(logger.lines.filter((l) => l.level === "error")).toEqual([expect.objectContaining({ requestId: "grpc-internal", code: "internal" })]);
+  });
+
+  it("does not log a 500 twice once its cause was logged", () => {
+    const { logger, requests } = tracker();
+    const record = requests.start({ method: "GET", path: "/api/asor/v1/default/agentDefinition", requestIdHeader: "logged" });
+    record.protocol = "rest";
+    record.failureLogged = true;
+    requests.finish(record, { status: 500, completed: true });
+    expect(logger.lines.filter((l) => l.level === "error")).toEqual([]);
+  });
+
+  it("a client that left is one info line with 499 and code canceled, whatever Connect wrote after it left", () => {
+    const { logger, requests } = tracker();
+    const record = requests.start({ method: "POST", path: "/asor.v1.AgentDefinitionService/UpsertAgentDefinition", requestIdHeader: "left" });
+    record.protocol = "grpc";
+    requests.finish(record, { status: 200, completed: false, wireCode: "invalid_argument" });
+    expect(logger.lines).toEqual([expect.objectContaining({ level: "info", message: "request", requestId: "left", status: 499, code: "canceled" })]);
+  });
+});
