@@ -28,7 +28,10 @@ export async function createBenchDatabase(options: {
   readonly dataDir: string;
   readonly tenant: string;
   readonly sequencePrefix: string;
+  /** Keep the MariaDB database and its tenant when they exist (a run kept with --keep): seeding tops it up. */
+  readonly reuse?: boolean;
 }): Promise<BenchDatabase> {
+  let reused = false;
   let database: BenchDatabase;
   if (options.serverUrl === undefined) {
     database = { kind: "sqlite", databaseUrl: undefined, description: `SQLite in ${options.dataDir}`, drop: async () => undefined };
@@ -39,8 +42,12 @@ export async function createBenchDatabase(options: {
       createConnection({ host: server.hostname, port: Number(server.port || 3306), user: decodeURIComponent(server.username), password: decodeURIComponent(server.password) });
     const admin = await connect();
     try {
-      await admin.query(`DROP DATABASE IF EXISTS \`${options.name}\``);
-      await admin.query(`CREATE DATABASE \`${options.name}\` CHARACTER SET utf8mb4`);
+      const [existing] = await admin.query("SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?", [options.name]);
+      reused = options.reuse === true && (existing as unknown[]).length > 0;
+      if (!reused) {
+        await admin.query(`DROP DATABASE IF EXISTS \`${options.name}\``);
+        await admin.query(`CREATE DATABASE \`${options.name}\` CHARACTER SET utf8mb4`);
+      }
     } finally {
       await admin.end();
     }
@@ -67,7 +74,7 @@ export async function createBenchDatabase(options: {
   }
   const repository = await createKnexRepository({ databaseUrl: database.databaseUrl, dataDir: options.dataDir });
   try {
-    await repository.createTenant(options.tenant, options.sequencePrefix);
+    if (!(reused && (await repository.getTenant(options.tenant)) !== undefined)) await repository.createTenant(options.tenant, options.sequencePrefix);
   } finally {
     await repository.close();
   }

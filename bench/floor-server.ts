@@ -200,7 +200,7 @@ function createFloor(db: FloorDatabase, dialect: "mysql" | "sqlite") {
       }
       const id = randomBytes(16).toString("hex");
       const doc = JSON.stringify({ ...body, id, reference_id: agent.reference_id });
-      await query(writes.insertDefinition, [id, tenant, name, providerId, version, agent.number, doc, binaryStandIn(doc), now, now]);
+      await query(writes.insertDefinition, [id, tenant, name, providerId, version, agent.number, doc, binaryStandIn(doc), now, now, now, 1]);
       return doc;
     });
     return [201, document];

@@ -30,6 +30,8 @@ export interface LoadJob {
   /** `list`: the page. */
   readonly limit: number;
   readonly offset: number;
+  /** `list` over REST: more query parameters (filters, `pageToken`), sent instead of `offset`. */
+  readonly query?: string;
 }
 
 export interface LoadResult {

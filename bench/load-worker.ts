@@ -45,7 +45,7 @@ function restRequest(job: LoadJob, phase: string): autocannon.Request {
       return { method: "GET", path: job.restPath, headers, setupRequest: (req) => ({ ...req, path: `${job.restPath}/${id()}` }) };
     }
     case "list":
-      return { method: "GET", path: `${job.restPath}?limit=${job.limit}&offset=${job.offset}`, headers };
+      return { method: "GET", path: `${job.restPath}?limit=${job.limit}&${job.query ?? `offset=${job.offset}`}`, headers };
     case "create": {
       const name = nameMaker(job, phase);
       return { method: "POST", path: job.restPath, headers, setupRequest: (req) => ({ ...req, body: benchBody(template, name()) }) };

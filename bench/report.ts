@@ -1,7 +1,7 @@
 /** The run's results as Markdown tables (pasted into BENCHMARKS.md) and as JSON. */
 import type { Measurement } from "./measure.js";
 import { limitOf } from "./measure.js";
-import { KIND_LABELS, KINDS, type Kind, type Scenario } from "./scenarios.js";
+import { KIND_LABELS, KINDS, type Kind, type Scenario, SEARCH_KINDS } from "./scenarios.js";
 
 export interface Row {
   /** The definitions in the tenant when the scenario started. */
@@ -42,7 +42,7 @@ function find(rows: readonly Row[], size: number, id: string): Row | undefined {
 function scenarioTable(rows: readonly Row[], sizes: readonly number[]): string {
   const out: string[][] = [];
   for (const size of sizes) {
-    for (const kind of KINDS) {
+    for (const kind of [...KINDS, ...SEARCH_KINDS]) {
       const service = find(rows, size, `service rest ${kind}`);
       const floor = find(rows, size, `floor rest ${kind}`);
       if (service === undefined && floor === undefined) continue;
@@ -115,7 +115,7 @@ function surfaceTable(rows: readonly Row[], size: number): string {
 function growthTable(rows: readonly Row[], sizes: readonly number[], listTotals: ReadonlyMap<number, number>): string {
   const header = ["scenario", ...sizes.map((s) => `${count(s)}: rps`), ...sizes.map((s) => `${count(s)}: p50 / p99 ms`), `rps ${count(sizes[sizes.length - 1]!)} ÷ ${count(sizes[0]!)}`];
   const out: string[][] = [];
-  const kinds: Kind[] = [...KINDS];
+  const kinds: Kind[] = [...KINDS, ...SEARCH_KINDS];
   for (const kind of kinds) {
     const ms_ = sizes.map((size) => find(rows, size, `service rest ${kind}`)?.measurement);
     if (ms_.every((m) => m === undefined)) continue;

@@ -18,10 +18,10 @@ import type { LoadJob } from "./load-job.js";
 import { type Measurement, measure } from "./measure.js";
 import { type BenchOptions, parseOptions } from "./options.js";
 import { listenerPid, loadAverage, pidsNamed, untilIdle } from "./proc-stats.js";
-import { type ServerProcess, serviceCommand, startLoadProcess, startServer, tsxCommand } from "./processes.js";
+import { denoServiceCommand, type ServerProcess, serviceCommand, startLoadProcess, startServer, tsxCommand } from "./processes.js";
 import { markdownReport, type Row } from "./report.js";
-import { operationOf, type Scenario, scenariosAt } from "./scenarios.js";
-import { openSeeder, type Seeder } from "./seed.js";
+import { operationOf, type Scenario, type SearchKind, scenariosAt } from "./scenarios.js";
+import { ONE_PERCENT_TAG, ONE_PERCENT_WORD, onePercentOf, openSeeder, type Seeder } from "./seed.js";
 
 const TENANT = "bench";
 const DOMAINS = ["Development", "Setup: Agents"];
@@ -37,7 +37,8 @@ async function main(options: BenchOptions): Promise<number> {
   let failures = 0;
   try {
     // What production runs: the compiled entry (built first when stale), or, for a --service checkout from before the build, its source under tsx.
-    const serviceProcess = serviceCommand(options.serviceDir);
+    // --deno: what npm run start:deno runs (the sources, no build).
+    const serviceProcess = options.deno ? denoServiceCommand({ DATA_DIR: dataDir }) : serviceCommand(options.serviceDir);
     log(`data dir ${dataDir}; preparing the ${options.sqlite ? "SQLite" : "MariaDB"} database`);
     const database = await createBenchDatabase({
       serverUrl: options.sqlite ? undefined : options.mysqlUrl,
@@ -45,6 +46,7 @@ async function main(options: BenchOptions): Promise<number> {
       dataDir,
       tenant: TENANT,
       sequencePrefix: "BENCH-",
+      reuse: options.reuse,
     });
     if (!options.keep) cleanup.push(() => database.drop());
     const storageEnv: Record<string, string> = { DATA_DIR: dataDir, ...(database.databaseUrl === undefined ? {} : { DATABASE_URL: database.databaseUrl }) };
@@ -58,7 +60,7 @@ async function main(options: BenchOptions): Promise<number> {
 
     const cpuProf = options.cpuProf === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", resolve(options.cpuProf)];
     // The service as configured by default (LOG_LEVEL info: a log line per request, written to a file here).
-    log(`the service: node ${[...cpuProf, ...serviceProcess.args].join(" ")} (in ${serviceProcess.cwd})`);
+    log(`the service: ${serviceProcess.executable ?? "node"} ${[...cpuProf, ...serviceProcess.args].join(" ")} (in ${serviceProcess.cwd})`);
     const service = await startServer("the service", serviceProcess, "agent definition registry listening", { ...storageEnv, PORT: "0", LOG_LEVEL: "info" }, dataDir, cpuProf);
     cleanup.unshift(() => service.stop());
     const floor = await startServer("the floor server", tsxCommand("bench/floor-server.ts"), "floor listening", { ...storageEnv, PORT: "0" }, dataDir);
@@ -90,7 +92,7 @@ async function main(options: BenchOptions): Promise<number> {
       log(`size ${size}: seeded ${added} definitions in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
       if (added > 0) await checkRoundTrip(service, authorization, seeder);
       const { ids, names } = await seeder.sample(1000);
-      const scenarios = scenariosAt(size, options.surfacesAt, options.only);
+      const scenarios = scenariosAt(size, options.surfacesAt, options.only, options.search);
       // Before the first round, every scenario runs once unmeasured: a scenario's own warm-up is too short to compile
       // every code path of a process that has served nothing yet, so the first scenarios would pay for it.
       const warmups = size === options.sizes[0] && options.warmupSeconds > 0 ? scenarios : [];
@@ -99,6 +101,8 @@ async function main(options: BenchOptions): Promise<number> {
         const definitions = await seeder.count();
         const target = scenario.target === "service" ? service : floor;
         if (scenario.kind === "list-first" && scenario.target === "service" && !warmingUp) listTotals.set(size, await listTotal(service, authorization));
+        const query = scenario.kind.startsWith("search-") ? await searchQuery(service, authorization, scenario.kind as SearchKind, definitions) : undefined;
+        if (scenario.kind === "search-first" && !warmingUp) listTotals.set(size, definitions);
         const job: LoadJob = {
           surface: scenario.surface,
           operation: operationOf(scenario.kind),
@@ -114,12 +118,14 @@ async function main(options: BenchOptions): Promise<number> {
           createPrefix: `${createPrefix} ${jobNumber++}`,
           limit: PAGE,
           offset: scenario.kind === "list-deep" ? Math.max(0, definitions - PAGE) : 0,
+          ...(query === undefined ? {} : { query }),
         };
         const measured = await measure(load, job, target.pid, databasePids);
         if (warmingUp) {
           await settle(target.pid);
           // The measured reads must see the round's size exactly.
-          if (index === warmups.length - 1) await seeder.removeCreated(createPrefix);
+          // The search scenarios create nothing (and the lookup by name prefix would take long at a million).
+          if (index === warmups.length - 1 && !options.search) await seeder.removeCreated(createPrefix);
           continue;
         }
         // A scenario in which no request completes has failed too, even if none was refused.
@@ -135,7 +141,7 @@ async function main(options: BenchOptions): Promise<number> {
           if (stderr !== "") log(`  ${target.name}'s stderr ends with:\n${stderr.slice(-2000)}`);
         }
       }
-      const removed = await seeder.removeCreated(createPrefix);
+      const removed = options.search ? 0 : await seeder.removeCreated(createPrefix);
       if (removed > 0) log(`size ${size}: removed the ${removed} definitions the create scenarios made`);
     }
     if (rows.some((r) => r.scenario.target === "service") && service.stderr().trim() !== "") log(`the service's stderr:\n${service.stderr().slice(-4000)}`);
@@ -179,8 +185,64 @@ async function checkRoundTrip(service: ServerProcess, authorization: string, see
   if (expected === undefined) return;
   const response = await fetch(`${service.baseUrl}/api/asor/v1/${TENANT}/agentDefinition/${expected.id}`, { headers: { authorization } });
   const body = await response.text();
-  if (response.status !== 200 || body !== JSON.stringify(expected.json)) {
-    throw new Error(`A seeded definition does not read back as written: GET ${expected.id} answered ${response.status} ${body.slice(0, 300)}`);
+  // The registry's `meta` (status, revision, timestamps) is spliced into answers from its own columns, never stored in the document.
+  const withoutMeta = (text: string): string => {
+    try {
+      const { meta: _meta, ...rest } = JSON.parse(text) as Record<string, unknown>;
+      return JSON.stringify(rest);
+    } catch {
+      return text;
+    }
+  };
+  if (response.status !== 200 || withoutMeta(body) !== JSON.stringify(expected.json)) {
+    const got = withoutMeta(body);
+    const want = JSON.stringify(expected.json);
+    let at = 0;
+    while (at < got.length && got[at] === want[at]) at++;
+    throw new Error(
+      `A seeded definition does not read back as written: GET ${expected.id} answered ${response.status}, differing at ${at}: ${got.slice(Math.max(0, at - 100), at + 200)} instead of ${want.slice(Math.max(0, at - 100), at + 200)}`,
+    );
+  }
+}
+
+/** How deep the search-deep scenario's page is: the page after this many pages, each reached by the previous one's token. */
+const DEEP_PAGES = 500;
+
+/**
+ * The query string of a search scenario, after checking that its `total` is exact: every
+ * definition (the first page, the counters), or the 1 % the seeding marked (`tag`, `q`). For
+ * search-deep, walks DEEP_PAGES pages by their tokens (fewer when the tenant ends sooner) and
+ * answers the token of the next one.
+ */
+async function searchQuery(service: ServerProcess, authorization: string, kind: SearchKind, definitions: number): Promise<string> {
+  const page = async (query: string) => {
+    const response = await fetch(`${service.baseUrl}/api/asor/v1/${TENANT}/agentDefinition?limit=${PAGE}&${query}`, { headers: { authorization } });
+    if (response.status !== 200) throw new Error(`GET list ?${query} answered ${response.status}: ${await response.text()}`);
+    return (await response.json()) as { total: number; data: unknown[]; nextPageToken?: string };
+  };
+  const exact = async (query: string, expected: number): Promise<string> => {
+    const { total } = await page(query);
+    if (total !== expected) throw new Error(`GET list ?${query} answered total ${total}; the tenant holds ${expected} such definitions.`);
+    return query;
+  };
+  switch (kind) {
+    case "search-first":
+      return exact("orderBy=createdAt", definitions);
+    case "search-tag":
+      return exact(`tag=${ONE_PERCENT_TAG}`, onePercentOf(definitions));
+    case "search-q":
+      return exact(`q=${ONE_PERCENT_WORD}`, onePercentOf(definitions));
+    case "search-deep": {
+      let token: string | undefined;
+      let depth = 0;
+      for (let next = (await page("")).nextPageToken; next !== undefined && depth < DEEP_PAGES; depth++) {
+        token = next;
+        next = (await page(`pageToken=${token}`)).nextPageToken;
+      }
+      if (token === undefined) throw new Error("The list has one page only: no token to go deep with.");
+      log(`  search-deep: the page ${depth} tokens deep (rows ${depth * PAGE + 1}-${(depth + 1) * PAGE} of ${definitions})`);
+      return `pageToken=${token}`;
+    }
   }
 }
 

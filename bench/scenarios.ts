@@ -2,7 +2,11 @@
 import type { Operation, Surface } from "./load-job.js";
 
 /** What a scenario does, independent of where it sends it. */
-export type Kind = "get" | "list-first" | "list-deep" | "update" | "create";
+export type Kind = "get" | "list-first" | "list-deep" | "update" | "create" | SearchKind;
+
+/** The search scenarios (`--search`), over REST only. */
+export type SearchKind = "search-first" | "search-deep" | "search-tag" | "search-q";
+export const SEARCH_KINDS: readonly SearchKind[] = ["search-first", "search-deep", "search-tag", "search-q"];
 
 /** The service, or the floor server (plain node:http + the driver). */
 export type Target = "service" | "floor";
@@ -23,10 +27,14 @@ export const KIND_LABELS: Record<Kind, string> = {
   get: "GET by id",
   "list-first": "GET list, first page",
   "list-deep": "GET list, last page",
+  "search-first": "GET list, first page (total from the counters)",
+  "search-deep": "GET list, a page 500 tokens deep",
+  "search-tag": "GET list, tag matching 1 %",
+  "search-q": "GET list, q matching 1 %",
 };
 
 export function operationOf(kind: Kind): Operation {
-  return kind === "list-first" || kind === "list-deep" ? "list" : kind;
+  return kind === "list-first" || kind === "list-deep" || kind.startsWith("search-") ? "list" : (kind as Operation);
 }
 
 const scenario = (target: Target, surface: Surface, kind: Kind): Scenario => ({ id: `${target} ${surface} ${kind}`, target, surface, kind });
@@ -37,9 +45,13 @@ const scenario = (target: Target, surface: Surface, kind: Kind): Scenario => ({ 
  * tops up from there). Each service scenario is followed by its floor. At
  * `surfacesAt`, the same operations also run over Connect and gRPC.
  */
-export function scenariosAt(size: number, surfacesAt: number, only: RegExp | undefined): Scenario[] {
+export function scenariosAt(size: number, surfacesAt: number, only: RegExp | undefined, search = false): Scenario[] {
   const sideBySide = size === surfacesAt;
   const list: Scenario[] = [];
+  if (search) {
+    for (const kind of SEARCH_KINDS) list.push(scenario("service", "rest", kind));
+    return only === undefined ? list : list.filter((s) => only.test(s.id));
+  }
   const both = (kind: Kind): void => void list.push(scenario("service", "rest", kind), scenario("floor", "rest", kind));
   const surfaces = (kind: Kind): void => {
     if (sideBySide) list.push(scenario("service", "connect", kind), scenario("service", "grpc", kind));

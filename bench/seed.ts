@@ -8,18 +8,31 @@
  * answers that document (see `expected`).
  */
 import { randomBytes } from "node:crypto";
-import { clone, fromJson, type JsonObject, type JsonValue, toJson } from "@bufbuild/protobuf";
+import { clone, create, fromJson, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
 import type { Knex } from "knex";
-import { AgentDefinitionSchema } from "../gen/asor/v1/agent_definition_pb.js";
+import { AgentDefinitionSchema, SkillTagSchema } from "../gen/asor/v1/agent_definition_pb.js";
 import { withDerivedFields } from "../src/domain/derived-fields.js";
 import { type Dialect, openDatabase } from "../src/storage/connection.js";
 import { agentReferenceId, encodeDefinition, toDatabaseTimestamp } from "../src/storage/rows.js";
+import { searchTermsOf, searchTextOf } from "../src/storage/search-index.js";
 import { BENCH_PROVIDER, BENCH_VERSION, benchDefinition } from "./definition.js";
 
 /** Rows per batch: about 5 MB of documents (JSON, and binary written as hex), well under MariaDB's default 16 MB max_allowed_packet. */
 const batchSize = 1000;
 /** Rows per INSERT statement on SQLite: knex writes a multi-row insert as a compound SELECT, which SQLite caps at 500 terms. */
 const sqliteRowsPerInsert = 400;
+
+/**
+ * One seeded definition in a hundred (agent numbers divisible by 100) has this extra skill tag and
+ * this word in its description: what the search scenarios' `tag` and `q` find, about 1 % of the tenant.
+ */
+export const ONE_PERCENT_TAG = "one-percent";
+export const ONE_PERCENT_WORD = "quasar";
+
+/** How many of the agents numbered 1 to `n` carry the 1 % markers. */
+export function onePercentOf(n: number): number {
+  return Math.floor(n / 100);
+}
 
 /** The prefix of every seeded definition's name; updates POST these names again. */
 export const SEEDED_NAME_PREFIX = "Bench Agent ";
@@ -63,14 +76,24 @@ export async function openSeeder(options: { readonly databaseUrl: string | undef
     const now = toDatabaseTimestamp(new Date());
     const agents = [];
     const definitions = [];
+    const terms: ReturnType<typeof searchTermsOf>[] = [];
+    const texts: string[] = [];
     for (let i = 0; i < n; i++) {
       const number = first + i;
       const referenceId = agentReferenceId(prefix, number);
       const input = clone(AgentDefinitionSchema, base);
       input.name = `${SEEDED_NAME_PREFIX}${number}`;
+      if (number % 100 === 0) {
+        input.description = `${input.description} ${ONE_PERCENT_WORD}`;
+        input.skills[0]?.tags.push(create(SkillTagSchema, { tag: ONE_PERCENT_TAG }));
+      }
       const definition = await withDerivedFields(input, randomBytes(16).toString("hex"), referenceId);
-      if (i === n >> 1) last = { id: definition.id, json: toJson(AgentDefinitionSchema, definition) };
       const { document, binary } = encodeDefinition(definition);
+      // What a GET must answer: the document as the storage's own encoding wrote it.
+      if (i === n >> 1) last = { id: definition.id, json: JSON.parse(document) as JsonValue };
+      // The side rows the service's write path makes (search-index.ts), from the same functions.
+      terms.push(searchTermsOf(definition));
+      texts.push(searchTextOf(definition));
       agents.push({ tenant, number, reference_id: referenceId, provider_id: BENCH_PROVIDER, name: input.name, created_at: now });
       definitions.push({
         id: definition.id,
@@ -83,23 +106,32 @@ export async function openSeeder(options: { readonly databaseUrl: string | undef
         document_binary: binary,
         created_at: now,
         updated_at: now,
+        status_changed_at: now,
+        is_latest: 1,
       });
     }
-    return { first, n, agents, definitions };
+    return { first, n, agents, definitions, terms, texts };
   };
 
-  const insertBatch = async ({ first, n, agents, definitions }: Awaited<ReturnType<typeof makeRows>>): Promise<void> => {
+  const insertBatch = async ({ first, n, agents, definitions, terms, texts }: Awaited<ReturnType<typeof makeRows>>): Promise<void> => {
     await db.transaction(async (tx) => {
       const sequence = await lockTenant(tx, dialect, tenant);
       // Nothing else writes while the bench seeds; if something did, its agent numbers would clash with ours.
       if (Number(sequence.next_agent_number) !== first) throw new Error(`The tenant's next agent number moved to ${sequence.next_agent_number} while seeding from ${first}.`);
-      const seq = dialect === "sqlite" ? Number(((await tx("agent_definitions").max({ m: "seq" }).first()) as { m: number | null }).m ?? 0) + 1 : 0;
-      const rows = dialect === "sqlite" ? definitions.map((d, i) => ({ ...d, seq: seq + i })) : definitions;
+      // seq given explicitly on both (MySQL moves its AUTO_INCREMENT past it), so the side rows can name it.
+      const seq = Number(((await tx("agent_definitions").max({ m: "seq" }).first()) as { m: number | string | null }).m ?? 0) + 1;
+      const rows = definitions.map((d, i) => ({ ...d, seq: seq + i }));
       const perInsert = dialect === "sqlite" ? sqliteRowsPerInsert : batchSize;
       for (let at = 0; at < n; at += perInsert) {
         await tx("agents").insert(agents.slice(at, at + perInsert));
         await tx("agent_definitions").insert(rows.slice(at, at + perInsert));
       }
+      const termRows = terms.flatMap((list, i) => list.map((t) => ({ seq: seq + i, kind: t.kind, value: t.value, tenant, status: "ACTIVE", is_latest: 1 })));
+      for (let at = 0; at < termRows.length; at += 4000) await tx("definition_terms").insert(termRows.slice(at, at + 4000));
+      const textRows = texts.map((body, i) =>
+        dialect === "mysql" ? { seq: seq + i, tenant, status: "ACTIVE", is_latest: 1, body } : { rowid: seq + i, tenant, status: "ACTIVE", is_latest: 1, body },
+      );
+      for (let at = 0; at < textRows.length; at += perInsert) await tx(dialect === "mysql" ? "definition_text" : "definition_fts").insert(textRows.slice(at, at + perInsert));
       await tx("tenants")
         .where({ name: tenant })
         .update({ next_agent_number: first + n });
@@ -124,6 +156,8 @@ export async function openSeeder(options: { readonly databaseUrl: string | undef
         inserting.catch(() => undefined);
         next += n;
         total += n;
+        // A million takes a while: say how it goes.
+        if ((total - before) % 50_000 < n && total - before >= 50_000) console.error(`[seed] ${total - before} of ${target - before} definitions written`);
       }
       await inserting;
       return total - before;

@@ -43,6 +43,18 @@ export const ERRORS = {
     meaning: "The tenant has no agent id sequence generator; one must be created before agents are registered.",
   },
   A3015: { http: 400, grpc: "InvalidArgument", body: "validation", meaning: "The externalAgentID is already used by another agent of the same provider." },
+  INVALID_PAGE_TOKEN: {
+    http: 400,
+    grpc: "InvalidArgument",
+    body: "validation",
+    meaning: "The pageToken is malformed, was made for another tenant, filter or order, or was sent with offset.",
+  },
+  KEY_CHANGED: {
+    http: 400,
+    grpc: "InvalidArgument",
+    body: "validation",
+    meaning: "An update by id changes the version's name, provider.id or version; a new version is a POST.",
+  },
   UNAUTHENTICATED: {
     http: 401,
     grpc: "Unauthenticated",
@@ -62,6 +74,13 @@ export const ERRORS = {
   TENANT_EXISTS: { http: 409, grpc: "AlreadyExists", body: "validation", meaning: "A tenant with that name has already been set up." },
   // A write that kept colliding with concurrent writers: the client may retry (Aborted, as AIP-193 advises).
   CONFLICT: { http: 409, grpc: "Aborted", body: "validation", meaning: "Concurrent writes to the same key kept colliding; retry the request." },
+  // AIP-154: a stale etag is FAILED_PRECONDITION; over HTTP it is 412, as If-Match asks (RFC 9110 §13.1.1).
+  PRECONDITION_FAILED: {
+    http: 412,
+    grpc: "FailedPrecondition",
+    body: "validation",
+    meaning: "If-Match (or the request's etag) no longer matches the definition, or If-None-Match: * met an existing one; nothing was written.",
+  },
   // 413, not 429: the body is too large, not the caller too fast; gRPC has only ResourceExhausted for both.
   PAYLOAD_TOO_LARGE: { http: 413, grpc: "ResourceExhausted", body: "validation", meaning: "The request body is larger than the configured limit." },
   // 415 over HTTP; an RPC cannot have a wrong media type by the time it is decoded, so InvalidArgument.
@@ -107,6 +126,8 @@ export const ISSUE_CODES = {
   UNKNOWN_AGENT: "The id of a definition names no version and no agent in the tenant.",
   AGENT_MISMATCH: "The id names another agent than the one the key's instance belongs to.",
   MALFORMED_MULTIPART: "The body is not valid multipart/form-data.",
+  MALFORMED_COMPRESSION: "The compressed message cannot be decompressed with the encoding it names.",
+  MORE_ISSUES: "The request has more problems than one answer lists (100 items at most); this last item says how many were left out.",
 } as const satisfies Record<string, string>;
 
 /** The code of one problem in `errors`: an issue code, or a whole-request code repeated for its one item. */
@@ -128,6 +149,132 @@ export interface Issue {
   readonly field?: string;
   /** The member's JSON path, e.g. `skills[0].tags[1].tag`. */
   readonly path?: string;
+  /**
+   * Only on the MORE_ISSUES item that ends a capped list: how many problems
+   * it stands for, and whether that is a lower bound (checking stopped early).
+   */
+  readonly omitted?: { readonly count: number; readonly atLeast: boolean };
+}
+
+/**
+ * The most items an error's `errors` lists. A broken body can hold hundreds
+ * of thousands of problems (a 1 MB body of one key repeated); past this many
+ * only a count is kept, so building, holding and answering them stays small.
+ */
+export const MAX_ISSUES = 100;
+
+/** The most characters of an issue's message, path or field; longer ones are cut (they quote the client's input). */
+const MAX_ISSUE_TEXT = 256;
+
+/** The most UTF-8 bytes the listed issues take together, so every error answer stays small (Connect sends them twice, binary and JSON). */
+const MAX_ISSUE_BYTES = 16 * 1024;
+
+/** The UTF-8 length of `text`, without encoding it (a surrogate pair counts 6, a little over its 4). */
+function utf8Length(text: string): number {
+  let bytes = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    bytes += c < 0x80 ? 1 : c < 0x800 ? 2 : 3;
+  }
+  return bytes;
+}
+
+function cut(text: string): string {
+  if (text.length <= MAX_ISSUE_TEXT) return text;
+  // Never between the two halves of a surrogate pair: half a character is not Unicode.
+  const end = /[\ud800-\udbff]/.test(text.charAt(MAX_ISSUE_TEXT - 4)) ? MAX_ISSUE_TEXT - 4 : MAX_ISSUE_TEXT - 3;
+  return `${text.slice(0, end)}...`;
+}
+
+/**
+ * Where every path collects its issues: it keeps up to MAX_ISSUES (within
+ * MAX_ISSUE_BYTES) and only counts the rest, so a caller can stop building
+ * issues once `full` and check on cheaply. A MORE_ISSUES item added (a list
+ * capped elsewhere) adds its count. The one place issues are capped:
+ * RegistryError runs every list through it too.
+ */
+export interface IssueCollector {
+  /** Whether no more issues are kept: later ones are only counted. */
+  readonly full: boolean;
+  /** How many problems were added, kept or not (a lower bound once checking stopped early). */
+  readonly count: number;
+  /** Adds an issue; give a function to build it only when it is kept. */
+  add(issue: Issue | (() => Issue)): void;
+  addAll(issues: Iterable<Issue>): IssueCollector;
+  /** Says that checking stopped early: more problems may exist than were counted. */
+  stoppedEarly(): void;
+  /** The kept issues; when any were left out, the last gives way to a MORE_ISSUES item, so never more than MAX_ISSUES. */
+  issues(): Issue[];
+}
+
+/** A new, empty IssueCollector: one per list of issues (a body, a message, a check). */
+export function createIssueCollector(): IssueCollector {
+  const kept: Issue[] = [];
+  let bytes = 0;
+  let omitted = 0;
+  let atLeast = false;
+  const isFull = (): boolean => kept.length >= MAX_ISSUES || bytes >= MAX_ISSUE_BYTES;
+  const collector: IssueCollector = {
+    get full() {
+      return isFull();
+    },
+    get count() {
+      return kept.length + omitted;
+    },
+    add(issue) {
+      if (typeof issue !== "function" && issue.omitted !== undefined) {
+        omitted += issue.omitted.count;
+        atLeast ||= issue.omitted.atLeast;
+        return;
+      }
+      if (isFull()) {
+        omitted++;
+        return;
+      }
+      const made = typeof issue === "function" ? issue() : issue;
+      const item: Issue = {
+        code: made.code,
+        message: cut(made.message),
+        ...(made.field === undefined ? {} : { field: cut(made.field) }),
+        ...(made.path === undefined ? {} : { path: cut(made.path) }),
+      };
+      kept.push(item);
+      bytes += utf8Length(item.message) + utf8Length(item.field ?? "") + utf8Length(item.path ?? "") + 64;
+    },
+    addAll(issues) {
+      for (const issue of issues) collector.add(issue);
+      return collector;
+    },
+    stoppedEarly() {
+      atLeast = true;
+    },
+    issues() {
+      if (omitted === 0 && !atLeast) return [...kept];
+      const listed = kept.slice(0, MAX_ISSUES - 1);
+      const count = omitted + kept.length - listed.length;
+      const message = atLeast
+        ? `Checking stopped early: ${count === 0 ? "more problems may exist" : `at least ${count} more problems were left out`}; fix the ones listed and send the request again.`
+        : `${count} more ${count === 1 ? "problem was" : "problems were"} left out; fix the ones listed and send the request again.`;
+      return [...listed, { code: "MORE_ISSUES", message, omitted: { count, atLeast } }];
+    },
+  };
+  return collector;
+}
+
+/** How many problems `issues` stands for: its items, a MORE_ISSUES item counted as the problems it left out. */
+export function problemCount(issues: readonly Issue[]): number {
+  return issues.reduce((n, i) => n + (i.omitted === undefined ? 1 : i.omitted.count), 0);
+}
+
+/** "The request has N invalid members.", N counting the problems left out too. */
+export function invalidMembersMessage(issues: readonly Issue[]): string {
+  const count = problemCount(issues);
+  return count === 1 ? "The request has 1 invalid member." : `The request has ${count} invalid members.`;
+}
+
+/** `issues` capped as IssueCollector caps them. */
+export function capIssues(issues: readonly Issue[]): readonly Issue[] {
+  return issues.length === 0 ? issues : createIssueCollector().addAll(issues).issues();
 }
 
 /**
@@ -137,13 +284,16 @@ export interface Issue {
  */
 export class RegistryError extends Error {
   override readonly name = "RegistryError";
+  /** At most MAX_ISSUES, however many were given (capIssues). */
+  readonly issues: readonly Issue[];
   constructor(
     readonly code: ErrorCode,
     message: string,
-    readonly issues: readonly Issue[] = [],
+    issues: readonly Issue[] = [],
     options?: { cause?: unknown },
   ) {
     super(message, options);
+    this.issues = capIssues(issues);
   }
 
   /** How this error is answered. */
@@ -270,4 +420,9 @@ export function writeConflict(cause: unknown): RegistryError {
 export function outcomeUnknown(cause: unknown): RegistryError {
   const message = "The registry's database became unavailable while saving the definition; it may or may not have been saved. Send it again.";
   return new RegistryError("OUTCOME_UNKNOWN", message, [], { cause });
+}
+
+/** 412: a conditional write whose condition does not hold; nothing was written. */
+export function preconditionFailed(message: string, field: string): RegistryError {
+  return new RegistryError("PRECONDITION_FAILED", message, [{ code: "PRECONDITION_FAILED", message, field, path: field }]);
 }

@@ -31,15 +31,42 @@ export interface AgentRef {
   readonly referenceId: string;
 }
 
+/** The lifecycle status of a version (README, "Lifecycle"); any may follow any. */
+export type DefinitionStatus = "ACTIVE" | "DEPRECATED" | "DEACTIVATED";
+
+/**
+ * The registry's own metadata of a version, kept apart from what the
+ * publisher sent (columns beside the document) and spliced into every answer
+ * as `meta`.
+ */
+export interface Lifecycle {
+  /** 1 on create, +1 on every change of content or status. */
+  readonly revision: number;
+  readonly status: DefinitionStatus;
+  /** Why the status was set; null when the caller said nothing. */
+  readonly statusMessage: string | null;
+  readonly statusChangedAt: Date;
+  /** True for the newest version of its agent that is not DEACTIVATED. */
+  readonly latest: boolean;
+}
+
 /** One version of one agent, without its content: what a write decides on. */
-export interface InstanceRef {
+export interface InstanceRef extends Lifecycle {
   /** 32 lowercase hex characters. */
   readonly id: string;
   readonly tenant: string;
   /** The agent this instance is a version of. */
   readonly agent: AgentRef;
   readonly createdAt: Date;
+  /** When its content or status last changed. */
   readonly updatedAt: Date;
+}
+
+/** A version as a write finds it: with its upsert key, which an update by id must keep. */
+export interface KeyedInstanceRef extends InstanceRef {
+  readonly key: UpsertKey;
+  /** Its content as stored, in protobuf binary: an update that would write the same bytes changes nothing. */
+  readonly binary: Uint8Array;
 }
 
 /**

@@ -8,7 +8,7 @@
  * the Deno entry) only translate requests and answers.
  */
 import { Code, type ConnectRouter, type ConnectRouterOptions, type ContextValues, createConnectRouter, createContextValues } from "@connectrpc/connect";
-import type { UniversalHandler, UniversalServerRequest, UniversalServerResponse } from "@connectrpc/connect/protocol";
+import type { Compression, UniversalHandler, UniversalServerRequest, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import type { Authenticator } from "../auth/authenticator.js";
 import { noResourceAt, type RegistryError } from "../domain/errors.js";
 import type { Logger } from "../logger.js";
@@ -32,6 +32,8 @@ export interface EdgeRequest {
   body(): AsyncIterable<Uint8Array>;
   /** The request in Connect's universal form, for the RPC router. */
   universal(contextValues: ContextValues): UniversalServerRequest;
+  /** Whether the client has closed the request before its answer was sent (a failure then is no fault of the service). */
+  clientGone?(): boolean;
 }
 
 /** An answer: Connect's, for an RPC, or a plain HTTP one. */
@@ -65,7 +67,7 @@ export function createEdge(options: EdgeOptions): Edge {
   options.routes(router);
   const rpcs = new Map<string, UniversalHandler>(router.handlers.map((h) => [h.requestPath, h]));
   const endpoints = new Map(options.endpoints.map((e) => [e.path, e]));
-  const checks = messageChecks(operations, rest, options.maxBodyBytes);
+  const checks = messageChecks(operations, rest, options.maxBodyBytes, options.routerOptions.acceptCompression ?? []);
 
   /** Authentication (once per request) and the operation's policy, before any body is read. */
   const admitCaller = async (req: EdgeRequest, operation: Operation, record: RequestRecord): Promise<Admission> => {
@@ -74,7 +76,7 @@ export function createEdge(options: EdgeOptions): Edge {
       admit(operation, principal);
       return { call: { principal, record } };
     } catch (err) {
-      return { error: callerError(err, logger, procedureOf(operation)) };
+      return { error: callerError(err, logger, procedureOf(operation), { record }) };
     }
   };
 
@@ -106,13 +108,26 @@ export function createEdge(options: EdgeOptions): Edge {
     if (admission.error === undefined) {
       const contentType = req.header("content-type") ?? "";
       const length = req.header("content-length");
-      const parts = { mediaType: mediaTypeOf(contentType), contentType, contentLength: length === undefined ? undefined : Number(length), body: req.body() };
+      const parts = {
+        mediaType: mediaTypeOf(contentType),
+        contentType,
+        contentLength: length === undefined ? undefined : Number(length),
+        body: req.body(),
+        ifMatch: req.header("if-match"),
+        ifNoneMatch: req.header("if-none-match"),
+      };
       try {
         const answer = await rest.serve(match, admission.call, new URLSearchParams(query), parts, pathname);
         record.code = codeName(0);
         return answer;
       } catch (err) {
-        failure = callerError(err, logger, record.rpc);
+        const clientGone = req.clientGone?.() === true;
+        failure = callerError(err, logger, record.rpc, { record, clientGone });
+        // Nobody is left to answer: the access line says 499 and canceled, not the error's code.
+        if (clientGone) {
+          record.code = codeName(Code.Canceled);
+          return errorAnswer(failure);
+        }
       }
     } else {
       failure = admission.error;
@@ -143,7 +158,10 @@ function procedureOf(operation: Operation): string {
   return `${operation.method.parent.typeName}/${operation.method.name}`;
 }
 
-/** The message check of every operation's RPC; issues inside its REST body field are given relative to it, as REST gives them. */
-function messageChecks(operations: Operations, rest: RestSurface, maxBodyBytes: number): Map<unknown, MessageCheck> {
-  return new Map([...operations.keys()].map((method) => [method, createMessageCheck(method, rest.bodyField(method), maxBodyBytes)]));
+/**
+ * The message check of every operation's RPC; issues inside its REST body field are given relative to it, as REST gives them.
+ * Compressed messages are inflated by the check with the router's own compressions, so they pass the same guard.
+ */
+function messageChecks(operations: Operations, rest: RestSurface, maxBodyBytes: number, compressions: readonly Compression[]): Map<unknown, MessageCheck> {
+  return new Map([...operations.keys()].map((method) => [method, createMessageCheck(method, rest.bodyField(method), maxBodyBytes, compressions)]));
 }

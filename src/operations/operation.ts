@@ -6,6 +6,7 @@
  * same checks by construction.
  */
 import type { DescMessage, DescMethod, Message, MessageShape } from "@bufbuild/protobuf";
+import type { AgentCard } from "../../gen/asor/v1/agent_card_pb.js";
 import type { Principal } from "../auth/principal.js";
 import { forbidden, type RegistryError } from "../domain/errors.js";
 import type { StoredDefinition } from "../domain/records.js";
@@ -20,18 +21,28 @@ export interface Call {
 
 /**
  * What an operation answers, before any encoding: a stored definition (its
- * bytes are answered as they are), a page of them, or a plain message.
+ * bytes are answered as they are), a page of them (`one`: a status change
+ * that named one version, which REST answers alone), a plain message, or an A2A
+ * agent card with its ETag.
  */
 export type Result =
   | { readonly kind: "definition"; readonly stored: StoredDefinition; readonly created: boolean }
-  | { readonly kind: "page"; readonly page: DefinitionPage }
-  | { readonly kind: "message"; readonly message: Message };
+  | { readonly kind: "page"; readonly page: DefinitionPage; readonly one?: boolean }
+  | { readonly kind: "message"; readonly message: Message }
+  | { readonly kind: "card"; readonly card: AgentCard; readonly etag: string };
 
 export interface Operation<In extends DescMessage = DescMessage> {
   /** The RPC this operation serves; REST reaches it through the RPC's `google.api.http` rule. */
   readonly method: DescMethod & { readonly input: In };
   /** The security domains that admit a caller (any one of them); empty: no caller is admitted. */
   readonly domains: readonly string[];
+  /**
+   * Set for the platform operations (tenant admin), which act on every tenant:
+   * only a token without a tenant claim (a platform operator's) or with the
+   * platform admin claim set to `true` is admitted. The claim names are for
+   * the 403's message.
+   */
+  readonly platform?: { readonly tenantClaim: string; readonly adminClaim: string } | undefined;
   /** Tenant resolution, validation, the service call. Throws RegistryError. */
   run(call: Call, input: MessageShape<In>): Promise<Result>;
 }
@@ -44,20 +55,45 @@ export type Operations = ReadonlyMap<DescMethod, Operation>;
  * hold one of the operation's domains.
  */
 export function admit(operation: Operation, principal: Principal): void {
-  if (operation.domains.some((domain) => principal.domains.has(domain))) return;
-  const allowed = operation.domains;
-  const needs = allowed.length === 0 ? "is not open to any caller" : `needs the security domain ${allowed.map((d) => `"${d}"`).join(" or ")}`;
-  throw forbidden(`${operation.method.name} ${needs}.`);
+  if (!operation.domains.some((domain) => principal.domains.has(domain))) {
+    const allowed = operation.domains;
+    const needs = allowed.length === 0 ? "is not open to any caller" : `needs the security domain ${allowed.map((d) => `"${d}"`).join(" or ")}`;
+    throw forbidden(`${operation.method.name} ${needs}.`);
+  }
+  const { platform } = operation;
+  // A tenant's own administrator holds the admin domain too, but must not see or make other tenants.
+  if (platform !== undefined && principal.tenant !== null && !principal.platformAdmin) {
+    throw forbidden(
+      `${operation.method.name} acts on every tenant: it needs a platform operator's token (no "${platform.tenantClaim}" claim, or "${platform.adminClaim}": true), ` +
+        `not one for tenant "${principal.tenant}".`,
+    );
+  }
+}
+
+/** How a request's tenant follows from its caller's token. */
+export interface Tenancy {
+  /** The tenant of requests that name none and of tokens without a tenant claim (where allowed). */
+  readonly defaultTenant: string;
+  /** The claim naming the caller's tenant (for messages). */
+  readonly tenantClaim: string;
+  /** Whether a token without the tenant claim acts on the default tenant; else it acts on none. */
+  readonly noTenantClaimUsesDefault: boolean;
 }
 
 /**
  * The tenant a request acts on, and the check that its caller may: a request
- * names its tenant, else the token's tenant is meant, else the default tenant.
- * A token with a tenant claim acts on that tenant only; a token without one on
- * the default tenant only.
+ * names its tenant, else the token's tenant is meant. A token with a tenant
+ * claim acts on that tenant only; a token without one acts on the default
+ * tenant only, and only where the operator allows that (otherwise 403 naming
+ * the missing claim).
  */
-export function resolveTenant(requested: string, call: Call, defaultTenant: string): string {
-  const own = call.principal.tenant ?? defaultTenant;
+export function resolveTenant(requested: string, call: Call, tenancy: Tenancy): string {
+  if (call.principal.tenant === null && !tenancy.noTenantClaimUsesDefault) {
+    throw forbidden(
+      `The caller's token has no "${tenancy.tenantClaim}" claim, so it acts on no tenant (AUTH_NO_TENANT_CLAIM_USES_DEFAULT is off); ask the issuer for a token with a "${tenancy.tenantClaim}" claim.`,
+    );
+  }
+  const own = call.principal.tenant ?? tenancy.defaultTenant;
   const tenant = requested || own;
   if (tenant !== own) throw forbidden(`The caller's token is for tenant "${own}", not "${tenant}".`);
   // The access log names the tenant a request acted on.

@@ -26,6 +26,8 @@ export interface RegistryOperationsOptions {
   readonly defaultTenant: string;
   /** The security domain of the tenant admin RPCs. */
   readonly adminDomain: string;
+  /** The claims that scope a caller (AuthConfig): its tenant, the platform admin flag, and what a token without a tenant claim may do. */
+  readonly claims: { readonly tenantClaim: string; readonly platformAdminClaim: string; readonly noTenantClaimUsesDefault: boolean };
 }
 
 const methods = AgentDefinitionService.method;
@@ -35,8 +37,9 @@ const admin = TenantAdminService.method;
 export type Policy = ReadonlyMap<string, readonly string[]>;
 
 /**
- * The contract's reading of SPEC.md §5: list and upsert need Development or
- * Setup: Agents; get and the versions list need Setup: Agents. The tenant
+ * The contract's reading of SPEC.md §5: list, upsert and update by id (PUT,
+ * the same work as a POST) need Development or Setup: Agents; get, the
+ * versions list, the agent card and setting a status need Setup: Agents. The tenant
  * admin RPCs need the admin domain. The OpenAPI document is generated from
  * the same table.
  */
@@ -44,22 +47,28 @@ export function registryPolicy(adminDomain: string): Policy {
   return new Map([
     ["asor.v1.AgentDefinitionService/ListAgentDefinitions", [DEVELOPMENT, SETUP_AGENTS]],
     ["asor.v1.AgentDefinitionService/UpsertAgentDefinition", [DEVELOPMENT, SETUP_AGENTS]],
+    ["asor.v1.AgentDefinitionService/UpdateAgentDefinition", [DEVELOPMENT, SETUP_AGENTS]],
+    ["asor.v1.AgentDefinitionService/SetAgentDefinitionStatus", [SETUP_AGENTS]],
     ["asor.v1.AgentDefinitionService/GetAgentDefinition", [SETUP_AGENTS]],
     ["asor.v1.AgentDefinitionService/ListAgentDefinitionVersions", [SETUP_AGENTS]],
+    ["asor.v1.AgentDefinitionService/GetAgentCard", [SETUP_AGENTS]],
     ["asor.v1.TenantAdminService/CreateTenant", [adminDomain]],
     ["asor.v1.TenantAdminService/ListTenants", [adminDomain]],
   ]);
 }
 
 /** The registry's operations by method; each admits the callers its policy names. */
-export function createRegistryOperations({ service, tenants, defaultTenant, adminDomain }: RegistryOperationsOptions): Operations {
+export function createRegistryOperations({ service, tenants, defaultTenant, adminDomain, claims }: RegistryOperationsOptions): Operations {
   const policy = registryPolicy(adminDomain);
+  // The tenant admin RPCs act on every tenant: platform operations (see admit).
+  const platform = { tenantClaim: claims.tenantClaim, adminClaim: claims.platformAdminClaim };
   const operation = <In extends DescMessage>(method: DescMethod & { readonly input: In }, run: Operation<In>["run"]): Operation => {
     const domains = policy.get(`${method.parent.typeName}/${method.name}`);
     if (domains === undefined) throw new Error(`${method.parent.typeName}/${method.name} has no policy.`);
-    return { method, domains, run } as Operation<In> as unknown as Operation;
+    return { method, domains, run, ...(method.parent === TenantAdminService ? { platform } : {}) } as Operation<In> as unknown as Operation;
   };
-  const tenantOf = (requested: string, call: Call): string => resolveTenant(requested, call, defaultTenant);
+  const tenancy = { defaultTenant, tenantClaim: claims.tenantClaim, noTenantClaimUsesDefault: claims.noTenantClaimUsesDefault };
+  const tenantOf = (requested: string, call: Call): string => resolveTenant(requested, call, tenancy);
   const list: Operation[] = [
     operation(methods.listAgentDefinitions, async (call, req) => ({
       kind: "page",
@@ -74,9 +83,19 @@ export function createRegistryOperations({ service, tenants, defaultTenant, admi
       kind: "page",
       page: await service.listVersions(tenantOf(req.tenant, call), req),
     })),
+    operation(methods.getAgentCard, async (call, req) => ({ kind: "card", ...(await service.agentCard(tenantOf(req.tenant, call), req)) })),
     operation(methods.upsertAgentDefinition, async (call, req) => {
       const { stored, created } = await service.upsert(tenantOf(req.tenant, call), req);
       return { kind: "definition", stored, created };
+    }),
+    operation(methods.updateAgentDefinition, async (call, req) => ({
+      kind: "definition",
+      stored: await service.update(tenantOf(req.tenant, call), req),
+      created: false,
+    })),
+    operation(methods.setAgentDefinitionStatus, async (call, req) => {
+      const { total, data, one } = await service.setStatus(tenantOf(req.tenant, call), req);
+      return { kind: "page", page: { total, data }, one };
     }),
     operation(admin.createTenant, async (_call, req) => ({ kind: "message", message: await tenants.create(req) })),
     operation(admin.listTenants, async () => ({

@@ -1,15 +1,30 @@
-import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
-import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
-import type { GetAgentDefinitionRequest, ListAgentDefinitionsRequest, ListAgentDefinitionVersionsRequest, UpsertAgentDefinitionRequest } from "../../gen/asor/v1/agent_definition_service_pb.js";
+import { type DescMessage, fromBinary, type MessageShape } from "@bufbuild/protobuf";
+import type { AgentCard } from "../../gen/asor/v1/agent_card_pb.js";
+import { type AgentDefinition, AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
+import type {
+  GetAgentCardRequest,
+  GetAgentDefinitionRequest,
+  ListAgentDefinitionsRequest,
+  ListAgentDefinitionVersionsRequest,
+  SetAgentDefinitionStatusRequest,
+  UpdateAgentDefinitionRequest,
+  UpsertAgentDefinitionRequest,
+} from "../../gen/asor/v1/agent_definition_service_pb.js";
 import {
+  GetAgentCardRequestSchema,
   GetAgentDefinitionRequestSchema,
   ListAgentDefinitionsRequestSchema,
   ListAgentDefinitionVersionsRequestSchema,
+  SetAgentDefinitionStatusRequestSchema,
+  UpdateAgentDefinitionRequestSchema,
   UpsertAgentDefinitionRequestSchema,
 } from "../../gen/asor/v1/agent_definition_service_pb.js";
+import { agentCardEtag, renderAgentCard } from "../domain/agent-card.js";
 import { withDerivedFields } from "../domain/derived-fields.js";
-import { type Issue, notFound } from "../domain/errors.js";
+import { type Issue, invalid, issueAt, notFound } from "../domain/errors.js";
 import { type HostIdentity, hostPlatformIssues } from "../domain/host-platform.js";
+import { checkCreateOnly, checkIfMatch, checkKeyKept, STATUSES } from "../domain/lifecycle.js";
+import { invalidPageToken, listBinding, pageToken, parseListQuery, readPageToken, versionsBinding } from "../domain/list-query.js";
 import type { AgentRef, StoredDefinition } from "../domain/records.js";
 import { idForm, newDefinitionId, noSequenceGenerator, planUpsert, type UpsertFacts, upsertKey } from "../domain/upsert.js";
 import { assertValid, contractIssues, crossFieldIssues, unknownFieldIssues } from "../domain/validation.js";
@@ -17,13 +32,15 @@ import type { AgentDefinitionRepository, ListResult, Page, WriteTransaction } fr
 
 export const DEFAULT_PAGE_SIZE = 20;
 
-const BODY_PREFIX = "agentCardAndTools.";
+/** The request fields that REST sends as the body: the definition, the status change. */
+const BODY_PREFIXES = ["agentCardAndTools.", "statusChange."];
 
-/** Issues inside the definition are given relative to it: every transport shows the definition as the body. */
+/** Issues inside the body field are given relative to it: every transport shows it as the body. */
 function relativeToBody(issue: Issue): Issue {
-  if (!issue.path?.startsWith(BODY_PREFIX)) return issue;
-  const path = issue.path.slice(BODY_PREFIX.length);
-  return { ...issue, path, message: issue.message.startsWith(BODY_PREFIX) ? issue.message.slice(BODY_PREFIX.length) : issue.message };
+  const prefix = BODY_PREFIXES.find((p) => issue.path?.startsWith(p));
+  if (prefix === undefined || issue.path === undefined) return issue;
+  const path = issue.path.slice(prefix.length);
+  return { ...issue, path, message: issue.message.startsWith(prefix) ? issue.message.slice(prefix.length) : issue.message };
 }
 
 /** Every contract issue of a request: unknown binary fields and protovalidate rules, in one pass. */
@@ -35,6 +52,8 @@ function requestIssues<Desc extends DescMessage>(schema: Desc, request: MessageS
 export interface DefinitionPage {
   readonly total: number;
   readonly data: readonly StoredDefinition[];
+  /** Where the next page starts (`pageToken`); absent on the last page. */
+  readonly nextPageToken?: string;
 }
 
 /** What an upsert stored, and whether it created the instance. */
@@ -43,12 +62,30 @@ export interface Upserted {
   readonly created: boolean;
 }
 
+/** A definition's A2A agent card, and the ETag of its HTTP answers. */
+export interface AgentCardAnswer {
+  readonly card: AgentCard;
+  readonly etag: string;
+}
+
 /** The registry's operations, independent of any transport. Tenants are resolved by the caller. */
 export interface RegistryService {
   list(tenant: string, request: ListAgentDefinitionsRequest): Promise<DefinitionPage>;
   get(tenant: string, request: GetAgentDefinitionRequest): Promise<StoredDefinition>;
   listVersions(tenant: string, request: ListAgentDefinitionVersionsRequest): Promise<DefinitionPage>;
+  /** The A2A agent card of the version GET reads for the same id. */
+  agentCard(tenant: string, request: GetAgentCardRequest): Promise<AgentCardAnswer>;
   upsert(tenant: string, request: UpsertAgentDefinitionRequest): Promise<Upserted>;
+  /** PUT: replaces the content of one version, by its id (KEY_CHANGED when the key would change). */
+  update(tenant: string, request: UpdateAgentDefinitionRequest): Promise<StoredDefinition>;
+  /** PATCH .../status: the versions set, newest first; `one` when the request named a single version by its id. */
+  setStatus(tenant: string, request: SetAgentDefinitionStatusRequest): Promise<StatusSet>;
+}
+
+/** What a status change set. */
+export interface StatusSet extends DefinitionPage {
+  /** True when the request named one version by its id (REST answers it alone); false for an `Agent_ID=...`. */
+  readonly one: boolean;
 }
 
 export interface RegistryServiceOptions {
@@ -58,7 +95,9 @@ export interface RegistryServiceOptions {
 }
 
 const pageOf = (request: { limit?: number; offset?: number }): Page => ({ limit: request.limit ?? DEFAULT_PAGE_SIZE, offset: request.offset ?? 0 });
-const toPage = ({ total, items }: ListResult): DefinitionPage => ({ total, data: items });
+/** The page, with the token of the next one when there is one. */
+const withNextToken = ({ total, items, next }: ListResult, binding: () => string): DefinitionPage =>
+  next === undefined ? { total, data: items } : { total, data: items, nextPageToken: pageToken(binding(), next) };
 
 /**
  * Validation happens before any transaction is opened: a transaction holds a
@@ -82,10 +121,13 @@ export function createRegistryService({ repository, host }: RegistryServiceOptio
     return record?.agent ?? "unknown";
   };
 
-  const upsertIn = async (tx: WriteTransaction, def: AgentDefinition): Promise<Upserted> => {
+  const upsertIn = async (tx: WriteTransaction, def: AgentDefinition, conditions: Pick<UpsertAgentDefinitionRequest, "etag" | "createOnly">): Promise<Upserted> => {
     if (tx.tenant.sequencePrefix === null) throw noSequenceGenerator(tx.tenant.name);
     const key = upsertKey(def);
     const existing = await tx.findByKey(key);
+    // The conditions hold on the key's instance as locked here, so nothing can change it before we write.
+    checkIfMatch(conditions.etag, existing, "this name, provider and version");
+    checkCreateOnly(conditions.createOnly, existing);
     const linked = def.id === "" ? undefined : await linkedAgent(tx, def.id);
     const agentByName = existing === undefined && linked === undefined ? await tx.findAgentByName(key.providerId, key.name) : undefined;
     const externalAgentId = def.externalAgentId || undefined;
@@ -108,7 +150,9 @@ export function createRegistryService({ repository, host }: RegistryServiceOptio
   return {
     async list(tenant, request) {
       assertValid(requestIssues(ListAgentDefinitionsRequestSchema, request));
-      return toPage(await repository.list(tenant, pageOf(request)));
+      const query = parseListQuery(tenant, { ...request, limit: request.limit ?? DEFAULT_PAGE_SIZE });
+      const found = await repository.search(tenant, query);
+      return withNextToken(found, () => listBinding(tenant, query));
     },
 
     async get(tenant, request) {
@@ -122,14 +166,67 @@ export function createRegistryService({ repository, host }: RegistryServiceOptio
       assertValid(requestIssues(ListAgentDefinitionVersionsRequestSchema, request));
       const record = await findByAnyId(tenant, request.id);
       if (record === undefined) throw notFound(`Agent "${request.id}"`, "id");
-      return toPage(await repository.listVersions(tenant, record.agent.number, pageOf(request)));
+      const binding = versionsBinding(tenant, record.agent.number);
+      const page = pageOf(request);
+      if (request.pageToken !== undefined && request.pageToken !== "") {
+        if (request.offset !== undefined) throw invalidPageToken("pageToken cannot be combined with offset: the token already says where the page starts.");
+        return withNextToken(await repository.listVersions(tenant, record.agent.number, { ...page, after: readPageToken(request.pageToken, binding) }), () => binding);
+      }
+      return withNextToken(await repository.listVersions(tenant, record.agent.number, page), () => binding);
+    },
+
+    async agentCard(tenant, request) {
+      assertValid(requestIssues(GetAgentCardRequestSchema, request));
+      const stored = await findByAnyId(tenant, request.id);
+      if (stored === undefined) throw notFound(`Agent definition "${request.id}"`, "id");
+      return { card: renderAgentCard(fromBinary(AgentDefinitionSchema, stored.binary)), etag: agentCardEtag(stored) };
     },
 
     async upsert(tenant, request) {
       const def = request.agentCardAndTools;
       assertValid([...requestIssues(UpsertAgentDefinitionRequestSchema, request), ...(def ? [...crossFieldIssues(def), ...hostPlatformIssues(def, host)] : [])]);
       if (def === undefined) throw new Error("unreachable: a missing definition is a validation issue");
-      return repository.write(tenant, (tx) => upsertIn(tx, def));
+      return repository.write(tenant, (tx) => upsertIn(tx, def, request));
+    },
+
+    async update(tenant, request) {
+      const def = request.agentCardAndTools;
+      assertValid([...requestIssues(UpdateAgentDefinitionRequestSchema, request), ...(def ? [...crossFieldIssues(def), ...hostPlatformIssues(def, host)] : [])]);
+      if (def === undefined) throw new Error("unreachable: a missing definition is a validation issue");
+      return repository.write(tenant, async (tx) => {
+        const existing = await tx.findByIdForUpdate(request.id);
+        if (existing === undefined) throw notFound(`Agent definition "${request.id}"`, "id");
+        checkIfMatch(request.etag, existing, `Agent definition ${existing.id}`);
+        checkKeyKept(upsertKey(def), existing.key);
+        // The externalAgentID rules are the upsert's: the version keeps its agent.
+        const externalAgentId = def.externalAgentId || undefined;
+        const owner = externalAgentId === undefined ? undefined : await tx.findExternalIdOwner(existing.key.providerId, externalAgentId);
+        const plan = planUpsert({ existingAgent: existing.agent, linkedAgent: undefined, agentByName: undefined, externalAgentId, externalIdOwner: owner });
+        if (plan.claimExternalId && externalAgentId !== undefined) await tx.claimExternalId(existing.key.providerId, externalAgentId, existing.agent.number);
+        return tx.update(existing, withDerivedFields(def, existing.id, existing.agent.referenceId));
+      });
+    },
+
+    async setStatus(tenant, request) {
+      assertValid(requestIssues(SetAgentDefinitionStatusRequestSchema, request));
+      const change = request.statusChange;
+      const status = change === undefined ? undefined : STATUSES[change.status - 1];
+      if (status === undefined) throw invalid([issueAt("status", "REQUIRED", "status is required: ACTIVE, DEPRECATED or DEACTIVATED.")]);
+      const form = idForm(request.id);
+      if (form === "reference" && request.etag !== "") {
+        throw invalid([issueAt("etag", "INVALID_VALUE", "If-Match (etag) names one version's revision; it cannot apply to every version of an agent. Use a version's id.")]);
+      }
+      const message = change?.statusMessage ?? null;
+      return repository.write(tenant, async (tx) => {
+        const named = form === "instance" ? await tx.findById(request.id) : form === "reference" ? await tx.findNewestByReference(request.id) : undefined;
+        if (named === undefined) throw notFound(form === "reference" ? `Agent "${request.id}"` : `Agent definition "${request.id}"`, "id");
+        // The agent first, then its versions, locked: the order every writer of its latest flag takes.
+        const versions = await tx.findVersionsForUpdate(named.agent);
+        const chosen = form === "instance" ? versions.filter((v) => v.id === request.id) : versions;
+        if (form === "instance") checkIfMatch(request.etag, chosen[0], `Agent definition ${request.id}`);
+        const data = await tx.setStatus(chosen, status, message);
+        return { total: data.length, data, one: form === "instance" };
+      });
     },
   };
 }

@@ -4,16 +4,33 @@
 import type { Knex } from "knex";
 import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
 import { outcomeUnknown, RegistryError, tenantExists, tenantNotFound, unavailable, writeConflict } from "../domain/errors.js";
+import type { Lifecycle } from "../domain/records.js";
 import type { Database, StorageOptions } from "./connection.js";
 import { openDatabase } from "./connection.js";
-import { classifyDriverError, isDuplicateKey } from "./driver-errors.js";
+import { classifyDriverError, isDuplicateKey, isSqliteBusy } from "./driver-errors.js";
+import { buildSearch, buildVersions, inSearchOrder, orderValueOf, type RunSearch, type SearchRow, searchRunner } from "./list-search.js";
 import { migrateToLatest } from "./migrations/index.js";
 import type { QueryContext, ReadContext, WriteContext, WriteStatements } from "./queries.js";
 import * as queries from "./queries.js";
 import { driverRunner } from "./read-runner.js";
-import type { AgentDefinitionRepository, AgentRef, InstanceRef, ListResult, Page, PoolStats, StoredDefinition, Tenant, UpsertKey, WriteTransaction } from "./repository.js";
+import type {
+  AgentDefinitionRepository,
+  AgentRef,
+  DefinitionStatus,
+  InstanceRef,
+  KeyedInstanceRef,
+  ListQuery,
+  ListResult,
+  Page,
+  PoolStats,
+  StoredDefinition,
+  Tenant,
+  UpsertKey,
+  WriteTransaction,
+} from "./repository.js";
 import type { DefinitionReadRow } from "./rows.js";
 import { agentReferenceId, encodeDefinition, fromDatabaseInteger, toAgentRef, toDatabaseTimestamp, toInstanceRef, toStoredDefinition, toTenant } from "./rows.js";
+import { indexDefinition } from "./search-index.js";
 import type { RunTransaction } from "./write-runner.js";
 import { transactionRunner } from "./write-runner.js";
 
@@ -28,6 +45,15 @@ export { defaultSequencePrefix, defaultTenant } from "./migrations/0002-seed-def
  * MariaDB and SQLite. 8 leaves room for slower servers.
  */
 const writeAttempts = 8;
+/**
+ * SQLite, past those attempts: how long a write that keeps losing to another
+ * process's commits (SQLITE_BUSY; a Node and a Deno process on one file) still
+ * tries. While the other process runs a burst of writes, every transaction of
+ * this one that overlaps one of its commits fails, so the attempts that matter
+ * are the ones after its burst; 8 attempts (about 1 s of backoff) ran out in 2
+ * runs of 3 of test/e2e/concurrency.test.ts on a loaded machine.
+ */
+const sqliteBusyMillis = 10_000;
 /** Base of the exponential backoff between attempts, in milliseconds. */
 const backoffBaseMillis = 5;
 /** The longest single wait between attempts, in milliseconds. */
@@ -64,6 +90,9 @@ class KnexRepository implements AgentDefinitionRepository {
   /** The write transaction: BEGIN, SQL built here once, COMMIT, through the driver (write-runner.ts). */
   readonly #transaction: RunTransaction;
   readonly #writes: WriteStatements;
+  /** The list's searches and keyset pages (list-search.ts): SQL built per request, run through the driver. */
+  readonly #search: RunSearch;
+  readonly #dialect: Database["dialect"];
   /** The `SELECT 1` in flight: concurrent pings share it, so probes never pile up queries on a slow database. */
   #ping: Promise<void> | undefined;
 
@@ -79,9 +108,12 @@ class KnexRepository implements AgentDefinitionRepository {
     // key and the work runs again. SQLite is serializable anyway.
     this.#transaction = transactionRunner(db, dialect);
     this.#writes = queries.writeStatements(dialect);
+    this.#search = searchRunner(db, dialect);
+    this.#dialect = dialect;
   }
 
   async write<T>(tenant: string, work: (tx: WriteTransaction) => Promise<T>): Promise<T> {
+    const started = performance.now();
     for (let attempt = 1; ; attempt++) {
       let committing = false;
       try {
@@ -96,7 +128,8 @@ class KnexRepository implements AgentDefinitionRepository {
         // Lost while COMMIT was on its way, the write may have been committed: say so, not "failed".
         if (kind === "unavailable") throw committing ? outcomeUnknown(error) : unavailable(error);
         if (kind !== "retryable") throw error;
-        if (attempt >= writeAttempts) throw writeConflict(error);
+        const stillBusy = isSqliteBusy(error) && performance.now() - started < sqliteBusyMillis;
+        if (attempt >= writeAttempts && !stillBusy) throw writeConflict(error);
         await sleep(backoffMillis(attempt));
       }
     }
@@ -143,8 +176,16 @@ class KnexRepository implements AgentDefinitionRepository {
     const { limit, offset } = normalise(page);
     // Agents are numbered from 1, so 0 stands for a number no agent can have; the tenant is still checked.
     const agent = Number.isSafeInteger(agentNumber) ? agentNumber : 0;
-    const rows = await guard(() => queries.readPageOfAgent(this.#reads, tenant, agent, limit, offset));
-    return pageOf(tenant, rows);
+    const { sql, bindings } = buildVersions(this.#dialect, tenant, agent, limit, offset, page.after);
+    const rows = inSearchOrder(await guard(() => this.#search(sql, bindings)), "createdAt", true);
+    return pageWithNext(tenant, rows, limit, () => undefined);
+  }
+
+  async search(tenant: string, query: ListQuery): Promise<ListResult> {
+    const { limit, offset } = normalise(query);
+    const { sql, bindings } = buildSearch(this.#dialect, tenant, { ...query, limit, offset });
+    const rows = inSearchOrder(await guard(() => this.#search(sql, bindings)), query.order.key, query.order.descending);
+    return pageWithNext(tenant, rows, limit, (row) => orderValueOf(query.order.key, row));
   }
 
   async getTenant(tenant: string): Promise<Tenant | undefined> {
@@ -232,21 +273,40 @@ class SqlWriteTransaction implements WriteTransaction {
   #ended = false;
   /** The first race or connection failure of a statement; it dooms the whole attempt. */
   #failure: { readonly error: unknown } | undefined;
+  /** Agents whose row this transaction holds locked (MySQL), so their latest flag is ours to move without asking again. */
+  readonly #lockedAgents = new Set<number>();
+  /** Agents this transaction created: they have no other versions whose latest flag would need clearing. */
+  readonly #createdAgents = new Set<number>();
 
   constructor(context: WriteContext, tenant: Tenant) {
     this.#context = context;
     this.tenant = tenant;
   }
 
-  async findByKey(key: UpsertKey): Promise<InstanceRef | undefined> {
+  async findByKey(key: UpsertKey): Promise<KeyedInstanceRef | undefined> {
     const row = await this.#run((context) => queries.findByKeyForUpdate(context, this.tenant.name, key));
     return row === undefined ? undefined : toInstanceRef(row);
   }
 
-  async findById(id: string): Promise<InstanceRef | undefined> {
+  async findById(id: string): Promise<KeyedInstanceRef | undefined> {
     if (!instanceId.test(id)) return undefined;
     const row = await this.#run((context) => queries.findInstanceById(context, this.tenant.name, id));
     return row === undefined ? undefined : toInstanceRef(row);
+  }
+
+  async findByIdForUpdate(id: string): Promise<KeyedInstanceRef | undefined> {
+    if (!instanceId.test(id)) return undefined;
+    const row = await this.#run((context) => queries.findInstanceByIdForUpdate(context, this.tenant.name, id));
+    return row === undefined ? undefined : toInstanceRef(row);
+  }
+
+  async findVersionsForUpdate(agent: AgentRef): Promise<KeyedInstanceRef[]> {
+    const rows = await this.#run(async (context) => {
+      // The agent first, as every writer that moves its latest flag takes it (queries.lockAgent).
+      await this.#lockAgent(context, agent.number);
+      return queries.findInstancesOfAgentForUpdate(context, this.tenant.name, agent.number);
+    });
+    return rows.map(toInstanceRef);
   }
 
   async findNewestByReference(referenceId: string): Promise<InstanceRef | undefined> {
@@ -258,7 +318,10 @@ class SqlWriteTransaction implements WriteTransaction {
     const row = await this.#run(async (context) => {
       const tenant = this.tenant.name;
       const found = await queries.findAgentByNameForUpdate(context, tenant, providerId, name);
-      if (found !== undefined) return found;
+      if (found !== undefined) {
+        this.#lockedAgents.add(fromDatabaseInteger(found.number));
+        return found;
+      }
       // Under READ COMMITTED nothing locks an absent row, and the caller decides on the absence
       // beyond inserting the agent (e.g. an externalAgentID held by someone else is a clash for a
       // new agent): so hold the tenant's sequence, which every creator of an agent holds until
@@ -290,6 +353,9 @@ class SqlWriteTransaction implements WriteTransaction {
       const number = await queries.takeAgentNumber(context, tenant);
       const referenceId = agentReferenceId(prefix, number);
       await queries.insertAgent(context, { tenant, number, reference_id: referenceId, provider_id: providerId, name, created_at: createdAt });
+      // Our own uncommitted row: no one else can lock it or add versions to it before we commit.
+      this.#lockedAgents.add(number);
+      this.#createdAgents.add(number);
       return { number, referenceId };
     });
   }
@@ -314,8 +380,15 @@ class SqlWriteTransaction implements WriteTransaction {
     const now = new Date();
     const timestamp = toDatabaseTimestamp(now);
     const { document, json, binary } = encodeDefinition(definition);
-    await this.#run((context) =>
-      queries.insertDefinition(context, {
+    await this.#run(async (context) => {
+      // The new version is ACTIVE and the agent's newest, so it takes the latest flag from the
+      // others; under the agent's lock, so that concurrent writers of the agent see each other.
+      // A new agent has no others: its first version costs no statement more than before.
+      if (!this.#createdAgents.has(agent.number)) {
+        await this.#lockAgent(context, agent.number);
+        await queries.clearLatest(context, tenant, agent.number);
+      }
+      await queries.insertDefinition(context, {
         id: definition.id,
         tenant,
         name: key.name,
@@ -326,9 +399,25 @@ class SqlWriteTransaction implements WriteTransaction {
         document_binary: binary,
         created_at: timestamp,
         updated_at: timestamp,
-      }),
-    );
-    return { id: definition.id, tenant, agent, json, binary, createdAt: now, updatedAt: now };
+        status_changed_at: timestamp,
+        is_latest: true,
+      });
+      await indexDefinition(context, tenant, definition.id, definition, true);
+    });
+    return {
+      id: definition.id,
+      tenant,
+      agent,
+      json,
+      binary,
+      createdAt: now,
+      updatedAt: now,
+      revision: 1,
+      status: "ACTIVE",
+      statusMessage: null,
+      statusChangedAt: now,
+      latest: true,
+    };
   }
 
   async update(existing: InstanceRef, definition: AgentDefinition): Promise<StoredDefinition> {
@@ -339,10 +428,63 @@ class SqlWriteTransaction implements WriteTransaction {
       // The id is the instance's identity and links versions: an update must never move it.
       throw new Error(`update() was given id "${definition.id}" for the existing instance "${existing.id}".`);
     }
-    const now = new Date();
     const { document, json, binary } = encodeDefinition(definition);
-    await this.#run((context) => queries.updateDocument(context, existing.tenant, existing.id, { document, document_binary: binary, updated_at: toDatabaseTimestamp(now) }));
-    return { id: existing.id, tenant: existing.tenant, agent: existing.agent, json, binary, createdAt: existing.createdAt, updatedAt: now };
+    // The same content again (an idempotent re-registration) is no change: no write, and the
+    // revision, updatedAt and so the ETag stay, so the caches of readers stay valid.
+    if ("binary" in existing && bytesEqual(existing.binary as Uint8Array, binary)) {
+      return { ...lifecycleOf(existing), id: existing.id, tenant: existing.tenant, agent: existing.agent, json, binary, createdAt: existing.createdAt, updatedAt: existing.updatedAt };
+    }
+    const now = new Date();
+    await this.#run(async (context) => {
+      await queries.updateDocument(context, existing.tenant, existing.id, { document, document_binary: binary, updated_at: toDatabaseTimestamp(now) });
+      await indexDefinition(context, existing.tenant, existing.id, definition, false);
+    });
+    // Status, its message and time, and the latest flag stay: only content changed.
+    return {
+      id: existing.id,
+      tenant: existing.tenant,
+      agent: existing.agent,
+      json,
+      binary,
+      createdAt: existing.createdAt,
+      updatedAt: now,
+      revision: existing.revision + 1,
+      status: existing.status,
+      statusMessage: existing.statusMessage,
+      statusChangedAt: existing.statusChangedAt,
+      latest: existing.latest,
+    };
+  }
+
+  async setStatus(versions: readonly InstanceRef[], status: DefinitionStatus, statusMessage: string | null): Promise<StoredDefinition[]> {
+    const [first] = versions;
+    if (first === undefined) return [];
+    const tenant = this.tenant.name;
+    if (versions.some((v) => v.tenant !== tenant || v.agent.number !== first.agent.number)) {
+      throw new Error(`setStatus() was given versions of more than one agent, or of another tenant than "${tenant}".`);
+    }
+    const at = toDatabaseTimestamp(new Date());
+    return this.#run(async (context) => {
+      // Agent, then versions: the order findVersionsForUpdate and insert lock in.
+      await this.#lockAgent(context, first.agent.number);
+      for (const version of versions) await queries.updateStatus(context, tenant, version.id, { status, status_message: statusMessage, at });
+      await queries.refreshLatest(context, tenant, first.agent.number);
+      const stored: StoredDefinition[] = [];
+      for (const version of versions) {
+        const row = await queries.readStoredInWrite(context, tenant, version.id);
+        const definition = row === undefined ? undefined : toStoredDefinition(tenant, row);
+        if (definition === undefined) throw new Error(`Agent definition ${version.id} vanished inside its own status change.`);
+        stored.push(definition);
+      }
+      return stored;
+    });
+  }
+
+  /** Locks the agent's row (queries.lockAgent) unless this transaction holds it already. */
+  async #lockAgent(context: WriteContext, agentNumber: number): Promise<void> {
+    if (this.#lockedAgents.has(agentNumber)) return;
+    await queries.lockAgent(context, this.tenant.name, agentNumber);
+    this.#lockedAgents.add(agentNumber);
   }
 
   /** Rethrows the failure that doomed this attempt, if any. */
@@ -372,6 +514,20 @@ function oneOf(tenant: string, rows: readonly DefinitionReadRow[]): StoredDefini
   const [row] = rows;
   if (row === undefined) throw tenantNotFound(tenant);
   return toStoredDefinition(tenant, row);
+}
+
+/**
+ * The page a search read (one row more than `limit`, in order), with its total, and the position
+ * of its last row when that extra row shows there is a next page.
+ */
+function pageWithNext(tenant: string, rows: readonly SearchRow[], limit: number, orderValue: (row: SearchRow) => string | undefined): ListResult {
+  const more = rows.length > limit && rows[limit]?.id !== null;
+  const all = pageOf(tenant, rows);
+  const page = more ? { ...all, items: all.items.slice(0, limit) } : all;
+  const last = rows[limit - 1];
+  if (!more || last === undefined || last.seq == null) return page;
+  const value = orderValue(last);
+  return { ...page, next: value === undefined ? { seq: fromDatabaseInteger(last.seq) } : { seq: fromDatabaseInteger(last.seq), value } };
 }
 
 /** The page a hot read found, with its total; `TENANT_NOT_FOUND` when it found no tenant row. */
@@ -417,4 +573,16 @@ function backoffMillis(attempt: number): number {
 
 function sleep(millis: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, millis));
+}
+
+/** Whether two byte arrays hold the same bytes. */
+function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.byteLength !== b.byteLength) return false;
+  for (let i = 0; i < a.byteLength; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/** The lifecycle members of an instance, as they are. */
+function lifecycleOf(instance: InstanceRef): Lifecycle {
+  return { revision: instance.revision, status: instance.status, statusMessage: instance.statusMessage, statusChangedAt: instance.statusChangedAt, latest: instance.latest };
 }

@@ -16,7 +16,7 @@
 import type { Knex } from "knex";
 import type { Dialect } from "./connection.js";
 import type { UpsertKey } from "./repository.js";
-import type { AgentExternalIdRow, AgentRow, DefinitionReadRow, InstanceRow, NewAgentDefinitionRow, TenantRow } from "./rows.js";
+import type { AgentExternalIdRow, AgentRow, DatabaseInteger, DefinitionReadRow, InstanceRow, NewAgentDefinitionRow, TenantRow } from "./rows.js";
 import { fromDatabaseInteger } from "./rows.js";
 import type { WriteSession } from "./write-runner.js";
 
@@ -74,6 +74,22 @@ export interface WriteStatements {
   readonly instanceByKey: string;
   /** Bindings: tenant, id. */
   readonly instanceById: string;
+  /** Bindings: tenant, id. Locks the definition on MySQL, not its agent. */
+  readonly instanceByIdForUpdate: string;
+  /** Bindings: tenant, agent number. Every version of the agent, newest first; locks them on MySQL. */
+  readonly instancesOfAgentForUpdate: string;
+  /** MySQL only. Bindings: tenant, number. Locks the agent's row: what serializes changes to its versions' latest flag. */
+  readonly lockAgent: string;
+  /** Bindings: tenant, agent number. Clears the latest flag of the agent's versions (before a new version takes it). */
+  readonly clearLatest: string;
+  /** Bindings: tenant, agent number. The id of the agent's newest version that is not DEACTIVATED. */
+  readonly newestLiveOfAgent: string;
+  /** Bindings: id, tenant, agent number, id. Sets the latest flag on that version (none for ""), clears it on the others. */
+  readonly setLatest: string;
+  /** Bindings: status, status message, status changed at, updated at, tenant, id. Raises the revision. */
+  readonly updateStatus: string;
+  /** Bindings: tenant, id. The stored definition, read inside the write (as the hot reads read it). */
+  readonly storedById: string;
   /** Bindings: tenant, reference id. */
   readonly newestInstanceByReference: string;
   /** Bindings: tenant, provider id, name. Locks on MySQL. */
@@ -88,9 +104,9 @@ export interface WriteStatements {
   readonly externalIdOwner: string;
   /** Bindings: tenant, provider id, externalAgentID, agent number, created at. */
   readonly insertExternalId: string;
-  /** Bindings: id, tenant, name, provider id, version, agent number, document, binary, created at, updated at. */
+  /** Bindings: id, tenant, name, provider id, version, agent number, document, binary, created at, updated at, status changed at, latest. */
   readonly insertDefinition: string;
-  /** Bindings: document, binary, updated at, tenant, id. */
+  /** Bindings: document, binary, updated at, tenant, id. Raises the revision. */
   readonly updateDocument: string;
 }
 
@@ -102,15 +118,27 @@ export function writeStatements(dialect: Dialect): WriteStatements {
   // MySQL assigns seq by AUTO_INCREMENT; SQLite only auto-increments a primary key,
   // and its single writer makes MAX + 1 race-free (the unique index guards it anyway).
   const seq = mysql ? { column: "", value: "" } : { column: "seq, ", value: `(SELECT COALESCE(MAX(seq), 0) + 1 FROM ${definitions}), ` };
-  const instances = `SELECT d.id, d.tenant, d.agent_number, a.reference_id, d.created_at, d.updated_at FROM ${definitions} d JOIN ${agents} a ON a.tenant = d.tenant AND a.number = d.agent_number`;
+  const instanceColumns =
+    "d.id, d.tenant, d.agent_number, d.name, d.provider_id, d.version, d.created_at, d.updated_at, d.revision, d.status, d.status_message, d.status_changed_at, d.is_latest, d.document_binary";
+  const instances = `SELECT ${instanceColumns}, a.reference_id FROM ${definitions} d JOIN ${agents} a ON a.tenant = d.tenant AND a.number = d.agent_number`;
+  // The agent's reference id by a subquery in locking reads, which then lock the definition rows only (see instanceByKey).
+  const lockedInstances = `SELECT ${instanceColumns}, (SELECT a.reference_id FROM ${agents} a WHERE a.tenant = d.tenant AND a.number = d.agent_number) AS reference_id FROM ${definitions} d`;
   return {
     dialect,
     tenant: `SELECT name, sequence_prefix, next_agent_number, created_at FROM ${tenants} WHERE name = ? LIMIT 1`,
     // The agent's reference id by a subquery, which a locking read does not lock (MySQL: "a locking
     // read clause in an outer statement does not lock the rows of a table in a nested subquery";
     // checked on MariaDB 10.11 with FOR UPDATE NOWAIT from a second session): see findByKeyForUpdate.
-    instanceByKey: `SELECT d.id, d.tenant, d.agent_number, (SELECT a.reference_id FROM ${agents} a WHERE a.tenant = d.tenant AND a.number = d.agent_number) AS reference_id, d.created_at, d.updated_at FROM ${definitions} d WHERE d.tenant = ? AND d.name = ? AND d.provider_id = ? AND d.version = ? LIMIT 1${locked}`,
+    instanceByKey: `${lockedInstances} WHERE d.tenant = ? AND d.name = ? AND d.provider_id = ? AND d.version = ? LIMIT 1${locked}`,
     instanceById: `${instances} WHERE d.tenant = ? AND d.id = ? LIMIT 1`,
+    instanceByIdForUpdate: `${lockedInstances} WHERE d.tenant = ? AND d.id = ? LIMIT 1${locked}`,
+    instancesOfAgentForUpdate: `${lockedInstances} WHERE d.tenant = ? AND d.agent_number = ? ORDER BY d.seq DESC${locked}`,
+    lockAgent: `SELECT number FROM ${agents} WHERE tenant = ? AND number = ?${locked}`,
+    clearLatest: `UPDATE ${definitions} SET is_latest = 0 WHERE tenant = ? AND agent_number = ? AND is_latest = 1`,
+    newestLiveOfAgent: `SELECT id FROM ${definitions} WHERE tenant = ? AND agent_number = ? AND status <> 'DEACTIVATED' ORDER BY seq DESC LIMIT 1`,
+    setLatest: `UPDATE ${definitions} SET is_latest = CASE WHEN id = ? THEN 1 ELSE 0 END WHERE tenant = ? AND agent_number = ? AND is_latest <> CASE WHEN id = ? THEN 1 ELSE 0 END`,
+    updateStatus: `UPDATE ${definitions} SET status = ?, status_message = ?, status_changed_at = ?, updated_at = ?, revision = revision + 1 WHERE tenant = ? AND id = ?`,
+    storedById: `SELECT ${readColumns(dialect)} FROM ${definitions} d LEFT JOIN ${agents} a ON a.tenant = d.tenant AND a.number = d.agent_number WHERE d.tenant = ? AND d.id = ?`,
     newestInstanceByReference: `${instances} WHERE a.tenant = ? AND a.reference_id = ? ORDER BY d.seq DESC LIMIT 1`,
     agentByName: `SELECT number, reference_id FROM ${agents} WHERE tenant = ? AND provider_id = ? AND name = ? LIMIT 1${locked}`,
     // The tenant's row, locked, and the agent if it exists by now (locked too): one round trip
@@ -124,8 +152,8 @@ export function writeStatements(dialect: Dialect): WriteStatements {
     insertAgent: `INSERT INTO ${agents} (tenant, number, reference_id, provider_id, name, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
     externalIdOwner: `SELECT agent_number FROM ${externalIds} WHERE tenant = ? AND provider_id = ? AND external_agent_id = ? LIMIT 1${locked}`,
     insertExternalId: `INSERT INTO ${externalIds} (tenant, provider_id, external_agent_id, agent_number, created_at) VALUES (?, ?, ?, ?, ?)`,
-    insertDefinition: `INSERT INTO ${definitions} (${seq.column}id, tenant, name, provider_id, version, agent_number, document, document_binary, created_at, updated_at) VALUES (${seq.value}?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    updateDocument: `UPDATE ${definitions} SET document = ?, document_binary = ?, updated_at = ? WHERE tenant = ? AND id = ?`,
+    insertDefinition: `INSERT INTO ${definitions} (${seq.column}id, tenant, name, provider_id, version, agent_number, document, document_binary, created_at, updated_at, revision, status, status_message, status_changed_at, is_latest) VALUES (${seq.value}?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 'ACTIVE', NULL, ?, ?)`,
+    updateDocument: `UPDATE ${definitions} SET document = ?, document_binary = ?, updated_at = ?, revision = revision + 1 WHERE tenant = ? AND id = ?`,
   };
 }
 
@@ -237,6 +265,64 @@ export async function findNewestInstanceByReference({ session, statements }: Wri
   return row;
 }
 
+/** The instance with this id, locked on MySQL (the definition row only, as findByKeyForUpdate). */
+export async function findInstanceByIdForUpdate({ session, statements }: WriteContext, tenant: string, id: string): Promise<InstanceRow | undefined> {
+  const [row] = await session.rows<InstanceRow>(statements.instanceByIdForUpdate, [tenant, id]);
+  return row === undefined ? undefined : withReference(row);
+}
+
+/** Every version of an agent, newest first, locked on MySQL. */
+export async function findInstancesOfAgentForUpdate({ session, statements }: WriteContext, tenant: string, agentNumber: number): Promise<InstanceRow[]> {
+  return (await session.rows<InstanceRow>(statements.instancesOfAgentForUpdate, [tenant, agentNumber])).map(withReference);
+}
+
+function withReference(row: InstanceRow): InstanceRow {
+  if (row.reference_id === null) throw new Error(`Agent ${String(row.agent_number)} of definition ${row.id} is missing.`);
+  return row;
+}
+
+/**
+ * MySQL: locks the agent's row until the transaction ends. Every write that
+ * changes which of an agent's versions is latest (a new version, a status
+ * change) takes it first, so two of them never decide on the flag from
+ * snapshots that miss each other. SQLite's writers run one at a time anyway.
+ */
+export async function lockAgent({ session, statements }: WriteContext, tenant: string, agentNumber: number): Promise<void> {
+  if (statements.dialect !== "mysql") return;
+  const rows = await session.rows<{ number: DatabaseInteger }>(statements.lockAgent, [tenant, agentNumber]);
+  if (rows.length !== 1) throw new Error(`Agent ${agentNumber} of tenant "${tenant}" vanished inside a write transaction.`);
+}
+
+/** Clears the latest flag of every version of the agent: a new version is about to take it. */
+export async function clearLatest({ session, statements }: WriteContext, tenant: string, agentNumber: number): Promise<void> {
+  await session.change(statements.clearLatest, [tenant, agentNumber]);
+}
+
+/** Puts the latest flag on the agent's newest version that is not DEACTIVATED (none when all are) and answers its id. */
+export async function refreshLatest({ session, statements }: WriteContext, tenant: string, agentNumber: number): Promise<string | undefined> {
+  const [newest] = await session.rows<{ id: string }>(statements.newestLiveOfAgent, [tenant, agentNumber]);
+  const id = newest?.id ?? "";
+  await session.change(statements.setLatest, [id, tenant, agentNumber, id]);
+  return newest?.id;
+}
+
+/** Sets a version's status, raising its revision and updated_at. */
+export async function updateStatus(
+  { session, statements }: WriteContext,
+  tenant: string,
+  id: string,
+  change: { readonly status: string; readonly status_message: string | null; readonly at: string },
+): Promise<void> {
+  const { affectedRows } = await session.change(statements.updateStatus, [change.status, change.status_message, change.at, change.at, tenant, id]);
+  if (affectedRows !== 1) throw new Error(`Expected to set the status of one agent definition row, set ${affectedRows}.`);
+}
+
+/** A stored definition as the hot reads answer it, read inside the write (for a status change's answer). */
+export async function readStoredInWrite({ session, statements }: WriteContext, tenant: string, id: string): Promise<DefinitionReadRow | undefined> {
+  const [row] = await session.rows<DefinitionReadRow>(statements.storedById, [tenant, id]);
+  return row;
+}
+
 /** Inserts a new row. No RETURNING (MySQL has none), and none needed: the caller knows every value. */
 export async function insertDefinition({ session, statements }: WriteContext, row: NewAgentDefinitionRow): Promise<void> {
   await session.change(statements.insertDefinition, [
@@ -250,6 +336,8 @@ export async function insertDefinition({ session, statements }: WriteContext, ro
     row.document_binary,
     row.created_at,
     row.updated_at,
+    row.status_changed_at,
+    row.is_latest ? 1 : 0,
   ]);
 }
 
@@ -296,12 +384,20 @@ export interface ReadStatements {
   readonly pageOfAgent: string;
 }
 
+/**
+ * The columns of a stored definition as the reads answer it (`d` the definition, `a` its agent):
+ * both encodings, and the lifecycle columns (migration 0008) that answers splice in as `meta`,
+ * in the same statement. Both encodings come back as Buffers, answered as they are: MySQL's
+ * document is a LONGBLOB, SQLite's TEXT is read as a BLOB (migration 0006 says why, with measurements).
+ */
+export function readColumns(dialect: Dialect): string {
+  const json = dialect === "mysql" ? "d.document" : "CAST(d.document AS BLOB)";
+  return `d.id, d.agent_number, a.reference_id, ${json} AS document_json, d.document_binary, d.created_at, d.updated_at, d.revision, d.status, d.status_message, d.status_changed_at, d.is_latest`;
+}
+
 /** Builds the hot reads' SQL for `dialect`; the repository does it once. */
 export function readStatements(dialect: Dialect): ReadStatements {
-  // Both encodings come back as Buffers, answered as they are: MySQL's document is a LONGBLOB,
-  // SQLite's TEXT is read as a BLOB (migration 0006 says why, with measurements).
-  const json = dialect === "mysql" ? "d.document" : "CAST(d.document AS BLOB)";
-  const columns = `d.id, d.agent_number, a.reference_id, ${json} AS document_json, d.document_binary, d.created_at, d.updated_at`;
+  const columns = readColumns(dialect);
   const agentOfDefinition = `LEFT JOIN ${agents} a ON a.tenant = d.tenant AND a.number = d.agent_number`;
   // A page: its ids from the (tenant, seq) or (tenant, agent_number, seq) index alone, then only
   // those rows read and joined (OFFSET over the joined rows made MariaDB read and sort whole
@@ -327,6 +423,8 @@ export function readStatements(dialect: Dialect): ReadStatements {
       LEFT JOIN ${definitions} d ON d.tenant = t.name AND d.id = ?
       ${agentOfDefinition}
       WHERE t.name = ?`,
+    // The version an `Agent_ID=` names: the newest that is not DEACTIVATED (the one is_latest marks),
+    // else the newest of all, from the (tenant, agent_number, is_latest, seq) index (migration 0008).
     // The newest version's id from the (tenant, agent_number, seq) index, then that one row by
     // its primary key. Joined to every version and sorted (ORDER BY d.seq DESC LIMIT 1), MariaDB
     // chose to read the whole tenant through its (tenant, seq) index into a temporary table
@@ -336,10 +434,11 @@ export function readStatements(dialect: Dialect): ReadStatements {
       FROM ${tenants} t
       LEFT JOIN ${agents} a ON a.tenant = t.name AND a.reference_id = ?
       LEFT JOIN ${definitions} d ON d.id = (
-        SELECT n.id FROM ${definitions} n WHERE n.tenant = a.tenant AND n.agent_number = a.number ORDER BY n.seq DESC LIMIT 1
+        SELECT n.id FROM ${definitions} n WHERE n.tenant = a.tenant AND n.agent_number = a.number ORDER BY n.is_latest DESC, n.seq DESC LIMIT 1
       )
       WHERE t.name = ?`,
-    pageOfTenant: page("tenant = ?", "ASC"),
+    // DEACTIVATED versions leave the list (README, "Lifecycle"); they stay readable by id.
+    pageOfTenant: page("tenant = ? AND status <> 'DEACTIVATED'", "ASC"),
     pageOfAgent: page("tenant = ? AND agent_number = ?", "DESC"),
   };
 }

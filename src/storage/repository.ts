@@ -1,17 +1,23 @@
 import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
-import type { AgentRef, InstanceRef, PoolStats, StoredDefinition, Tenant, UpsertKey } from "../domain/records.js";
+import type { ListQuery, Position } from "../domain/list-query.js";
+import type { AgentRef, DefinitionStatus, InstanceRef, KeyedInstanceRef, PoolStats, StoredDefinition, Tenant, UpsertKey } from "../domain/records.js";
 
-export type { AgentRef, InstanceRef, PoolStats, StoredDefinition, Tenant, UpsertKey } from "../domain/records.js";
+export type { ListQuery, Position } from "../domain/list-query.js";
+export type { AgentRef, DefinitionStatus, InstanceRef, KeyedInstanceRef, PoolStats, StoredDefinition, Tenant, UpsertKey } from "../domain/records.js";
 
 export interface Page {
   readonly limit: number;
   readonly offset: number;
+  /** Keyset paging: the page starts after this row (then `offset` is 0). */
+  readonly after?: Position;
 }
 
 export interface ListResult {
   /** How many records match, across all pages. */
   readonly total: number;
   readonly items: readonly StoredDefinition[];
+  /** Where the next page starts; absent on the last page. */
+  readonly next?: Position;
 }
 
 /**
@@ -27,9 +33,13 @@ export interface WriteTransaction {
   /** The tenant, read when the transaction began. */
   readonly tenant: Tenant;
   /** The instance holding `key`. Locks. */
-  findByKey(key: UpsertKey): Promise<InstanceRef | undefined>;
+  findByKey(key: UpsertKey): Promise<KeyedInstanceRef | undefined>;
   /** The instance with this 32-hex id. */
-  findById(id: string): Promise<InstanceRef | undefined>;
+  findById(id: string): Promise<KeyedInstanceRef | undefined>;
+  /** The instance with this 32-hex id, to change it. Locks (the instance, not its agent). */
+  findByIdForUpdate(id: string): Promise<KeyedInstanceRef | undefined>;
+  /** Every version of `agent`, newest first, to change them. Locks the agent, then the versions. */
+  findVersionsForUpdate(agent: AgentRef): Promise<KeyedInstanceRef[]>;
   /** The newest instance of the agent with this `Agent_ID=...` reference id. */
   findNewestByReference(referenceId: string): Promise<InstanceRef | undefined>;
   /** The agent whose first version had this provider and name. Locks; when absent, locks the tenant's sequence. */
@@ -44,10 +54,20 @@ export interface WriteTransaction {
   createAgent(providerId: string, name: string): Promise<AgentRef>;
   /** Records that `agentNumber` holds this externalAgentID for this provider. */
   claimExternalId(providerId: string, externalAgentId: string, agentNumber: number): Promise<void>;
-  /** Stores a new instance of `agent` under `key`; `definition.id` is its new id. Both encodings are made here, once. */
+  /**
+   * Stores a new instance of `agent` under `key`; `definition.id` is its new id. Both encodings
+   * are made here, once. It is ACTIVE, revision 1, and its agent's latest version (taking the
+   * flag from the others under the agent's lock).
+   */
   insert(key: UpsertKey, agent: AgentRef, definition: AgentDefinition): Promise<StoredDefinition>;
-  /** Replaces the content of `existing`; its id, key, agent and creation time stay. */
+  /** Replaces the content of `existing`, raising its revision; its id, key, agent, creation time and status stay. */
   update(existing: InstanceRef, definition: AgentDefinition): Promise<StoredDefinition>;
+  /**
+   * Sets the status of `versions` (all of one agent, found by findByIdForUpdate or
+   * findVersionsForUpdate), raising each revision, then moves the agent's latest flag
+   * to its newest version that is not DEACTIVATED. Answers the versions as stored now, in order.
+   */
+  setStatus(versions: readonly InstanceRef[], status: DefinitionStatus, statusMessage: string | null): Promise<StoredDefinition[]>;
 }
 
 /**
@@ -72,12 +92,17 @@ export interface AgentDefinitionRepository {
   write<T>(tenant: string, work: (tx: WriteTransaction) => Promise<T>): Promise<T>;
   /** The instance with this 32-hex id in this tenant, or undefined; `TENANT_NOT_FOUND` when the tenant does not exist. */
   get(tenant: string, id: string): Promise<StoredDefinition | undefined>;
-  /** The newest instance of the agent with this `Agent_ID=...` reference id, or undefined; `TENANT_NOT_FOUND` as get. */
+  /**
+   * The version the agent's `Agent_ID=...` reference id names: its newest that is not DEACTIVATED,
+   * else its newest of all; undefined when no agent has it; `TENANT_NOT_FOUND` as get.
+   */
   getNewestByReference(tenant: string, referenceId: string): Promise<StoredDefinition | undefined>;
-  /** A page of the tenant's definitions, oldest first (by creation); `TENANT_NOT_FOUND` as get. */
+  /** A page of the tenant's definitions that are not DEACTIVATED, oldest first (by creation); `TENANT_NOT_FOUND` as get. */
   list(tenant: string, page: Page): Promise<ListResult>;
   /** A page of the versions of agent `agentNumber`, newest first; `TENANT_NOT_FOUND` as get. */
   listVersions(tenant: string, agentNumber: number, page: Page): Promise<ListResult>;
+  /** A page of the tenant's definitions that match `query` (filters, keywords, order, keyset), with `next`; `TENANT_NOT_FOUND` as get. */
+  search(tenant: string, query: ListQuery): Promise<ListResult>;
   /** The tenant's setup, or undefined when it has not been set up. */
   getTenant(tenant: string): Promise<Tenant | undefined>;
   /** Sets up a tenant; RegistryError `TENANT_EXISTS` when it exists. */

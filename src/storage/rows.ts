@@ -6,10 +6,11 @@
  * answered as they are.
  */
 import { Buffer } from "node:buffer";
-import { fromJsonString, toBinary, toJsonString } from "@bufbuild/protobuf";
+import { type DescMessage, fromJsonString, type JsonObject, type JsonValue, type MessageShape, toBinary, toJson } from "@bufbuild/protobuf";
 import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
 import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
-import type { AgentRef, InstanceRef, StoredDefinition, Tenant } from "./repository.js";
+import type { DefinitionStatus, KeyedInstanceRef, Lifecycle } from "../domain/records.js";
+import type { AgentRef, StoredDefinition, Tenant } from "./repository.js";
 
 /** A BIGINT as a driver may hand it back: mysql2 (supportBigNumbers) answers a number, or a string past 2^53. */
 export type DatabaseInteger = number | string | bigint;
@@ -21,9 +22,22 @@ export interface InstanceRow {
   readonly agent_number: DatabaseInteger;
   /** From `agents`. */
   readonly reference_id: string;
+  readonly name: string;
+  readonly provider_id: string;
+  readonly version: string;
   readonly created_at: DatabaseTimestamp;
   readonly updated_at: DatabaseTimestamp;
+  readonly revision: DatabaseInteger;
+  readonly status: string;
+  readonly status_message: string | null;
+  readonly status_changed_at: DatabaseTimestamp;
+  readonly is_latest: DatabaseBoolean;
+  /** The stored protobuf binary, to tell an update that changes nothing. */
+  readonly document_binary: Uint8Array;
 }
+
+/** A BOOLEAN as the drivers answer it: MySQL's TINYINT(1) and SQLite's integer, 0 or 1. */
+export type DatabaseBoolean = number | string | boolean | bigint;
 
 /**
  * A row of a hot read (queries.ts): one instance with both stored encodings,
@@ -44,6 +58,12 @@ export interface DefinitionReadRow {
   readonly document_binary: Uint8Array | null;
   readonly created_at: DatabaseTimestamp | null;
   readonly updated_at: DatabaseTimestamp | null;
+  /** The lifecycle columns (migration 0008), read by the same statement. */
+  readonly revision: DatabaseInteger | null;
+  readonly status: string | null;
+  readonly status_message: string | null;
+  readonly status_changed_at: DatabaseTimestamp | null;
+  readonly is_latest: DatabaseBoolean | null;
 }
 
 /** The columns an insert writes; `seq` is assigned by the database, `reference_id` lives in `agents`. */
@@ -60,6 +80,10 @@ export interface NewAgentDefinitionRow {
   readonly document_binary: Buffer;
   readonly created_at: string;
   readonly updated_at: string;
+  /** The creation time again: a new version's status is set as it is created. */
+  readonly status_changed_at: string;
+  /** Whether it is its agent's latest version: a new version is, being ACTIVE and the newest. */
+  readonly is_latest: boolean;
 }
 
 /** A row of `tenants`. */
@@ -133,10 +157,49 @@ const utf8 = new TextEncoder();
  * encodings of a row always describe the same message, and reads never
  * encode anything.
  */
-export function encodeDefinition(definition: AgentDefinition): EncodedDefinition {
-  const document = toJsonString(AgentDefinitionSchema, definition);
+export function encodeDefinition(sent: AgentDefinition): EncodedDefinition {
+  // `meta` is the registry's, kept in columns and spliced into answers; what a client sent is
+  // ignored, so it is never stored (a stored meta would merge into the answered one).
+  const definition: AgentDefinition = sent.meta === undefined ? sent : { ...sent, meta: undefined };
+  // Every list member shown, empty as [], so a client reads back the lists it sent.
+  const document = JSON.stringify(toJsonWithEmptyLists(AgentDefinitionSchema, definition));
   const binary = toBinary(AgentDefinitionSchema, definition);
   return { document, json: utf8.encode(document), binary: Buffer.from(binary.buffer, binary.byteOffset, binary.byteLength) };
+}
+
+/**
+ * A message as protobuf JSON (what `toJsonString` writes, members in field
+ * number order) plus every list member that JSON leaves out because it is
+ * empty, as `[]`, in the messages at every depth: a client that sent
+ * `"tags": []` reads it back, and a client that left a list out reads `[]`.
+ * Scalars keep protobuf JSON's presence rules (`alwaysEmitImplicit` would
+ * also write `""`, `0` and `false` for every unset scalar).
+ */
+export function toJsonWithEmptyLists<Desc extends DescMessage>(desc: Desc, message: MessageShape<Desc>): JsonObject {
+  return withEmptyLists(desc, toJson(desc, message) as JsonObject);
+}
+
+function withEmptyLists(desc: DescMessage, json: JsonObject): JsonObject {
+  const out: JsonObject = {};
+  for (const field of [...desc.fields].sort((a, b) => a.number - b.number)) {
+    const value = json[field.jsonName];
+    if (field.fieldKind === "list") {
+      const items = (value ?? []) as JsonValue[];
+      out[field.jsonName] = field.listKind === "message" && hasFieldsInJson(field.message) ? items.map((item) => withEmptyLists(field.message, item as JsonObject)) : items;
+    } else if (value === undefined) {
+    } else if (field.fieldKind === "message" && hasFieldsInJson(field.message)) {
+      out[field.jsonName] = withEmptyLists(field.message, value as JsonObject);
+    } else {
+      // Scalars, enums and maps as protobuf JSON wrote them (the contract has no maps of messages).
+      out[field.jsonName] = value;
+    }
+  }
+  return out;
+}
+
+/** Whether a message's JSON is an object of its fields: not so for the well-known types (Timestamp, Struct...). */
+function hasFieldsInJson(desc: DescMessage): boolean {
+  return !desc.typeName.startsWith("google.protobuf.");
 }
 
 /**
@@ -148,13 +211,30 @@ export function fromDocument(document: string): AgentDefinition {
 }
 
 /** Maps the row a locking read found under a write to the instance it is. */
-export function toInstanceRef(row: InstanceRow): InstanceRef {
+export function toInstanceRef(row: InstanceRow): KeyedInstanceRef {
   return {
     id: row.id,
     tenant: row.tenant,
     agent: { number: fromDatabaseInteger(row.agent_number), referenceId: row.reference_id },
+    key: { name: row.name, providerId: row.provider_id, version: row.version },
+    binary: row.document_binary,
     createdAt: fromDatabaseTimestamp(row.created_at),
     updatedAt: fromDatabaseTimestamp(row.updated_at),
+    ...toLifecycle(row),
+  };
+}
+
+const statuses: ReadonlySet<string> = new Set<DefinitionStatus>(["ACTIVE", "DEPRECATED", "DEACTIVATED"]);
+
+/** The lifecycle columns of a row as the domain's Lifecycle. */
+export function toLifecycle(row: Pick<InstanceRow, "revision" | "status" | "status_message" | "status_changed_at" | "is_latest">): Lifecycle {
+  if (!statuses.has(row.status)) throw new Error(`Unknown definition status in the database: ${JSON.stringify(row.status)}`);
+  return {
+    revision: fromDatabaseInteger(row.revision),
+    status: row.status as DefinitionStatus,
+    statusMessage: row.status_message,
+    statusChangedAt: fromDatabaseTimestamp(row.status_changed_at),
+    latest: Number(row.is_latest) === 1 || row.is_latest === true,
   };
 }
 
@@ -165,7 +245,18 @@ export function toInstanceRef(row: InstanceRow): InstanceRef {
  */
 export function toStoredDefinition(tenant: string, row: DefinitionReadRow): StoredDefinition | undefined {
   if (row.id === null) return undefined;
-  if (row.agent_number === null || row.reference_id === null || row.document_json === null || row.document_binary === null || row.created_at === null || row.updated_at === null) {
+  if (
+    row.agent_number === null ||
+    row.reference_id === null ||
+    row.document_json === null ||
+    row.document_binary === null ||
+    row.created_at === null ||
+    row.updated_at === null ||
+    row.revision === null ||
+    row.status === null ||
+    row.status_changed_at === null ||
+    row.is_latest === null
+  ) {
     throw new Error(`Agent definition ${row.id} of tenant "${tenant}" was read without its agent or one of its columns.`);
   }
   return {
@@ -176,6 +267,7 @@ export function toStoredDefinition(tenant: string, row: DefinitionReadRow): Stor
     binary: row.document_binary,
     createdAt: fromDatabaseTimestamp(row.created_at),
     updatedAt: fromDatabaseTimestamp(row.updated_at),
+    ...toLifecycle({ revision: row.revision, status: row.status, status_message: row.status_message, status_changed_at: row.status_changed_at, is_latest: row.is_latest }),
   };
 }
 

@@ -6,11 +6,14 @@
 import { create, type DescMessage, type DescMethod, fromBinary, type Message } from "@bufbuild/protobuf";
 import { type ConnectRouter, createContextKey, type HandlerContext } from "@connectrpc/connect";
 import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
+import { AGENT_CARD_CACHE_CONTROL } from "../domain/agent-card.js";
+import { etagOf } from "../domain/lifecycle.js";
 import type { StoredDefinition } from "../domain/records.js";
 import type { Logger } from "../logger.js";
 import type { Admission, Call, Operations, Result } from "../operations/operation.js";
 import { REGISTRY_SERVICES } from "../operations/registry-operations.js";
 import { errorInterceptor } from "./connect-errors.js";
+import { binaryWithMeta } from "./definition-meta.js";
 import { preEncoded } from "./encoded-message.js";
 
 /** Where the edge leaves its verdict for the RPC: the admitted call, or the error to answer with (401/403, a bad message). */
@@ -30,9 +33,13 @@ function answersBinary(ctx: HandlerContext): boolean {
   return !/^application\/(?:[a-z-]+\+)?json\b/i.test(type.trim());
 }
 
-/** A stored definition as a message: its stored binary as it is for binary callers, decoded for JSON (Connect writes the JSON). */
+/**
+ * A stored definition as a message, with its `meta`: its stored binary and the encoded `meta`
+ * after it, as they are, for binary callers; decoded for JSON (Connect writes the JSON).
+ */
 function definitionMessage(stored: StoredDefinition, binary: boolean): Message {
-  return binary ? preEncoded(AgentDefinitionSchema, stored.binary) : fromBinary(AgentDefinitionSchema, stored.binary);
+  const bytes = binaryWithMeta(stored);
+  return binary ? preEncoded(AgentDefinitionSchema, bytes) : fromBinary(AgentDefinitionSchema, bytes);
 }
 
 /** The RPC's response for an operation's result. */
@@ -41,9 +48,15 @@ function responseOf(method: DescMethod, result: Result, binary: boolean): Messag
     case "definition":
       return definitionMessage(result.stored, binary);
     case "page":
-      return create(method.output as DescMessage, { total: result.page.total, data: result.page.data.map((d) => definitionMessage(d, binary)) });
+      return create(method.output as DescMessage, {
+        total: result.page.total,
+        data: result.page.data.map((d) => definitionMessage(d, binary)),
+        ...(result.page.nextPageToken === undefined ? {} : { nextPageToken: result.page.nextPageToken }),
+      });
     case "message":
       return result.message;
+    case "card":
+      return result.card;
   }
 }
 
@@ -65,7 +78,17 @@ export function createRegistryRoutes({ operations, logger }: RegistryRoutesOptio
       for (const method of service.methods) {
         const operation = operations.get(method);
         if (operation === undefined) throw new Error(`${service.typeName}/${method.name} has no operation.`);
-        implementation[method.localName] = async (req, ctx) => responseOf(method, await operation.run(callOf(ctx), req as never), answersBinary(ctx));
+        implementation[method.localName] = async (req, ctx) => {
+          const result = await operation.run(callOf(ctx), req as never);
+          // A single definition's ETag, as REST sends it (the same value as its meta.etag).
+          if (result.kind === "definition") ctx.responseHeader.set("etag", etagOf(result.stored));
+          // An agent card's caching headers, as REST sends them: a Connect GET is cached by HTTP caches like a REST one.
+          if (result.kind === "card") {
+            ctx.responseHeader.set("etag", result.etag);
+            ctx.responseHeader.set("cache-control", AGENT_CARD_CACHE_CONTROL);
+          }
+          return responseOf(method, result, answersBinary(ctx));
+        };
       }
       router.service(service, implementation as never, options);
     }

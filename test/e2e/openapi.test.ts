@@ -18,11 +18,13 @@ type Caller = "all" | "none" | "no-domains" | "unknown-tenant";
 /** One call of the REST surface whose answer is checked against the document. */
 interface Scenario {
   readonly name: string;
-  readonly method: "GET" | "POST" | "DELETE";
+  readonly method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
   /** The path; `{id}` stands for the id of a definition this suite created. */
   readonly path: string;
   readonly caller?: Caller;
   readonly body?: () => { contentType?: string; body: BodyInit };
+  /** Other request headers (the conditional ones). */
+  readonly headers?: Readonly<Record<string, string>>;
   readonly status: number;
 }
 
@@ -33,12 +35,21 @@ const multipart = (part: string, value: unknown) => () => {
   return { body: form };
 };
 const tenantName = `openapi-${randomBytes(4).toString("hex")}`;
+/** The definition the suite creates first; `{id}` is its id, `{reference}` its agent's. */
+const FIXTURE = { ...exampleDefinition(), version: "openapi-fixture" };
 
 /** For every operation: its success, and each error status a client meets (400, 401, 403, 404, 415, and 413, 409 where listed). */
 const SCENARIOS: Scenario[] = [
   ...[T, C].flatMap((base): Scenario[] => [
     { name: "lists", method: "GET", path: `${base}?limit=5`, status: 200 },
     { name: "lists with a limit out of range", method: "GET", path: `${base}?limit=0`, status: 400 },
+    {
+      name: "lists by filters, keywords and order, a page with a next page token",
+      method: "GET",
+      path: `${base}?limit=1&status=ALL&q=customer&skillId=sentiment_analysis&skillId=x&orderBy=name%20desc&latest=false&updatedSince=2000-01-01T00%3A00%3A00Z`,
+      status: 200,
+    },
+    { name: "lists with a malformed page token", method: "GET", path: `${base}?pageToken=%21`, status: 400 },
     { name: "lists without a token", method: "GET", path: base, caller: "none", status: 401 },
     { name: "lists without a security domain", method: "GET", path: base, caller: "no-domains", status: 403 },
     { name: "lists an unknown tenant", method: "GET", path: base.replace("/default/", "/nowhere/"), caller: "unknown-tenant", status: 404 },
@@ -52,6 +63,11 @@ const SCENARIOS: Scenario[] = [
     { name: "lists versions without a token", method: "GET", path: `${base}/{id}/versions`, caller: "none", status: 401 },
     { name: "lists versions without a security domain", method: "GET", path: `${base}/{id}/versions`, caller: "no-domains", status: 403 },
     { name: "lists versions of an unknown agent", method: "GET", path: `${base}/${UNKNOWN_ID}/versions`, status: 404 },
+    { name: "gets the agent card", method: "GET", path: `${base}/{id}/agentCard`, status: 200 },
+    { name: "gets the agent card with an unknown query parameter", method: "GET", path: `${base}/{id}/agentCard?limit=5`, status: 400 },
+    { name: "gets the agent card without a token", method: "GET", path: `${base}/{id}/agentCard`, caller: "none", status: 401 },
+    { name: "gets the agent card without a security domain", method: "GET", path: `${base}/{id}/agentCard`, caller: "no-domains", status: 403 },
+    { name: "gets the agent card of an unknown id", method: "GET", path: `${base}/${UNKNOWN_ID}/agentCard`, status: 404 },
     { name: "upserts JSON", method: "POST", path: base, body: json(exampleDefinition()), status: 201 },
     { name: "upserts multipart", method: "POST", path: base, body: multipart("agentCardAndTools", { ...exampleDefinition(), version: "multipart" }), status: 201 },
     { name: "upserts a definition without a name", method: "POST", path: base, body: json(minimalDefinition({ name: "" })), status: 400 },
@@ -60,6 +76,26 @@ const SCENARIOS: Scenario[] = [
     { name: "upserts into an unknown tenant", method: "POST", path: base.replace("/default/", "/nowhere/"), caller: "unknown-tenant", body: json(minimalDefinition()), status: 404 },
     { name: "upserts too large a body", method: "POST", path: base, body: json({ ...minimalDefinition(), description: "a".repeat(1_100_000) }), status: 413 },
     { name: "upserts text/plain", method: "POST", path: base, body: () => ({ contentType: "text/plain", body: "hello" }), status: 415 },
+    { name: "upserts create-only a key that exists", method: "POST", path: base, body: json(FIXTURE), headers: { "if-none-match": "*" }, status: 412 },
+    { name: "gets what the caller holds", method: "GET", path: `${base}/{id}`, headers: { "if-none-match": "*" }, status: 304 },
+    { name: "gets the agent card the caller holds", method: "GET", path: `${base}/{id}/agentCard`, headers: { "if-none-match": "*" }, status: 304 },
+    { name: "updates by id", method: "PUT", path: `${base}/{id}`, body: json(FIXTURE), status: 200 },
+    { name: "updates by id, changing the key", method: "PUT", path: `${base}/{id}`, body: json({ ...FIXTURE, version: "other" }), status: 400 },
+    { name: "updates by id without a token", method: "PUT", path: `${base}/{id}`, caller: "none", body: json(FIXTURE), status: 401 },
+    { name: "updates by id without a security domain", method: "PUT", path: `${base}/{id}`, caller: "no-domains", body: json(FIXTURE), status: 403 },
+    { name: "updates an unknown id", method: "PUT", path: `${base}/${UNKNOWN_ID}`, body: json(FIXTURE), status: 404 },
+    { name: "updates by id with a stale If-Match", method: "PUT", path: `${base}/{id}`, body: json(FIXTURE), headers: { "if-match": '"stale"' }, status: 412 },
+    { name: "updates by id with too large a body", method: "PUT", path: `${base}/{id}`, body: json({ ...FIXTURE, description: "a".repeat(1_100_000) }), status: 413 },
+    { name: "updates by id from text/plain", method: "PUT", path: `${base}/{id}`, body: () => ({ contentType: "text/plain", body: "hello" }), status: 415 },
+    { name: "sets a status", method: "PATCH", path: `${base}/{id}/status`, body: json({ status: "DEPRECATED", statusMessage: "openapi" }), status: 200 },
+    { name: "sets the status of an agent", method: "PATCH", path: `${base}/{reference}/status`, body: json({ status: "ACTIVE" }), status: 200 },
+    { name: "sets no status", method: "PATCH", path: `${base}/{id}/status`, body: json({}), status: 400 },
+    { name: "sets a status without a token", method: "PATCH", path: `${base}/{id}/status`, caller: "none", body: json({ status: "ACTIVE" }), status: 401 },
+    { name: "sets a status without a security domain", method: "PATCH", path: `${base}/{id}/status`, caller: "no-domains", body: json({ status: "ACTIVE" }), status: 403 },
+    { name: "sets the status of an unknown id", method: "PATCH", path: `${base}/${UNKNOWN_ID}/status`, body: json({ status: "ACTIVE" }), status: 404 },
+    { name: "sets a status with a stale If-Match", method: "PATCH", path: `${base}/{id}/status`, body: json({ status: "ACTIVE" }), headers: { "if-match": '"stale"' }, status: 412 },
+    { name: "sets a status from too large a body", method: "PATCH", path: `${base}/{id}/status`, body: json({ status: "ACTIVE", statusMessage: "a".repeat(1_100_000) }), status: 413 },
+    { name: "sets a status from text/plain", method: "PATCH", path: `${base}/{id}/status`, body: () => ({ contentType: "text/plain", body: "x" }), status: 415 },
   ]),
   { name: "lists naming the tenant as a query parameter", method: "GET", path: `${C}?tenant=default&offset=0`, status: 200 },
   { name: "lists tenants", method: "GET", path: ADMIN, status: 200 },
@@ -77,7 +113,7 @@ const SCENARIOS: Scenario[] = [
 ];
 
 /** The statuses every operation must be seen answering, where the document lists them (500, 503 and an upsert's 409 cannot be caused on purpose). */
-const MUST_SEE = (status: number) => status < 300 || [400, 401, 403, 404, 413, 415].includes(status);
+const MUST_SEE = (status: number) => status < 300 || [304, 400, 401, 403, 404, 412, 413, 415].includes(status);
 
 // The shapes of answers do not depend on the database: SQLite only.
 const [sqlite] = testDatabases();
@@ -88,6 +124,7 @@ describe("the REST surface answers as its OpenAPI document says", () => {
   const checker = createOpenApiChecker(document);
   const seen = new Set<string>();
   let definitionId = "";
+  let referenceId = "";
 
   const authorization = async (caller: Caller): Promise<Record<string, string>> => {
     if (caller === "none") return {};
@@ -100,22 +137,33 @@ describe("the REST surface answers as its OpenAPI document says", () => {
     const res = await fetch(`${server().baseUrl}${T}`, {
       method: "POST",
       headers: { authorization: server().authorization, "content-type": "application/json" },
-      body: JSON.stringify({ ...exampleDefinition(), version: "openapi-fixture" }),
+      body: JSON.stringify(FIXTURE),
     });
-    definitionId = (await res.json()).id;
+    ({ id: definitionId, reference_id: referenceId } = await res.json());
   });
 
   it.each(SCENARIOS.map((s) => [`${s.method} ${s.path}: ${s.name}`, s] as const))("%s", async (_, scenario) => {
-    const path = scenario.path.replace("{id}", definitionId);
+    const path = scenario.path.replace("{id}", definitionId).replace("{reference}", encodeURIComponent(referenceId));
     const payload = scenario.body?.();
-    const headers = { ...(await authorization(scenario.caller ?? "all")), ...(payload?.contentType ? { "content-type": payload.contentType } : {}) };
+    const headers = {
+      ...(await authorization(scenario.caller ?? "all")),
+      ...(payload?.contentType ? { "content-type": payload.contentType } : {}),
+      ...scenario.headers,
+    };
     const res = await fetch(`${server().baseUrl}${path}`, { method: scenario.method, headers, ...(payload ? { body: payload.body } : {}) });
-    const body = await res.json();
-    expect(res.status, JSON.stringify(body)).toBe(scenario.status);
-    expect(res.headers.get("content-type")).toMatch(/^application\/json/);
+    const text = await res.text();
+    expect(res.status, text).toBe(scenario.status);
 
     const expected = checker.response(scenario.method, new URL(path, "http://x").pathname, res.status);
-    expect(expected.validate(body), JSON.stringify(expected.validate.errors)).toBe(true);
+    if (res.status === 304) {
+      // Not modified: no body, and the document says none.
+      expect(text).toBe("");
+      expect(expected.validate(undefined)).toBe(true);
+    } else {
+      expect(res.headers.get("content-type")).toMatch(/^application\/json/);
+      const body = JSON.parse(text);
+      expect(expected.validate(body), JSON.stringify(expected.validate.errors)).toBe(true);
+    }
     for (const header of expected.requiredHeaders) expect(res.headers.get(header), header).not.toBeNull();
     seen.add(`${expected.operationId} ${res.status}`);
   });

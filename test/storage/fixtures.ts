@@ -107,6 +107,7 @@ export function withWriteHook(repository: AgentDefinitionRepository, hook: (tx: 
     getNewestByReference: (tenant, referenceId) => repository.getNewestByReference(tenant, referenceId),
     list: (tenant, page) => repository.list(tenant, page),
     listVersions: (tenant, agentNumber, page) => repository.listVersions(tenant, agentNumber, page),
+    search: (tenant, query) => repository.search(tenant, query),
     getTenant: (tenant) => repository.getTenant(tenant),
     createTenant: (name, sequencePrefix) => repository.createTenant(name, sequencePrefix),
     listTenants: () => repository.listTenants(),

@@ -1,6 +1,6 @@
 import type { AddressInfo, Server, Socket } from "node:net";
 import { connect as createConnectionTo, createServer } from "node:net";
-import { equals, toBinary, toJsonString } from "@bufbuild/protobuf";
+import { equals, fromJsonString, toBinary, toJsonString } from "@bufbuild/protobuf";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
 import { RegistryError } from "../../src/domain/errors.js";
@@ -51,6 +51,9 @@ forEachDatabase((db) => {
         "0004-create-agent-external-ids",
         "0005-create-agent-definitions",
         "0006-add-definition-binary",
+        "0007-reencode-empty-lists",
+        "0008-add-definition-lifecycle",
+        "0009-add-search-index",
       ]);
     } finally {
       await again.close();
@@ -185,7 +188,21 @@ forEachDatabase((db) => {
         expect(await tx.findByKey(keyOf(def))).toBeUndefined();
         const agent = await tx.createAgent("Provider=Acme", def.name);
         const record = await tx.insert(keyOf(def), agent, withIds(def, newId(), agent.referenceId));
-        expect(await tx.findByKey(keyOf(def))).toEqual({ id: record.id, tenant, agent, createdAt: record.createdAt, updatedAt: record.updatedAt });
+        // With its key and lifecycle columns (migration 0008): a new version is ACTIVE, revision 1, its agent's latest.
+        expect(await tx.findByKey(keyOf(def))).toEqual({
+          id: record.id,
+          tenant,
+          agent,
+          key: keyOf(def),
+          binary: bytes(record.binary),
+          createdAt: record.createdAt,
+          updatedAt: record.updatedAt,
+          revision: 1,
+          status: "ACTIVE",
+          statusMessage: null,
+          statusChangedAt: record.createdAt,
+          latest: true,
+        });
         expect((await tx.findById(record.id))?.agent).toEqual(agent);
         expect((await tx.findNewestByReference(agent.referenceId))?.id).toBe(record.id);
         expect(await tx.findById("not-an-id")).toBeUndefined();
@@ -284,9 +301,10 @@ forEachDatabase((db) => {
 
     it("answers both encodings byte for byte as written, from every read", async () => {
       const { stored } = await save(repo, definition({ name: "Encodings", description: 'Ünïcødé 🤖 and "quotes"', externalAgentId: "ext-encodings" }));
-      // What was written: protobuf JSON exactly as toJsonString writes it, and the binary of the same message.
+      // What was written: protobuf JSON of the message, its empty lists shown as [], and the binary of the same message.
       const message = fromBinaryBytes(stored);
-      expect(new TextDecoder().decode(stored.json)).toBe(toJsonString(AgentDefinitionSchema, message));
+      expect(equals(AgentDefinitionSchema, fromJsonBytes(stored), message)).toBe(true);
+      expect(JSON.parse(new TextDecoder().decode(stored.json))).toMatchObject({ hostConfig: [], defaultInputModes: [] });
       expect(bytes(stored.binary)).toEqual(bytes(toBinary(AgentDefinitionSchema, fromJsonBytes(stored))));
       const reads: Array<StoredDefinition | undefined> = [
         await repo.get(tenant, stored.id),
@@ -535,7 +553,7 @@ forEachDatabase((db) => {
 
     const older = useFreshDatabase(db);
 
-    it("give rows written before 0006 their binary encoding, keeping their JSON as it was written", async () => {
+    it("give rows written before 0006 their binary encoding, of the message their JSON holds", async () => {
       // More rows than one backfill batch (500), so the batches must follow each other.
       const rows = 1_050;
       const written = new Map<string, { document: string; binary: Uint8Array }>();
@@ -572,7 +590,8 @@ forEachDatabase((db) => {
         expect(page.total).toBe(rows);
         for (const id of [...written.keys()].filter((_, i) => i % 97 === 0 || i >= rows - 3)) {
           const got = await migrated.get(tenant, id);
-          expect(new TextDecoder().decode(got!.json)).toBe(written.get(id)!.document);
+          // 0007 then writes the JSON again, its empty lists shown (reencode-empty-lists.test.ts): the same message.
+          expect(equals(AgentDefinitionSchema, fromJsonBytes(got!), fromJsonString(AgentDefinitionSchema, written.get(id)!.document))).toBe(true);
           expect(bytes(got!.binary)).toEqual(bytes(written.get(id)!.binary));
         }
         const direct = await openDatabase(older());

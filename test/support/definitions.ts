@@ -21,13 +21,30 @@ export function minimalDefinition(overrides: Record<string, unknown> = {}): Reco
 }
 
 /**
+ * A JSON body without its empty lists, at every depth: REST answers show
+ * every list member of the contract, `[]` when empty; protobuf JSON (gRPC
+ * tools, Connect JSON) and most requests leave them out.
+ */
+export function withoutEmptyLists<T>(value: T): T {
+  if (Array.isArray(value)) return value.map(withoutEmptyLists) as T;
+  if (value === null || typeof value !== "object") return value;
+  return Object.fromEntries(
+    Object.entries(value)
+      .filter(([, v]) => !(Array.isArray(v) && v.length === 0))
+      .map(([k, v]) => [k, withoutEmptyLists(v)]),
+  ) as T;
+}
+
+/**
  * A response body without the members the service adds (ids, the agent's
- * reference id, derived ids, descriptors, hrefs): what is left must equal what was sent.
+ * reference id, derived ids, descriptors, hrefs, the registry's `meta`, and
+ * `[]` for the lists left out): what is left must equal what was sent.
  */
 export function withoutReadOnly(def: Record<string, any>): Record<string, any> {
-  const copy = structuredClone(def);
+  const copy = withoutEmptyLists(structuredClone(def));
   delete copy.id;
   delete copy.reference_id;
+  delete copy.meta;
   const dropIds = (items?: Record<string, any>[]) => items?.forEach((i) => delete i.id);
   if (copy.provider) {
     delete copy.provider.descriptor;

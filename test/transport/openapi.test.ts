@@ -73,6 +73,7 @@ describe("the definition's schema", () => {
     );
     expect(readOnly.sort()).toEqual(
       [
+        "AgentDefinition.meta",
         "AgentDefinition.reference_id",
         "ExecutionMode.descriptor",
         "ExecutionMode.href",

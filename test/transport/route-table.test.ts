@@ -14,12 +14,19 @@ describe("the REST route table", () => {
       "GET /asor/v1/agentDefinition/{id} -> GetAgentDefinition",
       "GET /api/asor/v1/{tenant}/agentDefinition/{id}/versions -> ListAgentDefinitionVersions",
       "GET /asor/v1/agentDefinition/{id}/versions -> ListAgentDefinitionVersions",
+      "GET /api/asor/v1/{tenant}/agentDefinition/{id}/agentCard -> GetAgentCard",
+      "GET /asor/v1/agentDefinition/{id}/agentCard -> GetAgentCard",
       "POST /api/asor/v1/{tenant}/agentDefinition -> UpsertAgentDefinition",
       "POST /asor/v1/agentDefinition -> UpsertAgentDefinition",
+      "PUT /api/asor/v1/{tenant}/agentDefinition/{id} -> UpdateAgentDefinition",
+      "PUT /asor/v1/agentDefinition/{id} -> UpdateAgentDefinition",
+      "PATCH /api/asor/v1/{tenant}/agentDefinition/{id}/status -> SetAgentDefinitionStatus",
+      "PATCH /asor/v1/agentDefinition/{id}/status -> SetAgentDefinitionStatus",
       "POST /asor/v1/admin/tenants -> CreateTenant",
       "GET /asor/v1/admin/tenants -> ListTenants",
     ]);
     expect(table.filter((r) => r.verb === "POST").map((r) => r.body)).toEqual(["agent_card_and_tools", "agent_card_and_tools", "*"]);
+    expect(table.filter((r) => r.verb === "PUT" || r.verb === "PATCH").map((r) => r.body)).toEqual(["agent_card_and_tools", "agent_card_and_tools", "status_change", "status_change"]);
   });
 
   it("matches path variables and nothing else", () => {

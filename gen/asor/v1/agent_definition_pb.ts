@@ -2,8 +2,8 @@
 // @generated from file asor/v1/agent_definition.proto (package asor.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_buf_validate_validate } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -11,7 +11,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file asor/v1/agent_definition.proto.
  */
 export const file_asor_v1_agent_definition: GenFile = /*@__PURE__*/
-  fileDesc("Ch5hc29yL3YxL2FnZW50X2RlZmluaXRpb24ucHJvdG8SB2Fzb3IudjEivgcKD0FnZW50RGVmaW5pdGlvbhIUCgJpZBgBIAEoCUIIukgFcgMY/wESGQoEbmFtZRgCIAEoCUILukgIyAEBcgMY/wESIAoLZGVzY3JpcHRpb24YAyABKAlCC7pICMgBAXIDGJBOEhsKA3VybBgEIAEoCUIOukgLyAEBcgYYgBCIAQESHAoHdmVyc2lvbhgFIAEoCUILukgIyAEBcgMYgAESKwoIcHJvdmlkZXIYBiABKAsyES5hc29yLnYxLlByb3ZpZGVyQga6SAPIAQESIwoIcGxhdGZvcm0YByABKAsyES5hc29yLnYxLlBsYXRmb3JtEisKBnNraWxscxgIIAMoCzIOLmFzb3IudjEuU2tpbGxCC7pICMgBAZIBAhBkEisKDGNhcGFiaWxpdGllcxgJIAEoCzIVLmFzb3IudjEuQ2FwYWJpbGl0aWVzEh8KCG92ZXJ2aWV3GAogASgJQgi6SAVyAxiQTkgAiAEBEiIKCGljb25fdXJsGAsgASgJQgu6SAhyBhiAEIgBAUgBiAEBEisKEWRvY3VtZW50YXRpb25fdXJsGAwgASgJQgu6SAhyBhiAEIgBAUgCiAEBEjkKEWV4dGVybmFsX2FnZW50X2lkGA0gASgJQgi6SAVyAxj/AUgDUg9leHRlcm5hbEFnZW50SUSIAQESOwoSZXh0ZXJuYWxfdGVuYW50X2lkGA4gASgJQgi6SAVyAxj/AUgEUhBleHRlcm5hbFRlbmFudElEiAEBEjgKE2RlZmF1bHRfaW5wdXRfbW9kZXMYDyADKAsyES5hc29yLnYxLk1pbWVUeXBlQgi6SAWSAQIQMhI5ChRkZWZhdWx0X291dHB1dF9tb2RlcxgQIAMoCzIRLmFzb3IudjEuTWltZVR5cGVCCLpIBZIBAhAyEjEKJHN1cHBvcnRzX2F1dGhlbnRpY2F0ZWRfZXh0ZW5kZWRfY2FyZBgRIAEoCEgFiAEBEjUKC2hvc3RfY29uZmlnGBIgAygLMhYuYXNvci52MS5Ta2lsbFJlc291cmNlQgi6SAWSAQIQZBIiCgxyZWZlcmVuY2VfaWQYEyABKAlSDHJlZmVyZW5jZV9pZEILCglfb3ZlcnZpZXdCCwoJX2ljb25fdXJsQhQKEl9kb2N1bWVudGF0aW9uX3VybEIUChJfZXh0ZXJuYWxfYWdlbnRfaWRCFQoTX2V4dGVybmFsX3RlbmFudF9pZEInCiVfc3VwcG9ydHNfYXV0aGVudGljYXRlZF9leHRlbmRlZF9jYXJkImMKCFByb3ZpZGVyEjUKAmlkGAEgASgJQim6SCbIAQFyIRj/ATIcXihbMC05YS1mXXszMn18W15ccz1dKz1cUyspJBISCgpkZXNjcmlwdG9yGAIgASgJEgwKBGhyZWYYAyABKAkieQoIUGxhdGZvcm0SNQoCaWQYASABKAlCKbpIJsgBAXIhGP8BMhxeKFswLTlhLWZdezMyfXxbXlxzPV0rPVxTKykkEiIKDHJlZmVyZW5jZV9pZBgCIAEoCVIMcmVmZXJlbmNlX2lkEhIKCmRlc2NyaXB0b3IYAyABKAkisAEKDENhcGFiaWxpdGllcxIfChJwdXNoX25vdGlmaWNhdGlvbnMYASABKAhIAIgBARIWCglzdHJlYW1pbmcYAiABKAhIAYgBARIlChhzdGF0ZV90cmFuc2l0aW9uX2hpc3RvcnkYAyABKAhIAogBAUIVChNfcHVzaF9ub3RpZmljYXRpb25zQgwKCl9zdHJlYW1pbmdCGwoZX3N0YXRlX3RyYW5zaXRpb25faGlzdG9yeSIwCghNaW1lVHlwZRIYCgR0eXBlGAEgASgJQgq6SAfIAQFyAhhQEgoKAmlkGAIgASgJIu0BCgVTa2lsbBIXCgJpZBgBIAEoCUILukgIyAEBcgMY/wESGQoEbmFtZRgCIAEoCUILukgIyAEBcgMY/wESIAoLZGVzY3JpcHRpb24YAyABKAlCC7pICMgBAXIDGJBOEikKBHRhZ3MYBCADKAsyES5hc29yLnYxLlNraWxsVGFnQgi6SAWSAQIQMhIwCgtpbnB1dF9tb2RlcxgFIAMoCzIRLmFzb3IudjEuTWltZVR5cGVCCLpIBZIBAhAyEjEKDG91dHB1dF9tb2RlcxgGIAMoCzIRLmFzb3IudjEuTWltZVR5cGVCCLpIBZIBAhAyIjAKCFNraWxsVGFnEhgKA3RhZxgBIAEoCUILukgIyAEBcgMY/wESCgoCaWQYAiABKAkiqwEKDVNraWxsUmVzb3VyY2USCgoCaWQYASABKAkSHQoIc2tpbGxfaWQYAiABKAlCC7pICMgBAXIDGP8BEjYKDmV4ZWN1dGlvbl9tb2RlGAMgASgLMhYuYXNvci52MS5FeGVjdXRpb25Nb2RlQga6SAPIAQESNwoOaG9zdF9yZXNvdXJjZXMYBCADKAsyFS5hc29yLnYxLkhvc3RSZXNvdXJjZUIIukgFkgECEGQiZAoNRXhlY3V0aW9uTW9kZRIxCgJpZBgBIAEoCUIlukgiyAEBch1SDE1vZGU9QW1iaWVudFINTW9kZT1EZWxlZ2F0ZRISCgpkZXNjcmlwdG9yGAIgASgJEgwKBGhyZWYYAyABKAki0wEKDEhvc3RSZXNvdXJjZRIKCgJpZBgBIAEoCRIpCgl0b29sX25hbWUYAiABKAlCC7pICMgBAXIDGOgHUgl0b29sX25hbWUSIAoLZGVzY3JpcHRpb24YAyABKAlCC7pICMgBAXIDGJBOEj4KDmFnZW50X3Jlc291cmNlGAQgASgLMhYuYXNvci52MS5BZ2VudFJlc291cmNlUg5hZ2VudF9yZXNvdXJjZRIqCgV0b29scxgFIAMoCzIRLmFzb3IudjEuVG9vbEl0ZW1CCLpIBZIBAhBkIosBCg1BZ2VudFJlc291cmNlEhcKAmlkGAEgASgJQgu6SAjIAQFyAxj/ARIhCgpkZXNjcmlwdG9yGAIgASgJQgi6SAVyAxjoB0gAiAEBEiYKBHR5cGUYAyABKAlCE7pIEHIOCgxBR0VOVF9BQ1RJT05IAYgBAUINCgtfZGVzY3JpcHRvckIHCgVfdHlwZSI3CghUb29sSXRlbRIXCgJpZBgBIAEoCUILukgIyAEBcgMY/wESEgoKZGVzY3JpcHRvchgCIAEoCWIGcHJvdG8z", [file_buf_validate_validate]);
+  fileDesc("Ch5hc29yL3YxL2FnZW50X2RlZmluaXRpb24ucHJvdG8SB2Fzb3IudjEi4wcKD0FnZW50RGVmaW5pdGlvbhIUCgJpZBgBIAEoCUIIukgFcgMY/wESGQoEbmFtZRgCIAEoCUILukgIyAEBcgMY/wESIAoLZGVzY3JpcHRpb24YAyABKAlCC7pICMgBAXIDGJBOEhsKA3VybBgEIAEoCUIOukgLyAEBcgYYgBCIAQESHAoHdmVyc2lvbhgFIAEoCUILukgIyAEBcgMYgAESKwoIcHJvdmlkZXIYBiABKAsyES5hc29yLnYxLlByb3ZpZGVyQga6SAPIAQESIwoIcGxhdGZvcm0YByABKAsyES5hc29yLnYxLlBsYXRmb3JtEisKBnNraWxscxgIIAMoCzIOLmFzb3IudjEuU2tpbGxCC7pICMgBAZIBAhBkEisKDGNhcGFiaWxpdGllcxgJIAEoCzIVLmFzb3IudjEuQ2FwYWJpbGl0aWVzEh8KCG92ZXJ2aWV3GAogASgJQgi6SAVyAxiQTkgAiAEBEiIKCGljb25fdXJsGAsgASgJQgu6SAhyBhiAEIgBAUgBiAEBEisKEWRvY3VtZW50YXRpb25fdXJsGAwgASgJQgu6SAhyBhiAEIgBAUgCiAEBEjkKEWV4dGVybmFsX2FnZW50X2lkGA0gASgJQgi6SAVyAxj/AUgDUg9leHRlcm5hbEFnZW50SUSIAQESOwoSZXh0ZXJuYWxfdGVuYW50X2lkGA4gASgJQgi6SAVyAxj/AUgEUhBleHRlcm5hbFRlbmFudElEiAEBEjgKE2RlZmF1bHRfaW5wdXRfbW9kZXMYDyADKAsyES5hc29yLnYxLk1pbWVUeXBlQgi6SAWSAQIQMhI5ChRkZWZhdWx0X291dHB1dF9tb2RlcxgQIAMoCzIRLmFzb3IudjEuTWltZVR5cGVCCLpIBZIBAhAyEjEKJHN1cHBvcnRzX2F1dGhlbnRpY2F0ZWRfZXh0ZW5kZWRfY2FyZBgRIAEoCEgFiAEBEjUKC2hvc3RfY29uZmlnGBIgAygLMhYuYXNvci52MS5Ta2lsbFJlc291cmNlQgi6SAWSAQIQZBIiCgxyZWZlcmVuY2VfaWQYEyABKAlSDHJlZmVyZW5jZV9pZBIjCgRtZXRhGBQgASgLMhUuYXNvci52MS5SZWdpc3RyeU1ldGFCCwoJX292ZXJ2aWV3QgsKCV9pY29uX3VybEIUChJfZG9jdW1lbnRhdGlvbl91cmxCFAoSX2V4dGVybmFsX2FnZW50X2lkQhUKE19leHRlcm5hbF90ZW5hbnRfaWRCJwolX3N1cHBvcnRzX2F1dGhlbnRpY2F0ZWRfZXh0ZW5kZWRfY2FyZCLsAQoMUmVnaXN0cnlNZXRhEhIKCmNyZWF0ZWRfYXQYASABKAkSEgoKdXBkYXRlZF9hdBgCIAEoCRIZChFzdGF0dXNfY2hhbmdlZF9hdBgDIAEoCRIQCghyZXZpc2lvbhgEIAEoBRIpCgZzdGF0dXMYBSABKA4yGS5hc29yLnYxLkRlZmluaXRpb25TdGF0dXMSGwoOc3RhdHVzX21lc3NhZ2UYBiABKAlIAIgBARITCgZsYXRlc3QYByABKAhIAYgBARIMCgRldGFnGAggASgJQhEKD19zdGF0dXNfbWVzc2FnZUIJCgdfbGF0ZXN0ImMKCFByb3ZpZGVyEjUKAmlkGAEgASgJQim6SCbIAQFyIRj/ATIcXihbMC05YS1mXXszMn18W15ccz1dKz1cUyspJBISCgpkZXNjcmlwdG9yGAIgASgJEgwKBGhyZWYYAyABKAkieQoIUGxhdGZvcm0SNQoCaWQYASABKAlCKbpIJsgBAXIhGP8BMhxeKFswLTlhLWZdezMyfXxbXlxzPV0rPVxTKykkEiIKDHJlZmVyZW5jZV9pZBgCIAEoCVIMcmVmZXJlbmNlX2lkEhIKCmRlc2NyaXB0b3IYAyABKAkisAEKDENhcGFiaWxpdGllcxIfChJwdXNoX25vdGlmaWNhdGlvbnMYASABKAhIAIgBARIWCglzdHJlYW1pbmcYAiABKAhIAYgBARIlChhzdGF0ZV90cmFuc2l0aW9uX2hpc3RvcnkYAyABKAhIAogBAUIVChNfcHVzaF9ub3RpZmljYXRpb25zQgwKCl9zdHJlYW1pbmdCGwoZX3N0YXRlX3RyYW5zaXRpb25faGlzdG9yeSIwCghNaW1lVHlwZRIYCgR0eXBlGAEgASgJQgq6SAfIAQFyAhhQEgoKAmlkGAIgASgJIu0BCgVTa2lsbBIXCgJpZBgBIAEoCUILukgIyAEBcgMY/wESGQoEbmFtZRgCIAEoCUILukgIyAEBcgMY/wESIAoLZGVzY3JpcHRpb24YAyABKAlCC7pICMgBAXIDGJBOEikKBHRhZ3MYBCADKAsyES5hc29yLnYxLlNraWxsVGFnQgi6SAWSAQIQMhIwCgtpbnB1dF9tb2RlcxgFIAMoCzIRLmFzb3IudjEuTWltZVR5cGVCCLpIBZIBAhAyEjEKDG91dHB1dF9tb2RlcxgGIAMoCzIRLmFzb3IudjEuTWltZVR5cGVCCLpIBZIBAhAyIjAKCFNraWxsVGFnEhgKA3RhZxgBIAEoCUILukgIyAEBcgMY/wESCgoCaWQYAiABKAkiqwEKDVNraWxsUmVzb3VyY2USCgoCaWQYASABKAkSHQoIc2tpbGxfaWQYAiABKAlCC7pICMgBAXIDGP8BEjYKDmV4ZWN1dGlvbl9tb2RlGAMgASgLMhYuYXNvci52MS5FeGVjdXRpb25Nb2RlQga6SAPIAQESNwoOaG9zdF9yZXNvdXJjZXMYBCADKAsyFS5hc29yLnYxLkhvc3RSZXNvdXJjZUIIukgFkgECEGQiZAoNRXhlY3V0aW9uTW9kZRIxCgJpZBgBIAEoCUIlukgiyAEBch1SDE1vZGU9QW1iaWVudFINTW9kZT1EZWxlZ2F0ZRISCgpkZXNjcmlwdG9yGAIgASgJEgwKBGhyZWYYAyABKAki0wEKDEhvc3RSZXNvdXJjZRIKCgJpZBgBIAEoCRIpCgl0b29sX25hbWUYAiABKAlCC7pICMgBAXIDGOgHUgl0b29sX25hbWUSIAoLZGVzY3JpcHRpb24YAyABKAlCC7pICMgBAXIDGJBOEj4KDmFnZW50X3Jlc291cmNlGAQgASgLMhYuYXNvci52MS5BZ2VudFJlc291cmNlUg5hZ2VudF9yZXNvdXJjZRIqCgV0b29scxgFIAMoCzIRLmFzb3IudjEuVG9vbEl0ZW1CCLpIBZIBAhBkIosBCg1BZ2VudFJlc291cmNlEhcKAmlkGAEgASgJQgu6SAjIAQFyAxj/ARIhCgpkZXNjcmlwdG9yGAIgASgJQgi6SAVyAxjoB0gAiAEBEiYKBHR5cGUYAyABKAlCE7pIEHIOCgxBR0VOVF9BQ1RJT05IAYgBAUINCgtfZGVzY3JpcHRvckIHCgVfdHlwZSI3CghUb29sSXRlbRIXCgJpZBgBIAEoCUILukgIyAEBcgMY/wESEgoKZGVzY3JpcHRvchgCIAEoCSpiChBEZWZpbml0aW9uU3RhdHVzEiEKHURFRklOSVRJT05fU1RBVFVTX1VOU1BFQ0lGSUVEEAASCgoGQUNUSVZFEAESDgoKREVQUkVDQVRFRBACEg8KC0RFQUNUSVZBVEVEEANiBnByb3RvMw", [file_buf_validate_validate]);
 
 /**
  * An Agent Definition (`agentCardAndTools`): an agent, its skills, and the
@@ -159,6 +159,15 @@ export type AgentDefinition = Message<"asor.v1.AgentDefinition"> & {
    * @generated from field: string reference_id = 19 [json_name = "reference_id"];
    */
   referenceId: string;
+
+  /**
+   * Read-only: the registry's own metadata of this version (timestamps,
+   * revision, status, latest flag, ETag), kept apart from what the publisher
+   * sent. Accepted on input and ignored.
+   *
+   * @generated from field: asor.v1.RegistryMeta meta = 20;
+   */
+  meta?: RegistryMeta | undefined;
 };
 
 /**
@@ -167,6 +176,77 @@ export type AgentDefinition = Message<"asor.v1.AgentDefinition"> & {
  */
 export const AgentDefinitionSchema: GenMessage<AgentDefinition> = /*@__PURE__*/
   messageDesc(file_asor_v1_agent_definition, 0);
+
+/**
+ * The registry's metadata of one version of a definition; output only.
+ *
+ * @generated from message asor.v1.RegistryMeta
+ */
+export type RegistryMeta = Message<"asor.v1.RegistryMeta"> & {
+  /**
+   * When the version was created (RFC 3339, UTC, milliseconds).
+   *
+   * @generated from field: string created_at = 1;
+   */
+  createdAt: string;
+
+  /**
+   * When its content or status last changed (RFC 3339, UTC, milliseconds).
+   *
+   * @generated from field: string updated_at = 2;
+   */
+  updatedAt: string;
+
+  /**
+   * When its status was last set; its creation time until then.
+   *
+   * @generated from field: string status_changed_at = 3;
+   */
+  statusChangedAt: string;
+
+  /**
+   * 1 on create, +1 on every change of content or status.
+   *
+   * @generated from field: int32 revision = 4;
+   */
+  revision: number;
+
+  /**
+   * The lifecycle status.
+   *
+   * @generated from field: asor.v1.DefinitionStatus status = 5;
+   */
+  status: DefinitionStatus;
+
+  /**
+   * Why the status was set, when the caller said.
+   *
+   * @generated from field: optional string status_message = 6;
+   */
+  statusMessage?: string | undefined;
+
+  /**
+   * True for the newest version of its agent that is not deactivated.
+   *
+   * @generated from field: optional bool latest = 7;
+   */
+  latest?: boolean | undefined;
+
+  /**
+   * The strong entity tag of this revision, as the `ETag` header carries it
+   * (quotes included); send it back in `If-Match` or a request's `etag`.
+   *
+   * @generated from field: string etag = 8;
+   */
+  etag: string;
+};
+
+/**
+ * Describes the message asor.v1.RegistryMeta.
+ * Use `create(RegistryMetaSchema)` to create a new message.
+ */
+export const RegistryMetaSchema: GenMessage<RegistryMeta> = /*@__PURE__*/
+  messageDesc(file_asor_v1_agent_definition, 1);
 
 /**
  * The provider of an agent. In responses, an instance reference (SPEC.md §2.10).
@@ -201,7 +281,7 @@ export type Provider = Message<"asor.v1.Provider"> & {
  * Use `create(ProviderSchema)` to create a new message.
  */
 export const ProviderSchema: GenMessage<Provider> = /*@__PURE__*/
-  messageDesc(file_asor_v1_agent_definition, 1);
+  messageDesc(file_asor_v1_agent_definition, 2);
 
 /**
  * The platform an agent runs on. SPEC.md §2.3.
@@ -236,7 +316,7 @@ export type Platform = Message<"asor.v1.Platform"> & {
  * Use `create(PlatformSchema)` to create a new message.
  */
 export const PlatformSchema: GenMessage<Platform> = /*@__PURE__*/
-  messageDesc(file_asor_v1_agent_definition, 2);
+  messageDesc(file_asor_v1_agent_definition, 3);
 
 /**
  * Optional capabilities of the agent. SPEC.md §2.4.
@@ -271,7 +351,7 @@ export type Capabilities = Message<"asor.v1.Capabilities"> & {
  * Use `create(CapabilitiesSchema)` to create a new message.
  */
 export const CapabilitiesSchema: GenMessage<Capabilities> = /*@__PURE__*/
-  messageDesc(file_asor_v1_agent_definition, 3);
+  messageDesc(file_asor_v1_agent_definition, 4);
 
 /**
  * A supported media type. SPEC.md §2.5.
@@ -299,7 +379,7 @@ export type MimeType = Message<"asor.v1.MimeType"> & {
  * Use `create(MimeTypeSchema)` to create a new message.
  */
 export const MimeTypeSchema: GenMessage<MimeType> = /*@__PURE__*/
-  messageDesc(file_asor_v1_agent_definition, 4);
+  messageDesc(file_asor_v1_agent_definition, 5);
 
 /**
  * A skill (`agentSkill`). SPEC.md §2.6.
@@ -355,7 +435,7 @@ export type Skill = Message<"asor.v1.Skill"> & {
  * Use `create(SkillSchema)` to create a new message.
  */
 export const SkillSchema: GenMessage<Skill> = /*@__PURE__*/
-  messageDesc(file_asor_v1_agent_definition, 5);
+  messageDesc(file_asor_v1_agent_definition, 6);
 
 /**
  * A tag word of a skill (`agentSkillTag`). SPEC.md §2.7.
@@ -383,7 +463,7 @@ export type SkillTag = Message<"asor.v1.SkillTag"> & {
  * Use `create(SkillTagSchema)` to create a new message.
  */
 export const SkillTagSchema: GenMessage<SkillTag> = /*@__PURE__*/
-  messageDesc(file_asor_v1_agent_definition, 6);
+  messageDesc(file_asor_v1_agent_definition, 7);
 
 /**
  * The host-system resources of one skill (`agentSkillResource`, the items of
@@ -426,7 +506,7 @@ export type SkillResource = Message<"asor.v1.SkillResource"> & {
  * Use `create(SkillResourceSchema)` to create a new message.
  */
 export const SkillResourceSchema: GenMessage<SkillResource> = /*@__PURE__*/
-  messageDesc(file_asor_v1_agent_definition, 7);
+  messageDesc(file_asor_v1_agent_definition, 8);
 
 /**
  * The execution mode of a skill. SPEC.md §2.9.
@@ -461,7 +541,7 @@ export type ExecutionMode = Message<"asor.v1.ExecutionMode"> & {
  * Use `create(ExecutionModeSchema)` to create a new message.
  */
 export const ExecutionModeSchema: GenMessage<ExecutionMode> = /*@__PURE__*/
-  messageDesc(file_asor_v1_agent_definition, 8);
+  messageDesc(file_asor_v1_agent_definition, 9);
 
 /**
  * A tool entry (items of `hostResources`). SPEC.md §2.11.
@@ -510,7 +590,7 @@ export type HostResource = Message<"asor.v1.HostResource"> & {
  * Use `create(HostResourceSchema)` to create a new message.
  */
 export const HostResourceSchema: GenMessage<HostResource> = /*@__PURE__*/
-  messageDesc(file_asor_v1_agent_definition, 9);
+  messageDesc(file_asor_v1_agent_definition, 10);
 
 /**
  * The host-system resource of a tool. SPEC.md §2.12.
@@ -545,7 +625,7 @@ export type AgentResource = Message<"asor.v1.AgentResource"> & {
  * Use `create(AgentResourceSchema)` to create a new message.
  */
 export const AgentResourceSchema: GenMessage<AgentResource> = /*@__PURE__*/
-  messageDesc(file_asor_v1_agent_definition, 10);
+  messageDesc(file_asor_v1_agent_definition, 11);
 
 /**
  * A related securable item (items of `tools`). SPEC.md §2.13.
@@ -573,5 +653,48 @@ export type ToolItem = Message<"asor.v1.ToolItem"> & {
  * Use `create(ToolItemSchema)` to create a new message.
  */
 export const ToolItemSchema: GenMessage<ToolItem> = /*@__PURE__*/
-  messageDesc(file_asor_v1_agent_definition, 11);
+  messageDesc(file_asor_v1_agent_definition, 12);
+
+/**
+ * The lifecycle status of one version of an agent. Any status may follow any
+ * other. The JSON names are the bare words (`ACTIVE`...), as the issue and
+ * the REST clients spell them.
+ *
+ * @generated from enum asor.v1.DefinitionStatus
+ */
+export enum DefinitionStatus {
+  /**
+   * Not a status: a request that sets no status is refused.
+   *
+   * @generated from enum value: DEFINITION_STATUS_UNSPECIFIED = 0;
+   */
+  DEFINITION_STATUS_UNSPECIFIED = 0,
+
+  /**
+   * In use; listed.
+   *
+   * @generated from enum value: ACTIVE = 1;
+   */
+  ACTIVE = 1,
+
+  /**
+   * Still in use but on its way out; listed.
+   *
+   * @generated from enum value: DEPRECATED = 2;
+   */
+  DEPRECATED = 2,
+
+  /**
+   * Out of use: left out of lists unless asked for, still readable by id.
+   *
+   * @generated from enum value: DEACTIVATED = 3;
+   */
+  DEACTIVATED = 3,
+}
+
+/**
+ * Describes the enum asor.v1.DefinitionStatus.
+ */
+export const DefinitionStatusSchema: GenEnum<DefinitionStatus> = /*@__PURE__*/
+  enumDesc(file_asor_v1_agent_definition, 0);
 

@@ -4,7 +4,9 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { AgentDefinition, AgentDefinitionSchema } from "./agent_definition_pb.js";
+import type { AgentCardSchema } from "./agent_card_pb.js";
+import { file_asor_v1_agent_card } from "./agent_card_pb.js";
+import type { AgentDefinition, AgentDefinitionSchema, DefinitionStatus } from "./agent_definition_pb.js";
 import { file_asor_v1_agent_definition } from "./agent_definition_pb.js";
 import { file_buf_validate_validate } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
@@ -14,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file asor/v1/agent_definition_service.proto.
  */
 export const file_asor_v1_agent_definition_service: GenFile = /*@__PURE__*/
-  fileDesc("CiZhc29yL3YxL2FnZW50X2RlZmluaXRpb25fc2VydmljZS5wcm90bxIHYXNvci52MSKsAQobTGlzdEFnZW50RGVmaW5pdGlvbnNSZXF1ZXN0EjsKBnRlbmFudBgBIAEoCUIrukgociYyJF4oW0EtWmEtejAtOV1bQS1aYS16MC05Xy4tXXswLDYyfSk/JBIdCgVsaW1pdBgCIAEoBUIJukgGGgQYZCgBSACIAQESHAoGb2Zmc2V0GAMgASgFQge6SAQaAigASAGIAQFCCAoGX2xpbWl0QgkKB19vZmZzZXQiVQocTGlzdEFnZW50RGVmaW5pdGlvbnNSZXNwb25zZRINCgV0b3RhbBgBIAEoBRImCgRkYXRhGAIgAygLMhguYXNvci52MS5BZ2VudERlZmluaXRpb24icQoZR2V0QWdlbnREZWZpbml0aW9uUmVxdWVzdBI7CgZ0ZW5hbnQYASABKAlCK7pIKHImMiReKFtBLVphLXowLTldW0EtWmEtejAtOV8uLV17MCw2Mn0pPyQSFwoCaWQYAiABKAlCC7pICMgBAXIDGP8BIswBCiJMaXN0QWdlbnREZWZpbml0aW9uVmVyc2lvbnNSZXF1ZXN0EjsKBnRlbmFudBgBIAEoCUIrukgociYyJF4oW0EtWmEtejAtOV1bQS1aYS16MC05Xy4tXXswLDYyfSk/JBIXCgJpZBgCIAEoCUILukgIyAEBcgMY/wESHQoFbGltaXQYAyABKAVCCbpIBhoEGGQoAUgAiAEBEhwKBm9mZnNldBgEIAEoBUIHukgEGgIoAEgBiAEBQggKBl9saW1pdEIJCgdfb2Zmc2V0IlwKI0xpc3RBZ2VudERlZmluaXRpb25WZXJzaW9uc1Jlc3BvbnNlEg0KBXRvdGFsGAEgASgFEiYKBGRhdGEYAiADKAsyGC5hc29yLnYxLkFnZW50RGVmaW5pdGlvbiKbAQocVXBzZXJ0QWdlbnREZWZpbml0aW9uUmVxdWVzdBI7CgZ0ZW5hbnQYASABKAlCK7pIKHImMiReKFtBLVphLXowLTldW0EtWmEtejAtOV8uLV17MCw2Mn0pPyQSPgoUYWdlbnRfY2FyZF9hbmRfdG9vbHMYAiABKAsyGC5hc29yLnYxLkFnZW50RGVmaW5pdGlvbkIGukgDyAEBMrMGChZBZ2VudERlZmluaXRpb25TZXJ2aWNlErEBChRMaXN0QWdlbnREZWZpbml0aW9ucxIkLmFzb3IudjEuTGlzdEFnZW50RGVmaW5pdGlvbnNSZXF1ZXN0GiUuYXNvci52MS5MaXN0QWdlbnREZWZpbml0aW9uc1Jlc3BvbnNlIkyQAgGC0+STAkNaGhIYL2Fzb3IvdjEvYWdlbnREZWZpbml0aW9uEiUvYXBpL2Fzb3IvdjEve3RlbmFudH0vYWdlbnREZWZpbml0aW9uEqoBChJHZXRBZ2VudERlZmluaXRpb24SIi5hc29yLnYxLkdldEFnZW50RGVmaW5pdGlvblJlcXVlc3QaGC5hc29yLnYxLkFnZW50RGVmaW5pdGlvbiJWkAIBgtPkkwJNWh8SHS9hc29yL3YxL2FnZW50RGVmaW5pdGlvbi97aWR9EiovYXBpL2Fzb3IvdjEve3RlbmFudH0vYWdlbnREZWZpbml0aW9uL3tpZH0S4gEKG0xpc3RBZ2VudERlZmluaXRpb25WZXJzaW9ucxIrLmFzb3IudjEuTGlzdEFnZW50RGVmaW5pdGlvblZlcnNpb25zUmVxdWVzdBosLmFzb3IudjEuTGlzdEFnZW50RGVmaW5pdGlvblZlcnNpb25zUmVzcG9uc2UiaJACAYLT5JMCX1ooEiYvYXNvci92MS9hZ2VudERlZmluaXRpb24ve2lkfS92ZXJzaW9ucxIzL2FwaS9hc29yL3YxL3t0ZW5hbnR9L2FnZW50RGVmaW5pdGlvbi97aWR9L3ZlcnNpb25zEtIBChVVcHNlcnRBZ2VudERlZmluaXRpb24SJS5hc29yLnYxLlVwc2VydEFnZW50RGVmaW5pdGlvblJlcXVlc3QaGC5hc29yLnYxLkFnZW50RGVmaW5pdGlvbiJ4kAICgtPkkwJvOhRhZ2VudF9jYXJkX2FuZF90b29sc1owOhRhZ2VudF9jYXJkX2FuZF90b29scyIYL2Fzb3IvdjEvYWdlbnREZWZpbml0aW9uIiUvYXBpL2Fzb3IvdjEve3RlbmFudH0vYWdlbnREZWZpbml0aW9uYgZwcm90bzM", [file_asor_v1_agent_definition, file_buf_validate_validate, file_google_api_annotations]);
+  fileDesc("CiZhc29yL3YxL2FnZW50X2RlZmluaXRpb25fc2VydmljZS5wcm90bxIHYXNvci52MSKpBgobTGlzdEFnZW50RGVmaW5pdGlvbnNSZXF1ZXN0EjsKBnRlbmFudBgBIAEoCUIrukgociYyJF4oW0EtWmEtejAtOV1bQS1aYS16MC05Xy4tXXswLDYyfSk/JBIdCgVsaW1pdBgCIAEoBUIJukgGGgQYZCgBSACIAQESHAoGb2Zmc2V0GAMgASgFQge6SAQaAigASAGIAQESHwoEbmFtZRgKIAMoCUIRukgOkgELEBQiB3IFEAEY/wESIwoIcHJvdmlkZXIYCyADKAlCEbpIDpIBCxAUIgdyBRABGP8BEiMKCHBsYXRmb3JtGAwgAygJQhG6SA6SAQsQFCIHcgUQARj/ARIiCgd2ZXJzaW9uGA0gAygJQhG6SA6SAQsQFCIHcgUQARiAARIeCgN0YWcYDiADKAlCEbpIDpIBCxAUIgdyBRABGP8BEiMKCHNraWxsX2lkGA8gAygJQhG6SA6SAQsQFCIHcgUQARj/ARIpCg5leGVjdXRpb25fbW9kZRgQIAMoCUIRukgOkgELEBQiB3IFEAEY/wESIwoIcmVzb3VyY2UYESADKAlCEbpIDpIBCxAUIgdyBRABGP8BEj0KEWV4dGVybmFsX2FnZW50X2lkGBIgAygJQhG6SA6SAQsQFCIHcgUQARj/AVIPZXh0ZXJuYWxBZ2VudElEEkIKBnN0YXR1cxgTIAMoCUIyukgvkgEsEAQiKHImUgZBQ1RJVkVSCkRFUFJFQ0FURURSC0RFQUNUSVZBVEVEUgNBTEwSIwoNdXBkYXRlZF9zaW5jZRgUIAEoCUIHukgEcgIYQEgCiAEBEhMKBmxhdGVzdBgVIAEoCEgDiAEBEhgKAXEYFiABKAlCCLpIBXIDGPQDSASIAQESHgoIb3JkZXJfYnkYFyABKAlCB7pIBHICGCBIBYgBARIhCgpwYWdlX3Rva2VuGBggASgJQgi6SAVyAxiACEgGiAEBQggKBl9saW1pdEIJCgdfb2Zmc2V0QhAKDl91cGRhdGVkX3NpbmNlQgkKB19sYXRlc3RCBAoCX3FCCwoJX29yZGVyX2J5Qg0KC19wYWdlX3Rva2VuIocBChxMaXN0QWdlbnREZWZpbml0aW9uc1Jlc3BvbnNlEg0KBXRvdGFsGAEgASgFEiYKBGRhdGEYAiADKAsyGC5hc29yLnYxLkFnZW50RGVmaW5pdGlvbhIcCg9uZXh0X3BhZ2VfdG9rZW4YAyABKAlIAIgBAUISChBfbmV4dF9wYWdlX3Rva2VuInEKGUdldEFnZW50RGVmaW5pdGlvblJlcXVlc3QSOwoGdGVuYW50GAEgASgJQiu6SChyJjIkXihbQS1aYS16MC05XVtBLVphLXowLTlfLi1dezAsNjJ9KT8kEhcKAmlkGAIgASgJQgu6SAjIAQFyAxj/ASJrChNHZXRBZ2VudENhcmRSZXF1ZXN0EjsKBnRlbmFudBgBIAEoCUIrukgociYyJF4oW0EtWmEtejAtOV1bQS1aYS16MC05Xy4tXXswLDYyfSk/JBIXCgJpZBgCIAEoCUILukgIyAEBcgMY/wEi/gEKIkxpc3RBZ2VudERlZmluaXRpb25WZXJzaW9uc1JlcXVlc3QSOwoGdGVuYW50GAEgASgJQiu6SChyJjIkXihbQS1aYS16MC05XVtBLVphLXowLTlfLi1dezAsNjJ9KT8kEhcKAmlkGAIgASgJQgu6SAjIAQFyAxj/ARIdCgVsaW1pdBgDIAEoBUIJukgGGgQYZCgBSACIAQESHAoGb2Zmc2V0GAQgASgFQge6SAQaAigASAGIAQESIQoKcGFnZV90b2tlbhgKIAEoCUIIukgFcgMYgAhIAogBAUIICgZfbGltaXRCCQoHX29mZnNldEINCgtfcGFnZV90b2tlbiKOAQojTGlzdEFnZW50RGVmaW5pdGlvblZlcnNpb25zUmVzcG9uc2USDQoFdG90YWwYASABKAUSJgoEZGF0YRgCIAMoCzIYLmFzb3IudjEuQWdlbnREZWZpbml0aW9uEhwKD25leHRfcGFnZV90b2tlbhgDIAEoCUgAiAEBQhIKEF9uZXh0X3BhZ2VfdG9rZW4iyAEKHFVwc2VydEFnZW50RGVmaW5pdGlvblJlcXVlc3QSOwoGdGVuYW50GAEgASgJQiu6SChyJjIkXihbQS1aYS16MC05XVtBLVphLXowLTlfLi1dezAsNjJ9KT8kEj4KFGFnZW50X2NhcmRfYW5kX3Rvb2xzGAIgASgLMhguYXNvci52MS5BZ2VudERlZmluaXRpb25CBrpIA8gBARIWCgRldGFnGAMgASgJQgi6SAVyAxiACBITCgtjcmVhdGVfb25seRgEIAEoCCLZAQocVXBkYXRlQWdlbnREZWZpbml0aW9uUmVxdWVzdBI7CgZ0ZW5hbnQYASABKAlCK7pIKHImMiReKFtBLVphLXowLTldW0EtWmEtejAtOV8uLV17MCw2Mn0pPyQSJAoCaWQYAiABKAlCGLpIFcgBAXIQMg5eWzAtOWEtZl17MzJ9JBI+ChRhZ2VudF9jYXJkX2FuZF90b29scxgDIAEoCzIYLmFzb3IudjEuQWdlbnREZWZpbml0aW9uQga6SAPIAQESFgoEZXRhZxgEIAEoCUIIukgFcgMYgAgixQEKH1NldEFnZW50RGVmaW5pdGlvblN0YXR1c1JlcXVlc3QSOwoGdGVuYW50GAEgASgJQiu6SChyJjIkXihbQS1aYS16MC05XVtBLVphLXowLTlfLi1dezAsNjJ9KT8kEhcKAmlkGAIgASgJQgu6SAjIAQFyAxj/ARI0Cg1zdGF0dXNfY2hhbmdlGAMgASgLMhUuYXNvci52MS5TdGF0dXNDaGFuZ2VCBrpIA8gBARIWCgRldGFnGAQgASgJQgi6SAVyAxiACCKAAQoMU3RhdHVzQ2hhbmdlEjYKBnN0YXR1cxgBIAEoDjIZLmFzb3IudjEuRGVmaW5pdGlvblN0YXR1c0ILukgIyAEBggECEAESJQoOc3RhdHVzX21lc3NhZ2UYAiABKAlCCLpIBXIDGJBOSACIAQFCEQoPX3N0YXR1c19tZXNzYWdlIlkKIFNldEFnZW50RGVmaW5pdGlvblN0YXR1c1Jlc3BvbnNlEg0KBXRvdGFsGAEgASgFEiYKBGRhdGEYAiADKAsyGC5hc29yLnYxLkFnZW50RGVmaW5pdGlvbjK5CwoWQWdlbnREZWZpbml0aW9uU2VydmljZRKxAQoUTGlzdEFnZW50RGVmaW5pdGlvbnMSJC5hc29yLnYxLkxpc3RBZ2VudERlZmluaXRpb25zUmVxdWVzdBolLmFzb3IudjEuTGlzdEFnZW50RGVmaW5pdGlvbnNSZXNwb25zZSJMkAIBgtPkkwJDWhoSGC9hc29yL3YxL2FnZW50RGVmaW5pdGlvbhIlL2FwaS9hc29yL3YxL3t0ZW5hbnR9L2FnZW50RGVmaW5pdGlvbhKqAQoSR2V0QWdlbnREZWZpbml0aW9uEiIuYXNvci52MS5HZXRBZ2VudERlZmluaXRpb25SZXF1ZXN0GhguYXNvci52MS5BZ2VudERlZmluaXRpb24iVpACAYLT5JMCTVofEh0vYXNvci92MS9hZ2VudERlZmluaXRpb24ve2lkfRIqL2FwaS9hc29yL3YxL3t0ZW5hbnR9L2FnZW50RGVmaW5pdGlvbi97aWR9EuIBChtMaXN0QWdlbnREZWZpbml0aW9uVmVyc2lvbnMSKy5hc29yLnYxLkxpc3RBZ2VudERlZmluaXRpb25WZXJzaW9uc1JlcXVlc3QaLC5hc29yLnYxLkxpc3RBZ2VudERlZmluaXRpb25WZXJzaW9uc1Jlc3BvbnNlImiQAgGC0+STAl9aKBImL2Fzb3IvdjEvYWdlbnREZWZpbml0aW9uL3tpZH0vdmVyc2lvbnMSMy9hcGkvYXNvci92MS97dGVuYW50fS9hZ2VudERlZmluaXRpb24ve2lkfS92ZXJzaW9ucxKsAQoMR2V0QWdlbnRDYXJkEhwuYXNvci52MS5HZXRBZ2VudENhcmRSZXF1ZXN0GhIuYXNvci52MS5BZ2VudENhcmQiapACAYLT5JMCYVopEicvYXNvci92MS9hZ2VudERlZmluaXRpb24ve2lkfS9hZ2VudENhcmQSNC9hcGkvYXNvci92MS97dGVuYW50fS9hZ2VudERlZmluaXRpb24ve2lkfS9hZ2VudENhcmQS0gEKFVVwc2VydEFnZW50RGVmaW5pdGlvbhIlLmFzb3IudjEuVXBzZXJ0QWdlbnREZWZpbml0aW9uUmVxdWVzdBoYLmFzb3IudjEuQWdlbnREZWZpbml0aW9uIniQAgKC0+STAm86FGFnZW50X2NhcmRfYW5kX3Rvb2xzWjA6FGFnZW50X2NhcmRfYW5kX3Rvb2xzIhgvYXNvci92MS9hZ2VudERlZmluaXRpb24iJS9hcGkvYXNvci92MS97dGVuYW50fS9hZ2VudERlZmluaXRpb24S3QEKFVVwZGF0ZUFnZW50RGVmaW5pdGlvbhIlLmFzb3IudjEuVXBkYXRlQWdlbnREZWZpbml0aW9uUmVxdWVzdBoYLmFzb3IudjEuQWdlbnREZWZpbml0aW9uIoIBkAICgtPkkwJ5OhRhZ2VudF9jYXJkX2FuZF90b29sc1o1OhRhZ2VudF9jYXJkX2FuZF90b29scxodL2Fzb3IvdjEvYWdlbnREZWZpbml0aW9uL3tpZH0aKi9hcGkvYXNvci92MS97dGVuYW50fS9hZ2VudERlZmluaXRpb24ve2lkfRL0AQoYU2V0QWdlbnREZWZpbml0aW9uU3RhdHVzEiguYXNvci52MS5TZXRBZ2VudERlZmluaXRpb25TdGF0dXNSZXF1ZXN0GikuYXNvci52MS5TZXRBZ2VudERlZmluaXRpb25TdGF0dXNSZXNwb25zZSKCAZACAoLT5JMCeToNc3RhdHVzX2NoYW5nZVo1Og1zdGF0dXNfY2hhbmdlMiQvYXNvci92MS9hZ2VudERlZmluaXRpb24ve2lkfS9zdGF0dXMyMS9hcGkvYXNvci92MS97dGVuYW50fS9hZ2VudERlZmluaXRpb24ve2lkfS9zdGF0dXNiBnByb3RvMw", [file_asor_v1_agent_card, file_asor_v1_agent_definition, file_buf_validate_validate, file_google_api_annotations]);
 
 /**
  * Asks for a page of a tenant's Agent Definitions.
@@ -38,11 +40,124 @@ export type ListAgentDefinitionsRequest = Message<"asor.v1.ListAgentDefinitionsR
   limit?: number | undefined;
 
   /**
-   * Number of definitions to skip.
+   * Number of definitions to skip. Not with `page_token`.
    *
    * @generated from field: optional int32 offset = 3;
    */
   offset?: number | undefined;
+
+  /**
+   * Search and paging (README, "Search and paging"). Different parameters
+   * AND; the values of one repeated parameter OR. Exact filters compare byte
+   * for byte.
+   * Definitions with one of these names.
+   *
+   * @generated from field: repeated string name = 10;
+   */
+  name: string[];
+
+  /**
+   * Definitions whose `provider.id` is one of these.
+   *
+   * @generated from field: repeated string provider = 11;
+   */
+  provider: string[];
+
+  /**
+   * Definitions whose `platform.id` is one of these.
+   *
+   * @generated from field: repeated string platform = 12;
+   */
+  platform: string[];
+
+  /**
+   * Definitions with one of these versions.
+   *
+   * @generated from field: repeated string version = 13;
+   */
+  version: string[];
+
+  /**
+   * Definitions with a skill tagged with one of these tags.
+   *
+   * @generated from field: repeated string tag = 14;
+   */
+  tag: string[];
+
+  /**
+   * Definitions with a skill whose `id` is one of these.
+   *
+   * @generated from field: repeated string skill_id = 15;
+   */
+  skillId: string[];
+
+  /**
+   * Definitions with a `hostConfig` item whose `executionMode.id` is one of these.
+   *
+   * @generated from field: repeated string execution_mode = 16;
+   */
+  executionMode: string[];
+
+  /**
+   * Definitions with a host resource whose `agent_resource.id` is one of
+   * these: which agents use this host resource?
+   *
+   * @generated from field: repeated string resource = 17;
+   */
+  resource: string[];
+
+  /**
+   * Definitions whose `externalAgentID` is one of these.
+   *
+   * @generated from field: repeated string external_agent_id = 18 [json_name = "externalAgentID"];
+   */
+  externalAgentId: string[];
+
+  /**
+   * Definitions with one of these statuses: `ACTIVE`, `DEPRECATED`,
+   * `DEACTIVATED`, or `ALL` for every status. Default: `ACTIVE` and `DEPRECATED`.
+   *
+   * @generated from field: repeated string status = 19;
+   */
+  status: string[];
+
+  /**
+   * Definitions updated at or after this instant (RFC 3339).
+   *
+   * @generated from field: optional string updated_since = 20;
+   */
+  updatedSince?: string | undefined;
+
+  /**
+   * true: only each agent's newest version that is not deactivated.
+   *
+   * @generated from field: optional bool latest = 21;
+   */
+  latest?: boolean | undefined;
+
+  /**
+   * Keywords: every word (letters and digits, 3 or more) must begin a word of
+   * the name, description, overview, or a skill's name, description or tags;
+   * case-insensitive.
+   *
+   * @generated from field: optional string q = 22;
+   */
+  q?: string | undefined;
+
+  /**
+   * `createdAt` (default), `updatedAt` or `name`, each optionally followed by
+   * ` desc`.
+   *
+   * @generated from field: optional string order_by = 23;
+   */
+  orderBy?: string | undefined;
+
+  /**
+   * The `nextPageToken` of the previous page, for the next one.
+   *
+   * @generated from field: optional string page_token = 24;
+   */
+  pageToken?: string | undefined;
 };
 
 /**
@@ -71,6 +186,13 @@ export type ListAgentDefinitionsResponse = Message<"asor.v1.ListAgentDefinitions
    * @generated from field: repeated asor.v1.AgentDefinition data = 2;
    */
   data: AgentDefinition[];
+
+  /**
+   * Pass as `pageToken` for the next page; absent on the last page.
+   *
+   * @generated from field: optional string next_page_token = 3;
+   */
+  nextPageToken?: string | undefined;
 };
 
 /**
@@ -111,6 +233,36 @@ export const GetAgentDefinitionRequestSchema: GenMessage<GetAgentDefinitionReque
   messageDesc(file_asor_v1_agent_definition_service, 2);
 
 /**
+ * Names the Agent Definition whose agent card is wanted.
+ *
+ * @generated from message asor.v1.GetAgentCardRequest
+ */
+export type GetAgentCardRequest = Message<"asor.v1.GetAgentCardRequest"> & {
+  /**
+   * The tenant: letters, digits, `_`, `.` and `-`, at most 63. Empty means
+   * the tenant of the caller's token, else the default tenant.
+   *
+   * @generated from field: string tenant = 1;
+   */
+  tenant: string;
+
+  /**
+   * The id of a version (32 lowercase hex), or the agent's reference id
+   * (`Agent_ID=...`) for its current version, as GetAgentDefinition reads it.
+   *
+   * @generated from field: string id = 2;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message asor.v1.GetAgentCardRequest.
+ * Use `create(GetAgentCardRequestSchema)` to create a new message.
+ */
+export const GetAgentCardRequestSchema: GenMessage<GetAgentCardRequest> = /*@__PURE__*/
+  messageDesc(file_asor_v1_agent_definition_service, 3);
+
+/**
  * Names an agent, by the id of any of its versions or its reference id.
  *
  * @generated from message asor.v1.ListAgentDefinitionVersionsRequest
@@ -139,11 +291,18 @@ export type ListAgentDefinitionVersionsRequest = Message<"asor.v1.ListAgentDefin
   limit?: number | undefined;
 
   /**
-   * Number of versions to skip.
+   * Number of versions to skip. Not with `page_token`.
    *
    * @generated from field: optional int32 offset = 4;
    */
   offset?: number | undefined;
+
+  /**
+   * The `nextPageToken` of the previous page, for the next one.
+   *
+   * @generated from field: optional string page_token = 10;
+   */
+  pageToken?: string | undefined;
 };
 
 /**
@@ -151,7 +310,7 @@ export type ListAgentDefinitionVersionsRequest = Message<"asor.v1.ListAgentDefin
  * Use `create(ListAgentDefinitionVersionsRequestSchema)` to create a new message.
  */
 export const ListAgentDefinitionVersionsRequestSchema: GenMessage<ListAgentDefinitionVersionsRequest> = /*@__PURE__*/
-  messageDesc(file_asor_v1_agent_definition_service, 3);
+  messageDesc(file_asor_v1_agent_definition_service, 4);
 
 /**
  * A page of an agent's versions, newest first.
@@ -172,6 +331,13 @@ export type ListAgentDefinitionVersionsResponse = Message<"asor.v1.ListAgentDefi
    * @generated from field: repeated asor.v1.AgentDefinition data = 2;
    */
   data: AgentDefinition[];
+
+  /**
+   * Pass as `pageToken` for the next page; absent on the last page.
+   *
+   * @generated from field: optional string next_page_token = 3;
+   */
+  nextPageToken?: string | undefined;
 };
 
 /**
@@ -179,7 +345,7 @@ export type ListAgentDefinitionVersionsResponse = Message<"asor.v1.ListAgentDefi
  * Use `create(ListAgentDefinitionVersionsResponseSchema)` to create a new message.
  */
 export const ListAgentDefinitionVersionsResponseSchema: GenMessage<ListAgentDefinitionVersionsResponse> = /*@__PURE__*/
-  messageDesc(file_asor_v1_agent_definition_service, 4);
+  messageDesc(file_asor_v1_agent_definition_service, 5);
 
 /**
  * Carries the definition to create or update.
@@ -201,6 +367,23 @@ export type UpsertAgentDefinitionRequest = Message<"asor.v1.UpsertAgentDefinitio
    * @generated from field: asor.v1.AgentDefinition agent_card_and_tools = 2;
    */
   agentCardAndTools?: AgentDefinition | undefined;
+
+  /**
+   * Update only if the key's current version has this ETag (`meta.etag`),
+   * `*`: only if the key exists (REST: `If-Match`). Otherwise
+   * FAILED_PRECONDITION (412), nothing written.
+   *
+   * @generated from field: string etag = 3;
+   */
+  etag: string;
+
+  /**
+   * Create only: FAILED_PRECONDITION (412) when the key exists (REST:
+   * `If-None-Match: *`).
+   *
+   * @generated from field: bool create_only = 4;
+   */
+  createOnly: boolean;
 };
 
 /**
@@ -208,7 +391,154 @@ export type UpsertAgentDefinitionRequest = Message<"asor.v1.UpsertAgentDefinitio
  * Use `create(UpsertAgentDefinitionRequestSchema)` to create a new message.
  */
 export const UpsertAgentDefinitionRequestSchema: GenMessage<UpsertAgentDefinitionRequest> = /*@__PURE__*/
-  messageDesc(file_asor_v1_agent_definition_service, 5);
+  messageDesc(file_asor_v1_agent_definition_service, 6);
+
+/**
+ * Carries the new content of one version.
+ *
+ * @generated from message asor.v1.UpdateAgentDefinitionRequest
+ */
+export type UpdateAgentDefinitionRequest = Message<"asor.v1.UpdateAgentDefinitionRequest"> & {
+  /**
+   * The tenant: letters, digits, `_`, `.` and `-`, at most 63. Empty means
+   * the tenant of the caller's token, else the default tenant.
+   *
+   * @generated from field: string tenant = 1;
+   */
+  tenant: string;
+
+  /**
+   * The id of the version (32 lowercase hex).
+   *
+   * @generated from field: string id = 2;
+   */
+  id: string;
+
+  /**
+   * The definition; its `name`, `provider.id` and `version` must be the
+   * version's own (KEY_CHANGED otherwise).
+   *
+   * @generated from field: asor.v1.AgentDefinition agent_card_and_tools = 3;
+   */
+  agentCardAndTools?: AgentDefinition | undefined;
+
+  /**
+   * Update only if the version has this ETag (`meta.etag`), `*`: any
+   * (REST: `If-Match`). Otherwise FAILED_PRECONDITION (412), nothing written.
+   *
+   * @generated from field: string etag = 4;
+   */
+  etag: string;
+};
+
+/**
+ * Describes the message asor.v1.UpdateAgentDefinitionRequest.
+ * Use `create(UpdateAgentDefinitionRequestSchema)` to create a new message.
+ */
+export const UpdateAgentDefinitionRequestSchema: GenMessage<UpdateAgentDefinitionRequest> = /*@__PURE__*/
+  messageDesc(file_asor_v1_agent_definition_service, 7);
+
+/**
+ * Names the versions whose status to set, and the status.
+ *
+ * @generated from message asor.v1.SetAgentDefinitionStatusRequest
+ */
+export type SetAgentDefinitionStatusRequest = Message<"asor.v1.SetAgentDefinitionStatusRequest"> & {
+  /**
+   * The tenant: letters, digits, `_`, `.` and `-`, at most 63. Empty means
+   * the tenant of the caller's token, else the default tenant.
+   *
+   * @generated from field: string tenant = 1;
+   */
+  tenant: string;
+
+  /**
+   * The id of one version (32 lowercase hex), or an agent's `Agent_ID=...`
+   * for all its versions.
+   *
+   * @generated from field: string id = 2;
+   */
+  id: string;
+
+  /**
+   * The status to set (the REST body).
+   *
+   * @generated from field: asor.v1.StatusChange status_change = 3;
+   */
+  statusChange?: StatusChange | undefined;
+
+  /**
+   * Set only if the version has this ETag (`meta.etag`), `*`: any (REST:
+   * `If-Match`); with a version's id only. Otherwise FAILED_PRECONDITION
+   * (412), nothing written.
+   *
+   * @generated from field: string etag = 4;
+   */
+  etag: string;
+};
+
+/**
+ * Describes the message asor.v1.SetAgentDefinitionStatusRequest.
+ * Use `create(SetAgentDefinitionStatusRequestSchema)` to create a new message.
+ */
+export const SetAgentDefinitionStatusRequestSchema: GenMessage<SetAgentDefinitionStatusRequest> = /*@__PURE__*/
+  messageDesc(file_asor_v1_agent_definition_service, 8);
+
+/**
+ * A status to set.
+ *
+ * @generated from message asor.v1.StatusChange
+ */
+export type StatusChange = Message<"asor.v1.StatusChange"> & {
+  /**
+   * `ACTIVE`, `DEPRECATED` or `DEACTIVATED`.
+   *
+   * @generated from field: asor.v1.DefinitionStatus status = 1;
+   */
+  status: DefinitionStatus;
+
+  /**
+   * Why; kept until the next status change (absent: none).
+   *
+   * @generated from field: optional string status_message = 2;
+   */
+  statusMessage?: string | undefined;
+};
+
+/**
+ * Describes the message asor.v1.StatusChange.
+ * Use `create(StatusChangeSchema)` to create a new message.
+ */
+export const StatusChangeSchema: GenMessage<StatusChange> = /*@__PURE__*/
+  messageDesc(file_asor_v1_agent_definition_service, 9);
+
+/**
+ * The versions whose status was set, newest first.
+ *
+ * @generated from message asor.v1.SetAgentDefinitionStatusResponse
+ */
+export type SetAgentDefinitionStatusResponse = Message<"asor.v1.SetAgentDefinitionStatusResponse"> & {
+  /**
+   * How many versions were set.
+   *
+   * @generated from field: int32 total = 1;
+   */
+  total: number;
+
+  /**
+   * The versions, as stored now.
+   *
+   * @generated from field: repeated asor.v1.AgentDefinition data = 2;
+   */
+  data: AgentDefinition[];
+};
+
+/**
+ * Describes the message asor.v1.SetAgentDefinitionStatusResponse.
+ * Use `create(SetAgentDefinitionStatusResponseSchema)` to create a new message.
+ */
+export const SetAgentDefinitionStatusResponseSchema: GenMessage<SetAgentDefinitionStatusResponse> = /*@__PURE__*/
+  messageDesc(file_asor_v1_agent_definition_service, 10);
 
 /**
  * Registers and reads Agent Definitions. Each method is served over gRPC,
@@ -250,6 +580,18 @@ export const AgentDefinitionService: GenService<{
     output: typeof ListAgentDefinitionVersionsResponseSchema;
   },
   /**
+   * Returns one Agent Definition as an A2A protocol v1.0 Agent Card (the
+   * definition's own version, or an agent's current one for `Agent_ID=...`).
+   * REST answers carry `ETag` and `Cache-Control`.
+   *
+   * @generated from rpc asor.v1.AgentDefinitionService.GetAgentCard
+   */
+  getAgentCard: {
+    methodKind: "unary";
+    input: typeof GetAgentCardRequestSchema;
+    output: typeof AgentCardSchema;
+  },
+  /**
    * Creates an Agent Definition, or updates the one with the same name,
    * provider and version (SPEC.md §4.3).
    *
@@ -259,6 +601,30 @@ export const AgentDefinitionService: GenService<{
     methodKind: "unary";
     input: typeof UpsertAgentDefinitionRequestSchema;
     output: typeof AgentDefinitionSchema;
+  },
+  /**
+   * Replaces the content of one version, named by its id (SPEC.md §3,
+   * evolution). Its name, provider and version stay: a new version is a POST.
+   *
+   * @generated from rpc asor.v1.AgentDefinitionService.UpdateAgentDefinition
+   */
+  updateAgentDefinition: {
+    methodKind: "unary";
+    input: typeof UpdateAgentDefinitionRequestSchema;
+    output: typeof AgentDefinitionSchema;
+  },
+  /**
+   * Sets the lifecycle status of one version (its id), or of every version
+   * of an agent (its `Agent_ID=...`) in one transaction. Answers the versions
+   * it set, newest first; over REST a version's id answers that version
+   * alone (README, "Lifecycle").
+   *
+   * @generated from rpc asor.v1.AgentDefinitionService.SetAgentDefinitionStatus
+   */
+  setAgentDefinitionStatus: {
+    methodKind: "unary";
+    input: typeof SetAgentDefinitionStatusRequestSchema;
+    output: typeof SetAgentDefinitionStatusResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_asor_v1_agent_definition_service, 0);

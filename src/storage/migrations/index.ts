@@ -10,6 +10,11 @@ import { createAgents } from "./0003-create-agents.js";
 import { createAgentExternalIds } from "./0004-create-agent-external-ids.js";
 import { createAgentDefinitions } from "./0005-create-agent-definitions.js";
 import { addDefinitionBinary } from "./0006-add-definition-binary.js";
+import { reencodeEmptyLists } from "./0007-reencode-empty-lists.js";
+import { addDefinitionLifecycle } from "./0008-add-definition-lifecycle.js";
+import { addSearchIndex } from "./0009-add-search-index.js";
+import { dialectOf } from "./dialect.js";
+import { withMigrationLock } from "./migration-lock.js";
 
 /** One schema change. `down` undoes exactly what `up` did. */
 export interface Migration {
@@ -20,7 +25,17 @@ export interface Migration {
 }
 
 /** Every migration, oldest first. Append only. */
-export const migrations: readonly Migration[] = [createTenants, seedDefaultTenant, createAgents, createAgentExternalIds, createAgentDefinitions, addDefinitionBinary];
+export const migrations: readonly Migration[] = [
+  createTenants,
+  seedDefaultTenant,
+  createAgents,
+  createAgentExternalIds,
+  createAgentDefinitions,
+  addDefinitionBinary,
+  reencodeEmptyLists,
+  addDefinitionLifecycle,
+  addSearchIndex,
+];
 
 /** Serves `migrations` to knex's migrator. */
 export const migrationSource: Knex.MigrationSource<Migration> = {
@@ -47,21 +62,26 @@ const lockRetryMillis = 500;
 
 /**
  * Brings the schema up to date. Safe to call on every start and from several
- * processes at once: knex's lock table lets one migrate, and the others wait
- * for it here instead of failing (knex does not wait by itself), also when
- * they race to create knex's own tables on a fresh database.
+ * processes at once. On MySQL the processes take turns by a named lock
+ * (migration-lock.ts), which also covers the creation of knex's own tables,
+ * where knex's lock cannot help: each finds the schema as the previous one
+ * left it. On SQLite, knex's lock table lets one migrate, and the others wait
+ * for it here instead of failing (knex does not wait by itself).
  */
 export async function migrateToLatest(db: Knex): Promise<void> {
+  if (dialectOf(db) === "mysql") return withMigrationLock(db, lockAttempts * lockRetryMillis, () => migrateWaitingForKnexLock(db));
+  return migrateWaitingForKnexLock(db);
+}
+
+async function migrateWaitingForKnexLock(db: Knex): Promise<void> {
   for (let attempt = 1; ; attempt++) {
     try {
       await db.migrate.latest(migrationConfig);
       return;
     } catch (error) {
+      // Another process holds knex's lock (on MySQL: one of an earlier version, which takes no named lock).
       const locked = (error as { name?: unknown }).name === "MigrationLocked";
-      // Two processes starting on a fresh MySQL database both create knex's own tables; the loser
-      // of that race sees them exist on its next try and waits on the lock like everyone else.
-      const lostTableRace = (error as { code?: unknown }).code === "ER_TABLE_EXISTS_ERROR";
-      if (!(locked || lostTableRace) || attempt >= lockAttempts) throw error;
+      if (!locked || attempt >= lockAttempts) throw error;
       await new Promise((resolve) => setTimeout(resolve, lockRetryMillis));
     }
   }

@@ -81,7 +81,12 @@ const REPEATED_RULES: Record<string, (value: JsonValue) => JsonObject> = {
   maxItems: (v) => ({ maxItems: Number(v) }),
   unique: (v): JsonObject => (v === true ? { uniqueItems: true } : {}),
 };
+/** `enum` lists the defined values already; `defined_only` adds nothing to it. */
+const ENUM_RULES: Record<string, (value: JsonValue) => JsonObject> = {
+  definedOnly: () => ({}),
+};
 const RULES_BY_KIND: Record<string, Record<string, (value: JsonValue) => JsonObject>> = {
+  enum: ENUM_RULES,
   string: STRING_RULES,
   int32: NUMBER_RULES,
   sint32: NUMBER_RULES,

@@ -2,6 +2,7 @@ import { type DescField, type DescMessage, type DescService, type JsonObject, Sc
 import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import { challengeOf, ERRORS, type ErrorCode, RegistryError } from "../../domain/errors.js";
 import type { Policy } from "../../operations/registry-operations.js";
+import { HEADER_FIELDS } from "../rest/rest-request.js";
 import { buildRouteTable, type RestRoute } from "../rest/route-table.js";
 import { createMessageSchemas, type MessageSchemas } from "./message-schemas.js";
 import { leadingComment } from "./proto-comments.js";
@@ -48,6 +49,7 @@ const RESPONSE_NAMES: Readonly<Record<number, string>> = {
   403: "Forbidden",
   404: "NotFound",
   409: "Conflict",
+  412: "PreconditionFailed",
   413: "PayloadTooLarge",
   415: "UnsupportedMediaType",
   500: "InternalError",
@@ -60,6 +62,8 @@ const APPLIES: Readonly<Record<number, (route: RestRoute) => boolean>> = {
   404: (route) => route.segments.some((s) => "variable" in s) || route.method.input.fields.some((f) => f.name === "tenant"),
   // Only writes can collide with other writes or with what exists.
   409: (route) => route.method.idempotency !== MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS,
+  // Only requests with a condition (If-Match, If-None-Match: *) can fail it.
+  412: (route) => route.method.input.fields.some((f) => HEADER_FIELDS[f.name] !== undefined),
   413: (route) => route.body !== "",
   415: (route) => route.body !== "",
 };
@@ -128,16 +132,66 @@ function parameter(schemas: MessageSchemas, field: DescField, where: "path" | "q
   };
 }
 
-/** The path variables, then the query parameters: the scalar fields bound neither by the path nor by the body. */
+/**
+ * The path variables, then the query parameters: the scalar fields, and the repeated scalar ones
+ * (`?tag=a&tag=b`: OpenAPI's default form style, exploded), bound neither by the path nor by the body.
+ */
 function parameters(schemas: MessageSchemas, route: RestRoute): JsonObject[] {
   const input = route.method.input;
   const byName = (name: string) => input.fields.find((f) => f.name === name) as DescField;
   const inPath = route.segments.flatMap((s) => ("variable" in s ? [s.variable] : []));
   const path = inPath.map((name) => parameter(schemas, byName(name), "path"));
   if (route.body === "*") return path;
-  const query = input.fields.filter((f) => f.fieldKind === "scalar" && !inPath.includes(f.name) && f.name !== route.body);
-  return [...path, ...query.map((f) => parameter(schemas, f, "query"))];
+  const query = input.fields.filter(
+    (f) => (f.fieldKind === "scalar" || (f.fieldKind === "list" && f.listKind === "scalar")) && !inPath.includes(f.name) && f.name !== route.body && HEADER_FIELDS[f.name] === undefined,
+  );
+  return [...path, ...query.map((f) => parameter(schemas, f, "query")), ...headerParameters(route)];
 }
+
+/** The conditional headers a route takes: its header-bound fields (rest-request.ts), and If-None-Match on a read with an ETag. */
+function headerParameters(route: RestRoute): JsonObject[] {
+  const headers: JsonObject[] = [];
+  for (const field of route.method.input.fields) {
+    const header = HEADER_FIELDS[field.name];
+    if (header === "If-Match") {
+      headers.push({
+        name: header,
+        in: "header",
+        description: "Write only if the definition's current ETag is one of these (`*`: if it exists); else 412, nothing written.",
+        required: false,
+        schema: { type: "string" },
+      });
+    } else if (header === "If-None-Match") {
+      headers.push({ name: header, in: "header", description: "`*`: create only; 412 when the key exists, nothing written.", required: false, schema: { type: "string", const: "*" } });
+    }
+  }
+  if (route.verb === "GET" && readsWithEtag(route)) {
+    headers.push({
+      name: "If-None-Match",
+      in: "header",
+      description: "The ETags the caller holds: when the current one is among them, 304 without a body.",
+      required: false,
+      schema: { type: "string" },
+    });
+  }
+  return headers;
+}
+
+const ETAG_HEADER: JsonObject = { description: "The strong ETag of this revision of the definition: the same as `meta.etag`.", required: true, schema: { type: "string" } };
+
+/** Whether a read's answer carries an ETag, so If-None-Match can answer 304. */
+function readsWithEtag(route: RestRoute): boolean {
+  return route.method.output.typeName === DEFINITION || READ_HEADERS[route.method.output.typeName]?.ETag !== undefined;
+}
+
+/** The message of one definition: every answer of one carries its ETag. */
+const DEFINITION = "asor.v1.AgentDefinition";
+
+/**
+ * Responses that are one definition or a page of them: a status change by a version's id answers
+ * that version alone over REST (with its ETag), by an `Agent_ID=...` the page (README, "Lifecycle").
+ */
+const ONE_OR_PAGE: ReadonlySet<string> = new Set(["asor.v1.SetAgentDefinitionStatusResponse"]);
 
 /** JSON, or the same JSON as the one part of a multipart/form-data body (named as the REST handler names it). */
 function requestBody(schemas: MessageSchemas, route: RestRoute): JsonObject {
@@ -162,18 +216,42 @@ function requestBody(schemas: MessageSchemas, route: RestRoute): JsonObject {
   };
 }
 
+/** The headers of a read's answer by its message: the caching headers A2A v1.0 asks of agent card endpoints. */
+const READ_HEADERS: Readonly<Record<string, JsonObject>> = {
+  "asor.v1.AgentCard": {
+    ETag: { description: "A strong validator of the card: it changes whenever the definition does.", required: true, schema: { type: "string" } },
+    "Cache-Control": { description: "`private, max-age=<seconds>`: how long the caller may reuse the card without asking again.", required: true, schema: { type: "string" } },
+  },
+};
+
 /** The REST handler's answer to a call that worked: 200, or 201 with `Location` for a POST whose result has an id. */
 function success(schemas: MessageSchemas, route: RestRoute): [string, JsonObject] {
   const output = route.method.output;
+  if (ONE_OR_PAGE.has(output.typeName)) {
+    const definition = output.fields.find((f) => f.name === "data")?.message;
+    if (definition === undefined) throw new Error(`${output.typeName} has no data of definitions`);
+    return [
+      "200",
+      {
+        description: `A version's id: the ${definition.name} as stored now, with its ETag. An \`Agent_ID=...\`: the ${output.name}, every version of the agent, newest first.`,
+        headers: { ETag: { ...ETAG_HEADER, required: false, description: "With a version's id: its strong ETag, as `meta.etag`." } },
+        content: { "application/json": { schema: { oneOf: [schemas.ref(definition), schemas.ref(output)] } } },
+      },
+    ];
+  }
   const content = { "application/json": { schema: schemas.ref(output) } };
-  if (route.verb !== "POST") return ["200", { description: `The ${output.name}.`, content }];
+  const readHeaders = output.typeName === DEFINITION ? { ETag: ETAG_HEADER } : READ_HEADERS[output.typeName];
+  if (route.verb !== "POST") return ["200", { description: `The ${output.name}.`, ...(readHeaders === undefined ? {} : { headers: readHeaders }), content }];
   const id = output.fields.find((f) => f.jsonName === "id" && f.fieldKind === "scalar" && f.scalar === ScalarType.STRING);
   if (id === undefined) return ["201", { description: `The ${output.name} as stored.`, content }];
   return [
     "201",
     {
       description: `The ${output.name} as stored, with its \`id\` and read-only members.`,
-      headers: { Location: { description: "This path followed by `/{id}`: where the stored instance is read back.", required: true, schema: { type: "string" } } },
+      headers: {
+        Location: { description: "This path followed by `/{id}`: where the stored instance is read back.", required: true, schema: { type: "string" } },
+        ...(output.typeName === DEFINITION ? { ETag: ETAG_HEADER } : {}),
+      },
       content,
     },
   ];
@@ -195,6 +273,9 @@ function operation(schemas: MessageSchemas, policy: Policy, route: RestRoute, op
   const body: JsonObject = route.body === "" ? {} : { requestBody: requestBody(schemas, route) };
   const [status, ok] = success(schemas, route);
   const responses: JsonObject = { [status]: ok };
+  if (route.verb === "GET" && readsWithEtag(route)) {
+    responses["304"] = { description: "If-None-Match names the current ETag: not modified, no body.", headers: { ETag: ETAG_HEADER } };
+  }
   for (const e of ERROR_RESPONSES) if (e.applies(route)) responses[String(e.status)] = { $ref: `#/components/responses/${e.name}` };
   return {
     operationId,

@@ -7,6 +7,7 @@
  */
 import type { DescMethod } from "@bufbuild/protobuf";
 import { methodNotAllowed } from "../../domain/errors.js";
+import { ifNoneMatchMatches, parseEntityTags } from "../../domain/lifecycle.js";
 import { errorAnswer, type HttpAnswer } from "../../edge/http-answer.js";
 import type { Call, Operation, Operations } from "../../operations/operation.js";
 import { REGISTRY_SERVICES } from "../../operations/registry-operations.js";
@@ -61,9 +62,22 @@ export function createRestSurface({ operations, maxBodyBytes }: RestSurfaceOptio
 
     async serve({ route, operation, vars }, call, query, parts, pathname) {
       const input = await decodeRestRequest(route, vars, query, parts, maxBodyBytes);
-      return restAnswer(await operation.run(call, input), route.method.output, route.verb, pathname);
+      const answer = restAnswer(await operation.run(call, input), route.method.output, route.verb, pathname);
+      return route.verb === "GET" && parts.ifNoneMatch !== undefined ? notModifiedOr(answer, parts.ifNoneMatch) : answer;
     },
   };
+}
+
+/**
+ * A GET whose `If-None-Match` names the answer's ETag: 304 without a body,
+ * with the ETag (and Cache-Control) the 200 would have had (RFC 9110 §15.4.5).
+ * Answers without an ETag (lists) are answered in full.
+ */
+function notModifiedOr(answer: HttpAnswer, ifNoneMatch: string): HttpAnswer {
+  const etag = answer.headers.etag;
+  if (answer.status !== 200 || etag === undefined || !ifNoneMatchMatches(parseEntityTags(ifNoneMatch), etag)) return answer;
+  const cacheControl = answer.headers["cache-control"];
+  return { status: 304, headers: { etag, ...(cacheControl === undefined ? {} : { "cache-control": cacheControl }) }, body: null };
 }
 
 /** The answer for a path that takes other verbs. */

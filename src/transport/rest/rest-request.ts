@@ -5,10 +5,10 @@
  * decoded once, straight into the input message.
  */
 import { create, type DescMessage, type Message, ScalarType } from "@bufbuild/protobuf";
-import { type Issue, invalid, issueAt, RegistryError, tooLarge } from "../../domain/errors.js";
+import { createIssueCollector, type Issue, invalid, invalidMembersMessage, issueAt, RegistryError, tooLarge } from "../../domain/errors.js";
 import { concatBytes } from "../bytes.js";
 import { parseStrictJson } from "../strict-json.js";
-import { decodeJsonMessage } from "./json-decode.js";
+import { decodeJsonMessage, int32RangeIssue } from "./json-decode.js";
 import type { RestRoute } from "./route-table.js";
 
 /** What decoding needs of a request, whichever runtime received it. */
@@ -20,6 +20,31 @@ export interface RestRequestParts {
   /** The declared Content-Length, if any. */
   readonly contentLength: number | undefined;
   readonly body: AsyncIterable<Uint8Array>;
+  /** The `If-Match` header, if any: the `etag` of a conditional write. */
+  readonly ifMatch?: string | undefined;
+  /** The `If-None-Match` header, if any: `*` makes a POST create-only; a GET with a matching one answers 304. */
+  readonly ifNoneMatch?: string | undefined;
+}
+
+/**
+ * Request fields REST takes from a header, never from the query: AIP-154's
+ * `etag` is HTTP's `If-Match`, and `create_only` is `If-None-Match: *`.
+ */
+export const HEADER_FIELDS: Readonly<Record<string, string>> = { etag: "If-Match", create_only: "If-None-Match" };
+
+/** Sets the header-bound fields of the route's input from the request's conditional headers. */
+function fieldsFromHeaders(route: RestRoute, parts: RestRequestParts, bound: Set<string>, init: Record<string, unknown>): Issue[] {
+  const issues: Issue[] = [];
+  for (const field of route.method.input.fields) {
+    if (HEADER_FIELDS[field.name] === undefined) continue;
+    bound.add(field.name);
+    if (field.name === "etag" && parts.ifMatch !== undefined) init[field.localName] = parts.ifMatch;
+    if (field.name === "create_only" && parts.ifNoneMatch !== undefined) {
+      if (parts.ifNoneMatch.trim() === "*") init[field.localName] = true;
+      else issues.push({ code: "INVALID_VALUE", message: "If-None-Match on a write takes only *: create only.", field: "If-None-Match", path: "If-None-Match" });
+    }
+  }
+  return issues;
 }
 
 /** Reads at most `limit` bytes of a body; a longer one is refused with 413 before it is all read. */
@@ -79,13 +104,11 @@ export async function multipartJson(contentType: string, bytes: Uint8Array<Array
     const message = "The body is not valid multipart/form-data.";
     throw invalid([{ code: "MALFORMED_MULTIPART", message }], message);
   }
-  const extra = [...form.keys()].filter((k) => k !== part);
-  if (extra.length > 0) {
-    throw invalid(
-      extra.map((k) => ({ code: "UNKNOWN_FIELD", message: `Part "${k}" is not part of the contract; send the definition as part "${part}".`, field: k, path: k })),
-      "The multipart body has unknown parts.",
-    );
+  const extra = createIssueCollector();
+  for (const k of form.keys()) {
+    if (k !== part) extra.add(() => ({ code: "UNKNOWN_FIELD", message: `Part "${k}" is not part of the contract; send the definition as part "${part}".`, field: k, path: k }));
   }
+  if (extra.count > 0) throw invalid(extra.issues(), "The multipart body has unknown parts.");
   const values = form.getAll(part);
   if (values.length !== 1) {
     const message = values.length === 0 ? `The multipart body needs the part "${part}".` : `The multipart body has ${values.length} parts "${part}"; send one.`;
@@ -112,7 +135,7 @@ async function decodeBody(route: RestRoute, parts: RestRequestParts, maxBodyByte
     throw new RegistryError("UNSUPPORTED_MEDIA_TYPE", message, [{ code: "UNSUPPORTED_MEDIA_TYPE", message, field: "Content-Type" }]);
   }
   const decoded = decodeJsonMessage(target, value);
-  if (decoded.message === undefined) throw invalid(decoded.issues);
+  if (decoded.message === undefined) throw invalid(decoded.issues, invalidMembersMessage(decoded.issues));
   return decoded.message;
 }
 
@@ -129,16 +152,36 @@ function fieldsFromUrl(route: RestRoute, vars: ReadonlyMap<string, string>, quer
       issues.push(issueAt(field.jsonName, "INVALID_VALUE", `The path segment for ${field.jsonName} is not valid percent-encoding.`));
     }
   }
+  const lists = new Set<string>();
   for (const [key, value] of query) {
     const field = route.method.input.fields.find((f) => f.jsonName === key || f.name === key);
+    // A repeated string field takes the parameter any number of times, each value an item (grpc-gateway's rule).
+    if (field?.fieldKind === "list" && field.listKind === "scalar" && field.scalar === ScalarType.STRING && (!bound.has(field.name) || lists.has(field.name))) {
+      bound.add(field.name);
+      lists.add(field.name);
+      ((init[field.localName] ??= []) as string[]).push(value);
+      continue;
+    }
     if (field === undefined || bound.has(field.name) || field.fieldKind !== "scalar") {
       issues.push({ code: "UNKNOWN_FIELD", message: `Query parameter "${key}" is not accepted here.`, field: key, path: key });
       continue;
     }
     bound.add(field.name);
-    if (field.scalar === ScalarType.INT32) {
-      if (!/^-?\d{1,10}$/.test(value)) {
+    if (field.scalar === ScalarType.BOOL) {
+      if (value !== "true" && value !== "false") {
+        issues.push(issueAt(field.jsonName, "INVALID_TYPE", `${field.jsonName} must be true or false, not "${value}".`));
+        continue;
+      }
+      init[field.localName] = value === "true";
+    } else if (field.scalar === ScalarType.INT32) {
+      if (!/^-?\d+$/.test(value)) {
         issues.push(issueAt(field.jsonName, "INVALID_TYPE", `${field.jsonName} must be an integer, not "${value}".`));
+        continue;
+      }
+      // Ten digits can still overflow an int32, which would fail deep inside encoding as a 500.
+      const range = int32RangeIssue(Number(value), field.jsonName);
+      if (range !== undefined) {
+        issues.push(range);
         continue;
       }
       init[field.localName] = Number(value);
@@ -170,7 +213,7 @@ export async function decodeRestRequest(route: RestRoute, vars: ReadonlyMap<stri
       }
     }
   }
-  const issues = fieldsFromUrl(route, vars, query, bound, init);
+  const issues = [...fieldsFromHeaders(route, parts, bound, init), ...fieldsFromUrl(route, vars, query, bound, init)];
   if (issues.length > 0) throw invalid(issues);
   return create(route.method.input, init);
 }

@@ -1,27 +1,33 @@
 /**
  * REST response writing: an operation's result as the JSON the contract's
  * REST clients read. A stored definition is answered as its stored JSON bytes
- * (derived fields included, nothing rebuilt); a page of them is those bytes
- * joined into `{"total": n, "data": [...]}`; any other message is serialized
+ * (derived fields included, nothing rebuilt) with the registry's `meta`
+ * spliced in as the last member (definition-meta.ts) and, alone, its `ETag`;
+ * a page of them is those bytes joined into `{"total": n, "data": [...]}`; any other message is serialized
  * with its wrapper members shown even when empty.
  */
 import { type DescMessage, type JsonObject, ScalarType, toJson } from "@bufbuild/protobuf";
+import { AGENT_CARD_CACHE_CONTROL, agentCardJson } from "../../domain/agent-card.js";
+import { etagOf } from "../../domain/lifecycle.js";
+import type { StoredDefinition } from "../../domain/records.js";
 import { type HttpAnswer, JSON_CONTENT_TYPE, utf8 } from "../../edge/http-answer.js";
 import type { Result } from "../../operations/operation.js";
 import { concatBytes } from "../bytes.js";
+import { jsonChunksWithMeta, jsonWithMeta } from "../definition-meta.js";
 
 const JSON_HEADERS = { "content-type": JSON_CONTENT_TYPE };
 const COMMA = utf8(",");
 const DATA_END = utf8("]}");
 
-/** `{"total":<n>,"data":[<each>,...]}`, from bytes. */
-function pageBytes(total: number, items: readonly Uint8Array[]): Uint8Array {
+/** `{"total":<n>,"data":[<each>,...]}` (and `"nextPageToken"` when there is a next page), from bytes. */
+function pageBytes(total: number, items: readonly (readonly Uint8Array[])[], nextPageToken?: string): Uint8Array {
   const chunks: Uint8Array[] = [utf8(`{"total":${total},"data":[`)];
   items.forEach((item, i) => {
     if (i > 0) chunks.push(COMMA);
-    chunks.push(item);
+    chunks.push(...item);
   });
-  chunks.push(DATA_END);
+  // A token is base64url: nothing in it needs escaping in JSON.
+  chunks.push(nextPageToken === undefined ? DATA_END : utf8(`],"nextPageToken":"${nextPageToken}"}`));
   return concatBytes(chunks);
 }
 
@@ -39,29 +45,39 @@ function withTopLevelDefaults(desc: DescMessage, body: JsonObject): JsonObject {
   return body;
 }
 
+/** One definition: its stored JSON with `meta`, and its `ETag`. */
+function definitionAnswer(status: number, stored: StoredDefinition, headers: Readonly<Record<string, string>> = {}): HttpAnswer {
+  return { status, headers: { ...JSON_HEADERS, etag: etagOf(stored), ...headers }, body: jsonWithMeta(stored) };
+}
+
 /**
  * The REST answer for `result` of an RPC whose response is `output`. A write
  * (POST) answers 201, with the instance's `Location` (the path it was posted
- * to, plus its id) for a definition; reads answer 200.
+ * to, plus its id) for a definition; reads answer 200. Every definition
+ * carries its `meta`; an answer about one definition, its `ETag`.
  */
 export function restAnswer(result: Result, output: DescMessage, verb: string, pathname: string): HttpAnswer {
   const status = verb === "POST" ? 201 : 200;
   switch (result.kind) {
     case "definition": {
-      if (status === 200) return { status, headers: JSON_HEADERS, body: result.stored.json };
+      if (status === 200) return definitionAnswer(status, result.stored);
       const location = `${pathname.replace(/\/+$/, "")}/${encodeURIComponent(result.stored.id)}`;
-      return { status, headers: { ...JSON_HEADERS, location }, body: result.stored.json };
+      return definitionAnswer(status, result.stored, { location });
     }
-    case "page":
+    case "page": {
+      // A status change of one version, named by its id, answers that version, like GET (README, "Lifecycle").
+      const [only] = result.page.data;
+      if (result.one === true && only !== undefined) return definitionAnswer(status, only);
       return {
         status,
         headers: JSON_HEADERS,
-        body: pageBytes(
-          result.page.total,
-          result.page.data.map((d) => d.json),
-        ),
+        body: pageBytes(result.page.total, result.page.data.map(jsonChunksWithMeta), result.page.nextPageToken),
       };
+    }
     case "message":
       return { status, headers: JSON_HEADERS, body: utf8(JSON.stringify(withTopLevelDefaults(output, toJson(output, result.message) as JsonObject))) };
+    case "card":
+      // A2A v1.0 asks agent card endpoints for Cache-Control and an ETag.
+      return { status, headers: { ...JSON_HEADERS, etag: result.etag, "cache-control": AGENT_CARD_CACHE_CONTROL }, body: utf8(JSON.stringify(agentCardJson(result.card))) };
   }
 }

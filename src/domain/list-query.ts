@@ -1,0 +1,205 @@
+/**
+ * The list's search and paging as the registry understands them (README,
+ * "Search and paging"): what a ListAgentDefinitionsRequest asks for, checked
+ * and normalised into a ListQuery, and the page tokens that carry a walk from
+ * one page to the next. No I/O.
+ *
+ * A page token is a keyset cursor: the position of the last row of a page in
+ * the list's order (its seq, and its order value for updatedAt or name),
+ * bound to what it was made for (tenant, filters, order) by a hash, so that a
+ * token reused with another tenant, filter or order is refused instead of
+ * silently paging something else. Tokens are opaque to clients (base64url of
+ * a small JSON object) and not secret: they carry nothing a caller could not
+ * read from the page itself.
+ */
+import { Buffer } from "node:buffer";
+import { createHash } from "node:crypto";
+import { type Issue, issueAt, RegistryError } from "./errors.js";
+
+/** The exact filters, by their JSON (query parameter) names. */
+export type TermKind = "name" | "provider" | "platform" | "version" | "tag" | "skillId" | "executionMode" | "resource" | "externalAgentID";
+
+/** The definition statuses, in the order they are listed. */
+export const STATUSES = ["ACTIVE", "DEPRECATED", "DEACTIVATED"] as const;
+export type Status = (typeof STATUSES)[number];
+/** What the list shows when no status is asked for. */
+export const DEFAULT_STATUSES: readonly Status[] = ["ACTIVE", "DEPRECATED"];
+
+export type OrderKey = "createdAt" | "updatedAt" | "name";
+export interface ListOrder {
+  readonly key: OrderKey;
+  readonly descending: boolean;
+}
+
+/** Where a page starts: after the row with this seq (and order value, for updatedAt and name). */
+export interface Position {
+  readonly seq: number;
+  /** The row's `updated_at` as the database holds it (updatedAt), or its name (name). */
+  readonly value?: string;
+}
+
+/** One exact filter: a definition matches when it has any of the values. */
+export interface TermFilter {
+  readonly kind: TermKind;
+  readonly values: readonly string[];
+}
+
+/** A list request, checked: every part applies (AND). */
+export interface ListQuery {
+  readonly limit: number;
+  readonly offset: number;
+  readonly terms: readonly TermFilter[];
+  /** Never empty. */
+  readonly statuses: readonly Status[];
+  /** Only definitions updated at or after it. */
+  readonly updatedSince?: Date;
+  /** Only each agent's newest version that is not deactivated. */
+  readonly latest: boolean;
+  /** Every word must begin a word of the text (lower case, 3 or more letters or digits). */
+  readonly words: readonly string[];
+  readonly order: ListOrder;
+  /** From the page token: the page starts after this row. */
+  readonly after?: Position;
+}
+
+/** The shortest word `q` searches for: MariaDB's FULLTEXT index holds no shorter words (innodb_ft_min_token_size). */
+export const MIN_WORD_LENGTH = 3;
+
+/** The request members a ListQuery is made from (ListAgentDefinitionsRequest's, by their TS names). */
+export interface ListRequestParts {
+  readonly limit: number;
+  readonly offset?: number | undefined;
+  readonly name: readonly string[];
+  readonly provider: readonly string[];
+  readonly platform: readonly string[];
+  readonly version: readonly string[];
+  readonly tag: readonly string[];
+  readonly skillId: readonly string[];
+  readonly executionMode: readonly string[];
+  readonly resource: readonly string[];
+  readonly externalAgentId: readonly string[];
+  readonly status: readonly string[];
+  readonly updatedSince?: string | undefined;
+  readonly latest?: boolean | undefined;
+  readonly q?: string | undefined;
+  readonly orderBy?: string | undefined;
+  readonly pageToken?: string | undefined;
+}
+
+const rfc3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/;
+const orderForm = /^(createdAt|updatedAt|name)( desc)?$/;
+
+/** The query a list request asks for, bound to `tenant`; every problem is a 400 naming its parameter. */
+export function parseListQuery(tenant: string, request: ListRequestParts): ListQuery {
+  const issues: Issue[] = [];
+  const terms: TermFilter[] = [];
+  const term = (kind: TermKind, values: readonly string[]): void => {
+    if (values.length > 0) terms.push({ kind, values: [...new Set(values)].sort() });
+  };
+  term("name", request.name);
+  term("provider", request.provider);
+  term("platform", request.platform);
+  term("version", request.version);
+  term("tag", request.tag);
+  term("skillId", request.skillId);
+  term("executionMode", request.executionMode);
+  term("resource", request.resource);
+  term("externalAgentID", request.externalAgentId);
+
+  const statuses: Status[] = request.status.includes("ALL") ? [...STATUSES] : STATUSES.filter((s) => request.status.includes(s));
+
+  let updatedSince: Date | undefined;
+  if (request.updatedSince !== undefined) {
+    const instant = rfc3339.test(request.updatedSince) ? new Date(request.updatedSince.toUpperCase()) : undefined;
+    if (instant === undefined || Number.isNaN(instant.getTime())) {
+      issues.push(issueAt("updatedSince", "INVALID_VALUE", `updatedSince must be an RFC 3339 date-time such as 2025-01-31T12:00:00Z, not "${request.updatedSince}".`));
+    } else updatedSince = instant;
+  }
+
+  let words: string[] = [];
+  if (request.q !== undefined && request.q.trim() !== "") {
+    words = [...new Set(request.q.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [])].filter((w) => [...w].length >= MIN_WORD_LENGTH).sort();
+    if (words.length === 0) issues.push(issueAt("q", "INVALID_VALUE", `q needs at least one word of ${MIN_WORD_LENGTH} or more letters or digits.`));
+  }
+
+  let order: ListOrder = { key: "createdAt", descending: false };
+  if (request.orderBy !== undefined) {
+    const match = orderForm.exec(request.orderBy);
+    if (match === null) issues.push(issueAt("orderBy", "INVALID_VALUE", `orderBy must be createdAt, updatedAt or name, each optionally followed by " desc"; not "${request.orderBy}".`));
+    else order = { key: match[1] as OrderKey, descending: match[2] !== undefined };
+  }
+  if (issues.length > 0) throw new RegistryError("VALIDATION_FAILED", issues.length === 1 ? issues[0]!.message : "The request is invalid.", issues);
+
+  const query: ListQuery = {
+    limit: request.limit,
+    offset: request.offset ?? 0,
+    terms,
+    statuses: statuses.length > 0 ? statuses : [...DEFAULT_STATUSES],
+    ...(updatedSince === undefined ? {} : { updatedSince }),
+    latest: request.latest === true,
+    words,
+    order,
+  };
+  if (request.pageToken === undefined || request.pageToken === "") return query;
+  if (request.offset !== undefined) throw invalidPageToken("pageToken cannot be combined with offset: the token already says where the page starts.");
+  return { ...query, after: readPageToken(request.pageToken, listBinding(tenant, query)) };
+}
+
+/** What a list token is bound to: the tenant, every filter and the order; not the page size. */
+export function listBinding(tenant: string, query: ListQuery): string {
+  return bindingHash({
+    list: tenant,
+    terms: query.terms,
+    statuses: [...query.statuses].sort(),
+    updatedSince: query.updatedSince?.toISOString() ?? null,
+    latest: query.latest,
+    words: query.words,
+    order: query.order,
+  });
+}
+
+/** What a versions token is bound to: the tenant and the agent. */
+export function versionsBinding(tenant: string, agentNumber: number): string {
+  return bindingHash({ versions: tenant, agent: agentNumber });
+}
+
+function bindingHash(value: unknown): string {
+  return createHash("sha256").update(JSON.stringify(value)).digest("base64url").slice(0, 22);
+}
+
+/** The token of the page that starts after `position`, for a walk bound to `binding`. */
+export function pageToken(binding: string, position: Position): string {
+  const body: TokenBody = position.value === undefined ? { b: binding, s: position.seq } : { b: binding, s: position.seq, v: position.value };
+  return Buffer.from(JSON.stringify(body), "utf8").toString("base64url");
+}
+
+interface TokenBody {
+  /** The binding hash. */
+  readonly b: string;
+  /** The last row's seq. */
+  readonly s: number;
+  /** The last row's order value. */
+  readonly v?: string;
+}
+
+/** The position a token names; INVALID_PAGE_TOKEN when it is malformed or was made for another binding. */
+export function readPageToken(token: string, binding: string): Position {
+  let body: unknown;
+  try {
+    if (!/^[A-Za-z0-9_-]+$/.test(token)) throw new Error("not base64url");
+    body = JSON.parse(Buffer.from(token, "base64url").toString("utf8"));
+  } catch {
+    throw invalidPageToken("pageToken is malformed; pass back a nextPageToken exactly as it was answered.");
+  }
+  const { b, s, v } = (typeof body === "object" && body !== null ? body : {}) as Partial<Record<keyof TokenBody, unknown>>;
+  if (typeof b !== "string" || typeof s !== "number" || !Number.isSafeInteger(s) || s < 0 || (v !== undefined && typeof v !== "string")) {
+    throw invalidPageToken("pageToken is malformed; pass back a nextPageToken exactly as it was answered.");
+  }
+  if (b !== binding) throw invalidPageToken("pageToken was made for another tenant, filter or order; send the same parameters as for the page it came with, or start without it.");
+  return v === undefined ? { seq: s } : { seq: s, value: v };
+}
+
+/** 400 INVALID_PAGE_TOKEN on `pageToken`. */
+export function invalidPageToken(message: string): RegistryError {
+  return new RegistryError("INVALID_PAGE_TOKEN", message, [issueAt("pageToken", "INVALID_PAGE_TOKEN", message)]);
+}

@@ -1,0 +1,191 @@
+/**
+ * The list's searches (filters, keywords, orders, keyset pages) and the
+ * versions list's keyset pages, as SQL per dialect over the side tables of
+ * migration 0009.
+ *
+ * One statement per page, shaped like the hot page reads (queries.ts): the
+ * tenant's row, the page's seqs from one index (a LIMIT inside a derived
+ * table), then only those rows read and joined, and the total as an
+ * uncorrelated scalar subquery. Where the seqs come from depends on what is
+ * asked (buildSearch):
+ *
+ * - keywords: the full-text index (MariaDB `definition_text`, SQLite
+ *   `definition_fts`), with tenant, status and is_latest beside the text;
+ * - else an exact filter: `definition_terms` through (tenant, kind, value,
+ *   seq, status, is_latest), so the page and the count of one value are one
+ *   index range each, in seq order;
+ * - else `agent_definitions` through the list index of the order (0009).
+ *
+ * Every further filter is an EXISTS on definition_terms' primary key (seq,
+ * kind, value). The unfiltered total comes from definition_counts. A page
+ * reads one row more than it answers, to know whether there is a next one.
+ *
+ * The statements' shapes vary with the number of values of each filter, so
+ * they are not prepared once like the hot reads: MySQL sends them as text
+ * (mysql2's query), SQLite prepares each one per call (tens of microseconds)
+ * instead of keeping a statement per shape a caller could invent.
+ */
+import type { Knex } from "knex";
+import type { ListQuery, Position } from "../domain/list-query.js";
+import type { Dialect } from "./connection.js";
+import type { MysqlConnection, SqliteConnection } from "./driver.js";
+import { mysqlQuery, pooledConnections } from "./driver.js";
+import type { ReadBinding } from "./queries.js";
+import { readColumns } from "./queries.js";
+import type { DefinitionReadRow } from "./rows.js";
+import { toDatabaseTimestamp } from "./rows.js";
+import { TERM_KINDS } from "./search-index.js";
+
+/** A row of a search: a DefinitionReadRow with what the next page's position is made of. */
+export interface SearchRow extends DefinitionReadRow {
+  readonly seq?: number | string | null;
+  readonly order_name?: string | null;
+}
+
+/** Runs one search statement; no statement cache (see the top of this file). */
+export type RunSearch = (sql: string, bindings: readonly ReadBinding[]) => Promise<SearchRow[]>;
+
+export function searchRunner(db: Knex, dialect: Dialect): RunSearch {
+  const withConnection = pooledConnections(db);
+  if (dialect === "mysql") return (sql, bindings) => withConnection(async (connection) => (await mysqlQuery(connection as MysqlConnection, sql, bindings)) as SearchRow[]);
+  return (sql, bindings) => withConnection((connection) => (connection as SqliteConnection).prepare(sql).all(bindings) as SearchRow[]);
+}
+
+/** One statement and its bindings. */
+export interface Statement {
+  readonly sql: string;
+  readonly bindings: readonly ReadBinding[];
+}
+
+/** SQL fragments and their bindings, in order. */
+class Sql {
+  readonly parts: string[] = [];
+  readonly bindings: ReadBinding[] = [];
+  add(sql: string, ...bindings: ReadBinding[]): this {
+    this.parts.push(sql);
+    this.bindings.push(...bindings);
+    return this;
+  }
+  in(values: readonly ReadBinding[]): this {
+    return this.add(`IN (${values.map(() => "?").join(", ")})`, ...values);
+  }
+  get sql(): string {
+    return this.parts.join(" ");
+  }
+}
+
+/** The full-text query for `words`: each must begin a word of the text. Words hold letters and digits only. */
+function matchQuery(dialect: Dialect, words: readonly string[]): string {
+  return dialect === "mysql" ? words.map((w) => `+${w}*`).join(" ") : words.map((w) => `"${w}"*`).join(" AND ");
+}
+
+/** The statement that answers a page of `query` in `tenant`, with its total. */
+export function buildSearch(dialect: Dialect, tenant: string, query: ListQuery): Statement {
+  const mysql = dialect === "mysql";
+  const { key, descending } = query.order;
+  const [driverTerm, ...otherTerms] = query.terms;
+  const source = query.words.length > 0 ? "text" : driverTerm !== undefined ? "terms" : "definitions";
+  // x: the table the seqs come from; o: the row that holds the order value and updated_at.
+  const x = source === "text" ? (mysql ? "x" : "definition_fts") : "x";
+  const seqOf = source === "text" && !mysql ? `${x}.rowid` : `${x}.seq`;
+  const from = source === "text" ? (mysql ? "definition_text x" : "definition_fts") : source === "terms" ? "definition_terms x" : "agent_definitions x";
+  // The page needs the definition's row for its order value; the count only for updatedSince.
+  const joinsDefinition = (counting: boolean) => source !== "definitions" && ((!counting && key !== "createdAt") || query.updatedSince !== undefined);
+  const o = source === "definitions" ? "x" : "o";
+  const orderColumn = key === "updatedAt" ? `${o}.updated_at` : key === "name" ? `${o}.name` : seqOf;
+  // More than one value of the driving filter can match one definition twice.
+  const distinct = source === "terms" && driverTerm !== undefined && driverTerm.values.length > 1 ? "DISTINCT " : "";
+
+  /** FROM and WHERE of the matches, without the page's position. */
+  const matches = (counting: boolean): Sql => {
+    const sql = new Sql().add(`FROM ${from}`);
+    if (joinsDefinition(counting)) sql.add(`JOIN agent_definitions o ON o.seq = ${seqOf}`);
+    sql.add("WHERE");
+    if (source === "text") sql.add(mysql ? "MATCH (x.body) AGAINST (? IN BOOLEAN MODE) AND" : "definition_fts MATCH ? AND", matchQuery(dialect, query.words));
+    sql.add(`${x}.tenant = ?`, tenant);
+    if (source === "terms" && driverTerm !== undefined) sql.add("AND x.kind = ? AND x.value", TERM_KINDS[driverTerm.kind]).in(driverTerm.values);
+    sql.add(`AND ${x}.status`).in(query.statuses);
+    if (query.latest) sql.add(`AND ${x}.is_latest = 1`);
+    if (query.updatedSince !== undefined) sql.add(`AND ${o}.updated_at >= ?`, toDatabaseTimestamp(query.updatedSince));
+    const rest = source === "text" ? query.terms : otherTerms;
+    rest.forEach((term, i) => {
+      sql.add(`AND EXISTS (SELECT 1 FROM definition_terms e${i} WHERE e${i}.seq = ${seqOf} AND e${i}.kind = ? AND e${i}.value`, TERM_KINDS[term.kind]).in(term.values).add(")");
+    });
+    return sql;
+  };
+
+  const total = new Sql();
+  if (source === "definitions" && query.updatedSince === undefined && query.terms.length === 0) {
+    total.add("SELECT COALESCE(SUM(n), 0) FROM definition_counts WHERE tenant = ? AND status", tenant).in(query.statuses);
+    if (query.latest) total.add("AND is_latest = 1");
+  } else {
+    const counted = matches(true);
+    total.add(`SELECT COUNT(${distinct === "" ? "*" : `DISTINCT ${seqOf}`})`).add(counted.sql, ...counted.bindings);
+  }
+
+  const page = matches(false);
+  const after = query.after;
+  const cmp = descending ? "<" : ">";
+  if (after !== undefined) {
+    if (key === "createdAt" || after.value === undefined) page.add(`AND ${seqOf} ${cmp} ?`, after.seq);
+    else page.add(`AND ${orderColumn} ${cmp}= ? AND (${orderColumn} ${cmp} ? OR ${seqOf} ${cmp} ?)`, after.value, after.value, after.seq);
+  }
+  const direction = descending ? "DESC" : "ASC";
+  page.add(`ORDER BY ${key === "createdAt" ? "" : `${orderColumn} ${direction}, `}${seqOf} ${direction} LIMIT ? OFFSET ?`, query.limit + 1, after === undefined ? query.offset : 0);
+  const ordered = key === "createdAt" ? "" : `, ${orderColumn} AS k`;
+
+  const sql = new Sql()
+    .add(`SELECT (${total.sql}) AS total, d.seq, d.name AS order_name, ${readColumns(dialect)}`, ...total.bindings)
+    .add("FROM tenants t")
+    .add(`LEFT JOIN (SELECT ${distinct}${seqOf} AS seq${ordered} ${page.sql}) p ON 1 = 1`, ...page.bindings)
+    .add("LEFT JOIN agent_definitions d ON d.seq = p.seq")
+    .add("LEFT JOIN agents a ON a.tenant = d.tenant AND a.number = d.agent_number")
+    .add("WHERE t.name = ?", tenant);
+  return { sql: sql.sql, bindings: sql.bindings };
+}
+
+/** A page of one agent's versions, newest first, after `before` (exclusive) when given; all versions are counted. */
+export function buildVersions(dialect: Dialect, tenant: string, agentNumber: number, limit: number, offset: number, after: Position | undefined): Statement {
+  const sql = new Sql()
+    .add(`SELECT (SELECT COUNT(*) FROM agent_definitions WHERE tenant = ? AND agent_number = ?) AS total, d.seq, d.name AS order_name, ${readColumns(dialect)}`, tenant, agentNumber)
+    .add("FROM tenants t")
+    .add("LEFT JOIN (SELECT seq FROM agent_definitions WHERE tenant = ? AND agent_number = ?", tenant, agentNumber);
+  if (after !== undefined) sql.add("AND seq < ?", after.seq);
+  sql
+    .add("ORDER BY seq DESC LIMIT ? OFFSET ?) p ON 1 = 1", limit + 1, after === undefined ? offset : 0)
+    .add("LEFT JOIN agent_definitions d ON d.seq = p.seq")
+    .add("LEFT JOIN agents a ON a.tenant = d.tenant AND a.number = d.agent_number")
+    .add("WHERE t.name = ?", tenant);
+  return { sql: sql.sql, bindings: sql.bindings };
+}
+
+/** The value `order` sorts a row by: its updated_at as stored, its name, or nothing (seq). */
+export function orderValueOf(key: ListQuery["order"]["key"], row: SearchRow): string | undefined {
+  if (key === "updatedAt") return row.updated_at === null ? undefined : String(row.updated_at);
+  if (key === "name") return row.order_name ?? undefined;
+  return undefined;
+}
+
+/**
+ * Puts a page's rows in the list's order (the statement leaves it to us, as
+ * the hot reads do): by the order value, then seq. Names compare as the
+ * databases compare them, byte for byte in UTF-8.
+ */
+export function inSearchOrder(rows: SearchRow[], key: ListQuery["order"]["key"], descending: boolean): SearchRow[] {
+  const sign = descending ? -1 : 1;
+  const encoder = new TextEncoder();
+  const bytes = (value: string | undefined): Uint8Array => encoder.encode(value ?? "");
+  return rows.sort((a, b) => {
+    if (key !== "createdAt") {
+      const byValue = compareBytes(bytes(orderValueOf(key, a)), bytes(orderValueOf(key, b)));
+      if (byValue !== 0) return sign * byValue;
+    }
+    return sign * (Number(a.seq ?? 0) - Number(b.seq ?? 0));
+  });
+}
+
+function compareBytes(a: Uint8Array, b: Uint8Array): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i]! - b[i]!;
+  return a.length - b.length;
+}

@@ -1,0 +1,162 @@
+/**
+ * What the list's filters and keyword search find a definition by, made from
+ * the definition itself, and kept in the side tables of migration 0009 inside
+ * the write transaction that stores it (indexDefinition). The migration's
+ * backfill and the bench's seeding make their rows with the same functions.
+ *
+ * The status and is_latest copies in the side tables are the triggers' job
+ * (0009): indexDefinition copies them from the row as it is at that moment,
+ * and any later change of either in the same or a later transaction is
+ * carried over by the update trigger.
+ */
+import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
+import type { TermKind } from "../domain/list-query.js";
+import type { Dialect } from "./connection.js";
+import type { WriteContext } from "./queries.js";
+import type { WriteBinding } from "./write-runner.js";
+
+/** The counters of definition_counts are split over this many rows per (tenant, status, is_latest). */
+export const SHARDS = 16;
+
+/** How each exact filter's kind is stored in definition_terms.kind. Never renumber. */
+export const TERM_KINDS: Readonly<Record<TermKind, number>> = {
+  name: 1,
+  provider: 2,
+  platform: 3,
+  version: 4,
+  tag: 5,
+  skillId: 6,
+  executionMode: 7,
+  resource: 8,
+  externalAgentID: 9,
+};
+
+/** One row of definition_terms without its definition's columns. */
+export interface SearchTerm {
+  readonly kind: number;
+  readonly value: string;
+}
+
+/** Every (kind, value) the exact filters find `definition` by, each once; empty values are left out. */
+export function searchTermsOf(definition: AgentDefinition): SearchTerm[] {
+  const seen = new Set<string>();
+  const terms: SearchTerm[] = [];
+  const add = (kind: TermKind, value: string | undefined): void => {
+    if (value === undefined || value === "") return;
+    const code = TERM_KINDS[kind];
+    const key = `${code}\u0000${value}`;
+    if (seen.has(key)) return;
+    seen.add(key);
+    terms.push({ kind: code, value });
+  };
+  add("name", definition.name);
+  add("provider", definition.provider?.id);
+  add("platform", definition.platform?.id);
+  add("version", definition.version);
+  add("externalAgentID", definition.externalAgentId);
+  for (const skill of definition.skills) {
+    add("skillId", skill.id);
+    for (const tag of skill.tags) add("tag", tag.tag);
+  }
+  for (const item of definition.hostConfig) {
+    add("executionMode", item.executionMode?.id);
+    for (const resource of item.hostResources) add("resource", resource.agentResource?.id);
+  }
+  return terms;
+}
+
+/** The words of a text as the keyword index holds them: runs of letters and digits, lower case. */
+export function wordsOf(text: string): string[] {
+  return text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+}
+
+/**
+ * The text the keyword search looks in: the name, description, overview, and
+ * each skill's name, description and tags, as words separated by spaces. Both
+ * engines then split it the same way (MariaDB's FULLTEXT parser and FTS5's
+ * unicode61 both break on spaces and keep letters and digits together).
+ */
+export function searchTextOf(definition: AgentDefinition): string {
+  const parts = [definition.name, definition.description, definition.overview ?? ""];
+  for (const skill of definition.skills) parts.push(skill.name, skill.description, ...skill.tags.map((t) => t.tag));
+  return wordsOf(parts.join(" ")).join(" ");
+}
+
+/** The statements indexDefinition runs, for one dialect. */
+interface IndexStatements {
+  /** Bindings: tenant, id. The definition's seq, status and is_latest, and its indexed text if it has any. */
+  readonly definition: string;
+  /** Bindings: seq. */
+  readonly terms: string;
+  /** Bindings: seq, kind, value. */
+  readonly deleteTerm: string;
+  readonly insertTerms: (rows: number) => string;
+  /** Bindings: seq (SQLite only: FTS5 has no upsert). */
+  readonly deleteText: string | undefined;
+  /** Bindings: seq, tenant, status, is_latest, body. */
+  readonly upsertText: string;
+}
+
+const statementsByDialect = new Map<Dialect, IndexStatements>();
+
+function indexStatements(dialect: Dialect): IndexStatements {
+  let statements = statementsByDialect.get(dialect);
+  if (statements === undefined) {
+    const mysql = dialect === "mysql";
+    statements = {
+      definition: mysql
+        ? "SELECT d.seq, d.status, d.is_latest, x.body FROM agent_definitions d LEFT JOIN definition_text x ON x.seq = d.seq WHERE d.tenant = ? AND d.id = ? LIMIT 1"
+        : "SELECT d.seq, d.status, d.is_latest, x.body FROM agent_definitions d LEFT JOIN definition_fts x ON x.rowid = d.seq WHERE d.tenant = ? AND d.id = ? LIMIT 1",
+      terms: "SELECT kind, value FROM definition_terms WHERE seq = ?",
+      deleteTerm: "DELETE FROM definition_terms WHERE seq = ? AND kind = ? AND value = ?",
+      insertTerms: (rows) => `INSERT INTO definition_terms (seq, kind, value, tenant, status, is_latest) VALUES ${Array.from({ length: rows }, () => "(?, ?, ?, ?, ?, ?)").join(", ")}`,
+      deleteText: mysql ? undefined : "DELETE FROM definition_fts WHERE rowid = ?",
+      upsertText: mysql
+        ? "INSERT INTO definition_text (seq, tenant, status, is_latest, body) VALUES (?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE body = VALUES(body)"
+        : "INSERT INTO definition_fts (rowid, tenant, status, is_latest, body) VALUES (?, ?, ?, ?, ?)",
+    };
+    statementsByDialect.set(dialect, statements);
+  }
+  return statements;
+}
+
+const termKey = (term: SearchTerm): string => `${term.kind}\u0000${term.value}`;
+
+/**
+ * Brings the side rows of the definition `id` of `tenant`, which the same
+ * transaction has just inserted (`fresh`) or updated, in line with
+ * `definition`: its terms and its keyword text. An update reads what is
+ * indexed and writes only the difference, so rewriting a definition whose
+ * filters and words stay (the usual update) costs two reads and no write to
+ * the side tables or the full-text index. On MySQL new terms go in one
+ * statement (one round trip); on SQLite row by row through one prepared
+ * statement, so the statement cache holds one shape, not one per count.
+ */
+export async function indexDefinition({ session, statements }: WriteContext, tenant: string, id: string, definition: AgentDefinition, fresh: boolean): Promise<void> {
+  const sql = indexStatements(statements.dialect);
+  const [row] = await session.rows<{ seq: number | string; status: string; is_latest: number | boolean; body: string | null }>(sql.definition, [tenant, id]);
+  if (row === undefined) throw new Error(`Agent definition ${id} of tenant "${tenant}" vanished inside its own write transaction.`);
+  const seq = Number(row.seq);
+  const latest = row.is_latest ? 1 : 0;
+
+  let terms = searchTermsOf(definition);
+  if (!fresh) {
+    const wanted = new Set(terms.map(termKey));
+    const indexed = await session.rows<SearchTerm>(sql.terms, [seq]);
+    const have = new Set(indexed.map((t) => termKey({ kind: Number(t.kind), value: t.value })));
+    for (const old of indexed) if (!wanted.has(termKey({ kind: Number(old.kind), value: old.value }))) await session.change(sql.deleteTerm, [seq, old.kind, old.value]);
+    terms = terms.filter((t) => !have.has(termKey(t)));
+  }
+  const termRow = (term: SearchTerm): WriteBinding[] => [seq, term.kind, term.value, tenant, row.status, latest];
+  if (statements.dialect === "mysql") {
+    if (terms.length > 0) await session.change(sql.insertTerms(terms.length), terms.flatMap(termRow));
+  } else {
+    const one = sql.insertTerms(1);
+    for (const term of terms) await session.change(one, termRow(term));
+  }
+
+  const text = searchTextOf(definition);
+  if (row.body === text) return;
+  if (sql.deleteText !== undefined && row.body !== null) await session.change(sql.deleteText, [seq]);
+  await session.change(sql.upsertText, [seq, tenant, row.status, latest, text]);
+}

@@ -1,0 +1,69 @@
+import { create, fromBinary, toJsonString } from "@bufbuild/protobuf";
+import { describe, expect, it } from "vitest";
+import { AgentDefinitionSchema, RegistryMetaSchema } from "../../gen/asor/v1/agent_definition_pb.js";
+import type { StoredDefinition } from "../../src/domain/records.js";
+import { encodeDefinition } from "../../src/storage/rows.js";
+import { binaryWithMeta, jsonWithMeta, metaJson, metaMessage } from "../../src/transport/definition-meta.js";
+
+function stored(overrides: Partial<StoredDefinition> = {}): StoredDefinition {
+  const definition = create(AgentDefinitionSchema, {
+    id: "0123456789abcdef0123456789abcdef",
+    name: 'Meta \u{1F916} "quoted"',
+    description: "d",
+    url: "https://example.com",
+    version: "1",
+    provider: { id: "Provider=Acme" },
+    referenceId: "Agent_ID=AGENT-1",
+    // What a client sent as meta is never stored.
+    meta: { revision: 42, statusMessage: "sent by a client" },
+  });
+  const { json, binary } = encodeDefinition(definition);
+  return {
+    id: definition.id,
+    tenant: "default",
+    agent: { number: 1, referenceId: "Agent_ID=AGENT-1" },
+    json,
+    binary,
+    createdAt: new Date("2024-01-02T03:04:05.678Z"),
+    updatedAt: new Date("2024-02-03T04:05:06.007Z"),
+    statusChangedAt: new Date("2024-01-02T03:04:05.678Z"),
+    revision: 3,
+    status: "DEPRECATED",
+    statusMessage: 'Use "v2"\n\u{1F680}',
+    latest: false,
+    ...overrides,
+  };
+}
+
+describe("meta in answers", () => {
+  it("writes the JSON protobuf-es writes for the same meta", () => {
+    for (const s of [stored(), stored({ statusMessage: null, latest: true, status: "ACTIVE" })]) {
+      expect(metaJson(s)).toBe(toJsonString(RegistryMetaSchema, metaMessage(s)));
+    }
+  });
+
+  it("splices meta into the stored JSON as its last member, with the ETag and millisecond instants", () => {
+    const s = stored();
+    const answer = JSON.parse(new TextDecoder().decode(jsonWithMeta(s)));
+    expect(answer.name).toBe('Meta \u{1F916} "quoted"');
+    expect(Object.keys(answer).at(-1)).toBe("meta");
+    expect(answer.meta).toEqual({
+      createdAt: "2024-01-02T03:04:05.678Z",
+      updatedAt: "2024-02-03T04:05:06.007Z",
+      statusChangedAt: "2024-01-02T03:04:05.678Z",
+      revision: 3,
+      status: "DEPRECATED",
+      statusMessage: 'Use "v2"\n\u{1F680}',
+      latest: false,
+      etag: `"${s.id}-3"`,
+    });
+  });
+
+  it("appends meta to the stored binary, which decodes to the definition with the registry's meta only", () => {
+    const s = stored({ statusMessage: null });
+    const decoded = fromBinary(AgentDefinitionSchema, binaryWithMeta(s));
+    expect(decoded.name).toBe('Meta \u{1F916} "quoted"');
+    expect(decoded.meta).toEqual(metaMessage(s));
+    expect(decoded.meta?.statusMessage).toBeUndefined();
+  });
+});
