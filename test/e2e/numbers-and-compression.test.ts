@@ -5,11 +5,9 @@
  * large), and one that cannot be inflated is the client's error, not INTERNAL;
  * a 500 is logged with its cause and the request's id.
  */
-import { connect as connectHttp2 } from "node:http2";
 import { gzipSync } from "node:zlib";
 import { create, fromBinary, fromJson, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
 import { compressionGzip, createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
@@ -21,6 +19,7 @@ import { withAuthorization } from "../support/auth.js";
 import { type ConnectJsonAnswer, UPSERT_RPC } from "../support/connect-json.js";
 import { type FreshDatabase, forEachDatabase, testDatabases } from "../support/databases.js";
 import { minimalDefinition } from "../support/definitions.js";
+import { rawGrpcCall } from "../support/raw-grpc.js";
 import { startServer, type TestServer, useServer } from "../support/server.js";
 
 const PATH = "/api/asor/v1/default/agentDefinition";
@@ -43,28 +42,7 @@ async function connectCall(s: TestServer, body: Uint8Array | string, headers: Re
 
 /** A unary gRPC call over HTTP/2 with one envelope whose flag byte and payload are given as they are. */
 function grpcCall(s: TestServer, flags: number, payload: Uint8Array, headers: Record<string, string> = {}): Promise<ConnectError | undefined> {
-  return new Promise((resolve, reject) => {
-    const session = connectHttp2(s.baseUrl);
-    session.on("error", reject);
-    const stream = session.request({ ":method": "POST", ":path": `/${UPSERT_RPC}`, "content-type": "application/grpc+proto", te: "trailers", authorization: s.authorization, ...headers });
-    const frame = Buffer.alloc(5 + payload.byteLength);
-    frame[0] = flags;
-    frame.writeUInt32BE(payload.byteLength, 1);
-    frame.set(payload, 5);
-    const received = new Headers();
-    const take = (h: Record<string, unknown>): void => {
-      for (const [name, value] of Object.entries(h)) if (!name.startsWith(":") && value !== undefined) received.set(name, String(value));
-    };
-    stream.on("response", take);
-    stream.on("trailers", take);
-    stream.on("data", () => undefined);
-    stream.on("error", reject);
-    stream.on("close", () => {
-      session.close();
-      resolve(findTrailerError(received));
-    });
-    stream.end(frame);
-  });
+  return rawGrpcCall(s.baseUrl, s.authorization, UPSERT_RPC, payload, { flags, headers });
 }
 
 const upsertBinary = (name: string) =>
