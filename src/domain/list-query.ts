@@ -15,15 +15,13 @@
 import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
 import { type Issue, issueAt, RegistryError } from "./errors.js";
+import { DEFINITION_STATUSES, type DefinitionStatus } from "./records.js";
 
 /** The exact filters, by their JSON (query parameter) names. */
 export type TermKind = "name" | "provider" | "platform" | "version" | "tag" | "skillId" | "executionMode" | "resource" | "externalAgentID";
 
-/** The definition statuses, in the order they are listed. */
-export const STATUSES = ["ACTIVE", "DEPRECATED", "DEACTIVATED"] as const;
-export type Status = (typeof STATUSES)[number];
 /** What the list shows when no status is asked for. */
-export const DEFAULT_STATUSES: readonly Status[] = ["ACTIVE", "DEPRECATED"];
+export const DEFAULT_STATUSES: readonly DefinitionStatus[] = ["ACTIVE", "DEPRECATED"];
 
 export type OrderKey = "createdAt" | "updatedAt" | "name";
 export interface ListOrder {
@@ -50,7 +48,7 @@ export interface ListQuery {
   readonly offset: number;
   readonly terms: readonly TermFilter[];
   /** Never empty. */
-  readonly statuses: readonly Status[];
+  readonly statuses: readonly DefinitionStatus[];
   /** Only definitions updated at or after it. */
   readonly updatedSince?: Date;
   /** Only each agent's newest version that is not deactivated. */
@@ -106,7 +104,7 @@ export function parseListQuery(tenant: string, request: ListRequestParts): ListQ
   term("resource", request.resource);
   term("externalAgentID", request.externalAgentId);
 
-  const statuses: Status[] = request.status.includes("ALL") ? [...STATUSES] : STATUSES.filter((s) => request.status.includes(s));
+  const statuses: DefinitionStatus[] = request.status.includes("ALL") ? [...DEFINITION_STATUSES] : DEFINITION_STATUSES.filter((s) => request.status.includes(s));
 
   let updatedSince: Date | undefined;
   if (request.updatedSince !== undefined) {
@@ -118,7 +116,7 @@ export function parseListQuery(tenant: string, request: ListRequestParts): ListQ
 
   let words: string[] = [];
   if (request.q !== undefined && request.q.trim() !== "") {
-    words = [...new Set(request.q.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [])].filter((w) => [...w].length >= MIN_WORD_LENGTH).sort();
+    words = [...new Set(wordsOf(request.q))].filter((w) => [...w].length >= MIN_WORD_LENGTH).sort();
     if (words.length === 0) issues.push(issueAt("q", "INVALID_VALUE", `q needs at least one word of ${MIN_WORD_LENGTH} or more letters or digits.`));
   }
 
@@ -140,9 +138,20 @@ export function parseListQuery(tenant: string, request: ListRequestParts): ListQ
     words,
     order,
   };
-  if (request.pageToken === undefined || request.pageToken === "") return query;
+  const after = pagePosition(request, listBinding(tenant, query));
+  return after === undefined ? query : { ...query, after };
+}
+
+/** Where a page starts by token: undefined without one; INVALID_PAGE_TOKEN when it is combined with `offset` or not bound to `binding`. */
+export function pagePosition(request: { readonly pageToken?: string; readonly offset?: number }, binding: string): Position | undefined {
+  if (request.pageToken === undefined || request.pageToken === "") return undefined;
   if (request.offset !== undefined) throw invalidPageToken("pageToken cannot be combined with offset: the token already says where the page starts.");
-  return { ...query, after: readPageToken(request.pageToken, listBinding(tenant, query)) };
+  return readPageToken(request.pageToken, binding);
+}
+
+/** The words of a text as the keyword index holds them and as `q` is split: runs of letters and digits, lower case. */
+export function wordsOf(text: string): string[] {
+  return text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
 }
 
 /** What a list token is bound to: the tenant, every filter and the order; not the page size. */

@@ -32,7 +32,10 @@ export interface AgentRef {
 }
 
 /** The lifecycle status of a version (README, "Lifecycle"); any may follow any. */
-export type DefinitionStatus = "ACTIVE" | "DEPRECATED" | "DEACTIVATED";
+export const DEFINITION_STATUSES = ["ACTIVE", "DEPRECATED", "DEACTIVATED"] as const;
+
+/** One of DEFINITION_STATUSES. */
+export type DefinitionStatus = (typeof DEFINITION_STATUSES)[number];
 
 /**
  * The registry's own metadata of a version, kept apart from what the

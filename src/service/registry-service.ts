@@ -24,7 +24,7 @@ import { withDerivedFields } from "../domain/derived-fields.js";
 import { type Issue, invalid, issueAt, notFound } from "../domain/errors.js";
 import { type HostIdentity, hostPlatformIssues } from "../domain/host-platform.js";
 import { checkCreateOnly, checkIfMatch, checkKeyKept, STATUSES } from "../domain/lifecycle.js";
-import { invalidPageToken, listBinding, pageToken, parseListQuery, readPageToken, versionsBinding } from "../domain/list-query.js";
+import { listBinding, pagePosition, pageToken, parseListQuery, versionsBinding } from "../domain/list-query.js";
 import type { AgentRef, StoredDefinition } from "../domain/records.js";
 import { idForm, newDefinitionId, noSequenceGenerator, planUpsert, type UpsertFacts, upsertKey } from "../domain/upsert.js";
 import { assertValid, contractIssues, crossFieldIssues, unknownFieldIssues } from "../domain/validation.js";
@@ -168,11 +168,8 @@ export function createRegistryService({ repository, host }: RegistryServiceOptio
       if (record === undefined) throw notFound(`Agent "${request.id}"`, "id");
       const binding = versionsBinding(tenant, record.agent.number);
       const page = pageOf(request);
-      if (request.pageToken !== undefined && request.pageToken !== "") {
-        if (request.offset !== undefined) throw invalidPageToken("pageToken cannot be combined with offset: the token already says where the page starts.");
-        return withNextToken(await repository.listVersions(tenant, record.agent.number, { ...page, after: readPageToken(request.pageToken, binding) }), () => binding);
-      }
-      return withNextToken(await repository.listVersions(tenant, record.agent.number, page), () => binding);
+      const after = pagePosition(request, binding);
+      return withNextToken(await repository.listVersions(tenant, record.agent.number, after === undefined ? page : { ...page, after }), () => binding);
     },
 
     async agentCard(tenant, request) {

@@ -9,7 +9,7 @@ import { Buffer } from "node:buffer";
 import { type DescMessage, fromJsonString, type JsonObject, type JsonValue, type MessageShape, toBinary, toJson } from "@bufbuild/protobuf";
 import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
 import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
-import type { DefinitionStatus, KeyedInstanceRef, Lifecycle } from "../domain/records.js";
+import { DEFINITION_STATUSES, type DefinitionStatus, type KeyedInstanceRef, type Lifecycle } from "../domain/records.js";
 import type { AgentRef, StoredDefinition, Tenant } from "./repository.js";
 
 /** A BIGINT as a driver may hand it back: mysql2 (supportBigNumbers) answers a number, or a string past 2^53. */
@@ -224,7 +224,7 @@ export function toInstanceRef(row: InstanceRow): KeyedInstanceRef {
   };
 }
 
-const statuses: ReadonlySet<string> = new Set<DefinitionStatus>(["ACTIVE", "DEPRECATED", "DEACTIVATED"]);
+const statuses: ReadonlySet<string> = new Set<DefinitionStatus>(DEFINITION_STATUSES);
 
 /** The lifecycle columns of a row as the domain's Lifecycle. */
 export function toLifecycle(row: Pick<InstanceRow, "revision" | "status" | "status_message" | "status_changed_at" | "is_latest">): Lifecycle {
