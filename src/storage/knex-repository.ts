@@ -388,7 +388,7 @@ class SqlWriteTransaction implements WriteTransaction {
         await this.#lockAgent(context, agent.number);
         await queries.clearLatest(context, tenant, agent.number);
       }
-      await queries.insertDefinition(context, {
+      const seq = await queries.insertDefinition(context, {
         id: definition.id,
         tenant,
         name: key.name,
@@ -402,7 +402,7 @@ class SqlWriteTransaction implements WriteTransaction {
         status_changed_at: timestamp,
         is_latest: true,
       });
-      await indexDefinition(context, tenant, definition.id, definition, true);
+      await indexDefinition(context, tenant, definition.id, definition, seq);
     });
     return {
       id: definition.id,
@@ -437,7 +437,7 @@ class SqlWriteTransaction implements WriteTransaction {
     const now = new Date();
     await this.#run(async (context) => {
       await queries.updateDocument(context, existing.tenant, existing.id, { document, document_binary: binary, updated_at: toDatabaseTimestamp(now) });
-      await indexDefinition(context, existing.tenant, existing.id, definition, false);
+      await indexDefinition(context, existing.tenant, existing.id, definition);
     });
     // Status, its message and time, and the latest flag stay: only content changed.
     return {

@@ -18,7 +18,7 @@ import type { Dialect } from "./connection.js";
 import type { UpsertKey } from "./repository.js";
 import type { AgentExternalIdRow, AgentRow, DatabaseInteger, DefinitionReadRow, InstanceRow, NewAgentDefinitionRow, TenantRow } from "./rows.js";
 import { fromDatabaseInteger } from "./rows.js";
-import type { WriteSession } from "./write-runner.js";
+import type { WriteBinding, WriteSession } from "./write-runner.js";
 
 /** Where a query outside the write transaction and the hot reads runs: the cold paths (tenants), on knex. */
 export interface QueryContext {
@@ -104,7 +104,7 @@ export interface WriteStatements {
   readonly externalIdOwner: string;
   /** Bindings: tenant, provider id, externalAgentID, agent number, created at. */
   readonly insertExternalId: string;
-  /** Bindings: id, tenant, name, provider id, version, agent number, document, binary, created at, updated at, status changed at, latest. */
+  /** Bindings: id, tenant, name, provider id, version, agent number, document, binary, created at, updated at, status changed at, latest. Answers the new row's seq (MySQL: its insertId; SQLite: RETURNING). */
   readonly insertDefinition: string;
   /** Bindings: document, binary, updated at, tenant, id. Raises the revision. */
   readonly updateDocument: string;
@@ -152,7 +152,7 @@ export function writeStatements(dialect: Dialect): WriteStatements {
     insertAgent: `INSERT INTO ${agents} (tenant, number, reference_id, provider_id, name, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
     externalIdOwner: `SELECT agent_number FROM ${externalIds} WHERE tenant = ? AND provider_id = ? AND external_agent_id = ? LIMIT 1${locked}`,
     insertExternalId: `INSERT INTO ${externalIds} (tenant, provider_id, external_agent_id, agent_number, created_at) VALUES (?, ?, ?, ?, ?)`,
-    insertDefinition: `INSERT INTO ${definitions} (${seq.column}id, tenant, name, provider_id, version, agent_number, document, document_binary, created_at, updated_at, revision, status, status_message, status_changed_at, is_latest) VALUES (${seq.value}?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 'ACTIVE', NULL, ?, ?)`,
+    insertDefinition: `INSERT INTO ${definitions} (${seq.column}id, tenant, name, provider_id, version, agent_number, document, document_binary, created_at, updated_at, revision, status, status_message, status_changed_at, is_latest) VALUES (${seq.value}?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 'ACTIVE', NULL, ?, ?)${mysql ? "" : " RETURNING seq"}`,
     updateDocument: `UPDATE ${definitions} SET document = ?, document_binary = ?, updated_at = ?, revision = revision + 1 WHERE tenant = ? AND id = ?`,
   };
 }
@@ -324,8 +324,8 @@ export async function readStoredInWrite({ session, statements }: WriteContext, t
 }
 
 /** Inserts a new row. No RETURNING (MySQL has none), and none needed: the caller knows every value. */
-export async function insertDefinition({ session, statements }: WriteContext, row: NewAgentDefinitionRow): Promise<void> {
-  await session.change(statements.insertDefinition, [
+export async function insertDefinition({ session, statements }: WriteContext, row: NewAgentDefinitionRow): Promise<number> {
+  const bindings: WriteBinding[] = [
     row.id,
     row.tenant,
     row.name,
@@ -338,7 +338,11 @@ export async function insertDefinition({ session, statements }: WriteContext, ro
     row.updated_at,
     row.status_changed_at,
     row.is_latest ? 1 : 0,
-  ]);
+  ];
+  if (statements.dialect === "mysql") return (await session.change(statements.insertDefinition, bindings)).insertId;
+  const [inserted] = await session.rows<{ seq: number | bigint }>(statements.insertDefinition, bindings);
+  if (inserted === undefined) throw new Error("The insert of an agent definition returned no seq.");
+  return Number(inserted.seq);
 }
 
 /** Replaces both encodings of an existing row, together; its id, key, agent and creation time stay. */

@@ -10,7 +10,7 @@
  * carried over by the update trigger.
  */
 import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
-import type { TermKind } from "../domain/list-query.js";
+import { type TermKind, wordsOf } from "../domain/list-query.js";
 import type { Dialect } from "./connection.js";
 import type { WriteContext } from "./queries.js";
 import type { WriteBinding } from "./write-runner.js";
@@ -65,11 +65,6 @@ export function searchTermsOf(definition: AgentDefinition): SearchTerm[] {
   return terms;
 }
 
-/** The words of a text as the keyword index holds them: runs of letters and digits, lower case. */
-export function wordsOf(text: string): string[] {
-  return text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
-}
-
 /**
  * The text the keyword search looks in: the name, description, overview, and
  * each skill's name, description and tags, as words separated by spaces. Both
@@ -122,19 +117,29 @@ function indexStatements(dialect: Dialect): IndexStatements {
 
 const termKey = (term: SearchTerm): string => `${term.kind}\u0000${term.value}`;
 
+/** What the index needs of the definition's row: its seq, status, latest flag and the keyword text indexed so far. */
+interface IndexedRow {
+  readonly seq: number | string;
+  readonly status: string;
+  readonly is_latest: number | boolean;
+  readonly body: string | null;
+}
+
 /**
- * Brings the side rows of the definition `id` of `tenant`, which the same
- * transaction has just inserted (`fresh`) or updated, in line with
- * `definition`: its terms and its keyword text. An update reads what is
+ * Brings the side rows of the definition `id` of `tenant` in line with
+ * `definition`: its terms and its keyword text. `inserted` is the seq of a row
+ * the same transaction has just inserted (ACTIVE, latest, nothing indexed: no
+ * read needed); without it the row was updated, and the index reads what is
  * indexed and writes only the difference, so rewriting a definition whose
  * filters and words stay (the usual update) costs two reads and no write to
  * the side tables or the full-text index. On MySQL new terms go in one
  * statement (one round trip); on SQLite row by row through one prepared
  * statement, so the statement cache holds one shape, not one per count.
  */
-export async function indexDefinition({ session, statements }: WriteContext, tenant: string, id: string, definition: AgentDefinition, fresh: boolean): Promise<void> {
+export async function indexDefinition({ session, statements }: WriteContext, tenant: string, id: string, definition: AgentDefinition, inserted?: number): Promise<void> {
   const sql = indexStatements(statements.dialect);
-  const [row] = await session.rows<{ seq: number | string; status: string; is_latest: number | boolean; body: string | null }>(sql.definition, [tenant, id]);
+  const fresh = inserted !== undefined;
+  const [row] = fresh ? [{ seq: inserted, status: "ACTIVE", is_latest: true, body: null } satisfies IndexedRow] : await session.rows<IndexedRow>(sql.definition, [tenant, id]);
   if (row === undefined) throw new Error(`Agent definition ${id} of tenant "${tenant}" vanished inside its own write transaction.`);
   const seq = Number(row.seq);
   const latest = row.is_latest ? 1 : 0;
