@@ -11,10 +11,11 @@ import { Code, ConnectError, type ContextValues } from "@connectrpc/connect";
 import type { UniversalServerRequest } from "@connectrpc/connect/protocol";
 import { universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import type { App } from "../app.js";
-import { asRegistryError, shuttingDown } from "../domain/errors.js";
+import { shuttingDown } from "../domain/errors.js";
 import type { EdgeRequest } from "../edge/edge.js";
 import { errorAnswer, type HttpAnswer } from "../edge/http-answer.js";
 import { codeName } from "../observability/request-record.js";
+import { callerError } from "../transport/failures.js";
 
 type NodeRequest = IncomingMessage | Http2ServerRequest;
 type NodeResponse = ServerResponse | Http2ServerResponse;
@@ -105,7 +106,8 @@ function universalRequest(req: NodeRequest, res: NodeResponse, contextValues: Co
   };
 }
 
-function writeAnswer(res: NodeResponse, answer: HttpAnswer): void {
+/** Writes `answer` whole: status, headers with its content-length, body. */
+export function writeAnswer(res: NodeResponse, answer: HttpAnswer): void {
   const headers: Record<string, string> = { ...answer.headers };
   if (answer.body !== null) headers["content-length"] = String(answer.body.byteLength);
   // Both Node response kinds take these calls; their typings differ only in `write`.
@@ -162,9 +164,7 @@ export function createNodeEdge(app: App): NodeEdge {
       .catch((err: unknown) => {
         // The client went away, or the answer could not be written: nothing is left to tell it.
         if (res.headersSent || res.destroyed) return void res.destroy();
-        app.logger.error("request failed outside the handlers", { requestId: record.id, err });
-        record.failureLogged = true;
-        writeAnswer(res, errorAnswer(asRegistryError(err)));
+        writeAnswer(res, errorAnswer(callerError(err, app.logger, record.rpc ?? record.path, { record })));
       });
   };
 

@@ -3,6 +3,7 @@ import { noResourceAt } from "../domain/errors.js";
 import type { HttpEndpoint } from "../edge/edge.js";
 import { errorAnswer, type HttpAnswer } from "../edge/http-answer.js";
 import type { Logger } from "../logger.js";
+import { writeAnswer } from "./node-edge.js";
 
 /** The slow-client bounds of the API port, applied here too. */
 export interface MetricsServerOptions {
@@ -22,11 +23,7 @@ export function createNodeMetricsServer(endpoint: HttpEndpoint, options: Metrics
     const path = new URL(req.url ?? "/", "http://metrics").pathname;
     const answering: Promise<HttpAnswer> = path === endpoint.path ? endpoint.handle(req.method ?? "GET") : Promise.resolve(errorAnswer(noResourceAt(path)));
     answering.then(
-      (answer) => {
-        const headers: Record<string, string> = { ...answer.headers };
-        if (answer.body !== null) headers["content-length"] = String(answer.body.byteLength);
-        res.writeHead(answer.status, headers).end(answer.body ?? undefined);
-      },
+      (answer) => writeAnswer(res, answer),
       (error: unknown) => {
         logger.error("the metrics could not be rendered", { error: error instanceof Error ? error.message : String(error) });
         res.writeHead(500).end();

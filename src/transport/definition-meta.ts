@@ -2,19 +2,16 @@
  * `meta` in answers: the registry's metadata of a version (its lifecycle
  * columns) spliced into the stored encodings, never stored in them and never
  * rebuilt from them. JSON: `,"meta":{...}` goes in before the stored object's
- * final `}`. Binary: the encoded `meta` field (field 20) goes after the stored
- * bytes; protobuf concatenation merges, and the stored bytes have no field 20
- * (rows.ts's encodeDefinition drops a sent `meta`).
+ * final `}`. Binary: the message's `meta` is set beside the stored fields,
+ * kept encoded; the stored bytes have no `meta` (rows.ts's encodeDefinition
+ * drops a sent one).
  */
-import { create, toBinary } from "@bufbuild/protobuf";
-import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
-import { DefinitionStatus, type RegistryMeta, RegistryMetaSchema } from "../../gen/asor/v1/agent_definition_pb.js";
+import { create, fromBinary } from "@bufbuild/protobuf";
+import { type AgentDefinition, AgentDefinitionSchema, DefinitionStatus, type RegistryMeta, RegistryMetaSchema } from "../../gen/asor/v1/agent_definition_pb.js";
 import { etagOf } from "../domain/lifecycle.js";
 import type { StoredDefinition } from "../domain/records.js";
 import { concatBytes } from "./bytes.js";
-
-/** The field number of `meta` in asor.v1.AgentDefinition. */
-const META_FIELD = 20;
+import { preEncoded } from "./encoded-message.js";
 
 const encoder = new TextEncoder();
 const CLOSE = 0x7d; // "}"
@@ -70,9 +67,14 @@ export function jsonWithMeta(stored: StoredDefinition): Uint8Array {
   return concatBytes(jsonChunksWithMeta(stored));
 }
 
-/** The stored binary with the `meta` field appended. */
-export function binaryWithMeta(stored: StoredDefinition): Uint8Array {
-  const meta = toBinary(RegistryMetaSchema, metaMessage(stored));
-  const field = new BinaryWriter().tag(META_FIELD, WireType.LengthDelimited).bytes(meta).finish();
-  return concatBytes([stored.binary, field]);
+/**
+ * A stored definition as a message carrying its `meta`: for binary callers the
+ * stored bytes framed as they are (preEncoded; protobuf-es writes `meta` and
+ * then the stored fields, and field order does not matter on the wire); for
+ * JSON callers decoded, since Connect writes the JSON from the message.
+ */
+export function definitionWithMeta(stored: StoredDefinition, binary: boolean): AgentDefinition {
+  const message = binary ? preEncoded(AgentDefinitionSchema, stored.binary) : fromBinary(AgentDefinitionSchema, stored.binary);
+  message.meta = metaMessage(stored);
+  return message;
 }

@@ -3,18 +3,15 @@
  * method is its operation, run with the call the edge admitted. There is no
  * other way in: an RPC reached without the edge's verdict fails.
  */
-import { create, type DescMessage, type DescMethod, fromBinary, type Message } from "@bufbuild/protobuf";
+import { create, type DescMessage, type DescMethod, type Message } from "@bufbuild/protobuf";
 import { type ConnectRouter, createContextKey, type HandlerContext } from "@connectrpc/connect";
-import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
 import { AGENT_CARD_CACHE_CONTROL } from "../domain/agent-card.js";
 import { etagOf } from "../domain/lifecycle.js";
-import type { StoredDefinition } from "../domain/records.js";
 import type { Logger } from "../logger.js";
 import type { Admission, Call, Operations, Result } from "../operations/operation.js";
 import { REGISTRY_SERVICES } from "../operations/registry-operations.js";
 import { errorInterceptor } from "./connect-errors.js";
-import { binaryWithMeta } from "./definition-meta.js";
-import { preEncoded } from "./encoded-message.js";
+import { definitionWithMeta } from "./definition-meta.js";
 
 /** Where the edge leaves its verdict for the RPC: the admitted call, or the error to answer with (401/403, a bad message). */
 export const verdictKey = createContextKey<Admission | undefined>(undefined, { description: "the edge's verdict on the caller and the message" });
@@ -33,24 +30,15 @@ function answersBinary(ctx: HandlerContext): boolean {
   return !/^application\/(?:[a-z-]+\+)?json\b/i.test(type.trim());
 }
 
-/**
- * A stored definition as a message, with its `meta`: its stored binary and the encoded `meta`
- * after it, as they are, for binary callers; decoded for JSON (Connect writes the JSON).
- */
-function definitionMessage(stored: StoredDefinition, binary: boolean): Message {
-  const bytes = binaryWithMeta(stored);
-  return binary ? preEncoded(AgentDefinitionSchema, bytes) : fromBinary(AgentDefinitionSchema, bytes);
-}
-
 /** The RPC's response for an operation's result. */
 function responseOf(method: DescMethod, result: Result, binary: boolean): Message {
   switch (result.kind) {
     case "definition":
-      return definitionMessage(result.stored, binary);
+      return definitionWithMeta(result.stored, binary);
     case "page":
       return create(method.output as DescMessage, {
         total: result.page.total,
-        data: result.page.data.map((d) => definitionMessage(d, binary)),
+        data: result.page.data.map((d) => definitionWithMeta(d, binary)),
         ...(result.page.nextPageToken === undefined ? {} : { nextPageToken: result.page.nextPageToken }),
       });
     case "message":

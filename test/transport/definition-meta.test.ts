@@ -1,9 +1,9 @@
-import { create, fromBinary, toJsonString } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary, toJson, toJsonString } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { AgentDefinitionSchema, RegistryMetaSchema } from "../../gen/asor/v1/agent_definition_pb.js";
 import type { StoredDefinition } from "../../src/domain/records.js";
 import { encodeDefinition } from "../../src/storage/rows.js";
-import { binaryWithMeta, jsonWithMeta, metaJson, metaMessage } from "../../src/transport/definition-meta.js";
+import { definitionWithMeta, jsonWithMeta, metaJson, metaMessage } from "../../src/transport/definition-meta.js";
 
 function stored(overrides: Partial<StoredDefinition> = {}): StoredDefinition {
   const definition = create(AgentDefinitionSchema, {
@@ -59,11 +59,27 @@ describe("meta in answers", () => {
     });
   });
 
-  it("appends meta to the stored binary, which decodes to the definition with the registry's meta only", () => {
+  it("sets meta beside the stored binary, which encodes to the definition with the registry's meta only", () => {
     const s = stored({ statusMessage: null });
-    const decoded = fromBinary(AgentDefinitionSchema, binaryWithMeta(s));
+    const decoded = fromBinary(AgentDefinitionSchema, toBinary(AgentDefinitionSchema, definitionWithMeta(s, true)));
     expect(decoded.name).toBe('Meta \u{1F916} "quoted"');
     expect(decoded.meta).toEqual(metaMessage(s));
     expect(decoded.meta?.statusMessage).toBeUndefined();
+    expect(toJson(RegistryMetaSchema, decoded.meta!)).toEqual({
+      createdAt: "2024-01-02T03:04:05.678Z",
+      updatedAt: "2024-02-03T04:05:06.007Z",
+      statusChangedAt: "2024-01-02T03:04:05.678Z",
+      revision: 3,
+      status: "DEPRECATED",
+      latest: false,
+      etag: `"${s.id}-3"`,
+    });
+  });
+
+  it("gives JSON callers the decoded definition with the same meta", () => {
+    const s = stored({ statusMessage: null });
+    const message = definitionWithMeta(s, false);
+    expect(message.name).toBe('Meta \u{1F916} "quoted"');
+    expect(message.meta).toEqual(metaMessage(s));
   });
 });

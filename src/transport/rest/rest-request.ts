@@ -6,6 +6,7 @@
  */
 import { create, type DescMessage, type Message, ScalarType } from "@bufbuild/protobuf";
 import { createIssueCollector, type Issue, invalid, invalidMembersMessage, issueAt, RegistryError, tooLarge } from "../../domain/errors.js";
+import { parseEntityTags } from "../../domain/lifecycle.js";
 import { concatBytes } from "../bytes.js";
 import { parseStrictJson } from "../strict-json.js";
 import { decodeJsonMessage, int32RangeIssue } from "./json-decode.js";
@@ -40,7 +41,7 @@ function fieldsFromHeaders(route: RestRoute, parts: RestRequestParts, bound: Set
     bound.add(field.name);
     if (field.name === "etag" && parts.ifMatch !== undefined) init[field.localName] = parts.ifMatch;
     if (field.name === "create_only" && parts.ifNoneMatch !== undefined) {
-      if (parts.ifNoneMatch.trim() === "*") init[field.localName] = true;
+      if (parseEntityTags(parts.ifNoneMatch) === "*") init[field.localName] = true;
       else issues.push({ code: "INVALID_VALUE", message: "If-None-Match on a write takes only *: create only.", field: "If-None-Match", path: "If-None-Match" });
     }
   }
