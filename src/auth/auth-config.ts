@@ -121,6 +121,8 @@ export const DEFAULT_ALGORITHMS: readonly string[] = ["RS256", "PS256", "ES256",
 export const DEFAULT_MAX_TOKEN_LIFETIME_SECONDS = 86_400;
 /** Default of `AUTH_INTROSPECTION_MAX_PER_SECOND`. */
 export const DEFAULT_INTROSPECTION_MAX_PER_SECOND = 20;
+/** The claim that marks a platform operator's token (AUTH_PLATFORM_ADMIN_CLAIM). */
+export const DEFAULT_PLATFORM_ADMIN_CLAIM = "platform_admin";
 
 /**
  * Default of `AUTH_INTROSPECTION_CACHE_SECONDS`: short, because introspection
@@ -222,13 +224,7 @@ export function parseAuthConfig(env: Readonly<Record<string, string | undefined>
   }
   if (algorithms.length === 0) problems.push("AUTH_ALGORITHMS must name at least one algorithm");
 
-  let clockSkewSeconds = 30;
-  const skewRaw = value("AUTH_CLOCK_SKEW_SECONDS");
-  if (skewRaw !== undefined) {
-    const skew = Number(skewRaw);
-    if (Number.isInteger(skew) && skew >= 0 && skew <= 300) clockSkewSeconds = skew;
-    else problems.push(`AUTH_CLOCK_SKEW_SECONDS must be an integer from 0 to 300, not "${skewRaw}"`);
-  }
+  const clockSkewSeconds = integer("AUTH_CLOCK_SKEW_SECONDS", 30, 0, 300);
 
   let introspection: IntrospectionCredentials | undefined;
   const clientId = value("AUTH_INTROSPECTION_CLIENT_ID");
@@ -240,13 +236,7 @@ export function parseAuthConfig(env: Readonly<Record<string, string | undefined>
     else introspection = { clientId, clientSecret };
   }
 
-  let introspectionCacheSeconds = DEFAULT_INTROSPECTION_CACHE_SECONDS;
-  const cacheRaw = value("AUTH_INTROSPECTION_CACHE_SECONDS");
-  if (cacheRaw !== undefined) {
-    const seconds = Number(cacheRaw);
-    if (Number.isInteger(seconds) && seconds >= 0 && seconds <= MAX_INTROSPECTION_CACHE_SECONDS) introspectionCacheSeconds = seconds;
-    else problems.push(`AUTH_INTROSPECTION_CACHE_SECONDS must be an integer from 0 to ${MAX_INTROSPECTION_CACHE_SECONDS}, not "${cacheRaw}"`);
-  }
+  const introspectionCacheSeconds = integer("AUTH_INTROSPECTION_CACHE_SECONDS", DEFAULT_INTROSPECTION_CACHE_SECONDS, 0, MAX_INTROSPECTION_CACHE_SECONDS);
 
   const allowDevIssuer = flag("AUTH_ALLOW_DEV_ISSUER", false);
   const requireAccessTokenTyp = flag("AUTH_REQUIRE_AT_JWT_TYP", true);
@@ -255,7 +245,7 @@ export function parseAuthConfig(env: Readonly<Record<string, string | undefined>
   const introspectionMaxPerSecond = integer("AUTH_INTROSPECTION_MAX_PER_SECOND", DEFAULT_INTROSPECTION_MAX_PER_SECOND, 1, 1000);
   // On by default only for the local development issuer: there every token is the developer's own.
   const noTenantClaimUsesDefault = flag("AUTH_NO_TENANT_CLAIM_USES_DEFAULT", issuerRaw === undefined);
-  const platformAdminClaim = name("AUTH_PLATFORM_ADMIN_CLAIM", "platform_admin");
+  const platformAdminClaim = name("AUTH_PLATFORM_ADMIN_CLAIM", DEFAULT_PLATFORM_ADMIN_CLAIM);
 
   const valid = algorithms.filter((a) => ASYMMETRIC_ALGORITHMS.includes(a));
   return {

@@ -1,5 +1,5 @@
 /** The errors authentication answers with. None ever contains the token. */
-import { type RegistryError, unavailable } from "../domain/errors.js";
+import { type RegistryError, unauthenticated, unavailable } from "../domain/errors.js";
 
 export { unauthenticated } from "../domain/errors.js";
 
@@ -37,5 +37,19 @@ export class AuthSetupError extends Error {
     options?: { cause?: unknown },
   ) {
     super(message, options);
+  }
+}
+
+/**
+ * The time checks beyond exp/nbf, the same for verified JWTs and introspection
+ * answers (`now` in seconds): an `iat` past the clock skew is refused, and so
+ * is a lifetime (exp - iat) over `maxLifetime`; without `iat` the lifetime
+ * counts from now, so a token cannot dodge the bound by leaving `iat` out.
+ */
+export function checkIssuedAtAndLifetime(claims: { readonly exp?: unknown; readonly iat?: unknown }, now: number, skew: number, maxLifetime: number): void {
+  const iat = typeof claims.iat === "number" ? claims.iat : undefined;
+  if (iat !== undefined && iat > now + skew) throw unauthenticated("The bearer token was issued in the future (its iat is past the clock skew).");
+  if (typeof claims.exp === "number" && claims.exp - (iat ?? now) > maxLifetime) {
+    throw unauthenticated(`The bearer token's lifetime (exp - iat) is longer than this service accepts (${maxLifetime} s).`);
   }
 }

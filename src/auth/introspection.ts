@@ -6,7 +6,8 @@
  */
 import * as oidc from "openid-client";
 import { unavailable } from "../domain/errors.js";
-import { issuerUnavailable, unauthenticated } from "./auth-errors.js";
+import { DEFAULT_INTROSPECTION_MAX_PER_SECOND, DEFAULT_MAX_TOKEN_LIFETIME_SECONDS } from "./auth-config.js";
+import { checkIssuedAtAndLifetime, issuerUnavailable, unauthenticated } from "./auth-errors.js";
 
 export interface Introspector {
   /** The claims of an active token; throws a RegistryError (401, or 503 when the issuer cannot be asked). */
@@ -50,10 +51,10 @@ function createRateLimit(rate: number, now: () => number): () => boolean {
 export function createIntrospector(options: IntrospectorOptions): Introspector {
   const { configuration, audience, clockSkewSeconds } = options;
   const requireIssAud = options.requireIssAud ?? true;
-  const maxLifetime = options.maxTokenLifetimeSeconds ?? 86_400;
+  const maxLifetime = options.maxTokenLifetimeSeconds ?? DEFAULT_MAX_TOKEN_LIFETIME_SECONDS;
   const issuer = configuration.serverMetadata().issuer;
   const now = options.now ?? (() => Math.floor(Date.now() / 1000));
-  const allowed = createRateLimit(options.maxPerSecond ?? 20, now);
+  const allowed = createRateLimit(options.maxPerSecond ?? DEFAULT_INTROSPECTION_MAX_PER_SECOND, now);
   return {
     async introspect(token) {
       if (!allowed()) {
@@ -83,10 +84,7 @@ export function createIntrospector(options: IntrospectorOptions): Introspector {
       const t = now();
       if (typeof answer.exp === "number" && answer.exp + clockSkewSeconds <= t) throw unauthenticated("The bearer token has expired.");
       if (typeof answer.nbf === "number" && answer.nbf - clockSkewSeconds > t) throw unauthenticated("The bearer token is not valid yet (its nbf is in the future).");
-      if (typeof answer.iat === "number" && answer.iat - clockSkewSeconds > t) throw unauthenticated("The bearer token was issued in the future (its iat is past the clock skew).");
-      if (typeof answer.exp === "number" && answer.exp - (typeof answer.iat === "number" ? answer.iat : t) > maxLifetime) {
-        throw unauthenticated(`The bearer token's lifetime (exp - iat) is longer than this service accepts (${maxLifetime} s).`);
-      }
+      checkIssuedAtAndLifetime(answer, t, clockSkewSeconds, maxLifetime);
       return answer;
     },
   };

@@ -7,7 +7,8 @@
  * is wrong without repeating the token; an issuer whose keys cannot be had, a 503.
  */
 import { createLocalJWKSet, decodeProtectedHeader, errors, type JSONWebKeySet, type JWTPayload, type JWTVerifyGetKey, jwtVerify } from "jose";
-import { issuerUnavailable, unauthenticated } from "./auth-errors.js";
+import { DEFAULT_MAX_TOKEN_LIFETIME_SECONDS } from "./auth-config.js";
+import { checkIssuedAtAndLifetime, issuerUnavailable, unauthenticated } from "./auth-errors.js";
 
 export interface JwtVerifierOptions {
   /** The exact `iss` a token must carry (the issuer's metadata `issuer`). */
@@ -157,7 +158,7 @@ const ID_TOKEN_CLAIMS = ["nonce", "at_hash", "c_hash", "s_hash"];
 
 export function createJwtVerifier(options: JwtVerifierOptions): JwtVerifier {
   const requireTyp = options.requireAccessTokenTyp ?? true;
-  const maxLifetime = options.maxTokenLifetimeSeconds ?? 86_400;
+  const maxLifetime = options.maxTokenLifetimeSeconds ?? DEFAULT_MAX_TOKEN_LIFETIME_SECONDS;
   const skew = options.clockSkewSeconds;
   const verifyOptions = {
     issuer: options.issuer,
@@ -183,11 +184,8 @@ export function createJwtVerifier(options: JwtVerifierOptions): JwtVerifier {
         const typ = typeof protectedHeader.typ === "string" ? protectedHeader.typ.toLowerCase().replace(/^application\//, "") : undefined;
         if ((typ !== undefined && !ACCESS_TOKEN_TYPES.has(typ)) || ID_TOKEN_CLAIMS.some((claim) => payload[claim] !== undefined)) throw notAnAccessToken();
       }
-      const seconds = Math.floor(ms / 1000);
-      if (typeof payload.iat === "number" && payload.iat > seconds + skew) throw unauthenticated("The bearer token was issued in the future (its iat is past the clock skew).");
-      // jose required exp. Without iat the lifetime counts from now: a token cannot dodge the bound by leaving iat out.
-      const lifetime = (payload.exp as number) - (typeof payload.iat === "number" ? payload.iat : seconds);
-      if (lifetime > maxLifetime) throw unauthenticated(`The bearer token's lifetime (exp - iat) is longer than this service accepts (${maxLifetime} s).`);
+      // jose required exp.
+      checkIssuedAtAndLifetime(payload, Math.floor(ms / 1000), skew, maxLifetime);
       return payload;
     },
   };

@@ -6,6 +6,7 @@
  * issuer's, against a local JWKS.
  */
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type JSONWebKeySet, type JWK, SignJWT } from "jose";
+import { DEFAULT_PLATFORM_ADMIN_CLAIM } from "./auth-config.js";
 
 /** The `iss` of locally issued tokens. */
 export const LOCAL_ISSUER = "urn:asor:local-development";
@@ -66,7 +67,7 @@ export async function openLocalIssuer(keyStore: KeyStore, options: LocalIssuerOp
       if (!Number.isInteger(ttl) || ttl <= 0) throw new RangeError("The token lifetime must be a positive whole number of seconds.");
       const claims: Record<string, unknown> = { [options.domainsClaim]: [...(request.domains ?? [])] };
       if (request.tenant !== undefined) claims[options.tenantClaim] = request.tenant;
-      if (request.platformAdmin === true) claims[options.platformAdminClaim ?? "platform_admin"] = true;
+      if (request.platformAdmin === true) claims[options.platformAdminClaim ?? DEFAULT_PLATFORM_ADMIN_CLAIM] = true;
       return new SignJWT(claims)
         .setProtectedHeader({ alg: ALG, kid: publicJwk.kid as string, typ: "at+jwt" })
         .setIssuer(LOCAL_ISSUER)

@@ -2,6 +2,8 @@
  * Who called, and the mapping from a token's claims (of a verified JWT or an
  * introspection response) to that caller.
  */
+
+import { DEFAULT_PLATFORM_ADMIN_CLAIM } from "./auth-config.js";
 import { unauthenticated } from "./auth-errors.js";
 
 /** Who called, as far as the registry cares. */
@@ -50,7 +52,7 @@ export function principalFromClaims(claims: Readonly<Record<string, unknown>>, m
 
   for (const scope of scopesOf(claims)) for (const name of mapping.scopeDomains.get(scope) ?? []) domains.add(name);
 
-  const adminClaim = mapping.platformAdminClaim ?? "platform_admin";
+  const adminClaim = mapping.platformAdminClaim ?? DEFAULT_PLATFORM_ADMIN_CLAIM;
   const adminValue = claims[adminClaim];
   if (adminValue !== undefined && adminValue !== null && typeof adminValue !== "boolean") {
     throw unauthenticated(`The bearer token's "${adminClaim}" claim is not true or false.`);
