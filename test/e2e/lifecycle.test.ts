@@ -427,7 +427,9 @@ forEachDatabase((db) => {
       const read = await client.call("getAgentDefinition", create(GetAgentDefinitionRequestSchema, { id: created.id }), AgentDefinitionSchema);
       expect(read.meta).toEqual(created.meta);
       const listed = await client.call("listAgentDefinitions", create(ListAgentDefinitionsRequestSchema, { limit: 100 }));
-      expect((listed as unknown as { data: AgentDefinition[] }).data.every((d) => d.meta !== undefined && d.meta.revision >= 1)).toBe(true);
+      const listedData = (listed as unknown as { data: AgentDefinition[] }).data;
+      expect(listedData.map((d) => d.id)).toContain(created.id);
+      expect(listedData.every((d) => d.meta !== undefined && d.meta.revision >= 1)).toBe(true);
       const versions = await client.call("listAgentDefinitionVersions", create(ListAgentDefinitionVersionsRequestSchema, { id: created.id }));
       expect((versions as unknown as { data: AgentDefinition[] }).data[0]?.meta?.etag).toBe(created.meta?.etag);
     });
