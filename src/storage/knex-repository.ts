@@ -420,7 +420,7 @@ class SqlWriteTransaction implements WriteTransaction {
     };
   }
 
-  async update(existing: InstanceRef, definition: AgentDefinition): Promise<StoredDefinition> {
+  async update(existing: KeyedInstanceRef, definition: AgentDefinition): Promise<StoredDefinition> {
     if (existing.tenant !== this.tenant.name) {
       throw new Error(`update() was given an instance of tenant "${existing.tenant}" in a transaction on "${this.tenant.name}".`);
     }
@@ -431,7 +431,7 @@ class SqlWriteTransaction implements WriteTransaction {
     const { document, json, binary } = encodeDefinition(definition);
     // The same content again (an idempotent re-registration) is no change: no write, and the
     // revision, updatedAt and so the ETag stay, so the caches of readers stay valid.
-    if ("binary" in existing && bytesEqual(existing.binary as Uint8Array, binary)) {
+    if (bytesEqual(existing.binary, binary)) {
       return { ...lifecycleOf(existing), id: existing.id, tenant: existing.tenant, agent: existing.agent, json, binary, createdAt: existing.createdAt, updatedAt: existing.updatedAt };
     }
     const now = new Date();

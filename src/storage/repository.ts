@@ -61,7 +61,7 @@ export interface WriteTransaction {
    */
   insert(key: UpsertKey, agent: AgentRef, definition: AgentDefinition): Promise<StoredDefinition>;
   /** Replaces the content of `existing`, raising its revision; its id, key, agent, creation time and status stay. */
-  update(existing: InstanceRef, definition: AgentDefinition): Promise<StoredDefinition>;
+  update(existing: KeyedInstanceRef, definition: AgentDefinition): Promise<StoredDefinition>;
   /**
    * Sets the status of `versions` (all of one agent, found by findByIdForUpdate or
    * findVersionsForUpdate), raising each revision, then moves the agent's latest flag
