@@ -3,11 +3,15 @@
  * versions list's keyset pages, as SQL per dialect over the side tables of
  * migration 0009.
  *
- * One statement per page, shaped like the hot page reads (queries.ts): the
- * tenant's row, the page's seqs from one index (a LIMIT inside a derived
- * table), then only those rows read and joined, and the total as an
- * uncorrelated scalar subquery. Where the seqs come from depends on what is
- * asked (buildSearch):
+ * One statement per page: the tenant's row (so an unknown tenant is told
+ * apart from an empty page), the page's seqs from one index (a LIMIT inside a
+ * derived table), then only those rows read and joined, and the total as an
+ * uncorrelated scalar subquery, which both databases run once per statement.
+ * OFFSET over the joined rows made MariaDB read and sort whole documents (16 s
+ * for the last page of 100,000 definitions, BENCHMARKS.md), and an ORDER BY
+ * outside the derived table cost it a temporary table with the documents in
+ * it; so the statement leaves the page's order to inSearchOrder. Where the
+ * seqs come from depends on what is asked (buildSearch):
  *
  * - keywords: the full-text index (MariaDB `definition_text`, SQLite
  *   `definition_fts`), with tenant, status and is_latest beside the text;
@@ -17,7 +21,8 @@
  * - else `agent_definitions` through the list index of the order (0009).
  *
  * Every further filter is an EXISTS on definition_terms' primary key (seq,
- * kind, value). The unfiltered total comes from definition_counts. A page
+ * kind, value). The unfiltered total comes from definition_counts, the total
+ * of one exact filter from definition_term_counts (0010). A page
  * reads one row more than it answers, to know whether there is a next one.
  *
  * The statements' shapes vary with the number of values of each filter, so
@@ -26,7 +31,7 @@
  * instead of keeping a statement per shape a caller could invent.
  */
 import type { Knex } from "knex";
-import type { ListQuery, Position } from "../domain/list-query.js";
+import type { ListQuery, Position, TermFilter } from "../domain/list-query.js";
 import type { Dialect } from "./connection.js";
 import type { MysqlConnection, SqliteConnection } from "./driver.js";
 import { mysqlQuery, pooledConnections } from "./driver.js";
@@ -79,6 +84,21 @@ function matchQuery(dialect: Dialect, words: readonly string[]): string {
   return dialect === "mysql" ? words.map((w) => `+${w}*`).join(" ") : words.map((w) => `"${w}"*`).join(" AND ");
 }
 
+/**
+ * Kinds a definition has at most one value of: the counters of several values
+ * of these add up to the number of definitions that carry any of them.
+ */
+const singleValued: ReadonlySet<TermFilter["kind"]> = new Set(["name", "provider", "platform", "version", "externalAgentID"]);
+
+/**
+ * Whether the counters of definition_term_counts (0010) answer the total of
+ * this one filter exactly: one value, or values of which no definition carries
+ * two (two tags of one definition would count it twice).
+ */
+function countable(term: TermFilter): boolean {
+  return term.values.length === 1 || singleValued.has(term.kind);
+}
+
 /** The statement that answers a page of `query` in `tenant`, with its total. */
 export function buildSearch(dialect: Dialect, tenant: string, query: ListQuery): Statement {
   const mysql = dialect === "mysql";
@@ -117,6 +137,10 @@ export function buildSearch(dialect: Dialect, tenant: string, query: ListQuery):
   const total = new Sql();
   if (source === "definitions" && query.updatedSince === undefined && query.terms.length === 0) {
     total.add("SELECT COALESCE(SUM(n), 0) FROM definition_counts WHERE tenant = ? AND status", tenant).in(query.statuses);
+    if (query.latest) total.add("AND is_latest = 1");
+  } else if (source === "terms" && driverTerm !== undefined && otherTerms.length === 0 && query.updatedSince === undefined && countable(driverTerm)) {
+    total.add("SELECT COALESCE(SUM(n), 0) FROM definition_term_counts WHERE tenant = ? AND kind = ? AND value", tenant, TERM_KINDS[driverTerm.kind]).in(driverTerm.values);
+    total.add("AND status").in(query.statuses);
     if (query.latest) total.add("AND is_latest = 1");
   } else {
     const counted = matches(true);

@@ -54,6 +54,7 @@ forEachDatabase((db) => {
         "0007-reencode-empty-lists",
         "0008-add-definition-lifecycle",
         "0009-add-search-index",
+        "0010-add-term-counts",
       ]);
     } finally {
       await again.close();

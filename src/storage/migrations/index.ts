@@ -13,6 +13,7 @@ import { addDefinitionBinary } from "./0006-add-definition-binary.js";
 import { reencodeEmptyLists } from "./0007-reencode-empty-lists.js";
 import { addDefinitionLifecycle } from "./0008-add-definition-lifecycle.js";
 import { addSearchIndex } from "./0009-add-search-index.js";
+import { addTermCounts } from "./0010-add-term-counts.js";
 import { dialectOf } from "./dialect.js";
 import { withMigrationLock } from "./migration-lock.js";
 
@@ -35,6 +36,7 @@ export const migrations: readonly Migration[] = [
   reencodeEmptyLists,
   addDefinitionLifecycle,
   addSearchIndex,
+  addTermCounts,
 ];
 
 /** Serves `migrations` to knex's migrator. */
