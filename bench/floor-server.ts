@@ -1,11 +1,18 @@
 /**
  * The floor: the least a server can do for the registry's operations. Plain
  * node:http and the database driver (mysql2, or better-sqlite3 for the
- * embedded database), no framework, no authentication, no validation, no
- * protobuf. It runs the service's SQL (the very statements of the service's
- * reads, from src/storage/queries.ts, answering the stored JSON bytes as they
- * come; and the upsert transaction with the same row locks) on the same
- * tables, so each scenario can report the service as a fraction of it.
+ * embedded database), no framework, no authentication, no validation. It
+ * runs the service's SQL (the very statements of the service's reads, from
+ * src/storage/queries.ts, answering the stored JSON bytes as they come; and
+ * the upsert transaction with the same row locks, including the search index's
+ * statements of search-index.ts) on the same tables, so each scenario can
+ * report the service as a fraction of it.
+ *
+ * The only protobuf it touches is what the search index needs: the body is
+ * read into an AgentDefinition (fromJson, unknown members ignored) so that the
+ * service's own searchTermsOf and searchTextOf give the same side rows. A bare
+ * server would have to pick those values out of the JSON as well; protobuf's
+ * reader is the floor's one borrowed convenience, and it is charged to it.
  *
  *   GET  /floor/{tenant}/agentDefinition/{id}
  *   GET  /floor/{tenant}/agentDefinition?limit=&offset=
@@ -19,9 +26,14 @@ import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { createRequire } from "node:module";
 import { join } from "node:path";
+import { fromJson, type JsonObject } from "@bufbuild/protobuf";
 import { createPool, type Pool, type PoolConnection, type RowDataPacket } from "mysql2/promise";
-import { inPageOrder, readStatements, writeStatements } from "../src/storage/queries.js";
-import type { DefinitionReadRow } from "../src/storage/rows.js";
+import { AgentDefinitionSchema } from "../gen/asor/v1/agent_definition_pb.js";
+import { unfilteredQuery } from "../src/domain/list-query.js";
+import { buildSearch, inSearchOrder, type SearchRow } from "../src/storage/list-search.js";
+import { readStatements, type WriteContext, writeStatements } from "../src/storage/queries.js";
+import { indexDefinition } from "../src/storage/search-index.js";
+import type { Changed, WriteBinding } from "../src/storage/write-runner.js";
 
 /** The few statements the floor needs, on either database. */
 interface FloorDatabase {
@@ -86,7 +98,7 @@ interface SqliteStatement {
   /** True for a statement that answers rows (a SELECT, or an UPDATE ... RETURNING). */
   readonly reader: boolean;
   all(...params: unknown[]): Record<string, unknown>[];
-  run(...params: unknown[]): unknown;
+  run(...params: unknown[]): { changes: number; lastInsertRowid: number | bigint };
 }
 interface SqliteDatabase {
   prepare(sql: string): SqliteStatement;
@@ -98,15 +110,16 @@ function openSqlite(dataDir: string): FloorDatabase {
   // better-sqlite3 ships no types; this is the part of its API the floor uses.
   const Database = createRequire(import.meta.url)("better-sqlite3") as new (file: string) => SqliteDatabase;
   const db = new Database(join(dataDir, "registry.sqlite"));
-  for (const pragma of ["journal_mode = WAL", "foreign_keys = ON", "busy_timeout = 5000", "synchronous = NORMAL"]) db.pragma(pragma);
+  // The service's pragmas (connection.ts), durability included.
+  for (const pragma of ["journal_mode = WAL", "foreign_keys = ON", "busy_timeout = 5000", "synchronous = FULL"]) db.pragma(pragma);
   const statements = new Map<string, SqliteStatement>();
   let queue: Promise<unknown> = Promise.resolve();
   const run = (sql: string, params: unknown[]): Record<string, unknown>[] => {
     let statement = statements.get(sql);
     if (statement === undefined) statements.set(sql, (statement = db.prepare(sql)));
     if (statement.reader) return statement.all(...params);
-    statement.run(...params);
-    return [];
+    const { changes, lastInsertRowid } = statement.run(...params);
+    return [{ affectedRows: changes, insertId: Number(lastInsertRowid) }];
   };
   return {
     read: async (sql, params) => run(sql, params),
@@ -158,7 +171,9 @@ function createFloor(db: FloorDatabase, dialect: "mysql" | "sqlite") {
   }
 
   async function list(tenant: string, limit: number, offset: number): Promise<Answer> {
-    const rows = inPageOrder((await db.read(statements.pageOfTenant, [tenant, tenant, limit, offset, tenant])) as unknown as DefinitionReadRow[], 1);
+    // The service's statement for the unfiltered list (list-search.ts), which reads one row more than the page.
+    const { sql, bindings } = buildSearch(dialect, tenant, unfilteredQuery(limit, offset));
+    const rows = inSearchOrder((await db.read(sql, [...bindings])) as unknown as SearchRow[], "createdAt", false).slice(0, Math.max(limit, 1));
     if (rows.length === 0) return [404, '{"error":"no such tenant"}'];
     const documents = rows.filter((r) => r.id !== null).map((r) => r.document_json as Buffer);
     const data = documents.flatMap((document, i) => (i === 0 ? [document] : [comma, document]));
@@ -176,7 +191,16 @@ function createFloor(db: FloorDatabase, dialect: "mysql" | "sqlite") {
     const name = String(body.name);
     const providerId = String((body.provider as { id?: unknown } | undefined)?.id);
     const version = String(body.version);
+    const indexed = fromJson(AgentDefinitionSchema, body as JsonObject, { ignoreUnknownFields: true });
     const document = await db.transaction(async (query) => {
+      // The search index's statements run through the service's own indexDefinition, on this transaction.
+      const context: WriteContext = {
+        statements: writes,
+        session: {
+          rows: async <T>(sql: string, bindings: readonly WriteBinding[]) => (await query(sql, [...bindings])) as T[],
+          change: async (sql: string, bindings: readonly WriteBinding[]) => (await query(sql, [...bindings]))[0] as unknown as Changed,
+        },
+      };
       const [tenantRow] = await query(writes.tenant, [tenant]);
       if (tenantRow === undefined) throw new Error(`no tenant ${tenant}`);
       const [existing] = await query(writes.instanceByKey, [tenant, name, providerId, version]);
@@ -184,6 +208,7 @@ function createFloor(db: FloorDatabase, dialect: "mysql" | "sqlite") {
       if (existing !== undefined) {
         const doc = JSON.stringify({ ...body, id: existing.id, reference_id: existing.reference_id });
         await query(writes.updateDocument, [doc, binaryStandIn(doc), now, tenant, existing.id]);
+        await indexDefinition(context, tenant, String(existing.id), indexed);
         return doc;
       }
       let agent: Record<string, unknown> | undefined = (await query(writes.agentByName, [tenant, providerId, name]))[0];
@@ -200,7 +225,8 @@ function createFloor(db: FloorDatabase, dialect: "mysql" | "sqlite") {
       }
       const id = randomBytes(16).toString("hex");
       const doc = JSON.stringify({ ...body, id, reference_id: agent.reference_id });
-      await query(writes.insertDefinition, [id, tenant, name, providerId, version, agent.number, doc, binaryStandIn(doc), now, now, now, 1]);
+      const [inserted] = await query(writes.insertDefinition, [id, tenant, name, providerId, version, agent.number, doc, binaryStandIn(doc), now, now, now, 1]);
+      await indexDefinition(context, tenant, id, indexed, Number(dialect === "mysql" ? inserted?.insertId : inserted?.seq));
       return doc;
     });
     return [201, document];

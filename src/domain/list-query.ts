@@ -142,6 +142,11 @@ export function parseListQuery(tenant: string, request: ListRequestParts): ListQ
   return after === undefined ? query : { ...query, after };
 }
 
+/** The list without filters, in the default order (createdAt, oldest first): what `GET {d}?limit=&offset=` asks. */
+export function unfilteredQuery(limit: number, offset: number): ListQuery {
+  return { limit, offset, terms: [], statuses: [...DEFAULT_STATUSES], latest: false, words: [], order: { key: "createdAt", descending: false } };
+}
+
 /** Where a page starts by token: undefined without one; INVALID_PAGE_TOKEN when it is combined with `offset` or not bound to `binding`. */
 export function pagePosition(request: { readonly pageToken?: string; readonly offset?: number }, binding: string): Position | undefined {
   if (request.pageToken === undefined || request.pageToken === "") return undefined;

@@ -4,6 +4,7 @@
 import type { Knex } from "knex";
 import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
 import { outcomeUnknown, RegistryError, tenantExists, tenantNotFound, unavailable, writeConflict } from "../domain/errors.js";
+import { unfilteredQuery } from "../domain/list-query.js";
 import type { Lifecycle } from "../domain/records.js";
 import type { Database, StorageOptions } from "./connection.js";
 import { openDatabase } from "./connection.js";
@@ -168,8 +169,7 @@ class KnexRepository implements AgentDefinitionRepository {
 
   async list(tenant: string, page: Page): Promise<ListResult> {
     const { limit, offset } = normalise(page);
-    const rows = await guard(() => queries.readPageOfTenant(this.#reads, tenant, limit, offset));
-    return pageOf(tenant, rows);
+    return this.search(tenant, unfilteredQuery(limit, offset));
   }
 
   async listVersions(tenant: string, agentNumber: number, page: Page): Promise<ListResult> {
@@ -530,7 +530,7 @@ function pageWithNext(tenant: string, rows: readonly SearchRow[], limit: number,
   return { ...page, next: value === undefined ? { seq: fromDatabaseInteger(last.seq) } : { seq: fromDatabaseInteger(last.seq), value } };
 }
 
-/** The page a hot read found, with its total; `TENANT_NOT_FOUND` when it found no tenant row. */
+/** The page a search read, with its total; `TENANT_NOT_FOUND` when it found no tenant row. */
 function pageOf(tenant: string, rows: readonly DefinitionReadRow[]): ListResult {
   const [first] = rows;
   if (first === undefined) throw tenantNotFound(tenant);

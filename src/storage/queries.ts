@@ -382,10 +382,6 @@ export interface ReadStatements {
   readonly byId: string;
   /** Bindings: reference id, tenant. */
   readonly newestByReference: string;
-  /** Bindings: tenant, tenant, limit, offset, tenant. */
-  readonly pageOfTenant: string;
-  /** Bindings: tenant, agent number, tenant, agent number, limit, offset, tenant. */
-  readonly pageOfAgent: string;
 }
 
 /**
@@ -403,23 +399,6 @@ export function readColumns(dialect: Dialect): string {
 export function readStatements(dialect: Dialect): ReadStatements {
   const columns = readColumns(dialect);
   const agentOfDefinition = `LEFT JOIN ${agents} a ON a.tenant = d.tenant AND a.number = d.agent_number`;
-  // A page: its ids from the (tenant, seq) or (tenant, agent_number, seq) index alone, then only
-  // those rows read and joined (OFFSET over the joined rows made MariaDB read and sort whole
-  // documents: 16 s for the last page of 100,000 definitions, BENCHMARKS.md). The total is an
-  // uncorrelated scalar subquery, which both databases run once per statement, not per row (as
-  // a derived table, MariaDB re-checked the tenant on each of the 100,000 index entries it
-  // counted: 3 ms more). No ORDER BY outside: the page's rows are the right ones (the LIMIT is
-  // inside), and sorting them after the outer join took MariaDB a temporary table with the
-  // documents in it, 0.25 ms of its 0.4 ms per page of 20 (ANALYZE); inPageOrder puts the 20
-  // in order instead. An empty page (limit 0, or past the end) is the tenant's row with the total
-  // and nulls.
-  const page = (where: string, direction: "ASC" | "DESC") => `
-    SELECT (SELECT COUNT(*) FROM ${definitions} WHERE ${where}) AS total, d.seq, ${columns}
-    FROM ${tenants} t
-    LEFT JOIN (SELECT id FROM ${definitions} WHERE ${where} ORDER BY seq ${direction} LIMIT ? OFFSET ?) p ON 1 = 1
-    LEFT JOIN ${definitions} d ON d.id = p.id
-    ${agentOfDefinition}
-    WHERE t.name = ?`;
   return {
     byId: `
       SELECT ${columns}
@@ -441,9 +420,6 @@ export function readStatements(dialect: Dialect): ReadStatements {
         SELECT n.id FROM ${definitions} n WHERE n.tenant = a.tenant AND n.agent_number = a.number ORDER BY n.is_latest DESC, n.seq DESC LIMIT 1
       )
       WHERE t.name = ?`,
-    // DEACTIVATED versions leave the list (README, "Lifecycle"); they stay readable by id.
-    pageOfTenant: page("tenant = ? AND status <> 'DEACTIVATED'", "ASC"),
-    pageOfAgent: page("tenant = ? AND agent_number = ?", "DESC"),
   };
 }
 
@@ -455,19 +431,4 @@ export function readById({ run, statements }: ReadContext, tenant: string, id: s
 /** The tenant's row, with the newest instance of the agent with this reference id if there is one. */
 export function readNewestByReference({ run, statements }: ReadContext, tenant: string, referenceId: string): Promise<DefinitionReadRow[]> {
   return run(statements.newestByReference, [referenceId, tenant]);
-}
-
-/** A page of the tenant's instances in insertion order, each row with the total; one row of nulls and the total when the page is empty. */
-export async function readPageOfTenant({ run, statements }: ReadContext, tenant: string, limit: number, offset: number): Promise<DefinitionReadRow[]> {
-  return inPageOrder(await run(statements.pageOfTenant, [tenant, tenant, limit, offset, tenant]), 1);
-}
-
-/** A page of one agent's instances, newest first, as readPageOfTenant. */
-export async function readPageOfAgent({ run, statements }: ReadContext, tenant: string, agentNumber: number, limit: number, offset: number): Promise<DefinitionReadRow[]> {
-  return inPageOrder(await run(statements.pageOfAgent, [tenant, agentNumber, tenant, agentNumber, limit, offset, tenant]), -1);
-}
-
-/** Sorts a page's rows by seq (ascending for 1, descending for -1), which its statement leaves to us. */
-export function inPageOrder(rows: DefinitionReadRow[], direction: 1 | -1): DefinitionReadRow[] {
-  return rows.sort((a, b) => direction * (Number(a.seq ?? 0) - Number(b.seq ?? 0)));
 }
