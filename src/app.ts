@@ -67,7 +67,12 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
   const logger = deps.logger ?? createLogger(config.logLevel);
   const made = await createAuthenticator(config.auth, deps.keyStore === undefined ? {} : { keyStore: deps.keyStore });
   const authenticator = deps.wrapAuthenticator?.(made) ?? made;
-  const repository = await createKnexRepository({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, timeoutMillis: config.databaseTimeoutMs });
+  const repository = await createKnexRepository({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    timeoutMillis: config.databaseTimeoutMs,
+    search: { maxConcurrent: config.search.maxConcurrent, timeoutMillis: config.search.timeoutMs },
+  });
   const operations = createRegistryOperations({
     service: createRegistryService({ repository, host: config.hostSystem }),
     tenants: createTenantService(repository),

@@ -1,5 +1,6 @@
 import { type AuthConfig, devIssuerProblem, parseAuthConfig } from "./auth/auth-config.js";
 import type { LogLevel } from "./logger.js";
+import { MYSQL_POOL_SIZE } from "./storage/connection.js";
 
 /** The service's settings, parsed once from an injected environment. */
 export interface Config {
@@ -30,6 +31,13 @@ export interface Config {
     readonly http2IdleTimeoutMs: number;
     /** `HTTP2_MAX_CONCURRENT_STREAMS`, default 100: streams (calls) one HTTP/2 connection may have open at once. */
     readonly http2MaxConcurrentStreams: number;
+  };
+  /** The list's searches, gated and time-limited so they cannot take the database pool from reads and writes. */
+  readonly search: {
+    /** `SEARCH_MAX_CONCURRENT`, default 4: search statements on the database at once (below the pool's MYSQL_POOL_SIZE); others queue. */
+    readonly maxConcurrent: number;
+    /** `SEARCH_TIMEOUT_MS`, default 10000, 0 for none: the server stops a longer search statement (MySQL/MariaDB only). */
+    readonly timeoutMs: number;
   };
   /** `HEALTH_MAX_WATCHES`, default 1000: gRPC `Health/Watch` streams open at once; more are refused (RESOURCE_EXHAUSTED). */
   readonly healthMaxWatches: number;
@@ -83,6 +91,13 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
     http2IdleTimeoutMs: integer("HTTP2_IDLE_TIMEOUT_MS", 120_000, 100, 3_600_000),
     http2MaxConcurrentStreams: integer("HTTP2_MAX_CONCURRENT_STREAMS", 100, 1, 10_000),
   };
+  const search = {
+    maxConcurrent: integer("SEARCH_MAX_CONCURRENT", 4, 1, 1_000),
+    timeoutMs: integer("SEARCH_TIMEOUT_MS", 10_000, 0, 600_000),
+  };
+  if (search.maxConcurrent >= MYSQL_POOL_SIZE) {
+    problems.push(`SEARCH_MAX_CONCURRENT (${search.maxConcurrent}) must be below the database pool's ${MYSQL_POOL_SIZE} connections, so searches always leave some to reads and writes`);
+  }
   const healthMaxWatches = integer("HEALTH_MAX_WATCHES", 1_000, 0, 100_000);
   const metricsPort = env.METRICS_PORT === undefined || env.METRICS_PORT === "" ? undefined : integer("METRICS_PORT", 0, 0, 65535);
   if (metricsPort !== undefined && metricsPort !== 0 && metricsPort === port) problems.push(`METRICS_PORT (${metricsPort}) must differ from PORT`);
@@ -128,6 +143,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
     maxBodyBytes,
     databaseTimeoutMs,
     http,
+    search,
     healthMaxWatches,
     metricsPort,
     logLevel,

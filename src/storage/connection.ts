@@ -46,6 +46,9 @@ function lockWaitTimeoutSeconds(timeoutMillis: number): number {
   return Math.max(1, Math.floor(timeoutMillis / 2000));
 }
 
+/** Connections of the MySQL pool; config.ts keeps SEARCH_MAX_CONCURRENT below it. */
+export const MYSQL_POOL_SIZE = 10;
+
 /** Opens (lazily: the pool connects on first use) the database described by `options`. */
 export async function openDatabase(options: StorageOptions): Promise<Database> {
   if (options.databaseUrl !== undefined && options.databaseUrl !== "") {
@@ -99,7 +102,7 @@ function mysqlConfig(databaseUrl: string, timeoutMillis: number): Knex.Config {
     },
     pool: {
       min: 0,
-      max: 10,
+      max: MYSQL_POOL_SIZE,
       afterCreate(connection: MysqlConnection, done: (error: Error | null, connection: unknown) => void) {
         // Strict mode so an over-long value fails instead of being truncated into a different key.
         connection.query(

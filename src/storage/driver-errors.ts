@@ -42,13 +42,18 @@ const unavailableCodes = new Set([
   "ER_SERVER_SHUTDOWN", // 1053
   "ER_QUERY_INTERRUPTED", // 1317: the server killed the statement (a timeout, KILL QUERY)
   "ER_CONNECTION_KILLED", // 1927 (MariaDB)
+  "ER_STATEMENT_TIMEOUT", // 1969 (MariaDB max_statement_time; mysql2 knows no name for it, only the errno)
+  "ER_QUERY_TIMEOUT", // 3024 (MySQL MAX_EXECUTION_TIME)
   "CR_CONNECTION_ERROR",
   "CR_CONN_HOST_ERROR",
   "CR_SERVER_GONE_ERROR",
   "CR_SERVER_LOST",
 ]);
 
-const unavailableErrnos = new Set([1040, 1053, 1317, 1927, 2002, 2003, 2006, 2013]);
+const unavailableErrnos = new Set([1040, 1053, 1317, 1927, 1969, 2002, 2003, 2006, 2013, 3024]);
+
+/** The server stopped a statement at its time limit: MariaDB's max_statement_time, MySQL's MAX_EXECUTION_TIME. */
+const statementTimeoutErrnos = new Set([1969, 3024]);
 
 /** Classifies an error thrown by knex or a driver, looking at every error it wraps. */
 export function classifyDriverError(error: unknown): DriverErrorKind {
@@ -99,6 +104,20 @@ function* errorChain(error: unknown): Generator<object> {
     pending.push(cause);
     if (Array.isArray(errors)) pending.push(...errors);
   }
+}
+
+/**
+ * True when the error (or one it wraps) is the server stopping a statement at
+ * the time limit it was given (list-search.ts limits the searches): not a
+ * failure of the database, a search too costly to finish in time.
+ */
+export function isStatementTimeout(error: unknown): boolean {
+  for (const candidate of errorChain(error)) {
+    const { code, errno } = candidate as { code?: unknown; errno?: unknown };
+    if (code === "ER_STATEMENT_TIMEOUT" || code === "ER_QUERY_TIMEOUT") return true;
+    if (typeof errno === "number" && statementTimeoutErrnos.has(errno)) return true;
+  }
+  return false;
 }
 
 const duplicateKeyCodes = new Set(["ER_DUP_ENTRY", "SQLITE_CONSTRAINT_UNIQUE", "SQLITE_CONSTRAINT_PRIMARYKEY"]);

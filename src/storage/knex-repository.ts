@@ -9,7 +9,7 @@ import type { Lifecycle } from "../domain/records.js";
 import type { Database, StorageOptions } from "./connection.js";
 import { openDatabase } from "./connection.js";
 import { classifyDriverError, isDuplicateKey, isSqliteBusy } from "./driver-errors.js";
-import { buildSearch, buildVersions, inSearchOrder, orderValueOf, type RunSearch, type SearchRow, searchRunner } from "./list-search.js";
+import { buildSearch, buildVersions, inSearchOrder, isBounded, orderValueOf, type RunSearch, type SearchLimits, type SearchRow, searchRunner } from "./list-search.js";
 import { migrateToLatest } from "./migrations/index.js";
 import type { QueryContext, ReadContext, WriteContext, WriteStatements } from "./queries.js";
 import * as queries from "./queries.js";
@@ -36,7 +36,13 @@ import type { RunTransaction } from "./write-runner.js";
 import { transactionRunner } from "./write-runner.js";
 
 export type { StorageOptions } from "./connection.js";
+export type { SearchLimits } from "./list-search.js";
 export { defaultSequencePrefix, defaultTenant } from "./migrations/0002-seed-default-tenant.js";
+
+/** Where the data lives, and the limits of the list's searches (`SEARCH_MAX_CONCURRENT`, `SEARCH_TIMEOUT_MS`). */
+export interface RepositoryOptions extends StorageOptions {
+  readonly search?: Omit<SearchLimits, "databaseTimeoutMillis"> | undefined;
+}
 
 /**
  * How often a write is tried before a race is reported as a conflict. Every
@@ -72,7 +78,7 @@ const instanceId = /^[0-9a-f]{32}$/;
  * Opens the database, brings its schema up to date and returns the
  * repository. Throws `UNAVAILABLE` when the database cannot be reached.
  */
-export async function createKnexRepository(options: StorageOptions): Promise<AgentDefinitionRepository> {
+export async function createKnexRepository(options: RepositoryOptions): Promise<AgentDefinitionRepository> {
   const database = await openDatabase(options);
   try {
     await migrateToLatest(database.db);
@@ -80,7 +86,7 @@ export async function createKnexRepository(options: StorageOptions): Promise<Age
     await database.db.destroy().catch(() => undefined);
     throw translate(error);
   }
-  return new KnexRepository(database);
+  return new KnexRepository(database, { ...options.search, databaseTimeoutMillis: options.timeoutMillis });
 }
 
 class KnexRepository implements AgentDefinitionRepository {
@@ -97,7 +103,7 @@ class KnexRepository implements AgentDefinitionRepository {
   /** The `SELECT 1` in flight: concurrent pings share it, so probes never pile up queries on a slow database. */
   #ping: Promise<void> | undefined;
 
-  constructor({ db, dialect }: Database) {
+  constructor({ db, dialect }: Database, searchLimits: SearchLimits) {
     this.#db = db;
     this.#context = { tx: db, dialect };
     this.#reads = { run: driverRunner(db, dialect), statements: queries.readStatements(dialect) };
@@ -109,7 +115,8 @@ class KnexRepository implements AgentDefinitionRepository {
     // key and the work runs again. SQLite is serializable anyway.
     this.#transaction = transactionRunner(db, dialect);
     this.#writes = queries.writeStatements(dialect);
-    this.#search = searchRunner(db, dialect);
+    // Gated and time-limited, so searches cannot take the pool from reads and writes (list-search.ts).
+    this.#search = searchRunner(db, dialect, searchLimits);
     this.#dialect = dialect;
   }
 
@@ -177,14 +184,15 @@ class KnexRepository implements AgentDefinitionRepository {
     // Agents are numbered from 1, so 0 stands for a number no agent can have; the tenant is still checked.
     const agent = Number.isSafeInteger(agentNumber) ? agentNumber : 0;
     const { sql, bindings } = buildVersions(this.#dialect, tenant, agent, limit, offset, page.after);
-    const rows = inSearchOrder(await guard(() => this.#search(sql, bindings)), "createdAt", true);
+    // One agent's versions: an index range and a count of that agent's versions, never the tenant's.
+    const rows = inSearchOrder(await guard(() => this.#search(sql, bindings, true)), "createdAt", true);
     return pageWithNext(tenant, rows, limit, () => undefined);
   }
 
   async search(tenant: string, query: ListQuery): Promise<ListResult> {
     const { limit, offset } = normalise(query);
     const { sql, bindings } = buildSearch(this.#dialect, tenant, { ...query, limit, offset });
-    const rows = inSearchOrder(await guard(() => this.#search(sql, bindings)), query.order.key, query.order.descending);
+    const rows = inSearchOrder(await guard(() => this.#search(sql, bindings, isBounded(query))), query.order.key, query.order.descending);
     return pageWithNext(tenant, rows, limit, (row) => orderValueOf(query.order.key, row));
   }
 

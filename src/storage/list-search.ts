@@ -31,10 +31,13 @@
  * instead of keeping a statement per shape a caller could invent.
  */
 import type { Knex } from "knex";
+import { unavailable } from "../domain/errors.js";
 import type { ListQuery, Position, TermFilter } from "../domain/list-query.js";
 import type { Dialect } from "./connection.js";
-import type { MysqlConnection, SqliteConnection } from "./driver.js";
-import { mysqlQuery, pooledConnections } from "./driver.js";
+import { defaultTimeoutMillis } from "./connection.js";
+import type { SqliteConnection } from "./driver.js";
+import { pooledConnections } from "./driver.js";
+import { isStatementTimeout } from "./driver-errors.js";
 import type { ReadBinding } from "./queries.js";
 import { readColumns } from "./queries.js";
 import type { DefinitionReadRow } from "./rows.js";
@@ -47,13 +50,202 @@ export interface SearchRow extends DefinitionReadRow {
   readonly order_name?: string | null;
 }
 
-/** Runs one search statement; no statement cache (see the top of this file). */
-export type RunSearch = (sql: string, bindings: readonly ReadBinding[]) => Promise<SearchRow[]>;
+/**
+ * Runs one search statement; no statement cache (see the top of this file).
+ * `bounded`: the statement reads about a page of index entries whatever the
+ * data (isBounded), so it skips the gate; the time limit applies to all.
+ */
+export type RunSearch = (sql: string, bindings: readonly ReadBinding[], bounded?: boolean) => Promise<SearchRow[]>;
 
-export function searchRunner(db: Knex, dialect: Dialect): RunSearch {
+/**
+ * Whether `query`'s statement costs about a page whatever the tenant holds:
+ * no keywords and no updatedSince, and either no filter (each order has its
+ * index and the total its counters) or one filter whose total the counters
+ * answer, in creation order (its index range is in seq order). Everything
+ * else reads or counts every match, and waits at the gate.
+ */
+export function isBounded(query: ListQuery): boolean {
+  if (query.words.length > 0 || query.updatedSince !== undefined) return false;
+  const [only, ...more] = query.terms;
+  return only === undefined || (more.length === 0 && countable(only) && query.order.key === "createdAt");
+}
+
+/** What keeps searches from taking the pool from every other request (README, "Configuration"). */
+export interface SearchLimits {
+  /**
+   * `SEARCH_MAX_CONCURRENT`, default 4: search statements on the database at
+   * once; more wait here, first come first served. Below the pool's size (10
+   * on MySQL), so reads and writes always find a connection. SQLite's pool is
+   * one connection: the gate only orders searches there.
+   */
+  readonly maxConcurrent?: number | undefined;
+  /**
+   * `SEARCH_TIMEOUT_MS`, default 10000, 0 for none: the server stops a search
+   * statement that runs longer (MariaDB `max_statement_time`, MySQL
+   * `MAX_EXECUTION_TIME`). Not on SQLite, which has no such limit.
+   */
+  readonly timeoutMillis?: number | undefined;
+  /**
+   * StorageOptions.timeoutMillis (`DATABASE_TIMEOUT_MS`, default 10000): the
+   * pool's acquire timeout and the driver's wait for a statement's answer.
+   * Also the longest a search waits for its turn here; past it the search
+   * fails as unavailable, as it would waiting for a pooled connection.
+   */
+  readonly databaseTimeoutMillis?: number | undefined;
+}
+
+export const defaultSearchMaxConcurrent = 4;
+export const defaultSearchTimeoutMillis = 10_000;
+
+/**
+ * How much longer than the server's limit the driver waits for a search's
+ * answer: the server's timeout error must arrive first. Were the driver's wait
+ * (connection.ts, the same length by default) to end first, it would close the
+ * connection, answer a plain "unavailable" and leave the statement running.
+ */
+const driverGraceMillis = 2_000;
+
+/**
+ * Runs search statements on `db`'s pool, at most `maxConcurrent` at once and
+ * each within the server's time limit (SearchLimits). Searches cost what the
+ * caller asks for (a keyword search on MariaDB costs per match: around a
+ * second at 1,000,000 definitions), so without the gate a few of them would
+ * hold every pooled connection and stall the reads and writes of everyone.
+ */
+export function searchRunner(db: Knex, dialect: Dialect, limits: SearchLimits = {}): RunSearch {
   const withConnection = pooledConnections(db);
-  if (dialect === "mysql") return (sql, bindings) => withConnection(async (connection) => (await mysqlQuery(connection as MysqlConnection, sql, bindings)) as SearchRow[]);
-  return (sql, bindings) => withConnection((connection) => (connection as SqliteConnection).prepare(sql).all(bindings) as SearchRow[]);
+  const gate = new Gate(limits.maxConcurrent ?? defaultSearchMaxConcurrent);
+  const waitMillis = limits.databaseTimeoutMillis ?? defaultTimeoutMillis;
+  const gated = async <T>(bounded: boolean | undefined, run: () => Promise<T>): Promise<T> => {
+    if (bounded === true) return run();
+    if (!gate.tryTake()) {
+      // The caller's own AbortSignal does not reach the repository; the wait is bounded instead.
+      await gate.take(AbortSignal.timeout(waitMillis)).catch((error: unknown) => {
+        throw unavailable(error, "The registry is busy with other searches; try again later.");
+      });
+    }
+    try {
+      return await run();
+    } finally {
+      gate.release();
+    }
+  };
+  if (dialect === "sqlite") {
+    // No statement time limit: SQLite has none (an interrupt would need another thread).
+    return (sql, bindings, bounded) => gated(bounded, () => withConnection((connection) => (connection as SqliteConnection).prepare(sql).all(bindings) as SearchRow[]));
+  }
+  const timeoutMillis = limits.timeoutMillis ?? defaultSearchTimeoutMillis;
+  const driverMillis = Math.max(waitMillis, timeoutMillis + driverGraceMillis);
+  let server: Promise<ServerKind> | undefined;
+  return async (sql, bindings, bounded) => {
+    let limited = sql;
+    if (timeoutMillis > 0) {
+      // Once per pool; a failed look is tried again by the next search.
+      const kind = await (server ??= serverKind(db).catch((error: unknown) => {
+        server = undefined;
+        throw error;
+      }));
+      limited = withTimeLimit(kind, sql, timeoutMillis);
+    }
+    try {
+      return await gated(bounded, () => withConnection((connection) => queryWithin(connection as TimedMysqlConnection, limited, bindings, driverMillis)));
+    } catch (error) {
+      if (!isStatementTimeout(error)) throw error;
+      const seconds = timeoutMillis / 1000;
+      throw unavailable(
+        error,
+        `The search took longer than the limit of ${seconds} ${seconds === 1 ? "second" : "seconds"} and was stopped; narrow it with filters (e.g. provider, tag, name) or fewer keywords.`,
+      );
+    }
+  };
+}
+
+/** Which server a MySQL-dialect pool talks to: they spell a statement's time limit differently. */
+type ServerKind = "mariadb" | "mysql";
+
+async function serverKind(db: Knex): Promise<ServerKind> {
+  // As migrations/dialect.ts exactCollation asks; knex.raw on mysql2 answers [rows, fields].
+  const [rows] = (await db.raw("SELECT VERSION() AS version")) as [Array<{ version: string }>, unknown];
+  return /mariadb/i.test(rows[0]?.version ?? "") ? "mariadb" : "mysql";
+}
+
+/**
+ * `sql` (one SELECT) limited to `millis` on the server: MariaDB's
+ * `SET STATEMENT max_statement_time` (seconds; ER_STATEMENT_TIMEOUT, 1969),
+ * MySQL's optimizer hint `MAX_EXECUTION_TIME` (milliseconds; ER_QUERY_TIMEOUT, 3024).
+ */
+function withTimeLimit(kind: ServerKind, sql: string, millis: number): string {
+  if (!sql.startsWith("SELECT ")) throw new Error(`A search statement must be a SELECT to be time-limited: ${sql.slice(0, 40)}`);
+  if (kind === "mariadb") return `SET STATEMENT max_statement_time = ${millis / 1000} FOR ${sql}`;
+  return `SELECT /*+ MAX_EXECUTION_TIME(${millis}) */ ${sql.slice("SELECT ".length)}`;
+}
+
+/** mysql2's query with per-statement options: connection.ts lets a given `timeout` replace its default. */
+interface TimedMysqlConnection {
+  query(options: { sql: string; timeout: number }, bindings: readonly unknown[], callback: (error: Error | null, result: unknown) => void): unknown;
+}
+
+function queryWithin(connection: TimedMysqlConnection, sql: string, bindings: readonly ReadBinding[], timeout: number): Promise<SearchRow[]> {
+  return new Promise((resolve, reject) => {
+    connection.query({ sql, timeout }, bindings, (error, result) => (error === null ? resolve(result as SearchRow[]) : reject(error)));
+  });
+}
+
+/**
+ * A counting semaphore: at most `limit` holders; the others wait in the order
+ * they came (a Set keeps insertion order), without polling, and a waiter whose
+ * signal aborts leaves the line. A released slot goes straight to the first
+ * waiter, so a newcomer never overtakes the line.
+ */
+export class Gate {
+  #free: number;
+  readonly #waiting = new Set<() => void>();
+
+  constructor(limit: number) {
+    if (!Number.isInteger(limit) || limit < 1) throw new Error(`A gate needs a whole number of slots, at least 1, not ${limit}.`);
+    this.#free = limit;
+  }
+
+  /** Waiters in line. */
+  get waiting(): number {
+    return this.#waiting.size;
+  }
+
+  /** Takes a slot if one is free and no one waits. */
+  tryTake(): boolean {
+    if (this.#free === 0) return false;
+    this.#free--;
+    return true;
+  }
+
+  /** Waits in line for a slot; rejects with the signal's reason, out of the line, when it aborts first. */
+  take(signal?: AbortSignal): Promise<void> {
+    if (this.tryTake()) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason);
+      const onAbort = () => {
+        this.#waiting.delete(wake);
+        reject(signal?.reason);
+      };
+      const wake = () => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve();
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.#waiting.add(wake);
+    });
+  }
+
+  /** Gives a slot back: to the first waiter, else to the free ones. */
+  release(): void {
+    const [next] = this.#waiting;
+    if (next === undefined) {
+      this.#free++;
+      return;
+    }
+    this.#waiting.delete(next);
+    next();
+  }
 }
 
 /** One statement and its bindings. */

@@ -36,6 +36,25 @@ describe("configuration", () => {
     expect(problems).toEqual([expect.stringContaining("DATABASE_TIMEOUT_MS"), expect.stringContaining("HTTP_HEADERS_TIMEOUT_MS (5000) must not exceed")]);
   });
 
+  it("gates searches below the database pool's size and limits their time, refusing settings that would not", () => {
+    expect(parseConfig({}).search).toEqual({ maxConcurrent: 4, timeoutMs: 10_000 });
+    expect(parseConfig({ SEARCH_MAX_CONCURRENT: "9", SEARCH_TIMEOUT_MS: "0" }).search).toEqual({ maxConcurrent: 9, timeoutMs: 0 });
+    const problems = (env: Record<string, string>) => {
+      try {
+        parseConfig(env);
+      } catch (e) {
+        return (e as ConfigError).problems;
+      }
+      return [];
+    };
+    expect(problems({ SEARCH_MAX_CONCURRENT: "10", SEARCH_TIMEOUT_MS: "-1" })).toEqual([
+      expect.stringContaining("SEARCH_TIMEOUT_MS must be an integer from 0 to"),
+      `SEARCH_MAX_CONCURRENT (10) must be below the database pool's 10 connections, so searches always leave some to reads and writes`,
+    ]);
+    expect(problems({ SEARCH_MAX_CONCURRENT: "0" })).toEqual([expect.stringContaining("SEARCH_MAX_CONCURRENT must be an integer from 1 to")]);
+    expect(problems({ SEARCH_MAX_CONCURRENT: "2.5" })).toHaveLength(1);
+  });
+
   it("never shows the database password", () => {
     const config = parseConfig({ DATABASE_URL: "mysql://app:s3cret@db.internal:3307/registry" });
     expect(describeStorage(config)).toBe("MySQL at db.internal:3307/registry");

@@ -1,0 +1,235 @@
+/**
+ * The limits of the list's searches (list-search.ts searchRunner): at most
+ * SEARCH_MAX_CONCURRENT search statements on the database at once, the others
+ * waiting in line without a connection, so reads and writes keep theirs; and
+ * SEARCH_TIMEOUT_MS, after which the server stops a search statement and the
+ * caller gets UNAVAILABLE with a message that says so, never the SQL.
+ *
+ * On MariaDB a second session's `LOCK TABLES definition_terms WRITE` holds
+ * every search filtered by tag at the server (waiting on the table's metadata
+ * lock) while a read by id, which does not touch that table, goes through.
+ */
+import { create } from "@bufbuild/protobuf";
+import type { Connection } from "mysql2/promise";
+import { createConnection } from "mysql2/promise";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
+import { UpsertAgentDefinitionRequestSchema } from "../../gen/asor/v1/agent_definition_service_pb.js";
+import { errorBody, RegistryError } from "../../src/domain/errors.js";
+import type { ListQuery } from "../../src/domain/list-query.js";
+import { unfilteredQuery } from "../../src/domain/list-query.js";
+import { createRegistryService } from "../../src/service/registry-service.js";
+import { classifyDriverError, isStatementTimeout } from "../../src/storage/driver-errors.js";
+import { createKnexRepository } from "../../src/storage/knex-repository.js";
+import { Gate } from "../../src/storage/list-search.js";
+import type { AgentDefinitionRepository, ListResult, StoredDefinition } from "../../src/storage/repository.js";
+import { forEachDatabase, useFreshDatabase } from "../support/databases.js";
+import { mysqlConnectionOptions } from "../support/mysql-url.js";
+import { host } from "./fixtures.js";
+
+const tenant = "default";
+
+/** Definitions of one tag, and one without it. */
+const tagged = ["Able", "Baker", "Charlie"];
+
+function definitionNamed(name: string, tag: string) {
+  return create(AgentDefinitionSchema, {
+    name,
+    description: "An agent.",
+    url: "https://agents.example.com/a",
+    version: "1.0.0",
+    provider: { id: "Provider=Acme" },
+    skills: [{ id: "s", name: "S", description: "Does it.", tags: [{ tag }] }],
+  });
+}
+
+/** A search the gate holds: filtered and ordered by name, it reads every match (list-search.ts isBounded). */
+const byTag: ListQuery = { ...unfilteredQuery(100, 0), terms: [{ kind: "tag", values: ["gated"] }], order: { key: "name", descending: false } };
+/** The same filter in creation order: an index range of about a page and a total from the counters, never gated. */
+const byTagBounded: ListQuery = { ...byTag, order: { key: "createdAt", descending: false } };
+
+/** Polls `check` until it holds; fails after 15 s (a bound on the wait, not a timing assertion). */
+async function until(what: string, check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 15_000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`Gave up waiting until ${what}.`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+/** Whether a promise has settled, without waiting for it. */
+function tracked<T>(promise: Promise<T>): { promise: Promise<T>; settled: () => boolean } {
+  let settled = false;
+  const watched = promise.finally(() => {
+    settled = true;
+  });
+  // The test awaits it later; keep an early rejection from counting as unhandled.
+  watched.catch(() => undefined);
+  return { promise: watched, settled: () => settled };
+}
+
+describe("Gate", () => {
+  it("lets `limit` holders in, queues the rest first come first served, and hands each released slot to the first in line", async () => {
+    const gate = new Gate(2);
+    expect(gate.tryTake()).toBe(true);
+    await gate.take();
+    expect(gate.tryTake()).toBe(false);
+    const order: number[] = [];
+    const waiters = [1, 2, 3].map((n) => gate.take().then(() => order.push(n)));
+    expect(gate.waiting).toBe(3);
+    gate.release();
+    await waiters[0];
+    expect(order).toEqual([1]);
+    // A newcomer does not overtake the line.
+    expect(gate.tryTake()).toBe(false);
+    gate.release();
+    gate.release();
+    await Promise.all(waiters);
+    expect(order).toEqual([1, 2, 3]);
+    expect(gate.waiting).toBe(0);
+    gate.release();
+    gate.release();
+    expect(gate.tryTake()).toBe(true);
+    expect(gate.tryTake()).toBe(true);
+    expect(gate.tryTake()).toBe(false);
+  });
+
+  it("takes a waiter whose signal aborts out of the line, with the signal's reason", async () => {
+    const gate = new Gate(1);
+    expect(gate.tryTake()).toBe(true);
+    const leaving = new AbortController();
+    const first = gate.take(leaving.signal);
+    const second = gate.take();
+    expect(gate.waiting).toBe(2);
+    leaving.abort(new Error("caller went away"));
+    await expect(first).rejects.toThrow("caller went away");
+    expect(gate.waiting).toBe(1);
+    gate.release();
+    await second;
+    expect(gate.waiting).toBe(0);
+    await expect(gate.take(AbortSignal.abort(new Error("already gone")))).rejects.toThrow("already gone");
+    expect(gate.waiting).toBe(0);
+  });
+});
+
+describe("isStatementTimeout", () => {
+  it("knows MariaDB's max_statement_time (1969) and MySQL's MAX_EXECUTION_TIME (3024), also wrapped, and nothing else", () => {
+    const mariadb = Object.assign(new Error("Query execution was interrupted (max_statement_time exceeded)"), { errno: 1969, sqlState: "70100" });
+    const mysql = Object.assign(new Error("maximum statement execution time exceeded"), { code: "ER_QUERY_TIMEOUT", errno: 3024 });
+    for (const error of [mariadb, mysql, new Error("knex", { cause: mysql })]) {
+      expect(isStatementTimeout(error)).toBe(true);
+      // Elsewhere than a search (a server-wide limit), such an error is the database failing us, not a bug.
+      expect(classifyDriverError(error)).toBe("unavailable");
+    }
+    expect(isStatementTimeout(Object.assign(new Error("killed"), { code: "ER_QUERY_INTERRUPTED", errno: 1317 }))).toBe(false);
+    expect(isStatementTimeout(new Error("x"))).toBe(false);
+  });
+});
+
+forEachDatabase((db) => {
+  const target = useFreshDatabase(db);
+  /** Two searches at once, no time limit. */
+  let gated: AgentDefinitionRepository;
+  /** A 200 ms time limit. */
+  let limited: AgentDefinitionRepository;
+  const stored: StoredDefinition[] = [];
+  let other: StoredDefinition;
+
+  beforeAll(async () => {
+    gated = await createKnexRepository({ ...target(), timeoutMillis: 30_000, search: { maxConcurrent: 2, timeoutMillis: 0 } });
+    limited = await createKnexRepository({ ...target(), timeoutMillis: 30_000, search: { maxConcurrent: 2, timeoutMillis: 200 } });
+    const service = createRegistryService({ repository: gated, host });
+    const upsert = async (name: string, tag: string) => (await service.upsert(tenant, create(UpsertAgentDefinitionRequestSchema, { agentCardAndTools: definitionNamed(name, tag) }))).stored;
+    for (const name of tagged) stored.push(await upsert(name, "gated"));
+    other = await upsert("Dog", "other");
+  });
+
+  afterAll(async () => {
+    await gated?.close();
+    await limited?.close();
+  });
+
+  const expectTagged = (page: ListResult) => {
+    expect(page.total).toBe(tagged.length);
+    expect(page.items.map((d) => d.id)).toEqual(stored.map((d) => d.id));
+  };
+
+  it("answers more concurrent searches than it lets run at once, each correctly", async () => {
+    const pages = await Promise.all(Array.from({ length: 7 }, () => gated.search(tenant, byTag)));
+    for (const page of pages) expectTagged(page);
+    expectTagged(await limited.search(tenant, byTag));
+  });
+
+  describe.skipIf(db.name !== "mariadb")("with the searches' table locked by another session", () => {
+    let locker: Connection;
+
+    beforeAll(async () => {
+      const url = target().databaseUrl;
+      if (url === undefined) throw new Error("The MariaDB suite needs a database URL.");
+      locker = await createConnection(mysqlConnectionOptions(url));
+    });
+
+    afterAll(async () => {
+      await locker?.query("UNLOCK TABLES").catch(() => undefined);
+      await locker?.end();
+    });
+
+    /** Statements of this database that wait for definition_terms' metadata lock. */
+    const waitingAtServer = async (): Promise<number> => {
+      const [rows] = await locker.query(
+        "SELECT COUNT(*) AS n FROM information_schema.processlist WHERE db = DATABASE() AND id <> CONNECTION_ID() AND state = 'Waiting for table metadata lock' AND info LIKE '%definition_terms%'",
+      );
+      return Number((rows as Array<{ n: number | string }>)[0]?.n ?? 0);
+    };
+
+    it("lets SEARCH_MAX_CONCURRENT searches reach the server and queues the others without a connection, while a read by id goes through", async () => {
+      await locker.query("LOCK TABLES definition_terms WRITE");
+      let searches: Array<ReturnType<typeof tracked<ListResult>>> = [];
+      try {
+        searches = [1, 2, 3].map(() => tracked(gated.search(tenant, byTag)));
+        await until("two searches wait at the server", async () => (await waitingAtServer()) >= 2);
+        // The third holds no pooled connection: it waits in the gate, not in the pool or at the server.
+        expect(gated.poolStats()).toMatchObject({ used: 2, pendingAcquires: 0 });
+        // Reads that do not touch the locked table are not held up by the searches.
+        const read = await gated.get(tenant, other.id);
+        expect(read?.id).toBe(other.id);
+        expect(await waitingAtServer()).toBe(2);
+        expect(gated.poolStats()).toMatchObject({ used: 2, pendingAcquires: 0 });
+        expect(searches.map((s) => s.settled())).toEqual([false, false, false]);
+        // A bounded search does not queue behind them: it reaches the server (and waits there for the lock).
+        searches.push(tracked(gated.search(tenant, byTagBounded)));
+        await until("the bounded search waits at the server too", async () => (await waitingAtServer()) >= 3);
+        expect(gated.poolStats()).toMatchObject({ used: 3, pendingAcquires: 0 });
+      } finally {
+        await locker.query("UNLOCK TABLES");
+      }
+      for (const page of await Promise.all(searches.map((s) => s.promise))) expectTagged(page);
+      expect(await waitingAtServer()).toBe(0);
+    });
+
+    it("stops a search at SEARCH_TIMEOUT_MS with UNAVAILABLE and a message without SQL; searches work again after", async () => {
+      await locker.query("LOCK TABLES definition_terms WRITE");
+      let error: unknown;
+      try {
+        error = await limited.search(tenant, byTag).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+      } finally {
+        await locker.query("UNLOCK TABLES");
+      }
+      expect(error).toBeInstanceOf(RegistryError);
+      const registryError = error as RegistryError;
+      expect(registryError.code).toBe("UNAVAILABLE");
+      expect(registryError.message).toMatch(/longer than the limit of 0\.2 seconds.*narrow it with filters/);
+      // What the caller gets: the message and the code, no SQL, no stack.
+      const body = errorBody(registryError);
+      expect(Object.keys(body).sort()).toEqual(["code", "error"]);
+      expect(JSON.stringify(body)).not.toMatch(/select|definition_terms|statement_time|tenants|\bat \w/i);
+      expectTagged(await limited.search(tenant, byTag));
+      // The connection the server interrupted is still good: every pooled connection answers.
+      const pages = await Promise.all(Array.from({ length: 4 }, () => limited.search(tenant, byTag)));
+      for (const page of pages) expectTagged(page);
+    });
+  });
+});
