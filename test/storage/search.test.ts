@@ -422,6 +422,13 @@ forEachDatabase((db) => {
       expect(await raw.db.schema.hasTable("definition_term_counts")).toBe(false);
       await raw.db.migrate.down(config);
       expect(await raw.db.schema.hasTable("definition_terms")).toBe(false);
+      // Delta far past Gamma, in Gamma's shard: the counters' backfill goes by ranges of seqs, and
+      // both ranges must add into the same counter row (version 1.0.0, ACTIVE, latest, that shard).
+      const seqOf = async (name: string) => Number(((await raw.db("agent_definitions").where({ tenant, name }).first("seq")) as { seq: number | string }).seq);
+      await raw
+        .db("agent_definitions")
+        .where({ tenant, name: "Delta" })
+        .update({ seq: 1_000_000 + ((await seqOf("Gamma")) % 16) });
       await raw.db.migrate.latest(config);
       const after = await list({ status: ["ALL"], tag: ["support", "cognitive", "integration"], limit: 100 });
       expect(keys(after)).toEqual(keys(before));

@@ -38,12 +38,7 @@ export const addTermCounts: Migration = {
     await db.raw(`DROP TABLE IF EXISTS ${counts}`);
     if (mysql) await createMysql(db);
     else await createSqlite(db);
-    // Filled before the triggers exist, in one statement: nothing else writes while a migration runs
-    // (migration-lock.ts on MySQL; knex's lock and SQLite's single writer on SQLite).
-    await db.raw(`
-      INSERT INTO ${counts} (tenant, kind, value, status, is_latest, shard, n)
-      SELECT tenant, kind, value, status, is_latest, seq % ${SHARDS}, COUNT(*) FROM definition_terms GROUP BY tenant, kind, value, status, is_latest, seq % ${SHARDS}
-    `);
+    await backfill(db, mysql);
     await createTriggers(db, mysql);
     await db.raw(mysql ? `DROP INDEX IF EXISTS ${droppedIndex.name} ON agent_definitions` : `DROP INDEX IF EXISTS ${droppedIndex.name}`);
   },
@@ -85,6 +80,30 @@ async function createSqlite(db: Knex): Promise<void> {
       CONSTRAINT pk_definition_term_counts PRIMARY KEY (tenant, kind, value, status, is_latest, shard)
     ) WITHOUT ROWID
   `);
+}
+
+/** Definitions (by seq) counted per statement: each statement stays well inside DATABASE_TIMEOUT_MS. */
+const backfillSeqs = 20_000;
+
+/**
+ * Counts the terms there are, before the triggers exist, a range of seqs per
+ * statement (one statement over a million definitions' 14 million terms took
+ * longer than a statement may). Ranges add into the same counter rows, as
+ * shards mix seqs. Nothing else writes while a migration runs (migration-lock.ts
+ * on MySQL; knex's lock and SQLite's single writer on SQLite).
+ */
+async function backfill(db: Knex, mysql: boolean): Promise<void> {
+  const [{ top } = { top: 0 }] = (await db("definition_terms").max({ top: "seq" })) as Array<{ top: number | string | null }>;
+  const add = mysql ? "ON DUPLICATE KEY UPDATE n = n + VALUES(n)" : "ON CONFLICT (tenant, kind, value, status, is_latest, shard) DO UPDATE SET n = n + excluded.n";
+  for (let from = 0; from <= Number(top ?? 0); from += backfillSeqs) {
+    // SQLite needs a WHERE in an INSERT ... SELECT with an upsert clause (its parser would read ON as a join's); it has one.
+    await db.raw(
+      `INSERT INTO ${counts} (tenant, kind, value, status, is_latest, shard, n)
+       SELECT tenant, kind, value, status, is_latest, seq % ${SHARDS}, COUNT(*) FROM definition_terms WHERE seq >= ? AND seq < ?
+       GROUP BY tenant, kind, value, status, is_latest, seq % ${SHARDS} ${add}`,
+      [from, from + backfillSeqs],
+    );
+  }
 }
 
 async function createTriggers(db: Knex, mysql: boolean): Promise<void> {
