@@ -23,6 +23,12 @@ export interface StorageOptions {
    * unavailable instead of hanging on a database that stopped answering.
    */
   readonly timeoutMillis?: number | undefined;
+  /**
+   * MySQL: the longest wait for one statement's answer, when it must differ
+   * from timeoutMillis (connect and pool waits keep that): the migrations'
+   * pool, whose statements rewrite and index whole tables.
+   */
+  readonly statementTimeoutMillis?: number | undefined;
 }
 
 /** A knex instance and the dialect it speaks. */
@@ -52,7 +58,8 @@ export const MYSQL_POOL_SIZE = 10;
 /** Opens (lazily: the pool connects on first use) the database described by `options`. */
 export async function openDatabase(options: StorageOptions): Promise<Database> {
   if (options.databaseUrl !== undefined && options.databaseUrl !== "") {
-    return { db: knex(mysqlConfig(options.databaseUrl, options.timeoutMillis ?? defaultTimeoutMillis)), dialect: "mysql" };
+    const timeoutMillis = options.timeoutMillis ?? defaultTimeoutMillis;
+    return { db: knex(mysqlConfig(options.databaseUrl, timeoutMillis, options.statementTimeoutMillis ?? timeoutMillis)), dialect: "mysql" };
   }
   // Owner only: the database holds every tenant's definitions. A directory that exists keeps its mode.
   await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
@@ -78,7 +85,7 @@ async function ownerOnlyDatabaseFiles(filename: string): Promise<void> {
   }
 }
 
-function mysqlConfig(databaseUrl: string, timeoutMillis: number): Knex.Config {
+function mysqlConfig(databaseUrl: string, timeoutMillis: number, statementTimeoutMillis: number): Knex.Config {
   const url = new URL(databaseUrl);
   if (url.protocol !== "mysql:" && url.protocol !== "mariadb:") {
     throw new Error(`Unsupported database URL scheme "${url.protocol}": expected mysql://`);
@@ -106,7 +113,7 @@ function mysqlConfig(databaseUrl: string, timeoutMillis: number): Knex.Config {
       afterCreate(connection: MysqlConnection, done: (error: Error | null, connection: unknown) => void) {
         // Strict mode so an over-long value fails instead of being truncated into a different key.
         connection.query(
-          `SET SESSION sql_mode = CONCAT_WS(',', NULLIF(@@SESSION.sql_mode, ''), 'STRICT_ALL_TABLES'), SESSION innodb_lock_wait_timeout = ${lockWaitTimeoutSeconds(timeoutMillis)}, time_zone = '+00:00'`,
+          `SET SESSION sql_mode = CONCAT_WS(',', NULLIF(@@SESSION.sql_mode, ''), 'STRICT_ALL_TABLES'), SESSION innodb_lock_wait_timeout = ${lockWaitTimeoutSeconds(statementTimeoutMillis)}, time_zone = '+00:00'`,
           (error: Error | null) => {
             if (error !== null) return done(error, connection);
             // READ COMMITTED for the write transactions (knex-repository.ts says why), set here once
@@ -114,7 +121,7 @@ function mysqlConfig(databaseUrl: string, timeoutMillis: number): Knex.Config {
             // the other statements, each a transaction of its own: either level reads a statement's
             // rows as committed when it started.
             connection.query("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED", (isolationError: Error | null) => {
-              if (isolationError === null) withStatementTimeout(connection, timeoutMillis);
+              if (isolationError === null) withStatementTimeout(connection, statementTimeoutMillis);
               done(isolationError, connection);
             });
           },

@@ -75,16 +75,30 @@ const pingTimeoutMillis = 2_000;
 const instanceId = /^[0-9a-f]{32}$/;
 
 /**
+ * How long one statement of a migration may take on MySQL: migrations rewrite
+ * and index whole tables (0009 builds three indexes over every definition,
+ * 0010 counts every term), which at a million definitions outlasts the
+ * service's DATABASE_TIMEOUT_MS many times over.
+ */
+const migrationStatementMillis = 60 * 60_000;
+
+/**
  * Opens the database, brings its schema up to date and returns the
  * repository. Throws `UNAVAILABLE` when the database cannot be reached.
+ * On MySQL the migrations run on a pool of their own, closed when they are
+ * done, whose statements may take migrationStatementMillis; connecting still
+ * fails within the service's timeout.
  */
 export async function createKnexRepository(options: RepositoryOptions): Promise<AgentDefinitionRepository> {
   const database = await openDatabase(options);
+  const migrating = database.dialect === "mysql" ? await openDatabase({ ...options, statementTimeoutMillis: migrationStatementMillis }) : database;
   try {
-    await migrateToLatest(database.db);
+    await migrateToLatest(migrating.db);
   } catch (error) {
     await database.db.destroy().catch(() => undefined);
     throw translate(error);
+  } finally {
+    if (migrating !== database) await migrating.db.destroy().catch(() => undefined);
   }
   return new KnexRepository(database, { ...options.search, databaseTimeoutMillis: options.timeoutMillis });
 }

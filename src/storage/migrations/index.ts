@@ -71,8 +71,26 @@ const lockRetryMillis = 500;
  * for it here instead of failing (knex does not wait by itself).
  */
 export async function migrateToLatest(db: Knex): Promise<void> {
-  if (dialectOf(db) === "mysql") return withMigrationLock(db, lockAttempts * lockRetryMillis, () => migrateWaitingForKnexLock(db));
+  if (dialectOf(db) === "mysql") {
+    return withMigrationLock(db, lockAttempts * lockRetryMillis, async () => {
+      await releaseStaleKnexLock(db);
+      await migrateWaitingForKnexLock(db);
+    });
+  }
   return migrateWaitingForKnexLock(db);
+}
+
+/**
+ * Holding the named lock, no other process of ours is migrating this
+ * database; so knex's lock, if set, was left by one that died or lost its
+ * connection mid-migration (knex frees it on the connection that failed),
+ * and would keep every later start waiting and then failing (MigrationLocked)
+ * until someone ran `knex migrate:unlock` by hand. The one case this would
+ * misjudge is a process of a version without the named lock (before the
+ * hardening that added it; none was released) migrating at the same moment.
+ */
+async function releaseStaleKnexLock(db: Knex): Promise<void> {
+  if (await db.schema.hasTable(`${migrationConfig.tableName}_lock`)) await db(`${migrationConfig.tableName}_lock`).update({ is_locked: 0 });
 }
 
 async function migrateWaitingForKnexLock(db: Knex): Promise<void> {

@@ -1,0 +1,77 @@
+/**
+ * Starting on a MySQL database whose migration is slow or was cut off
+ * (knex-repository.ts createKnexRepository, migrations/index.ts):
+ *
+ * - the migrations run on a pool of their own whose statements may outlast
+ *   DATABASE_TIMEOUT_MS, so a migration that rewrites or indexes a large table
+ *   is not cut off by the service's statement timeout;
+ * - a knex lock left set by a process that died mid-migration is released by
+ *   the next start, which holds the named lock, instead of failing every start.
+ */
+import type { Connection } from "mysql2/promise";
+import { createConnection } from "mysql2/promise";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createKnexRepository } from "../../src/storage/knex-repository.js";
+import { migrations } from "../../src/storage/migrations/index.js";
+import { testDatabases, useFreshDatabase } from "../support/databases.js";
+import { mysqlConnectionOptions } from "../support/mysql-url.js";
+
+const mariadb = testDatabases().find((db) => db.name === "mariadb")!;
+
+describe.skipIf(mariadb.skip)("starting on MariaDB", () => {
+  const target = useFreshDatabase(mariadb);
+  let session: Connection;
+
+  beforeAll(async () => {
+    const url = target().databaseUrl;
+    if (url === undefined) throw new Error("The MariaDB suite needs a database URL.");
+    // The schema as of now, then a second session to tamper with it.
+    await (await createKnexRepository(target())).close();
+    session = await createConnection(mysqlConnectionOptions(url));
+  });
+
+  afterAll(async () => {
+    await session?.query("UNLOCK TABLES").catch(() => undefined);
+    await session?.end();
+  });
+
+  const applied = async (): Promise<string[]> => {
+    const [rows] = await session.query("SELECT name FROM knex_migrations ORDER BY id");
+    return (rows as Array<{ name: string }>).map((r) => r.name);
+  };
+
+  it("releases a knex migration lock that a process which died mid-migration left set", async () => {
+    const newest = migrations.at(-1)!.name;
+    await session.query("DELETE FROM knex_migrations WHERE name = ?", [newest]);
+    await session.query("UPDATE knex_migrations_lock SET is_locked = 1");
+    const repository = await createKnexRepository(target());
+    await repository.close();
+    expect((await applied()).at(-1)).toBe(newest);
+    const [rows] = await session.query("SELECT is_locked FROM knex_migrations_lock");
+    expect(rows).toEqual([{ is_locked: 0 }]);
+  });
+
+  it("lets a migration statement take longer than DATABASE_TIMEOUT_MS", async () => {
+    // The newest migration undone; its first statement that touches definition_terms then waits for
+    // this session's table lock, longer than the service's 1 s statement timeout.
+    const newest = migrations.at(-1)!;
+    expect(newest.name).toBe("0010-add-term-counts");
+    await session.query("DELETE FROM knex_migrations WHERE name = ?", [newest.name]);
+    await session.query("LOCK TABLES definition_terms WRITE");
+    const starting = createKnexRepository({ ...target(), timeoutMillis: 1_000 });
+    let held = true;
+    const settled = starting.then(
+      (repository) => ({ repository, held }),
+      (error: unknown) => ({ error, held }),
+    );
+    // 2.5 s with the lock held: well past the 1 s statement timeout the service's pool has.
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    held = false;
+    await session.query("UNLOCK TABLES");
+    const outcome = await settled;
+    expect(outcome).not.toHaveProperty("error");
+    expect(outcome.held).toBe(false);
+    await (outcome as { repository: { close(): Promise<void> } }).repository.close();
+    expect((await applied()).at(-1)).toBe(newest.name);
+  });
+});
