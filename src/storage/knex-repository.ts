@@ -205,9 +205,15 @@ class KnexRepository implements AgentDefinitionRepository {
 
   async search(tenant: string, query: ListQuery): Promise<ListResult> {
     const { limit, offset } = normalise(query);
-    const { sql, bindings } = buildSearch(this.#dialect, tenant, { ...query, limit, offset });
-    const rows = inSearchOrder(await guard(() => this.#search(sql, bindings, isBounded(query))), query.order.key, query.order.descending);
-    return pageWithNext(tenant, rows, limit, (row) => orderValueOf(query.order.key, row));
+    const { sql, bindings, countAlone } = buildSearch(this.#dialect, tenant, { ...query, limit, offset });
+    const bounded = isBounded(query);
+    let rows = await guard(() => this.#search(sql, bindings, bounded));
+    if (countAlone !== undefined && rows.length > 0 && rows.every((row) => row.id === null)) {
+      // An empty page (the tenant's row alone) of a search that counts in its page: counted alone.
+      const [counted] = await guard(() => this.#search(countAlone.sql, countAlone.bindings, bounded));
+      rows = rows.map((row) => ({ ...row, total: counted?.total ?? 0 }));
+    }
+    return pageWithNext(tenant, inSearchOrder(rows, query.order.key, query.order.descending), limit, (row) => orderValueOf(query.order.key, row));
   }
 
   async getTenant(tenant: string): Promise<Tenant | undefined> {

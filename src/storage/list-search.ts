@@ -254,6 +254,11 @@ export interface Statement {
   readonly bindings: readonly ReadBinding[];
 }
 
+/** A search's statement; when its page comes back empty its total is NULL, and `countAlone` answers it. */
+export interface SearchStatement extends Statement {
+  readonly countAlone?: Statement;
+}
+
 /** SQL fragments and their bindings, in order. */
 class Sql {
   readonly parts: string[] = [];
@@ -292,7 +297,7 @@ function countable(term: TermFilter): boolean {
 }
 
 /** The statement that answers a page of `query` in `tenant`, with its total. */
-export function buildSearch(dialect: Dialect, tenant: string, query: ListQuery): Statement {
+export function buildSearch(dialect: Dialect, tenant: string, query: ListQuery): SearchStatement {
   const mysql = dialect === "mysql";
   const { key, descending } = query.order;
   const [driverTerm, ...otherTerms] = query.terms;
@@ -339,25 +344,41 @@ export function buildSearch(dialect: Dialect, tenant: string, query: ListQuery):
     total.add(`SELECT COUNT(${distinct === "" ? "*" : `DISTINCT ${seqOf}`})`).add(counted.sql, ...counted.bindings);
   }
 
+  // MariaDB's full-text search costs per match, and a statement runs it once per MATCH: the page
+  // and the count were two runs (1.06 s at 10,000 matches of a million, against 0.54 s for one).
+  // There the page is taken from one run that also counts, with a window function; the position
+  // and the order apply outside it, so the count is of every match. SQLite's FTS5 reads a match
+  // list in rowid order and stops at the page's end, so there the two stay apart.
+  const onePass = mysql && source === "text";
   const page = matches(false);
+  const rows = onePass
+    ? new Sql().add(`FROM (SELECT ${seqOf} AS seq, COUNT(*) OVER () AS total${key === "createdAt" ? "" : `, ${orderColumn} AS k`} ${page.sql}) m WHERE 1 = 1`, ...page.bindings)
+    : page;
+  const seqAt = onePass ? "m.seq" : seqOf;
+  const orderAt = onePass ? (key === "createdAt" ? "m.seq" : "m.k") : orderColumn;
   const after = query.after;
   const cmp = descending ? "<" : ">";
   if (after !== undefined) {
-    if (key === "createdAt" || after.value === undefined) page.add(`AND ${seqOf} ${cmp} ?`, after.seq);
-    else page.add(`AND ${orderColumn} ${cmp}= ? AND (${orderColumn} ${cmp} ? OR ${seqOf} ${cmp} ?)`, after.value, after.value, after.seq);
+    if (key === "createdAt" || after.value === undefined) rows.add(`AND ${seqAt} ${cmp} ?`, after.seq);
+    else rows.add(`AND ${orderAt} ${cmp}= ? AND (${orderAt} ${cmp} ? OR ${seqAt} ${cmp} ?)`, after.value, after.value, after.seq);
   }
   const direction = descending ? "DESC" : "ASC";
-  page.add(`ORDER BY ${key === "createdAt" ? "" : `${orderColumn} ${direction}, `}${seqOf} ${direction} LIMIT ? OFFSET ?`, query.limit + 1, after === undefined ? query.offset : 0);
-  const ordered = key === "createdAt" ? "" : `, ${orderColumn} AS k`;
+  rows.add(`ORDER BY ${key === "createdAt" ? "" : `${orderAt} ${direction}, `}${seqAt} ${direction} LIMIT ? OFFSET ?`, query.limit + 1, after === undefined ? query.offset : 0);
+  const ordered = key === "createdAt" ? "" : `, ${orderAt} AS k`;
+  const selected = onePass ? `m.seq AS seq, m.total AS total${ordered}` : `${distinct}${seqOf} AS seq${ordered}`;
 
-  const sql = new Sql()
-    .add(`SELECT (${total.sql}) AS total, d.seq, d.name AS order_name, ${readColumns(dialect)}`, ...total.bindings)
+  const sql = new Sql();
+  if (onePass) sql.add(`SELECT p.total AS total, d.seq, d.name AS order_name, ${readColumns(dialect)}`);
+  else sql.add(`SELECT (${total.sql}) AS total, d.seq, d.name AS order_name, ${readColumns(dialect)}`, ...total.bindings);
+  sql
     .add("FROM tenants t")
-    .add(`LEFT JOIN (SELECT ${distinct}${seqOf} AS seq${ordered} ${page.sql}) p ON 1 = 1`, ...page.bindings)
+    .add(`LEFT JOIN (SELECT ${selected} ${rows.sql}) p ON 1 = 1`, ...rows.bindings)
     .add("LEFT JOIN agent_definitions d ON d.seq = p.seq")
     .add("LEFT JOIN agents a ON a.tenant = d.tenant AND a.number = d.agent_number")
     .add("WHERE t.name = ?", tenant);
-  return { sql: sql.sql, bindings: sql.bindings };
+  // An empty page carries no count from the one pass: the caller asks for it alone.
+  const countAlone = onePass ? { sql: `SELECT (${total.sql}) AS total`, bindings: total.bindings } : undefined;
+  return { sql: sql.sql, bindings: sql.bindings, ...(countAlone === undefined ? {} : { countAlone }) };
 }
 
 /** A page of one agent's versions, newest first, after `before` (exclusive) when given; all versions are counted. */
