@@ -9,6 +9,19 @@
 export const BENCH_PROVIDER = "Provider=Bench";
 export const BENCH_VERSION = "1.0.0";
 
+/** The overview of every bench definition as created; updates add an edition to it (benchOverview). */
+export const BENCH_OVERVIEW = "Welcome to the Customer Service Agent. How may I assist you?";
+
+/**
+ * The overview of an update's body: a new word each time, so that every
+ * update changes the definition. The same content again is no change (no
+ * write, the revision stays: issue 11), and an update scenario that sent it
+ * would measure a read.
+ */
+export function benchOverview(edition: string): string {
+  return `${BENCH_OVERVIEW} Edition ${edition}.`;
+}
+
 /** A bench definition named `name`, as a client would POST it. */
 export function benchDefinition(name: string): Record<string, unknown> {
   return {
@@ -18,7 +31,7 @@ export function benchDefinition(name: string): Record<string, unknown> {
     provider: { id: BENCH_PROVIDER },
     platform: { id: "Platform=OTHER" },
     version: BENCH_VERSION,
-    overview: "Welcome to the Customer Service Agent. How may I assist you?",
+    overview: BENCH_OVERVIEW,
     documentationUrl: "https://agents.example.com/bench/customer-service/doc",
     capabilities: { streaming: true },
     defaultInputModes: [{ type: "text/plain" }],
@@ -83,7 +96,8 @@ export function benchBodyTemplate(): string {
   return JSON.stringify(benchDefinition(NAME_PLACEHOLDER));
 }
 
-/** The POST body for `name`, from `benchBodyTemplate()`. */
-export function benchBody(template: string, name: string): string {
-  return template.replace(JSON.stringify(NAME_PLACEHOLDER).slice(1, -1), JSON.stringify(name).slice(1, -1));
+/** The POST body for `name`, from `benchBodyTemplate()`; with `edition`, an update's (benchOverview). */
+export function benchBody(template: string, name: string, edition?: string): string {
+  const body = template.replace(JSON.stringify(NAME_PLACEHOLDER).slice(1, -1), JSON.stringify(name).slice(1, -1));
+  return edition === undefined ? body : body.replace(BENCH_OVERVIEW, benchOverview(edition));
 }

@@ -9,7 +9,7 @@ import { clone, create, fromJson, type JsonObject, type Message } from "@bufbuil
 import autocannon from "autocannon";
 import { AgentDefinitionSchema } from "../gen/asor/v1/agent_definition_pb.js";
 import { GetAgentDefinitionRequestSchema, ListAgentDefinitionsRequestSchema, UpsertAgentDefinitionRequestSchema } from "../gen/asor/v1/agent_definition_service_pb.js";
-import { benchBody, benchBodyTemplate, benchDefinition } from "./definition.js";
+import { benchBody, benchBodyTemplate, benchDefinition, benchOverview } from "./definition.js";
 import type { LoadJob, LoadResult } from "./load-job.js";
 import { createConnectClient, createGrpcClient, type RpcClient, type UnaryCall } from "./rpc-clients.js";
 
@@ -26,6 +26,12 @@ function rotation<T>(items: readonly T[]): () => T {
 function nameMaker(job: LoadJob, phase: string): () => string {
   let n = 0;
   return () => `${job.createPrefix} ${phase} ${n++}`;
+}
+
+/** The edition of each update a job sends (benchOverview): new on every request. */
+function editionMaker(phase: string): () => string {
+  let n = 0;
+  return () => `${phase}${n++}`;
 }
 
 /** The `p`th percentile of the latencies of successful requests (sorts them in place). */
@@ -52,7 +58,8 @@ function restRequest(job: LoadJob, phase: string): autocannon.Request {
     }
     case "update": {
       const name = rotation(job.updateNames);
-      return { method: "POST", path: job.restPath, headers, setupRequest: (req) => ({ ...req, body: benchBody(template, name()) }) };
+      const edition = editionMaker(phase);
+      return { method: "POST", path: job.restPath, headers, setupRequest: (req) => ({ ...req, body: benchBody(template, name(), edition()) }) };
     }
   }
 }
@@ -106,11 +113,13 @@ function rpcRequest(job: LoadJob, phase: string): () => [Parameters<UnaryCall>[0
     case "create":
     case "update": {
       const name = job.operation === "create" ? nameMaker(job, phase) : rotation(job.updateNames);
+      const edition = job.operation === "update" ? editionMaker(phase) : undefined;
       const base = fromJson(AgentDefinitionSchema, benchDefinition("") as JsonObject);
       return () => {
         // A copy per call: a client may serialise a request after it returns.
         const definition = clone(AgentDefinitionSchema, base);
         definition.name = name();
+        if (edition !== undefined) definition.overview = benchOverview(edition());
         return ["upsertAgentDefinition", create(UpsertAgentDefinitionRequestSchema, { tenant: job.tenant, agentCardAndTools: definition })];
       };
     }
