@@ -21,7 +21,7 @@ import { unfilteredQuery } from "../../src/domain/list-query.js";
 import { createRegistryService } from "../../src/service/registry-service.js";
 import { classifyDriverError, isStatementTimeout } from "../../src/storage/driver-errors.js";
 import { createKnexRepository } from "../../src/storage/knex-repository.js";
-import { Gate } from "../../src/storage/list-search.js";
+import { Gate, isBounded } from "../../src/storage/list-search.js";
 import type { AgentDefinitionRepository, ListResult, StoredDefinition } from "../../src/storage/repository.js";
 import { forEachDatabase, useFreshDatabase } from "../support/databases.js";
 import { mysqlConnectionOptions } from "../support/mysql-url.js";
@@ -109,6 +109,27 @@ describe("Gate", () => {
     expect(gate.waiting).toBe(0);
     await expect(gate.take(AbortSignal.abort(new Error("already gone")))).rejects.toThrow("already gone");
     expect(gate.waiting).toBe(0);
+  });
+});
+
+describe("isBounded: which searches pass the gate", () => {
+  const plain = unfilteredQuery(20, 0);
+  const tag = { kind: "tag", values: ["x"] } as const;
+  it.each<[string, ListQuery, boolean]>([
+    ["the unfiltered list", plain, true],
+    ["the unfiltered list by name", { ...plain, order: { key: "name", descending: true } }, true],
+    ["the unfiltered list, latest only", { ...plain, latest: true }, true],
+    ["one tag, in creation order", { ...plain, terms: [tag] }, true],
+    ["two providers (one each, counted)", { ...plain, terms: [{ kind: "provider", values: ["a", "b"] }] }, true],
+    ["two tags (a definition may carry both: counted one by one)", { ...plain, terms: [{ kind: "tag", values: ["x", "y"] }] }, false],
+    ["one tag by name (sorts every match)", { ...plain, terms: [tag], order: { key: "name", descending: false } }, false],
+    ["two filters", { ...plain, terms: [tag, { kind: "provider", values: ["a"] }] }, false],
+    ["keywords", { ...plain, words: ["quasar"] }, false],
+    ["updatedSince", { ...plain, updatedSince: new Date(0) }, false],
+    ["DEACTIVATED alone (may skip most of the tenant)", { ...plain, statuses: ["DEACTIVATED"] }, false],
+    ["every status", { ...plain, statuses: ["ACTIVE", "DEPRECATED", "DEACTIVATED"] }, true],
+  ])("%s: %s", (_, query, bounded) => {
+    expect(isBounded(query)).toBe(bounded);
   });
 });
 

@@ -357,43 +357,24 @@ forEachDatabase((db) => {
       return Object.fromEntries(rows.map((r) => [`${r.status} ${Number(r.is_latest)}`, Number(r.n)]));
     };
 
-    /** definition_term_counts summed over shards, without the zeros: "kind value status latest" to n. */
-    const termsCounted = async () => {
-      const rows = (await raw
-        .db("definition_term_counts")
-        .where({ tenant })
-        .select("kind", "value", "status", "is_latest")
-        .sum({ n: "n" })
-        .groupBy("kind", "value", "status", "is_latest")) as Array<{
+    /** Rows of definition_terms per "kind value status latest": counted from the rows, or summed from the counters over shards. */
+    const termGroups = async (from: "definition_terms" | "definition_term_counts") => {
+      const query = raw.db(from).where({ tenant }).select("kind", "value", "status", "is_latest").groupBy("kind", "value", "status", "is_latest");
+      const rows = (await (from === "definition_terms" ? query.count({ n: "*" }) : query.sum({ n: "n" }))) as Array<{
         kind: number;
         value: string;
         status: string;
         is_latest: number | boolean;
         n: number | string;
       }>;
+      // Counters that went back to zero stay as rows; the rows they count do not.
       return Object.fromEntries(rows.filter((r) => Number(r.n) !== 0).map((r) => [`${r.kind} ${r.value} ${r.status} ${Number(r.is_latest)}`, Number(r.n)]));
-    };
-    /** The same, counted from definition_terms itself. */
-    const termsActual = async () => {
-      const rows = (await raw
-        .db("definition_terms")
-        .where({ tenant })
-        .select("kind", "value", "status", "is_latest")
-        .count({ n: "*" })
-        .groupBy("kind", "value", "status", "is_latest")) as Array<{
-        kind: number;
-        value: string;
-        status: string;
-        is_latest: number | boolean;
-        n: number | string;
-      }>;
-      return Object.fromEntries(rows.map((r) => [`${r.kind} ${r.value} ${r.status} ${Number(r.is_latest)}`, Number(r.n)]));
     };
     const expectCountersExact = async () => {
       expect(await counted()).toEqual(await actual());
-      const terms = await termsActual();
+      const terms = await termGroups("definition_terms");
       expect(Object.keys(terms).length).toBeGreaterThan(0);
-      expect(await termsCounted()).toEqual(terms);
+      expect(await termGroups("definition_term_counts")).toEqual(terms);
     };
 
     it("keeps the counters equal to the rows through inserts, updates, status changes and deletes", async () => {
