@@ -79,10 +79,12 @@ export function searchTextOf(definition: AgentDefinition): string {
 
 /** The statements indexDefinition runs, for one dialect. */
 interface IndexStatements {
-  /** Bindings: tenant, id. The definition's seq, status and is_latest, and its indexed text if it has any. */
-  readonly definition: string;
-  /** Bindings: seq. */
-  readonly terms: string;
+  /**
+   * Bindings: tenant, id, tenant, id. What is indexed of the definition, in one
+   * round trip: a row with its seq, status, is_latest and indexed text (kind
+   * NULL), and a row per term (kind and value set), in no particular order.
+   */
+  readonly indexed: string;
   /** Bindings: seq, kind, value. */
   readonly deleteTerm: string;
   readonly insertTerms: (rows: number) => string;
@@ -99,10 +101,11 @@ function indexStatements(dialect: Dialect): IndexStatements {
   if (statements === undefined) {
     const mysql = dialect === "mysql";
     statements = {
-      definition: mysql
-        ? "SELECT d.seq, d.status, d.is_latest, x.body FROM agent_definitions d LEFT JOIN definition_text x ON x.seq = d.seq WHERE d.tenant = ? AND d.id = ? LIMIT 1"
-        : "SELECT d.seq, d.status, d.is_latest, x.body FROM agent_definitions d LEFT JOIN definition_fts x ON x.rowid = d.seq WHERE d.tenant = ? AND d.id = ? LIMIT 1",
-      terms: "SELECT kind, value FROM definition_terms WHERE seq = ?",
+      indexed: `SELECT d.seq, d.status, d.is_latest, x.body, NULL AS kind, NULL AS value FROM agent_definitions d ${
+        mysql ? "LEFT JOIN definition_text x ON x.seq = d.seq" : "LEFT JOIN definition_fts x ON x.rowid = d.seq"
+      } WHERE d.tenant = ? AND d.id = ?
+        UNION ALL
+        SELECT t.seq, NULL, NULL, NULL, t.kind, t.value FROM agent_definitions d JOIN definition_terms t ON t.seq = d.seq WHERE d.tenant = ? AND d.id = ?`,
       deleteTerm: "DELETE FROM definition_terms WHERE seq = ? AND kind = ? AND value = ?",
       insertTerms: (rows) => `INSERT INTO definition_terms (seq, kind, value, tenant, status, is_latest) VALUES ${Array.from({ length: rows }, () => "(?, ?, ?, ?, ?, ?)").join(", ")}`,
       deleteText: mysql ? undefined : "DELETE FROM definition_fts WHERE rowid = ?",
@@ -130,16 +133,17 @@ interface IndexedRow {
  * `definition`: its terms and its keyword text. `inserted` is the seq of a row
  * the same transaction has just inserted (ACTIVE, latest, nothing indexed: no
  * read needed); without it the row was updated, and the index reads what is
- * indexed and writes only the difference, so rewriting a definition whose
- * filters and words stay (the usual update) costs two reads and no write to
- * the side tables or the full-text index. On MySQL new terms go in one
+ * indexed (one statement) and writes only the difference, so rewriting a
+ * definition whose filters and words stay costs one read and no write to the
+ * side tables or the full-text index. On MySQL new terms go in one
  * statement (one round trip); on SQLite row by row through one prepared
  * statement, so the statement cache holds one shape, not one per count.
  */
 export async function indexDefinition({ session, statements }: WriteContext, tenant: string, id: string, definition: AgentDefinition, inserted?: number): Promise<void> {
   const sql = indexStatements(statements.dialect);
   const fresh = inserted !== undefined;
-  const [row] = fresh ? [{ seq: inserted, status: "ACTIVE", is_latest: true, body: null } satisfies IndexedRow] : await session.rows<IndexedRow>(sql.definition, [tenant, id]);
+  const rows = fresh ? [] : await session.rows<IndexedRow & { kind: number | string | null; value: string | null }>(sql.indexed, [tenant, id, tenant, id]);
+  const row: IndexedRow | undefined = fresh ? { seq: inserted, status: "ACTIVE", is_latest: true, body: null } : rows.find((r) => r.kind === null);
   if (row === undefined) throw new Error(`Agent definition ${id} of tenant "${tenant}" vanished inside its own write transaction.`);
   const seq = Number(row.seq);
   const latest = row.is_latest ? 1 : 0;
@@ -147,9 +151,9 @@ export async function indexDefinition({ session, statements }: WriteContext, ten
   let terms = searchTermsOf(definition);
   if (!fresh) {
     const wanted = new Set(terms.map(termKey));
-    const indexed = await session.rows<SearchTerm>(sql.terms, [seq]);
-    const have = new Set(indexed.map((t) => termKey({ kind: Number(t.kind), value: t.value })));
-    for (const old of indexed) if (!wanted.has(termKey({ kind: Number(old.kind), value: old.value }))) await session.change(sql.deleteTerm, [seq, old.kind, old.value]);
+    const indexed = rows.flatMap((r) => (r.kind === null || r.value === null ? [] : [{ kind: Number(r.kind), value: r.value }]));
+    const have = new Set(indexed.map(termKey));
+    for (const old of indexed) if (!wanted.has(termKey(old))) await session.change(sql.deleteTerm, [seq, old.kind, old.value]);
     terms = terms.filter((t) => !have.has(termKey(t)));
   }
   const termRow = (term: SearchTerm): WriteBinding[] => [seq, term.kind, term.value, tenant, row.status, latest];
