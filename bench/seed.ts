@@ -127,7 +127,7 @@ export async function openSeeder(options: { readonly databaseUrl: string | undef
         await tx("agent_definitions").insert(rows.slice(at, at + perInsert));
       }
       const termRows = terms.flatMap((list, i) => list.map((t) => ({ seq: seq + i, kind: t.kind, value: t.value, tenant, status: "ACTIVE", is_latest: 1 })));
-      for (let at = 0; at < termRows.length; at += 4000) await tx("definition_terms").insert(termRows.slice(at, at + 4000));
+      for (let at = 0; at < termRows.length; at += perInsert) await tx("definition_terms").insert(termRows.slice(at, at + perInsert));
       const textRows = texts.map((body, i) =>
         dialect === "mysql" ? { seq: seq + i, tenant, status: "ACTIVE", is_latest: 1, body } : { rowid: seq + i, tenant, status: "ACTIVE", is_latest: 1, body },
       );
