@@ -18,7 +18,7 @@
  * changed when it was created.
  */
 import type { Knex } from "knex";
-import { dialectOf } from "./dialect.js";
+import { dialectOf, hasIndex } from "./dialect.js";
 import type { Migration } from "./index.js";
 
 const table = "agent_definitions";
@@ -31,7 +31,7 @@ export const addDefinitionLifecycle: Migration = {
     // only backfills (both backfills are idempotent).
     if (!(await db.schema.hasColumn(table, "is_latest"))) await addColumns(db);
     await backfill(db);
-    if (!(await hasIndex(db))) await db.raw(`CREATE INDEX ${index} ON ${table} (tenant, agent_number, is_latest, seq)`);
+    if (!(await hasIndex(db, table, index))) await db.raw(`CREATE INDEX ${index} ON ${table} (tenant, agent_number, is_latest, seq)`);
   },
   async down(db) {
     if (dialectOf(db) === "mysql") {
@@ -93,13 +93,4 @@ async function backfill(db: Knex): Promise<void> {
     await db.raw(`UPDATE ${table} SET status_changed_at = created_at WHERE status_changed_at = ''`);
     await db.raw(`UPDATE ${table} SET is_latest = 1 WHERE seq IN (SELECT MAX(seq) FROM ${table} WHERE status <> 'DEACTIVATED' GROUP BY tenant, agent_number)`);
   }
-}
-
-async function hasIndex(db: Knex): Promise<boolean> {
-  if (dialectOf(db) === "mysql") {
-    const [rows] = (await db.raw(`SHOW INDEX FROM ${table} WHERE Key_name = ?`, [index])) as [unknown[], unknown];
-    return rows.length > 0;
-  }
-  const rows = (await db.raw("SELECT name FROM sqlite_master WHERE type = 'index' AND name = ?", [index])) as unknown[];
-  return rows.length > 0;
 }

@@ -22,7 +22,7 @@
  */
 import type { Knex } from "knex";
 import { SHARDS } from "../search-index.js";
-import { dialectOf, exactCollation } from "./dialect.js";
+import { dialectOf, exactCollation, hasIndex } from "./dialect.js";
 import type { Migration } from "./index.js";
 
 const counts = "definition_term_counts";
@@ -40,7 +40,7 @@ export const addTermCounts: Migration = {
     else await createSqlite(db);
     await backfill(db, mysql);
     await createTriggers(db, mysql);
-    await db.raw(mysql ? `DROP INDEX IF EXISTS ${droppedIndex.name} ON agent_definitions` : `DROP INDEX IF EXISTS ${droppedIndex.name}`);
+    if (await hasIndex(db, "agent_definitions", droppedIndex.name)) await db.raw(mysql ? `DROP INDEX ${droppedIndex.name} ON agent_definitions` : `DROP INDEX ${droppedIndex.name}`);
   },
   async down(db) {
     for (const trigger of triggers) await db.raw(`DROP TRIGGER IF EXISTS ${trigger}`);

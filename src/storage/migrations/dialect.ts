@@ -28,3 +28,13 @@ export async function exactCollation(db: Knex): Promise<string> {
   if (major >= 8) return "utf8mb4_0900_bin";
   throw new Error(`MySQL ${version} has no NO PAD binary collation; MySQL 8 or MariaDB 10.2+ is required.`);
 }
+
+/** Whether `table` has an index named `index` (MySQL 8 has no DROP INDEX IF EXISTS). */
+export async function hasIndex(db: Knex, table: string, index: string): Promise<boolean> {
+  if (dialectOf(db) === "mysql") {
+    const [rows] = (await db.raw(`SHOW INDEX FROM ${table} WHERE Key_name = ?`, [index])) as [unknown[], unknown];
+    return rows.length > 0;
+  }
+  const rows = (await db.raw("SELECT name FROM sqlite_master WHERE type = 'index' AND name = ?", [index])) as unknown[];
+  return rows.length > 0;
+}
