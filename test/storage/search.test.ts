@@ -340,41 +340,23 @@ forEachDatabase((db) => {
   });
 
   describe("side tables", () => {
-    const counted = async () => {
-      const rows = (await raw.db("definition_counts").where({ tenant }).select("status", "is_latest").sum({ n: "n" }).groupBy("status", "is_latest")) as Array<{
-        status: string;
-        is_latest: number | boolean;
-        n: number | string;
-      }>;
-      return Object.fromEntries(rows.filter((r) => Number(r.n) !== 0).map((r) => [`${r.status} ${Number(r.is_latest)}`, Number(r.n)]));
-    };
-    const actual = async () => {
-      const rows = (await raw.db("agent_definitions").where({ tenant }).select("status", "is_latest").count({ n: "*" }).groupBy("status", "is_latest")) as Array<{
-        status: string;
-        is_latest: number | boolean;
-        n: number | string;
-      }>;
-      return Object.fromEntries(rows.map((r) => [`${r.status} ${Number(r.is_latest)}`, Number(r.n)]));
-    };
-
-    /** Rows of definition_terms per "kind value status latest": counted from the rows, or summed from the counters over shards. */
-    const termGroups = async (from: "definition_terms" | "definition_term_counts") => {
-      const query = raw.db(from).where({ tenant }).select("kind", "value", "status", "is_latest").groupBy("kind", "value", "status", "is_latest");
-      const rows = (await (from === "definition_terms" ? query.count({ n: "*" }) : query.sum({ n: "n" }))) as Array<{
-        kind: number;
-        value: string;
-        status: string;
-        is_latest: number | boolean;
-        n: number | string;
-      }>;
-      // Counters that went back to zero stay as rows; the rows they count do not.
-      return Object.fromEntries(rows.filter((r) => Number(r.n) !== 0).map((r) => [`${r.kind} ${r.value} ${r.status} ${Number(r.is_latest)}`, Number(r.n)]));
+    /**
+     * The tenant's rows of `table` per group of `columns`, as "value value ..." to n: the rows
+     * counted, or (`counters`) the counters summed over shards. Zeros are left out: a counter that
+     * went back to zero stays as a row, the rows it counted do not.
+     */
+    const groups = async (table: string, columns: readonly string[], counters: boolean) => {
+      const query = raw.db(table).where({ tenant }).select(columns).groupBy(columns);
+      const rows = (await (counters ? query.sum({ n: "n" }) : query.count({ n: "*" }))) as Array<Record<string, unknown>>;
+      const key = (row: Record<string, unknown>) => columns.map((c) => (c === "is_latest" ? Number(row[c]) : String(row[c]))).join(" ");
+      return Object.fromEntries(rows.filter((r) => Number(r.n) !== 0).map((r) => [key(r), Number(r.n)]));
     };
     const expectCountersExact = async () => {
-      expect(await counted()).toEqual(await actual());
-      const terms = await termGroups("definition_terms");
+      expect(await groups("definition_counts", ["status", "is_latest"], true)).toEqual(await groups("agent_definitions", ["status", "is_latest"], false));
+      const termColumns = ["kind", "value", "status", "is_latest"];
+      const terms = await groups("definition_terms", termColumns, false);
       expect(Object.keys(terms).length).toBeGreaterThan(0);
-      expect(await termGroups("definition_term_counts")).toEqual(terms);
+      expect(await groups("definition_term_counts", termColumns, true)).toEqual(terms);
     };
 
     it("keeps the counters equal to the rows through inserts, updates, status changes and deletes", async () => {
