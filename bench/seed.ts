@@ -10,11 +10,11 @@
 import { randomBytes } from "node:crypto";
 import { clone, create, fromJson, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
 import type { Knex } from "knex";
-import { AgentDefinitionSchema, SkillTagSchema } from "../gen/asor/v1/agent_definition_pb.js";
+import { type AgentDefinition, AgentDefinitionSchema, SkillTagSchema } from "../gen/asor/v1/agent_definition_pb.js";
 import { withDerivedFields } from "../src/domain/derived-fields.js";
 import { type Dialect, openDatabase } from "../src/storage/connection.js";
 import { agentReferenceId, encodeDefinition, toDatabaseTimestamp } from "../src/storage/rows.js";
-import { searchTermsOf, searchTextOf } from "../src/storage/search-index.js";
+import { insertSideRows } from "../src/storage/search-index.js";
 import { BENCH_PROVIDER, BENCH_VERSION, benchDefinition } from "./definition.js";
 
 /** Rows per batch: about 5 MB of documents (JSON, and binary written as hex), well under MariaDB's default 16 MB max_allowed_packet. */
@@ -76,8 +76,7 @@ export async function openSeeder(options: { readonly databaseUrl: string | undef
     const now = toDatabaseTimestamp(new Date());
     const agents = [];
     const definitions = [];
-    const terms: ReturnType<typeof searchTermsOf>[] = [];
-    const texts: string[] = [];
+    const indexed: AgentDefinition[] = [];
     for (let i = 0; i < n; i++) {
       const number = first + i;
       const referenceId = agentReferenceId(prefix, number);
@@ -91,9 +90,7 @@ export async function openSeeder(options: { readonly databaseUrl: string | undef
       const { document, binary } = encodeDefinition(definition);
       // What a GET must answer: the document as the storage's own encoding wrote it.
       if (i === n >> 1) last = { id: definition.id, json: JSON.parse(document) as JsonValue };
-      // The side rows the service's write path makes (search-index.ts), from the same functions.
-      terms.push(searchTermsOf(definition));
-      texts.push(searchTextOf(definition));
+      indexed.push(definition);
       agents.push({ tenant, number, reference_id: referenceId, provider_id: BENCH_PROVIDER, name: input.name, created_at: now });
       definitions.push({
         id: definition.id,
@@ -110,10 +107,10 @@ export async function openSeeder(options: { readonly databaseUrl: string | undef
         is_latest: 1,
       });
     }
-    return { first, n, agents, definitions, terms, texts };
+    return { first, n, agents, definitions, indexed };
   };
 
-  const insertBatch = async ({ first, n, agents, definitions, terms, texts }: Awaited<ReturnType<typeof makeRows>>): Promise<void> => {
+  const insertBatch = async ({ first, n, agents, definitions, indexed }: Awaited<ReturnType<typeof makeRows>>): Promise<void> => {
     await db.transaction(async (tx) => {
       const sequence = await lockTenant(tx, dialect, tenant);
       // Nothing else writes while the bench seeds; if something did, its agent numbers would clash with ours.
@@ -126,12 +123,9 @@ export async function openSeeder(options: { readonly databaseUrl: string | undef
         await tx("agents").insert(agents.slice(at, at + perInsert));
         await tx("agent_definitions").insert(rows.slice(at, at + perInsert));
       }
-      const termRows = terms.flatMap((list, i) => list.map((t) => ({ seq: seq + i, kind: t.kind, value: t.value, tenant, status: "ACTIVE", is_latest: 1 })));
-      for (let at = 0; at < termRows.length; at += perInsert) await tx("definition_terms").insert(termRows.slice(at, at + perInsert));
-      const textRows = texts.map((body, i) =>
-        dialect === "mysql" ? { seq: seq + i, tenant, status: "ACTIVE", is_latest: 1, body } : { rowid: seq + i, tenant, status: "ACTIVE", is_latest: 1, body },
-      );
-      for (let at = 0; at < textRows.length; at += perInsert) await tx(dialect === "mysql" ? "definition_text" : "definition_fts").insert(textRows.slice(at, at + perInsert));
+      // The side rows the service's write path makes, by the storage's own insertSideRows.
+      const unindexed = indexed.map((definition, i) => ({ seq: seq + i, tenant, status: "ACTIVE", latest: true, definition }));
+      await insertSideRows(dialect, (sql, bindings) => tx.raw(sql, bindings as Knex.Value[]), unindexed);
       await tx("tenants")
         .where({ name: tenant })
         .update({ next_agent_number: first + n });

@@ -2,7 +2,7 @@
  * What the list's filters and keyword search find a definition by, made from
  * the definition itself, and kept in the side tables of migration 0009 inside
  * the write transaction that stores it (indexDefinition). The migration's
- * backfill and the bench's seeding make their rows with the same functions.
+ * backfill and the bench's seeding write theirs through insertSideRows.
  *
  * The status and is_latest copies in the side tables are the triggers' job
  * (0009): indexDefinition copies them from the row as it is at that moment,
@@ -92,6 +92,8 @@ interface IndexStatements {
   readonly deleteText: string | undefined;
   /** Bindings: seq, tenant, status, is_latest, body. */
   readonly upsertText: string;
+  /** Bindings: seq, tenant, status, is_latest, body, per row; for rows not indexed yet. */
+  readonly insertTexts: (rows: number) => string;
 }
 
 const statementsByDialect = new Map<Dialect, IndexStatements>();
@@ -100,6 +102,7 @@ function indexStatements(dialect: Dialect): IndexStatements {
   let statements = statementsByDialect.get(dialect);
   if (statements === undefined) {
     const mysql = dialect === "mysql";
+    const insertText = mysql ? "INSERT INTO definition_text (seq, tenant, status, is_latest, body)" : "INSERT INTO definition_fts (rowid, tenant, status, is_latest, body)";
     statements = {
       indexed: `SELECT d.seq, d.status, d.is_latest, x.body, NULL AS kind, NULL AS value FROM agent_definitions d ${
         mysql ? "LEFT JOIN definition_text x ON x.seq = d.seq" : "LEFT JOIN definition_fts x ON x.rowid = d.seq"
@@ -109,13 +112,49 @@ function indexStatements(dialect: Dialect): IndexStatements {
       deleteTerm: "DELETE FROM definition_terms WHERE seq = ? AND kind = ? AND value = ?",
       insertTerms: (rows) => `INSERT INTO definition_terms (seq, kind, value, tenant, status, is_latest) VALUES ${Array.from({ length: rows }, () => "(?, ?, ?, ?, ?, ?)").join(", ")}`,
       deleteText: mysql ? undefined : "DELETE FROM definition_fts WHERE rowid = ?",
-      upsertText: mysql
-        ? "INSERT INTO definition_text (seq, tenant, status, is_latest, body) VALUES (?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE body = VALUES(body)"
-        : "INSERT INTO definition_fts (rowid, tenant, status, is_latest, body) VALUES (?, ?, ?, ?, ?)",
+      upsertText: `${insertText} VALUES (?, ?, ?, ?, ?)${mysql ? " ON DUPLICATE KEY UPDATE body = VALUES(body)" : ""}`,
+      insertTexts: (rows) => `${insertText} VALUES ${Array.from({ length: rows }, () => "(?, ?, ?, ?, ?)").join(", ")}`,
     };
     statementsByDialect.set(dialect, statements);
   }
   return statements;
+}
+
+/** A definition stored with nothing indexed yet, as insertSideRows indexes it. */
+export interface Unindexed {
+  readonly seq: number | string;
+  readonly tenant: string;
+  readonly status: string;
+  readonly latest: boolean;
+  readonly definition: AgentDefinition;
+}
+
+/** Rows per multi-row INSERT: 1,000 term rows bind 6,000 values, well inside SQLite's 32,766. */
+const rowsPerInsert = 1_000;
+
+/**
+ * Writes the side rows (terms and text) of definitions stored with nothing
+ * indexed yet, in multi-row inserts: what migration 0009's backfill and the
+ * bench's seeding need, from the same functions and statements as the write
+ * path. `run` runs one statement with its bindings.
+ */
+export async function insertSideRows(dialect: Dialect, run: (sql: string, bindings: WriteBinding[]) => Promise<unknown>, definitions: readonly Unindexed[]): Promise<void> {
+  const sql = indexStatements(dialect);
+  const terms: WriteBinding[][] = [];
+  const texts: WriteBinding[][] = [];
+  for (const { seq, tenant, status, latest, definition } of definitions) {
+    const flag = latest ? 1 : 0;
+    for (const term of searchTermsOf(definition)) terms.push([seq, term.kind, term.value, tenant, status, flag]);
+    texts.push([seq, tenant, status, flag, searchTextOf(definition)]);
+  }
+  for (let at = 0; at < terms.length; at += rowsPerInsert) {
+    const chunk = terms.slice(at, at + rowsPerInsert);
+    await run(sql.insertTerms(chunk.length), chunk.flat());
+  }
+  for (let at = 0; at < texts.length; at += rowsPerInsert) {
+    const chunk = texts.slice(at, at + rowsPerInsert);
+    await run(sql.insertTexts(chunk.length), chunk.flat());
+  }
 }
 
 const termKey = (term: SearchTerm): string => `${term.kind}\u0000${term.value}`;

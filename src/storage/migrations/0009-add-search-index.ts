@@ -37,7 +37,7 @@
  */
 import type { Knex } from "knex";
 import { fromDocument } from "../rows.js";
-import { SHARDS, searchTermsOf, searchTextOf } from "../search-index.js";
+import { insertSideRows, SHARDS } from "../search-index.js";
 import { dialectOf, exactCollation } from "./dialect.js";
 import type { Migration } from "./index.js";
 
@@ -191,7 +191,7 @@ const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 /** Indexes every existing definition, in batches in seq order, from its stored JSON. */
 async function backfill(db: Knex): Promise<void> {
-  const mysql = dialectOf(db) === "mysql";
+  const dialect = dialectOf(db);
   for (let after: number | string = 0; ; ) {
     const rows = (await db(definitions).select(["seq", "tenant", "status", "is_latest", "document"]).where("seq", ">", after).orderBy("seq", "asc").limit(backfillBatch)) as Array<{
       seq: number | string;
@@ -201,21 +201,14 @@ async function backfill(db: Knex): Promise<void> {
       document: string | Uint8Array;
     }>;
     if (rows.length === 0) return;
-    const terms: unknown[][] = [];
-    const texts: unknown[][] = [];
-    for (const row of rows) {
-      const definition = fromDocument(typeof row.document === "string" ? row.document : utf8.decode(row.document));
-      const latest = row.is_latest ? 1 : 0;
-      for (const term of searchTermsOf(definition)) terms.push([row.seq, term.kind, term.value, row.tenant, row.status, latest]);
-      texts.push(mysql ? [row.seq, row.tenant, row.status, latest, searchTextOf(definition)] : [row.seq, searchTextOf(definition), row.tenant, row.status, latest]);
-    }
-    // Multi-row inserts, in chunks SQLite's 32766 bound variables allow.
-    for (let at = 0; at < terms.length; at += 1000) {
-      const chunk = terms.slice(at, at + 1000);
-      await db.raw(`INSERT INTO definition_terms (seq, kind, value, tenant, status, is_latest) VALUES ${chunk.map(() => "(?, ?, ?, ?, ?, ?)").join(", ")}`, chunk.flat() as Knex.Value[]);
-    }
-    const into = mysql ? "definition_text (seq, tenant, status, is_latest, body)" : "definition_fts (rowid, body, tenant, status, is_latest)";
-    await db.raw(`INSERT INTO ${into} VALUES ${texts.map(() => "(?, ?, ?, ?, ?)").join(", ")}`, texts.flat() as Knex.Value[]);
+    const unindexed = rows.map((row) => ({
+      seq: row.seq,
+      tenant: row.tenant,
+      status: row.status,
+      latest: Boolean(row.is_latest),
+      definition: fromDocument(typeof row.document === "string" ? row.document : utf8.decode(row.document)),
+    }));
+    await insertSideRows(dialect, (sql, bindings) => db.raw(sql, bindings as Knex.Value[]), unindexed);
     after = rows[rows.length - 1]!.seq;
   }
 }
