@@ -1,6 +1,7 @@
 import { type AuthConfig, devIssuerProblem, parseAuthConfig } from "./auth/auth-config.js";
 import type { LogLevel } from "./logger.js";
 import { MYSQL_POOL_SIZE } from "./storage/connection.js";
+import { defaultSearchMaxConcurrent, defaultSearchTimeoutMillis } from "./storage/list-search.js";
 
 /** The service's settings, parsed once from an injected environment. */
 export interface Config {
@@ -92,8 +93,8 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
     http2MaxConcurrentStreams: integer("HTTP2_MAX_CONCURRENT_STREAMS", 100, 1, 10_000),
   };
   const search = {
-    maxConcurrent: integer("SEARCH_MAX_CONCURRENT", 4, 1, 1_000),
-    timeoutMs: integer("SEARCH_TIMEOUT_MS", 10_000, 0, 600_000),
+    maxConcurrent: integer("SEARCH_MAX_CONCURRENT", defaultSearchMaxConcurrent, 1, 1_000),
+    timeoutMs: integer("SEARCH_TIMEOUT_MS", defaultSearchTimeoutMillis, 0, 600_000),
   };
   if (search.maxConcurrent >= MYSQL_POOL_SIZE) {
     problems.push(`SEARCH_MAX_CONCURRENT (${search.maxConcurrent}) must be below the database pool's ${MYSQL_POOL_SIZE} connections, so searches always leave some to reads and writes`);

@@ -27,6 +27,15 @@ const retryableCodes = new Set([
 
 const retryableErrnos = new Set([1062, 1205, 1213]);
 
+/**
+ * The server stopped a statement at the time limit it was given (list-search.ts):
+ * MariaDB's max_statement_time (1969; mysql2 knows no name for it, only the
+ * errno) and MySQL's MAX_EXECUTION_TIME (3024). Unavailable, and told apart
+ * by isStatementTimeout.
+ */
+const statementTimeoutCodes = new Set(["ER_STATEMENT_TIMEOUT", "ER_QUERY_TIMEOUT"]);
+const statementTimeoutErrnos = new Set([1969, 3024]);
+
 const unavailableCodes = new Set([
   "ECONNREFUSED",
   "ECONNRESET",
@@ -42,18 +51,14 @@ const unavailableCodes = new Set([
   "ER_SERVER_SHUTDOWN", // 1053
   "ER_QUERY_INTERRUPTED", // 1317: the server killed the statement (a timeout, KILL QUERY)
   "ER_CONNECTION_KILLED", // 1927 (MariaDB)
-  "ER_STATEMENT_TIMEOUT", // 1969 (MariaDB max_statement_time; mysql2 knows no name for it, only the errno)
-  "ER_QUERY_TIMEOUT", // 3024 (MySQL MAX_EXECUTION_TIME)
+  ...statementTimeoutCodes,
   "CR_CONNECTION_ERROR",
   "CR_CONN_HOST_ERROR",
   "CR_SERVER_GONE_ERROR",
   "CR_SERVER_LOST",
 ]);
 
-const unavailableErrnos = new Set([1040, 1053, 1317, 1927, 1969, 2002, 2003, 2006, 2013, 3024]);
-
-/** The server stopped a statement at its time limit: MariaDB's max_statement_time, MySQL's MAX_EXECUTION_TIME. */
-const statementTimeoutErrnos = new Set([1969, 3024]);
+const unavailableErrnos = new Set([1040, 1053, 1317, 1927, 2002, 2003, 2006, 2013, ...statementTimeoutErrnos]);
 
 /** Classifies an error thrown by knex or a driver, looking at every error it wraps. */
 export function classifyDriverError(error: unknown): DriverErrorKind {
@@ -114,7 +119,7 @@ function* errorChain(error: unknown): Generator<object> {
 export function isStatementTimeout(error: unknown): boolean {
   for (const candidate of errorChain(error)) {
     const { code, errno } = candidate as { code?: unknown; errno?: unknown };
-    if (code === "ER_STATEMENT_TIMEOUT" || code === "ER_QUERY_TIMEOUT") return true;
+    if (typeof code === "string" && statementTimeoutCodes.has(code)) return true;
     if (typeof errno === "number" && statementTimeoutErrnos.has(errno)) return true;
   }
   return false;

@@ -1,6 +1,7 @@
 /**
  * The repository on knex: MySQL/MariaDB in production, SQLite embedded.
  */
+import { Buffer } from "node:buffer";
 import type { Knex } from "knex";
 import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
 import { outcomeUnknown, RegistryError, tenantExists, tenantNotFound, unavailable, writeConflict } from "../domain/errors.js";
@@ -459,7 +460,7 @@ class SqlWriteTransaction implements WriteTransaction {
     const { document, json, binary } = encodeDefinition(definition);
     // The same content again (an idempotent re-registration) is no change: no write, and the
     // revision, updatedAt and so the ETag stay, so the caches of readers stay valid.
-    if (bytesEqual(existing.binary, binary)) {
+    if (Buffer.compare(existing.binary, binary) === 0) {
       return { ...lifecycleOf(existing), id: existing.id, tenant: existing.tenant, agent: existing.agent, json, binary, createdAt: existing.createdAt, updatedAt: existing.updatedAt };
     }
     const now = new Date();
@@ -604,11 +605,6 @@ function sleep(millis: number): Promise<void> {
 }
 
 /** Whether two byte arrays hold the same bytes. */
-function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.byteLength !== b.byteLength) return false;
-  for (let i = 0; i < a.byteLength; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
 
 /** The lifecycle members of an instance, as they are. */
 function lifecycleOf(instance: InstanceRef): Lifecycle {

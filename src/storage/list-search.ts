@@ -30,6 +30,7 @@
  * (mysql2's query), SQLite prepares each one per call (tens of microseconds)
  * instead of keeping a statement per shape a caller could invent.
  */
+import { Buffer } from "node:buffer";
 import type { Knex } from "knex";
 import { unavailable } from "../domain/errors.js";
 import type { ListQuery, Position, TermFilter } from "../domain/list-query.js";
@@ -38,6 +39,7 @@ import { defaultTimeoutMillis } from "./connection.js";
 import type { SqliteConnection } from "./driver.js";
 import { pooledConnections } from "./driver.js";
 import { isStatementTimeout } from "./driver-errors.js";
+import { isMariaDb, serverVersion } from "./migrations/dialect.js";
 import type { ReadBinding } from "./queries.js";
 import { readColumns } from "./queries.js";
 import type { DefinitionReadRow } from "./rows.js";
@@ -166,9 +168,7 @@ export function searchRunner(db: Knex, dialect: Dialect, limits: SearchLimits = 
 type ServerKind = "mariadb" | "mysql";
 
 async function serverKind(db: Knex): Promise<ServerKind> {
-  // As migrations/dialect.ts exactCollation asks; knex.raw on mysql2 answers [rows, fields].
-  const [rows] = (await db.raw("SELECT VERSION() AS version")) as [Array<{ version: string }>, unknown];
-  return /mariadb/i.test(rows[0]?.version ?? "") ? "mariadb" : "mysql";
+  return isMariaDb(await serverVersion(db)) ? "mariadb" : "mysql";
 }
 
 /**
@@ -383,7 +383,7 @@ export function buildSearch(dialect: Dialect, tenant: string, query: ListQuery):
   return { sql: sql.sql, bindings: sql.bindings, ...(countAlone === undefined ? {} : { countAlone }) };
 }
 
-/** A page of one agent's versions, newest first, after `before` (exclusive) when given; all versions are counted. */
+/** A page of one agent's versions, newest first, after the position `after` (exclusive) when given; all versions are counted. */
 export function buildVersions(dialect: Dialect, tenant: string, agentNumber: number, limit: number, offset: number, after: Position | undefined): Statement {
   const sql = new Sql()
     .add(`SELECT (SELECT COUNT(*) FROM agent_definitions WHERE tenant = ? AND agent_number = ?) AS total, d.seq, d.name AS order_name, ${readColumns(dialect)}`, tenant, agentNumber)
@@ -416,15 +416,9 @@ export function inSearchOrder(rows: SearchRow[], key: ListQuery["order"]["key"],
   const bytes = (value: string | undefined): Uint8Array => encoder.encode(value ?? "");
   return rows.sort((a, b) => {
     if (key !== "createdAt") {
-      const byValue = compareBytes(bytes(orderValueOf(key, a)), bytes(orderValueOf(key, b)));
+      const byValue = Buffer.compare(bytes(orderValueOf(key, a)), bytes(orderValueOf(key, b)));
       if (byValue !== 0) return sign * byValue;
     }
     return sign * (Number(a.seq ?? 0) - Number(b.seq ?? 0));
   });
-}
-
-function compareBytes(a: Uint8Array, b: Uint8Array): number {
-  const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i]! - b[i]!;
-  return a.length - b.length;
 }

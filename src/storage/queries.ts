@@ -323,7 +323,7 @@ export async function readStoredInWrite({ session, statements }: WriteContext, t
   return row;
 }
 
-/** Inserts a new row. No RETURNING (MySQL has none), and none needed: the caller knows every value. */
+/** Inserts a new row and answers its seq: MySQL's insert id, SQLite's `RETURNING seq` (MySQL has no RETURNING). */
 export async function insertDefinition({ session, statements }: WriteContext, row: NewAgentDefinitionRow): Promise<number> {
   const bindings: WriteBinding[] = [
     row.id,
@@ -407,9 +407,8 @@ export function readStatements(dialect: Dialect): ReadStatements {
       ${agentOfDefinition}
       WHERE t.name = ?`,
     // The version an `Agent_ID=` names: the newest that is not DEACTIVATED (the one is_latest marks),
-    // else the newest of all, from the (tenant, agent_number, is_latest, seq) index (migration 0008).
-    // The newest version's id from the (tenant, agent_number, seq) index, then that one row by
-    // its primary key. Joined to every version and sorted (ORDER BY d.seq DESC LIMIT 1), MariaDB
+    // else the newest of all: its id from the (tenant, agent_number, is_latest, seq) index (migration
+    // 0008), then that one row by its primary key. Joined to every version and sorted, MariaDB
     // chose to read the whole tenant through its (tenant, seq) index into a temporary table
     // with the documents in it: 1.6 ms at 1,000 definitions, against 0.05 ms (ANALYZE).
     newestByReference: `

@@ -13,6 +13,18 @@ export function dialectOf(db: Knex): Dialect {
   throw new Error(`Unsupported knex dialect: ${String(dialect)}`);
 }
 
+/** The MySQL-dialect server's VERSION(). */
+export async function serverVersion(db: Knex): Promise<string> {
+  // knex.raw on mysql2 answers [rows, fields].
+  const [rows] = (await db.raw("SELECT VERSION() AS version")) as [Array<{ version: string }>, unknown];
+  return rows[0]?.version ?? "";
+}
+
+/** Whether a VERSION() is MariaDB's (which spells some things differently from MySQL 8). */
+export function isMariaDb(version: string): boolean {
+  return /mariadb/i.test(version);
+}
+
 /**
  * The collation that compares key columns byte for byte, trailing spaces
  * included. MySQL's and MariaDB's defaults fold case and pad spaces, so
@@ -20,10 +32,8 @@ export function dialectOf(db: Knex): Dialect {
  * NO PAD binary collations differently.
  */
 export async function exactCollation(db: Knex): Promise<string> {
-  // knex.raw on mysql2 answers [rows, fields].
-  const [rows] = (await db.raw("SELECT VERSION() AS version")) as [Array<{ version: string }>, unknown];
-  const version = rows[0]?.version ?? "";
-  if (/mariadb/i.test(version)) return "utf8mb4_nopad_bin"; // MariaDB >= 10.2
+  const version = await serverVersion(db);
+  if (isMariaDb(version)) return "utf8mb4_nopad_bin"; // MariaDB >= 10.2
   const major = Number.parseInt(version, 10);
   if (major >= 8) return "utf8mb4_0900_bin";
   throw new Error(`MySQL ${version} has no NO PAD binary collation; MySQL 8 or MariaDB 10.2+ is required.`);
