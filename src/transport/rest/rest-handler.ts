@@ -6,10 +6,11 @@
  * admits the caller before any of this, and writes the answer.
  */
 import type { DescMethod } from "@bufbuild/protobuf";
+import { AGENT_CARD_CACHE_CONTROL } from "../../domain/agent-card.js";
 import { methodNotAllowed } from "../../domain/errors.js";
-import { ifNoneMatchMatches, parseEntityTags } from "../../domain/lifecycle.js";
+import { etagOf, ifNoneMatchMatches, parseEntityTags } from "../../domain/lifecycle.js";
 import { errorAnswer, type HttpAnswer } from "../../edge/http-answer.js";
-import type { Call, Operation, Operations } from "../../operations/operation.js";
+import type { Call, Operation, Operations, Result } from "../../operations/operation.js";
 import { REGISTRY_SERVICES } from "../../operations/registry-operations.js";
 import { decodeRestRequest, type RestRequestParts } from "./rest-request.js";
 import { restAnswer } from "./rest-response.js";
@@ -62,22 +63,25 @@ export function createRestSurface({ operations, maxBodyBytes }: RestSurfaceOptio
 
     async serve({ route, operation, vars }, call, query, parts, pathname) {
       const input = await decodeRestRequest(route, vars, query, parts, maxBodyBytes);
-      const answer = restAnswer(await operation.run(call, input), route.method.output, route.verb, pathname);
-      return route.verb === "GET" && parts.ifNoneMatch !== undefined ? notModifiedOr(answer, parts.ifNoneMatch) : answer;
+      const result = await operation.run(call, input);
+      // Decided before the answer's body is built: a 304 needs only the ETag.
+      const unchanged = route.verb === "GET" && parts.ifNoneMatch !== undefined ? notModified(result, parts.ifNoneMatch) : undefined;
+      return unchanged ?? restAnswer(result, route.method.output, route.verb, pathname);
     },
   };
 }
 
 /**
- * A GET whose `If-None-Match` names the answer's ETag: 304 without a body,
- * with the ETag (and Cache-Control) the 200 would have had (RFC 9110 §15.4.5).
- * Answers without an ETag (lists) are answered in full.
+ * The 304 for a GET whose `If-None-Match` names the ETag of its `result`:
+ * without a body, with the ETag (and Cache-Control) the 200 would have had
+ * (RFC 9110 §15.4.5); undefined when it names another, or the answer has no
+ * ETag (lists), which is then answered in full.
  */
-function notModifiedOr(answer: HttpAnswer, ifNoneMatch: string): HttpAnswer {
-  const etag = answer.headers.etag;
-  if (answer.status !== 200 || etag === undefined || !ifNoneMatchMatches(parseEntityTags(ifNoneMatch), etag)) return answer;
-  const cacheControl = answer.headers["cache-control"];
-  return { status: 304, headers: { etag, ...(cacheControl === undefined ? {} : { "cache-control": cacheControl }) }, body: null };
+function notModified(result: Result, ifNoneMatch: string): HttpAnswer | undefined {
+  const headers: Record<string, string> | undefined =
+    result.kind === "definition" ? { etag: etagOf(result.stored) } : result.kind === "card" ? { etag: result.etag, "cache-control": AGENT_CARD_CACHE_CONTROL } : undefined;
+  if (headers?.etag === undefined || !ifNoneMatchMatches(parseEntityTags(ifNoneMatch), headers.etag)) return undefined;
+  return { status: 304, headers, body: null };
 }
 
 /** The answer for a path that takes other verbs. */
