@@ -188,14 +188,12 @@ function cut(text: string): string {
 
 /**
  * Where every path collects its issues: it keeps up to MAX_ISSUES (within
- * MAX_ISSUE_BYTES) and only counts the rest, so a caller can stop building
- * issues once `full` and check on cheaply. A MORE_ISSUES item added (a list
+ * MAX_ISSUE_BYTES) and only counts the rest; an issue given as a function is
+ * built only when it is kept, so checking on past the cap stays cheap. A MORE_ISSUES item added (a list
  * capped elsewhere) adds its count. The one place issues are capped:
  * RegistryError runs every list through it too.
  */
 export interface IssueCollector {
-  /** Whether no more issues are kept: later ones are only counted. */
-  readonly full: boolean;
   /** How many problems were added, kept or not (a lower bound once checking stopped early). */
   readonly count: number;
   /** Adds an issue; give a function to build it only when it is kept. */
@@ -215,9 +213,6 @@ export function createIssueCollector(): IssueCollector {
   let atLeast = false;
   const isFull = (): boolean => kept.length >= MAX_ISSUES || bytes >= MAX_ISSUE_BYTES;
   const collector: IssueCollector = {
-    get full() {
-      return isFull();
-    },
     get count() {
       return kept.length + omitted;
     },

@@ -4,10 +4,7 @@
  * Pure: no I/O.
  */
 import { type Issue, issueAt, preconditionFailed, RegistryError } from "./errors.js";
-import { DEFINITION_STATUSES, type DefinitionStatus, type InstanceRef, type UpsertKey } from "./records.js";
-
-/** The statuses, in the order of the proto's enum values 1, 2, 3. */
-export const STATUSES: readonly DefinitionStatus[] = DEFINITION_STATUSES;
+import type { InstanceRef, UpsertKey } from "./records.js";
 
 /**
  * The strong entity tag of a revision of a version: `"<id>-<revision>"`. The

@@ -4,8 +4,8 @@
  * RPC by its exact path, a plain endpoint, a REST binding), authenticates the
  * caller and admits it to the operation before any body is read, and hands
  * the request on with that verdict: to Connect's router for gRPC, gRPC-Web and
- * Connect, to the REST surface otherwise. Runtime adapters (node-edge.ts,
- * the Deno entry) only translate requests and answers.
+ * Connect, to the REST surface otherwise. The runtime adapter
+ * (node-edge.ts, under Node and Deno alike) only translates requests and answers.
  */
 import { Code, type ConnectRouter, type ConnectRouterOptions, type ContextValues, createConnectRouter, createContextValues } from "@connectrpc/connect";
 import type { Compression, UniversalHandler, UniversalServerRequest, UniversalServerResponse } from "@connectrpc/connect/protocol";

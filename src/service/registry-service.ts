@@ -23,9 +23,9 @@ import { agentCardEtag, renderAgentCard } from "../domain/agent-card.js";
 import { withDerivedFields } from "../domain/derived-fields.js";
 import { type Issue, invalid, issueAt, notFound } from "../domain/errors.js";
 import { type HostIdentity, hostPlatformIssues } from "../domain/host-platform.js";
-import { checkCreateOnly, checkIfMatch, checkKeyKept, STATUSES } from "../domain/lifecycle.js";
+import { checkCreateOnly, checkIfMatch, checkKeyKept } from "../domain/lifecycle.js";
 import { listBinding, pagePosition, pageToken, parseListQuery, versionsBinding } from "../domain/list-query.js";
-import type { AgentRef, StoredDefinition } from "../domain/records.js";
+import { type AgentRef, DEFINITION_STATUSES, type StoredDefinition } from "../domain/records.js";
 import { idForm, newDefinitionId, noSequenceGenerator, planUpsert, type UpsertFacts, upsertKey } from "../domain/upsert.js";
 import { assertValid, contractIssues, crossFieldIssues, unknownFieldIssues } from "../domain/validation.js";
 import type { AgentDefinitionRepository, ListResult, Page, WriteTransaction } from "../storage/repository.js";
@@ -207,7 +207,7 @@ export function createRegistryService({ repository, host }: RegistryServiceOptio
     async setStatus(tenant, request) {
       assertValid(requestIssues(SetAgentDefinitionStatusRequestSchema, request));
       const change = request.statusChange;
-      const status = change === undefined ? undefined : STATUSES[change.status - 1];
+      const status = change === undefined ? undefined : DEFINITION_STATUSES[change.status - 1];
       if (status === undefined) throw invalid([issueAt("status", "REQUIRED", "status is required: ACTIVE, DEPRECATED or DEACTIVATED.")]);
       const form = idForm(request.id);
       if (form === "reference" && request.etag !== "") {

@@ -24,6 +24,7 @@
  * request's own protocol.
  */
 import { type DescMethod, fromBinary, type JsonValue } from "@bufbuild/protobuf";
+import { base64Encode } from "@bufbuild/protobuf/wire";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Compression, UniversalServerRequest } from "@connectrpc/connect/protocol";
 import { type Issue, invalid, invalidMembersMessage, type RegistryError, tooLarge } from "../domain/errors.js";
@@ -182,7 +183,7 @@ export function createMessageCheck(method: DescMethod, bodyField: string | undef
     if (problem !== undefined) return { request: emptyQuery(req), problem };
     if (compression === null) return { request: req, problem };
     // Connect is handed the inflated message: it is not decompressed twice.
-    url.searchParams.set("message", toBase64Url(data));
+    url.searchParams.set("message", base64Encode(data, "url")); // base64url without padding, as Connect GET's `base64=1` takes it
     url.searchParams.set("base64", "1");
     url.searchParams.delete("compression");
     return { request: { ...req, url: url.toString() }, problem };
@@ -249,13 +250,6 @@ export function createMessageCheck(method: DescMethod, bodyField: string | undef
       return { request: plain ? withPlainBody(req, data, true) : { ...req, body: once(bytes) }, problem: undefined };
     },
   };
-}
-
-/** Base64url without padding, as Connect GET's `base64=1` takes it. */
-function toBase64Url(bytes: Uint8Array): string {
-  let binary = "";
-  for (let i = 0; i < bytes.byteLength; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }
 
 /** Base64url (or standard base64), padded or not; what cannot be decoded is taken as one bad byte, which fails the check. */
