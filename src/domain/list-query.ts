@@ -138,7 +138,7 @@ export function parseListQuery(tenant: string, request: ListRequestParts): ListQ
     words,
     order,
   };
-  const after = pagePosition(request, listBinding(tenant, query));
+  const after = pagePosition(request, () => listBinding(tenant, query));
   return after === undefined ? query : { ...query, after };
 }
 
@@ -147,11 +147,15 @@ export function unfilteredQuery(limit: number, offset: number): ListQuery {
   return { limit, offset, terms: [], statuses: [...DEFAULT_STATUSES], latest: false, words: [], order: { key: "createdAt", descending: false } };
 }
 
-/** Where a page starts by token: undefined without one; INVALID_PAGE_TOKEN when it is combined with `offset` or not bound to `binding`. */
-export function pagePosition(request: { readonly pageToken?: string; readonly offset?: number }, binding: string): Position | undefined {
+/**
+ * Where a page starts by token: undefined without one; INVALID_PAGE_TOKEN when
+ * it is combined with `offset` or not bound to `binding` (a hash, made only
+ * when there is a token to check).
+ */
+export function pagePosition(request: { readonly pageToken?: string; readonly offset?: number }, binding: () => string): Position | undefined {
   if (request.pageToken === undefined || request.pageToken === "") return undefined;
   if (request.offset !== undefined) throw invalidPageToken("pageToken cannot be combined with offset: the token already says where the page starts.");
-  return readPageToken(request.pageToken, binding);
+  return readPageToken(request.pageToken, binding());
 }
 
 /** The words of a text as the keyword index holds them and as `q` is split: runs of letters and digits, lower case. */

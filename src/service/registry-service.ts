@@ -166,10 +166,10 @@ export function createRegistryService({ repository, host }: RegistryServiceOptio
       assertValid(requestIssues(ListAgentDefinitionVersionsRequestSchema, request));
       const record = await findByAnyId(tenant, request.id);
       if (record === undefined) throw notFound(`Agent "${request.id}"`, "id");
-      const binding = versionsBinding(tenant, record.agent.number);
+      const binding = () => versionsBinding(tenant, record.agent.number);
       const page = pageOf(request);
       const after = pagePosition(request, binding);
-      return withNextToken(await repository.listVersions(tenant, record.agent.number, after === undefined ? page : { ...page, after }), () => binding);
+      return withNextToken(await repository.listVersions(tenant, record.agent.number, after === undefined ? page : { ...page, after }), binding);
     },
 
     async agentCard(tenant, request) {
