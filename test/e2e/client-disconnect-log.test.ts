@@ -7,20 +7,10 @@
 import { connect as connectHttp2, constants as http2 } from "node:http2";
 import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import type { Logger } from "../../src/logger.js";
+import { capturingLogger } from "../support/capturing-logger.js";
 import { type FreshDatabase, forEachDatabase } from "../support/databases.js";
 import { minimalDefinition } from "../support/definitions.js";
 import { startServer, type TestServer } from "../support/server.js";
-
-/** A logger that keeps each line it would have written, as the JSON it would have been. */
-function capturingLogger(): Logger & { lines: Record<string, any>[] } {
-  const lines: Record<string, any>[] = [];
-  const write =
-    (level: string) =>
-    (message: string, fields: Record<string, unknown> = {}) =>
-      void lines.push(JSON.parse(JSON.stringify({ level, message, ...fields }, (_k, v) => (v instanceof Error ? { name: v.name, message: v.message, stack: v.stack } : v))));
-  return { lines, info: write("info"), warn: write("warn"), error: write("error") };
-}
 
 const UPSERT = "/asor.v1.AgentDefinitionService/UpsertAgentDefinition";
 /** Half of a definition: the body is cut off after it. */

@@ -14,8 +14,8 @@ import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js"
 import { AgentDefinitionService, UpsertAgentDefinitionRequestSchema } from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { ValidationErrorSchema } from "../../gen/asor/v1/error_pb.js";
 import type { Authenticator } from "../../src/auth/authenticator.js";
-import type { Logger } from "../../src/logger.js";
 import { withAuthorization } from "../support/auth.js";
+import { capturingLogger } from "../support/capturing-logger.js";
 import { type ConnectJsonAnswer, UPSERT_RPC } from "../support/connect-json.js";
 import { type FreshDatabase, forEachDatabase, testDatabases } from "../support/databases.js";
 import { minimalDefinition } from "../support/definitions.js";
@@ -170,16 +170,6 @@ forEachDatabase((db) => {
     });
   });
 });
-
-/** A logger that keeps each line it would have written. */
-function capturingLogger(): Logger & { lines: Record<string, any>[] } {
-  const lines: Record<string, any>[] = [];
-  const write =
-    (level: string) =>
-    (message: string, fields: Record<string, unknown> = {}) =>
-      void lines.push(JSON.parse(JSON.stringify({ level, message, ...fields }, (_k, v) => (v instanceof Error ? { name: v.name, message: v.message, stack: v.stack } : v))));
-  return { lines, info: write("info"), warn: write("warn"), error: write("error") };
-}
 
 describe("a 500 is logged with its cause and the request id, on sqlite", () => {
   let database: FreshDatabase;
