@@ -224,6 +224,8 @@ describe("DATA_DIR and the SQLite files", () => {
     const server = await startOn(dataDir);
     try {
       expect(await write(server, "Existing Dir Agent")).toBe(201);
+      // A directory that exists keeps its mode (README); only the database files are narrowed.
+      expect(await mode(dataDir)).toBe(0o755);
       for (const file of ["registry.sqlite", "registry.sqlite-wal", "registry.sqlite-shm"]) {
         expect(await mode(join(dataDir, file)), file).toBe(0o600);
       }

@@ -65,9 +65,10 @@ forEachDatabase((db) => {
           expect(json.defaultOutputModes).toEqual([]);
           expect(json.skills[0].tags).toEqual([]);
           expect(json.skills[0].inputModes).toEqual([]);
-          if (json.hostConfig.length > 0) expect(json.hostConfig[0].hostResources[0].tools).toEqual([]);
-          else expect(json.hostConfig).toEqual([]);
           const { def, binary } = written.get(id)!;
+          // By what was written, not by what came back: a hostConfig the migration lost must fail here.
+          if (def.hostConfig.length > 0) expect(json.hostConfig[0].hostResources[0].tools).toEqual([]);
+          else expect(json.hostConfig).toEqual([]);
           expect(equals(AgentDefinitionSchema, fromJsonString(AgentDefinitionSchema, new TextDecoder().decode(got!.json)), def)).toBe(true);
           expect(bytes(got!.binary)).toEqual(bytes(binary));
         }
