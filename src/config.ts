@@ -1,4 +1,5 @@
 import { type AuthConfig, devIssuerProblem, parseAuthConfig } from "./auth/auth-config.js";
+import { envReader } from "./env.js";
 import type { LogLevel } from "./logger.js";
 import { MYSQL_POOL_SIZE } from "./storage/connection.js";
 import { defaultSearchMaxConcurrent, defaultSearchTimeoutMillis } from "./storage/list-search.js";
@@ -73,16 +74,7 @@ const REFERENCE = /^([0-9a-f]{32}|[^\s=]+=\S+)$/;
 
 export function parseConfig(env: Readonly<Record<string, string | undefined>>): Config {
   const problems: string[] = [];
-  const integer = (name: string, fallback: number, min: number, max: number): number => {
-    const raw = env[name];
-    if (raw === undefined || raw === "") return fallback;
-    const value = Number(raw);
-    if (!Number.isInteger(value) || value < min || value > max) {
-      problems.push(`${name} must be an integer from ${min} to ${max}, not "${raw}"`);
-      return fallback;
-    }
-    return value;
-  };
+  const { integer } = envReader(env, problems);
   const port = integer("PORT", 8080, 0, 65535);
   const maxBodyBytes = integer("MAX_BODY_BYTES", 1024 * 1024, 1024, 64 * 1024 * 1024);
   const databaseTimeoutMs = integer("DATABASE_TIMEOUT_MS", 10_000, 100, 600_000);

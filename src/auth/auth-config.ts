@@ -4,6 +4,7 @@
  * explicit opt-in. Problems are returned, not thrown, so the caller can list
  * them together with its own.
  */
+import { envReader } from "../env.js";
 
 /** Signature algorithms a token may use. HMAC (`HS*`) and `none` are never accepted. */
 export const ASYMMETRIC_ALGORITHMS: readonly string[] = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA", "Ed25519"];
@@ -136,29 +137,11 @@ export const MAX_INTROSPECTION_CACHE_SECONDS = 60;
 /** Parses the `AUTH_*` variables; every bad one is listed in `problems`, and `config` then holds defaults for it. */
 export function parseAuthConfig(env: Readonly<Record<string, string | undefined>>): { config: AuthConfig; problems: string[] } {
   const problems: string[] = [];
-  const value = (name: string): string | undefined => {
-    const raw = env[name]?.trim();
-    return raw === undefined || raw === "" ? undefined : raw;
-  };
+  const { value, integer, flag } = envReader(env, problems);
   const name = (variable: string, fallback: string): string => {
     const raw = value(variable) ?? fallback;
     if (!/^[\x21-\x7e]+$/.test(raw)) problems.push(`${variable} must be a claim name without spaces, not "${raw}"`);
     return raw;
-  };
-
-  const flag = (variable: string, fallback: boolean): boolean => {
-    const raw = value(variable);
-    if (raw === undefined) return fallback;
-    if (raw !== "true" && raw !== "false") problems.push(`${variable} must be true or false, not "${raw}"`);
-    return raw === "true" ? true : raw === "false" ? false : fallback;
-  };
-  const integer = (variable: string, fallback: number, min: number, max: number): number => {
-    const raw = value(variable);
-    if (raw === undefined) return fallback;
-    const parsed = Number(raw);
-    if (Number.isInteger(parsed) && parsed >= min && parsed <= max) return parsed;
-    problems.push(`${variable} must be an integer from ${min} to ${max}, not "${raw}"`);
-    return fallback;
   };
 
   const allowHttpIssuer = flag("AUTH_ALLOW_HTTP_ISSUER", false);
