@@ -9,8 +9,20 @@ export { unauthenticated } from "../domain/errors.js";
  */
 export function issuerUnavailable(cause: unknown, token: string): RegistryError {
   const message = "The token issuer could not be reached to check the bearer token; try again later.";
-  const error = unavailable(scrub(cause, token), message);
-  // Logged once per refused request: where it was thrown says nothing the message does not, so no stack trace.
+  return stackless(unavailable(scrub(cause, token), message));
+}
+
+/** 503: too many opaque tokens not yet cached are being introspected; the issuer is spared (AUTH_INTROSPECTION_MAX_PER_SECOND). */
+export function tooManyIntrospections(): RegistryError {
+  // Not the issuer's failure: nothing to log but the refusal itself.
+  return stackless(unavailable(undefined, "Too many unknown opaque tokens are being checked at the moment; try again shortly."));
+}
+
+/**
+ * `error` without its stack trace: logged once per refused request, where it
+ * was thrown says nothing its message does not.
+ */
+function stackless<E extends Error>(error: E): E {
   delete error.stack;
   return error;
 }
@@ -19,10 +31,9 @@ export function issuerUnavailable(cause: unknown, token: string): RegistryError 
 export function scrub(error: unknown, token: string): Error {
   const text = (value: string): string => (token === "" ? value : value.split(token).join("[token]"));
   if (!(error instanceof Error)) return new Error(text(String(error)));
-  const copy = new Error(text(error.message));
-  copy.name = error.name;
   // The copy's own stack would point here, and the original's is not kept: none.
-  delete copy.stack;
+  const copy = stackless(new Error(text(error.message)));
+  copy.name = error.name;
   const code = (error as { code?: unknown }).code;
   if (typeof code === "string") Object.assign(copy, { code });
   return copy;

@@ -5,9 +5,8 @@
  * and lifetime, as for a JWT. Requests to the issuer are rate-limited.
  */
 import * as oidc from "openid-client";
-import { unavailable } from "../domain/errors.js";
 import { DEFAULT_INTROSPECTION_MAX_PER_SECOND, DEFAULT_MAX_TOKEN_LIFETIME_SECONDS } from "./auth-config.js";
-import { checkIssuedAtAndLifetime, issuerUnavailable, unauthenticated } from "./auth-errors.js";
+import { checkIssuedAtAndLifetime, issuerUnavailable, tooManyIntrospections, unauthenticated } from "./auth-errors.js";
 
 export interface Introspector {
   /** The claims of an active token; throws a RegistryError (401, or 503 when the issuer cannot be asked). */
@@ -57,12 +56,7 @@ export function createIntrospector(options: IntrospectorOptions): Introspector {
   const allowed = createRateLimit(options.maxPerSecond ?? DEFAULT_INTROSPECTION_MAX_PER_SECOND, now);
   return {
     async introspect(token) {
-      if (!allowed()) {
-        // Not the issuer's failure: nothing to log but the refusal itself.
-        const error = unavailable(undefined, "Too many unknown opaque tokens are being checked at the moment; try again shortly.");
-        delete error.stack;
-        throw error;
-      }
+      if (!allowed()) throw tooManyIntrospections();
       let answer: oidc.IntrospectionResponse;
       try {
         answer = await oidc.tokenIntrospection(configuration, token, { token_type_hint: "access_token" });
