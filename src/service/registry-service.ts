@@ -115,10 +115,20 @@ export function createRegistryService({ repository, host }: RegistryServiceOptio
     return repository.get(tenant, id);
   };
 
-  const linkedAgent = async (tx: WriteTransaction, id: string): Promise<AgentRef | "unknown"> => {
+  /** The version an id names inside a write, as findByAnyId outside one; undefined for a form we never issue. */
+  const findInWrite = (tx: WriteTransaction, id: string) => {
     const form = idForm(id);
-    const record = form === "instance" ? await tx.findById(id) : form === "reference" ? await tx.findNewestByReference(id) : undefined;
-    return record?.agent ?? "unknown";
+    return form === "instance" ? tx.findById(id) : form === "reference" ? tx.findNewestByReference(id) : Promise.resolve(undefined);
+  };
+
+  const linkedAgent = async (tx: WriteTransaction, id: string): Promise<AgentRef | "unknown"> => (await findInWrite(tx, id))?.agent ?? "unknown";
+
+  /** A PUT's or POST's definition, checked as a whole (its request's rules, then across fields, then the host platform rule). */
+  const validDefinition = <Desc extends DescMessage>(schema: Desc, request: MessageShape<Desc> & { readonly agentCardAndTools?: AgentDefinition }): AgentDefinition => {
+    const def = request.agentCardAndTools;
+    assertValid([...requestIssues(schema, request), ...(def ? [...crossFieldIssues(def), ...hostPlatformIssues(def, host)] : [])]);
+    if (def === undefined) throw new Error("unreachable: a missing definition is a validation issue");
+    return def;
   };
 
   const upsertIn = async (tx: WriteTransaction, def: AgentDefinition, conditions: Pick<UpsertAgentDefinitionRequest, "etag" | "createOnly">): Promise<Upserted> => {
@@ -180,16 +190,12 @@ export function createRegistryService({ repository, host }: RegistryServiceOptio
     },
 
     async upsert(tenant, request) {
-      const def = request.agentCardAndTools;
-      assertValid([...requestIssues(UpsertAgentDefinitionRequestSchema, request), ...(def ? [...crossFieldIssues(def), ...hostPlatformIssues(def, host)] : [])]);
-      if (def === undefined) throw new Error("unreachable: a missing definition is a validation issue");
+      const def = validDefinition(UpsertAgentDefinitionRequestSchema, request);
       return repository.write(tenant, (tx) => upsertIn(tx, def, request));
     },
 
     async update(tenant, request) {
-      const def = request.agentCardAndTools;
-      assertValid([...requestIssues(UpdateAgentDefinitionRequestSchema, request), ...(def ? [...crossFieldIssues(def), ...hostPlatformIssues(def, host)] : [])]);
-      if (def === undefined) throw new Error("unreachable: a missing definition is a validation issue");
+      const def = validDefinition(UpdateAgentDefinitionRequestSchema, request);
       return repository.write(tenant, async (tx) => {
         const existing = await tx.findByIdForUpdate(request.id);
         if (existing === undefined) throw notFound(`Agent definition "${request.id}"`, "id");
@@ -215,7 +221,7 @@ export function createRegistryService({ repository, host }: RegistryServiceOptio
       }
       const message = change?.statusMessage ?? null;
       return repository.write(tenant, async (tx) => {
-        const named = form === "instance" ? await tx.findById(request.id) : form === "reference" ? await tx.findNewestByReference(request.id) : undefined;
+        const named = await findInWrite(tx, request.id);
         if (named === undefined) throw notFound(form === "reference" ? `Agent "${request.id}"` : `Agent definition "${request.id}"`, "id");
         // The agent first, then its versions, locked: the order every writer of its latest flag takes.
         const versions = await tx.findVersionsForUpdate(named.agent);
