@@ -9,7 +9,8 @@ import type { Knex } from "knex";
 
 /** The part of a mysql2 connection the runners use. */
 export interface MysqlConnection {
-  query(sql: string, bindings: readonly unknown[], callback: (error: Error | null, result: unknown) => void): unknown;
+  /** A statement, or one with its own `timeout` (connection.ts lets it replace the pool's statement timeout). */
+  query(sql: string | { sql: string; timeout: number }, bindings: readonly unknown[], callback: (error: Error | null, result: unknown) => void): unknown;
   /** Closes the socket at once; the pool then drops the connection. */
   destroy(): void;
 }
@@ -45,7 +46,7 @@ export function pooledConnections(db: Knex): WithConnection {
 }
 
 /** Runs one statement on a mysql2 connection and answers what the driver does: rows, or the OK packet. */
-export function mysqlQuery(connection: MysqlConnection, sql: string, bindings: readonly unknown[]): Promise<unknown> {
+export function mysqlQuery(connection: MysqlConnection, sql: string | { sql: string; timeout: number }, bindings: readonly unknown[]): Promise<unknown> {
   return new Promise((resolve, reject) => {
     connection.query(sql, bindings, (error, result) => (error === null ? resolve(result) : reject(error)));
   });

@@ -36,8 +36,8 @@ import { unavailable } from "../domain/errors.js";
 import type { ListQuery, Position, TermFilter } from "../domain/list-query.js";
 import type { Dialect } from "./connection.js";
 import { defaultTimeoutMillis } from "./connection.js";
-import type { SqliteConnection } from "./driver.js";
-import { pooledConnections } from "./driver.js";
+import type { MysqlConnection, SqliteConnection } from "./driver.js";
+import { mysqlQuery, pooledConnections } from "./driver.js";
 import { isStatementTimeout } from "./driver-errors.js";
 import { isMariaDb, serverVersion } from "./migrations/dialect.js";
 import type { ReadBinding } from "./queries.js";
@@ -152,7 +152,7 @@ export function searchRunner(db: Knex, dialect: Dialect, limits: SearchLimits = 
       limited = withTimeLimit(kind, sql, timeoutMillis);
     }
     try {
-      return await gated(bounded, () => withConnection((connection) => queryWithin(connection as TimedMysqlConnection, limited, bindings, driverMillis)));
+      return await gated(bounded, () => withConnection((connection) => mysqlQuery(connection as MysqlConnection, { sql: limited, timeout: driverMillis }, bindings) as Promise<SearchRow[]>));
     } catch (error) {
       if (!isStatementTimeout(error)) throw error;
       const seconds = timeoutMillis / 1000;
@@ -180,17 +180,6 @@ function withTimeLimit(kind: ServerKind, sql: string, millis: number): string {
   if (!sql.startsWith("SELECT ")) throw new Error(`A search statement must be a SELECT to be time-limited: ${sql.slice(0, 40)}`);
   if (kind === "mariadb") return `SET STATEMENT max_statement_time = ${millis / 1000} FOR ${sql}`;
   return `SELECT /*+ MAX_EXECUTION_TIME(${millis}) */ ${sql.slice("SELECT ".length)}`;
-}
-
-/** mysql2's query with per-statement options: connection.ts lets a given `timeout` replace its default. */
-interface TimedMysqlConnection {
-  query(options: { sql: string; timeout: number }, bindings: readonly unknown[], callback: (error: Error | null, result: unknown) => void): unknown;
-}
-
-function queryWithin(connection: TimedMysqlConnection, sql: string, bindings: readonly ReadBinding[], timeout: number): Promise<SearchRow[]> {
-  return new Promise((resolve, reject) => {
-    connection.query({ sql, timeout }, bindings, (error, result) => (error === null ? resolve(result as SearchRow[]) : reject(error)));
-  });
 }
 
 /**

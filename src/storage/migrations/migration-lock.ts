@@ -16,20 +16,14 @@
  * registries on other databases of the same server do not wait for each other.
  */
 import type { Knex } from "knex";
+import { type MysqlConnection, mysqlQuery } from "../driver.js";
 
 /** How long one `GET_LOCK` waits before it is asked again: well under any statement timeout it is given. */
 const waitSeconds = 1;
 
-/** The mysql2 connection API used here (callback style, as knex's pool hands it out). */
-interface DriverConnection {
-  query(options: { sql: string; values?: unknown[]; timeout?: number }, callback: (error: Error | null, rows: unknown) => void): unknown;
-}
-
-function query<T>(connection: DriverConnection, sql: string, values: unknown[] = []): Promise<T> {
-  return new Promise((resolve, reject) => {
-    // Its own timeout: the pool's statement timeout (DATABASE_TIMEOUT_MS) may be shorter than a wait.
-    connection.query({ sql, values, timeout: (waitSeconds + 10) * 1000 }, (error, rows) => (error === null ? resolve(rows as T) : reject(error)));
-  });
+async function query<T>(connection: MysqlConnection, sql: string, values: unknown[] = []): Promise<T> {
+  // Its own timeout: the pool's statement timeout (DATABASE_TIMEOUT_MS) may be shorter than a wait.
+  return (await mysqlQuery(connection, { sql, timeout: (waitSeconds + 10) * 1000 }, values)) as T;
 }
 
 /** The lock's name: the database's, hashed to fit MySQL's 64 characters. */
@@ -40,7 +34,7 @@ const LOCK_NAME = "CONCAT('asor-migrations-', SHA1(DATABASE()))";
  * `timeoutMillis` (another process migrating a large table takes its time).
  */
 export async function withMigrationLock<T>(db: Knex, timeoutMillis: number, body: () => Promise<T>): Promise<T> {
-  const connection = (await db.client.acquireConnection()) as DriverConnection;
+  const connection = (await db.client.acquireConnection()) as MysqlConnection;
   try {
     const deadline = Date.now() + timeoutMillis;
     for (;;) {
