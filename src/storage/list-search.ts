@@ -358,29 +358,32 @@ export function buildSearch(dialect: Dialect, tenant: string, query: ListQuery):
   const ordered = key === "createdAt" ? "" : `, ${orderAt} AS k`;
   const selected = onePass ? `m.seq AS seq, m.total AS total${ordered}` : `${distinct}${seqOf} AS seq${ordered}`;
 
-  const sql = new Sql();
-  if (onePass) sql.add(`SELECT p.total AS total, d.seq, d.name AS order_name, ${readColumns(dialect)}`);
-  else sql.add(`SELECT (${total.sql}) AS total, d.seq, d.name AS order_name, ${readColumns(dialect)}`, ...total.bindings);
-  sql
-    .add("FROM tenants t")
-    .add(`LEFT JOIN (SELECT ${selected} ${rows.sql}) p ON 1 = 1`, ...rows.bindings)
-    .add("LEFT JOIN agent_definitions d ON d.seq = p.seq")
-    .add("LEFT JOIN agents a ON a.tenant = d.tenant AND a.number = d.agent_number")
-    .add("WHERE t.name = ?", tenant);
+  const totalColumn: Statement = onePass ? { sql: "p.total", bindings: [] } : { sql: `(${total.sql})`, bindings: total.bindings };
+  const sql = pageStatement(dialect, tenant, totalColumn, { sql: `SELECT ${selected} ${rows.sql}`, bindings: rows.bindings });
   // An empty page carries no count from the one pass: the caller asks for it alone.
   const countAlone = onePass ? { sql: `SELECT (${total.sql}) AS total`, bindings: total.bindings } : undefined;
-  return { sql: sql.sql, bindings: sql.bindings, ...(countAlone === undefined ? {} : { countAlone }) };
+  return { ...sql, ...(countAlone === undefined ? {} : { countAlone }) };
 }
 
 /** A page of one agent's versions, newest first, after the position `after` (exclusive) when given; all versions are counted. */
 export function buildVersions(dialect: Dialect, tenant: string, agentNumber: number, limit: number, offset: number, after: Position | undefined): Statement {
+  const seqs = new Sql().add("SELECT seq FROM agent_definitions WHERE tenant = ? AND agent_number = ?", tenant, agentNumber);
+  if (after !== undefined) seqs.add("AND seq < ?", after.seq);
+  seqs.add("ORDER BY seq DESC LIMIT ? OFFSET ?", limit + 1, after === undefined ? offset : 0);
+  const total = { sql: "(SELECT COUNT(*) FROM agent_definitions WHERE tenant = ? AND agent_number = ?)", bindings: [tenant, agentNumber] };
+  return pageStatement(dialect, tenant, total, seqs);
+}
+
+/**
+ * The statement around a page (the top of this file says why this shape): the
+ * tenant's row, `total`, and the definitions (with their agents) whose seqs
+ * `seqs` selects (a derived table `p` with a `seq` column, and `k` when ordered by a value).
+ */
+function pageStatement(dialect: Dialect, tenant: string, total: Statement, seqs: Statement): Statement {
   const sql = new Sql()
-    .add(`SELECT (SELECT COUNT(*) FROM agent_definitions WHERE tenant = ? AND agent_number = ?) AS total, d.seq, d.name AS order_name, ${readColumns(dialect)}`, tenant, agentNumber)
+    .add(`SELECT ${total.sql} AS total, d.seq, d.name AS order_name, ${readColumns(dialect)}`, ...total.bindings)
     .add("FROM tenants t")
-    .add("LEFT JOIN (SELECT seq FROM agent_definitions WHERE tenant = ? AND agent_number = ?", tenant, agentNumber);
-  if (after !== undefined) sql.add("AND seq < ?", after.seq);
-  sql
-    .add("ORDER BY seq DESC LIMIT ? OFFSET ?) p ON 1 = 1", limit + 1, after === undefined ? offset : 0)
+    .add(`LEFT JOIN (${seqs.sql}) p ON 1 = 1`, ...seqs.bindings)
     .add("LEFT JOIN agent_definitions d ON d.seq = p.seq")
     .add("LEFT JOIN agents a ON a.tenant = d.tenant AND a.number = d.agent_number")
     .add("WHERE t.name = ?", tenant);
