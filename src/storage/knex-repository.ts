@@ -5,7 +5,6 @@ import { Buffer } from "node:buffer";
 import type { Knex } from "knex";
 import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
 import { outcomeUnknown, RegistryError, tenantExists, tenantNotFound, unavailable, writeConflict } from "../domain/errors.js";
-import { unfilteredQuery } from "../domain/list-query.js";
 import type { Lifecycle } from "../domain/records.js";
 import type { Database, StorageOptions } from "./connection.js";
 import { openDatabase } from "./connection.js";
@@ -187,11 +186,6 @@ class KnexRepository implements AgentDefinitionRepository {
   async getNewestByReference(tenant: string, referenceId: string): Promise<StoredDefinition | undefined> {
     const rows = await guard(() => queries.readNewestByReference(this.#reads, tenant, referenceId));
     return oneOf(tenant, rows);
-  }
-
-  async list(tenant: string, page: Page): Promise<ListResult> {
-    const { limit, offset } = normalise(page);
-    return this.search(tenant, unfilteredQuery(limit, offset));
   }
 
   async listVersions(tenant: string, agentNumber: number, page: Page): Promise<ListResult> {

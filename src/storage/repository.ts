@@ -97,8 +97,6 @@ export interface AgentDefinitionRepository {
    * else its newest of all; undefined when no agent has it; `TENANT_NOT_FOUND` as get.
    */
   getNewestByReference(tenant: string, referenceId: string): Promise<StoredDefinition | undefined>;
-  /** A page of the tenant's definitions that are not DEACTIVATED, oldest first (by creation); `TENANT_NOT_FOUND` as get. */
-  list(tenant: string, page: Page): Promise<ListResult>;
   /** A page of the versions of agent `agentNumber`, newest first; `TENANT_NOT_FOUND` as get. */
   listVersions(tenant: string, agentNumber: number, page: Page): Promise<ListResult>;
   /** A page of the tenant's definitions that match `query` (filters, keywords, order, keyset), with `next`; `TENANT_NOT_FOUND` as get. */

@@ -105,7 +105,6 @@ export function withWriteHook(repository: AgentDefinitionRepository, hook: (tx: 
     write: (tenant, work) => repository.write(tenant, (tx) => work(hook(tx))),
     get: (tenant, id) => repository.get(tenant, id),
     getNewestByReference: (tenant, referenceId) => repository.getNewestByReference(tenant, referenceId),
-    list: (tenant, page) => repository.list(tenant, page),
     listVersions: (tenant, agentNumber, page) => repository.listVersions(tenant, agentNumber, page),
     search: (tenant, query) => repository.search(tenant, query),
     getTenant: (tenant) => repository.getTenant(tenant),

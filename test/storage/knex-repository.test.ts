@@ -4,6 +4,7 @@ import { equals, fromJsonString, toBinary, toJsonString } from "@bufbuild/protob
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
 import { RegistryError } from "../../src/domain/errors.js";
+import { unfilteredQuery } from "../../src/domain/list-query.js";
 import type { Database } from "../../src/storage/connection.js";
 import { openDatabase } from "../../src/storage/connection.js";
 import { createKnexRepository, defaultSequencePrefix } from "../../src/storage/knex-repository.js";
@@ -291,8 +292,8 @@ forEachDatabase((db) => {
       await expect(repo.get("nope", newId())).rejects.toMatchObject(missing);
       await expect(repo.get("nope", "not-an-id")).rejects.toMatchObject(missing);
       await expect(repo.getNewestByReference("nope", "Agent_ID=AGENT-1")).rejects.toMatchObject(missing);
-      await expect(repo.list("nope", { limit: 10, offset: 0 })).rejects.toMatchObject(missing);
-      await expect(repo.list("nope", { limit: 0, offset: 0 })).rejects.toMatchObject(missing);
+      await expect(repo.search("nope", unfilteredQuery(10, 0))).rejects.toMatchObject(missing);
+      await expect(repo.search("nope", unfilteredQuery(0, 0))).rejects.toMatchObject(missing);
       await expect(repo.listVersions("nope", 1, { limit: 10, offset: 0 })).rejects.toMatchObject(missing);
       await expect(repo.listVersions("nope", Number.MAX_VALUE, { limit: 10, offset: 0 })).rejects.toMatchObject(missing);
       // Names are exact: another case is another (missing) tenant.
@@ -310,7 +311,7 @@ forEachDatabase((db) => {
       const reads: Array<StoredDefinition | undefined> = [
         await repo.get(tenant, stored.id),
         await repo.getNewestByReference(tenant, stored.agent.referenceId),
-        (await repo.list(tenant, { limit: 100, offset: 0 })).items.find((r) => r.id === stored.id),
+        (await repo.search(tenant, unfilteredQuery(100, 0))).items.find((r) => r.id === stored.id),
         (await repo.listVersions(tenant, stored.agent.number, { limit: 10, offset: 0 })).items[0],
       ];
       for (const read of reads) {
@@ -409,7 +410,7 @@ forEachDatabase((db) => {
     });
 
     it("retries a duplicate key, rolls every attempt back and reports CONFLICT when it persists", async () => {
-      const holder = await repo.get(failing, (await repo.list(failing, { limit: 1, offset: 0 })).items[0]!.id);
+      const holder = await repo.get(failing, (await repo.search(failing, unfilteredQuery(1, 0))).items[0]!.id);
       const def = definition({ name: "Id thief" });
       let attempts = 0;
       const attempt = repo.write(failing, async (tx) => {
@@ -424,7 +425,7 @@ forEachDatabase((db) => {
     });
 
     it("does not commit a work that swallowed a race and went on", async () => {
-      const holder = (await repo.list(failing, { limit: 1, offset: 0 })).items[0]!;
+      const holder = (await repo.search(failing, unfilteredQuery(1, 0))).items[0]!;
       const def = definition({ name: "Swallower" });
       const attempt = repo.write(failing, async (tx) => {
         const agent = await tx.createAgent("Provider=Acme", def.name);
@@ -492,9 +493,9 @@ forEachDatabase((db) => {
     });
 
     it("pages the tenant's definitions oldest first with the total of all of them", async () => {
-      const first = await repo.list(listed, { limit: 3, offset: 0 });
-      const second = await repo.list(listed, { limit: 3, offset: 3 });
-      const third = await repo.list(listed, { limit: 3, offset: 6 });
+      const first = await repo.search(listed, unfilteredQuery(3, 0));
+      const second = await repo.search(listed, unfilteredQuery(3, 3));
+      const third = await repo.search(listed, unfilteredQuery(3, 6));
       expect([first.total, second.total, third.total]).toEqual([7, 7, 7]);
       const all = [...first.items, ...second.items, ...third.items];
       expect(all.map((r) => fromJsonBytes(r).name)).toEqual(Array.from({ length: 7 }, (_, i) => `Listed ${i}`));
@@ -503,28 +504,28 @@ forEachDatabase((db) => {
     });
 
     it("answers the same order every time", async () => {
-      const a = await repo.list(listed, { limit: 100, offset: 0 });
-      const b = await repo.list(listed, { limit: 100, offset: 0 });
+      const a = await repo.search(listed, unfilteredQuery(100, 0));
+      const b = await repo.search(listed, unfilteredQuery(100, 0));
       expect(b.items.map((r) => r.id)).toEqual(a.items.map((r) => r.id));
     });
 
     it("answers an empty page past the end, and for limit 0, with the total", async () => {
-      expect(await repo.list(listed, { limit: 10, offset: 50 })).toEqual({ total: 7, items: [] });
-      expect(await repo.list(listed, { limit: 0, offset: 0 })).toEqual({ total: 7, items: [] });
+      expect(await repo.search(listed, unfilteredQuery(10, 50))).toEqual({ total: 7, items: [] });
+      expect(await repo.search(listed, unfilteredQuery(0, 0))).toEqual({ total: 7, items: [] });
     });
 
     it("takes any page bounds: negative as 0, fractions cut, no bound as all", async () => {
-      expect((await repo.list(listed, { limit: Number.POSITIVE_INFINITY, offset: -3 })).items).toHaveLength(7);
-      const cut = await repo.list(listed, { limit: 2.9, offset: 1.5 });
+      expect((await repo.search(listed, unfilteredQuery(Number.POSITIVE_INFINITY, -3))).items).toHaveLength(7);
+      const cut = await repo.search(listed, unfilteredQuery(2.9, 1.5));
       expect(cut.items.map((r) => fromJsonBytes(r).name)).toEqual(["Listed 1", "Listed 2"]);
-      expect(await repo.list(listed, { limit: Number.NaN, offset: 0 })).toEqual({ total: 7, items: [] });
-      expect(await repo.list(listed, { limit: 10, offset: Number.MAX_VALUE })).toEqual({ total: 7, items: [] });
+      expect(await repo.search(listed, unfilteredQuery(Number.NaN, 0))).toEqual({ total: 7, items: [] });
+      expect(await repo.search(listed, unfilteredQuery(10, Number.MAX_VALUE))).toEqual({ total: 7, items: [] });
     });
 
     it("lists only the tenant's own definitions", async () => {
       await repo.createTenant("empty", "E-");
-      expect(await repo.list("empty", { limit: 10, offset: 0 })).toEqual({ total: 0, items: [] });
-      const page = await repo.list(listed, { limit: 100, offset: 0 });
+      expect(await repo.search("empty", unfilteredQuery(10, 0))).toEqual({ total: 0, items: [] });
+      const page = await repo.search(listed, unfilteredQuery(100, 0));
       expect(page.items.every((r) => r.tenant === listed)).toBe(true);
     });
   });
@@ -587,7 +588,7 @@ forEachDatabase((db) => {
 
       const migrated = await createKnexRepository(older());
       try {
-        const page = await migrated.list(tenant, { limit: 10, offset: 0 });
+        const page = await migrated.search(tenant, unfilteredQuery(10, 0));
         expect(page.total).toBe(rows);
         for (const id of [...written.keys()].filter((_, i) => i % 97 === 0 || i >= rows - 3)) {
           const got = await migrated.get(tenant, id);
@@ -651,7 +652,7 @@ forEachDatabase((db) => {
           const gone = { code: "UNAVAILABLE" };
           await expect(flaky.get(tenant, newId())).rejects.toMatchObject(gone);
           await expect(flaky.getNewestByReference(tenant, "Agent_ID=AGENT-1")).rejects.toMatchObject(gone);
-          await expect(flaky.list(tenant, { limit: 1, offset: 0 })).rejects.toMatchObject(gone);
+          await expect(flaky.search(tenant, unfilteredQuery(1, 0))).rejects.toMatchObject(gone);
           await expect(flaky.listVersions(tenant, 1, { limit: 1, offset: 0 })).rejects.toMatchObject(gone);
           await expect(flaky.getTenant(tenant)).rejects.toMatchObject(gone);
           await expect(flaky.listTenants()).rejects.toMatchObject(gone);

@@ -4,6 +4,7 @@
  * changes that roll back whole, and what `Agent_ID=` and the list see.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { unfilteredQuery } from "../../src/domain/list-query.js";
 import type { Database } from "../../src/storage/connection.js";
 import { openDatabase } from "../../src/storage/connection.js";
 import { createKnexRepository } from "../../src/storage/knex-repository.js";
@@ -93,14 +94,14 @@ forEachDatabase((db) => {
           null,
         ),
       );
-    const listed = async () => (await repo.list(tenant, { limit: 100, offset: 0 })).items.map((d) => d.id);
-    const totalBefore = (await repo.list(tenant, { limit: 1, offset: 0 })).total;
+    const listed = async () => (await repo.search(tenant, unfilteredQuery(100, 0))).items.map((d) => d.id);
+    const totalBefore = (await repo.search(tenant, unfilteredQuery(1, 0))).total;
 
     const [set] = await setStatus([v2.id], "DEACTIVATED");
     expect(set).toMatchObject({ id: v2.id, status: "DEACTIVATED", revision: 2, latest: false });
     expect((await repo.getNewestByReference(tenant, reference))?.id).toBe(v1.id);
     expect(await listed()).not.toContain(v2.id);
-    expect((await repo.list(tenant, { limit: 1, offset: 0 })).total).toBe(totalBefore - 1);
+    expect((await repo.search(tenant, unfilteredQuery(1, 0))).total).toBe(totalBefore - 1);
     expect(await repo.get(tenant, v2.id)).toMatchObject({ status: "DEACTIVATED" });
 
     await setStatus([v1.id], "DEACTIVATED");
