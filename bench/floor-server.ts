@@ -30,7 +30,7 @@ import { fromJson, type JsonObject } from "@bufbuild/protobuf";
 import { createPool, type Pool, type PoolConnection, type RowDataPacket } from "mysql2/promise";
 import { AgentDefinitionSchema } from "../gen/asor/v1/agent_definition_pb.js";
 import { unfilteredQuery } from "../src/domain/list-query.js";
-import { buildSearch, inSearchOrder, type SearchRow } from "../src/storage/list-search.js";
+import { buildSearch, defaultPageMaxBytes, inSearchOrder, type SearchRow } from "../src/storage/list-search.js";
 import { readStatements, type WriteContext, writeStatements } from "../src/storage/queries.js";
 import { indexDefinition } from "../src/storage/search-index.js";
 import type { Changed, WriteBinding } from "../src/storage/write-runner.js";
@@ -172,7 +172,7 @@ function createFloor(db: FloorDatabase, dialect: "mysql" | "sqlite") {
 
   async function list(tenant: string, limit: number, offset: number): Promise<Answer> {
     // The service's statement for the unfiltered list (list-search.ts), which reads one row more than the page.
-    const { sql, bindings } = buildSearch(dialect, tenant, unfilteredQuery(limit, offset));
+    const { sql, bindings } = buildSearch(dialect, tenant, unfilteredQuery(limit, offset), defaultPageMaxBytes);
     const rows = inSearchOrder((await db.read(sql, [...bindings])) as unknown as SearchRow[], "createdAt", false).slice(0, Math.max(limit, 1));
     if (rows.length === 0) return [404, '{"error":"no such tenant"}'];
     const documents = rows.filter((r) => r.id !== null).map((r) => r.document_json as Buffer);

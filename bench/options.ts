@@ -21,6 +21,8 @@ export const USAGE = `usage: npm run bench -- [options]
                         (package.json "main", after its npm run build), or, without a build script, its src/main/node.ts under tsx
   --keep                keep the database and the data dir after the run (for a look at query plans)
   --reuse               keep the MariaDB database if it exists (one kept with --keep) and top it up instead of starting afresh
+  --large-pages         issue 25's memory scenario instead: 40 definitions of ~750 KB, then 4 lists at once (limit 100, paged
+                        through) on each protocol, one fresh service each; reports peak RSS and whether every definition was reached
   --search              the search scenarios instead (issue 11): first page, a page 500 tokens deep, a tag and a q
                         each matching 1 % of the tenant, over REST; default sizes 1000,1000000`;
 
@@ -41,6 +43,7 @@ export interface BenchOptions {
   readonly cpuProf: string | undefined;
   readonly keep: boolean;
   readonly search: boolean;
+  readonly largePages: boolean;
   readonly reuse: boolean;
   /** The checkout whose service is run (see serviceCommand in processes.ts); undefined: this one. */
   readonly serviceDir: string | undefined;
@@ -65,6 +68,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
       "cpu-prof": { type: "string" },
       keep: { type: "boolean", default: false },
       search: { type: "boolean", default: false },
+      "large-pages": { type: "boolean", default: false },
       reuse: { type: "boolean", default: false },
       service: { type: "string" },
       help: { type: "boolean", default: false },
@@ -100,6 +104,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     cpuProf: values["cpu-prof"],
     keep: values.keep,
     search: values.search,
+    largePages: values["large-pages"],
     reuse: values.reuse,
     serviceDir: values.service,
   };

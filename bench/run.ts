@@ -14,6 +14,7 @@ import { parseAuthConfig } from "../src/auth/auth-config.js";
 import { openLocalIssuer } from "../src/auth/local-issuer.js";
 import { localIssuerKeyFile } from "../src/main/local-issuer-key-file.js";
 import { createBenchDatabase, settleDatabase } from "./bench-database.js";
+import { LARGE_PAGE_PROTOCOLS, type LargePagesRow, largePagesOver, largePagesReport, seedLargeDefinitions } from "./large-pages.js";
 import type { LoadJob } from "./load-job.js";
 import { type Measurement, measure } from "./measure.js";
 import { type BenchOptions, parseOptions } from "./options.js";
@@ -54,6 +55,21 @@ async function main(options: BenchOptions): Promise<number> {
     // One token for every request, from the service's own local issuer (the key is made here, in the bench's data dir).
     const issuer = await openLocalIssuer(localIssuerKeyFile(dataDir), parseAuthConfig({}).config);
     const authorization = `Bearer ${await issuer.issue({ tenant: TENANT, domains: DOMAINS, ttlSeconds: 3 * 3600 })}`;
+
+    if (options.largePages) {
+      const start = () => startServer("the service", serviceProcess, "agent definition registry listening", { ...storageEnv, PORT: "0", LOG_LEVEL: "info" }, dataDir);
+      const seeding = await start();
+      await seedLargeDefinitions(seeding, authorization, TENANT).finally(() => seeding.stop());
+      const rows: LargePagesRow[] = [];
+      for (const protocol of LARGE_PAGE_PROTOCOLS) {
+        const row = await largePagesOver(protocol, start, authorization, TENANT);
+        log(`${protocol}: peak RSS ${row.peakRssMib.toFixed(0)} MiB, ${row.pages} pages, reached ${row.reached.join("/")}${row.survived ? "" : ", the service died"}`);
+        if (!row.survived || row.error !== undefined) failures++;
+        rows.push(row);
+      }
+      console.log(largePagesReport(rows));
+      return failures > 0 ? 1 : 0;
+    }
 
     const seeder = await openSeeder({ databaseUrl: database.databaseUrl, dataDir, tenant: TENANT });
     cleanup.unshift(() => seeder.close());

@@ -72,6 +72,7 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     dataDir: config.dataDir,
     timeoutMillis: config.databaseTimeoutMs,
     search: { maxConcurrent: config.search.maxConcurrent, timeoutMillis: config.search.timeoutMs },
+    pageMaxBytes: config.pageMaxBytes,
   });
   const operations = createRegistryOperations({
     service: createRegistryService({ repository, host: config.hostSystem }),

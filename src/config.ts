@@ -2,7 +2,7 @@ import { type AuthConfig, devIssuerProblem, parseAuthConfig } from "./auth/auth-
 import { envReader } from "./env.js";
 import type { LogLevel } from "./logger.js";
 import { MYSQL_POOL_SIZE } from "./storage/connection.js";
-import { defaultSearchMaxConcurrent, defaultSearchTimeoutMillis } from "./storage/list-search.js";
+import { defaultPageMaxBytes, defaultSearchMaxConcurrent, defaultSearchTimeoutMillis } from "./storage/list-search.js";
 
 /** The service's settings, parsed once from an injected environment. */
 export interface Config {
@@ -41,6 +41,12 @@ export interface Config {
     /** `SEARCH_TIMEOUT_MS`, default 10000, 0 for none: the server stops a longer search statement (MySQL/MariaDB only). */
     readonly timeoutMs: number;
   };
+  /**
+   * `PAGE_MAX_BYTES`, default 4 MiB: the stored JSON bytes one page of a list
+   * (or of an agent's versions) may hold; a page ends at `limit` definitions
+   * or at this budget, whichever comes first, and always holds at least one.
+   */
+  readonly pageMaxBytes: number;
   /** `HEALTH_MAX_WATCHES`, default 1000: gRPC `Health/Watch` streams open at once; more are refused (RESOURCE_EXHAUSTED). */
   readonly healthMaxWatches: number;
   /**
@@ -91,6 +97,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
   if (search.maxConcurrent >= MYSQL_POOL_SIZE) {
     problems.push(`SEARCH_MAX_CONCURRENT (${search.maxConcurrent}) must be below the database pool's ${MYSQL_POOL_SIZE} connections, so searches always leave some to reads and writes`);
   }
+  const pageMaxBytes = integer("PAGE_MAX_BYTES", defaultPageMaxBytes, 64 * 1024, 256 * 1024 * 1024);
   const healthMaxWatches = integer("HEALTH_MAX_WATCHES", 1_000, 0, 100_000);
   const metricsPort = env.METRICS_PORT === undefined || env.METRICS_PORT === "" ? undefined : integer("METRICS_PORT", 0, 0, 65535);
   if (metricsPort !== undefined && metricsPort !== 0 && metricsPort === port) problems.push(`METRICS_PORT (${metricsPort}) must differ from PORT`);
@@ -137,6 +144,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
     databaseTimeoutMs,
     http,
     search,
+    pageMaxBytes,
     healthMaxWatches,
     metricsPort,
     logLevel,

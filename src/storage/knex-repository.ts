@@ -9,7 +9,7 @@ import type { Lifecycle } from "../domain/records.js";
 import type { Database, StorageOptions } from "./connection.js";
 import { openDatabase } from "./connection.js";
 import { classifyDriverError, isDuplicateKey, isSqliteBusy } from "./driver-errors.js";
-import { buildSearch, buildVersions, inSearchOrder, isBounded, orderValueOf, type RunSearch, type SearchLimits, type SearchRow, searchRunner } from "./list-search.js";
+import { buildSearch, buildVersions, defaultPageMaxBytes, inSearchOrder, isBounded, orderValueOf, type RunSearch, type SearchLimits, type SearchRow, searchRunner } from "./list-search.js";
 import { migrateToLatest } from "./migrations/index.js";
 import type { QueryContext, ReadContext, WriteContext, WriteStatements } from "./queries.js";
 import * as queries from "./queries.js";
@@ -42,6 +42,13 @@ export { defaultSequencePrefix, defaultTenant } from "./migrations/0002-seed-def
 /** Where the data lives, and the limits of the list's searches (`SEARCH_MAX_CONCURRENT`, `SEARCH_TIMEOUT_MS`). */
 export interface RepositoryOptions extends StorageOptions {
   readonly search?: Omit<SearchLimits, "databaseTimeoutMillis"> | undefined;
+  /**
+   * `PAGE_MAX_BYTES`, default defaultPageMaxBytes: the stored JSON bytes one
+   * page of a list may hold. A page ends at `limit` definitions or at this
+   * many bytes, whichever comes first (always at least one definition), and
+   * its `next` position continues after its last one.
+   */
+  readonly pageMaxBytes?: number | undefined;
 }
 
 /**
@@ -100,7 +107,7 @@ export async function createKnexRepository(options: RepositoryOptions): Promise<
   } finally {
     if (migrating !== database) await migrating.db.destroy().catch(() => undefined);
   }
-  return new KnexRepository(database, { ...options.search, databaseTimeoutMillis: options.timeoutMillis });
+  return new KnexRepository(database, { ...options.search, databaseTimeoutMillis: options.timeoutMillis }, options.pageMaxBytes ?? defaultPageMaxBytes);
 }
 
 class KnexRepository implements AgentDefinitionRepository {
@@ -116,8 +123,11 @@ class KnexRepository implements AgentDefinitionRepository {
   readonly #dialect: Database["dialect"];
   /** The `SELECT 1` in flight: concurrent pings share it, so probes never pile up queries on a slow database. */
   #ping: Promise<void> | undefined;
+  /** RepositoryOptions.pageMaxBytes. */
+  readonly #pageMaxBytes: number;
 
-  constructor({ db, dialect }: Database, searchLimits: SearchLimits) {
+  constructor({ db, dialect }: Database, searchLimits: SearchLimits, pageMaxBytes: number) {
+    this.#pageMaxBytes = pageMaxBytes;
     this.#db = db;
     this.#context = { tx: db, dialect };
     this.#reads = { run: driverRunner(db, dialect), statements: queries.readStatements(dialect) };
@@ -192,15 +202,15 @@ class KnexRepository implements AgentDefinitionRepository {
     const { limit, offset } = normalise(page);
     // Agents are numbered from 1, so 0 stands for a number no agent can have; the tenant is still checked.
     const agent = Number.isSafeInteger(agentNumber) ? agentNumber : 0;
-    const { sql, bindings } = buildVersions(this.#dialect, tenant, agent, limit, offset, page.after);
+    const { sql, bindings } = buildVersions(this.#dialect, tenant, agent, { limit, offset, after: page.after }, this.#pageMaxBytes);
     // One agent's versions: an index range and a count of that agent's versions, never the tenant's.
     const rows = inSearchOrder(await guard(() => this.#search(sql, bindings, true)), "createdAt", true);
-    return pageWithNext(tenant, rows, limit, () => undefined);
+    return pageWithNext(tenant, rows, { limit, maxBytes: this.#pageMaxBytes }, () => undefined);
   }
 
   async search(tenant: string, query: ListQuery): Promise<ListResult> {
     const { limit, offset } = normalise(query);
-    const { sql, bindings, countAlone } = buildSearch(this.#dialect, tenant, { ...query, limit, offset });
+    const { sql, bindings, countAlone } = buildSearch(this.#dialect, tenant, { ...query, limit, offset }, this.#pageMaxBytes);
     const bounded = isBounded(query);
     let rows = await guard(() => this.#search(sql, bindings, bounded));
     if (countAlone !== undefined && rows.length > 0 && rows.every((row) => row.id === null)) {
@@ -208,7 +218,8 @@ class KnexRepository implements AgentDefinitionRepository {
       const [counted] = await guard(() => this.#search(countAlone.sql, countAlone.bindings, bounded));
       rows = rows.map((row) => ({ ...row, total: counted?.total ?? 0 }));
     }
-    return pageWithNext(tenant, inSearchOrder(rows, query.order.key, query.order.descending), limit, (row) => orderValueOf(query.order.key, row));
+    const ordered = inSearchOrder(rows, query.order.key, query.order.descending);
+    return pageWithNext(tenant, ordered, { limit, maxBytes: this.#pageMaxBytes }, (row) => orderValueOf(query.order.key, row));
   }
 
   async getTenant(tenant: string): Promise<Tenant | undefined> {
@@ -540,14 +551,25 @@ function oneOf(tenant: string, rows: readonly DefinitionReadRow[]): StoredDefini
 }
 
 /**
- * The page a search read (one row more than `limit`, in order), with its total, and the position
- * of its last row when that extra row shows there is a next page.
+ * The page a search read (in order: up to `limit` rows and one more, fewer when
+ * the byte budget cut them, list-search.ts's pageStatement), with its total, and
+ * the position of its last row when a row after it shows there is a next page.
+ * The page ends at `limit` rows, or before the row that would take its stored
+ * JSON past `maxBytes`; its first row is answered whatever its size.
  */
-function pageWithNext(tenant: string, rows: readonly SearchRow[], limit: number, orderValue: (row: SearchRow) => string | undefined): ListResult {
-  const more = rows.length > limit && rows[limit]?.id !== null;
+function pageWithNext(tenant: string, rows: readonly SearchRow[], size: { limit: number; maxBytes: number }, orderValue: (row: SearchRow) => string | undefined): ListResult {
+  let answered = 0;
+  let bytes = 0;
+  for (const row of rows) {
+    if (answered === size.limit || row.id === null) break;
+    bytes += row.document_json?.byteLength ?? 0;
+    if (answered > 0 && bytes > size.maxBytes) break;
+    answered++;
+  }
+  const more = rows.length > answered && rows[answered]?.id != null;
   const all = pageOf(tenant, rows);
-  const page = more ? { ...all, items: all.items.slice(0, limit) } : all;
-  const last = rows[limit - 1];
+  const page = more ? { ...all, items: all.items.slice(0, answered) } : all;
+  const last = rows[answered - 1];
   if (!more || last === undefined || last.seq == null) return page;
   const value = orderValue(last);
   return { ...page, next: value === undefined ? { seq: fromDatabaseInteger(last.seq) } : { seq: fromDatabaseInteger(last.seq), value } };

@@ -98,6 +98,14 @@ export interface SearchLimits {
   readonly databaseTimeoutMillis?: number | undefined;
 }
 
+/**
+ * PAGE_MAX_BYTES's default, 4 MiB: four list calls at once hold about
+ * 4 x 2 x 4 MiB of documents (a row's two encodings are read) under the
+ * service's 128 MiB heap, and a page of 100 definitions of the usual 2-3 KB
+ * stays far below it (BENCHMARKS.md).
+ */
+export const defaultPageMaxBytes = 4 * 1024 * 1024;
+
 export const defaultSearchMaxConcurrent = 4;
 export const defaultSearchTimeoutMillis = 10_000;
 
@@ -288,7 +296,7 @@ function countable(term: TermFilter): boolean {
 }
 
 /** The statement that answers a page of `query` in `tenant`, with its total. */
-export function buildSearch(dialect: Dialect, tenant: string, query: ListQuery): SearchStatement {
+export function buildSearch(dialect: Dialect, tenant: string, query: ListQuery, maxBytes: number): SearchStatement {
   const mysql = dialect === "mysql";
   const { key, descending } = query.order;
   const [driverTerm, ...otherTerms] = query.terms;
@@ -359,31 +367,65 @@ export function buildSearch(dialect: Dialect, tenant: string, query: ListQuery):
   const selected = onePass ? `m.seq AS seq, m.total AS total${ordered}` : `${distinct}${seqOf} AS seq${ordered}`;
 
   const totalColumn: Statement = onePass ? { sql: "p.total", bindings: [] } : { sql: `(${total.sql})`, bindings: total.bindings };
-  const sql = pageStatement(dialect, tenant, totalColumn, { sql: `SELECT ${selected} ${rows.sql}`, bindings: rows.bindings });
+  const pageOrder = key === "createdAt" ? [`seq ${direction}`] : [`k ${direction}`, `seq ${direction}`];
+  const sql = pageStatement(dialect, tenant, totalColumn, { sql: `SELECT ${selected} ${rows.sql}`, bindings: rows.bindings }, { order: pageOrder, maxBytes });
   // An empty page carries no count from the one pass: the caller asks for it alone.
   const countAlone = onePass ? { sql: `SELECT (${total.sql}) AS total`, bindings: total.bindings } : undefined;
   return { ...sql, ...(countAlone === undefined ? {} : { countAlone }) };
 }
 
 /** A page of one agent's versions, newest first, after the position `after` (exclusive) when given; all versions are counted. */
-export function buildVersions(dialect: Dialect, tenant: string, agentNumber: number, limit: number, offset: number, after: Position | undefined): Statement {
+export function buildVersions(dialect: Dialect, tenant: string, agentNumber: number, page: { limit: number; offset: number; after?: Position | undefined }, maxBytes: number): Statement {
+  const { limit, offset, after } = page;
   const seqs = new Sql().add("SELECT seq FROM agent_definitions WHERE tenant = ? AND agent_number = ?", tenant, agentNumber);
   if (after !== undefined) seqs.add("AND seq < ?", after.seq);
   seqs.add("ORDER BY seq DESC LIMIT ? OFFSET ?", limit + 1, after === undefined ? offset : 0);
   const total = { sql: "(SELECT COUNT(*) FROM agent_definitions WHERE tenant = ? AND agent_number = ?)", bindings: [tenant, agentNumber] };
-  return pageStatement(dialect, tenant, total, seqs);
+  return pageStatement(dialect, tenant, total, seqs, { order: ["seq DESC"], maxBytes });
+}
+
+/** The byte budget of a page: its rows in the page's order, and how many of their JSON bytes it may hold. */
+interface PageBudget {
+  /** The page's order over the columns of its seqs (`seq`, and `k` when ordered by a value), each with its direction. */
+  readonly order: readonly string[];
+  /** PAGE_MAX_BYTES: the stored JSON bytes a page may hold (pageWithNext cuts it there). */
+  readonly maxBytes: number;
+}
+
+/**
+ * The size of a row `alias` of agent_definitions in JSON bytes, read without
+ * its document: MySQL's stored column (migration 0011), SQLite's
+ * octet_length, which reads the record's header only.
+ */
+function documentBytes(dialect: Dialect, alias: string): string {
+  return dialect === "mysql" ? `${alias}.document_bytes` : `octet_length(${alias}.document)`;
 }
 
 /**
  * The statement around a page (the top of this file says why this shape): the
  * tenant's row, `total`, and the definitions (with their agents) whose seqs
  * `seqs` selects (a derived table `p` with a `seq` column, and `k` when ordered by a value).
+ *
+ * Of those seqs only the ones a page of `budget.maxBytes` can answer are
+ * read, so one list call holds about a budget of documents whatever their
+ * sizes (issue 25): each seq's JSON bytes are summed in the page's order
+ * (a window over the page's few rows, joined by primary key for their size
+ * column), and a row is read when the rows before it hold at most the budget.
+ * That is every row the page answers, then the one that tells there is more;
+ * the first two rows are read whatever their sizes, so a page always answers
+ * at least one definition. pageWithNext makes the cut on the bytes it holds.
  */
-function pageStatement(dialect: Dialect, tenant: string, total: Statement, seqs: Statement): Statement {
+function pageStatement(dialect: Dialect, tenant: string, total: Statement, seqs: Statement, budget: PageBudget): Statement {
+  const order = budget.order.map((column) => `s.${column}`).join(", ");
+  const bytes = documentBytes(dialect, "z");
+  const sized = new Sql()
+    .add(`SELECT w.* FROM (SELECT s.*, SUM(${bytes}) OVER (ORDER BY ${order} ROWS UNBOUNDED PRECEDING) - ${bytes} AS bytes_before,`)
+    .add(`ROW_NUMBER() OVER (ORDER BY ${order}) AS n FROM (${seqs.sql}) s JOIN agent_definitions z ON z.seq = s.seq) w`, ...seqs.bindings)
+    .add("WHERE w.bytes_before <= ? OR w.n <= 2", budget.maxBytes);
   const sql = new Sql()
     .add(`SELECT ${total.sql} AS total, d.seq, d.name AS order_name, ${readColumns(dialect)}`, ...total.bindings)
     .add("FROM tenants t")
-    .add(`LEFT JOIN (${seqs.sql}) p ON 1 = 1`, ...seqs.bindings)
+    .add(`LEFT JOIN (${sized.sql}) p ON 1 = 1`, ...sized.bindings)
     .add("LEFT JOIN agent_definitions d ON d.seq = p.seq")
     .add("LEFT JOIN agents a ON a.tenant = d.tenant AND a.number = d.agent_number")
     .add("WHERE t.name = ?", tenant);

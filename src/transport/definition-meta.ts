@@ -6,7 +6,7 @@
  * kept encoded; the stored bytes have no `meta` (rows.ts's encodeDefinition
  * drops a sent one).
  */
-import { create, fromBinary } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import { type AgentDefinition, AgentDefinitionSchema, DefinitionStatus, type RegistryMeta, RegistryMetaSchema } from "../../gen/asor/v1/agent_definition_pb.js";
 import { etagOf } from "../domain/lifecycle.js";
 import type { StoredDefinition } from "../domain/records.js";
@@ -63,18 +63,37 @@ export function jsonChunksWithMeta(stored: StoredDefinition): [Uint8Array, Uint8
 }
 
 /** The stored JSON with `meta` spliced in as its last member. */
-export function jsonWithMeta(stored: StoredDefinition): Uint8Array {
+export function jsonWithMeta(stored: StoredDefinition): Uint8Array<ArrayBuffer> {
   return concatBytes(jsonChunksWithMeta(stored));
 }
 
+const COMMA = encoder.encode(",");
+const DATA_END = encoder.encode("]}");
+
 /**
- * A stored definition as a message carrying its `meta`: for binary callers the
- * stored bytes framed as they are (preEncoded; protobuf-es writes `meta` and
- * then the stored fields, and field order does not matter on the wire); for
- * JSON callers decoded, since Connect writes the JSON from the message.
+ * A page as JSON, from the stored bytes: `{"total":<n>,"data":[<each>,...]}`,
+ * and `"nextPageToken"` when there is a next page. The same text REST and the
+ * RPCs' JSON codecs answer (their members in the order of the response message).
  */
-export function definitionWithMeta(stored: StoredDefinition, binary: boolean): AgentDefinition {
-  const message = binary ? preEncoded(AgentDefinitionSchema, stored.binary) : fromBinary(AgentDefinitionSchema, stored.binary);
+export function pageJson(total: number, data: readonly StoredDefinition[], nextPageToken?: string): Uint8Array<ArrayBuffer> {
+  const chunks: Uint8Array[] = [encoder.encode(`{"total":${total},"data":[`)];
+  data.forEach((stored, i) => {
+    if (i > 0) chunks.push(COMMA);
+    chunks.push(...jsonChunksWithMeta(stored));
+  });
+  // A token is base64url: nothing in it needs escaping in JSON.
+  chunks.push(nextPageToken === undefined ? DATA_END : encoder.encode(`],"nextPageToken":"${nextPageToken}"}`));
+  return concatBytes(chunks);
+}
+
+/**
+ * A stored definition as a message carrying its `meta`, for binary callers:
+ * the stored bytes framed as they are (preEncoded; protobuf-es writes `meta`
+ * and then the stored fields, and field order does not matter on the wire).
+ * JSON callers are answered the stored JSON (jsonWithMeta).
+ */
+export function definitionWithMeta(stored: StoredDefinition): AgentDefinition {
+  const message = preEncoded(AgentDefinitionSchema, stored.binary);
   message.meta = metaMessage(stored);
   return message;
 }

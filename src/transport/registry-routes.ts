@@ -11,7 +11,8 @@ import type { Logger } from "../logger.js";
 import type { Admission, Call, Operations, Result } from "../operations/operation.js";
 import { REGISTRY_SERVICES } from "../operations/registry-operations.js";
 import { errorInterceptor } from "./connect-errors.js";
-import { definitionWithMeta } from "./definition-meta.js";
+import { definitionWithMeta, jsonWithMeta, pageJson } from "./definition-meta.js";
+import { createStoredJson, type StoredJson } from "./stored-json.js";
 
 /** Where the edge leaves its verdict for the RPC: the admitted call, or the error to answer with (401/403, a bad message). */
 export const verdictKey = createContextKey<Admission | undefined>(undefined, { description: "the edge's verdict on the caller and the message" });
@@ -30,17 +31,24 @@ function answersBinary(ctx: HandlerContext): boolean {
   return !/^application\/(?:[a-z-]+\+)?json\b/i.test(type.trim());
 }
 
-/** The RPC's response for an operation's result. */
-function responseOf(method: DescMethod, result: Result, binary: boolean): Message {
+/**
+ * The RPC's response for an operation's result. Definitions are answered from
+ * their stored bytes: binary as they are (preEncoded), JSON through a stand-in
+ * for the stored JSON (stored-json.ts), never decoded into messages.
+ */
+function responseOf(method: DescMethod, result: Result, binary: boolean, ctx: HandlerContext, storedJson: StoredJson): Message {
   switch (result.kind) {
     case "definition":
-      return definitionWithMeta(result.stored, binary);
-    case "page":
+      return binary ? definitionWithMeta(result.stored) : storedJson.standIn(method.output, jsonWithMeta(result.stored), ctx.signal);
+    case "page": {
+      const { total, data, nextPageToken } = result.page;
+      if (!binary) return storedJson.standIn(method.output, pageJson(total, data, nextPageToken), ctx.signal);
       return create(method.output as DescMessage, {
-        total: result.page.total,
-        data: result.page.data.map((d) => definitionWithMeta(d, binary)),
-        ...(result.page.nextPageToken === undefined ? {} : { nextPageToken: result.page.nextPageToken }),
+        total,
+        data: data.map((d) => definitionWithMeta(d)),
+        ...(nextPageToken === undefined ? {} : { nextPageToken }),
       });
+    }
     case "message":
       return result.message;
     case "card":
@@ -55,10 +63,12 @@ export interface RegistryRoutesOptions {
 
 /** Registers every registry RPC as its operation. */
 export function createRegistryRoutes({ operations, logger }: RegistryRoutesOptions): (router: ConnectRouter) => void {
+  const storedJson = createStoredJson();
   const options = {
     interceptors: [errorInterceptor(logger)],
     // Unknown JSON members are refused by the edge's check, with their paths, before Connect decodes.
-    jsonOptions: { ignoreUnknownFields: false },
+    // The encoder writes the stored JSON of the stand-ins responseOf answers.
+    jsonOptions: { ignoreUnknownFields: false, textEncoder: storedJson.textEncoder },
   };
   return (router) => {
     for (const service of REGISTRY_SERVICES) {
@@ -75,7 +85,7 @@ export function createRegistryRoutes({ operations, logger }: RegistryRoutesOptio
             ctx.responseHeader.set("etag", result.etag);
             ctx.responseHeader.set("cache-control", AGENT_CARD_CACHE_CONTROL);
           }
-          return responseOf(method, result, answersBinary(ctx));
+          return responseOf(method, result, answersBinary(ctx), ctx, storedJson);
         };
       }
       router.service(service, implementation as never, options);

@@ -56,6 +56,7 @@ forEachDatabase((db) => {
         "0008-add-definition-lifecycle",
         "0009-add-search-index",
         "0010-add-term-counts",
+        "0011-add-document-bytes",
       ]);
     } finally {
       await again.close();

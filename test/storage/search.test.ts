@@ -383,7 +383,9 @@ forEachDatabase((db) => {
     it("indexes the definitions stored before the migration when it runs", async () => {
       const before = await list({ status: ["ALL"], tag: ["support", "cognitive", "integration"], limit: 100 });
       const config = { migrationSource, tableName: "knex_migrations" };
-      // Down through 0010 (the term counters) and 0009 (the side tables), then up again.
+      // Down through 0011 (the size column), 0010 (the term counters) and 0009 (the side tables), then up again.
+      await raw.db.migrate.down(config);
+      expect(await raw.db.schema.hasColumn("agent_definitions", "document_bytes")).toBe(false);
       await raw.db.migrate.down(config);
       expect(await raw.db.schema.hasTable("definition_term_counts")).toBe(false);
       await raw.db.migrate.down(config);

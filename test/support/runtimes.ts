@@ -55,9 +55,9 @@ export function useServerUnder(runtime: Runtime, db: TestDatabase, env: Record<s
 }
 
 /** Starts the service as a process under `runtime` on `database`, with tokens from the local issuer it made in DATA_DIR. */
-export async function startServerProcess(database: FreshDatabase, env: Record<string, string>, runtime: Runtime): Promise<ReachableServer & ServerProcess> {
+export async function startServerProcess(database: FreshDatabase, env: Record<string, string>, runtime: Runtime, nodeFlags: readonly string[] = []): Promise<ReachableServer & ServerProcess> {
   const processEnv = { DATA_DIR: database.dataDir, ...(database.databaseUrl ? { DATABASE_URL: database.databaseUrl } : {}), ...env };
-  const server = await spawnServer(processEnv, runtime);
+  const server = await spawnServer(processEnv, runtime, nodeFlags);
   // The process made its local issuer key in DATA_DIR on start; tokens signed with it are accepted.
   const issuer = await openLocalIssuer(localIssuerKeyFile(database.dataDir), parseConfig(processEnv).auth);
   const bearer: TestServer["bearer"] = async ({ tenant = "default", domains = ALL_DOMAINS, ttlSeconds, platformAdmin = false } = {}) =>

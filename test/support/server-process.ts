@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createInterface } from "node:readline";
+import packageJson from "../../package.json" with { type: "json" };
 import { startDenoCommand } from "./deno-server-process.js";
 
 /** A registry running as its own process (`npm start`'s entrypoint). */
@@ -19,16 +20,19 @@ export type Runtime = "node" | "deno";
 /** Every runtime, Node first: the suites that start servers run under each. */
 export const RUNTIMES: readonly Runtime[] = ["node", "deno"];
 
+/** The V8 flags `npm start` runs the service with (package.json `config.nodeFlags`), for tests of its memory bounds. */
+export const PRODUCTION_NODE_FLAGS: readonly string[] = (packageJson as { config: { nodeFlags: string } }).config.nodeFlags.split(" ");
+
 /**
  * Starts `src/main/node.ts` in a child process on a free port with `env`, under
  * `runtime` (Deno as `npm run start:deno` runs it), and resolves once it logs
- * that it listens.
+ * that it listens. `nodeFlags` go to node (e.g. PRODUCTION_NODE_FLAGS).
  */
-export function spawnServer(env: Record<string, string>, runtime: Runtime = "node"): Promise<ServerProcess> {
+export function spawnServer(env: Record<string, string>, runtime: Runtime = "node", nodeFlags: readonly string[] = []): Promise<ServerProcess> {
   // node itself, with tsx as a loader: the tsx CLI relays signals through a parent process that
   // SIGKILLs the server when it does not acknowledge within 30 ms (a busy event loop), which
   // would defeat the graceful shutdown under test.
-  const [command, ...args] = runtime === "deno" ? startDenoCommand() : [process.execPath, "--import", "tsx", "src/main/node.ts"];
+  const [command, ...args] = runtime === "deno" ? startDenoCommand() : [process.execPath, ...nodeFlags, "--import", "tsx", "src/main/node.ts"];
   // Deno compiles the TypeScript on its first start (about 4 s; later starts take it from its cache).
   const startTimeoutMs = runtime === "deno" ? 120_000 : 30_000;
   const child = spawn(command!, args, {

@@ -1,9 +1,10 @@
-import { create, fromBinary, toBinary, toJson, toJsonString } from "@bufbuild/protobuf";
+import { create, fromBinary, fromJson, toBinary, toJson, toJsonString } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { AgentDefinitionSchema, RegistryMetaSchema } from "../../gen/asor/v1/agent_definition_pb.js";
+import { ListAgentDefinitionsResponseSchema } from "../../gen/asor/v1/agent_definition_service_pb.js";
 import type { StoredDefinition } from "../../src/domain/records.js";
 import { encodeDefinition } from "../../src/storage/rows.js";
-import { definitionWithMeta, jsonWithMeta, metaJson, metaMessage } from "../../src/transport/definition-meta.js";
+import { definitionWithMeta, jsonWithMeta, metaJson, metaMessage, pageJson } from "../../src/transport/definition-meta.js";
 
 function stored(overrides: Partial<StoredDefinition> = {}): StoredDefinition {
   const definition = create(AgentDefinitionSchema, {
@@ -61,7 +62,7 @@ describe("meta in answers", () => {
 
   it("sets meta beside the stored binary, which encodes to the definition with the registry's meta only", () => {
     const s = stored({ statusMessage: null });
-    const decoded = fromBinary(AgentDefinitionSchema, toBinary(AgentDefinitionSchema, definitionWithMeta(s, true)));
+    const decoded = fromBinary(AgentDefinitionSchema, toBinary(AgentDefinitionSchema, definitionWithMeta(s)));
     expect(decoded.name).toBe('Meta \u{1F916} "quoted"');
     expect(decoded.meta).toEqual(metaMessage(s));
     expect(decoded.meta?.statusMessage).toBeUndefined();
@@ -76,10 +77,17 @@ describe("meta in answers", () => {
     });
   });
 
-  it("gives JSON callers the decoded definition with the same meta", () => {
-    const s = stored({ statusMessage: null });
-    const message = definitionWithMeta(s, false);
-    expect(message.name).toBe('Meta \u{1F916} "quoted"');
-    expect(message.meta).toEqual(metaMessage(s));
+  it("writes a page's JSON from the stored bytes as the protobuf JSON of its response message", () => {
+    const items = [stored({ statusMessage: null }), stored({})];
+    const json = JSON.parse(new TextDecoder().decode(pageJson(7, items, "tok_en-1")));
+    const message = create(ListAgentDefinitionsResponseSchema, {
+      total: 7,
+      data: items.map((s) => ({ ...fromBinary(AgentDefinitionSchema, s.binary), meta: metaMessage(s) })),
+      nextPageToken: "tok_en-1",
+    });
+    // Every member protobuf-es writes, and the stored lists it leaves out when empty (`"skills": []`): any protobuf JSON parser reads them back.
+    expect(json).toMatchObject(toJson(ListAgentDefinitionsResponseSchema, message) as object);
+    expect(json.data[0].skills).toEqual([]);
+    expect(fromJson(ListAgentDefinitionsResponseSchema, json)).toEqual(message);
   });
 });

@@ -33,7 +33,10 @@ export type ListAgentDefinitionsRequest = Message<"asor.v1.ListAgentDefinitionsR
   tenant: string;
 
   /**
-   * Page size: default 20, at most 100.
+   * Page size: default 20, at most 100. A page also ends before the
+   * definition that would take its stored JSON past the server's byte budget
+   * (PAGE_MAX_BYTES, default 4 MiB; at least one definition a page), so it
+   * may hold fewer while more follow: page with `next_page_token`.
    *
    * @generated from field: optional int32 limit = 2;
    */
@@ -284,7 +287,8 @@ export type ListAgentDefinitionVersionsRequest = Message<"asor.v1.ListAgentDefin
   id: string;
 
   /**
-   * Page size: default 20, at most 100.
+   * Page size: default 20, at most 100; a page also ends at the byte budget
+   * of the list's `limit` (PAGE_MAX_BYTES).
    *
    * @generated from field: optional int32 limit = 3;
    */

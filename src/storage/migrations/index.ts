@@ -14,6 +14,7 @@ import { reencodeEmptyLists } from "./0007-reencode-empty-lists.js";
 import { addDefinitionLifecycle } from "./0008-add-definition-lifecycle.js";
 import { addSearchIndex } from "./0009-add-search-index.js";
 import { addTermCounts } from "./0010-add-term-counts.js";
+import { addDocumentBytes } from "./0011-add-document-bytes.js";
 import { dialectOf } from "./dialect.js";
 import { withMigrationLock } from "./migration-lock.js";
 
@@ -37,6 +38,7 @@ export const migrations: readonly Migration[] = [
   addDefinitionLifecycle,
   addSearchIndex,
   addTermCounts,
+  addDocumentBytes,
 ];
 
 /** Serves `migrations` to knex's migrator. */

@@ -12,24 +12,9 @@ import { etagOf } from "../../domain/lifecycle.js";
 import type { StoredDefinition } from "../../domain/records.js";
 import { type HttpAnswer, JSON_CONTENT_TYPE, utf8 } from "../../edge/http-answer.js";
 import type { Result } from "../../operations/operation.js";
-import { concatBytes } from "../bytes.js";
-import { jsonChunksWithMeta, jsonWithMeta } from "../definition-meta.js";
+import { jsonWithMeta, pageJson } from "../definition-meta.js";
 
 const JSON_HEADERS = { "content-type": JSON_CONTENT_TYPE };
-const COMMA = utf8(",");
-const DATA_END = utf8("]}");
-
-/** `{"total":<n>,"data":[<each>,...]}` (and `"nextPageToken"` when there is a next page), from bytes. */
-function pageBytes(total: number, items: readonly (readonly Uint8Array[])[], nextPageToken?: string): Uint8Array {
-  const chunks: Uint8Array[] = [utf8(`{"total":${total},"data":[`)];
-  items.forEach((item, i) => {
-    if (i > 0) chunks.push(COMMA);
-    chunks.push(...item);
-  });
-  // A token is base64url: nothing in it needs escaping in JSON.
-  chunks.push(nextPageToken === undefined ? DATA_END : utf8(`],"nextPageToken":"${nextPageToken}"}`));
-  return concatBytes(chunks);
-}
 
 /**
  * A wrapper response (a list of tenants) shows each of its own members even
@@ -71,7 +56,7 @@ export function restAnswer(result: Result, output: DescMessage, verb: string, pa
       return {
         status,
         headers: JSON_HEADERS,
-        body: pageBytes(result.page.total, result.page.data.map(jsonChunksWithMeta), result.page.nextPageToken),
+        body: pageJson(result.page.total, result.page.data, result.page.nextPageToken),
       };
     }
     case "message":
