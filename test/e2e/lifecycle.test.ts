@@ -356,6 +356,50 @@ forEachDatabase((db) => {
       expect((await get(v1.reference_id)).body.id).toBe(v4.id);
     });
 
+    describe("deactivation is a control: Development cannot undo it", () => {
+      const DEVELOPMENT = ["Development"];
+      const SETUP = ["Setup: Agents"];
+
+      it("refuses a new version of an agent whose versions are all DEACTIVATED (by name and by id) to Development, 403 AGENT_DEACTIVATED; Setup: Agents may", async () => {
+        const [v1] = await agentOfThree();
+        await patch(v1.reference_id, { status: "DEACTIVATED" });
+        const byName = await call("POST", "", { body: { ...v1, id: undefined, version: "4" }, domains: DEVELOPMENT });
+        expect(byName.status).toBe(403);
+        expect(byName.body).toMatchObject({ errors: [expect.objectContaining({ code: "AGENT_DEACTIVATED" })] });
+        const byReference = await call("POST", "", { body: { ...v1, id: v1.reference_id, version: "4" }, domains: DEVELOPMENT });
+        expect(byReference.status).toBe(403);
+        // Nothing was written: the agent is still off, its card still withdrawn.
+        expect((await get(v1.reference_id)).body.meta).toMatchObject({ status: "DEACTIVATED", latest: false });
+        expect((await call("GET", `/${encodeURIComponent(v1.reference_id)}/versions`)).body.total).toBe(3);
+        const revived = await call("POST", "", { body: { ...v1, id: v1.reference_id, version: "4" }, domains: SETUP });
+        expect(revived.status).toBe(201);
+        expect(revived.body.meta).toMatchObject({ status: "ACTIVE", latest: true });
+      });
+
+      it("admits Development's new version while one version of the agent is not DEACTIVATED", async () => {
+        const [v1, , v3] = await agentOfThree();
+        await patch(v3.id, { status: "DEACTIVATED" });
+        const added = await call("POST", "", { body: { ...v1, id: v1.reference_id, version: "4" }, domains: DEVELOPMENT });
+        expect(added.status).toBe(201);
+      });
+
+      it("refuses Development a PUT or a POST to the key of a DEACTIVATED version, and writes nothing; Setup: Agents may", async () => {
+        const [v1, v2] = await agentOfThree();
+        const off = (await patch(v2.id, { status: "DEACTIVATED" })).body;
+        const put = await call("PUT", `/${v2.id}`, { body: { ...v2, description: "Sneaked in" }, domains: DEVELOPMENT });
+        expect(put.status).toBe(403);
+        expect(put.body).toMatchObject({ errors: [expect.objectContaining({ code: "AGENT_DEACTIVATED" })] });
+        const posted = await call("POST", "", { body: { ...v2, description: "Sneaked in" }, domains: DEVELOPMENT });
+        expect(posted.status).toBe(403);
+        expect((await get(v2.id)).body.meta.etag).toBe(off.meta.etag);
+        // An ACTIVE version of the same agent stays Development's to change.
+        expect((await call("PUT", `/${v1.id}`, { body: { ...v1, description: "Fine" }, domains: DEVELOPMENT })).status).toBe(200);
+        const setup = await call("PUT", `/${v2.id}`, { body: { ...v2, description: "By Setup" }, domains: SETUP });
+        expect(setup.status).toBe(200);
+        expect(setup.body).toMatchObject({ description: "By Setup", meta: { status: "DEACTIVATED" } });
+      });
+    });
+
     it("needs Setup: Agents; Development alone is refused", async () => {
       const created = (await post(fresh())).body;
       const refused = await call("PATCH", `/${created.id}/status`, { body: { status: "DEPRECATED" }, domains: ["Development"] });
