@@ -264,6 +264,45 @@ forEachDatabase((db) => {
     });
   });
 
+  describe("strict conditions", () => {
+    it("answers 400 to a present but empty If-Match on POST, PUT and PATCH (a client's unset variable), and writes nothing", async () => {
+      const created = (await post(fresh())).body;
+      for (const empty of ["", " ", " , "]) {
+        const answers = [
+          await post({ ...created, description: "Unconditional?" }, { "if-match": empty }),
+          await put(created.id, { ...created, description: "Unconditional?" }, { "if-match": empty }),
+          await patch(created.id, { status: "DEPRECATED" }, { "if-match": empty }),
+        ];
+        for (const answer of answers) {
+          expect(answer.status, answer.text).toBe(400);
+          expect(answer.body.errors).toEqual([expect.objectContaining({ code: "INVALID_VALUE", field: "If-Match" })]);
+        }
+      }
+      expect((await get(created.id)).body.meta.etag).toBe(created.meta.etag);
+    });
+
+    it("answers 400 to If-None-Match on PUT and PATCH, * or a tag, as on a POST with anything but *, and writes nothing", async () => {
+      const created = (await post(fresh())).body;
+      for (const value of ["*", created.meta.etag]) {
+        for (const answer of [
+          await put(created.id, { ...created, description: "Changed" }, { "if-none-match": value }),
+          await patch(created.id, { status: "DEPRECATED" }, { "if-none-match": value }),
+        ]) {
+          expect(answer.status, answer.text).toBe(400);
+          expect(answer.body.errors).toEqual([expect.objectContaining({ code: "INVALID_VALUE", field: "If-None-Match" })]);
+        }
+      }
+      expect((await post({ ...created, description: "Changed" }, { "if-none-match": created.meta.etag })).status).toBe(400);
+      expect((await get(created.id)).body.meta.etag).toBe(created.meta.etag);
+    });
+
+    it("still reads a GET's If-None-Match for 304 and ignores its If-Match", async () => {
+      const created = (await post(fresh())).body;
+      expect((await get(created.id, { "if-none-match": created.meta.etag })).status).toBe(304);
+      expect((await get(created.id, { "if-match": "" })).status).toBe(200);
+    });
+  });
+
   describe("status", () => {
     /** An agent with three versions, oldest first. */
     const agentOfThree = async () => {
@@ -489,6 +528,18 @@ forEachDatabase((db) => {
       // An etag without its quotes is taken as the quoted one.
       const ok = await upsert({ ...def, description: "y" }, { etag: `${created.id}-1` });
       expect(ok.meta?.revision).toBe(2);
+    });
+
+    it("answers INVALID_ARGUMENT to an etag that names no tag, as REST answers an empty If-Match", async () => {
+      const def = fresh();
+      const created = await upsert(def);
+      const blank = await failure(upsert({ ...def, description: "x" }, { etag: " , " }));
+      expect(blank.code).toBe(grpcStatus.INVALID_ARGUMENT);
+      expect(blank.errors[0]).toMatchObject({ code: "INVALID_VALUE", field: "etag" });
+      const update = client.call("updateAgentDefinition", create(UpdateAgentDefinitionRequestSchema, { id: created.id, agentCardAndTools: definitionOf(def), etag: " " }));
+      expect((await failure(update)).code).toBe(grpcStatus.INVALID_ARGUMENT);
+      const status = client.call("setAgentDefinitionStatus", create(SetAgentDefinitionStatusRequestSchema, { id: created.id, statusChange: { status: DefinitionStatus.DEPRECATED }, etag: "," }));
+      expect((await failure(status)).code).toBe(grpcStatus.INVALID_ARGUMENT);
     });
 
     it("updates by id, with KEY_CHANGED, NOT_FOUND and FAILED_PRECONDITION as over REST", async () => {
