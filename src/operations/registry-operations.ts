@@ -69,7 +69,7 @@ export function registryPolicy(adminDomain: string): Policy {
 export function createRegistryOperations({ service, tenants, defaultTenant, adminDomain, claims }: RegistryOperationsOptions): Operations {
   const policy = registryPolicy(adminDomain);
   // The tenant admin RPCs act on every tenant: platform operations (see admit).
-  const platform = { tenantClaim: claims.tenantClaim, adminClaim: claims.platformAdminClaim };
+  const platform = { adminClaim: claims.platformAdminClaim };
   const operation = <In extends DescMessage>(method: DescMethod & { readonly input: In }, run: Operation<In>["run"]): Operation => {
     const domains = policy.get(`${method.parent.typeName}/${method.name}`);
     if (domains === undefined) throw new Error(`${method.parent.typeName}/${method.name} has no policy.`);
