@@ -295,14 +295,21 @@ export class RegistryError extends Error {
   override readonly name = "RegistryError";
   /** At most MAX_ISSUES, however many were given (capIssues). */
   readonly issues: readonly Issue[];
+  /**
+   * A refusal by design (a rate limit, a full gate, a time limit, an issuer
+   * that cannot be asked, a drain): a 5xx that is the service working as
+   * intended, logged at `warn` and counted per interval, not as an error.
+   */
+  readonly designed: boolean;
   constructor(
     readonly code: ErrorCode,
     message: string,
     issues: readonly Issue[] = [],
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; designed?: boolean },
   ) {
-    super(message, options);
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.issues = capIssues(issues);
+    this.designed = options?.designed === true;
   }
 
   /** How this error is answered. */
@@ -411,9 +418,18 @@ export function unavailable(cause: unknown, message = "The registry's database i
   return new RegistryError("UNAVAILABLE", message, [], { cause });
 }
 
+/**
+ * 503 UNAVAILABLE by design: the service refuses work it was set up to
+ * refuse (a rate limit, a full gate, a time limit, an issuer it cannot ask),
+ * so the caller retries later. Logged at `warn`, aggregated (RegistryError.designed).
+ */
+export function refusal(message: string, cause?: unknown): RegistryError {
+  return new RegistryError("UNAVAILABLE", message, [], { cause, designed: true });
+}
+
 /** What a draining server answers a new request with. */
 export function shuttingDown(): RegistryError {
-  return new RegistryError("UNAVAILABLE", "The service is shutting down; retry on another instance.");
+  return refusal("The service is shutting down; retry on another instance.");
 }
 
 /** Concurrent writers kept colliding on the same key until the retries ran out. */
