@@ -32,13 +32,14 @@ export interface RegistryOperationsOptions {
 
 const methods = AgentDefinitionService.method;
 
+const admin = TenantAdminService.method;
+
 /**
  * What a caller's writes may do beyond the operation's domain: change a
  * deactivated agent's versions only with the domain that deactivates
  * (Setup: Agents, PATCH .../status), so Development cannot undo it.
  */
 export const authorityOf = (call: Call): WriteAuthority => ({ mayReactivate: call.principal.domains.has(SETUP_AGENTS) });
-const admin = TenantAdminService.method;
 
 /** Which domains admit a caller to each RPC (any one of them suffices), by `package.Service/Method`. */
 export type Policy = ReadonlyMap<string, readonly string[]>;
