@@ -18,6 +18,7 @@ import { createRegistryService } from "./service/registry-service.js";
 import { createTenantService } from "./service/tenant-service.js";
 import { createKnexRepository } from "./storage/knex-repository.js";
 import type { AgentDefinitionRepository } from "./storage/repository.js";
+import { refusalsOf } from "./transport/failures.js";
 import { createHealthRoutes } from "./transport/health.js";
 import { createOpenApiEndpoint } from "./transport/openapi/openapi-endpoint.js";
 import { createProbeEndpoints } from "./transport/probes.js";
@@ -39,7 +40,7 @@ export interface App {
   readonly authenticator: Authenticator;
   /** `GET /metrics`: on the API port, or (METRICS_PORT) served by the entrypoint on a port of its own. */
   readonly metricsEndpoint: HttpEndpoint;
-  /** Releases the database pool. */
+  /** Logs the refusals counted since the last summary line, and releases the database pool. */
   close(): Promise<void>;
 }
 
@@ -110,5 +111,10 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     logger,
   });
 
-  return { config, logger, edge, operations, authenticator, requests, repository, metricsEndpoint, close: () => repository.close() };
+  const close = async (): Promise<void> => {
+    // The refusals counted since the last summary line are told before the process goes.
+    refusalsOf(logger).flush();
+    await repository.close();
+  };
+  return { config, logger, edge, operations, authenticator, requests, repository, metricsEndpoint, close };
 }

@@ -105,13 +105,14 @@ export interface AuthConfig {
    * development issuer and `false` with `AUTH_ISSUER`: whether a token without
    * the tenant claim acts on `DEFAULT_TENANT`. When not, such a token is
    * refused (403, naming the claim) by every operation but the tenant admin
-   * RPCs, for which it is a platform operator's token.
+   * RPCs (which take a platform operator's token, AUTH_PLATFORM_ADMIN_CLAIM).
    */
   readonly noTenantClaimUsesDefault: boolean;
   /**
    * `AUTH_PLATFORM_ADMIN_CLAIM`, default `platform_admin`: the claim that,
-   * when it is JSON `true`, lets a token with a tenant claim use the tenant
-   * admin RPCs (which otherwise accept only tokens without a tenant claim).
+   * when it is JSON `true`, makes a token a platform operator's, the only
+   * tokens the tenant admin RPCs admit (with `AUTH_ADMIN_DOMAIN`). A token
+   * without a tenant claim is not one by that alone.
    */
   readonly platformAdminClaim: string;
 }

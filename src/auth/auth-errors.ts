@@ -1,5 +1,5 @@
 /** The errors authentication answers with. None ever contains the token. */
-import { type RegistryError, unauthenticated, unavailable } from "../domain/errors.js";
+import { type RegistryError, refusal, unauthenticated } from "../domain/errors.js";
 
 export { unauthenticated } from "../domain/errors.js";
 
@@ -9,17 +9,18 @@ export { unauthenticated } from "../domain/errors.js";
  */
 export function issuerUnavailable(cause: unknown, token: string): RegistryError {
   const message = "The token issuer could not be reached to check the bearer token; try again later.";
-  return stackless(unavailable(scrub(cause, token), message));
+  // By design: the verifier asks the issuer at most once per cooldown, and answers 503 meanwhile.
+  return stackless(refusal(message, scrub(cause, token)));
 }
 
 /** 503: too many opaque tokens not yet cached are being introspected; the issuer is spared (AUTH_INTROSPECTION_MAX_PER_SECOND). */
 export function tooManyIntrospections(): RegistryError {
   // Not the issuer's failure: nothing to log but the refusal itself.
-  return stackless(unavailable(undefined, "Too many unknown opaque tokens are being checked at the moment; try again shortly."));
+  return stackless(refusal("Too many unknown opaque tokens are being checked at the moment; try again shortly."));
 }
 
 /**
- * `error` without its stack trace: logged once per refused request, where it
+ * `error` without its stack trace: a refusal is counted by its message (failures.ts), where it
  * was thrown says nothing its message does not.
  */
 function stackless<E extends Error>(error: E): E {

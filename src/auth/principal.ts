@@ -10,11 +10,11 @@ import { unauthenticated } from "./auth-errors.js";
 export interface Principal {
   /** `sub` (or `client_id`): for logs. */
   readonly subject: string;
-  /** The tenant claim; null when the token has none. */
+  /** The tenant claim; null when the token has none (a claim that is there is a non-empty string, else 401). */
   readonly tenant: string | null;
   /** Security domains: from the domains claim plus the scope-to-domain map. */
   readonly domains: ReadonlySet<string>;
-  /** The platform admin claim is `true`: the tenant admin RPCs are open to it even with a tenant claim. */
+  /** The platform admin claim is `true`: a platform operator, the only callers the tenant admin RPCs admit. */
   readonly platformAdmin: boolean;
 }
 
@@ -34,11 +34,13 @@ export interface ClaimMapping {
 export function principalFromClaims(claims: Readonly<Record<string, unknown>>, mapping: ClaimMapping): Principal {
   const subject = [claims.sub, claims.client_id].find((v): v is string => typeof v === "string" && v !== "") ?? "(no subject)";
 
+  // A claim that is there names a tenant or the token is unusable: "" or null is not "no tenant"
+  // (which would make the token act on the default tenant, and once made it a platform operator's).
   const tenantValue = claims[mapping.tenantClaim];
-  if (tenantValue !== undefined && tenantValue !== null && typeof tenantValue !== "string") {
-    throw unauthenticated(`The bearer token's "${mapping.tenantClaim}" claim is not a string.`);
+  if (tenantValue !== undefined && (typeof tenantValue !== "string" || tenantValue === "")) {
+    throw unauthenticated(`The bearer token's "${mapping.tenantClaim}" claim is not a tenant name (a non-empty string); leave it out or name the tenant.`);
   }
-  const tenant = typeof tenantValue === "string" && tenantValue !== "" ? tenantValue : null;
+  const tenant = tenantValue ?? null;
 
   const domains = new Set<string>();
   const domainsValue = claims[mapping.domainsClaim];

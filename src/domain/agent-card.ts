@@ -25,12 +25,13 @@ export const DEFAULT_PROTOCOL_BINDING = "JSONRPC";
 export const DEFAULT_MEDIA_TYPE = "text/plain";
 
 /**
- * How long a client may reuse a card without asking again (A2A v1.0, "Agent
- * Card caching": a `max-age` fitting how often cards change; definitions
- * change seldom). `private`: the answer is for the token that asked, and
- * shared caches must not hand it to others.
+ * How a client may reuse a card (A2A v1.0, "Agent Card caching"): `no-cache`,
+ * so every reuse is revalidated with the card's ETag (`If-None-Match`, 304
+ * when unchanged) and a deactivation (410) or a change reaches the client at
+ * once, never after a max-age. `private`: the answer is for the token that
+ * asked, and shared caches must not hand it to others.
  */
-export const AGENT_CARD_CACHE_CONTROL = "private, max-age=300";
+export const AGENT_CARD_CACHE_CONTROL = "private, no-cache";
 
 /** The card format, in the ETag: a change of the mapping must change every ETag. */
 const CARD_FORMAT = "card1";

@@ -67,11 +67,25 @@ export const ERRORS = {
     body: "validation",
     meaning: "The token lacks the security domain the operation needs, or is for another tenant.",
   },
+  // 403 like PERMISSION_DENIED, with a code of its own: the caller holds the operation's domain, but not for this version's state.
+  AGENT_DEACTIVATED: {
+    http: 403,
+    grpc: "PermissionDenied",
+    body: "validation",
+    meaning: "The write would change a DEACTIVATED version or add a version to an agent whose versions are all DEACTIVATED; that needs the security domain Setup: Agents.",
+  },
   NOT_FOUND: { http: 404, grpc: "NotFound", body: "validation", meaning: "No definition with that id exists in the tenant, or no resource at that path." },
   TENANT_NOT_FOUND: { http: 404, grpc: "NotFound", body: "validation", meaning: "The tenant has not been set up." },
   // Unimplemented is what a gRPC server answers for a method it does not serve.
   METHOD_NOT_ALLOWED: { http: 405, grpc: "Unimplemented", body: "validation", meaning: "A REST path was called with a method it does not serve." },
   TENANT_EXISTS: { http: 409, grpc: "AlreadyExists", body: "validation", meaning: "A tenant with that name has already been set up." },
+  // The version exists (GET by id reads it) but is withdrawn: its card is gone, not missing. gRPC: the state forbids it (AIP-193).
+  CARD_DEACTIVATED: {
+    http: 410,
+    grpc: "FailedPrecondition",
+    body: "validation",
+    meaning: "The version is DEACTIVATED: its A2A agent card is not served (the definition stays readable by id).",
+  },
   // A write that kept colliding with concurrent writers: the client may retry (Aborted, as AIP-193 advises).
   CONFLICT: { http: 409, grpc: "Aborted", body: "validation", meaning: "Concurrent writes to the same key kept colliding; retry the request." },
   // AIP-154: a stale etag is FAILED_PRECONDITION; over HTTP it is 412, as If-Match asks (RFC 9110 §13.1.1).
@@ -281,14 +295,21 @@ export class RegistryError extends Error {
   override readonly name = "RegistryError";
   /** At most MAX_ISSUES, however many were given (capIssues). */
   readonly issues: readonly Issue[];
+  /**
+   * A refusal by design (a rate limit, a full gate, a time limit, an issuer
+   * that cannot be asked, a drain): a 5xx that is the service working as
+   * intended, logged at `warn` and counted per interval, not as an error.
+   */
+  readonly designed: boolean;
   constructor(
     readonly code: ErrorCode,
     message: string,
     issues: readonly Issue[] = [],
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; designed?: boolean },
   ) {
-    super(message, options);
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.issues = capIssues(issues);
+    this.designed = options?.designed === true;
   }
 
   /** How this error is answered. */
@@ -334,7 +355,7 @@ export function errorBody(err: RegistryError): ErrorBody {
 /** RFC 6750 §3: the Bearer challenge of a 401, and of a 403 (insufficient_scope); undefined for other errors. */
 export function challengeOf(err: RegistryError): string | undefined {
   if (err.code === "UNAUTHENTICATED") return 'Bearer realm="asor"';
-  if (err.code === "PERMISSION_DENIED") return 'Bearer realm="asor", error="insufficient_scope"';
+  if (err.code === "PERMISSION_DENIED" || err.code === "AGENT_DEACTIVATED") return 'Bearer realm="asor", error="insufficient_scope"';
   return undefined;
 }
 
@@ -397,9 +418,18 @@ export function unavailable(cause: unknown, message = "The registry's database i
   return new RegistryError("UNAVAILABLE", message, [], { cause });
 }
 
+/**
+ * 503 UNAVAILABLE by design: the service refuses work it was set up to
+ * refuse (a rate limit, a full gate, a time limit, an issuer it cannot ask),
+ * so the caller retries later. Logged at `warn`, aggregated (RegistryError.designed).
+ */
+export function refusal(message: string, cause?: unknown): RegistryError {
+  return new RegistryError("UNAVAILABLE", message, [], { cause, designed: true });
+}
+
 /** What a draining server answers a new request with. */
 export function shuttingDown(): RegistryError {
-  return new RegistryError("UNAVAILABLE", "The service is shutting down; retry on another instance.");
+  return refusal("The service is shutting down; retry on another instance.");
 }
 
 /** Concurrent writers kept colliding on the same key until the retries ran out. */
@@ -415,6 +445,18 @@ export function writeConflict(cause: unknown): RegistryError {
 export function outcomeUnknown(cause: unknown): RegistryError {
   const message = "The registry's database became unavailable while saving the definition; it may or may not have been saved. Send it again.";
   return new RegistryError("OUTCOME_UNKNOWN", message, [], { cause });
+}
+
+/** 403 AGENT_DEACTIVATED: `what` (a deactivated version, or a new version of a deactivated agent) needs Setup: Agents. */
+export function deactivatedWrite(what: string): RegistryError {
+  const message = `${what} is DEACTIVATED; only a caller with the security domain "Setup: Agents" may write to it (reactivate it with PATCH .../status).`;
+  return new RegistryError("AGENT_DEACTIVATED", message);
+}
+
+/** 410 CARD_DEACTIVATED: the version `id` is DEACTIVATED, so its agent card is not served. */
+export function cardDeactivated(id: string): RegistryError {
+  const message = `Agent definition ${id} is DEACTIVATED: its agent card is not served. GET the definition by id to read it, or reactivate it.`;
+  return new RegistryError("CARD_DEACTIVATED", message, [{ code: "CARD_DEACTIVATED", message, field: "id", path: "id" }]);
 }
 
 /** 412: a conditional write whose condition does not hold; nothing was written. */

@@ -3,7 +3,7 @@
  * conditions of conditional requests, and the checks of an update by id.
  * Pure: no I/O.
  */
-import { type Issue, issueAt, preconditionFailed, RegistryError } from "./errors.js";
+import { type Issue, invalid, issueAt, preconditionFailed, RegistryError } from "./errors.js";
 import type { InstanceRef, UpsertKey } from "./records.js";
 
 /**
@@ -50,11 +50,18 @@ export function ifNoneMatchMatches(condition: EntityTagCondition, etag: string):
 
 /**
  * Checks a write's `etag` (If-Match) against the version it would change:
- * 412 PRECONDITION_FAILED when it does not hold. An empty `etag` is no condition.
+ * 412 PRECONDITION_FAILED when it does not hold. An empty `etag` is no
+ * condition (an RPC's unset field; REST refuses an empty header before);
+ * one that names no tag (only spaces or commas) is 400, not a condition that
+ * nothing meets.
  */
 export function checkIfMatch(etag: string, current: Pick<InstanceRef, "id" | "revision"> | undefined, what: string): void {
   if (etag === "") return;
-  if (ifMatchHolds(parseEntityTags(etag), current)) return;
+  const condition = parseEntityTags(etag);
+  if (condition !== "*" && condition.length === 0) {
+    throw invalid([issueAt("etag", "INVALID_VALUE", "The etag (If-Match) names no entity tag: send meta.etag, or *, or leave it out.")]);
+  }
+  if (ifMatchHolds(condition, current)) return;
   const message =
     current === undefined ? `If-Match (etag) needs an existing ${what}, and there is none.` : `${what} has changed: its ETag is now ${etagOf(current)}, not ${etag}. Read it again.`;
   throw preconditionFailed(message, "etag");

@@ -1,5 +1,5 @@
 import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
-import { issueAt, RegistryError } from "./errors.js";
+import { deactivatedWrite, issueAt, RegistryError } from "./errors.js";
 import type { AgentRef, UpsertKey } from "./records.js";
 
 /** The upsert key of a valid definition (SPEC.md §1.4): name, provider organization, version. */
@@ -37,6 +37,16 @@ export interface UpsertFacts {
   readonly externalAgentId: string | undefined;
   /** The number of the agent that holds that externalAgentID for this provider, if any. */
   readonly externalIdOwner: number | undefined;
+  /** The instance that holds the key is DEACTIVATED. */
+  readonly existingDeactivated: boolean;
+  /**
+   * Every version of the agent a new version would join (the linked one, else
+   * the one with the name) is DEACTIVATED, as read under that agent's lock.
+   * Only asked when the caller may not reactivate; false otherwise.
+   */
+  readonly agentDeactivated: boolean;
+  /** The caller may bring a deactivated agent or version back (holds Setup: Agents, the domain of PATCH .../status). */
+  readonly mayReactivate: boolean;
 }
 
 /** What to write. */
@@ -55,7 +65,11 @@ export interface UpsertPlan {
  * - otherwise a new version joins the agent the request `id` names, else the
  *   agent with the same provider and name, else a new agent;
  * - an `id` that names nothing, or another agent than the key's instance, is refused;
- * - an externalAgentID held by another agent of the same provider is refused (A3015).
+ * - an externalAgentID held by another agent of the same provider is refused (A3015);
+ * - deactivation is a control (README, "Lifecycle"): a caller that may not
+ *   reactivate (no Setup: Agents) can neither change a DEACTIVATED version
+ *   nor add a version to an agent whose versions are all DEACTIVATED, which
+ *   would make it ACTIVE and latest again (AGENT_DEACTIVATED, 403).
  */
 export function planUpsert(facts: UpsertFacts): UpsertPlan {
   const linked = facts.linkedAgent;
@@ -70,6 +84,10 @@ export function planUpsert(facts: UpsertFacts): UpsertPlan {
     throw new RegistryError("VALIDATION_FAILED", message, [issueAt("id", "AGENT_MISMATCH", message)]);
   }
   const agent = existing ?? linked ?? facts.agentByName ?? "new";
+  if (!facts.mayReactivate) {
+    if (existing !== undefined && facts.existingDeactivated) throw deactivatedWrite(`The version with this name, provider and version (of agent ${existing.referenceId})`);
+    if (existing === undefined && agent !== "new" && facts.agentDeactivated) throw deactivatedWrite(`Every version of agent ${agent.referenceId}`);
+  }
   const owner = facts.externalIdOwner;
   if (facts.externalAgentId !== undefined && owner !== undefined && (agent === "new" || owner !== agent.number)) {
     const message = `externalAgentID "${facts.externalAgentId}" is already used by another agent of this provider.`;

@@ -1,7 +1,7 @@
 // The token command: prints a bearer token from the local development issuer,
 // `npm run token -- --tenant default --domains "Development,Setup: Agents" [--ttl 3600] [--subject developer] [--platform-admin]`.
-// Without --tenant the token is a platform operator's (the tenant admin RPCs); --platform-admin sets the
-// platform admin claim on a tenant's token.
+// Without --tenant the token is a platform operator's (the tenant admin RPCs): it carries the platform admin
+// claim, as --platform-admin sets it on a tenant's token.
 // Only for the embedded default (no AUTH_ISSUER); the key is made in DATA_DIR on first use.
 // The token alone goes to stdout, so `TOKEN=$(npm run -s token -- ...)` works.
 import { parseArgs } from "node:util";
@@ -72,7 +72,8 @@ async function main(argv: string[]): Promise<number> {
     ...(values.tenant === undefined ? {} : { tenant: values.tenant }),
     domains,
     ttlSeconds: ttl,
-    platformAdmin: values["platform-admin"] === true,
+    // The platform admin claim is what makes a platform operator; a token without a tenant is meant as one.
+    platformAdmin: values["platform-admin"] === true || values.tenant === undefined,
   });
   console.log(token);
   return 0;

@@ -38,11 +38,11 @@ export interface Operation<In extends DescMessage = DescMessage> {
   readonly domains: readonly string[];
   /**
    * Set for the platform operations (tenant admin), which act on every tenant:
-   * only a token without a tenant claim (a platform operator's) or with the
-   * platform admin claim set to `true` is admitted. The claim names are for
-   * the 403's message.
+   * only a platform operator is admitted, a token whose platform admin claim
+   * (AUTH_PLATFORM_ADMIN_CLAIM, named here for the 403's message) is `true`.
+   * A token without a tenant claim is not one by that alone.
    */
-  readonly platform?: { readonly tenantClaim: string; readonly adminClaim: string } | undefined;
+  readonly platform?: { readonly adminClaim: string } | undefined;
   /** Tenant resolution, validation, the service call. Throws RegistryError. */
   run(call: Call, input: MessageShape<In>): Promise<Result>;
 }
@@ -61,12 +61,11 @@ export function admit(operation: Operation, principal: Principal): void {
     throw forbidden(`${operation.method.name} ${needs}.`);
   }
   const { platform } = operation;
-  // A tenant's own administrator holds the admin domain too, but must not see or make other tenants.
-  if (platform !== undefined && principal.tenant !== null && !principal.platformAdmin) {
-    throw forbidden(
-      `${operation.method.name} acts on every tenant: it needs a platform operator's token (no "${platform.tenantClaim}" claim, or "${platform.adminClaim}": true), ` +
-        `not one for tenant "${principal.tenant}".`,
-    );
+  // A tenant's own administrator holds the admin domain too, but must not see or make other tenants;
+  // neither may a token that only lacks a tenant claim (any client of the issuer may have one).
+  if (platform !== undefined && !principal.platformAdmin) {
+    const whose = principal.tenant === null ? "not one without it" : `not one for tenant "${principal.tenant}"`;
+    throw forbidden(`${operation.method.name} acts on every tenant: it needs a platform operator's token ("${platform.adminClaim}": true), ${whose}.`);
   }
 }
 

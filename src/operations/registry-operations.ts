@@ -8,7 +8,7 @@ import type { DescMessage, DescMethod, DescService } from "@bufbuild/protobuf";
 import { create } from "@bufbuild/protobuf";
 import { AgentDefinitionService } from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { ListTenantsResponseSchema, TenantAdminService } from "../../gen/asor/v1/tenant_admin_service_pb.js";
-import type { RegistryService } from "../service/registry-service.js";
+import type { RegistryService, WriteAuthority } from "../service/registry-service.js";
 import type { TenantService } from "../service/tenant-service.js";
 import { type Call, type Operation, type Operations, resolveTenant } from "./operation.js";
 
@@ -31,7 +31,15 @@ export interface RegistryOperationsOptions {
 }
 
 const methods = AgentDefinitionService.method;
+
 const admin = TenantAdminService.method;
+
+/**
+ * What a caller's writes may do beyond the operation's domain: change a
+ * deactivated agent's versions only with the domain that deactivates
+ * (Setup: Agents, PATCH .../status), so Development cannot undo it.
+ */
+export const authorityOf = (call: Call): WriteAuthority => ({ mayReactivate: call.principal.domains.has(SETUP_AGENTS) });
 
 /** Which domains admit a caller to each RPC (any one of them suffices), by `package.Service/Method`. */
 export type Policy = ReadonlyMap<string, readonly string[]>;
@@ -41,7 +49,8 @@ export type Policy = ReadonlyMap<string, readonly string[]>;
  * the same work as a POST) need Development or Setup: Agents; get, the
  * versions list, the agent card and setting a status need Setup: Agents. The tenant
  * admin RPCs need the admin domain. The OpenAPI document is generated from
- * the same table.
+ * the same table. A write to a deactivated agent needs Setup: Agents besides
+ * (authorityOf, decided in the write's transaction).
  */
 export function registryPolicy(adminDomain: string): Policy {
   return new Map([
@@ -61,7 +70,7 @@ export function registryPolicy(adminDomain: string): Policy {
 export function createRegistryOperations({ service, tenants, defaultTenant, adminDomain, claims }: RegistryOperationsOptions): Operations {
   const policy = registryPolicy(adminDomain);
   // The tenant admin RPCs act on every tenant: platform operations (see admit).
-  const platform = { tenantClaim: claims.tenantClaim, adminClaim: claims.platformAdminClaim };
+  const platform = { adminClaim: claims.platformAdminClaim };
   const operation = <In extends DescMessage>(method: DescMethod & { readonly input: In }, run: Operation<In>["run"]): Operation => {
     const domains = policy.get(`${method.parent.typeName}/${method.name}`);
     if (domains === undefined) throw new Error(`${method.parent.typeName}/${method.name} has no policy.`);
@@ -85,12 +94,12 @@ export function createRegistryOperations({ service, tenants, defaultTenant, admi
     })),
     operation(methods.getAgentCard, async (call, req) => ({ kind: "card", ...(await service.agentCard(tenantOf(req.tenant, call), req)) })),
     operation(methods.upsertAgentDefinition, async (call, req) => {
-      const { stored, created } = await service.upsert(tenantOf(req.tenant, call), req);
+      const { stored, created } = await service.upsert(tenantOf(req.tenant, call), req, authorityOf(call));
       return { kind: "definition", stored, created };
     }),
     operation(methods.updateAgentDefinition, async (call, req) => ({
       kind: "definition",
-      stored: await service.update(tenantOf(req.tenant, call), req),
+      stored: await service.update(tenantOf(req.tenant, call), req, authorityOf(call)),
       created: false,
     })),
     operation(methods.setAgentDefinitionStatus, async (call, req) => {

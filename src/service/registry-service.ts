@@ -21,7 +21,7 @@ import {
 } from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { agentCardEtag, renderAgentCard } from "../domain/agent-card.js";
 import { withDerivedFields } from "../domain/derived-fields.js";
-import { type Issue, invalid, issueAt, notFound } from "../domain/errors.js";
+import { cardDeactivated, type Issue, invalid, issueAt, notFound } from "../domain/errors.js";
 import { type HostIdentity, hostPlatformIssues } from "../domain/host-platform.js";
 import { checkCreateOnly, checkIfMatch, checkKeyKept } from "../domain/lifecycle.js";
 import { listBinding, pagePosition, pageToken, parseListQuery, versionsBinding } from "../domain/list-query.js";
@@ -68,16 +68,27 @@ export interface AgentCardAnswer {
   readonly etag: string;
 }
 
+/**
+ * What the caller of a write may do beyond the write itself, as its operation
+ * read it from the caller's token. Absent: the least (a caller that may not reactivate).
+ */
+export interface WriteAuthority {
+  /** May change DEACTIVATED versions and add versions to an agent whose versions all are (Setup: Agents, the domain of PATCH .../status). */
+  readonly mayReactivate: boolean;
+}
+
+const LEAST_AUTHORITY: WriteAuthority = { mayReactivate: false };
+
 /** The registry's operations, independent of any transport. Tenants are resolved by the caller. */
 export interface RegistryService {
   list(tenant: string, request: ListAgentDefinitionsRequest): Promise<DefinitionPage>;
   get(tenant: string, request: GetAgentDefinitionRequest): Promise<StoredDefinition>;
   listVersions(tenant: string, request: ListAgentDefinitionVersionsRequest): Promise<DefinitionPage>;
-  /** The A2A agent card of the version GET reads for the same id. */
+  /** The A2A agent card of the version GET reads for the same id; 410 CARD_DEACTIVATED when that version is DEACTIVATED. */
   agentCard(tenant: string, request: GetAgentCardRequest): Promise<AgentCardAnswer>;
-  upsert(tenant: string, request: UpsertAgentDefinitionRequest): Promise<Upserted>;
+  upsert(tenant: string, request: UpsertAgentDefinitionRequest, authority?: WriteAuthority): Promise<Upserted>;
   /** PUT: replaces the content of one version, by its id (KEY_CHANGED when the key would change). */
-  update(tenant: string, request: UpdateAgentDefinitionRequest): Promise<StoredDefinition>;
+  update(tenant: string, request: UpdateAgentDefinitionRequest, authority?: WriteAuthority): Promise<StoredDefinition>;
   /** PATCH .../status: the versions set, newest first; `one` when the request named a single version by its id. */
   setStatus(tenant: string, request: SetAgentDefinitionStatusRequest): Promise<StatusSet>;
 }
@@ -131,7 +142,12 @@ export function createRegistryService({ repository, host }: RegistryServiceOptio
     return def;
   };
 
-  const upsertIn = async (tx: WriteTransaction, def: AgentDefinition, conditions: Pick<UpsertAgentDefinitionRequest, "etag" | "createOnly">): Promise<Upserted> => {
+  const upsertIn = async (
+    tx: WriteTransaction,
+    def: AgentDefinition,
+    conditions: Pick<UpsertAgentDefinitionRequest, "etag" | "createOnly">,
+    { mayReactivate }: WriteAuthority,
+  ): Promise<Upserted> => {
     if (tx.tenant.sequencePrefix === null) throw noSequenceGenerator(tx.tenant.name);
     const key = upsertKey(def);
     const existing = await tx.findByKey(key);
@@ -141,12 +157,17 @@ export function createRegistryService({ repository, host }: RegistryServiceOptio
     const linked = def.id === "" ? undefined : await linkedAgent(tx, def.id);
     const agentByName = existing === undefined && linked === undefined ? await tx.findAgentByName(key.providerId, key.name) : undefined;
     const externalAgentId = def.externalAgentId || undefined;
+    // The agent a new version would join, read under its lock; only a caller that may not reactivate is refused by it.
+    const joins = existing === undefined && linked !== "unknown" ? (linked ?? agentByName) : undefined;
     const facts: UpsertFacts = {
       existingAgent: existing?.agent,
       linkedAgent: linked,
       agentByName,
       externalAgentId,
       externalIdOwner: externalAgentId === undefined ? undefined : await tx.findExternalIdOwner(key.providerId, externalAgentId),
+      existingDeactivated: existing?.status === "DEACTIVATED",
+      agentDeactivated: !mayReactivate && joins !== undefined && (await tx.isAgentDeactivated(joins)),
+      mayReactivate,
     };
     const plan = planUpsert(facts);
     const agent = plan.agent === "new" ? await tx.createAgent(key.providerId, key.name) : plan.agent;
@@ -186,15 +207,17 @@ export function createRegistryService({ repository, host }: RegistryServiceOptio
       assertValid(requestIssues(GetAgentCardRequestSchema, request));
       const stored = await findByAnyId(tenant, request.id);
       if (stored === undefined) throw notFound(`Agent definition "${request.id}"`, "id");
+      // A withdrawn agent's card is not a usable card: clients and caches that had it learn it is gone.
+      if (stored.status === "DEACTIVATED") throw cardDeactivated(stored.id);
       return { card: renderAgentCard(fromBinary(AgentDefinitionSchema, stored.binary)), etag: agentCardEtag(stored) };
     },
 
-    async upsert(tenant, request) {
+    async upsert(tenant, request, authority = LEAST_AUTHORITY) {
       const def = validDefinition(UpsertAgentDefinitionRequestSchema, request);
-      return repository.write(tenant, (tx) => upsertIn(tx, def, request));
+      return repository.write(tenant, (tx) => upsertIn(tx, def, request, authority));
     },
 
-    async update(tenant, request) {
+    async update(tenant, request, { mayReactivate } = LEAST_AUTHORITY) {
       const def = validDefinition(UpdateAgentDefinitionRequestSchema, request);
       return repository.write(tenant, async (tx) => {
         const existing = await tx.findByIdForUpdate(request.id);
@@ -204,7 +227,16 @@ export function createRegistryService({ repository, host }: RegistryServiceOptio
         // The externalAgentID rules are the upsert's: the version keeps its agent.
         const externalAgentId = def.externalAgentId || undefined;
         const owner = externalAgentId === undefined ? undefined : await tx.findExternalIdOwner(existing.key.providerId, externalAgentId);
-        const plan = planUpsert({ existingAgent: existing.agent, linkedAgent: undefined, agentByName: undefined, externalAgentId, externalIdOwner: owner });
+        const plan = planUpsert({
+          existingAgent: existing.agent,
+          linkedAgent: undefined,
+          agentByName: undefined,
+          externalAgentId,
+          externalIdOwner: owner,
+          existingDeactivated: existing.status === "DEACTIVATED",
+          agentDeactivated: false,
+          mayReactivate,
+        });
         if (plan.claimExternalId && externalAgentId !== undefined) await tx.claimExternalId(existing.key.providerId, externalAgentId, existing.agent.number);
         return tx.update(existing, withDerivedFields(def, existing.id, existing.agent.referenceId));
       });

@@ -343,6 +343,13 @@ class SqlWriteTransaction implements WriteTransaction {
     return rows.map(toInstanceRef);
   }
 
+  async isAgentDeactivated(agent: AgentRef): Promise<boolean> {
+    return this.#run(async (context) => {
+      await this.#lockAgent(context, agent.number);
+      return (await queries.newestLiveOfAgent(context, this.tenant.name, agent.number)) === undefined;
+    });
+  }
+
   async findNewestByReference(referenceId: string): Promise<InstanceRef | undefined> {
     const row = await this.#run((context) => queries.findNewestInstanceByReference(context, this.tenant.name, referenceId));
     return row === undefined ? undefined : toInstanceRef(row);

@@ -32,7 +32,7 @@
  */
 import { Buffer } from "node:buffer";
 import type { Knex } from "knex";
-import { unavailable } from "../domain/errors.js";
+import { refusal } from "../domain/errors.js";
 import type { ListQuery, Position, TermFilter } from "../domain/list-query.js";
 import type { Dialect } from "./connection.js";
 import { defaultTimeoutMillis } from "./connection.js";
@@ -133,7 +133,7 @@ export function searchRunner(db: Knex, dialect: Dialect, limits: SearchLimits = 
     if (!gate.tryTake()) {
       // The caller's own AbortSignal does not reach the repository; the wait is bounded instead.
       await gate.take(AbortSignal.timeout(waitMillis)).catch((error: unknown) => {
-        throw unavailable(error, "The registry is busy with other searches; try again later.");
+        throw refusal("The registry is busy with other searches; try again later.", error);
       });
     }
     try {
@@ -164,9 +164,9 @@ export function searchRunner(db: Knex, dialect: Dialect, limits: SearchLimits = 
     } catch (error) {
       if (!isStatementTimeout(error)) throw error;
       const seconds = timeoutMillis / 1000;
-      throw unavailable(
-        error,
+      throw refusal(
         `The search took longer than the limit of ${seconds} ${seconds === 1 ? "second" : "seconds"} and was stopped; narrow it with filters (e.g. provider, tag, name) or fewer keywords.`,
+        error,
       );
     }
   };

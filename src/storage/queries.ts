@@ -298,12 +298,18 @@ export async function clearLatest({ session, statements }: WriteContext, tenant:
   await session.change(statements.clearLatest, [tenant, agentNumber]);
 }
 
-/** Puts the latest flag on the agent's newest version that is not DEACTIVATED (none when all are) and answers its id. */
-export async function refreshLatest({ session, statements }: WriteContext, tenant: string, agentNumber: number): Promise<string | undefined> {
+/** The id of the agent's newest version that is not DEACTIVATED; undefined when every version is. */
+export async function newestLiveOfAgent({ session, statements }: WriteContext, tenant: string, agentNumber: number): Promise<string | undefined> {
   const [newest] = await session.rows<{ id: string }>(statements.newestLiveOfAgent, [tenant, agentNumber]);
-  const id = newest?.id ?? "";
-  await session.change(statements.setLatest, [id, tenant, agentNumber, id]);
   return newest?.id;
+}
+
+/** Puts the latest flag on the agent's newest version that is not DEACTIVATED (none when all are) and answers its id. */
+export async function refreshLatest(context: WriteContext, tenant: string, agentNumber: number): Promise<string | undefined> {
+  const newest = await newestLiveOfAgent(context, tenant, agentNumber);
+  const id = newest ?? "";
+  await context.session.change(context.statements.setLatest, [id, tenant, agentNumber, id]);
+  return newest;
 }
 
 /** Sets a version's status, raising its revision and updated_at. */

@@ -40,6 +40,12 @@ export interface WriteTransaction {
   findByIdForUpdate(id: string): Promise<KeyedInstanceRef | undefined>;
   /** Every version of `agent`, newest first, to change them. Locks the agent, then the versions. */
   findVersionsForUpdate(agent: AgentRef): Promise<KeyedInstanceRef[]>;
+  /**
+   * Whether every version of `agent` is DEACTIVATED (it has none that is not). Locks the agent
+   * first, as insert and setStatus do, so no status change of its versions commits before this
+   * transaction does.
+   */
+  isAgentDeactivated(agent: AgentRef): Promise<boolean>;
   /** The newest instance of the agent with this `Agent_ID=...` reference id. */
   findNewestByReference(referenceId: string): Promise<InstanceRef | undefined>;
   /** The agent whose first version had this provider and name. Locks; when absent, locks the tenant's sequence. */

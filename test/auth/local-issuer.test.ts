@@ -157,6 +157,13 @@ describe("npm run token", () => {
     expect(await authenticator.authenticate(`Bearer ${stdout.trim()}`)).toMatchObject({ tenant: "t1", platformAdmin: true });
   });
 
+  it("prints a platform operator's token without --tenant: no tenant claim, the platform admin claim set", async () => {
+    const dir = await dataDir();
+    const { stdout } = await run("node_modules/.bin/tsx", ["src/main/token.ts", "--domains", "Setup: Tenants"], { env: env(dir) });
+    const authenticator = await createAuthenticator(config, { keyStore: localIssuerKeyFile(dir) });
+    expect(await authenticator.authenticate(`Bearer ${stdout.trim()}`)).toMatchObject({ tenant: null, platformAdmin: true });
+  });
+
   it("refuses to run when AUTH_ISSUER points at a real issuer", async () => {
     const dir = await dataDir();
     const failure = await run("node_modules/.bin/tsx", ["src/main/token.ts", "--tenant", "default"], { env: { ...env(dir), AUTH_ISSUER: "https://issuer.example" } }).catch(

@@ -35,9 +35,11 @@ describe("principalFromClaims", () => {
     expect(principalFromClaims({ client_id: "app" }, mapping).subject).toBe("app");
   });
 
-  it("has a null tenant when the claim is absent or empty", () => {
+  it("has a null tenant only when the claim is absent; one that is there but not a non-empty string is refused (401)", () => {
     expect(principalFromClaims({ sub: "a" }, mapping).tenant).toBeNull();
-    expect(principalFromClaims({ sub: "a", tenant: "" }, mapping).tenant).toBeNull();
+    for (const tenant of ["", null, 7, true, ["acme"], {}]) {
+      expect(() => principalFromClaims({ sub: "a", tenant }, mapping), JSON.stringify(tenant)).toThrow(/"tenant" claim is not a tenant name/);
+    }
   });
 
   it("marks a platform admin only by the configured claim set to true, refusing (401) a claim that is not a boolean", () => {

@@ -168,8 +168,10 @@ describe("refused requests", () => {
     await refuses(`Bearer ${token}`, /not a JWT, and this service has no token introspection configured/, token);
   });
 
-  it("refuses a tenant claim that is not a string", async () => {
-    const token = await sign(issuer.signingKey, issuer.kid, { ...validClaims(), tenant: ["acme", "other"] });
-    await refuses(`Bearer ${token}`, /"tenant" claim is not a string/, token);
+  it('refuses a tenant claim that is there but not a non-empty string: a list, a number, "" or null', async () => {
+    for (const tenant of [["acme", "other"], 7, "", null]) {
+      const token = await sign(issuer.signingKey, issuer.kid, { ...validClaims(), tenant });
+      await refuses(`Bearer ${token}`, /"tenant" claim is not a tenant name/, token);
+    }
   });
 });

@@ -10,7 +10,16 @@ import { derivedIds, exampleDefinition } from "../support/definitions.js";
 const example = () => fromJson(AgentDefinitionSchema, exampleDefinition() as never);
 const fixedId = "0123456789abcdef0123456789abcdef";
 const agent = (number: number) => ({ number, referenceId: `Agent_ID=T-${number}` });
-const none: UpsertFacts = { existingAgent: undefined, linkedAgent: undefined, agentByName: undefined, externalAgentId: undefined, externalIdOwner: undefined };
+const none: UpsertFacts = {
+  existingAgent: undefined,
+  linkedAgent: undefined,
+  agentByName: undefined,
+  externalAgentId: undefined,
+  externalIdOwner: undefined,
+  existingDeactivated: false,
+  agentDeactivated: false,
+  mayReactivate: false,
+};
 
 /** The code of the issue planUpsert refuses with, or "ok". */
 function refusal(facts: Partial<UpsertFacts>): string {
@@ -49,6 +58,37 @@ describe("the upsert plan", () => {
     expect(planUpsert({ ...none, agentByName: agent(4), externalAgentId: "x", externalIdOwner: 4 }).claimExternalId).toBe(false);
     expect(refusal({ agentByName: agent(4), externalAgentId: "x", externalIdOwner: 9 })).toBe("A3015 on externalAgentID");
     expect(refusal({ externalAgentId: "x", externalIdOwner: 9 })).toBe("A3015 on externalAgentID");
+  });
+});
+
+describe("deactivation as a control", () => {
+  /** The code planUpsert refuses with, or "ok". */
+  const verdict = (facts: Partial<UpsertFacts>): string => {
+    try {
+      planUpsert({ ...none, ...facts });
+      return "ok";
+    } catch (err) {
+      return (err as RegistryError).code;
+    }
+  };
+
+  it("refuses a caller that may not reactivate a change to a DEACTIVATED version, and admits one that may", () => {
+    expect(verdict({ existingAgent: agent(3), existingDeactivated: true })).toBe("AGENT_DEACTIVATED");
+    expect(verdict({ existingAgent: agent(3), existingDeactivated: true, mayReactivate: true })).toBe("ok");
+    expect(verdict({ existingAgent: agent(3) })).toBe("ok");
+  });
+
+  it("refuses such a caller a new version of an agent whose versions are all DEACTIVATED, linked or found by name", () => {
+    expect(verdict({ linkedAgent: agent(2), agentDeactivated: true })).toBe("AGENT_DEACTIVATED");
+    expect(verdict({ agentByName: agent(5), agentDeactivated: true })).toBe("AGENT_DEACTIVATED");
+    expect(verdict({ agentByName: agent(5), agentDeactivated: true, mayReactivate: true })).toBe("ok");
+    expect(verdict({ agentByName: agent(5) })).toBe("ok");
+  });
+
+  it("says nothing of a new agent, and leaves the other refusals first", () => {
+    expect(verdict({ agentDeactivated: true })).toBe("ok");
+    expect(verdict({ linkedAgent: "unknown", agentDeactivated: true })).toBe("VALIDATION_FAILED");
+    expect(verdict({ existingAgent: agent(1), linkedAgent: agent(2), existingDeactivated: true })).toBe("VALIDATION_FAILED");
   });
 });
 

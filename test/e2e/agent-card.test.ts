@@ -5,13 +5,14 @@ import { status as grpcStatus, type ServiceError } from "@grpc/grpc-js";
 import { beforeAll, describe, expect, it } from "vitest";
 import { AgentCardSchema } from "../../gen/asor/v1/agent_card_pb.js";
 import { AgentDefinitionService, GetAgentCardRequestSchema } from "../../gen/asor/v1/agent_definition_service_pb.js";
+import { ValidationErrorSchema } from "../../gen/asor/v1/error_pb.js";
 import { a2aAgentCardValidator } from "../support/a2a-agent-card-schema.js";
 import { exampleCard, fullCard, minimalCard } from "../support/agent-cards.js";
 import { withAuthorization } from "../support/auth.js";
 import { forEachDatabase } from "../support/databases.js";
 import { exampleDefinition, minimalDefinition } from "../support/definitions.js";
 import { fullDefinition } from "../support/full-definition.js";
-import { createGrpcJsClient } from "../support/grpc-js-client.js";
+import { createGrpcJsClient, grpcErrorDetails } from "../support/grpc-js-client.js";
 import { useServer } from "../support/server.js";
 
 const T = "/api/asor/v1/default/agentDefinition";
@@ -39,6 +40,13 @@ forEachDatabase((db) => {
     return (await res.json()) as { id: string; reference_id: string };
   };
   const getCard = async (path: string, headers: Record<string, string> = {}) => fetch(`${server().baseUrl}${path}`, { headers: { authorization: server().authorization, ...headers } });
+
+  const deactivate = (id: string) =>
+    fetch(`${server().baseUrl}${T}/${id}/status`, {
+      method: "PATCH",
+      headers: { "content-type": "application/json", authorization: server().authorization },
+      body: JSON.stringify({ status: "DEACTIVATED" }),
+    });
 
   beforeAll(async () => {
     stored.example = await post(example("Card Example Agent"));
@@ -69,10 +77,10 @@ forEachDatabase((db) => {
       expect(a2aCard(await res.json())).toEqual({ ...minimalCard(), name: "Card Minimal Agent" });
     });
 
-    it("carries a strong ETag and Cache-Control with max-age, as A2A asks of agent card endpoints", async () => {
+    it("carries a strong ETag and a Cache-Control that revalidates with it (no max-age), as A2A asks of agent card endpoints", async () => {
       const res = await getCard(`${base}/${stored.example.id}/agentCard`);
       expect(res.headers.get("etag")).toMatch(/^"[!#-~]+"$/);
-      expect(res.headers.get("cache-control")).toMatch(/^private, max-age=[1-9]\d*$/);
+      expect(res.headers.get("cache-control")).toBe("private, no-cache");
       const other = await getCard(`${base}/${stored.full.id}/agentCard`);
       expect(other.headers.get("etag")).not.toBe(res.headers.get("etag"));
     });
@@ -132,23 +140,26 @@ forEachDatabase((db) => {
       expect(byFirstId.headers.get("etag")).not.toBe(byReference.headers.get("etag"));
     });
 
-    it("follows the agent's status: a deactivated version keeps its card by id, with a new ETag, and Agent_ID=... passes over it", async () => {
+    it("follows the agent's status: a deactivated version's card is gone (410 CARD_DEACTIVATED), and Agent_ID=... passes over it", async () => {
       const first = await post(example("Card Status Agent", "1.0.0"));
       const second = await post(example("Card Status Agent", "2.0.0"));
       const before = await getCard(`${T}/${second.id}/agentCard`);
-      const patched = await fetch(`${server().baseUrl}${T}/${second.id}/status`, {
-        method: "PATCH",
-        headers: { "content-type": "application/json", authorization: server().authorization },
-        body: JSON.stringify({ status: "DEACTIVATED" }),
-      });
-      expect(patched.status, await patched.clone().text()).toBe(200);
-      const after = await getCard(`${T}/${second.id}/agentCard`);
-      expect(after.status).toBe(200);
-      expect(a2aCard(await after.json()).version).toBe("2.0.0");
-      expect(after.headers.get("etag")).not.toBe(before.headers.get("etag"));
+      expect(before.status).toBe(200);
+      expect((await deactivate(second.id)).status).toBe(200);
+      // Also to a client revalidating the card it has: no 304 for a withdrawn card.
+      for (const headers of [{}, { "if-none-match": before.headers.get("etag") as string }] as Record<string, string>[]) {
+        const after = await getCard(`${T}/${second.id}/agentCard`, headers);
+        expect(after.status).toBe(410);
+        expect(await after.json()).toMatchObject({ errors: [expect.objectContaining({ code: "CARD_DEACTIVATED", field: "id" })] });
+      }
+      // The definition itself stays readable by id.
+      expect((await getCard(`${T}/${second.id}`)).status).toBe(200);
       const byReference = await getCard(`${T}/${encodeURIComponent(first.reference_id)}/agentCard`);
       expect(a2aCard(await byReference.json()).version).toBe("1.0.0");
       expect(byReference.headers.get("etag")).toBe((await getCard(`${T}/${first.id}/agentCard`)).headers.get("etag"));
+      // Every version off: the reference names the newest of all, whose card is gone too.
+      expect((await deactivate(encodeURIComponent(first.reference_id))).status).toBe(200);
+      expect((await getCard(`${T}/${encodeURIComponent(first.reference_id)}/agentCard`)).status).toBe(410);
     });
 
     it("changes the card and its ETag when the definition changes, and keeps both while it does not", async () => {
@@ -195,6 +206,24 @@ forEachDatabase((db) => {
         client.close();
         development.close();
       }
+    });
+
+    it("answers FAILED_PRECONDITION with CARD_DEACTIVATED for a deactivated version over gRPC and Connect, as REST answers 410", async () => {
+      const { id } = await post(example("Card Withdrawn Agent"));
+      expect((await deactivate(id)).status).toBe(200);
+      const client = createGrpcJsClient(AgentDefinitionService, `127.0.0.1:${server().port}`, server().authorization);
+      try {
+        const err = (await client.call("getAgentCard", create(GetAgentCardRequestSchema, { id })).catch((e: ServiceError) => e)) as ServiceError;
+        expect(err.code).toBe(grpcStatus.FAILED_PRECONDITION);
+        expect(toJson(ValidationErrorSchema, grpcErrorDetails(err)[0] as never)).toMatchObject({ errors: [expect.objectContaining({ code: "CARD_DEACTIVATED" })] });
+      } finally {
+        client.close();
+      }
+      const connect = createClient(
+        AgentDefinitionService,
+        createConnectTransport({ baseUrl: server().baseUrl, httpVersion: "1.1", useHttpGet: true, interceptors: [withAuthorization(server().authorization)] }),
+      );
+      expect(ConnectError.from(await connect.getAgentCard({ id }).catch((e: unknown) => e)).code).toBe(Code.FailedPrecondition);
     });
 
     it("sends ETag and Cache-Control with a Connect GET, like the REST answer", async () => {

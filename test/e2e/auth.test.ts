@@ -7,6 +7,8 @@ import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js"
 import { AgentDefinitionService, ListAgentDefinitionsRequestSchema, UpsertAgentDefinitionRequestSchema } from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { ValidationErrorSchema } from "../../gen/asor/v1/error_pb.js";
 import { ListTenantsRequestSchema, TenantAdminService } from "../../gen/asor/v1/tenant_admin_service_pb.js";
+import { openLocalIssuer } from "../../src/auth/local-issuer.js";
+import { localIssuerKeyFile } from "../../src/main/local-issuer-key-file.js";
 import { now, sign, tamper } from "../auth/forge.js";
 import { withAuthorization } from "../support/auth.js";
 import { type FreshDatabase, forEachDatabase, testDatabases } from "../support/databases.js";
@@ -19,8 +21,10 @@ const DEFINITIONS = "/api/asor/v1/default/agentDefinition";
 
 describe("with an OpenID provider on loopback", () => {
   const writer: TestClient = { clientId: "writer", clientSecret: "writer-secret-0123456789", tenant: "default", domains: ["Development", "Setup: Agents"] };
-  /** A platform operator: the admin domain and agent domains, no tenant claim. */
-  const operator: TestClient = { clientId: "operator", clientSecret: "operator-secret-0123456789", domains: ["Setup: Tenants", "Setup: Agents"] };
+  /** A platform operator: the admin domain and agent domains, no tenant claim, the platform admin claim. */
+  const operator: TestClient = { clientId: "operator", clientSecret: "operator-secret-0123456789", domains: ["Setup: Tenants", "Setup: Agents"], platformAdmin: true };
+  /** No tenant claim, and no platform admin claim: not a platform operator. */
+  const untenanted: TestClient = { clientId: "untenanted", clientSecret: "untenanted-secret-0123456789", domains: ["Setup: Tenants", "Setup: Agents"] };
   /** Tenant acme's own administrator: the admin domain, scoped to acme. */
   const acmeAdmin: TestClient = { clientId: "acme-admin", clientSecret: "acme-admin-secret-0123456789", tenant: "acme", domains: ["Setup: Tenants"] };
   /** Scoped to acme, with the explicit platform admin claim. */
@@ -39,7 +43,7 @@ describe("with an OpenID provider on loopback", () => {
   });
 
   beforeAll(async () => {
-    issuer = await startOidcProvider([writer, operator, acmeAdmin, acmePlatform]);
+    issuer = await startOidcProvider([writer, operator, untenanted, acmeAdmin, acmePlatform]);
     database = await testDatabases()[0]!.create();
     server = await startServer(database, issuerEnv());
   });
@@ -162,6 +166,14 @@ describe("with an OpenID provider on loopback", () => {
       grpc.close();
     }
 
+    // A token that only lacks a tenant claim is no platform operator's.
+    const bare = `Bearer ${await issuer.token(untenanted)}`;
+    const refused = (await admin(bare)
+      .listTenants({})
+      .catch((e: unknown) => e)) as ConnectError;
+    expect(refused.code).toBe(Code.PermissionDenied);
+    expect(refused.rawMessage).toMatch(/"platform_admin": true/);
+    expect((await rest(bare, {}, "/asor/v1/admin/tenants")).status).toBe(403);
     const platform = `Bearer ${await issuer.token(operator)}`;
     expect((await admin(platform).createTenant({ name: "made-by-operator", sequencePrefix: "OP-" })).name).toBe("made-by-operator");
     const flagged = `Bearer ${await issuer.token(acmePlatform)}`;
@@ -275,11 +287,28 @@ forEachDatabase((db) => {
       expect(await denied((await admin(betaAdmin)).listTenants({}))).toBe(Code.PermissionDenied);
       expect(await denied((await admin(betaAdmin)).createTenant({ name: "beta-made", sequencePrefix: "BM-" }))).toBe(Code.PermissionDenied);
       expect((await rest("/asor/v1/admin/tenants", betaAdmin)).status).toBe(403);
-      // A platform operator's token: no tenant claim, or the platform admin claim.
-      const operator = await server().bearer({ tenant: null, domains: ["Setup: Tenants"] });
+      // A platform operator's token is one with the platform admin claim; no tenant claim alone is not enough.
+      const untenanted = await server().bearer({ tenant: null, domains: ["Setup: Tenants"] });
+      expect(await denied((await admin(untenanted)).listTenants({}))).toBe(Code.PermissionDenied);
+      const operator = await server().bearer({ tenant: null, domains: ["Setup: Tenants"], platformAdmin: true });
       expect((await (await admin(operator)).listTenants({})).tenants.map((t) => t.name)).not.toContain("beta-made");
       const flagged = await server().bearer({ tenant: "beta", domains: ["Setup: Tenants"], platformAdmin: true });
       expect((await rest("/asor/v1/admin/tenants", flagged)).status).toBe(200);
+    });
+
+    it("refuses (401) a tenant claim of \"\" or null on every operation, the tenant admin RPCs too: neither is 'no tenant', nor a platform operator", async () => {
+      const issuer = await openLocalIssuer(localIssuerKeyFile(server().app.config.dataDir), server().app.config.auth);
+      for (const tenant of ["", null]) {
+        // The issuer's request type says string; null is what a broken identity provider sends.
+        const token = `Bearer ${await issuer.issue({ tenant: tenant as string, domains: ["Development", "Setup: Agents", "Setup: Tenants"] })}`;
+        const res = await rest(DEFINITIONS, token);
+        expect(res.status, String(tenant)).toBe(401);
+        expect((await res.json()).errors[0]).toMatchObject({ code: "UNAUTHENTICATED", error: expect.stringMatching(/"tenant" claim is not a tenant name/) });
+        expect((await rest("/asor/v1/admin/tenants", token)).status).toBe(401);
+        const admin = createClient(TenantAdminService, createConnectTransport({ baseUrl: server().baseUrl, httpVersion: "1.1", interceptors: [withAuthorization(token)] }));
+        expect(await denied(admin.listTenants({}))).toBe(Code.Unauthenticated);
+        expect(await denied((await connect(token)).listAgentDefinitions({}))).toBe(Code.Unauthenticated);
+      }
     });
 
     it("limits a token without a tenant claim to the default tenant", async () => {

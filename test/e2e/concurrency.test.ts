@@ -30,8 +30,8 @@ for (const db of testDatabases()) {
       // Both processes share DATA_DIR, so they trust one local issuer key; mint tokens with it.
       const issuer = await openLocalIssuer(localIssuerKeyFile(database.dataDir), parseAuthConfig({}).config);
       const bearer = async (tenant: string) => `Bearer ${await issuer.issue({ tenant, domains: ["Development", "Setup: Agents", "Setup: Tenants"] })}`;
-      // The tenant admin RPCs take a platform operator's token: no tenant claim.
-      const operator = `Bearer ${await issuer.issue({ domains: ["Setup: Tenants"] })}`;
+      // The tenant admin RPCs take a platform operator's token: the platform admin claim.
+      const operator = `Bearer ${await issuer.issue({ domains: ["Setup: Tenants"], platformAdmin: true })}`;
       const admin = createClient(TenantAdminService, createConnectTransport({ baseUrl: servers[0]!.baseUrl, httpVersion: "1.1", interceptors: [withAuthorization(operator)] }));
       for (const name of ["keys", "race", "numbers"]) {
         await admin.createTenant({ name, sequencePrefix: `${name.toUpperCase()}-` });

@@ -264,6 +264,45 @@ forEachDatabase((db) => {
     });
   });
 
+  describe("strict conditions", () => {
+    it("answers 400 to a present but empty If-Match on POST, PUT and PATCH (a client's unset variable), and writes nothing", async () => {
+      const created = (await post(fresh())).body;
+      for (const empty of ["", " ", " , "]) {
+        const answers = [
+          await post({ ...created, description: "Unconditional?" }, { "if-match": empty }),
+          await put(created.id, { ...created, description: "Unconditional?" }, { "if-match": empty }),
+          await patch(created.id, { status: "DEPRECATED" }, { "if-match": empty }),
+        ];
+        for (const answer of answers) {
+          expect(answer.status, answer.text).toBe(400);
+          expect(answer.body.errors).toEqual([expect.objectContaining({ code: "INVALID_VALUE", field: "If-Match" })]);
+        }
+      }
+      expect((await get(created.id)).body.meta.etag).toBe(created.meta.etag);
+    });
+
+    it("answers 400 to If-None-Match on PUT and PATCH, * or a tag, as on a POST with anything but *, and writes nothing", async () => {
+      const created = (await post(fresh())).body;
+      for (const value of ["*", created.meta.etag]) {
+        for (const answer of [
+          await put(created.id, { ...created, description: "Changed" }, { "if-none-match": value }),
+          await patch(created.id, { status: "DEPRECATED" }, { "if-none-match": value }),
+        ]) {
+          expect(answer.status, answer.text).toBe(400);
+          expect(answer.body.errors).toEqual([expect.objectContaining({ code: "INVALID_VALUE", field: "If-None-Match" })]);
+        }
+      }
+      expect((await post({ ...created, description: "Changed" }, { "if-none-match": created.meta.etag })).status).toBe(400);
+      expect((await get(created.id)).body.meta.etag).toBe(created.meta.etag);
+    });
+
+    it("still reads a GET's If-None-Match for 304 and ignores its If-Match", async () => {
+      const created = (await post(fresh())).body;
+      expect((await get(created.id, { "if-none-match": created.meta.etag })).status).toBe(304);
+      expect((await get(created.id, { "if-match": "" })).status).toBe(200);
+    });
+  });
+
   describe("status", () => {
     /** An agent with three versions, oldest first. */
     const agentOfThree = async () => {
@@ -356,6 +395,50 @@ forEachDatabase((db) => {
       expect((await get(v1.reference_id)).body.id).toBe(v4.id);
     });
 
+    describe("deactivation is a control: Development cannot undo it", () => {
+      const DEVELOPMENT = ["Development"];
+      const SETUP = ["Setup: Agents"];
+
+      it("refuses a new version of an agent whose versions are all DEACTIVATED (by name and by id) to Development, 403 AGENT_DEACTIVATED; Setup: Agents may", async () => {
+        const [v1] = await agentOfThree();
+        await patch(v1.reference_id, { status: "DEACTIVATED" });
+        const byName = await call("POST", "", { body: { ...v1, id: undefined, version: "4" }, domains: DEVELOPMENT });
+        expect(byName.status).toBe(403);
+        expect(byName.body).toMatchObject({ errors: [expect.objectContaining({ code: "AGENT_DEACTIVATED" })] });
+        const byReference = await call("POST", "", { body: { ...v1, id: v1.reference_id, version: "4" }, domains: DEVELOPMENT });
+        expect(byReference.status).toBe(403);
+        // Nothing was written: the agent is still off, its card still withdrawn.
+        expect((await get(v1.reference_id)).body.meta).toMatchObject({ status: "DEACTIVATED", latest: false });
+        expect((await call("GET", `/${encodeURIComponent(v1.reference_id)}/versions`)).body.total).toBe(3);
+        const revived = await call("POST", "", { body: { ...v1, id: v1.reference_id, version: "4" }, domains: SETUP });
+        expect(revived.status).toBe(201);
+        expect(revived.body.meta).toMatchObject({ status: "ACTIVE", latest: true });
+      });
+
+      it("admits Development's new version while one version of the agent is not DEACTIVATED", async () => {
+        const [v1, , v3] = await agentOfThree();
+        await patch(v3.id, { status: "DEACTIVATED" });
+        const added = await call("POST", "", { body: { ...v1, id: v1.reference_id, version: "4" }, domains: DEVELOPMENT });
+        expect(added.status).toBe(201);
+      });
+
+      it("refuses Development a PUT or a POST to the key of a DEACTIVATED version, and writes nothing; Setup: Agents may", async () => {
+        const [v1, v2] = await agentOfThree();
+        const off = (await patch(v2.id, { status: "DEACTIVATED" })).body;
+        const put = await call("PUT", `/${v2.id}`, { body: { ...v2, description: "Sneaked in" }, domains: DEVELOPMENT });
+        expect(put.status).toBe(403);
+        expect(put.body).toMatchObject({ errors: [expect.objectContaining({ code: "AGENT_DEACTIVATED" })] });
+        const posted = await call("POST", "", { body: { ...v2, description: "Sneaked in" }, domains: DEVELOPMENT });
+        expect(posted.status).toBe(403);
+        expect((await get(v2.id)).body.meta.etag).toBe(off.meta.etag);
+        // An ACTIVE version of the same agent stays Development's to change.
+        expect((await call("PUT", `/${v1.id}`, { body: { ...v1, description: "Fine" }, domains: DEVELOPMENT })).status).toBe(200);
+        const setup = await call("PUT", `/${v2.id}`, { body: { ...v2, description: "By Setup" }, domains: SETUP });
+        expect(setup.status).toBe(200);
+        expect(setup.body).toMatchObject({ description: "By Setup", meta: { status: "DEACTIVATED" } });
+      });
+    });
+
     it("needs Setup: Agents; Development alone is refused", async () => {
       const created = (await post(fresh())).body;
       const refused = await call("PATCH", `/${created.id}/status`, { body: { status: "DEPRECATED" }, domains: ["Development"] });
@@ -445,6 +528,18 @@ forEachDatabase((db) => {
       // An etag without its quotes is taken as the quoted one.
       const ok = await upsert({ ...def, description: "y" }, { etag: `${created.id}-1` });
       expect(ok.meta?.revision).toBe(2);
+    });
+
+    it("answers INVALID_ARGUMENT to an etag that names no tag, as REST answers an empty If-Match", async () => {
+      const def = fresh();
+      const created = await upsert(def);
+      const blank = await failure(upsert({ ...def, description: "x" }, { etag: " , " }));
+      expect(blank.code).toBe(grpcStatus.INVALID_ARGUMENT);
+      expect(blank.errors[0]).toMatchObject({ code: "INVALID_VALUE", field: "etag" });
+      const update = client.call("updateAgentDefinition", create(UpdateAgentDefinitionRequestSchema, { id: created.id, agentCardAndTools: definitionOf(def), etag: " " }));
+      expect((await failure(update)).code).toBe(grpcStatus.INVALID_ARGUMENT);
+      const status = client.call("setAgentDefinitionStatus", create(SetAgentDefinitionStatusRequestSchema, { id: created.id, statusChange: { status: DefinitionStatus.DEPRECATED }, etag: "," }));
+      expect((await failure(status)).code).toBe(grpcStatus.INVALID_ARGUMENT);
     });
 
     it("updates by id, with KEY_CHANGED, NOT_FOUND and FAILED_PRECONDITION as over REST", async () => {

@@ -83,7 +83,7 @@ export interface SaveOptions {
   readonly after?: (call: keyof WriteTransaction, attempt: number) => Promise<void> | void;
 }
 
-/** Creates or updates `def` in `tenant` with the service's real upsert, counting how often `write` ran it. */
+/** Creates or updates `def` in `tenant` with the service's real upsert (as a caller with Setup: Agents), counting how often `write` ran it. */
 export async function save(repository: AgentDefinitionRepository, def: AgentDefinition, tenant = "default", options: SaveOptions = {}): Promise<Saved> {
   let attempts = 0;
   const counting = withWriteHook(repository, (tx) => {
@@ -92,7 +92,7 @@ export async function save(repository: AgentDefinitionRepository, def: AgentDefi
     return after === undefined ? tx : pausing(tx, (call) => after(call, attempt));
   });
   const service = createRegistryService({ repository: counting, host });
-  const upserted = await service.upsert(tenant, create(UpsertAgentDefinitionRequestSchema, { agentCardAndTools: def }));
+  const upserted = await service.upsert(tenant, create(UpsertAgentDefinitionRequestSchema, { agentCardAndTools: def }), { mayReactivate: true });
   return { ...upserted, attempts };
 }
 

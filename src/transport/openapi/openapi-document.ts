@@ -49,6 +49,7 @@ const RESPONSE_NAMES: Readonly<Record<number, string>> = {
   403: "Forbidden",
   404: "NotFound",
   409: "Conflict",
+  410: "Gone",
   412: "PreconditionFailed",
   413: "PayloadTooLarge",
   415: "UnsupportedMediaType",
@@ -65,6 +66,8 @@ const APPLIES: Readonly<Record<number, (route: RestRoute) => boolean>> = {
   // Only requests with a condition (If-Match, If-None-Match: *) can fail it.
   412: (route) => route.method.input.fields.some((f) => HEADER_FIELDS[f.name] !== undefined),
   413: (route) => route.body !== "",
+  // Only the agent card is withdrawn with its version (CARD_DEACTIVATED).
+  410: (route) => route.method.name === "GetAgentCard",
   415: (route) => route.body !== "",
 };
 
@@ -220,7 +223,11 @@ function requestBody(schemas: MessageSchemas, route: RestRoute): JsonObject {
 const READ_HEADERS: Readonly<Record<string, JsonObject>> = {
   "asor.v1.AgentCard": {
     ETag: { description: "A strong validator of the card: it changes whenever the definition does.", required: true, schema: { type: "string" } },
-    "Cache-Control": { description: "`private, max-age=<seconds>`: how long the caller may reuse the card without asking again.", required: true, schema: { type: "string" } },
+    "Cache-Control": {
+      description: "`private, no-cache`: the caller may keep the card but revalidates it with its ETag (`If-None-Match`) before each reuse.",
+      required: true,
+      schema: { type: "string" },
+    },
   },
 };
 

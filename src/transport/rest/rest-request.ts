@@ -33,16 +33,41 @@ export interface RestRequestParts {
  */
 export const HEADER_FIELDS: Readonly<Record<string, string>> = { etag: "If-Match", create_only: "If-None-Match" };
 
-/** Sets the header-bound fields of the route's input from the request's conditional headers. */
+/** A conditional header's issue: it is named as the field, since REST takes these fields from it. */
+const headerIssue = (header: string, message: string): Issue => ({ code: "INVALID_VALUE", message, field: header, path: header });
+
+/**
+ * Sets the header-bound fields of the route's input from the request's
+ * conditional headers, strictly: a header that is present says something, so
+ * an empty `If-Match` (a client's unset variable) is not taken for no
+ * condition, and a write that takes no such condition refuses the header
+ * rather than ignore it (`If-None-Match` on PUT and PATCH). GETs use
+ * `If-None-Match` for 304 (rest-handler.ts) and ignore `If-Match`.
+ */
 function fieldsFromHeaders(route: RestRoute, parts: RestRequestParts, bound: Set<string>, init: Record<string, unknown>): Issue[] {
   const issues: Issue[] = [];
-  for (const field of route.method.input.fields) {
-    if (HEADER_FIELDS[field.name] === undefined) continue;
-    bound.add(field.name);
-    if (field.name === "etag" && parts.ifMatch !== undefined) init[field.localName] = parts.ifMatch;
-    if (field.name === "create_only" && parts.ifNoneMatch !== undefined) {
-      if (parseEntityTags(parts.ifNoneMatch) === "*") init[field.localName] = true;
-      else issues.push({ code: "INVALID_VALUE", message: "If-None-Match on a write takes only *: create only.", field: "If-None-Match", path: "If-None-Match" });
+  const fields = route.method.input.fields.filter((f) => HEADER_FIELDS[f.name] !== undefined);
+  for (const field of fields) bound.add(field.name);
+  const etag = fields.find((f) => f.name === "etag");
+  const createOnly = fields.find((f) => f.name === "create_only");
+  const write = route.verb !== "GET";
+  if (parts.ifMatch !== undefined) {
+    const tags = parseEntityTags(parts.ifMatch);
+    if (etag === undefined) {
+      if (write) issues.push(headerIssue("If-Match", `${route.method.name} takes no If-Match; leave the header out.`));
+    } else if (tags !== "*" && tags.length === 0) {
+      issues.push(headerIssue("If-Match", "If-Match is empty: send the ETag the write must match (meta.etag), or *, or leave the header out."));
+    } else {
+      init[etag.localName] = parts.ifMatch;
+    }
+  }
+  if (parts.ifNoneMatch !== undefined && write) {
+    if (createOnly === undefined) {
+      issues.push(headerIssue("If-None-Match", `${route.method.name} takes no If-None-Match: it changes what exists; use If-Match for a conditional write.`));
+    } else if (parseEntityTags(parts.ifNoneMatch) === "*") {
+      init[createOnly.localName] = true;
+    } else {
+      issues.push(headerIssue("If-None-Match", "If-None-Match on a write takes only *: create only."));
     }
   }
   return issues;
