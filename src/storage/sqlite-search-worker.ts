@@ -15,7 +15,8 @@
  * which stays busy (counted against the pool's size, so abandoned statements
  * never run more than `workers` at once) and then takes the next one; its
  * rows are dropped. A statement's time limit counts from when it is handed to
- * the pool, so one waiting behind abandoned statements ends in time as well.
+ * the pool, so one waiting behind abandoned statements ends in time as well;
+ * only the wait for a worker to start (tens of milliseconds) is not counted.
  *
  * The worker's entry (sqlite-search-thread.ts) is loaded beside this module:
  * compiled JavaScript from dist/ under `npm start`, TypeScript under Deno
@@ -41,7 +42,8 @@ export interface SqliteSearchPool {
   /**
    * Runs one SELECT and answers its rows, byte values as Buffers (as
    * better-sqlite3 answers them on the main thread). Rejects with a
-   * SearchStatementTimeout past the time limit (counted from this call), with
+   * SearchStatementTimeout past the time limit (counted from this call, less
+   * the start of a worker), with
    * `signal`'s reason when it aborts first, and with UNAVAILABLE when the pool
    * is closed or a worker cannot open the database.
    */
@@ -64,6 +66,8 @@ export const defaultSqliteSearchWorkers = 2;
 /** A statement waiting for, or running on, a worker. */
 interface Job {
   readonly request: SearchRequest;
+  /** Starts the time limit, once: when the statement reaches a worker, or waits for busy ones. */
+  readonly startClock: () => void;
   /** Answers the caller, once: later answers (a reply after the deadline) are dropped. */
   readonly settle: (outcome: { rows: Record<string, unknown>[] } | { error: unknown }) => void;
 }
@@ -170,11 +174,14 @@ export function createSqliteSearchPool(filename: string, options: SqliteSearchPo
       const job = slot.ready && slot.job === undefined ? waiting.shift() : undefined;
       if (job === undefined) continue;
       slot.job = job;
+      job.startClock();
       slot.worker.ref();
       slot.worker.postMessage(job.request);
     }
-    const starting = [...slots].filter((slot) => !slot.ready).length;
-    for (let more = Math.min(waiting.length - starting, options.workers - slots.size); more > 0; more--) spawn();
+    const starting = () => [...slots].filter((slot) => !slot.ready).length;
+    for (let more = Math.min(waiting.length - starting(), options.workers - slots.size); more > 0; more--) spawn();
+    // What waits for busy workers only is on the clock; a worker's start is not counted.
+    if (starting() === 0) for (const job of waiting) job.startClock();
   }
 
   return {
@@ -187,6 +194,10 @@ export function createSqliteSearchPool(filename: string, options: SqliteSearchPo
         const onAbort = () => stop(signal?.reason);
         const job: Job = {
           request: { sql, bindings },
+          startClock() {
+            if (timer !== undefined || settled || options.timeoutMillis === 0) return;
+            timer = setTimeout(() => stop(new SearchStatementTimeout(options.timeoutMillis)), options.timeoutMillis);
+          },
           settle(outcome) {
             if (settled) return;
             settled = true;
@@ -202,7 +213,6 @@ export function createSqliteSearchPool(filename: string, options: SqliteSearchPo
           if (at >= 0) waiting.splice(at, 1);
           job.settle({ error });
         };
-        if (options.timeoutMillis > 0) timer = setTimeout(() => stop(new SearchStatementTimeout(options.timeoutMillis)), options.timeoutMillis);
         signal?.addEventListener("abort", onAbort, { once: true });
         waiting.push(job);
         dispatch();
