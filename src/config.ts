@@ -41,7 +41,7 @@ export interface Config {
     readonly maxConcurrent: number;
     /** `SEARCH_TIMEOUT_MS`, default 10000, 0 for none: a longer search statement is stopped (MySQL) or answered 503 without waiting for it (SQLite). */
     readonly timeoutMs: number;
-    /** `SEARCH_SQLITE_WORKERS`, default 2: SQLite only, the worker threads that run costly search statements off the event loop. */
+    /** `SEARCH_SQLITE_WORKERS`, default one less than the cores (1 to 4): SQLite only, the worker threads that run costly search statements off the event loop. */
     readonly sqliteWorkers: number;
   };
   /**

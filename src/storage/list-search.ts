@@ -97,7 +97,7 @@ export interface SearchLimits {
    */
   readonly timeoutMillis?: number | undefined;
   /**
-   * `SEARCH_SQLITE_WORKERS`, default 2: on SQLite, the worker threads (each
+   * `SEARCH_SQLITE_WORKERS`, default one less than the cores (1 to 4): on SQLite, the worker threads (each
    * with its own read-only connection) that run the costly search statements.
    */
   readonly sqliteWorkers?: number | undefined;

@@ -25,6 +25,7 @@
  * (vitest, `node --import tsx`, the bench): workerEntry.
  */
 import { Buffer } from "node:buffer";
+import { availableParallelism } from "node:os";
 import { Worker } from "node:worker_threads";
 import { unavailable } from "../domain/errors.js";
 import type { SearchReply, SearchRequest, SearchWorkerData } from "./sqlite-search-thread.js";
@@ -60,8 +61,13 @@ export class SearchStatementTimeout extends Error {
   }
 }
 
-/** The default of `SEARCH_SQLITE_WORKERS`. */
-export const defaultSqliteSearchWorkers = 2;
+/**
+ * The default of `SEARCH_SQLITE_WORKERS`: one less than the cores (1 to 4), so
+ * the event loop keeps a core while searches run. On 2 cores, at 80,000
+ * definitions and 8 clients looping a costly `q`, one worker kept `/healthz`
+ * p99 at 24 ms, two let it reach 165 ms (BENCHMARKS.md).
+ */
+export const defaultSqliteSearchWorkers = Math.max(1, Math.min(4, availableParallelism() - 1));
 
 /** A statement waiting for, or running on, a worker. */
 interface Job {
