@@ -89,11 +89,12 @@ export interface SearchLimits {
   readonly maxConcurrent?: number | undefined;
   /**
    * `SEARCH_TIMEOUT_MS`, default 10000, 0 for none: a costly search statement
-   * that runs longer is stopped: by the server on MySQL (MariaDB
-   * `max_statement_time`, MySQL `MAX_EXECUTION_TIME`), on SQLite by
-   * terminating the worker thread that runs it (sqlite-search-worker.ts).
-   * On SQLite the bounded statements run on the main connection, unlimited:
-   * they read about a page.
+   * that runs longer is stopped by the server on MySQL (MariaDB
+   * `max_statement_time`, MySQL `MAX_EXECUTION_TIME`). On SQLite the caller
+   * is answered at the limit while the statement finishes in its worker
+   * thread, which SQLite cannot interrupt (sqlite-search-worker.ts); the
+   * bounded statements run on the main connection, unlimited: they read
+   * about a page.
    */
   readonly timeoutMillis?: number | undefined;
   /**
@@ -168,7 +169,7 @@ export function searchRunner(db: Knex, dialect: Dialect, limits: SearchLimits = 
     }
   };
   if (dialect === "sqlite") {
-    // A costly statement runs on a worker thread with its own read-only connection, stopped at the
+    // A costly statement runs on a worker thread with its own read-only connection, answered at the
     // time limit (sqlite-search-worker.ts): on the main thread it would stop every request of the
     // process until it ended, and SQLite has no time limit of its own. A bounded one reads about a
     // page of index entries (isBounded), a fraction of a millisecond: it stays on the main
