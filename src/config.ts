@@ -3,6 +3,7 @@ import { envReader } from "./env.js";
 import type { LogLevel } from "./logger.js";
 import { MYSQL_POOL_SIZE } from "./storage/connection.js";
 import { defaultPageMaxBytes, defaultSearchMaxConcurrent, defaultSearchTimeoutMillis } from "./storage/list-search.js";
+import { defaultSqliteSearchWorkers } from "./storage/sqlite-search-worker.js";
 
 /** The service's settings, parsed once from an injected environment. */
 export interface Config {
@@ -38,8 +39,10 @@ export interface Config {
   readonly search: {
     /** `SEARCH_MAX_CONCURRENT`, default 4: search statements on the database at once (below the pool's MYSQL_POOL_SIZE); others queue. */
     readonly maxConcurrent: number;
-    /** `SEARCH_TIMEOUT_MS`, default 10000, 0 for none: the server stops a longer search statement (MySQL/MariaDB only). */
+    /** `SEARCH_TIMEOUT_MS`, default 10000, 0 for none: a longer search statement is stopped (MySQL) or answered 503 without waiting for it (SQLite). */
     readonly timeoutMs: number;
+    /** `SEARCH_SQLITE_WORKERS`, default one less than the cores (1 to 4): SQLite only, the worker threads that run costly search statements off the event loop. */
+    readonly sqliteWorkers: number;
   };
   /**
    * `PAGE_MAX_BYTES`, default 4 MiB: the stored JSON bytes one page of a list
@@ -93,6 +96,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
   const search = {
     maxConcurrent: integer("SEARCH_MAX_CONCURRENT", defaultSearchMaxConcurrent, 1, 1_000),
     timeoutMs: integer("SEARCH_TIMEOUT_MS", defaultSearchTimeoutMillis, 0, 600_000),
+    sqliteWorkers: integer("SEARCH_SQLITE_WORKERS", defaultSqliteSearchWorkers, 1, 64),
   };
   if (search.maxConcurrent >= MYSQL_POOL_SIZE) {
     problems.push(`SEARCH_MAX_CONCURRENT (${search.maxConcurrent}) must be below the database pool's ${MYSQL_POOL_SIZE} connections, so searches always leave some to reads and writes`);

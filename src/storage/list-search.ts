@@ -45,6 +45,7 @@ import { readColumns } from "./queries.js";
 import type { DefinitionReadRow } from "./rows.js";
 import { toDatabaseTimestamp } from "./rows.js";
 import { TERM_KINDS } from "./search-index.js";
+import { createSqliteSearchPool, defaultSqliteSearchWorkers, SearchStatementTimeout } from "./sqlite-search-worker.js";
 
 /** A row of a search: a DefinitionReadRow with what the next page's position is made of. */
 export interface SearchRow extends DefinitionReadRow {
@@ -58,6 +59,9 @@ export interface SearchRow extends DefinitionReadRow {
  * data (isBounded), so it skips the gate; the time limit applies to all.
  */
 export type RunSearch = (sql: string, bindings: readonly ReadBinding[], bounded?: boolean) => Promise<SearchRow[]>;
+
+/** A RunSearch and what it holds beyond knex's pool: SQLite's search workers, ended by close(). */
+export type SearchRunner = RunSearch & { close(): Promise<void> };
 
 /**
  * Whether `query`'s statement costs about a page whatever the tenant holds:
@@ -79,16 +83,25 @@ export interface SearchLimits {
   /**
    * `SEARCH_MAX_CONCURRENT`, default 4: costly search statements (not
    * isBounded) on the database at once; more wait here, first come first served. Below the pool's size (10
-   * on MySQL), so reads and writes always find a connection. SQLite's pool is
-   * one connection: the gate only orders searches there.
+   * on MySQL), so reads and writes always find a connection. On SQLite no
+   * more than sqliteWorkers run at once either way.
    */
   readonly maxConcurrent?: number | undefined;
   /**
-   * `SEARCH_TIMEOUT_MS`, default 10000, 0 for none: the server stops a search
-   * statement that runs longer (MariaDB `max_statement_time`, MySQL
-   * `MAX_EXECUTION_TIME`). Not on SQLite, which has no such limit.
+   * `SEARCH_TIMEOUT_MS`, default 10000, 0 for none: a costly search statement
+   * that runs longer is stopped by the server on MySQL (MariaDB
+   * `max_statement_time`, MySQL `MAX_EXECUTION_TIME`). On SQLite the caller
+   * is answered at the limit while the statement finishes in its worker
+   * thread, which SQLite cannot interrupt (sqlite-search-worker.ts); the
+   * bounded statements run on the main connection, unlimited: they read
+   * about a page.
    */
   readonly timeoutMillis?: number | undefined;
+  /**
+   * `SEARCH_SQLITE_WORKERS`, default one less than the cores (1 to 4): on SQLite, the worker threads (each
+   * with its own read-only connection) that run the costly search statements.
+   */
+  readonly sqliteWorkers?: number | undefined;
   /**
    * StorageOptions.timeoutMillis (`DATABASE_TIMEOUT_MS`, default 10000): the
    * pool's acquire timeout and the driver's wait for a statement's answer.
@@ -123,11 +136,24 @@ const driverGraceMillis = 2_000;
  * caller asks for (a keyword search on MariaDB costs per match: 0.4-0.6 s
  * for 10,000 matches of 1,000,000 definitions), so without the gate a few of them would
  * hold every pooled connection and stall the reads and writes of everyone.
+ * On SQLite the costly ones run on worker threads instead (SearchLimits.sqliteWorkers),
+ * which close() terminates.
  */
-export function searchRunner(db: Knex, dialect: Dialect, limits: SearchLimits = {}): RunSearch {
+export function searchRunner(db: Knex, dialect: Dialect, limits: SearchLimits = {}): SearchRunner {
   const withConnection = pooledConnections(db);
-  const gate = new Gate(limits.maxConcurrent ?? defaultSearchMaxConcurrent);
+  const sqliteWorkers = limits.sqliteWorkers ?? defaultSqliteSearchWorkers;
+  const maxConcurrent = limits.maxConcurrent ?? defaultSearchMaxConcurrent;
+  // On SQLite the searches beyond the workers wait here, where the wait is bounded, not in the pool's line.
+  const gate = new Gate(dialect === "sqlite" ? Math.min(maxConcurrent, sqliteWorkers) : maxConcurrent);
   const waitMillis = limits.databaseTimeoutMillis ?? defaultTimeoutMillis;
+  const timeoutMillis = limits.timeoutMillis ?? defaultSearchTimeoutMillis;
+  const tookTooLong = (error: unknown) => {
+    const seconds = timeoutMillis / 1000;
+    return refusal(
+      `The search took longer than the limit of ${seconds} ${seconds === 1 ? "second" : "seconds"} and was stopped; narrow it with filters (e.g. provider, tag, name) or fewer keywords.`,
+      error,
+    );
+  };
   const gated = async <T>(bounded: boolean | undefined, run: () => Promise<T>): Promise<T> => {
     if (bounded === true) return run();
     if (!gate.tryTake()) {
@@ -143,13 +169,26 @@ export function searchRunner(db: Knex, dialect: Dialect, limits: SearchLimits = 
     }
   };
   if (dialect === "sqlite") {
-    // No statement time limit: SQLite has none (an interrupt would need another thread).
-    return (sql, bindings, bounded) => gated(bounded, () => withConnection((connection) => (connection as SqliteConnection).prepare(sql).all(bindings) as SearchRow[]));
+    // A costly statement runs on a worker thread with its own read-only connection, answered at the
+    // time limit (sqlite-search-worker.ts): on the main thread it would stop every request of the
+    // process until it ended, and SQLite has no time limit of its own. A bounded one reads about a
+    // page of index entries (isBounded), a fraction of a millisecond: it stays on the main
+    // connection, where it costs less than handing its page of documents across threads.
+    const pool = createSqliteSearchPool(sqliteFile(db), { workers: sqliteWorkers, timeoutMillis });
+    const run: RunSearch = async (sql, bindings, bounded) => {
+      if (bounded === true) return withConnection((connection) => (connection as SqliteConnection).prepare(sql).all(bindings) as SearchRow[]);
+      try {
+        // The caller's AbortSignal goes to pool.run as its third argument once RunSearch carries one.
+        return await gated(bounded, () => pool.run(sql, bindings) as Promise<SearchRow[]>);
+      } catch (error) {
+        throw error instanceof SearchStatementTimeout ? tookTooLong(error) : error;
+      }
+    };
+    return Object.assign(run, { close: () => pool.close() });
   }
-  const timeoutMillis = limits.timeoutMillis ?? defaultSearchTimeoutMillis;
   const driverMillis = Math.max(waitMillis, timeoutMillis + driverGraceMillis);
   let server: Promise<ServerKind> | undefined;
-  return async (sql, bindings, bounded) => {
+  const run: RunSearch = async (sql, bindings, bounded) => {
     let limited = sql;
     if (timeoutMillis > 0) {
       // Once per pool; a failed look is tried again by the next search.
@@ -162,14 +201,16 @@ export function searchRunner(db: Knex, dialect: Dialect, limits: SearchLimits = 
     try {
       return await gated(bounded, () => withConnection((connection) => mysqlQuery(connection as MysqlConnection, { sql: limited, timeout: driverMillis }, bindings) as Promise<SearchRow[]>));
     } catch (error) {
-      if (!isStatementTimeout(error)) throw error;
-      const seconds = timeoutMillis / 1000;
-      throw refusal(
-        `The search took longer than the limit of ${seconds} ${seconds === 1 ? "second" : "seconds"} and was stopped; narrow it with filters (e.g. provider, tag, name) or fewer keywords.`,
-        error,
-      );
+      throw isStatementTimeout(error) ? tookTooLong(error) : error;
     }
   };
+  return Object.assign(run, { close: async () => undefined });
+}
+
+/** The file of a knex SQLite instance (connection.ts sqliteConfig). */
+function sqliteFile(db: Knex): string {
+  const { filename } = (db.client as { config: { connection: { filename: string } } }).config.connection;
+  return filename;
 }
 
 /** Which server a MySQL-dialect pool talks to: they spell a statement's time limit differently. */
