@@ -33,6 +33,7 @@ import { unfilteredQuery } from "../src/domain/list-query.js";
 import { buildSearch, defaultPageMaxBytes, inSearchOrder, type SearchRow } from "../src/storage/list-search.js";
 import { readStatements, type WriteContext, writeStatements } from "../src/storage/queries.js";
 import { indexDefinition } from "../src/storage/search-index.js";
+import { SEARCH_ALIVE } from "../src/storage/sqlite-client.js";
 import type { Changed, WriteBinding } from "../src/storage/write-runner.js";
 
 /** The few statements the floor needs, on either database. */
@@ -103,6 +104,7 @@ interface SqliteStatement {
 interface SqliteDatabase {
   prepare(sql: string): SqliteStatement;
   pragma(source: string): unknown;
+  function(name: string, options: { deterministic: boolean }, fn: () => unknown): unknown;
   transaction<F extends (...args: never[]) => unknown>(fn: F): F;
 }
 
@@ -112,6 +114,8 @@ function openSqlite(dataDir: string): FloorDatabase {
   const db = new Database(join(dataDir, "registry.sqlite"));
   // The service's pragmas (connection.ts), durability included.
   for (const pragma of ["journal_mode = WAL", "foreign_keys = ON", "busy_timeout = 5000", "synchronous = FULL"]) db.pragma(pragma);
+  // The searches' cancellation point, always alive on the main connection (as connection.ts registers it).
+  db.function(SEARCH_ALIVE, { deterministic: false }, () => 1);
   const statements = new Map<string, SqliteStatement>();
   let queue: Promise<unknown> = Promise.resolve();
   const run = (sql: string, params: unknown[]): Record<string, unknown>[] => {

@@ -6,7 +6,7 @@ import { chmod, mkdir, open } from "node:fs/promises";
 import { join } from "node:path";
 import type { Knex } from "knex";
 import knex from "knex";
-import { sqliteClient } from "./sqlite-client.js";
+import { SEARCH_ALIVE, sqliteClient } from "./sqlite-client.js";
 
 /** Which SQL dialect a knex instance speaks; queries branch on it where the two differ. */
 export type Dialect = "mysql" | "sqlite";
@@ -164,6 +164,7 @@ function withStatementTimeout(connection: MysqlConnection, timeoutMillis: number
 
 interface SqliteConnection {
   pragma(source: string): unknown;
+  function(name: string, options: { deterministic: boolean }, fn: () => unknown): unknown;
 }
 
 function sqliteConfig(filename: string): Knex.Config {
@@ -185,6 +186,8 @@ function sqliteConfig(filename: string): Knex.Config {
           // FULL: a commit is on disk when it is acknowledged. NORMAL (WAL's usual setting) can lose
           // the last commits on power loss; FULL costs an fsync per commit (BENCHMARKS.md).
           connection.pragma("synchronous = FULL");
+          // The searches' cancellation point: always alive here (a search worker's own stops, sqlite-client.ts).
+          connection.function(SEARCH_ALIVE, { deterministic: false }, () => 1);
           done(null, connection);
         } catch (error) {
           done(error as Error, connection);

@@ -45,6 +45,7 @@ import { readColumns } from "./queries.js";
 import type { DefinitionReadRow } from "./rows.js";
 import { toDatabaseTimestamp } from "./rows.js";
 import { TERM_KINDS } from "./search-index.js";
+import { SEARCH_ALIVE } from "./sqlite-client.js";
 import { createSqliteSearchPool, defaultSqliteSearchWorkers, SearchStatementTimeout } from "./sqlite-search-worker.js";
 
 /** A row of a search: a DefinitionReadRow with what the next page's position is made of. */
@@ -364,6 +365,8 @@ export function buildSearch(dialect: Dialect, tenant: string, query: ListQuery, 
     sql.add(`AND ${x}.status`).in(query.statuses);
     if (query.latest) sql.add(`AND ${x}.is_latest = 1`);
     if (query.updatedSince !== undefined) sql.add(`AND ${o}.updated_at >= ?`, toDatabaseTimestamp(query.updatedSince));
+    // SQLite's cancellation point, once per candidate row: a search worker stops the statement there (sqlite-client.ts).
+    if (!mysql) sql.add(`AND ${SEARCH_ALIVE}()`);
     const rest = source === "text" ? query.terms : otherTerms;
     rest.forEach((term, i) => {
       sql.add(`AND EXISTS (SELECT 1 FROM definition_terms e${i} WHERE e${i}.seq = ${seqOf} AND e${i}.kind = ? AND e${i}.value`, TERM_KINDS[term.kind]).in(term.values).add(")");

@@ -23,6 +23,7 @@ const require = createRequire(import.meta.url);
 /** The part of `node:sqlite`'s StatementSync the shim uses. */
 interface NodeSqliteStatement {
   all(...bindings: unknown[]): unknown[];
+  iterate(...bindings: unknown[]): IterableIterator<unknown>;
   run(...bindings: unknown[]): { changes: number | bigint; lastInsertRowid: number | bigint };
   columns(): unknown[];
   setReadBigInts(enabled: boolean): void;
@@ -31,6 +32,7 @@ interface NodeSqliteStatement {
 /** The part of `node:sqlite`'s DatabaseSync the shim uses. */
 interface NodeSqliteDatabase {
   prepare(sql: string): NodeSqliteStatement;
+  function(name: string, options: { deterministic?: boolean }, fn: (...args: unknown[]) => unknown): void;
   exec(sql: string): void;
   close(): void;
   readonly isTransaction: boolean;
@@ -59,10 +61,21 @@ export function sqliteClient(): typeof Knex.Client {
 
 /** The part of a better-sqlite3 `Database` that a connection opened outside knex uses. */
 export interface SqliteDatabase {
-  prepare(sql: string): { all(bindings: readonly unknown[]): unknown[] };
+  prepare(sql: string): { all(bindings: readonly unknown[]): unknown[]; iterate(bindings: readonly unknown[]): IterableIterator<unknown> };
   pragma(source: string): unknown[];
+  /** Registers a SQL function (better-sqlite3's `function`). */
+  function(name: string, options: { deterministic: boolean }, fn: () => unknown): unknown;
   close(): unknown;
 }
+
+/**
+ * The SQL function every costly SQLite search calls once per candidate row
+ * (list-search.ts): 1 on the main connection; in a search worker it throws
+ * once the pool has answered the statement's caller (a time limit, a
+ * cancelled request), which ends the statement. Neither driver can interrupt
+ * a statement otherwise (sqlite-search-worker.ts).
+ */
+export const SEARCH_ALIVE = "search_alive";
 
 /**
  * The driver's `Database` class on this runtime (better-sqlite3, or the shim
@@ -99,6 +112,19 @@ function nodeSqliteDriver(DatabaseSync: DatabaseSyncConstructor) {
     all(bindings: readonly unknown[] = []): unknown[] {
       return named(() => this.#statement.all(...bindings));
     }
+    /**
+     * The rows one at a time. Deno 2.9's `all()` goes on past an error a SQL
+     * function throws (the search workers' stop, SEARCH_ALIVE), where `iterate()`
+     * ends with it, as better-sqlite3's `all()` does.
+     */
+    *iterate(bindings: readonly unknown[] = []): IterableIterator<unknown> {
+      const rows = named(() => this.#statement.iterate(...bindings));
+      for (;;) {
+        const next = named(() => rows.next());
+        if (next.done === true) return;
+        yield next.value;
+      }
+    }
     run(bindings: readonly unknown[] = []): { changes: number; lastInsertRowid: number | bigint } {
       const { changes, lastInsertRowid } = named(() => this.#statement.run(...bindings));
       return { changes: Number(changes), lastInsertRowid };
@@ -118,6 +144,11 @@ function nodeSqliteDriver(DatabaseSync: DatabaseSyncConstructor) {
     prepare(sql: string): Statement {
       const statement = new Statement(named(() => this.#db.prepare(sql)));
       return this.#safeIntegers ? statement.safeIntegers(true) : statement;
+    }
+    /** A SQL function, as better-sqlite3's `function(name, options, fn)`. */
+    function(name: string, options: { deterministic?: boolean }, fn: (...args: unknown[]) => unknown): this {
+      named(() => this.#db.function(name, { deterministic: options.deterministic === true }, fn));
+      return this;
     }
     /** `PRAGMA <source>`, answering its rows as better-sqlite3 does. */
     pragma(source: string): unknown[] {

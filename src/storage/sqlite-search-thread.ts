@@ -8,10 +8,11 @@
  * the main thread (transferred, not copied), which makes Buffers of them again.
  */
 import { parentPort, workerData } from "node:worker_threads";
-import { type SqliteDatabase, sqliteDriver } from "./sqlite-client.js";
+import { SEARCH_ALIVE, type SqliteDatabase, sqliteDriver } from "./sqlite-client.js";
 
-/** What the pool sends: one statement. */
+/** What the pool sends: one statement, numbered (from 1) so that a stop names it alone. */
 export interface SearchRequest {
+  readonly id: number;
   readonly sql: string;
   readonly bindings: readonly unknown[];
 }
@@ -19,10 +20,15 @@ export interface SearchRequest {
 /** What the worker answers: readiness once, then one answer per request. */
 export type SearchReply = { readonly ready: true } | { readonly rows: Record<string, unknown>[] } | { readonly error: { readonly message: string; readonly code?: string | undefined } };
 
-/** The worker's data: the database file. */
+/** The worker's data: the database file, and where the pool writes the id of a statement to stop. */
 export interface SearchWorkerData {
   readonly filename: string;
+  /** An Int32Array's memory, shared: the pool stores a statement's id in it once its caller is answered. */
+  readonly stop: SharedArrayBuffer;
 }
+
+/** The message of the error that ends a stopped statement (the pool has answered its caller already). */
+export const STOPPED = "search statement stopped";
 
 if (parentPort === null) throw new Error("sqlite-search-thread runs as a worker thread (sqlite-search-worker.ts starts it).");
 const port = parentPort;
@@ -50,6 +56,9 @@ function transferable(rows: Record<string, unknown>[]): ArrayBuffer[] {
   return [...buffers];
 }
 
+/** The id of the statement running; 0 between statements. */
+let running = 0;
+
 /** The read-only connection, or undefined (and the reason posted, and the thread left to end) when it cannot be opened. */
 function open(): SqliteDatabase | undefined {
   try {
@@ -57,6 +66,12 @@ function open(): SqliteDatabase | undefined {
     const db = new Database((workerData as SearchWorkerData).filename, { readonly: true, fileMustExist: true });
     // Readers of a WAL database rarely wait; when they do (another process recovering the WAL), briefly.
     db.pragma("busy_timeout = 5000");
+    // The statement running throws at its next candidate row once the pool names it (sqlite-client.ts, SEARCH_ALIVE).
+    const stop = new Int32Array((workerData as SearchWorkerData).stop);
+    db.function(SEARCH_ALIVE, { deterministic: false }, () => {
+      if (Atomics.load(stop, 0) === running) throw new Error(STOPPED);
+      return 1;
+    });
     return db;
   } catch (error) {
     port.postMessage(described(error) satisfies SearchReply);
@@ -67,16 +82,19 @@ function open(): SqliteDatabase | undefined {
 
 const db = open();
 if (db !== undefined) {
-  port.on("message", ({ sql, bindings }: SearchRequest) => {
+  port.on("message", ({ id, sql, bindings }: SearchRequest) => {
+    running = id;
     let reply: SearchReply;
     let transfer: ArrayBuffer[] = [];
     try {
-      const rows = db.prepare(sql).all(bindings) as Record<string, unknown>[];
+      // iterate(), not all(): under Deno only iterate() ends at the error SEARCH_ALIVE throws (sqlite-client.ts).
+      const rows = Array.from(db.prepare(sql).iterate(bindings)) as Record<string, unknown>[];
       transfer = transferable(rows);
       reply = { rows };
     } catch (error) {
       reply = described(error);
     }
+    running = 0;
     port.postMessage(reply, transfer);
   });
   port.postMessage({ ready: true } satisfies SearchReply);

@@ -11,12 +11,16 @@
  * and `worker.terminate()` does not stop one either: measured on Node 20 and
  * Deno 2.9.6, a terminated worker's statement runs on to its end, burning its
  * core and holding its read snapshot (a WAL checkpoint stays busy) until then.
- * So a statement whose caller was answered is left to finish in its worker,
- * which stays busy (counted against the pool's size, so abandoned statements
- * never run more than `workers` at once) and then takes the next one; its
- * rows are dropped. A statement's time limit counts from when it is handed to
- * the pool, so one waiting behind abandoned statements ends in time as well;
- * only the wait for a worker to start (tens of milliseconds) is not counted.
+ * So the statements stop themselves: every costly search calls SEARCH_ALIVE
+ * once per candidate row (list-search.ts), and in a worker that function
+ * throws once the pool has stored the statement's id in the memory it shares
+ * with the worker, which the pool does when it answers the caller without the
+ * statement's rows (the time limit, an aborted signal, close). The worker is
+ * then free for the next statement at once. A statement that does not call
+ * the function (none of the service's) runs on to its end in its busy worker,
+ * counted against the pool's size; its rows are dropped. A statement's time
+ * limit counts from when it is handed to the pool; only the wait for a worker
+ * to start (tens of milliseconds) is not counted.
  *
  * The worker's entry (sqlite-search-thread.ts) is loaded beside this module:
  * compiled JavaScript from dist/ under `npm start`, TypeScript under Deno
@@ -81,6 +85,8 @@ interface Job {
 /** A worker and the statement it runs. */
 interface Slot {
   readonly worker: Worker;
+  /** Shared with the worker: the id of a statement to stop (SearchWorkerData.stop). */
+  readonly stop: Int32Array;
   /** False until its connection is open. */
   ready: boolean;
   /** The statement it runs, answered or not: the worker is busy until its reply comes. */
@@ -128,6 +134,12 @@ export function createSqliteSearchPool(filename: string, options: SqliteSearchPo
   const slots = new Set<Slot>();
   const waiting: Job[] = [];
   let closed = false;
+  let lastId = 0;
+
+  /** Tells the worker running `job`, if one is, to stop it (sqlite-client.ts, SEARCH_ALIVE). */
+  const stopRunning = (job: Job): void => {
+    for (const slot of slots) if (slot.job === job) Atomics.store(slot.stop, 0, job.request.id);
+  };
 
   /** Forgets `slot` and ends its thread; answers its statement with `error` if it is still unanswered. */
   const drop = (slot: Slot, error: unknown): Promise<unknown> => {
@@ -138,8 +150,9 @@ export function createSqliteSearchPool(filename: string, options: SqliteSearchPo
   };
 
   const spawn = (): void => {
-    const worker = new Worker(entry.source, { eval: entry.eval, workerData: { filename } satisfies SearchWorkerData });
-    const slot: Slot = { worker, ready: false, job: undefined };
+    const stop = new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT);
+    const worker = new Worker(entry.source, { eval: entry.eval, workerData: { filename, stop } satisfies SearchWorkerData });
+    const slot: Slot = { worker, stop: new Int32Array(stop), ready: false, job: undefined };
     slots.add(slot);
     worker.on("message", (reply: SearchReply) => {
       if ("ready" in reply) {
@@ -199,7 +212,7 @@ export function createSqliteSearchPool(filename: string, options: SqliteSearchPo
         let settled = false;
         const onAbort = () => stop(signal?.reason);
         const job: Job = {
-          request: { sql, bindings },
+          request: { id: ++lastId, sql, bindings },
           startClock() {
             if (timer !== undefined || settled || options.timeoutMillis === 0) return;
             timer = setTimeout(() => stop(new SearchStatementTimeout(options.timeoutMillis)), options.timeoutMillis);
@@ -213,11 +226,12 @@ export function createSqliteSearchPool(filename: string, options: SqliteSearchPo
             else reject(outcome.error);
           },
         };
-        /** Answers the caller now; a running statement goes on in its worker (see the top of this file). */
+        /** Answers the caller now, and stops the statement if a worker runs it (see the top of this file). */
         const stop = (error: unknown) => {
           const at = waiting.indexOf(job);
           if (at >= 0) waiting.splice(at, 1);
           job.settle({ error });
+          stopRunning(job);
         };
         signal?.addEventListener("abort", onAbort, { once: true });
         waiting.push(job);
@@ -231,9 +245,10 @@ export function createSqliteSearchPool(filename: string, options: SqliteSearchPo
       for (const job of waiting.splice(0)) job.settle({ error });
       const ending: Promise<unknown>[] = [];
       for (const slot of [...slots]) {
-        // Node ends a thread only once its statement has returned: a busy one is left to end
-        // by itself (unreferenced, so it keeps no process alive) instead of holding close() up.
+        // Node ends a thread only once its statement has returned: a busy one is told to stop its
+        // statement, and left to end by itself (unreferenced, so it keeps no process alive).
         const busy = slot.job !== undefined;
+        if (slot.job !== undefined) stopRunning(slot.job);
         const ended = drop(slot, error);
         if (busy) slot.worker.unref();
         else ending.push(ended);

@@ -6,7 +6,7 @@
  */
 import { Buffer } from "node:buffer";
 import process from "node:process";
-import { sqliteDriver } from "../../src/storage/sqlite-client.js";
+import { SEARCH_ALIVE, sqliteDriver } from "../../src/storage/sqlite-client.js";
 import { createSqliteSearchPool } from "../../src/storage/sqlite-search-worker.js";
 
 const [filename] = process.argv.slice(2);
@@ -18,6 +18,8 @@ const main = new Database(filename, { readonly: true });
 
 const unlimited = createSqliteSearchPool(filename, { workers: 1, timeoutMillis: 0 });
 const limited = createSqliteSearchPool(filename, { workers: 1, timeoutMillis: 100 });
+// Its own worker: the one of `limited` still counts the slow statement it was answered for.
+const stopping = createSqliteSearchPool(filename, { workers: 1, timeoutMillis: 100 });
 try {
   // Warm the worker up, so the slow statement below is running while this thread reads.
   await unlimited.run("SELECT 1 AS one", []);
@@ -42,10 +44,19 @@ try {
   );
   setTimeout(() => leaving.abort(new Error("gone")), 10);
   const next = await unlimited.run("SELECT COUNT(*) AS total FROM agent_definitions", []);
+  // A statement with the cancellation point is stopped at its limit: the one worker answers the next.
+  const endless = `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE ${SEARCH_ALIVE}() AND x < ?) SELECT COUNT(*) AS total FROM c`;
+  await stopping.run("SELECT 1 AS one", []);
+  const endlessStopped = await stopping.run(endless, [1e15]).then(
+    () => "answered",
+    (error: Error) => error.name,
+  );
+  const afterStop = await stopping.run("SELECT 1 AS one", []);
   const [row] = (await unlimited.run("SELECT CAST(document AS BLOB) AS json FROM agent_definitions", [])) as [{ json: unknown }];
-  console.log(JSON.stringify({ deno: "Deno" in globalThis, readAnsweredFirst, slowTotal, timedOut, aborted: await aborted, next, bytes: Buffer.isBuffer(row.json) }));
+  console.log(JSON.stringify({ deno: "Deno" in globalThis, readAnsweredFirst, slowTotal, timedOut, aborted: await aborted, next, endlessStopped, afterStop, bytes: Buffer.isBuffer(row.json) }));
 } finally {
   await unlimited.close();
   await limited.close();
+  await stopping.close();
   main.close();
 }

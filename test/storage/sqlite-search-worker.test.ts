@@ -22,6 +22,7 @@ import { openDatabase, sqliteFileName } from "../../src/storage/connection.js";
 import { createKnexRepository } from "../../src/storage/knex-repository.js";
 import { type SearchRunner, searchRunner } from "../../src/storage/list-search.js";
 import type { AgentDefinitionRepository, StoredDefinition } from "../../src/storage/repository.js";
+import { SEARCH_ALIVE } from "../../src/storage/sqlite-client.js";
 import { createSqliteSearchPool, SearchStatementTimeout, type SqliteSearchPool } from "../../src/storage/sqlite-search-worker.js";
 import { testDatabases, useFreshDatabase } from "../support/databases.js";
 import { definition, save } from "./fixtures.js";
@@ -31,6 +32,12 @@ const sqlite = testDatabases()[0]!;
 
 /** Counts `n` rows: about a second per 10,000,000 here, finite, and costly in the way a search is (not bounded). */
 const slow = { sql: "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < ?) SELECT COUNT(*) AS total FROM c", bindings: [20_000_000] };
+
+/**
+ * A statement with the searches' cancellation point (SEARCH_ALIVE, called once per row as every
+ * costly search calls it): without it, it would count for days.
+ */
+const endless = { sql: `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE ${SEARCH_ALIVE}() AND x < ?) SELECT COUNT(*) AS total FROM c`, bindings: [1e15] };
 
 /**
  * A statement that starts a pool's worker: the time limit counts from the
@@ -119,7 +126,36 @@ describe("SQLite searches on worker threads", () => {
     expect((error as RegistryError).message).not.toMatch(/select|recursive/i);
   });
 
-  it("counts the time limit from the hand-over: a statement waiting behind an answered one that still runs is answered at its limit too", async () => {
+  it("stops a statement at its time limit where it calls the cancellation point, so its worker serves the next", async () => {
+    const searches = pool(200);
+    await searches.run(warmUp, []);
+    await expect(searches.run(endless.sql, endless.bindings)).rejects.toBeInstanceOf(SearchStatementTimeout);
+    // The one worker is free again: were the statement still counting, this would time out behind it.
+    expect(await searches.run("SELECT 1 AS one", [])).toEqual([{ one: 1 }]);
+  });
+
+  it("stops a statement whose caller left (its signal aborted), so its worker serves the next", async () => {
+    const searches = pool(0);
+    await searches.run(warmUp, []);
+    const leaving = new AbortController();
+    const abandoned = searches.run(endless.sql, endless.bindings, leaving.signal);
+    // The read by id is answered while the statement runs: then the caller leaves.
+    expect((await repository.get("default", stored.id))?.id).toBe(stored.id);
+    leaving.abort(new Error("the client went away"));
+    await expect(abandoned).rejects.toThrow("the client went away");
+    // No time limit: without the stop, this would wait for days behind the abandoned statement.
+    expect(await searches.run("SELECT 1 AS one", [])).toEqual([{ one: 1 }]);
+  });
+
+  it("stops the service's own costly statements: a keyword search calls the cancellation point per candidate row", async () => {
+    const page = await repository.search("default", { ...unfilteredQuery(10, 0), words: ["quasar"] });
+    expect(page.total).toBe(1);
+    const { buildSearch } = await import("../../src/storage/list-search.js");
+    const { sql } = buildSearch("sqlite", "default", { ...unfilteredQuery(10, 0), words: ["quasar"] }, 4 * 1024 * 1024);
+    expect(sql.match(new RegExp(`${SEARCH_ALIVE}\\(\\)`, "g"))?.length).toBeGreaterThanOrEqual(2);
+  });
+
+  it("counts the time limit from the hand-over: a statement without the cancellation point runs on after its caller is answered, and one waiting behind it is answered at its limit too", async () => {
     const searches = pool(200);
     await searches.run(warmUp, []);
     await expect(searches.run(slow.sql, slow.bindings)).rejects.toBeInstanceOf(SearchStatementTimeout);
@@ -195,6 +231,8 @@ describe("SQLite searches on worker threads under Deno", () => {
       timedOut: "SearchStatementTimeout",
       aborted: "gone",
       next: [{ total: 1 }],
+      endlessStopped: "SearchStatementTimeout",
+      afterStop: [{ one: 1 }],
       bytes: true,
     });
   }, 180_000);
