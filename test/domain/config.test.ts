@@ -37,8 +37,10 @@ describe("configuration", () => {
   });
 
   it("gates searches below the database pool's size and limits their time, refusing settings that would not", () => {
-    expect(parseConfig({}).search).toEqual({ maxConcurrent: 4, timeoutMs: 10_000 });
-    expect(parseConfig({ SEARCH_MAX_CONCURRENT: "9", SEARCH_TIMEOUT_MS: "0" }).search).toEqual({ maxConcurrent: 9, timeoutMs: 0 });
+    expect(parseConfig({}).search).toEqual({ maxConcurrent: 4, maxPerTenant: 2, timeoutMs: 10_000 });
+    expect(parseConfig({ SEARCH_MAX_CONCURRENT: "9", SEARCH_MAX_PER_TENANT: "3", SEARCH_TIMEOUT_MS: "0" }).search).toEqual({ maxConcurrent: 9, maxPerTenant: 3, timeoutMs: 0 });
+    // The default per tenant gives way to a gate of one slot.
+    expect(parseConfig({ SEARCH_MAX_CONCURRENT: "1" }).search).toEqual({ maxConcurrent: 1, maxPerTenant: 1, timeoutMs: 10_000 });
     const problems = (env: Record<string, string>) => {
       try {
         parseConfig(env);
@@ -53,6 +55,8 @@ describe("configuration", () => {
     ]);
     expect(problems({ SEARCH_MAX_CONCURRENT: "0" })).toEqual([expect.stringContaining("SEARCH_MAX_CONCURRENT must be an integer from 1 to")]);
     expect(problems({ SEARCH_MAX_CONCURRENT: "2.5" })).toHaveLength(1);
+    expect(problems({ SEARCH_MAX_CONCURRENT: "3", SEARCH_MAX_PER_TENANT: "4" })).toEqual(["SEARCH_MAX_PER_TENANT (4) must not exceed SEARCH_MAX_CONCURRENT (3)"]);
+    expect(problems({ SEARCH_MAX_PER_TENANT: "0" })).toEqual([expect.stringContaining("SEARCH_MAX_PER_TENANT must be an integer from 1 to")]);
   });
 
   it("never shows the database password", () => {

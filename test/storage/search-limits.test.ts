@@ -12,7 +12,7 @@
 import { create } from "@bufbuild/protobuf";
 import type { Connection } from "mysql2/promise";
 import { createConnection } from "mysql2/promise";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
 import { UpsertAgentDefinitionRequestSchema } from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { errorBody, RegistryError } from "../../src/domain/errors.js";
@@ -21,8 +21,9 @@ import { unfilteredQuery } from "../../src/domain/list-query.js";
 import { createRegistryService } from "../../src/service/registry-service.js";
 import { classifyDriverError, isStatementTimeout } from "../../src/storage/driver-errors.js";
 import { createKnexRepository } from "../../src/storage/knex-repository.js";
-import { Gate, isBounded } from "../../src/storage/list-search.js";
+import { isBounded } from "../../src/storage/list-search.js";
 import type { AgentDefinitionRepository, ListResult, StoredDefinition } from "../../src/storage/repository.js";
+import { Gate } from "../../src/storage/search-gate.js";
 import { forEachDatabase, useFreshDatabase } from "../support/databases.js";
 import { mysqlConnectionOptions } from "../support/mysql-url.js";
 import { host } from "./fixtures.js";
@@ -71,43 +72,82 @@ function tracked<T>(promise: Promise<T>): { promise: Promise<T>; settled: () => 
 describe("Gate", () => {
   it("lets `limit` holders in, queues the rest first come first served, and hands each released slot to the first in line", async () => {
     const gate = new Gate(2);
-    expect(gate.tryTake()).toBe(true);
-    await gate.take();
-    expect(gate.tryTake()).toBe(false);
+    expect(gate.tryTake("t")).toBe(true);
+    await gate.take("t");
+    expect(gate.tryTake("t")).toBe(false);
     const order: number[] = [];
-    const waiters = [1, 2, 3].map((n) => gate.take().then(() => order.push(n)));
+    const waiters = [1, 2, 3].map((n) => gate.take("t").then(() => order.push(n)));
     expect(gate.waiting).toBe(3);
-    gate.release();
+    gate.release("t");
     await waiters[0];
     expect(order).toEqual([1]);
     // A newcomer does not overtake the line.
-    expect(gate.tryTake()).toBe(false);
-    gate.release();
-    gate.release();
+    expect(gate.tryTake("t")).toBe(false);
+    gate.release("t");
+    gate.release("t");
     await Promise.all(waiters);
     expect(order).toEqual([1, 2, 3]);
     expect(gate.waiting).toBe(0);
-    gate.release();
-    gate.release();
-    expect(gate.tryTake()).toBe(true);
-    expect(gate.tryTake()).toBe(true);
-    expect(gate.tryTake()).toBe(false);
+    gate.release("t");
+    gate.release("t");
+    expect(gate.tryTake("t")).toBe(true);
+    expect(gate.tryTake("t")).toBe(true);
+    expect(gate.tryTake("t")).toBe(false);
   });
 
   it("takes a waiter whose signal aborts out of the line, with the signal's reason", async () => {
     const gate = new Gate(1);
-    expect(gate.tryTake()).toBe(true);
+    expect(gate.tryTake("t")).toBe(true);
     const leaving = new AbortController();
-    const first = gate.take(leaving.signal);
-    const second = gate.take();
+    const first = gate.take("t", leaving.signal);
+    const second = gate.take("t");
     expect(gate.waiting).toBe(2);
     leaving.abort(new Error("caller went away"));
     await expect(first).rejects.toThrow("caller went away");
     expect(gate.waiting).toBe(1);
-    gate.release();
+    gate.release("t");
     await second;
     expect(gate.waiting).toBe(0);
-    await expect(gate.take(AbortSignal.abort(new Error("already gone")))).rejects.toThrow("already gone");
+    await expect(gate.take("t", AbortSignal.abort(new Error("already gone")))).rejects.toThrow("already gone");
+    expect(gate.waiting).toBe(0);
+  });
+
+  it("holds one tenant to its own limit while slots are free, and lets another tenant in", () => {
+    const gate = new Gate(4, 2);
+    expect([gate.tryTake("a"), gate.tryTake("a"), gate.tryTake("a")]).toEqual([true, true, false]);
+    expect([gate.tryTake("b"), gate.tryTake("b")]).toEqual([true, true]);
+    expect(gate.tryTake("c")).toBe(false);
+    expect([gate.held("a"), gate.held("b"), gate.held("c")]).toEqual([2, 2, 0]);
+  });
+
+  it("admits another tenant's search before the queued searches of a tenant at its limit", async () => {
+    const gate = new Gate(2, 1);
+    const admitted: string[] = [];
+    const enter = (name: string) => gate.take(name.slice(0, 1)).then(() => admitted.push(name));
+    expect(gate.tryTake("a")).toBe(true);
+    const queued = ["a1", "a2"].map(enter);
+    // A slot is free, but tenant a holds all it may: b's search takes the slot though a's came first.
+    await enter("b1");
+    expect(admitted).toEqual(["b1"]);
+    expect(gate.waiting).toBe(2);
+    gate.release("a");
+    await queued[0];
+    gate.release("a");
+    await queued[1];
+    expect(admitted).toEqual(["b1", "a1", "a2"]);
+  });
+
+  it("hands freed slots round-robin between the tenants in line, whatever each one queued", async () => {
+    const gate = new Gate(1, 1);
+    const admitted: string[] = [];
+    expect(gate.tryTake("a")).toBe(true);
+    const waiters = ["a1", "a2", "a3", "b1", "c1", "b2"].map((name) => gate.take(name.slice(0, 1)).then(() => admitted.push(name)));
+    while (admitted.length < waiters.length) {
+      const before = admitted.length;
+      gate.release(admitted.at(-1)?.slice(0, 1) ?? "a");
+      await vi.waitFor(() => expect(admitted.length).toBe(before + 1));
+    }
+    expect(admitted).toEqual(["a1", "b1", "c1", "a2", "b2", "a3"]);
     expect(gate.waiting).toBe(0);
   });
 });
