@@ -9,7 +9,7 @@ import type { Lifecycle } from "../domain/records.js";
 import type { Database, StorageOptions } from "./connection.js";
 import { openDatabase } from "./connection.js";
 import { classifyDriverError, isDuplicateKey, isSqliteBusy } from "./driver-errors.js";
-import { buildSearch, buildVersions, defaultPageMaxBytes, inSearchOrder, isBounded, orderValueOf, type RunSearch, type SearchLimits, type SearchRow, searchDeadline, searchRunner } from "./list-search.js";
+import { buildSearch, buildVersions, defaultPageMaxBytes, inSearchOrder, isBounded, orderValueOf, type SearchLimits, type SearchRow, type SearchRunner, searchDeadline, searchRunner } from "./list-search.js";
 import { migrateToLatest } from "./migrations/index.js";
 import type { QueryContext, ReadContext, WriteContext, WriteStatements } from "./queries.js";
 import * as queries from "./queries.js";
@@ -120,7 +120,7 @@ class KnexRepository implements AgentDefinitionRepository {
   readonly #transaction: RunTransaction;
   readonly #writes: WriteStatements;
   /** The list's searches and keyset pages (list-search.ts): SQL built per request, run through the driver. */
-  readonly #search: RunSearch;
+  readonly #search: SearchRunner;
   readonly #searchLimits: SearchLimits;
   readonly #dialect: Database["dialect"];
   /** The `SELECT 1` in flight: concurrent pings share it, so probes never pile up queries on a slow database. */
@@ -288,6 +288,7 @@ class KnexRepository implements AgentDefinitionRepository {
       free: pool?.numFree?.() ?? 0,
       pendingAcquires: pool?.numPendingAcquires?.() ?? 0,
       max: pool?.max ?? 0,
+      searchesWaiting: this.#search.waiting(),
     };
   }
 

@@ -82,6 +82,9 @@ export interface SearchCall {
 /** Runs one search statement; no statement cache (see the top of this file). */
 export type RunSearch = (sql: string, bindings: readonly ReadBinding[], call: SearchCall) => Promise<SearchRow[]>;
 
+/** A RunSearch, and how many of its statements wait at the gate (for the metrics). */
+export type SearchRunner = RunSearch & { readonly waiting: () => number };
+
 /**
  * Whether `query`'s statement costs about a page whatever the tenant holds:
  * no keywords and no updatedSince, and either no filter (each order has its
@@ -169,7 +172,7 @@ const driverGraceMillis = 2_000;
  * line, or, running on MySQL, killed with `KILL QUERY` on its connection's
  * thread, sent from another pooled connection.
  */
-export function searchRunner(db: Knex, dialect: Dialect, limits: SearchLimits = {}): RunSearch {
+export function searchRunner(db: Knex, dialect: Dialect, limits: SearchLimits = {}): SearchRunner {
   const withConnection = pooledConnections(db);
   const gate = new Gate(limits.maxConcurrent ?? defaultSearchMaxConcurrent, limits.maxPerTenant ?? defaultSearchMaxPerTenant);
   const waitMillis = limits.databaseTimeoutMillis ?? defaultTimeoutMillis;
@@ -192,19 +195,21 @@ export function searchRunner(db: Knex, dialect: Dialect, limits: SearchLimits = 
       gate.release(call.tenant);
     }
   };
+  const waiting = () => gate.waiting;
   if (dialect === "sqlite") {
     // No statement time limit: SQLite has none (an interrupt would need another thread); the budget bounds the wait at the gate.
-    return (sql, bindings, call) =>
+    const run: RunSearch = (sql, bindings, call) =>
       gated(call, deadlineOf(call), () =>
         withConnection((connection) => {
           if (call.signal?.aborted === true) throw call.signal.reason;
           return (connection as SqliteConnection).prepare(sql).all(bindings) as SearchRow[];
         }),
       );
+    return Object.assign(run, { waiting });
   }
   const kill = (threadId: number) => withConnection((connection) => mysqlQuery(connection as MysqlConnection, `KILL QUERY ${threadId}`, []));
   let server: Promise<ServerKind> | undefined;
-  return async (sql, bindings, call) => {
+  const run: RunSearch = async (sql, bindings, call) => {
     const deadline = deadlineOf(call);
     // Once per pool; a failed look is tried again by the next search.
     const kind =
@@ -235,6 +240,7 @@ export function searchRunner(db: Knex, dialect: Dialect, limits: SearchLimits = 
       throw outOfTime(timeoutMillis, error);
     }
   };
+  return Object.assign(run, { waiting });
 }
 
 /** The search ran out of its time budget (SEARCH_TIMEOUT_MS). */
