@@ -9,7 +9,19 @@ import type { Lifecycle } from "../domain/records.js";
 import type { Database, StorageOptions } from "./connection.js";
 import { openDatabase } from "./connection.js";
 import { classifyDriverError, isDuplicateKey, isSqliteBusy } from "./driver-errors.js";
-import { buildSearch, buildVersions, defaultPageMaxBytes, inSearchOrder, isBounded, orderValueOf, type SearchLimits, type SearchRow, type SearchRunner, searchDeadline, searchRunner } from "./list-search.js";
+import {
+  buildSearch,
+  buildVersions,
+  defaultPageMaxBytes,
+  inSearchOrder,
+  isBounded,
+  orderValueOf,
+  type SearchLimits,
+  type SearchRow,
+  type SearchRunner,
+  searchDeadline,
+  searchRunner,
+} from "./list-search.js";
 import { migrateToLatest } from "./migrations/index.js";
 import type { QueryContext, ReadContext, WriteContext, WriteStatements } from "./queries.js";
 import * as queries from "./queries.js";
