@@ -3,6 +3,7 @@ import { envReader } from "./env.js";
 import type { LogLevel } from "./logger.js";
 import { MYSQL_POOL_SIZE } from "./storage/connection.js";
 import { defaultPageMaxBytes, defaultSearchMaxConcurrent, defaultSearchMaxPerTenant, defaultSearchTimeoutMillis } from "./storage/list-search.js";
+import { defaultSqliteSearchWorkers } from "./storage/sqlite-search-worker.js";
 
 /** The service's settings, parsed once from an injected environment. */
 export interface Config {
@@ -40,8 +41,10 @@ export interface Config {
     readonly maxConcurrent: number;
     /** `SEARCH_MAX_PER_TENANT`, default 2, at most SEARCH_MAX_CONCURRENT: one tenant's search statements at once; freed slots go round-robin between waiting tenants. */
     readonly maxPerTenant: number;
-    /** `SEARCH_TIMEOUT_MS`, default 10000, 0 for none: one search's time budget (its wait at the gate and all its statements); MySQL/MariaDB stop a statement at it. */
+    /** `SEARCH_TIMEOUT_MS`, default 10000, 0 for none: one search's time budget (its wait at the gate and all its statements); MySQL/MariaDB stop a statement at it, SQLite answers 503 without waiting for it. */
     readonly timeoutMs: number;
+    /** `SEARCH_SQLITE_WORKERS`, default one less than the cores (1 to 4): SQLite only, the worker threads that run costly search statements off the event loop. */
+    readonly sqliteWorkers: number;
   };
   /**
    * `PAGE_MAX_BYTES`, default 4 MiB: the stored JSON bytes one page of a list
@@ -98,6 +101,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
     // The default gives way to a smaller SEARCH_MAX_CONCURRENT; a value set larger is refused below.
     maxPerTenant: integer("SEARCH_MAX_PER_TENANT", Math.min(defaultSearchMaxPerTenant, maxConcurrent), 1, 1_000),
     timeoutMs: integer("SEARCH_TIMEOUT_MS", defaultSearchTimeoutMillis, 0, 600_000),
+    sqliteWorkers: integer("SEARCH_SQLITE_WORKERS", defaultSqliteSearchWorkers, 1, 64),
   };
   if (search.maxConcurrent >= MYSQL_POOL_SIZE) {
     problems.push(`SEARCH_MAX_CONCURRENT (${search.maxConcurrent}) must be below the database pool's ${MYSQL_POOL_SIZE} connections, so searches always leave some to reads and writes`);

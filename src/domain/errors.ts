@@ -14,7 +14,7 @@ import type { Code } from "@connectrpc/connect";
 export type GrpcCodeName = keyof typeof Code;
 
 /**
- * The two body shapes of SPEC.md §7.1: the validation error
+ * The two body shapes of the contract (docs/contract.md, "Errors"): the validation error
  * (`{error, errors: [{error, code, field, path}]}`) for the statuses the spec
  * gives it, the plain error (`{error, code}`) for every other one.
  */
@@ -339,7 +339,7 @@ export interface ErrorBodyItem {
   readonly path?: string;
 }
 
-/** The body of an error answer, in the shape its code says (SPEC.md §7.1). */
+/** The body of an error answer, in the shape its code says (docs/contract.md, "Errors"). */
 export type ErrorBody = { readonly error: string; readonly errors: readonly ErrorBodyItem[] } | { readonly error: string; readonly code: string };
 
 /** The body every surface answers `err` with: REST as JSON, the RPCs as the error detail. */

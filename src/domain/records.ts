@@ -3,7 +3,7 @@
  * Storage implements them; nothing here does I/O.
  */
 
-/** The upsert key of a definition within a tenant (SPEC.md §1.4, DESIGN.md §2). */
+/** The upsert key of a definition within a tenant (docs/contract.md). */
 export interface UpsertKey {
   readonly name: string;
   readonly providerId: string;

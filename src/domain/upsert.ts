@@ -2,7 +2,7 @@ import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
 import { deactivatedWrite, issueAt, RegistryError } from "./errors.js";
 import type { AgentRef, UpsertKey } from "./records.js";
 
-/** The upsert key of a valid definition (SPEC.md §1.4): name, provider organization, version. */
+/** The upsert key of a valid definition (docs/contract.md): name, provider organization, version. */
 export function upsertKey(def: AgentDefinition): UpsertKey {
   return { name: def.name, providerId: def.provider?.id ?? "", version: def.version };
 }
@@ -60,7 +60,7 @@ export interface UpsertPlan {
 }
 
 /**
- * The upsert decision (DESIGN.md §2 "Upsert key", "Versions", "A3015"):
+ * The upsert decision (docs/decisions.md: the upsert key, versions, A3015):
  * - the instance holding the key is updated in place, and keeps its id and agent;
  * - otherwise a new version joins the agent the request `id` names, else the
  *   agent with the same provider and name, else a new agent;

@@ -1,7 +1,7 @@
 /**
  * What the one-port hand-off (node-server.ts) does differently under Deno,
  * whose `node:http` server mishandles the connections it is handed (Deno 2.9;
- * ../shared/DESIGN.md §4):
+ * docs/operations.md, "Deno"):
  * - a socket handed over with pause/unshift/emit("connection") loses or
  *   garbles buffered bytes now and then (HPE_INVALID_METHOD: the connection
  *   is reset, about 1 in 150 requests under load): the HTTP/1.1 server gets a

@@ -1,6 +1,6 @@
 /**
  * The registry's operations, one per RPC of the contract: policy (the domains
- * of SPEC.md §5), tenant resolution, then the service. Every surface reaches
+ * of docs/contract.md, "Security"), tenant resolution, then the service. Every surface reaches
  * these and nothing else: the Connect routes (gRPC, gRPC-Web, Connect) and the
  * REST routes look them up by method.
  */
@@ -12,7 +12,7 @@ import type { RegistryService, WriteAuthority } from "../service/registry-servic
 import type { TenantService } from "../service/tenant-service.js";
 import { type Call, type Operation, type Operations, resolveTenant } from "./operation.js";
 
-/** The security domains of SPEC.md §5. */
+/** The security domains of the contract (docs/contract.md, "Security"). */
 export const DEVELOPMENT = "Development";
 export const SETUP_AGENTS = "Setup: Agents";
 
@@ -45,7 +45,7 @@ export const authorityOf = (call: Call): WriteAuthority => ({ mayReactivate: cal
 export type Policy = ReadonlyMap<string, readonly string[]>;
 
 /**
- * The contract's reading of SPEC.md §5: list, upsert and update by id (PUT,
+ * The contract's reading of its security domains (docs/contract.md, "Security"): list, upsert and update by id (PUT,
  * the same work as a POST) need Development or Setup: Agents; get, the
  * versions list, the agent card and setting a status need Setup: Agents. The tenant
  * admin RPCs need the admin domain. The OpenAPI document is generated from

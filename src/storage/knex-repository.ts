@@ -305,6 +305,8 @@ class KnexRepository implements AgentDefinitionRepository {
   }
 
   async close(): Promise<void> {
+    // The search workers first: their read-only connections end before the last one closes the file.
+    await this.#search.close();
     await this.#db.destroy();
   }
 }

@@ -46,6 +46,7 @@ import type { DefinitionReadRow } from "./rows.js";
 import { toDatabaseTimestamp } from "./rows.js";
 import { Gate } from "./search-gate.js";
 import { TERM_KINDS } from "./search-index.js";
+import { createSqliteSearchPool, defaultSqliteSearchWorkers, SearchStatementTimeout } from "./sqlite-search-worker.js";
 
 /** A row of a search: a DefinitionReadRow with what the next page's position is made of. */
 export interface SearchRow extends DefinitionReadRow {
@@ -82,8 +83,11 @@ export interface SearchCall {
 /** Runs one search statement; no statement cache (see the top of this file). */
 export type RunSearch = (sql: string, bindings: readonly ReadBinding[], call: SearchCall) => Promise<SearchRow[]>;
 
-/** A RunSearch, and how many of its statements wait at the gate (for the metrics). */
-export type SearchRunner = RunSearch & { readonly waiting: () => number };
+/**
+ * A RunSearch, how many of its statements wait at the gate (for the metrics),
+ * and what it holds beyond knex's pool: SQLite's search workers, ended by close().
+ */
+export type SearchRunner = RunSearch & { readonly waiting: () => number; close(): Promise<void> };
 
 /**
  * Whether `query`'s statement costs about a page whatever the tenant holds:
@@ -105,8 +109,8 @@ export interface SearchLimits {
   /**
    * `SEARCH_MAX_CONCURRENT`, default 4: costly search statements (not
    * isBounded) on the database at once; more wait at the gate (search-gate.ts). Below the pool's size (10
-   * on MySQL), so reads and writes always find a connection. SQLite's pool is
-   * one connection: the gate only orders searches there.
+   * on MySQL), so reads and writes always find a connection. On SQLite no
+   * more than sqliteWorkers run at once either way.
    */
   readonly maxConcurrent?: number | undefined;
   /**
@@ -118,9 +122,18 @@ export interface SearchLimits {
    * `SEARCH_TIMEOUT_MS`, default 10000, 0 for none: one search's time budget,
    * its wait at the gate and all its statements together (searchDeadline); the
    * server stops a statement when it runs out (MariaDB `max_statement_time`,
-   * MySQL `MAX_EXECUTION_TIME`). SQLite has no such limit: there it bounds the wait at the gate only.
+   * MySQL `MAX_EXECUTION_TIME`). On SQLite the caller is answered at the
+   * limit (counted per statement from its hand-over to a worker) while the
+   * statement finishes in its worker thread, which SQLite cannot interrupt
+   * (sqlite-search-worker.ts); the bounded statements run on the main
+   * connection, unlimited: they read about a page.
    */
   readonly timeoutMillis?: number | undefined;
+  /**
+   * `SEARCH_SQLITE_WORKERS`, default one less than the cores (1 to 4): on SQLite, the worker threads (each
+   * with its own read-only connection) that run the costly search statements.
+   */
+  readonly sqliteWorkers?: number | undefined;
   /**
    * StorageOptions.timeoutMillis (`DATABASE_TIMEOUT_MS`, default 10000): the
    * pool's acquire timeout and the driver's wait for a statement's answer.
@@ -170,11 +183,16 @@ const driverGraceMillis = 2_000;
  *
  * A search whose caller leaves (SearchCall.signal) stops: out of the gate's
  * line, or, running on MySQL, killed with `KILL QUERY` on its connection's
- * thread, sent from another pooled connection.
+ * thread, sent from another pooled connection. On SQLite the costly ones run
+ * on worker threads instead (SearchLimits.sqliteWorkers), which close() terminates.
  */
 export function searchRunner(db: Knex, dialect: Dialect, limits: SearchLimits = {}): SearchRunner {
   const withConnection = pooledConnections(db);
-  const gate = new Gate(limits.maxConcurrent ?? defaultSearchMaxConcurrent, limits.maxPerTenant ?? defaultSearchMaxPerTenant);
+  const sqliteWorkers = limits.sqliteWorkers ?? defaultSqliteSearchWorkers;
+  const maxConcurrent = limits.maxConcurrent ?? defaultSearchMaxConcurrent;
+  // On SQLite the searches beyond the workers wait here, where the wait is bounded, not in the pool's line.
+  const slots = dialect === "sqlite" ? Math.min(maxConcurrent, sqliteWorkers) : maxConcurrent;
+  const gate = new Gate(slots, Math.min(slots, limits.maxPerTenant ?? defaultSearchMaxPerTenant));
   const waitMillis = limits.databaseTimeoutMillis ?? defaultTimeoutMillis;
   const timeoutMillis = limits.timeoutMillis ?? defaultSearchTimeoutMillis;
   const deadlineOf = (call: SearchCall): number | undefined => call.deadline ?? searchDeadline(limits);
@@ -197,15 +215,28 @@ export function searchRunner(db: Knex, dialect: Dialect, limits: SearchLimits = 
   };
   const waiting = () => gate.waiting;
   if (dialect === "sqlite") {
-    // No statement time limit: SQLite has none (an interrupt would need another thread); the budget bounds the wait at the gate.
-    const run: RunSearch = (sql, bindings, call) =>
-      gated(call, deadlineOf(call), () =>
-        withConnection((connection) => {
-          if (call.signal?.aborted === true) throw call.signal.reason;
-          return (connection as SqliteConnection).prepare(sql).all(bindings) as SearchRow[];
-        }),
-      );
-    return Object.assign(run, { waiting });
+    // A costly statement runs on a worker thread with its own read-only connection, answered at the
+    // time limit (sqlite-search-worker.ts): on the main thread it would stop every request of the
+    // process until it ended, and SQLite has no time limit of its own. A bounded one reads about a
+    // page of index entries (isBounded), a fraction of a millisecond: it stays on the main
+    // connection, where it costs less than handing its page of documents across threads.
+    // The pool's limit is per statement; the search's budget bounds the wait at the gate.
+    const pool = createSqliteSearchPool(sqliteFile(db), { workers: sqliteWorkers, timeoutMillis });
+    const run: RunSearch = async (sql, bindings, call) => {
+      if (call.signal?.aborted === true) throw call.signal.reason;
+      if (call.bounded === true) return withConnection((connection) => (connection as SqliteConnection).prepare(sql).all(bindings) as SearchRow[]);
+      const deadline = deadlineOf(call);
+      try {
+        return await gated(call, deadline, () => {
+          // The budget went on the wait or on an earlier statement of the same search.
+          if (deadline !== undefined && deadline <= Date.now()) throw outOfTime(timeoutMillis, undefined);
+          return pool.run(sql, bindings, call.signal) as Promise<SearchRow[]>;
+        });
+      } catch (error) {
+        throw error instanceof SearchStatementTimeout ? outOfTime(timeoutMillis, error) : error;
+      }
+    };
+    return Object.assign(run, { waiting, close: () => pool.close() });
   }
   const kill = (threadId: number) => withConnection((connection) => mysqlQuery(connection as MysqlConnection, `KILL QUERY ${threadId}`, []));
   let server: Promise<ServerKind> | undefined;
@@ -240,7 +271,13 @@ export function searchRunner(db: Knex, dialect: Dialect, limits: SearchLimits = 
       throw outOfTime(timeoutMillis, error);
     }
   };
-  return Object.assign(run, { waiting });
+  return Object.assign(run, { waiting, close: async () => undefined });
+}
+
+/** The file of a knex SQLite instance (connection.ts sqliteConfig). */
+function sqliteFile(db: Knex): string {
+  const { filename } = (db.client as { config: { connection: { filename: string } } }).config.connection;
+  return filename;
 }
 
 /** The search ran out of its time budget (SEARCH_TIMEOUT_MS). */

@@ -49,13 +49,30 @@ export const usesNodeSqlite = "Deno" in globalThis;
 export function sqliteClient(): typeof Knex.Client {
   const BetterSqlite3Client = require("knex/lib/dialects/better-sqlite3") as typeof Knex.Client;
   if (!usesNodeSqlite) return BetterSqlite3Client;
-  const { DatabaseSync } = require("node:sqlite") as { DatabaseSync: DatabaseSyncConstructor };
-  const driver = nodeSqliteDriver(DatabaseSync);
+  const driver = sqliteDriver();
   return class NodeSqliteClient extends BetterSqlite3Client {
     _driver(): unknown {
       return driver;
     }
   };
+}
+
+/** The part of a better-sqlite3 `Database` that a connection opened outside knex uses. */
+export interface SqliteDatabase {
+  prepare(sql: string): { all(bindings: readonly unknown[]): unknown[] };
+  pragma(source: string): unknown[];
+  close(): unknown;
+}
+
+/**
+ * The driver's `Database` class on this runtime (better-sqlite3, or the shim
+ * over `node:sqlite`), for a connection that knex's pool does not hold: the
+ * search workers' read-only ones (sqlite-search-worker.ts).
+ */
+export function sqliteDriver(): new (filename: string, options?: { readonly?: boolean; fileMustExist?: boolean }) => SqliteDatabase {
+  if (!usesNodeSqlite) return require("better-sqlite3");
+  const { DatabaseSync } = require("node:sqlite") as { DatabaseSync: DatabaseSyncConstructor };
+  return nodeSqliteDriver(DatabaseSync);
 }
 
 /** Rethrows a `node:sqlite` error with `code` set to its result code's name, as better-sqlite3 names it. */

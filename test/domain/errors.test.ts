@@ -8,7 +8,7 @@ import { toConnectError } from "../../src/transport/connect-errors.js";
 const codes = Object.keys(ERRORS) as ErrorCode[];
 
 describe("the error table", () => {
-  it("gives every code a real gRPC code, an HTTP error status and the spec's body shape for it (SPEC.md §7)", () => {
+  it("gives every code a real gRPC code, an HTTP error status and the contract's body shape for it (docs/contract.md, Errors)", () => {
     for (const code of codes) {
       const row = ERRORS[code];
       expect(Code[row.grpc], code).toBeTypeOf("number");

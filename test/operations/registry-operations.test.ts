@@ -123,7 +123,7 @@ describe("the registry operations, in memory", () => {
     expect(after.page.total).toBe(before.page.total);
   });
 
-  it("admits only callers with one of the operation's domains (SPEC.md §5)", () => {
+  it("admits only callers with one of the operation's domains (docs/contract.md, Security)", () => {
     const get = op(AgentDefinitionService.method.getAgentDefinition);
     const list = op(AgentDefinitionService.method.listAgentDefinitions);
     const createTenant = op(TenantAdminService.method.createTenant);

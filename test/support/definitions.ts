@@ -1,9 +1,9 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
-/** The spec's example definition (../shared/examples), as JSON. */
+/** The published specification's example definition (a copy in test/fixtures), as JSON. */
 export function exampleDefinition(): Record<string, any> {
-  const path = fileURLToPath(new URL("../../../shared/examples/customer-service-agent.json", import.meta.url));
+  const path = fileURLToPath(new URL("../fixtures/customer-service-agent.json", import.meta.url));
   return JSON.parse(readFileSync(path, "utf8"));
 }
 

@@ -2,7 +2,7 @@
  * Each definition is also kept in protobuf binary, beside its protobuf JSON,
  * and both are read as bytes, so that a read answers either encoding as
  * stored instead of parsing the document and writing it out again on every
- * request (DESIGN.md §3, "reads are cheap by design"). Writes make both with
+ * request (reads are cheap by design: docs/architecture.md). Writes make both with
  * rows.ts's `encodeDefinition`; this migration makes the binary of the rows
  * written before it, from their JSON, once. The JSON itself is not touched:
  * it reads back byte for byte as it was written.

@@ -16,7 +16,7 @@ export interface OpenApiOptions {
   readonly errorBodies: { readonly error: DescMessage; readonly validation: DescMessage };
 }
 
-/** The components of the error bodies, by the spec's names (SPEC.md §7.1). */
+/** The components of the error bodies, by the contract's names (docs/contract.md, "Errors"). */
 const ERROR = "ERROR_MODEL_REFERENCE";
 const VALIDATION_ERROR = "VALIDATION_ERROR_MODEL_REFERENCE";
 
@@ -109,7 +109,7 @@ const SECURITY_SCHEMES = {
   OAuth2: {
     type: "oauth2",
     description:
-      "The contract's scheme (SPEC.md §5): OAuth 2.0, implicit flow, authorization URL `{auth_url}/super/authorize`, no scopes. `{auth_url}` is the identity provider's base URL, which differs per deployment: `auth.example.com` below stands for it (an OpenAPI authorization URL must be a URL). Documentation only: the tokens it issues are presented as bearer tokens (`bearerAuth`).",
+      "The contract's scheme: OAuth 2.0, implicit flow, authorization URL `{auth_url}/super/authorize`, no scopes. `{auth_url}` is the identity provider's base URL, which differs per deployment: `auth.example.com` below stands for it (an OpenAPI authorization URL must be a URL). Documentation only: the tokens it issues are presented as bearer tokens (`bearerAuth`).",
     flows: { implicit: { authorizationUrl: "https://auth.example.com/super/authorize", scopes: {} } },
   },
 };

@@ -1,0 +1,244 @@
+/**
+ * SQLite search statements off the event loop. better-sqlite3 and
+ * `node:sqlite` are synchronous, so a statement run on the main thread stops
+ * every request of the process until it ends, and SQLite has no statement
+ * time limit. Here each statement runs in a worker thread with its own
+ * read-only connection to the same file (WAL lets readers run beside the
+ * writer), and the caller is answered at the time limit, or when its signal
+ * aborts, whatever the statement is doing.
+ *
+ * Neither driver can interrupt a running statement (no `sqlite3_interrupt`),
+ * and `worker.terminate()` does not stop one either: measured on Node 20 and
+ * Deno 2.9.6, a terminated worker's statement runs on to its end, burning its
+ * core and holding its read snapshot (a WAL checkpoint stays busy) until then.
+ * So a statement whose caller was answered is left to finish in its worker,
+ * which stays busy (counted against the pool's size, so abandoned statements
+ * never run more than `workers` at once) and then takes the next one; its
+ * rows are dropped. A statement's time limit counts from when it is handed to
+ * the pool, so one waiting behind abandoned statements ends in time as well;
+ * only the wait for a worker to start (tens of milliseconds) is not counted.
+ *
+ * The worker's entry (sqlite-search-thread.ts) is loaded beside this module:
+ * compiled JavaScript from dist/ under `npm start`, TypeScript under Deno
+ * (which runs it, and its imports, as the main thread's), and TypeScript
+ * through tsx where the main thread itself runs from sources under Node
+ * (vitest, `node --import tsx`, the bench): workerEntry.
+ */
+import { Buffer } from "node:buffer";
+import { availableParallelism } from "node:os";
+import { Worker } from "node:worker_threads";
+import { unavailable } from "../domain/errors.js";
+import type { SearchReply, SearchRequest, SearchWorkerData } from "./sqlite-search-thread.js";
+
+/** The pool's size and time limit (README, `SEARCH_SQLITE_WORKERS` and `SEARCH_TIMEOUT_MS`). */
+export interface SqliteSearchPoolOptions {
+  /** Worker threads at most, each running one statement at a time; statements beyond them wait in line. */
+  readonly workers: number;
+  /** How long one statement may run before its worker is terminated, in milliseconds; 0 for no limit. */
+  readonly timeoutMillis: number;
+}
+
+/** Search statements on worker threads. */
+export interface SqliteSearchPool {
+  /**
+   * Runs one SELECT and answers its rows, byte values as Buffers (as
+   * better-sqlite3 answers them on the main thread). Rejects with a
+   * SearchStatementTimeout past the time limit (counted from this call, less
+   * the start of a worker), with
+   * `signal`'s reason when it aborts first, and with UNAVAILABLE when the pool
+   * is closed or a worker cannot open the database.
+   */
+  run(sql: string, bindings: readonly unknown[], signal?: AbortSignal): Promise<unknown[]>;
+  /** Terminates every worker (one still in a statement ends with it); statements running or waiting are answered UNAVAILABLE. */
+  close(): Promise<void>;
+}
+
+/** A statement not answered within the pool's time limit; list-search.ts answers it as the MySQL servers' timeouts are. */
+export class SearchStatementTimeout extends Error {
+  override readonly name = "SearchStatementTimeout";
+  constructor(readonly timeoutMillis: number) {
+    super(`The search statement was not answered within ${timeoutMillis} ms.`);
+  }
+}
+
+/**
+ * The default of `SEARCH_SQLITE_WORKERS`: one less than the cores (1 to 4), so
+ * the event loop keeps a core while searches run. On 2 cores, at 80,000
+ * definitions and 8 clients looping a costly `q`, one worker kept `/healthz`
+ * p99 at 24 ms, two let it reach 165 ms (BENCHMARKS.md).
+ */
+export const defaultSqliteSearchWorkers = Math.max(1, Math.min(4, availableParallelism() - 1));
+
+/** A statement waiting for, or running on, a worker. */
+interface Job {
+  readonly request: SearchRequest;
+  /** Starts the time limit, once: when the statement reaches a worker, or waits for busy ones. */
+  readonly startClock: () => void;
+  /** Answers the caller, once: later answers (a reply after the deadline) are dropped. */
+  readonly settle: (outcome: { rows: Record<string, unknown>[] } | { error: unknown }) => void;
+}
+
+/** A worker and the statement it runs. */
+interface Slot {
+  readonly worker: Worker;
+  /** False until its connection is open. */
+  ready: boolean;
+  /** The statement it runs, answered or not: the worker is busy until its reply comes. */
+  job: Job | undefined;
+}
+
+/**
+ * What a Worker is started with: the entry's URL, or (Node running the
+ * sources) a script that registers tsx's loader in the worker and imports the
+ * entry; Node 20 does not apply an `--import tsx` of the worker's execArgv to
+ * its entry module.
+ */
+function workerEntry(): { readonly source: URL | string; readonly eval: boolean } {
+  const fromSources = import.meta.url.endsWith(".ts");
+  const url = new URL(`./sqlite-search-thread.${fromSources ? "ts" : "js"}`, import.meta.url);
+  // Deno runs TypeScript itself, and its workers resolve imports as the main thread does.
+  if (!fromSources || "Deno" in globalThis) return { source: url, eval: false };
+  const tsx = JSON.stringify(import.meta.resolve("tsx/esm/api"));
+  return { source: `import(${tsx}).then(({ register }) => { register(); return import(${JSON.stringify(url.href)}); });`, eval: true };
+}
+
+/** Makes Buffers of the byte values a worker sent: structured cloning answers plain Uint8Arrays. */
+function asBuffers(rows: Record<string, unknown>[]): Record<string, unknown>[] {
+  for (const row of rows) {
+    for (const [column, value] of Object.entries(row)) {
+      if (value instanceof Uint8Array && !Buffer.isBuffer(value)) row[column] = Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+    }
+  }
+  return rows;
+}
+
+/** An error a worker described, with its code, so driver-errors.ts classifies it as the driver's own. */
+function rebuilt({ message, code }: { message: string; code?: string | undefined }): Error {
+  return Object.assign(new Error(message), code === undefined ? {} : { code });
+}
+
+/**
+ * Starts a pool of at most `options.workers` search workers on the SQLite
+ * file `filename`. Workers start when statements need them and are kept
+ * (unreferenced while idle, so an idle pool keeps no process alive) until close().
+ */
+export function createSqliteSearchPool(filename: string, options: SqliteSearchPoolOptions): SqliteSearchPool {
+  if (!Number.isInteger(options.workers) || options.workers < 1) throw new Error(`A search pool needs a whole number of workers, at least 1, not ${options.workers}.`);
+  const entry = workerEntry();
+  const slots = new Set<Slot>();
+  const waiting: Job[] = [];
+  let closed = false;
+
+  /** Forgets `slot` and ends its thread; answers its statement with `error` if it is still unanswered. */
+  const drop = (slot: Slot, error: unknown): Promise<unknown> => {
+    slots.delete(slot);
+    slot.job?.settle({ error });
+    slot.job = undefined;
+    return slot.worker.terminate().catch(() => undefined);
+  };
+
+  const spawn = (): void => {
+    const worker = new Worker(entry.source, { eval: entry.eval, workerData: { filename } satisfies SearchWorkerData });
+    const slot: Slot = { worker, ready: false, job: undefined };
+    slots.add(slot);
+    worker.on("message", (reply: SearchReply) => {
+      if ("ready" in reply) {
+        slot.ready = true;
+        worker.unref();
+      } else if (!slot.ready && "error" in reply) {
+        // The connection could not be opened: the statements waiting would fail alike.
+        void drop(slot, undefined);
+        const error = unavailable(rebuilt(reply.error));
+        for (const job of waiting.splice(0)) job.settle({ error });
+      } else {
+        const job = slot.job;
+        slot.job = undefined;
+        worker.unref();
+        job?.settle("rows" in reply ? { rows: asBuffers(reply.rows) } : { error: rebuilt(reply.error) });
+      }
+      dispatch();
+    });
+    worker.on("error", (error) => {
+      if (!slots.has(slot)) return;
+      const starting = !slot.ready;
+      void drop(slot, unavailable(error));
+      if (starting) for (const job of waiting.splice(0)) job.settle({ error: unavailable(error) });
+      dispatch();
+    });
+    worker.on("exit", (code) => {
+      // Ours end through drop(), which forgets them first; any other exit is the worker's own.
+      if (!slots.has(slot)) return;
+      void drop(slot, unavailable(new Error(`A search worker exited with code ${code}.`)));
+      dispatch();
+    });
+  };
+
+  /** Hands waiting statements to idle workers, and starts workers for the rest, up to the pool's size. */
+  function dispatch(): void {
+    if (closed) return;
+    for (const slot of slots) {
+      const job = slot.ready && slot.job === undefined ? waiting.shift() : undefined;
+      if (job === undefined) continue;
+      slot.job = job;
+      job.startClock();
+      slot.worker.ref();
+      slot.worker.postMessage(job.request);
+    }
+    const starting = () => [...slots].filter((slot) => !slot.ready).length;
+    for (let more = Math.min(waiting.length - starting(), options.workers - slots.size); more > 0; more--) spawn();
+    // What waits for busy workers only is on the clock; a worker's start is not counted.
+    if (starting() === 0) for (const job of waiting) job.startClock();
+  }
+
+  return {
+    run(sql, bindings, signal) {
+      if (closed) return Promise.reject(unavailable(new Error("The search pool is closed.")));
+      if (signal?.aborted) return Promise.reject(signal.reason);
+      return new Promise((resolve, reject) => {
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        let settled = false;
+        const onAbort = () => stop(signal?.reason);
+        const job: Job = {
+          request: { sql, bindings },
+          startClock() {
+            if (timer !== undefined || settled || options.timeoutMillis === 0) return;
+            timer = setTimeout(() => stop(new SearchStatementTimeout(options.timeoutMillis)), options.timeoutMillis);
+          },
+          settle(outcome) {
+            if (settled) return;
+            settled = true;
+            clearTimeout(timer);
+            signal?.removeEventListener("abort", onAbort);
+            if ("rows" in outcome) resolve(outcome.rows);
+            else reject(outcome.error);
+          },
+        };
+        /** Answers the caller now; a running statement goes on in its worker (see the top of this file). */
+        const stop = (error: unknown) => {
+          const at = waiting.indexOf(job);
+          if (at >= 0) waiting.splice(at, 1);
+          job.settle({ error });
+        };
+        signal?.addEventListener("abort", onAbort, { once: true });
+        waiting.push(job);
+        dispatch();
+      });
+    },
+
+    async close() {
+      closed = true;
+      const error = unavailable(new Error("The search pool is closed."));
+      for (const job of waiting.splice(0)) job.settle({ error });
+      const ending: Promise<unknown>[] = [];
+      for (const slot of [...slots]) {
+        // Node ends a thread only once its statement has returned: a busy one is left to end
+        // by itself (unreferenced, so it keeps no process alive) instead of holding close() up.
+        const busy = slot.job !== undefined;
+        const ended = drop(slot, error);
+        if (busy) slot.worker.unref();
+        else ending.push(ended);
+      }
+      await Promise.all(ending);
+    },
+  };
+}

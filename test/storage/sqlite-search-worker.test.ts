@@ -1,0 +1,201 @@
+/**
+ * SQLite's costly search statements off the event loop (sqlite-search-worker.ts,
+ * list-search.ts searchRunner): they run on worker threads with read-only
+ * connections of their own, so the main connection answers reads while one
+ * runs; the caller is answered at SEARCH_TIMEOUT_MS or when its signal
+ * aborts; the pool serves the next statement after that, and close() ends
+ * the workers. Also under Deno, whose worker runs `node:sqlite`.
+ *
+ * The slow statement counts the rows of a recursive CTE: deterministic, about
+ * a second or more on these machines, and finite (an answered statement runs
+ * on in its worker until it ends; the pool module says why).
+ */
+import { execFile } from "node:child_process";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import type { Knex } from "knex";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { RegistryError } from "../../src/domain/errors.js";
+import { unfilteredQuery } from "../../src/domain/list-query.js";
+import { openDatabase, sqliteFileName } from "../../src/storage/connection.js";
+import { createKnexRepository } from "../../src/storage/knex-repository.js";
+import { type SearchRunner, searchRunner } from "../../src/storage/list-search.js";
+import type { AgentDefinitionRepository, StoredDefinition } from "../../src/storage/repository.js";
+import { createSqliteSearchPool, SearchStatementTimeout, type SqliteSearchPool } from "../../src/storage/sqlite-search-worker.js";
+import { testDatabases, useFreshDatabase } from "../support/databases.js";
+import { definition, save } from "./fixtures.js";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const sqlite = testDatabases()[0]!;
+
+/** Counts `n` rows: about a second per 10,000,000 here, finite, and costly in the way a search is (not bounded). */
+const slow = { sql: "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < ?) SELECT COUNT(*) AS total FROM c", bindings: [20_000_000] };
+
+/**
+ * A statement that starts a pool's worker: the time limit counts from the
+ * hand-over, a worker's start (loading the driver, opening the file) included.
+ */
+const warmUp = "SELECT 1 AS one";
+
+/** Whether a promise has settled, without waiting for it. */
+function tracked<T>(promise: Promise<T>): { promise: Promise<T>; settled: () => boolean } {
+  let settled = false;
+  const watched = promise.finally(() => {
+    settled = true;
+  });
+  watched.catch(() => undefined);
+  return { promise: watched, settled: () => settled };
+}
+
+async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  return promise.then(
+    () => {
+      throw new Error("expected a rejection");
+    },
+    (error: unknown) => error,
+  );
+}
+
+describe("SQLite searches on worker threads", () => {
+  const target = useFreshDatabase(sqlite);
+  let repository: AgentDefinitionRepository;
+  let stored: StoredDefinition;
+  /** A second knex instance on the same file, for runners with their own limits. */
+  let db: Knex;
+  const runners: SearchRunner[] = [];
+  const pools: SqliteSearchPool[] = [];
+  const runner = (limits: Parameters<typeof searchRunner>[2]) => {
+    const made = searchRunner(db, "sqlite", limits);
+    runners.push(made);
+    return made;
+  };
+  const pool = (timeoutMillis: number) => {
+    const made = createSqliteSearchPool(join(target().dataDir, sqliteFileName), { workers: 1, timeoutMillis });
+    pools.push(made);
+    return made;
+  };
+
+  beforeAll(async () => {
+    repository = await createKnexRepository({ ...target(), search: { timeoutMillis: 0 } });
+    stored = (await save(repository, definition({ name: "Quasar Agent", description: "Finds quasars." }))).stored;
+    ({ db } = await openDatabase(target()));
+  });
+
+  afterAll(async () => {
+    await Promise.all([...runners, ...pools].map((r) => r.close()));
+    await db?.destroy();
+    await repository?.close();
+  });
+
+  it("answers a read by id on the main connection while a costly statement runs", async () => {
+    const unlimited = runner({ timeoutMillis: 0 });
+    await unlimited(warmUp, [], { tenant: "default" });
+    const search = tracked(unlimited(slow.sql, slow.bindings, { tenant: "default" }));
+    const read = await repository.get("default", stored.id);
+    expect(read?.id).toBe(stored.id);
+    // The read was answered first: the statement did not hold the event loop.
+    expect(search.settled()).toBe(false);
+    expect(await search.promise).toEqual([{ total: slow.bindings[0] }]);
+  });
+
+  it("answers a keyword search's definitions with both encodings as Buffers, equal to a read by id's", async () => {
+    const page = await repository.search("default", { ...unfilteredQuery(10, 0), words: ["quasar"] });
+    expect(page.items.map((item) => item.id)).toEqual([stored.id]);
+    const [found] = page.items;
+    const read = await repository.get("default", stored.id);
+    expect(Buffer.isBuffer(found?.json) && Buffer.isBuffer(found?.binary)).toBe(true);
+    expect(Buffer.from(found!.json).equals(Buffer.from(read!.json))).toBe(true);
+    expect(Buffer.from(found!.binary).equals(Buffer.from(read!.binary))).toBe(true);
+  });
+
+  it("answers UNAVAILABLE, without SQL, at SEARCH_TIMEOUT_MS", async () => {
+    const limited = runner({ timeoutMillis: 100 });
+    await limited(warmUp, [], { tenant: "default" });
+    const error = await rejection(limited(slow.sql, slow.bindings, { tenant: "default" }));
+    expect(error).toBeInstanceOf(RegistryError);
+    expect((error as RegistryError).code).toBe("UNAVAILABLE");
+    expect((error as RegistryError).message).toMatch(/^The search took longer than the limit of 0\.1 seconds and was stopped; narrow it/);
+    expect((error as RegistryError).message).not.toMatch(/select|recursive/i);
+  });
+
+  it("counts the time limit from the hand-over: a statement waiting behind an answered one that still runs is answered at its limit too", async () => {
+    const searches = pool(200);
+    await searches.run(warmUp, []);
+    await expect(searches.run(slow.sql, slow.bindings)).rejects.toBeInstanceOf(SearchStatementTimeout);
+    // The one worker is still counting: this one never gets it within its limit.
+    await expect(searches.run("SELECT 1 AS one", [])).rejects.toBeInstanceOf(SearchStatementTimeout);
+  });
+
+  it("answers a statement whose signal aborts with the signal's reason, running or waiting, and serves the next", async () => {
+    const searches = pool(0);
+    await searches.run(warmUp, []);
+    const running = new AbortController();
+    const waiting = new AbortController();
+    const first = searches.run(slow.sql, slow.bindings, running.signal);
+    const second = searches.run(slow.sql, slow.bindings, waiting.signal);
+    // The read by id is answered while the first runs (and the second waits for the one worker).
+    expect((await repository.get("default", stored.id))?.id).toBe(stored.id);
+    running.abort(new Error("the client went away"));
+    waiting.abort(new Error("this one too"));
+    await expect(first).rejects.toThrow("the client went away");
+    await expect(second).rejects.toThrow("this one too");
+    await expect(searches.run("SELECT 1 AS one", [], AbortSignal.abort(new Error("already gone")))).rejects.toThrow("already gone");
+    expect(await searches.run("SELECT COUNT(*) AS total FROM agent_definitions", [])).toEqual([{ total: 1 }]);
+  });
+
+  it("close() ends the workers, a busy one included, answers what runs UNAVAILABLE and refuses later statements", async () => {
+    const searches = pool(0);
+    expect(await searches.run("SELECT 1 AS one", [])).toEqual([{ one: 1 }]);
+    const running = searches.run(slow.sql, slow.bindings);
+    const closed = await searches.close().then(() => "closed");
+    expect(closed).toBe("closed");
+    expect(await rejection(running)).toMatchObject({ code: "UNAVAILABLE" });
+    expect(await rejection(searches.run("SELECT 1 AS one", []))).toMatchObject({ code: "UNAVAILABLE" });
+  });
+
+  it("answers an SQLite error of the statement as the driver's error, with its code", async () => {
+    const error = await rejection(pool(0).run("SELECT * FROM no_such_table", []));
+    expect(error).toMatchObject({ code: "SQLITE_ERROR", message: expect.stringContaining("no_such_table") });
+  });
+});
+
+describe("SQLite searches on worker threads under Deno", () => {
+  const target = useFreshDatabase(sqlite);
+
+  beforeAll(async () => {
+    // The schema and one definition, written by Node; the Deno script reads them with node:sqlite.
+    const repository = await createKnexRepository(target());
+    await save(repository, definition({ name: "Quasar Agent" }));
+    await repository.close();
+  });
+
+  it("answers the main thread while a statement runs on a worker, answers at the time limit and on abort, and serves the next", async () => {
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      [
+        join(ROOT, "scripts/deno.mjs"),
+        "run",
+        "--no-prompt",
+        "--no-lock",
+        "--node-modules-dir=manual",
+        "--sloppy-imports",
+        `--allow-read=${ROOT},${target().dataDir}`,
+        `--allow-write=${target().dataDir}`,
+        "--allow-env",
+        join(ROOT, "test/storage/sqlite-search-worker.deno.ts"),
+        join(target().dataDir, sqliteFileName),
+      ],
+      { cwd: ROOT, timeout: 120_000 },
+    );
+    expect(JSON.parse(stdout.trim().split("\n").at(-1) ?? "")).toEqual({
+      deno: true,
+      readAnsweredFirst: true,
+      slowTotal: slow.bindings[0],
+      timedOut: "SearchStatementTimeout",
+      aborted: "gone",
+      next: [{ total: 1 }],
+      bytes: true,
+    });
+  }, 180_000);
+});
