@@ -24,7 +24,10 @@ export const USAGE = `usage: npm run bench -- [options]
   --large-pages         issue 25's memory scenario instead: 40 definitions of ~750 KB, then 4 lists at once (limit 100, paged
                         through) on each protocol, one fresh service each; reports peak RSS and whether every definition was reached
   --search              the search scenarios instead (issue 11): first page, a page 500 tokens deep, a tag and a q
-                        each matching 1 % of the tenant, over REST; default sizes 1000,1000000`;
+                        each matching 1 % of the tenant, over REST; default sizes 1000,1000000
+  --fairness            the gate scenario instead (issue 25; MariaDB): one tenant saturating the search gate with a keyword search
+                        matching all its definitions (the first size; default 20000) while another tenant (1,000 definitions) runs its own,
+                        for --duration seconds (default 20); then 24 HTTP/2 searches reset after their HEADERS and the statements left 2 s later`;
 
 export interface BenchOptions {
   readonly sqlite: boolean;
@@ -45,6 +48,8 @@ export interface BenchOptions {
   readonly search: boolean;
   readonly largePages: boolean;
   readonly reuse: boolean;
+  /** The fairness scenario (bench/fairness.ts) instead of the others. */
+  readonly fairness: boolean;
   /** The checkout whose service is run (see serviceCommand in processes.ts); undefined: this one. */
   readonly serviceDir: string | undefined;
 }
@@ -70,6 +75,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
       search: { type: "boolean", default: false },
       "large-pages": { type: "boolean", default: false },
       reuse: { type: "boolean", default: false },
+      fairness: { type: "boolean", default: false },
       service: { type: "string" },
       help: { type: "boolean", default: false },
     },
@@ -85,7 +91,10 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     return value;
   };
   const smoke = values.smoke;
-  const sizes = (values.sizes ?? (smoke ? "300" : values.search ? "1000,1000000" : "1000,10000,100000")).split(",").map((s) => number("sizes", s.trim(), 0, 1, 1_000_000));
+  if (values.fairness && values.sqlite) throw new Error(`--fairness runs on MariaDB only (it reads the server's process list)\n\n${USAGE}`);
+  const sizes = (values.sizes ?? (smoke ? "300" : values.search ? "1000,1000000" : values.fairness ? "20000" : "1000,10000,100000"))
+    .split(",")
+    .map((s) => number("sizes", s.trim(), 0, 1, 1_000_000));
   const middle = [...sizes].sort((a, b) => a - b)[Math.floor((sizes.length - 1) / 2)]!;
   return {
     sqlite: values.sqlite,
@@ -94,7 +103,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     sizes,
     surfacesAt: number("surfaces-at", values["surfaces-at"], middle, 1, 1_000_000),
     // The smoke run: 16 scenarios x 0.4 s = 6.4 s of load, no warm-up.
-    durationSeconds: number("duration", values.duration, smoke ? 0.4 : 8, 0.1, 120),
+    durationSeconds: number("duration", values.duration, smoke ? 0.4 : values.fairness ? 20 : 8, 0.1, 120),
     warmupSeconds: number("warmup", values.warmup, smoke ? 0 : 2, 0, 60),
     connections: number("connections", values.connections, smoke ? 4 : 10, 1, 512),
     only: values.only === undefined ? undefined : new RegExp(values.only),
@@ -106,6 +115,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     search: values.search,
     largePages: values["large-pages"],
     reuse: values.reuse,
+    fairness: values.fairness,
     serviceDir: values.service,
   };
 }

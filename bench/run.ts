@@ -14,6 +14,7 @@ import { parseAuthConfig } from "../src/auth/auth-config.js";
 import { openLocalIssuer } from "../src/auth/local-issuer.js";
 import { localIssuerKeyFile } from "../src/main/local-issuer-key-file.js";
 import { createBenchDatabase, settleDatabase } from "./bench-database.js";
+import { fairnessReport, runFairness } from "./fairness.js";
 import { LARGE_PAGE_PROTOCOLS, type LargePagesRow, largePagesOver, largePagesReport, seedLargeDefinitions } from "./large-pages.js";
 import type { LoadJob } from "./load-job.js";
 import { type Measurement, measure } from "./measure.js";
@@ -96,6 +97,42 @@ async function main(options: BenchOptions): Promise<number> {
       if (!(await untilIdle(pid))) log(`  ${pid === service.pid ? "the service" : "the floor server"} was still busy 15 s after the scenario ended`);
       return killed;
     };
+
+    if (options.fairness) {
+      const size = options.sizes[0] ?? 20_000;
+      const t0 = performance.now();
+      await seeder.topUp(size);
+      // The other tenant: a thousand definitions of its own.
+      const other = { tenant: "bench-other", size: 1_000 };
+      // Made through the service (a platform operator's token), so a --service checkout with other migrations works too.
+      const operator = `Bearer ${await issuer.issue({ domains: ["Setup: Tenants"], ttlSeconds: 600 })}`;
+      const created = await fetch(`${service.baseUrl}/asor.v1.TenantAdminService/CreateTenant`, {
+        method: "POST",
+        headers: { authorization: operator, "content-type": "application/json" },
+        body: JSON.stringify({ name: other.tenant, sequencePrefix: "OTHER-" }),
+      });
+      if (created.status !== 200 && created.status !== 409) throw new Error(`CreateTenant answered ${created.status}: ${await created.text()}`);
+      const otherSeeder = await openSeeder({ databaseUrl: database.databaseUrl, dataDir, tenant: other.tenant });
+      await otherSeeder.topUp(other.size);
+      await otherSeeder.close();
+      log(`fairness: seeded ${size} + ${other.size} definitions in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+      const otherAuthorization = `Bearer ${await issuer.issue({ tenant: other.tenant, domains: DOMAINS, ttlSeconds: 3 * 3600 })}`;
+      const result = await runFairness({
+        baseUrl: service.baseUrl,
+        saturating: { path: `/api/asor/v1/${TENANT}/agentDefinition`, authorization },
+        other: { path: `/api/asor/v1/${other.tenant}/agentDefinition`, authorization: otherAuthorization },
+        durationSeconds: options.durationSeconds,
+        mysqlUrl: options.mysqlUrl,
+        database: options.database,
+      });
+      const report = fairnessReport(result, { saturating: size, other: other.size }, options.durationSeconds);
+      console.log(report);
+      if (options.out !== undefined) {
+        await mkdir(options.out, { recursive: true });
+        await writeFile(join(options.out, "fairness.md"), report);
+      }
+      return 0;
+    }
 
     const rows: Row[] = [];
     const listTotals = new Map<number, number>();

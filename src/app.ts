@@ -72,7 +72,7 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
     timeoutMillis: config.databaseTimeoutMs,
-    search: { maxConcurrent: config.search.maxConcurrent, timeoutMillis: config.search.timeoutMs, sqliteWorkers: config.search.sqliteWorkers },
+    search: { maxConcurrent: config.search.maxConcurrent, maxPerTenant: config.search.maxPerTenant, timeoutMillis: config.search.timeoutMs, sqliteWorkers: config.search.sqliteWorkers },
     pageMaxBytes: config.pageMaxBytes,
   });
   const operations = createRegistryOperations({

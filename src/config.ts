@@ -2,7 +2,7 @@ import { type AuthConfig, devIssuerProblem, parseAuthConfig } from "./auth/auth-
 import { envReader } from "./env.js";
 import type { LogLevel } from "./logger.js";
 import { MYSQL_POOL_SIZE } from "./storage/connection.js";
-import { defaultPageMaxBytes, defaultSearchMaxConcurrent, defaultSearchTimeoutMillis } from "./storage/list-search.js";
+import { defaultPageMaxBytes, defaultSearchMaxConcurrent, defaultSearchMaxPerTenant, defaultSearchTimeoutMillis } from "./storage/list-search.js";
 import { defaultSqliteSearchWorkers } from "./storage/sqlite-search-worker.js";
 
 /** The service's settings, parsed once from an injected environment. */
@@ -39,7 +39,9 @@ export interface Config {
   readonly search: {
     /** `SEARCH_MAX_CONCURRENT`, default 4: search statements on the database at once (below the pool's MYSQL_POOL_SIZE); others queue. */
     readonly maxConcurrent: number;
-    /** `SEARCH_TIMEOUT_MS`, default 10000, 0 for none: a longer search statement is stopped (MySQL) or answered 503 without waiting for it (SQLite). */
+    /** `SEARCH_MAX_PER_TENANT`, default 2, at most SEARCH_MAX_CONCURRENT: one tenant's search statements at once; freed slots go round-robin between waiting tenants. */
+    readonly maxPerTenant: number;
+    /** `SEARCH_TIMEOUT_MS`, default 10000, 0 for none: one search's time budget (its wait at the gate and all its statements); MySQL/MariaDB stop a statement at it, SQLite answers 503 without waiting for it. */
     readonly timeoutMs: number;
     /** `SEARCH_SQLITE_WORKERS`, default one less than the cores (1 to 4): SQLite only, the worker threads that run costly search statements off the event loop. */
     readonly sqliteWorkers: number;
@@ -93,13 +95,19 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
     http2IdleTimeoutMs: integer("HTTP2_IDLE_TIMEOUT_MS", 120_000, 100, 3_600_000),
     http2MaxConcurrentStreams: integer("HTTP2_MAX_CONCURRENT_STREAMS", 100, 1, 10_000),
   };
+  const maxConcurrent = integer("SEARCH_MAX_CONCURRENT", defaultSearchMaxConcurrent, 1, 1_000);
   const search = {
-    maxConcurrent: integer("SEARCH_MAX_CONCURRENT", defaultSearchMaxConcurrent, 1, 1_000),
+    maxConcurrent,
+    // The default gives way to a smaller SEARCH_MAX_CONCURRENT; a value set larger is refused below.
+    maxPerTenant: integer("SEARCH_MAX_PER_TENANT", Math.min(defaultSearchMaxPerTenant, maxConcurrent), 1, 1_000),
     timeoutMs: integer("SEARCH_TIMEOUT_MS", defaultSearchTimeoutMillis, 0, 600_000),
     sqliteWorkers: integer("SEARCH_SQLITE_WORKERS", defaultSqliteSearchWorkers, 1, 64),
   };
   if (search.maxConcurrent >= MYSQL_POOL_SIZE) {
     problems.push(`SEARCH_MAX_CONCURRENT (${search.maxConcurrent}) must be below the database pool's ${MYSQL_POOL_SIZE} connections, so searches always leave some to reads and writes`);
+  }
+  if (search.maxPerTenant > search.maxConcurrent) {
+    problems.push(`SEARCH_MAX_PER_TENANT (${search.maxPerTenant}) must not exceed SEARCH_MAX_CONCURRENT (${search.maxConcurrent})`);
   }
   const pageMaxBytes = integer("PAGE_MAX_BYTES", defaultPageMaxBytes, 64 * 1024, 256 * 1024 * 1024);
   const healthMaxWatches = integer("HEALTH_MAX_WATCHES", 1_000, 0, 100_000);

@@ -34,6 +34,11 @@ export interface EdgeRequest {
   universal(contextValues: ContextValues): UniversalServerRequest;
   /** Whether the client has closed the request before its answer was sent (a failure then is no fault of the service). */
   clientGone?(): boolean;
+  /**
+   * Aborts when the client goes away before its answer was sent (a closed
+   * connection, a reset stream): the operation's work stops with it (Call.signal).
+   */
+  readonly signal?: AbortSignal | undefined;
 }
 
 /** An answer: Connect's, for an RPC, or a plain HTTP one. */
@@ -74,7 +79,7 @@ export function createEdge(options: EdgeOptions): Edge {
     try {
       const principal = await authenticator.authenticate(req.header("authorization") ?? null);
       admit(operation, principal);
-      return { call: { principal, record } };
+      return { call: { principal, record, signal: req.signal } };
     } catch (err) {
       return { error: callerError(err, logger, procedureOf(operation), { record }) };
     }

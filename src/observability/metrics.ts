@@ -57,6 +57,7 @@ export function createMetrics({ poolStats }: { poolStats: () => PoolStats }): Me
   gauge("asor_db_pool_free_connections", "Open database connections idle in the pool.", (s) => s.free);
   gauge("asor_db_pool_pending_acquires", "Callers waiting for a database connection.", (s) => s.pendingAcquires);
   gauge("asor_db_pool_max_connections", "The most database connections the pool opens.", (s) => s.max);
+  gauge("asor_search_gate_waiting", "Costly searches waiting for a slot at the search gate (SEARCH_MAX_CONCURRENT, SEARCH_MAX_PER_TENANT).", (s) => s.searchesWaiting);
 
   return {
     observe({ protocol, operation, code, seconds }) {

@@ -31,6 +31,13 @@ export interface RequestRecord {
   tenant: string | undefined;
   /** Set once a failure of the service (5xx) has been logged with its cause, so the tracker does not log it twice. */
   failureLogged: boolean;
+  /**
+   * The operation's work while it runs (operation.ts runOperation). A request
+   * whose client left is finished when its connection closes, before its work
+   * stops (a search being killed): its access line waits for the work, so its
+   * duration is the time the request cost, not the time the client stayed.
+   */
+  work: Promise<unknown> | undefined;
 }
 
 /** The current request's record, for handlers and interceptors; absent when the caller made none (tests, tools). */
@@ -56,6 +63,7 @@ export function createRequestRecord(init: { method: string; path: string; reques
     code: undefined,
     tenant: undefined,
     failureLogged: false,
+    work: undefined,
   };
 }
 

@@ -20,7 +20,8 @@ export interface RequestOutcome {
  * Turns each request into exactly one access log line and one metrics
  * sample. A runtime's edge calls `start` when a request arrives, puts the
  * record in the request's context values, and calls `finish` once when the
- * answer is sent or abandoned.
+ * answer is sent or abandoned. The line and the sample are written when the
+ * request's work has settled too (RequestRecord.work), with the duration up to then.
  */
 export interface RequestTracker {
   start(init: { method: string; path: string; requestIdHeader: string | null | undefined }): RequestRecord;
@@ -38,47 +39,54 @@ const CLIENT_CLOSED = 499;
 export function createRequestTracker({ logger, metrics }: { logger: Logger; metrics: Metrics }): RequestTracker {
   return {
     start: createRequestRecord,
-    finish(record, { status: sent, completed, wireCode }) {
-      const durationMs = performance.now() - record.startedAt;
-      const protocol = record.protocol ?? "http";
-      const isRpc = RPC_PROTOCOLS.has(protocol);
-      // An RPC adapter only answers paths of known procedures, so the path names one even when
-      // the request failed before the interceptors saw it (an unreadable message).
-      const rpc = record.rpc ?? (isRpc ? record.path.replace(/^\//, "") : undefined);
-      const status = completed ? sent : CLIENT_CLOSED;
-      // Unknown: a Connect or gRPC-Web RPC that failed before the interceptors ran. A client that left
-      // reads no code: what Connect wrote after it left (about a cut-off message) is not the outcome.
-      const code = completed ? (record.code ?? wireCode ?? (isRpc ? "unknown" : undefined)) : (record.code ?? (isRpc ? "canceled" : undefined));
-      logger.info("request", {
+    finish(record, outcome) {
+      const { work } = record;
+      if (work === undefined) return report(record, outcome);
+      const settled = () => report(record, outcome);
+      work.then(settled, settled);
+    },
+  };
+
+  function report(record: RequestRecord, { status: sent, completed, wireCode }: RequestOutcome): void {
+    const durationMs = performance.now() - record.startedAt;
+    const protocol = record.protocol ?? "http";
+    const isRpc = RPC_PROTOCOLS.has(protocol);
+    // An RPC adapter only answers paths of known procedures, so the path names one even when
+    // the request failed before the interceptors saw it (an unreadable message).
+    const rpc = record.rpc ?? (isRpc ? record.path.replace(/^\//, "") : undefined);
+    const status = completed ? sent : CLIENT_CLOSED;
+    // Unknown: a Connect or gRPC-Web RPC that failed before the interceptors ran. A client that left
+    // reads no code: what Connect wrote after it left (about a cut-off message) is not the outcome.
+    const code = completed ? (record.code ?? wireCode ?? (isRpc ? "unknown" : undefined)) : (record.code ?? (isRpc ? "canceled" : undefined));
+    logger.info("request", {
+      requestId: record.id,
+      protocol,
+      method: record.method,
+      ...(isRpc ? {} : { path: record.path }),
+      ...(rpc === undefined ? {} : { rpc }),
+      status,
+      ...(code === undefined ? {} : { code }),
+      durationMs: Math.round(durationMs * 100) / 100,
+      ...(record.tenant === undefined ? {} : { tenant: record.tenant }),
+    });
+    // Every 500 is logged: one that no handler saw (Connect answered it while reading or writing the
+    // message) has no cause to give, but the line says which request it was.
+    const seen = record.code ?? wireCode;
+    const internal = completed && (sent === 500 || (seen !== undefined && INTERNAL_CODES.has(seen)));
+    if (internal && !record.failureLogged) {
+      logger.error("request failed before or after its handler; Connect answered it without a cause to log", {
         requestId: record.id,
         protocol,
-        method: record.method,
-        ...(isRpc ? {} : { path: record.path }),
         ...(rpc === undefined ? {} : { rpc }),
         status,
         ...(code === undefined ? {} : { code }),
-        durationMs: Math.round(durationMs * 100) / 100,
-        ...(record.tenant === undefined ? {} : { tenant: record.tenant }),
       });
-      // Every 500 is logged: one that no handler saw (Connect answered it while reading or writing the
-      // message) has no cause to give, but the line says which request it was.
-      const seen = record.code ?? wireCode;
-      const internal = completed && (sent === 500 || (seen !== undefined && INTERNAL_CODES.has(seen)));
-      if (internal && !record.failureLogged) {
-        logger.error("request failed before or after its handler; Connect answered it without a cause to log", {
-          requestId: record.id,
-          protocol,
-          ...(rpc === undefined ? {} : { rpc }),
-          status,
-          ...(code === undefined ? {} : { code }),
-        });
-      }
-      metrics.observe({
-        protocol,
-        operation: rpc ?? record.endpoint ?? "unmatched",
-        code: isRpc ? (code ?? "unknown") : String(status),
-        seconds: durationMs / 1000,
-      });
-    },
-  };
+    }
+    metrics.observe({
+      protocol,
+      operation: rpc ?? record.endpoint ?? "unmatched",
+      code: isRpc ? (code ?? "unknown") : String(status),
+      seconds: durationMs / 1000,
+    });
+  }
 }

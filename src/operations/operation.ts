@@ -13,10 +13,16 @@ import type { StoredDefinition } from "../domain/records.js";
 import type { RequestRecord } from "../observability/request-record.js";
 import type { DefinitionPage } from "../service/registry-service.js";
 
-/** Who calls, as the edge established it, and the request's record (for the access log). */
+/** Who calls, as the edge established it, the request's record (for the access log), and its signal. */
 export interface Call {
   readonly principal: Principal;
   readonly record?: RequestRecord | undefined;
+  /**
+   * Aborts when nobody waits for the answer any more: the client closed its
+   * connection or reset its stream, cancelled its call, or its deadline
+   * passed. Searches stop on it (storage/repository.ts Work).
+   */
+  readonly signal?: AbortSignal | undefined;
 }
 
 /**
@@ -45,6 +51,24 @@ export interface Operation<In extends DescMessage = DescMessage> {
   readonly platform?: { readonly adminClaim: string } | undefined;
   /** Tenant resolution, validation, the service call. Throws RegistryError. */
   run(call: Call, input: MessageShape<In>): Promise<Result>;
+}
+
+/**
+ * Runs `operation` for `call`, as every surface does: the request's record
+ * holds the work until it settles, so the access line of a request whose
+ * client left counts the work that went on after (RequestRecord.work).
+ */
+export function runOperation<In extends DescMessage>(operation: Operation<In>, call: Call, input: MessageShape<In>): Promise<Result> {
+  const work = operation.run(call, input);
+  const { record } = call;
+  if (record !== undefined) {
+    record.work = work;
+    const settled = () => {
+      if (record.work === work) record.work = undefined;
+    };
+    work.then(settled, settled);
+  }
+  return work;
 }
 
 /** The operations by their method, for the edges and the Connect routes to look up. */

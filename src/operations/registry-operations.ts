@@ -81,7 +81,7 @@ export function createRegistryOperations({ service, tenants, defaultTenant, admi
   const list: Operation[] = [
     operation(methods.listAgentDefinitions, async (call, req) => ({
       kind: "page",
-      page: await service.list(tenantOf(req.tenant, call), req),
+      page: await service.list(tenantOf(req.tenant, call), req, call),
     })),
     operation(methods.getAgentDefinition, async (call, req) => ({
       kind: "definition",
@@ -90,7 +90,7 @@ export function createRegistryOperations({ service, tenants, defaultTenant, admi
     })),
     operation(methods.listAgentDefinitionVersions, async (call, req) => ({
       kind: "page",
-      page: await service.listVersions(tenantOf(req.tenant, call), req),
+      page: await service.listVersions(tenantOf(req.tenant, call), req, call),
     })),
     operation(methods.getAgentCard, async (call, req) => ({ kind: "card", ...(await service.agentCard(tenantOf(req.tenant, call), req)) })),
     operation(methods.upsertAgentDefinition, async (call, req) => {

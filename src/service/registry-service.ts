@@ -28,7 +28,7 @@ import { listBinding, pagePosition, pageToken, parseListQuery, versionsBinding }
 import { type AgentRef, DEFINITION_STATUSES, type StoredDefinition } from "../domain/records.js";
 import { idForm, newDefinitionId, noSequenceGenerator, planUpsert, type UpsertFacts, upsertKey } from "../domain/upsert.js";
 import { assertValid, contractIssues, crossFieldIssues, unknownFieldIssues } from "../domain/validation.js";
-import type { AgentDefinitionRepository, ListResult, Page, WriteTransaction } from "../storage/repository.js";
+import type { AgentDefinitionRepository, ListResult, Page, Work, WriteTransaction } from "../storage/repository.js";
 
 export const DEFAULT_PAGE_SIZE = 20;
 
@@ -81,9 +81,10 @@ const LEAST_AUTHORITY: WriteAuthority = { mayReactivate: false };
 
 /** The registry's operations, independent of any transport. Tenants are resolved by the caller. */
 export interface RegistryService {
-  list(tenant: string, request: ListAgentDefinitionsRequest): Promise<DefinitionPage>;
+  /** `work`: the request's signal; the search stops when it aborts (Work). */
+  list(tenant: string, request: ListAgentDefinitionsRequest, work?: Work): Promise<DefinitionPage>;
   get(tenant: string, request: GetAgentDefinitionRequest): Promise<StoredDefinition>;
-  listVersions(tenant: string, request: ListAgentDefinitionVersionsRequest): Promise<DefinitionPage>;
+  listVersions(tenant: string, request: ListAgentDefinitionVersionsRequest, work?: Work): Promise<DefinitionPage>;
   /** The A2A agent card of the version GET reads for the same id; 410 CARD_DEACTIVATED when that version is DEACTIVATED. */
   agentCard(tenant: string, request: GetAgentCardRequest): Promise<AgentCardAnswer>;
   upsert(tenant: string, request: UpsertAgentDefinitionRequest, authority?: WriteAuthority): Promise<Upserted>;
@@ -179,10 +180,10 @@ export function createRegistryService({ repository, host }: RegistryServiceOptio
   };
 
   return {
-    async list(tenant, request) {
+    async list(tenant, request, work) {
       assertValid(requestIssues(ListAgentDefinitionsRequestSchema, request));
       const query = parseListQuery(tenant, { ...request, limit: request.limit ?? DEFAULT_PAGE_SIZE });
-      const found = await repository.search(tenant, query);
+      const found = await repository.search(tenant, query, work);
       return withNextToken(found, () => listBinding(tenant, query));
     },
 
@@ -193,14 +194,14 @@ export function createRegistryService({ repository, host }: RegistryServiceOptio
       return stored;
     },
 
-    async listVersions(tenant, request) {
+    async listVersions(tenant, request, work) {
       assertValid(requestIssues(ListAgentDefinitionVersionsRequestSchema, request));
       const record = await findByAnyId(tenant, request.id);
       if (record === undefined) throw notFound(`Agent "${request.id}"`, "id");
       const binding = () => versionsBinding(tenant, record.agent.number);
       const page = pageOf(request);
       const after = pagePosition(request, binding);
-      return withNextToken(await repository.listVersions(tenant, record.agent.number, after === undefined ? page : { ...page, after }), binding);
+      return withNextToken(await repository.listVersions(tenant, record.agent.number, after === undefined ? page : { ...page, after }, work), binding);
     },
 
     async agentCard(tenant, request) {

@@ -13,6 +13,8 @@ export interface MysqlConnection {
   query(sql: string | { sql: string; timeout: number }, bindings: readonly unknown[], callback: (error: Error | null, result: unknown) => void): unknown;
   /** Closes the socket at once; the pool then drops the connection. */
   destroy(): void;
+  /** The server's id of the connection's thread (`CONNECTION_ID()`), what `KILL QUERY` names; null before the handshake. */
+  readonly threadId: number | null;
 }
 
 /** A better-sqlite3 statement. */

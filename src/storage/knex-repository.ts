@@ -9,7 +9,19 @@ import type { Lifecycle } from "../domain/records.js";
 import type { Database, StorageOptions } from "./connection.js";
 import { openDatabase } from "./connection.js";
 import { classifyDriverError, isDuplicateKey, isSqliteBusy } from "./driver-errors.js";
-import { buildSearch, buildVersions, defaultPageMaxBytes, inSearchOrder, isBounded, orderValueOf, type SearchLimits, type SearchRow, type SearchRunner, searchRunner } from "./list-search.js";
+import {
+  buildSearch,
+  buildVersions,
+  defaultPageMaxBytes,
+  inSearchOrder,
+  isBounded,
+  orderValueOf,
+  type SearchLimits,
+  type SearchRow,
+  type SearchRunner,
+  searchDeadline,
+  searchRunner,
+} from "./list-search.js";
 import { migrateToLatest } from "./migrations/index.js";
 import type { QueryContext, ReadContext, WriteContext, WriteStatements } from "./queries.js";
 import * as queries from "./queries.js";
@@ -27,6 +39,7 @@ import type {
   StoredDefinition,
   Tenant,
   UpsertKey,
+  Work,
   WriteTransaction,
 } from "./repository.js";
 import type { DefinitionReadRow } from "./rows.js";
@@ -120,6 +133,7 @@ class KnexRepository implements AgentDefinitionRepository {
   readonly #writes: WriteStatements;
   /** The list's searches and keyset pages (list-search.ts): SQL built per request, run through the driver. */
   readonly #search: SearchRunner;
+  readonly #searchLimits: SearchLimits;
   readonly #dialect: Database["dialect"];
   /** The `SELECT 1` in flight: concurrent pings share it, so probes never pile up queries on a slow database. */
   #ping: Promise<void> | undefined;
@@ -141,6 +155,7 @@ class KnexRepository implements AgentDefinitionRepository {
     this.#writes = queries.writeStatements(dialect);
     // Gated and time-limited, so searches cannot take the pool from reads and writes (list-search.ts).
     this.#search = searchRunner(db, dialect, searchLimits);
+    this.#searchLimits = searchLimits;
     this.#dialect = dialect;
   }
 
@@ -198,24 +213,25 @@ class KnexRepository implements AgentDefinitionRepository {
     return oneOf(tenant, rows);
   }
 
-  async listVersions(tenant: string, agentNumber: number, page: Page): Promise<ListResult> {
+  async listVersions(tenant: string, agentNumber: number, page: Page, work: Work = {}): Promise<ListResult> {
     const { limit, offset } = normalise(page);
     // Agents are numbered from 1, so 0 stands for a number no agent can have; the tenant is still checked.
     const agent = Number.isSafeInteger(agentNumber) ? agentNumber : 0;
     const { sql, bindings } = buildVersions(this.#dialect, tenant, agent, { limit, offset, after: page.after }, this.#pageMaxBytes);
     // One agent's versions: an index range and a count of that agent's versions, never the tenant's.
-    const rows = inSearchOrder(await guard(() => this.#search(sql, bindings, true)), "createdAt", true);
+    const rows = inSearchOrder(await guard(() => this.#search(sql, bindings, { bounded: true, tenant, signal: work.signal })), "createdAt", true);
     return pageWithNext(tenant, rows, { limit, maxBytes: this.#pageMaxBytes }, () => undefined);
   }
 
-  async search(tenant: string, query: ListQuery): Promise<ListResult> {
+  async search(tenant: string, query: ListQuery, work: Work = {}): Promise<ListResult> {
     const { limit, offset } = normalise(query);
     const { sql, bindings, countAlone } = buildSearch(this.#dialect, tenant, { ...query, limit, offset }, this.#pageMaxBytes);
-    const bounded = isBounded(query);
-    let rows = await guard(() => this.#search(sql, bindings, bounded));
+    // One budget for the search, whatever statements it takes: each gets what is left.
+    const call = { bounded: isBounded(query), tenant, signal: work.signal, deadline: searchDeadline(this.#searchLimits) };
+    let rows = await guard(() => this.#search(sql, bindings, call));
     if (countAlone !== undefined && rows.length > 0 && rows.every((row) => row.id === null)) {
       // An empty page (the tenant's row alone) of a search that counts in its page: counted alone.
-      const [counted] = await guard(() => this.#search(countAlone.sql, countAlone.bindings, bounded));
+      const [counted] = await guard(() => this.#search(countAlone.sql, countAlone.bindings, call));
       rows = rows.map((row) => ({ ...row, total: counted?.total ?? 0 }));
     }
     const ordered = inSearchOrder(rows, query.order.key, query.order.descending);
@@ -284,6 +300,7 @@ class KnexRepository implements AgentDefinitionRepository {
       free: pool?.numFree?.() ?? 0,
       pendingAcquires: pool?.numPendingAcquires?.() ?? 0,
       max: pool?.max ?? 0,
+      searchesWaiting: this.#search.waiting(),
     };
   }
 

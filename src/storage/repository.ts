@@ -5,6 +5,16 @@ import type { AgentRef, DefinitionStatus, InstanceRef, KeyedInstanceRef, PoolSta
 export type { ListQuery, Position } from "../domain/list-query.js";
 export type { AgentRef, DefinitionStatus, InstanceRef, KeyedInstanceRef, PoolStats, StoredDefinition, Tenant, UpsertKey } from "../domain/records.js";
 
+/**
+ * The request a read works for. `signal` aborts when nobody waits for the
+ * answer any more (the client closed its connection or reset its stream, a
+ * gRPC deadline passed): a search then stops where it is, out of the gate's
+ * line or killed at the database, and rejects with the signal's reason.
+ */
+export interface Work {
+  readonly signal?: AbortSignal | undefined;
+}
+
 export interface Page {
   readonly limit: number;
   readonly offset: number;
@@ -104,9 +114,9 @@ export interface AgentDefinitionRepository {
    */
   getNewestByReference(tenant: string, referenceId: string): Promise<StoredDefinition | undefined>;
   /** A page of the versions of agent `agentNumber`, newest first; `TENANT_NOT_FOUND` as get. */
-  listVersions(tenant: string, agentNumber: number, page: Page): Promise<ListResult>;
+  listVersions(tenant: string, agentNumber: number, page: Page, work?: Work): Promise<ListResult>;
   /** A page of the tenant's definitions that match `query` (filters, keywords, order, keyset), with `next`; `TENANT_NOT_FOUND` as get. */
-  search(tenant: string, query: ListQuery): Promise<ListResult>;
+  search(tenant: string, query: ListQuery, work?: Work): Promise<ListResult>;
   /** The tenant's setup, or undefined when it has not been set up. */
   getTenant(tenant: string): Promise<Tenant | undefined>;
   /** Sets up a tenant; RegistryError `TENANT_EXISTS` when it exists. */

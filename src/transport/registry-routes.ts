@@ -8,7 +8,7 @@ import { type ConnectRouter, createContextKey, type HandlerContext } from "@conn
 import { AGENT_CARD_CACHE_CONTROL } from "../domain/agent-card.js";
 import { etagOf } from "../domain/lifecycle.js";
 import type { Logger } from "../logger.js";
-import type { Admission, Call, Operations, Result } from "../operations/operation.js";
+import { type Admission, type Call, type Operations, type Result, runOperation } from "../operations/operation.js";
 import { REGISTRY_SERVICES } from "../operations/registry-operations.js";
 import { errorInterceptor } from "./connect-errors.js";
 import { definitionWithMeta, jsonWithMeta, pageJson } from "./definition-meta.js";
@@ -21,7 +21,8 @@ function callOf(ctx: HandlerContext): Call {
   const verdict = ctx.values.get(verdictKey);
   if (verdict === undefined) throw new Error("A registry RPC ran without the edge's verdict: it must be served through an edge (src/edge/edge.ts).");
   if (verdict.error !== undefined) throw verdict.error;
-  return verdict.call;
+  // Connect's signal: the client leaving (the edge's request signal), a cancel, and the call's deadline (`grpc-timeout`, `connect-timeout-ms`).
+  return { ...verdict.call, signal: ctx.signal };
 }
 
 /** Whether the caller reads binary: every content type but JSON's; a Connect GET says so in `encoding`. */
@@ -77,7 +78,7 @@ export function createRegistryRoutes({ operations, logger }: RegistryRoutesOptio
         const operation = operations.get(method);
         if (operation === undefined) throw new Error(`${service.typeName}/${method.name} has no operation.`);
         implementation[method.localName] = async (req, ctx) => {
-          const result = await operation.run(callOf(ctx), req as never);
+          const result = await runOperation(operation, callOf(ctx), req as never);
           // A single definition's ETag, as REST sends it (the same value as its meta.etag).
           if (result.kind === "definition") ctx.responseHeader.set("etag", etagOf(result.stored));
           // An agent card's caching headers, as REST sends them: a Connect GET is cached by HTTP caches like a REST one.

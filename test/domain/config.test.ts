@@ -39,10 +39,17 @@ describe("configuration", () => {
   });
 
   it("gates searches below the database pool's size and limits their time, refusing settings that would not", () => {
-    expect(parseConfig({}).search).toEqual({ maxConcurrent: 4, timeoutMs: 10_000, sqliteWorkers: defaultSqliteSearchWorkers });
+    expect(parseConfig({}).search).toEqual({ maxConcurrent: 4, maxPerTenant: 2, timeoutMs: 10_000, sqliteWorkers: defaultSqliteSearchWorkers });
     // One less than the cores, 1 to 4: the event loop keeps a core while searches run on SQLite.
     expect(defaultSqliteSearchWorkers).toBe(Math.max(1, Math.min(4, availableParallelism() - 1)));
-    expect(parseConfig({ SEARCH_MAX_CONCURRENT: "9", SEARCH_TIMEOUT_MS: "0", SEARCH_SQLITE_WORKERS: "3" }).search).toEqual({ maxConcurrent: 9, timeoutMs: 0, sqliteWorkers: 3 });
+    expect(parseConfig({ SEARCH_MAX_CONCURRENT: "9", SEARCH_MAX_PER_TENANT: "3", SEARCH_TIMEOUT_MS: "0", SEARCH_SQLITE_WORKERS: "3" }).search).toEqual({
+      maxConcurrent: 9,
+      maxPerTenant: 3,
+      timeoutMs: 0,
+      sqliteWorkers: 3,
+    });
+    // The default per tenant gives way to a gate of one slot.
+    expect(parseConfig({ SEARCH_MAX_CONCURRENT: "1" }).search).toMatchObject({ maxConcurrent: 1, maxPerTenant: 1 });
     const problems = (env: Record<string, string>) => {
       try {
         parseConfig(env);
@@ -58,6 +65,8 @@ describe("configuration", () => {
     expect(problems({ SEARCH_MAX_CONCURRENT: "0" })).toEqual([expect.stringContaining("SEARCH_MAX_CONCURRENT must be an integer from 1 to")]);
     expect(problems({ SEARCH_SQLITE_WORKERS: "0" })).toEqual([expect.stringContaining("SEARCH_SQLITE_WORKERS must be an integer from 1 to 64")]);
     expect(problems({ SEARCH_MAX_CONCURRENT: "2.5" })).toHaveLength(1);
+    expect(problems({ SEARCH_MAX_CONCURRENT: "3", SEARCH_MAX_PER_TENANT: "4" })).toEqual(["SEARCH_MAX_PER_TENANT (4) must not exceed SEARCH_MAX_CONCURRENT (3)"]);
+    expect(problems({ SEARCH_MAX_PER_TENANT: "0" })).toEqual([expect.stringContaining("SEARCH_MAX_PER_TENANT must be an integer from 1 to")]);
   });
 
   it("never shows the database password", () => {

@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import type { Logger } from "../../src/logger.js";
 import { createMetrics } from "../../src/observability/metrics.js";
 import { createRequestTracker } from "../../src/observability/request-tracker.js";
+import { type Operation, type Result, runOperation } from "../../src/operations/operation.js";
 
 function capturingLogger(): Logger & { lines: Record<string, unknown>[] } {
   const lines: Record<string, unknown>[] = [];
@@ -18,7 +19,7 @@ function capturingLogger(): Logger & { lines: Record<string, unknown>[] } {
 
 const tracker = () => {
   const logger = capturingLogger();
-  const metrics = createMetrics({ poolStats: () => ({ used: 0, free: 0, pendingAcquires: 0, max: 1 }) });
+  const metrics = createMetrics({ poolStats: () => ({ used: 0, free: 0, pendingAcquires: 0, max: 1, searchesWaiting: 0 }) });
   return { logger, requests: createRequestTracker({ logger, metrics }) };
 };
 
@@ -54,5 +55,36 @@ describe("the request tracker", () => {
     record.protocol = "grpc";
     requests.finish(record, { status: 200, completed: false, wireCode: "invalid_argument" });
     expect(logger.lines).toEqual([expect.objectContaining({ level: "info", message: "request", requestId: "left", status: 499, code: "canceled" })]);
+  });
+
+  it("writes the line of a client that left once its operation's work settles, with the duration of that work", async () => {
+    const { logger, requests } = tracker();
+    const record = requests.start({ method: "GET", path: "/api/asor/v1/default/agentDefinition", requestIdHeader: "left-mid-search" });
+    record.protocol = "rest";
+    let finishWork: (result: Result) => void = () => undefined;
+    const operation = { run: () => new Promise<Result>((resolve) => (finishWork = resolve)) } as unknown as Operation;
+    const work = runOperation(operation, { principal: {} as never, record }, {} as never);
+    // The connection closes while the search still runs: no line yet.
+    requests.finish(record, { status: 200, completed: false });
+    expect(logger.lines).toEqual([]);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const settledAt = performance.now();
+    finishWork({ kind: "message", message: {} as never });
+    await work;
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(logger.lines).toEqual([expect.objectContaining({ level: "info", message: "request", requestId: "left-mid-search", status: 499 })]);
+    // The line counts the work up to its end, not the moment the client left.
+    expect(logger.lines[0]?.durationMs).toBeGreaterThanOrEqual(Math.floor((settledAt - record.startedAt) * 100) / 100);
+    expect(record.work).toBeUndefined();
+  });
+
+  it("writes the line at once when the operation settled before the answer ended", async () => {
+    const { logger, requests } = tracker();
+    const record = requests.start({ method: "GET", path: "/api/asor/v1/default/agentDefinition", requestIdHeader: "done" });
+    record.protocol = "rest";
+    const operation = { run: () => Promise.reject(new Error("failed")) } as unknown as Operation;
+    await runOperation(operation, { principal: {} as never, record }, {} as never).catch(() => undefined);
+    requests.finish(record, { status: 200, completed: true });
+    expect(logger.lines).toEqual([expect.objectContaining({ requestId: "done", status: 200 })]);
   });
 });

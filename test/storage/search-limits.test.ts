@@ -12,7 +12,7 @@
 import { create } from "@bufbuild/protobuf";
 import type { Connection } from "mysql2/promise";
 import { createConnection } from "mysql2/promise";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
 import { UpsertAgentDefinitionRequestSchema } from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { errorBody, RegistryError } from "../../src/domain/errors.js";
@@ -21,13 +21,15 @@ import { unfilteredQuery } from "../../src/domain/list-query.js";
 import { createRegistryService } from "../../src/service/registry-service.js";
 import { classifyDriverError, isStatementTimeout } from "../../src/storage/driver-errors.js";
 import { createKnexRepository } from "../../src/storage/knex-repository.js";
-import { Gate, isBounded } from "../../src/storage/list-search.js";
+import { isBounded } from "../../src/storage/list-search.js";
 import type { AgentDefinitionRepository, ListResult, StoredDefinition } from "../../src/storage/repository.js";
+import { Gate } from "../../src/storage/search-gate.js";
 import { forEachDatabase, useFreshDatabase } from "../support/databases.js";
 import { mysqlConnectionOptions } from "../support/mysql-url.js";
 import { host } from "./fixtures.js";
 
 const tenant = "default";
+const otherTenant = "other";
 
 /** Definitions of one tag, and one without it. */
 const tagged = ["Able", "Baker", "Charlie"];
@@ -71,43 +73,82 @@ function tracked<T>(promise: Promise<T>): { promise: Promise<T>; settled: () => 
 describe("Gate", () => {
   it("lets `limit` holders in, queues the rest first come first served, and hands each released slot to the first in line", async () => {
     const gate = new Gate(2);
-    expect(gate.tryTake()).toBe(true);
-    await gate.take();
-    expect(gate.tryTake()).toBe(false);
+    expect(gate.tryTake("t")).toBe(true);
+    await gate.take("t");
+    expect(gate.tryTake("t")).toBe(false);
     const order: number[] = [];
-    const waiters = [1, 2, 3].map((n) => gate.take().then(() => order.push(n)));
+    const waiters = [1, 2, 3].map((n) => gate.take("t").then(() => order.push(n)));
     expect(gate.waiting).toBe(3);
-    gate.release();
+    gate.release("t");
     await waiters[0];
     expect(order).toEqual([1]);
     // A newcomer does not overtake the line.
-    expect(gate.tryTake()).toBe(false);
-    gate.release();
-    gate.release();
+    expect(gate.tryTake("t")).toBe(false);
+    gate.release("t");
+    gate.release("t");
     await Promise.all(waiters);
     expect(order).toEqual([1, 2, 3]);
     expect(gate.waiting).toBe(0);
-    gate.release();
-    gate.release();
-    expect(gate.tryTake()).toBe(true);
-    expect(gate.tryTake()).toBe(true);
-    expect(gate.tryTake()).toBe(false);
+    gate.release("t");
+    gate.release("t");
+    expect(gate.tryTake("t")).toBe(true);
+    expect(gate.tryTake("t")).toBe(true);
+    expect(gate.tryTake("t")).toBe(false);
   });
 
   it("takes a waiter whose signal aborts out of the line, with the signal's reason", async () => {
     const gate = new Gate(1);
-    expect(gate.tryTake()).toBe(true);
+    expect(gate.tryTake("t")).toBe(true);
     const leaving = new AbortController();
-    const first = gate.take(leaving.signal);
-    const second = gate.take();
+    const first = gate.take("t", leaving.signal);
+    const second = gate.take("t");
     expect(gate.waiting).toBe(2);
     leaving.abort(new Error("caller went away"));
     await expect(first).rejects.toThrow("caller went away");
     expect(gate.waiting).toBe(1);
-    gate.release();
+    gate.release("t");
     await second;
     expect(gate.waiting).toBe(0);
-    await expect(gate.take(AbortSignal.abort(new Error("already gone")))).rejects.toThrow("already gone");
+    await expect(gate.take("t", AbortSignal.abort(new Error("already gone")))).rejects.toThrow("already gone");
+    expect(gate.waiting).toBe(0);
+  });
+
+  it("holds one tenant to its own limit while slots are free, and lets another tenant in", () => {
+    const gate = new Gate(4, 2);
+    expect([gate.tryTake("a"), gate.tryTake("a"), gate.tryTake("a")]).toEqual([true, true, false]);
+    expect([gate.tryTake("b"), gate.tryTake("b")]).toEqual([true, true]);
+    expect(gate.tryTake("c")).toBe(false);
+    expect([gate.held("a"), gate.held("b"), gate.held("c")]).toEqual([2, 2, 0]);
+  });
+
+  it("admits another tenant's search before the queued searches of a tenant at its limit", async () => {
+    const gate = new Gate(2, 1);
+    const admitted: string[] = [];
+    const enter = (name: string) => gate.take(name.slice(0, 1)).then(() => admitted.push(name));
+    expect(gate.tryTake("a")).toBe(true);
+    const queued = ["a1", "a2"].map(enter);
+    // A slot is free, but tenant a holds all it may: b's search takes the slot though a's came first.
+    await enter("b1");
+    expect(admitted).toEqual(["b1"]);
+    expect(gate.waiting).toBe(2);
+    gate.release("a");
+    await queued[0];
+    gate.release("a");
+    await queued[1];
+    expect(admitted).toEqual(["b1", "a1", "a2"]);
+  });
+
+  it("hands freed slots round-robin between the tenants in line, whatever each one queued", async () => {
+    const gate = new Gate(1, 1);
+    const admitted: string[] = [];
+    expect(gate.tryTake("a")).toBe(true);
+    const waiters = ["a1", "a2", "a3", "b1", "c1", "b2"].map((name) => gate.take(name.slice(0, 1)).then(() => admitted.push(name)));
+    while (admitted.length < waiters.length) {
+      const before = admitted.length;
+      gate.release(admitted.at(-1)?.slice(0, 1) ?? "a");
+      await vi.waitFor(() => expect(admitted.length).toBe(before + 1));
+    }
+    expect(admitted).toEqual(["a1", "b1", "c1", "a2", "b2", "a3"]);
     expect(gate.waiting).toBe(0);
   });
 });
@@ -163,6 +204,9 @@ forEachDatabase((db) => {
     const upsert = async (name: string, tag: string) => (await service.upsert(tenant, create(UpsertAgentDefinitionRequestSchema, { agentCardAndTools: definitionNamed(name, tag) }))).stored;
     for (const name of tagged) stored.push(await upsert(name, "gated"));
     other = await upsert("Dog", "other");
+    // A second tenant with the same tag, for the gate's lines per tenant.
+    await gated.createTenant(otherTenant, "OTHER-");
+    await service.upsert(otherTenant, create(UpsertAgentDefinitionRequestSchema, { agentCardAndTools: definitionNamed("Easy", "gated") }));
   });
 
   afterAll(async () => {
@@ -228,6 +272,119 @@ forEachDatabase((db) => {
         }
         for (const page of await Promise.all(searches.map((s) => s.promise))) expectTagged(page);
         expect(await waitingAtServer()).toBe(0);
+      });
+
+      /** Search statements of `name`'s tenant at the server (the statements carry their bindings as text). */
+      const atServerFor = async (name: string): Promise<number> => {
+        const [rows] = await locker.query("SELECT COUNT(*) AS n FROM information_schema.processlist WHERE db = DATABASE() AND id <> CONNECTION_ID() AND command = 'Query' AND info LIKE ?", [
+          `%t.name = '${name}'%`,
+        ]);
+        return Number((rows as Array<{ n: number | string }>)[0]?.n ?? 0);
+      };
+
+      it("takes a search whose caller leaves while it waits at the gate out of the line, with the signal's reason", async () => {
+        await locker.query("LOCK TABLES definition_terms WRITE");
+        let held: Array<ReturnType<typeof tracked<ListResult>>> = [];
+        try {
+          held = [1, 2].map(() => tracked(gated.search(tenant, byTag)));
+          await until("two searches wait at the server", async () => (await waitingAtServer()) >= 2);
+          const leaving = new AbortController();
+          const waiting = tracked(gated.search(tenant, byTag, { signal: leaving.signal }));
+          const next = tracked(gated.search(tenant, byTag));
+          leaving.abort(new Error("the client left"));
+          // Out of the line while the two ahead of it still hold their slots.
+          await expect(waiting.promise).rejects.toThrow("the client left");
+          expect(next.settled()).toBe(false);
+          held.push(next);
+        } finally {
+          await locker.query("UNLOCK TABLES");
+        }
+        for (const page of await Promise.all(held.map((s) => s.promise))) expectTagged(page);
+      });
+
+      it("kills a running search statement whose caller leaves (KILL QUERY), and its connection serves the next search", async () => {
+        await locker.query("LOCK TABLES definition_terms WRITE");
+        try {
+          const leaving = new AbortController();
+          const running = tracked(gated.search(tenant, byTag, { signal: leaving.signal }));
+          await until("the search waits at the server", async () => (await waitingAtServer()) >= 1);
+          leaving.abort(new Error("the client left"));
+          await expect(running.promise).rejects.toThrow("the client left");
+          // Gone from the server while the lock it waited for is still held.
+          await until("the statement is gone from the server", async () => (await atServerFor(tenant)) === 0);
+          expect(gated.poolStats()).toMatchObject({ used: 0, pendingAcquires: 0 });
+        } finally {
+          await locker.query("UNLOCK TABLES");
+        }
+        // Every pooled connection, the one whose statement was killed among them, answers.
+        const pages = await Promise.all(Array.from({ length: 4 }, () => gated.search(tenant, byTag)));
+        for (const page of pages) expectTagged(page);
+      });
+
+      it("admits another tenant's search before the queued searches of a tenant holding all its slots", async () => {
+        const fair = await createKnexRepository({ ...target(), timeoutMillis: 30_000, search: { maxConcurrent: 3, maxPerTenant: 2, timeoutMillis: 0 } });
+        let searches: Array<ReturnType<typeof tracked<ListResult>>> = [];
+        await locker.query("LOCK TABLES definition_terms WRITE");
+        try {
+          searches = [1, 2, 3, 4].map(() => tracked(fair.search(tenant, byTag)));
+          await until("two of the tenant's searches wait at the server", async () => (await atServerFor(tenant)) >= 2);
+          // The third slot is free, but the tenant holds its two: its other searches wait at the gate.
+          const theOther = tracked(fair.search(otherTenant, byTag));
+          searches.push(theOther);
+          await until("the other tenant's search reaches the server", async () => (await atServerFor(otherTenant)) === 1);
+          expect(await atServerFor(tenant)).toBe(2);
+          expect(fair.poolStats()).toMatchObject({ used: 3, pendingAcquires: 0 });
+        } finally {
+          await locker.query("UNLOCK TABLES");
+        }
+        const pages = await Promise.all(searches.map((s) => s.promise));
+        for (const page of pages.slice(0, 4)) expectTagged(page);
+        expect(pages[4]?.total).toBe(1);
+        await fair.close();
+      });
+
+      it("gives a search one time budget: its count statement gets what its page statement left, not a fresh SEARCH_TIMEOUT_MS", async () => {
+        const limitMillis = 10_000;
+        const spentMillis = 600;
+        const one = await createKnexRepository({ ...target(), timeoutMillis: 30_000, search: { maxConcurrent: 1, timeoutMillis: limitMillis } });
+        const url = target().databaseUrl as string;
+        const [agents, terms, text] = await Promise.all([1, 2, 3].map(() => createConnection(mysqlConnectionOptions(url))));
+        /** The time limit of the statement at the server that counts alone (a keyword search's count after an empty page), in seconds. */
+        const countLimit = async (): Promise<number | undefined> => {
+          const [rows] = await locker.query(
+            "SELECT info FROM information_schema.processlist WHERE db = DATABASE() AND command = 'Query' AND info LIKE '%max_statement_time%COUNT(%' AND info NOT LIKE '%FROM tenants%'",
+          );
+          const info = (rows as Array<{ info: string }>)[0]?.info;
+          const seconds = info?.match(/max_statement_time = ([0-9.]+)/)?.[1];
+          return seconds === undefined ? undefined : Number(seconds);
+        };
+        let keyword: ReturnType<typeof tracked<ListResult>> | undefined;
+        let holder: ReturnType<typeof tracked<ListResult>> | undefined;
+        try {
+          // The keyword search's page waits for `agents`; another tenant's search waits at the gate behind it.
+          await agents?.query("LOCK TABLES agents WRITE");
+          await terms?.query("LOCK TABLES definition_terms WRITE");
+          keyword = tracked(one.search(tenant, { ...unfilteredQuery(20, 0), words: ["nothingmatchesthis"] }));
+          await until("the keyword search's page waits at the server", async () => (await atServerFor(tenant)) === 1);
+          holder = tracked(one.search(otherTenant, byTag));
+          // The page statement spends part of the budget waiting.
+          await new Promise((resolve) => setTimeout(resolve, spentMillis));
+          await agents?.query("UNLOCK TABLES");
+          // The page is answered (empty); the other tenant's search takes the slot and waits for definition_terms.
+          await until("the other tenant's search waits at the server", async () => (await atServerFor(otherTenant)) === 1);
+          // Its count needs definition_text: held, it shows at the server with the time limit it was given.
+          await text?.query("LOCK TABLES definition_text WRITE");
+          await terms?.query("UNLOCK TABLES");
+          let seconds: number | undefined;
+          await until("the keyword search's count waits at the server", async () => (seconds = await countLimit()) !== undefined);
+          expect(seconds).toBeLessThanOrEqual((limitMillis - spentMillis) / 1000);
+        } finally {
+          for (const session of [agents, terms, text]) await session?.query("UNLOCK TABLES").catch(() => undefined);
+        }
+        expect((await keyword?.promise)?.total).toBe(0);
+        expect((await holder?.promise)?.total).toBe(1);
+        for (const session of [agents, terms, text]) await session?.end();
+        await one.close();
       });
 
       it("stops a search at SEARCH_TIMEOUT_MS with UNAVAILABLE and a message without SQL; searches work again after", async () => {

@@ -97,8 +97,8 @@ describe("SQLite searches on worker threads", () => {
 
   it("answers a read by id on the main connection while a costly statement runs", async () => {
     const unlimited = runner({ timeoutMillis: 0 });
-    await unlimited(warmUp, [], false);
-    const search = tracked(unlimited(slow.sql, slow.bindings, false));
+    await unlimited(warmUp, [], { tenant: "default" });
+    const search = tracked(unlimited(slow.sql, slow.bindings, { tenant: "default" }));
     const read = await repository.get("default", stored.id);
     expect(read?.id).toBe(stored.id);
     // The read was answered first: the statement did not hold the event loop.
@@ -118,8 +118,8 @@ describe("SQLite searches on worker threads", () => {
 
   it("answers UNAVAILABLE, without SQL, at SEARCH_TIMEOUT_MS", async () => {
     const limited = runner({ timeoutMillis: 100 });
-    await limited(warmUp, [], false);
-    const error = await rejection(limited(slow.sql, slow.bindings, false));
+    await limited(warmUp, [], { tenant: "default" });
+    const error = await rejection(limited(slow.sql, slow.bindings, { tenant: "default" }));
     expect(error).toBeInstanceOf(RegistryError);
     expect((error as RegistryError).code).toBe("UNAVAILABLE");
     expect((error as RegistryError).message).toMatch(/^The search took longer than the limit of 0\.1 seconds and was stopped; narrow it/);

@@ -10,7 +10,7 @@ import { AGENT_CARD_CACHE_CONTROL } from "../../domain/agent-card.js";
 import { methodNotAllowed } from "../../domain/errors.js";
 import { etagOf, ifNoneMatchMatches, parseEntityTags } from "../../domain/lifecycle.js";
 import { errorAnswer, type HttpAnswer } from "../../edge/http-answer.js";
-import type { Call, Operation, Operations, Result } from "../../operations/operation.js";
+import { type Call, type Operation, type Operations, type Result, runOperation } from "../../operations/operation.js";
 import { REGISTRY_SERVICES } from "../../operations/registry-operations.js";
 import { decodeRestRequest, type RestRequestParts } from "./rest-request.js";
 import { restAnswer } from "./rest-response.js";
@@ -63,7 +63,7 @@ export function createRestSurface({ operations, maxBodyBytes }: RestSurfaceOptio
 
     async serve({ route, operation, vars }, call, query, parts, pathname) {
       const input = await decodeRestRequest(route, vars, query, parts, maxBodyBytes);
-      const result = await operation.run(call, input);
+      const result = await runOperation(operation, call, input);
       // Decided before the answer's body is built: a 304 needs only the ETag.
       const unchanged = route.verb === "GET" && parts.ifNoneMatch !== undefined ? notModified(result, parts.ifNoneMatch) : undefined;
       return unchanged ?? restAnswer(result, route.method.output, route.verb, pathname);
