@@ -123,11 +123,11 @@ export interface SearchLimits {
    * `SEARCH_TIMEOUT_MS`, default 10000, 0 for none: one search's time budget,
    * its wait at the gate and all its statements together (searchDeadline); the
    * server stops a statement when it runs out (MariaDB `max_statement_time`,
-   * MySQL `MAX_EXECUTION_TIME`). On SQLite the caller is answered at the
-   * limit (counted per statement from its hand-over to a worker) while the
-   * statement finishes in its worker thread, which SQLite cannot interrupt
-   * (sqlite-search-worker.ts); the bounded statements run on the main
-   * connection, unlimited: they read about a page.
+   * MySQL `MAX_EXECUTION_TIME`). On SQLite a statement's worker gets what is
+   * left from its hand-over, and the statement is stopped at its next
+   * candidate row when it runs out (search_alive, sqlite-search-worker.ts);
+   * the bounded statements run on the main connection, unlimited: they read
+   * about a page.
    */
   readonly timeoutMillis?: number | undefined;
   /**
@@ -221,7 +221,7 @@ export function searchRunner(db: Knex, dialect: Dialect, limits: SearchLimits = 
     // process until it ended, and SQLite has no time limit of its own. A bounded one reads about a
     // page of index entries (isBounded), a fraction of a millisecond: it stays on the main
     // connection, where it costs less than handing its page of documents across threads.
-    // The pool's limit is per statement; the search's budget bounds the wait at the gate.
+    // Each statement gets what is left of its search's budget, the wait at the gate included.
     const pool = createSqliteSearchPool(sqliteFile(db), { workers: sqliteWorkers, timeoutMillis });
     const run: RunSearch = async (sql, bindings, call) => {
       if (call.signal?.aborted === true) throw call.signal.reason;
@@ -230,8 +230,9 @@ export function searchRunner(db: Knex, dialect: Dialect, limits: SearchLimits = 
       try {
         return await gated(call, deadline, () => {
           // The budget went on the wait or on an earlier statement of the same search.
-          if (deadline !== undefined && deadline <= Date.now()) throw outOfTime(timeoutMillis, undefined);
-          return pool.run(sql, bindings, call.signal) as Promise<SearchRow[]>;
+          const left = deadline === undefined ? undefined : deadline - Date.now();
+          if (left !== undefined && left <= 0) throw outOfTime(timeoutMillis, undefined);
+          return pool.run(sql, bindings, call.signal, left ?? 0) as Promise<SearchRow[]>;
         });
       } catch (error) {
         throw error instanceof SearchStatementTimeout ? outOfTime(timeoutMillis, error) : error;

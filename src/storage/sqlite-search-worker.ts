@@ -48,11 +48,12 @@ export interface SqliteSearchPool {
    * Runs one SELECT and answers its rows, byte values as Buffers (as
    * better-sqlite3 answers them on the main thread). Rejects with a
    * SearchStatementTimeout past the time limit (counted from this call, less
-   * the start of a worker), with
+   * the start of a worker; `timeoutMillis`, when given, instead of the
+   * pool's: what is left of a search's budget), with
    * `signal`'s reason when it aborts first, and with UNAVAILABLE when the pool
    * is closed or a worker cannot open the database.
    */
-  run(sql: string, bindings: readonly unknown[], signal?: AbortSignal): Promise<unknown[]>;
+  run(sql: string, bindings: readonly unknown[], signal?: AbortSignal, timeoutMillis?: number): Promise<unknown[]>;
   /** Terminates every worker (one still in a statement ends with it); statements running or waiting are answered UNAVAILABLE. */
   close(): Promise<void>;
 }
@@ -204,7 +205,7 @@ export function createSqliteSearchPool(filename: string, options: SqliteSearchPo
   }
 
   return {
-    run(sql, bindings, signal) {
+    run(sql, bindings, signal, timeoutMillis = options.timeoutMillis) {
       if (closed) return Promise.reject(unavailable(new Error("The search pool is closed.")));
       if (signal?.aborted) return Promise.reject(signal.reason);
       return new Promise((resolve, reject) => {
@@ -214,8 +215,8 @@ export function createSqliteSearchPool(filename: string, options: SqliteSearchPo
         const job: Job = {
           request: { id: ++lastId, sql, bindings },
           startClock() {
-            if (timer !== undefined || settled || options.timeoutMillis === 0) return;
-            timer = setTimeout(() => stop(new SearchStatementTimeout(options.timeoutMillis)), options.timeoutMillis);
+            if (timer !== undefined || settled || timeoutMillis === 0) return;
+            timer = setTimeout(() => stop(new SearchStatementTimeout(timeoutMillis)), Math.max(1, timeoutMillis));
           },
           settle(outcome) {
             if (settled) return;

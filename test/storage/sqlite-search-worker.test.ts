@@ -126,6 +126,26 @@ describe("SQLite searches on worker threads", () => {
     expect((error as RegistryError).message).not.toMatch(/select|recursive/i);
   });
 
+  it("stops a search whose caller leaves, through the runner: its signal reaches the worker", async () => {
+    const unlimited = runner({ timeoutMillis: 0, sqliteWorkers: 1 });
+    await unlimited(warmUp, [], { tenant: "default" });
+    const leaving = new AbortController();
+    const abandoned = unlimited(endless.sql, endless.bindings, { tenant: "default", signal: leaving.signal });
+    expect((await repository.get("default", stored.id))?.id).toBe(stored.id);
+    leaving.abort(new Error("the client went away"));
+    await expect(abandoned).rejects.toThrow("the client went away");
+    // The one worker serves the next search: the abandoned one was stopped, not left to run.
+    expect(await unlimited("SELECT 1 AS one", [], { tenant: "other" })).toEqual([{ one: 1 }]);
+  });
+
+  it("gives a statement what is left of its search's budget, not a limit of its own", async () => {
+    // An hour per statement, but the search's deadline is near: the statement gets what is left of it.
+    const hourly = runner({ timeoutMillis: 3_600_000 });
+    await hourly(warmUp, [], { tenant: "default" });
+    const error = await rejection(hourly(endless.sql, endless.bindings, { tenant: "default", deadline: Date.now() + 200 }));
+    expect(error).toMatchObject({ code: "UNAVAILABLE", message: expect.stringMatching(/^The search took longer than the limit/) });
+  });
+
   it("stops a statement at its time limit where it calls the cancellation point, so its worker serves the next", async () => {
     const searches = pool(200);
     await searches.run(warmUp, []);
