@@ -78,7 +78,7 @@ import { transactionRunner } from "./write-runner.js";
 
 export type { StorageOptions } from "./connection.js";
 export type { SearchLimits } from "./list-search.js";
-export { defaultSequencePrefix, defaultTenant } from "./migrations/0002-seed-default-tenant.js";
+export { defaultSequencePrefix, defaultTenant } from "./repository.js";
 
 /** Where the data lives, and the limits of the list's searches (`SEARCH_MAX_CONCURRENT`, `SEARCH_TIMEOUT_MS`). */
 export interface RepositoryOptions extends StorageOptions {
