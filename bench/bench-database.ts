@@ -4,7 +4,7 @@
  * SQLite file in the run's temporary data dir. Never another one.
  */
 import { createConnection } from "mysql2/promise";
-import { createKnexRepository } from "../src/storage/knex-repository.js";
+import { createSqlRepository } from "../src/storage/sql-repository.js";
 
 export interface BenchDatabase {
   readonly kind: "mariadb" | "sqlite";
@@ -72,7 +72,7 @@ export async function createBenchDatabase(options: {
       },
     };
   }
-  const repository = await createKnexRepository({ databaseUrl: database.databaseUrl, dataDir: options.dataDir });
+  const repository = await createSqlRepository({ databaseUrl: database.databaseUrl, dataDir: options.dataDir });
   try {
     if (!(reused && (await repository.getTenant(options.tenant)) !== undefined)) await repository.createTenant(options.tenant, options.sequencePrefix);
   } finally {

@@ -3,7 +3,7 @@
  * node:http and the database driver (mysql2, or better-sqlite3 for the
  * embedded database), no framework, no authentication, no validation. It
  * runs the service's SQL (the very statements of the service's reads, from
- * src/storage/queries.ts, answering the stored JSON bytes as they come; and
+ * src/storage/queries/, answering the stored JSON bytes as they come; and
  * the upsert transaction with the same row locks, including the search index's
  * statements of search-index.ts) on the same tables, so each scenario can
  * report the service as a fraction of it.
@@ -30,11 +30,12 @@ import { fromJson, type JsonObject } from "@bufbuild/protobuf";
 import { createPool, type Pool, type PoolConnection, type RowDataPacket } from "mysql2/promise";
 import { AgentDefinitionSchema } from "../gen/asor/v1/agent_definition_pb.js";
 import { unfilteredQuery } from "../src/domain/list-query.js";
-import { buildSearch, defaultPageMaxBytes, inSearchOrder, type SearchRow } from "../src/storage/list-search.js";
-import { readStatements, type WriteContext, writeStatements } from "../src/storage/queries.js";
-import { indexDefinition } from "../src/storage/search-index.js";
-import { SEARCH_ALIVE } from "../src/storage/sqlite-client.js";
-import type { Changed, WriteBinding } from "../src/storage/write-runner.js";
+import { readStatements } from "../src/storage/queries/reads.js";
+import { buildSearch, defaultPageMaxBytes, inSearchOrder, type SearchRow } from "../src/storage/queries/search.js";
+import { indexDefinition } from "../src/storage/queries/search-index.js";
+import { SEARCH_ALIVE } from "../src/storage/queries/sql-functions.js";
+import { type WriteContext, writeStatements } from "../src/storage/queries/writes.js";
+import type { Changed, WriteBinding } from "../src/storage/run/writes.js";
 
 /** The few statements the floor needs, on either database. */
 interface FloorDatabase {
@@ -175,7 +176,7 @@ function createFloor(db: FloorDatabase, dialect: "mysql" | "sqlite") {
   }
 
   async function list(tenant: string, limit: number, offset: number): Promise<Answer> {
-    // The service's statement for the unfiltered list (list-search.ts), which reads one row more than the page.
+    // The service's statement for the unfiltered list (queries/search.ts), which reads one row more than the page.
     const { sql, bindings } = buildSearch(dialect, tenant, unfilteredQuery(limit, offset), defaultPageMaxBytes);
     const rows = inSearchOrder((await db.read(sql, [...bindings])) as unknown as SearchRow[], "createdAt", false).slice(0, Math.max(limit, 1));
     if (rows.length === 0) return [404, '{"error":"no such tenant"}'];
@@ -187,8 +188,8 @@ function createFloor(db: FloorDatabase, dialect: "mysql" | "sqlite") {
   const writes = writeStatements(dialect);
 
   /**
-   * The service's upsert transaction, statement for statement (the statements of queries.ts's
-   * writeStatements, in the order knex-repository.ts runs them for a request without `id` or
+   * The service's upsert transaction, statement for statement (the statements of queries/writes.ts's
+   * writeStatements, in the order sql-repository.ts runs them for a request without `id` or
    * externalAgentID), minus validation and derived ids.
    */
   async function upsert(tenant: string, body: Record<string, unknown>): Promise<Answer> {

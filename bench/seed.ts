@@ -12,9 +12,9 @@ import { clone, create, fromJson, type JsonObject, type JsonValue } from "@bufbu
 import type { Knex } from "knex";
 import { type AgentDefinition, AgentDefinitionSchema, SkillTagSchema } from "../gen/asor/v1/agent_definition_pb.js";
 import { withDerivedFields } from "../src/domain/derived-fields.js";
-import { type Dialect, openDatabase } from "../src/storage/connection.js";
+import { insertSideRows } from "../src/storage/queries/search-index.js";
 import { agentReferenceId, encodeDefinition, toDatabaseTimestamp } from "../src/storage/rows.js";
-import { insertSideRows } from "../src/storage/search-index.js";
+import { type Dialect, openDatabase } from "../src/storage/run/connection.js";
 import { BENCH_PROVIDER, BENCH_VERSION, benchDefinition } from "./definition.js";
 
 /** Rows per batch: about 5 MB of documents (JSON, and binary written as hex), well under MariaDB's default 16 MB max_allowed_packet. */

@@ -16,8 +16,8 @@ import type { Operations } from "./operations/operation.js";
 import { createRegistryOperations, REGISTRY_SERVICES } from "./operations/registry-operations.js";
 import { createRegistryService } from "./service/registry-service.js";
 import { createTenantService } from "./service/tenant-service.js";
-import { createKnexRepository } from "./storage/knex-repository.js";
 import type { AgentDefinitionRepository } from "./storage/repository.js";
+import { createSqlRepository } from "./storage/sql-repository.js";
 import { refusalsOf } from "./transport/failures.js";
 import { createHealthRoutes } from "./transport/health.js";
 import { createOpenApiEndpoint } from "./transport/openapi/openapi-endpoint.js";
@@ -68,7 +68,7 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
   const logger = deps.logger ?? createLogger(config.logLevel);
   const made = await createAuthenticator(config.auth, deps.keyStore === undefined ? {} : { keyStore: deps.keyStore });
   const authenticator = deps.wrapAuthenticator?.(made) ?? made;
-  const repository = await createKnexRepository({
+  const repository = await createSqlRepository({
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
     timeoutMillis: config.databaseTimeoutMs,

@@ -1,9 +1,7 @@
 import { type AuthConfig, devIssuerProblem, parseAuthConfig } from "./auth/auth-config.js";
 import { envReader } from "./env.js";
 import type { LogLevel } from "./logger.js";
-import { MYSQL_POOL_SIZE } from "./storage/connection.js";
-import { defaultPageMaxBytes, defaultSearchMaxConcurrent, defaultSearchMaxPerTenant, defaultSearchTimeoutMillis } from "./storage/list-search.js";
-import { defaultSqliteSearchWorkers } from "./storage/sqlite-search-worker.js";
+import { defaultPageMaxBytes, defaultSearchMaxConcurrent, defaultSearchMaxPerTenant, defaultSearchTimeoutMillis, defaultSqliteSearchWorkers, MYSQL_POOL_SIZE } from "./storage/sql-repository.js";
 
 /** The service's settings, parsed once from an injected environment. */
 export interface Config {

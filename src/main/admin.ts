@@ -6,7 +6,7 @@ import { CreateTenantRequestSchema, TenantSchema } from "../../gen/asor/v1/tenan
 import { ConfigError, parseConfig } from "../config.js";
 import { RegistryError } from "../domain/errors.js";
 import { createTenantService } from "../service/tenant-service.js";
-import { createKnexRepository } from "../storage/knex-repository.js";
+import { createSqlRepository } from "../storage/sql-repository.js";
 
 const USAGE = `usage:
   npm run admin -- tenant create <name> [--sequence-prefix <prefix>]
@@ -22,7 +22,7 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const config = parseConfig(process.env);
-  const repository = await createKnexRepository({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  const repository = await createSqlRepository({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   try {
     const tenants = createTenantService(repository);
     if (creating) {

@@ -18,7 +18,7 @@ export interface Work {
 /**
  * The tenant a fresh database holds, so an installation accepts definitions
  * without an admin step. Migration 0002 seeds it with its own copy of these
- * values (migrations import nothing of the runtime's); knex-repository.test.ts
+ * values (migrations import nothing of the runtime's); sql-repository.test.ts
  * pins that the two agree.
  */
 export const defaultTenant = "default";

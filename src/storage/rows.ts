@@ -2,7 +2,7 @@
  * Rows as the drivers return them, and their mapping to the domain. Both
  * drivers get timestamps as `YYYY-MM-DD HH:MM:SS.mmm` strings in UTC (mysql2
  * runs with `dateStrings`, SQLite stores text), so one parser serves both.
- * Both hand the stored encodings back as Buffers (see queries.ts), which are
+ * Both hand the stored encodings back as Buffers (see queries/reads.ts), which are
  * answered as they are.
  */
 import { Buffer } from "node:buffer";
@@ -40,7 +40,7 @@ export interface InstanceRow {
 export type DatabaseBoolean = number | string | boolean | bigint;
 
 /**
- * A row of a hot read (queries.ts): one instance with both stored encodings,
+ * A row of a hot read (queries/reads.ts): one instance with both stored encodings,
  * read from the tenant's row. Every column but `total` is null when the
  * tenant exists but holds nothing that matches (the LEFT JOINs found nothing).
  */

@@ -1,7 +1,7 @@
 import { availableParallelism } from "node:os";
 import { describe, expect, it } from "vitest";
 import { ConfigError, describeStorage, parseConfig } from "../../src/config.js";
-import { defaultSqliteSearchWorkers } from "../../src/storage/sqlite-search-worker.js";
+import { defaultSqliteSearchWorkers } from "../../src/storage/run/sqlite-search-worker.js";
 
 describe("configuration", () => {
   it("defaults to the embedded database on 127.0.0.1:8080", () => {

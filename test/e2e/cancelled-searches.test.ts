@@ -25,7 +25,7 @@ import { mysqlConnectionOptions } from "../support/mysql-url.js";
 import { startServer, type TestServer } from "../support/server.js";
 
 const mariadb = testDatabases().find((db) => db.name === "mariadb");
-/** A search the gate holds: one tag, ordered by name, reads every match (list-search.ts isBounded). */
+/** A search the gate holds: one tag, ordered by name, reads every match (queries/search.ts isBounded). */
 const COSTLY = "/api/asor/v1/default/agentDefinition?tag=gated&orderBy=name";
 
 /** Polls `check` until it holds; fails after 15 s (a bound on the wait, not a timing assertion). */

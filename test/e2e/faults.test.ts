@@ -4,7 +4,7 @@ import { connect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createKnexRepository } from "../../src/storage/knex-repository.js";
+import { createSqlRepository } from "../../src/storage/sql-repository.js";
 import { definition, keyOf, newId } from "../storage/fixtures.js";
 import { type AuthorizedProcess, spawnAuthorizedServer } from "../support/authorized-process.js";
 import { testDatabases } from "../support/databases.js";
@@ -132,7 +132,7 @@ describe.skipIf(!haveMariadb).each(RUNTIMES)("database faults, on a MariaDB serv
 
   it("a write hung at COMMIT is OUTCOME_UNKNOWN (the database may still commit it); hung before COMMIT it is UNAVAILABLE and rolled back", async () => {
     await mariadb.query("CREATE DATABASE doubt CHARACTER SET utf8mb4");
-    const repo = await createKnexRepository({ databaseUrl: mariadb.url("doubt"), dataDir, timeoutMillis: 1000 });
+    const repo = await createSqlRepository({ databaseUrl: mariadb.url("doubt"), dataDir, timeoutMillis: 1000 });
     const agents = async (name: string) => (await mariadb.query<unknown[]>(`SELECT 1 FROM doubt.agents WHERE name = '${name}'`)).length;
     try {
       const before = await repo

@@ -15,8 +15,8 @@ import { admit, type Call, type Operation, type Operations, type Result } from "
 import { createRegistryOperations } from "../../src/operations/registry-operations.js";
 import { createRegistryService } from "../../src/service/registry-service.js";
 import { createTenantService } from "../../src/service/tenant-service.js";
-import { createKnexRepository } from "../../src/storage/knex-repository.js";
 import type { AgentDefinitionRepository } from "../../src/storage/repository.js";
+import { createSqlRepository } from "../../src/storage/sql-repository.js";
 import { type FreshDatabase, testDatabases } from "../support/databases.js";
 import { minimalDefinition } from "../support/definitions.js";
 
@@ -53,7 +53,7 @@ describe("the registry operations, in memory", () => {
   beforeAll(async () => {
     database = await sqlite!.create();
     const config = parseConfig({ DATA_DIR: database.dataDir });
-    repository = await createKnexRepository({ databaseUrl: undefined, dataDir: database.dataDir, timeoutMillis: 10_000 });
+    repository = await createSqlRepository({ databaseUrl: undefined, dataDir: database.dataDir, timeoutMillis: 10_000 });
     operations = createRegistryOperations({
       service: createRegistryService({ repository, host: config.hostSystem }),
       tenants: createTenantService(repository),

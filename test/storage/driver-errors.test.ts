@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { classifyDriverError, isDuplicateKey, isSqliteBusy, sqliteResultCodeName } from "../../src/storage/driver-errors.js";
+import { classifyDriverError, isDuplicateKey, isSqliteBusy, sqliteResultCodeName } from "../../src/storage/run/driver-errors.js";
 
 function withCode(code: string, extra: Record<string, unknown> = {}): Error {
   return Object.assign(new Error("message text is never looked at"), { code, ...extra });

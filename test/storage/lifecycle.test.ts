@@ -5,12 +5,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { unfilteredQuery } from "../../src/domain/list-query.js";
-import type { Database } from "../../src/storage/connection.js";
-import { openDatabase } from "../../src/storage/connection.js";
-import { createKnexRepository } from "../../src/storage/knex-repository.js";
 import { migrationSource, migrations } from "../../src/storage/migrations/index.js";
 import type { AgentDefinitionRepository, StoredDefinition } from "../../src/storage/repository.js";
 import { encodeDefinition } from "../../src/storage/rows.js";
+import type { Database } from "../../src/storage/run/connection.js";
+import { openDatabase } from "../../src/storage/run/connection.js";
+import { createSqlRepository } from "../../src/storage/sql-repository.js";
 import { forEachDatabase, useFreshDatabase } from "../support/databases.js";
 import { definition, newId, save, withIds } from "./fixtures.js";
 
@@ -22,7 +22,7 @@ forEachDatabase((db) => {
   let raw: Database;
 
   beforeAll(async () => {
-    repo = await createKnexRepository(target());
+    repo = await createSqlRepository(target());
     raw = await openDatabase(target());
   });
 
@@ -157,7 +157,7 @@ forEachDatabase((db) => {
         await direct.db.destroy();
       }
 
-      const migrated = await createKnexRepository(older());
+      const migrated = await createSqlRepository(older());
       try {
         const read = await Promise.all(ids.map((id) => migrated.get(tenant, id)));
         expect(read.map((d) => [d?.revision, d?.status, d?.statusMessage, d?.statusChangedAt.getTime() === d?.createdAt.getTime()])).toEqual(Array(4).fill([1, "ACTIVE", null, true]));

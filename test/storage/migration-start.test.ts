@@ -1,6 +1,6 @@
 /**
  * Starting on a MySQL database whose migration is slow or was cut off
- * (knex-repository.ts createKnexRepository, migrations/index.ts):
+ * (sql-repository.ts createSqlRepository, migrations/index.ts):
  *
  * - the migrations run on a pool of their own whose statements may outlast
  *   DATABASE_TIMEOUT_MS, so a migration that rewrites or indexes a large table
@@ -11,8 +11,8 @@
 import type { Connection } from "mysql2/promise";
 import { createConnection } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createKnexRepository } from "../../src/storage/knex-repository.js";
 import { migrations } from "../../src/storage/migrations/index.js";
+import { createSqlRepository } from "../../src/storage/sql-repository.js";
 import { testDatabases, useFreshDatabase } from "../support/databases.js";
 import { mysqlConnectionOptions } from "../support/mysql-url.js";
 
@@ -26,7 +26,7 @@ describe.skipIf(mariadb.skip)("starting on MariaDB", () => {
     const url = target().databaseUrl;
     if (url === undefined) throw new Error("The MariaDB suite needs a database URL.");
     // The schema as of now, then a second session to tamper with it.
-    await (await createKnexRepository(target())).close();
+    await (await createSqlRepository(target())).close();
     session = await createConnection(mysqlConnectionOptions(url));
   });
 
@@ -44,7 +44,7 @@ describe.skipIf(mariadb.skip)("starting on MariaDB", () => {
     const newest = migrations.at(-1)!.name;
     await session.query("DELETE FROM knex_migrations WHERE name = ?", [newest]);
     await session.query("UPDATE knex_migrations_lock SET is_locked = 1");
-    const repository = await createKnexRepository(target());
+    const repository = await createSqlRepository(target());
     await repository.close();
     expect((await applied()).at(-1)).toBe(newest);
     const [rows] = await session.query("SELECT is_locked FROM knex_migrations_lock");
@@ -59,7 +59,7 @@ describe.skipIf(mariadb.skip)("starting on MariaDB", () => {
     expect(newest).toBeDefined();
     await session.query("DELETE FROM knex_migrations WHERE name = ?", [newest.name]);
     await session.query("LOCK TABLES definition_terms WRITE");
-    const starting = createKnexRepository({ ...target(), timeoutMillis: 1_000 });
+    const starting = createSqlRepository({ ...target(), timeoutMillis: 1_000 });
     let held = true;
     const settled = starting.then(
       (repository) => ({ repository, held }),

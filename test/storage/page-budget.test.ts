@@ -11,10 +11,10 @@ import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js"
 import { ListAgentDefinitionsRequestSchema, ListAgentDefinitionVersionsRequestSchema, UpsertAgentDefinitionRequestSchema } from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { unfilteredQuery } from "../../src/domain/list-query.js";
 import { createRegistryService, type DefinitionPage, type RegistryService } from "../../src/service/registry-service.js";
-import { openDatabase } from "../../src/storage/connection.js";
-import { createKnexRepository } from "../../src/storage/knex-repository.js";
-import { buildSearch } from "../../src/storage/list-search.js";
+import { buildSearch } from "../../src/storage/queries/search.js";
 import type { AgentDefinitionRepository, StoredDefinition } from "../../src/storage/repository.js";
+import { openDatabase } from "../../src/storage/run/connection.js";
+import { createSqlRepository } from "../../src/storage/sql-repository.js";
 import { forEachDatabase, useFreshDatabase } from "../support/databases.js";
 import { host } from "./fixtures.js";
 
@@ -52,7 +52,7 @@ forEachDatabase((db) => {
   const created: StoredDefinition[] = [];
 
   beforeAll(async () => {
-    repo = await createKnexRepository({ ...target(), pageMaxBytes: maxBytes });
+    repo = await createSqlRepository({ ...target(), pageMaxBytes: maxBytes });
     service = createRegistryService({ repository: repo, host });
     for (const [i, size] of sizes.entries()) {
       // Every definition a version of one agent (one name and provider), so the versions list pages them too.

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { createKnexRepository } from "../../src/storage/knex-repository.js";
 import type { AgentDefinitionRepository } from "../../src/storage/repository.js";
+import { createSqlRepository } from "../../src/storage/sql-repository.js";
 import { forEachDatabase, testDatabases, useFreshDatabase } from "../support/databases.js";
 import { createTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
 
@@ -10,7 +10,7 @@ forEachDatabase((db) => {
   const target = useFreshDatabase(db);
 
   it("pings a reachable database", async () => {
-    const repo = await createKnexRepository(target());
+    const repo = await createSqlRepository(target());
     try {
       await expect(repo.ping()).resolves.toBeUndefined();
       // Concurrent pings share one query and all resolve.
@@ -30,7 +30,7 @@ describe.skipIf(mariadb.skip)("ping on MariaDB that goes away", () => {
   async function behindProxy(): Promise<{ repo: AgentDefinitionRepository; proxy: TcpProxy }> {
     const url = new URL(target().databaseUrl!);
     const proxy = await createTcpProxy({ host: url.hostname, port: Number(url.port || 3306) });
-    const repo = await createKnexRepository({ ...target(), databaseUrl: proxy.via(target().databaseUrl!) });
+    const repo = await createSqlRepository({ ...target(), databaseUrl: proxy.via(target().databaseUrl!) });
     await repo.ping();
     return { repo, proxy };
   }

@@ -1,5 +1,5 @@
 /**
- * The limits of the list's searches (list-search.ts searchRunner): at most
+ * The limits of the list's searches (run/searches.ts searchRunner): at most
  * SEARCH_MAX_CONCURRENT search statements on the database at once, the others
  * waiting in line without a connection, so reads and writes keep theirs; and
  * SEARCH_TIMEOUT_MS, after which the server stops a search statement and the
@@ -19,11 +19,11 @@ import { errorBody, RegistryError } from "../../src/domain/errors.js";
 import type { ListQuery } from "../../src/domain/list-query.js";
 import { unfilteredQuery } from "../../src/domain/list-query.js";
 import { createRegistryService } from "../../src/service/registry-service.js";
-import { classifyDriverError, isStatementTimeout } from "../../src/storage/driver-errors.js";
-import { createKnexRepository } from "../../src/storage/knex-repository.js";
-import { isBounded } from "../../src/storage/list-search.js";
+import { isBounded } from "../../src/storage/queries/search.js";
 import type { AgentDefinitionRepository, ListResult, StoredDefinition } from "../../src/storage/repository.js";
-import { Gate } from "../../src/storage/search-gate.js";
+import { classifyDriverError, isStatementTimeout } from "../../src/storage/run/driver-errors.js";
+import { Gate } from "../../src/storage/run/search-gate.js";
+import { createSqlRepository } from "../../src/storage/sql-repository.js";
 import { forEachDatabase, useFreshDatabase } from "../support/databases.js";
 import { mysqlConnectionOptions } from "../support/mysql-url.js";
 import { host } from "./fixtures.js";
@@ -45,7 +45,7 @@ function definitionNamed(name: string, tag: string) {
   });
 }
 
-/** A search the gate holds: filtered and ordered by name, it reads every match (list-search.ts isBounded). */
+/** A search the gate holds: filtered and ordered by name, it reads every match (queries/search.ts isBounded). */
 const byTag: ListQuery = { ...unfilteredQuery(100, 0), terms: [{ kind: "tag", values: ["gated"] }], order: { key: "name", descending: false } };
 /** The same filter in creation order: an index range of about a page and a total from the counters, never gated. */
 const byTagBounded: ListQuery = { ...byTag, order: { key: "createdAt", descending: false } };
@@ -198,8 +198,8 @@ forEachDatabase((db) => {
   let other: StoredDefinition;
 
   beforeAll(async () => {
-    gated = await createKnexRepository({ ...target(), timeoutMillis: 30_000, search: { maxConcurrent: 2, timeoutMillis: 0 } });
-    limited = await createKnexRepository({ ...target(), timeoutMillis: 30_000, search: { maxConcurrent: 2, timeoutMillis: 200 } });
+    gated = await createSqlRepository({ ...target(), timeoutMillis: 30_000, search: { maxConcurrent: 2, timeoutMillis: 0 } });
+    limited = await createSqlRepository({ ...target(), timeoutMillis: 30_000, search: { maxConcurrent: 2, timeoutMillis: 200 } });
     const service = createRegistryService({ repository: gated, host });
     const upsert = async (name: string, tag: string) => (await service.upsert(tenant, create(UpsertAgentDefinitionRequestSchema, { agentCardAndTools: definitionNamed(name, tag) }))).stored;
     for (const name of tagged) stored.push(await upsert(name, "gated"));
@@ -322,7 +322,7 @@ forEachDatabase((db) => {
       });
 
       it("admits another tenant's search before the queued searches of a tenant holding all its slots", async () => {
-        const fair = await createKnexRepository({ ...target(), timeoutMillis: 30_000, search: { maxConcurrent: 3, maxPerTenant: 2, timeoutMillis: 0 } });
+        const fair = await createSqlRepository({ ...target(), timeoutMillis: 30_000, search: { maxConcurrent: 3, maxPerTenant: 2, timeoutMillis: 0 } });
         let searches: Array<ReturnType<typeof tracked<ListResult>>> = [];
         await locker.query("LOCK TABLES definition_terms WRITE");
         try {
@@ -346,7 +346,7 @@ forEachDatabase((db) => {
       it("gives a search one time budget: its count statement gets what its page statement left, not a fresh SEARCH_TIMEOUT_MS", async () => {
         const limitMillis = 10_000;
         const spentMillis = 600;
-        const one = await createKnexRepository({ ...target(), timeoutMillis: 30_000, search: { maxConcurrent: 1, timeoutMillis: limitMillis } });
+        const one = await createSqlRepository({ ...target(), timeoutMillis: 30_000, search: { maxConcurrent: 1, timeoutMillis: limitMillis } });
         const url = target().databaseUrl as string;
         const [agents, terms, text] = await Promise.all([1, 2, 3].map(() => createConnection(mysqlConnectionOptions(url))));
         /** The time limit of the statement at the server that counts alone (a keyword search's count after an empty page), in seconds. */

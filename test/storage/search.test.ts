@@ -10,11 +10,11 @@ import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js"
 import { ListAgentDefinitionsRequestSchema, ListAgentDefinitionVersionsRequestSchema, UpsertAgentDefinitionRequestSchema } from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { RegistryError } from "../../src/domain/errors.js";
 import { createRegistryService, type RegistryService } from "../../src/service/registry-service.js";
-import type { Database } from "../../src/storage/connection.js";
-import { openDatabase } from "../../src/storage/connection.js";
-import { createKnexRepository } from "../../src/storage/knex-repository.js";
 import { migrationSource } from "../../src/storage/migrations/index.js";
 import type { AgentDefinitionRepository, StoredDefinition } from "../../src/storage/repository.js";
+import type { Database } from "../../src/storage/run/connection.js";
+import { openDatabase } from "../../src/storage/run/connection.js";
+import { createSqlRepository } from "../../src/storage/sql-repository.js";
 import { forEachDatabase, useFreshDatabase } from "../support/databases.js";
 import { fromJsonBytes, host } from "./fixtures.js";
 
@@ -102,7 +102,7 @@ forEachDatabase((db) => {
   };
 
   beforeAll(async () => {
-    repo = await createKnexRepository(target());
+    repo = await createSqlRepository(target());
     raw = await openDatabase(target());
     service = createRegistryService({ repository: repo, host });
     await repo.createTenant("other", "OTHER-");

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { openDatabase } from "../../src/storage/connection.js";
+import { openDatabase } from "../../src/storage/run/connection.js";
 import { testDatabases, useFreshDatabase } from "../support/databases.js";
 
 const [sqlite] = testDatabases();

@@ -6,8 +6,9 @@
  */
 import { Buffer } from "node:buffer";
 import process from "node:process";
-import { SEARCH_ALIVE, sqliteDriver } from "../../src/storage/sqlite-client.js";
-import { createSqliteSearchPool } from "../../src/storage/sqlite-search-worker.js";
+import { SEARCH_ALIVE } from "../../src/storage/queries/sql-functions.js";
+import { sqliteDriver } from "../../src/storage/run/sqlite-client.js";
+import { createSqliteSearchPool } from "../../src/storage/run/sqlite-search-worker.js";
 
 const [filename] = process.argv.slice(2);
 if (filename === undefined) throw new Error("usage: sqlite-search-worker.deno.ts <sqlite file>");

@@ -1,6 +1,6 @@
 /**
  * SQLite's costly search statements off the event loop (sqlite-search-worker.ts,
- * list-search.ts searchRunner): they run on worker threads with read-only
+ * run/searches.ts searchRunner): they run on worker threads with read-only
  * connections of their own, so the main connection answers reads while one
  * runs; the caller is answered at SEARCH_TIMEOUT_MS or when its signal
  * aborts; the pool serves the next statement after that, and close() ends
@@ -18,12 +18,12 @@ import type { Knex } from "knex";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RegistryError } from "../../src/domain/errors.js";
 import { unfilteredQuery } from "../../src/domain/list-query.js";
-import { openDatabase, sqliteFileName } from "../../src/storage/connection.js";
-import { createKnexRepository } from "../../src/storage/knex-repository.js";
-import { type SearchRunner, searchRunner } from "../../src/storage/list-search.js";
+import { SEARCH_ALIVE } from "../../src/storage/queries/sql-functions.js";
 import type { AgentDefinitionRepository, StoredDefinition } from "../../src/storage/repository.js";
-import { SEARCH_ALIVE } from "../../src/storage/sqlite-client.js";
-import { createSqliteSearchPool, SearchStatementTimeout, type SqliteSearchPool } from "../../src/storage/sqlite-search-worker.js";
+import { openDatabase, sqliteFileName } from "../../src/storage/run/connection.js";
+import { type SearchRunner, searchRunner } from "../../src/storage/run/searches.js";
+import { createSqliteSearchPool, SearchStatementTimeout, type SqliteSearchPool } from "../../src/storage/run/sqlite-search-worker.js";
+import { createSqlRepository } from "../../src/storage/sql-repository.js";
 import { testDatabases, useFreshDatabase } from "../support/databases.js";
 import { definition, save } from "./fixtures.js";
 
@@ -84,7 +84,7 @@ describe("SQLite searches on worker threads", () => {
   };
 
   beforeAll(async () => {
-    repository = await createKnexRepository({ ...target(), search: { timeoutMillis: 0 } });
+    repository = await createSqlRepository({ ...target(), search: { timeoutMillis: 0 } });
     stored = (await save(repository, definition({ name: "Quasar Agent", description: "Finds quasars." }))).stored;
     ({ db } = await openDatabase(target()));
   });
@@ -170,7 +170,7 @@ describe("SQLite searches on worker threads", () => {
   it("stops the service's own costly statements: a keyword search calls the cancellation point per candidate row", async () => {
     const page = await repository.search("default", { ...unfilteredQuery(10, 0), words: ["quasar"] });
     expect(page.total).toBe(1);
-    const { buildSearch } = await import("../../src/storage/list-search.js");
+    const { buildSearch } = await import("../../src/storage/queries/search.js");
     const { sql } = buildSearch("sqlite", "default", { ...unfilteredQuery(10, 0), words: ["quasar"] }, 4 * 1024 * 1024);
     expect(sql.match(new RegExp(`${SEARCH_ALIVE}\\(\\)`, "g"))?.length).toBeGreaterThanOrEqual(2);
   });
@@ -221,7 +221,7 @@ describe("SQLite searches on worker threads under Deno", () => {
 
   beforeAll(async () => {
     // The schema and one definition, written by Node; the Deno script reads them with node:sqlite.
-    const repository = await createKnexRepository(target());
+    const repository = await createSqlRepository(target());
     await save(repository, definition({ name: "Quasar Agent" }));
     await repository.close();
   });

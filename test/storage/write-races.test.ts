@@ -5,10 +5,10 @@
  * write is the service's real upsert.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
-import type { Database } from "../../src/storage/connection.js";
-import { openDatabase } from "../../src/storage/connection.js";
-import { createKnexRepository } from "../../src/storage/knex-repository.js";
 import type { AgentDefinitionRepository } from "../../src/storage/repository.js";
+import type { Database } from "../../src/storage/run/connection.js";
+import { openDatabase } from "../../src/storage/run/connection.js";
+import { createSqlRepository } from "../../src/storage/sql-repository.js";
 import { forEachDatabase, useFreshDatabase } from "../support/databases.js";
 import type { Saved } from "./fixtures.js";
 import { barrier, definition, fromJsonBytes, save, sleep } from "./fixtures.js";
@@ -30,8 +30,8 @@ forEachDatabase((db) => {
   let raw: Database;
 
   beforeAll(async () => {
-    repo = await createKnexRepository(target());
-    second = await createKnexRepository(target());
+    repo = await createSqlRepository(target());
+    second = await createSqlRepository(target());
     raw = await openDatabase(target());
   });
 

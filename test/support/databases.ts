@@ -5,7 +5,7 @@
  *
  *   forEachDatabase((db) => {
  *     const target = useFreshDatabase(db);
- *     it("...", async () => { const repo = await createKnexRepository(target()); ... });
+ *     it("...", async () => { const repo = await createSqlRepository(target()); ... });
  *   });
  *
  * or `describe.each(testDatabases())("on $name", (db) => ...)` with
@@ -19,7 +19,7 @@ import { createConnection } from "mysql2/promise";
 import { afterAll, beforeAll, describe, inject } from "vitest";
 import { mysqlConnectionOptions, withDatabase } from "./mysql-url.js";
 
-/** A database made for one test file or suite; pass it to createKnexRepository or the server config. */
+/** A database made for one test file or suite; pass it to createSqlRepository or the server config. */
 export interface FreshDatabase {
   /** Set for MySQL; absent means SQLite in `dataDir`. */
   readonly databaseUrl?: string;

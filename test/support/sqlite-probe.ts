@@ -6,8 +6,8 @@
  *
  *   <runtime> test/support/sqlite-probe.ts <empty directory>
  */
-import { openDatabase } from "../../src/storage/connection.js";
-import { classifyDriverError, isDuplicateKey } from "../../src/storage/driver-errors.js";
+import { openDatabase } from "../../src/storage/run/connection.js";
+import { classifyDriverError, isDuplicateKey } from "../../src/storage/run/driver-errors.js";
 
 const dataDir = process.argv[2];
 if (dataDir === undefined) throw new Error("usage: sqlite-probe.ts <empty directory>");

@@ -38,7 +38,7 @@ export const createAgentDefinitions = createTableMigration("0005-create-agent-de
         COMMENT='Agent definitions; one row per (tenant, name, provider_id, version).'
     `,
   // SQLite compares TEXT with BINARY by default: already exact. It has no
-  // auto-increment outside the primary key, so the insert assigns seq (see queries.ts);
+  // auto-increment outside the primary key, so the insert assigns seq (see queries/writes.ts);
   // its single writer makes MAX(seq) + 1 safe.
   sqlite: [
     `

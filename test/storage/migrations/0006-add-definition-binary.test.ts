@@ -7,8 +7,8 @@ import { equals, fromJsonString, toBinary, toJsonString } from "@bufbuild/protob
 import { describe, expect, it } from "vitest";
 import { AgentDefinitionSchema } from "../../../gen/asor/v1/agent_definition_pb.js";
 import { unfilteredQuery } from "../../../src/domain/list-query.js";
-import { openDatabase } from "../../../src/storage/connection.js";
-import { createKnexRepository } from "../../../src/storage/knex-repository.js";
+import { openDatabase } from "../../../src/storage/run/connection.js";
+import { createSqlRepository } from "../../../src/storage/sql-repository.js";
 import { forEachDatabase, useFreshDatabase } from "../../support/databases.js";
 import { bytes, definition, fromJsonBytes, newId, save, withIds } from "../fixtures.js";
 import { migrateDown, migrateToJustBefore, migrateUp } from "./steps.js";
@@ -90,7 +90,7 @@ forEachDatabase((db) => {
       }
 
       // Up again, and on to the latest: the repository reads them and writes on from there.
-      const repo = await createKnexRepository(older());
+      const repo = await createSqlRepository(older());
       try {
         expect((await repo.search(tenant, unfilteredQuery(10, 0))).total).toBe(rows);
         for (const id of [...written.keys()].filter((_, i) => i % 97 === 0 || i === 6 || i >= rows - 3)) {

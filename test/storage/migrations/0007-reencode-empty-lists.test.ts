@@ -7,8 +7,8 @@
 import { create, equals, fromJsonString, toBinary, toJsonString } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { type AgentDefinition, AgentDefinitionSchema, SkillResourceSchema } from "../../../gen/asor/v1/agent_definition_pb.js";
-import { openDatabase } from "../../../src/storage/connection.js";
-import { createKnexRepository } from "../../../src/storage/knex-repository.js";
+import { openDatabase } from "../../../src/storage/run/connection.js";
+import { createSqlRepository } from "../../../src/storage/sql-repository.js";
 import { forEachDatabase, useFreshDatabase } from "../../support/databases.js";
 import { bytes, definition, newId, withIds } from "../fixtures.js";
 import { migrateDown, migrateToJustBefore, migrateUp } from "./steps.js";
@@ -114,7 +114,7 @@ forEachDatabase((db) => {
       }
 
       // Up again, and on to the latest: the repository answers the re-encoded JSON.
-      const repo = await createKnexRepository(older());
+      const repo = await createSqlRepository(older());
       try {
         expect(new TextDecoder().decode((await repo.get(tenant, tiny.id))?.json)).toBe(tinyAfter0007);
       } finally {

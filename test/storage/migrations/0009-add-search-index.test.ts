@@ -10,7 +10,7 @@ import { create } from "@bufbuild/protobuf";
 import type { Knex } from "knex";
 import { describe, expect, it } from "vitest";
 import { AgentDefinitionSchema } from "../../../gen/asor/v1/agent_definition_pb.js";
-import { openDatabase } from "../../../src/storage/connection.js";
+import { openDatabase } from "../../../src/storage/run/connection.js";
 import { forEachDatabase, useFreshDatabase } from "../../support/databases.js";
 import { definition, newId, withIds } from "../fixtures.js";
 import { migrateDown, migrateToJustBefore, migrateUp, type SeededDefinition, schemaNames, seedDefinitionsAt0008 } from "./steps.js";

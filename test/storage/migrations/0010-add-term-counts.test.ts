@@ -7,7 +7,7 @@
  */
 import type { Knex } from "knex";
 import { describe, expect, it } from "vitest";
-import { openDatabase } from "../../../src/storage/connection.js";
+import { openDatabase } from "../../../src/storage/run/connection.js";
 import { forEachDatabase, useFreshDatabase } from "../../support/databases.js";
 import { definition, newId, withIds } from "../fixtures.js";
 import { migrateDown, migrateToJustBefore, migrateUp, type SeededDefinition, schemaNames, seedDefinitionsAt0008 } from "./steps.js";

@@ -6,12 +6,9 @@
  * the folder but index.ts's migrateToLatest. Read from the import statements
  * of the files as they are on disk.
  */
-import { readdir, readFile } from "node:fs/promises";
-import { dirname, join, relative, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { importsOf, sourcesUnder } from "../../support/imports.js";
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
 const migrationsDir = "src/storage/migrations";
 
 /** What a migration may import besides the files of its own folder. */
@@ -19,44 +16,6 @@ const allowedInMigrations = new Set(["knex", "@bufbuild/protobuf", "node:buffer"
 
 /** What runtime code may import of the folder: the entry that runs the migrations. */
 const runtimeEntry = { file: `${migrationsDir}/index.ts`, names: ["migrateToLatest"] };
-
-interface Import {
-  /** Repository-relative path of a relative import (`.js` read as `.ts`), else the package name as written. */
-  readonly target: string;
-  /** The imported names, `type` prefixes left off; empty for a namespace, side-effect or dynamic import. */
-  readonly names: readonly string[];
-  /** `import type ...` / `export type ...`. */
-  readonly typeOnly: boolean;
-  readonly statement: string;
-}
-
-const fromClause = /^[ \t]*(?:import|export)\s+(type\s+)?((?:[\w$]+\s*,\s*)?(?:\{[^}]*\}|\*(?:\s+as\s+[\w$]+)?|[\w$]+))\s+from\s*["']([^"']+)["']/gm;
-const bare = /^[ \t]*import\s*["']([^"']+)["']/gm;
-const dynamic = /\bimport\(\s*["']([^"']+)["']\s*\)/g;
-
-/** The imports (and re-exports) of the TypeScript `source` of the repository file `file`. */
-function importsOf(file: string, source: string): Import[] {
-  const target = (specifier: string): string => (specifier.startsWith(".") ? relative(root, resolve(root, dirname(file), specifier)).replace(/\.js$/, ".ts") : specifier);
-  const found: Import[] = [];
-  for (const [statement, type, clause = "", specifier = ""] of source.matchAll(fromClause)) {
-    const named = /\{([^}]*)\}/.exec(clause)?.[1] ?? "";
-    const names = named
-      .split(",")
-      .map(
-        (name) =>
-          name
-            .trim()
-            .replace(/^type\s+/, "")
-            .split(/\s+as\s+/)[0]!,
-      )
-      .filter((name) => name !== "");
-    found.push({ target: target(specifier), names, typeOnly: type !== undefined, statement: statement.trim() });
-  }
-  for (const [statement, specifier = ""] of [...source.matchAll(bare), ...source.matchAll(dynamic)]) {
-    found.push({ target: target(specifier), names: [], typeOnly: false, statement: statement.trim() });
-  }
-  return found;
-}
 
 /** Every break of the folder's rules among `files` (repository-relative path and source). */
 function importViolations(files: ReadonlyArray<{ path: string; source: string }>): string[] {
@@ -84,23 +43,12 @@ function importViolations(files: ReadonlyArray<{ path: string; source: string }>
   return broken;
 }
 
-async function sourcesUnder(dir: string): Promise<Array<{ path: string; source: string }>> {
-  const entries = await readdir(join(root, dir), { recursive: true, withFileTypes: true });
-  const files = entries.filter((entry) => entry.isFile() && entry.name.endsWith(".ts"));
-  return Promise.all(
-    files.map(async (entry) => {
-      const path = relative(root, join(entry.parentPath, entry.name));
-      return { path, source: await readFile(join(root, path), "utf8") };
-    }),
-  );
-}
-
 describe("the migrations' imports", () => {
   it("are knex, the folder's own files, the definition's schema; runtime code imports only migrateToLatest", async () => {
     const files = await sourcesUnder("src");
     // The walk found both sides: the migrations and the runtime code that runs them.
     expect(files.filter((file) => file.path.startsWith(`${migrationsDir}/0`)).length).toBeGreaterThanOrEqual(11);
-    expect(files.some((file) => file.path === "src/storage/knex-repository.ts")).toBe(true);
+    expect(files.some((file) => file.path === "src/storage/sql-repository.ts")).toBe(true);
     expect(importViolations(files)).toEqual([]);
   });
 

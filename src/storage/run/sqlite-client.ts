@@ -69,15 +69,6 @@ export interface SqliteDatabase {
 }
 
 /**
- * The SQL function every costly SQLite search calls once per candidate row
- * (list-search.ts): 1 on the main connection; in a search worker it throws
- * once the pool has answered the statement's caller (a time limit, a
- * cancelled request), which ends the statement. Neither driver can interrupt
- * a statement otherwise (sqlite-search-worker.ts).
- */
-export const SEARCH_ALIVE = "search_alive";
-
-/**
  * The driver's `Database` class on this runtime (better-sqlite3, or the shim
  * over `node:sqlite`), for a connection that knex's pool does not hold: the
  * search workers' read-only ones (sqlite-search-worker.ts).

@@ -1,5 +1,5 @@
 /**
- * The search gate (list-search.ts searchRunner): at most `limit` costly
+ * The search gate (run/searches.ts searchRunner): at most `limit` costly
  * search statements at once on the database, and at most `perTenant` of them
  * for any one tenant, so one tenant keeping the gate busy cannot make the
  * others wait behind it (issue 25: one tenant holding every slot made another

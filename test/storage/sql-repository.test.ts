@@ -5,11 +5,12 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
 import { RegistryError } from "../../src/domain/errors.js";
 import { unfilteredQuery } from "../../src/domain/list-query.js";
-import type { Database } from "../../src/storage/connection.js";
-import { openDatabase } from "../../src/storage/connection.js";
-import { createKnexRepository, defaultSequencePrefix, defaultTenant } from "../../src/storage/knex-repository.js";
 import { migrateToLatest, migrateToNothing } from "../../src/storage/migrations/index.js";
 import type { AgentDefinitionRepository, AgentRef, StoredDefinition, WriteTransaction } from "../../src/storage/repository.js";
+import { defaultSequencePrefix, defaultTenant } from "../../src/storage/repository.js";
+import type { Database } from "../../src/storage/run/connection.js";
+import { openDatabase } from "../../src/storage/run/connection.js";
+import { createSqlRepository } from "../../src/storage/sql-repository.js";
 import type { FreshDatabase } from "../support/databases.js";
 import { forEachDatabase, useFreshDatabase } from "../support/databases.js";
 import { bytes, definition, fromBinaryBytes, fromJsonBytes, keyOf, newId, save, sleep, withIds } from "./fixtures.js";
@@ -23,7 +24,7 @@ forEachDatabase((db) => {
   let raw: Database;
 
   beforeAll(async () => {
-    repo = await createKnexRepository(target());
+    repo = await createSqlRepository(target());
     raw = await openDatabase(target());
     await repo.createTenant("other", "OTHER-");
   });
@@ -40,7 +41,7 @@ forEachDatabase((db) => {
 
   it("runs its migrations again on start without changing anything", async () => {
     const before = await count("agent_definitions");
-    const again = await createKnexRepository(target());
+    const again = await createSqlRepository(target());
     try {
       // The runtime's copy of the default tenant is the one migration 0002 seeded.
       expect((await again.getTenant(defaultTenant))?.sequencePrefix).toBe(defaultSequencePrefix);
@@ -536,7 +537,7 @@ forEachDatabase((db) => {
     const own = useFreshDatabase(db);
 
     it("roll all the way back and forward again", async () => {
-      const first = await createKnexRepository(own());
+      const first = await createSqlRepository(own());
       await save(first, definition({ name: "Before rollback" }));
       await first.close();
       const direct = await openDatabase(own());
@@ -547,7 +548,7 @@ forEachDatabase((db) => {
         }
         await migrateToLatest(direct.db);
         expect(await direct.db.schema.hasTable("agent_definitions")).toBe(true);
-        const again = await createKnexRepository(own());
+        const again = await createSqlRepository(own());
         expect(await again.getTenant("default")).toMatchObject({ sequencePrefix: "AGENT-", nextAgentNumber: 1 });
         await again.close();
       } finally {
@@ -582,7 +583,7 @@ forEachDatabase((db) => {
         await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
         const viaProxy = new URL(fresh.databaseUrl!);
         viaProxy.port = String((proxy.address() as AddressInfo).port);
-        const flaky = await createKnexRepository({ databaseUrl: viaProxy.toString(), dataDir: fresh.dataDir });
+        const flaky = await createSqlRepository({ databaseUrl: viaProxy.toString(), dataDir: fresh.dataDir });
         try {
           expect(await flaky.getTenant(tenant)).toBeDefined();
           await new Promise<void>((resolve) => {
@@ -608,7 +609,7 @@ forEachDatabase((db) => {
 
 describe("an unreachable MySQL server", () => {
   it("fails the start with UNAVAILABLE, not a raw driver error", async () => {
-    const attempt = createKnexRepository({ databaseUrl: "mysql://root@127.0.0.1:1/asor", dataDir: "/nonexistent-unused" });
+    const attempt = createSqlRepository({ databaseUrl: "mysql://root@127.0.0.1:1/asor", dataDir: "/nonexistent-unused" });
     await expect(attempt).rejects.toBeInstanceOf(RegistryError);
     await expect(attempt).rejects.toMatchObject({ code: "UNAVAILABLE" });
   });

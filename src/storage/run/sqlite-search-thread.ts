@@ -8,7 +8,8 @@
  * the main thread (transferred, not copied), which makes Buffers of them again.
  */
 import { parentPort, workerData } from "node:worker_threads";
-import { SEARCH_ALIVE, type SqliteDatabase, sqliteDriver } from "./sqlite-client.js";
+import { SEARCH_ALIVE } from "../queries/sql-functions.js";
+import { type SqliteDatabase, sqliteDriver } from "./sqlite-client.js";
 
 /** What the pool sends: one statement, numbered (from 1) so that a stop names it alone. */
 export interface SearchRequest {

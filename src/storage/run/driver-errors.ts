@@ -28,7 +28,7 @@ const retryableCodes = new Set([
 const retryableErrnos = new Set([1062, 1205, 1213]);
 
 /**
- * The server stopped a statement at the time limit it was given (list-search.ts):
+ * The server stopped a statement at the time limit it was given (run/searches.ts):
  * MariaDB's max_statement_time (1969; mysql2 knows no name for it, only the
  * errno) and MySQL's MAX_EXECUTION_TIME (3024). Unavailable, and told apart
  * by isStatementTimeout.
@@ -113,7 +113,7 @@ function* errorChain(error: unknown): Generator<object> {
 
 /**
  * True when the error (or one it wraps) is the server stopping a statement at
- * the time limit it was given (list-search.ts limits the searches): not a
+ * the time limit it was given (run/searches.ts limits the searches): not a
  * failure of the database, a search too costly to finish in time.
  */
 export function isStatementTimeout(error: unknown): boolean {

@@ -1,13 +1,13 @@
 /**
- * How the hot reads (queries.ts) reach the database: their SQL is built once,
+ * How the hot reads (queries/reads.ts) reach the database: their SQL is built once,
  * so all a read needs is a pooled connection and the driver.
  */
 import type { Knex } from "knex";
+import type { RunRead } from "../queries/reads.js";
+import type { DefinitionReadRow } from "../rows.js";
 import type { Dialect } from "./connection.js";
 import type { MysqlConnection, SqliteConnection } from "./driver.js";
 import { mysqlQuery, pooledConnections, sqliteStatements } from "./driver.js";
-import type { RunRead } from "./queries.js";
-import type { DefinitionReadRow } from "./rows.js";
 
 /**
  * Runs reads on a connection from knex's own pool, straight through the

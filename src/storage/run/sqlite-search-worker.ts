@@ -12,7 +12,7 @@
  * Deno 2.9.6, a terminated worker's statement runs on to its end, burning its
  * core and holding its read snapshot (a WAL checkpoint stays busy) until then.
  * So the statements stop themselves: every costly search calls SEARCH_ALIVE
- * once per candidate row (list-search.ts), and in a worker that function
+ * once per candidate row (queries/search.ts), and in a worker that function
  * throws once the pool has stored the statement's id in the memory it shares
  * with the worker, which the pool does when it answers the caller without the
  * statement's rows (the time limit, an aborted signal, close). The worker is
@@ -31,7 +31,7 @@
 import { Buffer } from "node:buffer";
 import { availableParallelism } from "node:os";
 import { Worker } from "node:worker_threads";
-import { unavailable } from "../domain/errors.js";
+import { unavailable } from "../../domain/errors.js";
 import type { SearchReply, SearchRequest, SearchWorkerData } from "./sqlite-search-thread.js";
 
 /** The pool's size and time limit (README, `SEARCH_SQLITE_WORKERS` and `SEARCH_TIMEOUT_MS`). */
@@ -58,7 +58,7 @@ export interface SqliteSearchPool {
   close(): Promise<void>;
 }
 
-/** A statement not answered within the pool's time limit; list-search.ts answers it as the MySQL servers' timeouts are. */
+/** A statement not answered within the pool's time limit; run/searches.ts answers it as the MySQL servers' timeouts are. */
 export class SearchStatementTimeout extends Error {
   override readonly name = "SearchStatementTimeout";
   constructor(readonly timeoutMillis: number) {

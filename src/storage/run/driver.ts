@@ -2,8 +2,8 @@
  * The drivers under knex, as the hot paths use them: a connection borrowed
  * from knex's own pool (the same connections, limits, session settings and
  * statement timeout as every other query; connection.ts), and the part of
- * each driver's API the runners call. read-runner.ts runs the hot reads this
- * way, write-runner.ts the write transaction.
+ * each driver's API the runners call. run/reads.ts runs the hot reads this
+ * way, run/writes.ts the write transaction.
  */
 import type { Knex } from "knex";
 

@@ -15,11 +15,11 @@
  * copy of these functions (migrations/frozen/0009-side-rows.ts): a change
  * here reaches the rows written from then on, not that migration.
  */
-import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
-import { type TermKind, wordsOf } from "../domain/list-query.js";
-import type { Dialect } from "./connection.js";
-import type { WriteContext } from "./queries.js";
-import type { WriteBinding } from "./write-runner.js";
+import type { AgentDefinition } from "../../../gen/asor/v1/agent_definition_pb.js";
+import { type TermKind, wordsOf } from "../../domain/list-query.js";
+import type { Dialect } from "../run/connection.js";
+import type { WriteBinding } from "../run/writes.js";
+import type { WriteContext } from "./writes.js";
 
 /** How each exact filter's kind is stored in definition_terms.kind. Never renumber. */
 export const TERM_KINDS: Readonly<Record<TermKind, number>> = {

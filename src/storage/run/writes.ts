@@ -1,8 +1,8 @@
 /**
- * How the write transaction (queries.ts, "inside a write") reaches the
+ * How the write transaction (queries/writes.ts) reaches the
  * database: BEGIN, its statements and COMMIT or ROLLBACK, sent by us on one
  * connection from knex's pool, straight through the driver, as the hot reads
- * are (read-runner.ts).
+ * are (run/reads.ts).
  *
  * Why not knex's transaction: new agents are numbered one at a time (the
  * tenant's sequence row is locked from the moment a creator knows it needs a

@@ -6,7 +6,8 @@ import { chmod, mkdir, open } from "node:fs/promises";
 import { join } from "node:path";
 import type { Knex } from "knex";
 import knex from "knex";
-import { SEARCH_ALIVE, sqliteClient } from "./sqlite-client.js";
+import { SEARCH_ALIVE } from "../queries/sql-functions.js";
+import { sqliteClient } from "./sqlite-client.js";
 
 /** Which SQL dialect a knex instance speaks; queries branch on it where the two differ. */
 export type Dialect = "mysql" | "sqlite";
@@ -128,8 +129,8 @@ function mysqlConfig(databaseUrl: string, timeoutMillis: number, statementTimeou
           `SET SESSION sql_mode = CONCAT_WS(',', NULLIF(@@SESSION.sql_mode, ''), 'STRICT_ALL_TABLES'), SESSION innodb_lock_wait_timeout = ${lockWaitTimeoutSeconds(statementTimeoutMillis)}, time_zone = '+00:00'`,
           (error: Error | null) => {
             if (error !== null) return done(error, connection);
-            // READ COMMITTED for the write transactions (knex-repository.ts says why), set here once
-            // instead of by a statement before every BEGIN (write-runner.ts). It changes nothing for
+            // READ COMMITTED for the write transactions (sql-repository.ts says why), set here once
+            // instead of by a statement before every BEGIN (run/writes.ts). It changes nothing for
             // the other statements, each a transaction of its own: either level reads a statement's
             // rows as committed when it started.
             connection.query("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED", (isolationError: Error | null) => {

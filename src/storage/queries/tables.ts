@@ -1,0 +1,5 @@
+/** The tables the queries name (migrations 0001-0005 made them). */
+export const tenants = "tenants";
+export const agents = "agents";
+export const externalIds = "agent_external_ids";
+export const definitions = "agent_definitions";

@@ -1,0 +1,295 @@
+/**
+ * The WriteTransaction the repository hands to `write`'s work
+ * (sql-repository.ts): each call is one or two statements of queries/writes.ts
+ * on the transaction's connection, and the first race or lost connection
+ * dooms the attempt, which the repository then runs again or reports.
+ */
+import { Buffer } from "node:buffer";
+import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
+import type { Lifecycle } from "../domain/records.js";
+import { indexDefinition } from "./queries/search-index.js";
+import type { WriteContext } from "./queries/writes.js";
+import {
+  clearLatest,
+  findAgentByNameForUpdate,
+  findByKeyForUpdate,
+  findExternalIdOwnerForUpdate,
+  findInstanceById,
+  findInstanceByIdForUpdate,
+  findInstancesOfAgentForUpdate,
+  findNewestInstanceByReference,
+  insertAgent,
+  insertDefinition,
+  insertExternalId,
+  lockAgent,
+  lockSequenceAndFindAgent,
+  newestLiveOfAgent,
+  readStoredInWrite,
+  refreshLatest,
+  takeAgentNumber,
+  updateDocument,
+  updateStatus,
+} from "./queries/writes.js";
+import type { AgentRef, DefinitionStatus, InstanceRef, KeyedInstanceRef, StoredDefinition, Tenant, UpsertKey, WriteTransaction } from "./repository.js";
+import { agentReferenceId, encodeDefinition, fromDatabaseInteger, toAgentRef, toDatabaseTimestamp, toInstanceRef, toStoredDefinition } from "./rows.js";
+import { classifyDriverError } from "./run/driver-errors.js";
+
+/** An instance id as the registry issues it: 32 lowercase hex characters. */
+export const instanceId = /^[0-9a-f]{32}$/;
+
+/** The WriteTransaction handed to `write`'s work: the queries, bound to one transaction and tenant. */
+export class SqlWriteTransaction implements WriteTransaction {
+  readonly tenant: Tenant;
+  readonly #context: WriteContext;
+  #ended = false;
+  /** The first race or connection failure of a statement; it dooms the whole attempt. */
+  #failure: { readonly error: unknown } | undefined;
+  /** Agents whose row this transaction holds locked (MySQL), so their latest flag is ours to move without asking again. */
+  readonly #lockedAgents = new Set<number>();
+  /** Agents this transaction created: they have no other versions whose latest flag would need clearing. */
+  readonly #createdAgents = new Set<number>();
+
+  constructor(context: WriteContext, tenant: Tenant) {
+    this.#context = context;
+    this.tenant = tenant;
+  }
+
+  async findByKey(key: UpsertKey): Promise<KeyedInstanceRef | undefined> {
+    const row = await this.#run((context) => findByKeyForUpdate(context, this.tenant.name, key));
+    return row === undefined ? undefined : toInstanceRef(row);
+  }
+
+  async findById(id: string): Promise<KeyedInstanceRef | undefined> {
+    if (!instanceId.test(id)) return undefined;
+    const row = await this.#run((context) => findInstanceById(context, this.tenant.name, id));
+    return row === undefined ? undefined : toInstanceRef(row);
+  }
+
+  async findByIdForUpdate(id: string): Promise<KeyedInstanceRef | undefined> {
+    if (!instanceId.test(id)) return undefined;
+    const row = await this.#run((context) => findInstanceByIdForUpdate(context, this.tenant.name, id));
+    return row === undefined ? undefined : toInstanceRef(row);
+  }
+
+  async findVersionsForUpdate(agent: AgentRef): Promise<KeyedInstanceRef[]> {
+    const rows = await this.#run(async (context) => {
+      // The agent first, as every writer that moves its latest flag takes it (queries.lockAgent).
+      await this.#lockAgent(context, agent.number);
+      return findInstancesOfAgentForUpdate(context, this.tenant.name, agent.number);
+    });
+    return rows.map(toInstanceRef);
+  }
+
+  async isAgentDeactivated(agent: AgentRef): Promise<boolean> {
+    return this.#run(async (context) => {
+      await this.#lockAgent(context, agent.number);
+      return (await newestLiveOfAgent(context, this.tenant.name, agent.number)) === undefined;
+    });
+  }
+
+  async findNewestByReference(referenceId: string): Promise<InstanceRef | undefined> {
+    const row = await this.#run((context) => findNewestInstanceByReference(context, this.tenant.name, referenceId));
+    return row === undefined ? undefined : toInstanceRef(row);
+  }
+
+  async findAgentByName(providerId: string, name: string): Promise<AgentRef | undefined> {
+    const row = await this.#run(async (context) => {
+      const tenant = this.tenant.name;
+      const found = await findAgentByNameForUpdate(context, tenant, providerId, name);
+      if (found !== undefined) {
+        this.#lockedAgents.add(fromDatabaseInteger(found.number));
+        return found;
+      }
+      // Under READ COMMITTED nothing locks an absent row, and the caller decides on the absence
+      // beyond inserting the agent (e.g. an externalAgentID held by someone else is a clash for a
+      // new agent): so hold the tenant's sequence, which every creator of an agent holds until
+      // it commits, and look again. From here the agent stays absent until we create it. The
+      // first look takes no such lock, so new versions of existing agents never queue on it.
+      return context.statements.dialect === "mysql" ? lockSequenceAndFindAgent(context, tenant, providerId, name) : undefined;
+    });
+    return row === undefined ? undefined : toAgentRef(row);
+  }
+
+  async findExternalIdOwner(providerId: string, externalAgentId: string): Promise<number | undefined> {
+    const row = await this.#run((context) => findExternalIdOwnerForUpdate(context, this.tenant.name, providerId, externalAgentId));
+    return row === undefined ? undefined : fromDatabaseInteger(row.agent_number);
+  }
+
+  createAgent(providerId: string, name: string): Promise<AgentRef> {
+    // The prefix as the transaction read it: a tenant's prefix is set when it is created and no
+    // statement changes it, so it need not be read again under the sequence's lock.
+    const prefix = this.tenant.sequencePrefix;
+    const tenant = this.tenant.name;
+    // Everything but the number is ready before the sequence is taken: from there to COMMIT every
+    // other creator in the tenant waits.
+    const createdAt = toDatabaseTimestamp(new Date());
+    return this.#run(async (context) => {
+      if (prefix === null) {
+        // The service answers A2849 before it gets here; this guards against a bug, not a request.
+        throw new Error(`Tenant "${tenant}" has no agent id sequence generator, so it cannot number a new agent.`);
+      }
+      const number = await takeAgentNumber(context, tenant);
+      const referenceId = agentReferenceId(prefix, number);
+      await insertAgent(context, { tenant, number, reference_id: referenceId, provider_id: providerId, name, created_at: createdAt });
+      // Our own uncommitted row: no one else can lock it or add versions to it before we commit.
+      this.#lockedAgents.add(number);
+      this.#createdAgents.add(number);
+      return { number, referenceId };
+    });
+  }
+
+  async claimExternalId(providerId: string, externalAgentId: string, agentNumber: number): Promise<void> {
+    await this.#run((context) =>
+      insertExternalId(context, {
+        tenant: this.tenant.name,
+        provider_id: providerId,
+        external_agent_id: externalAgentId,
+        agent_number: agentNumber,
+        created_at: toDatabaseTimestamp(new Date()),
+      }),
+    );
+  }
+
+  async insert(key: UpsertKey, agent: AgentRef, definition: AgentDefinition): Promise<StoredDefinition> {
+    if (!instanceId.test(definition.id)) {
+      throw new Error(`insert() was given "${definition.id}" as a new instance id; expected 32 lowercase hex characters.`);
+    }
+    const tenant = this.tenant.name;
+    const now = new Date();
+    const timestamp = toDatabaseTimestamp(now);
+    const { document, json, binary } = encodeDefinition(definition);
+    await this.#run(async (context) => {
+      // The new version is ACTIVE and the agent's newest, so it takes the latest flag from the
+      // others; under the agent's lock, so that concurrent writers of the agent see each other.
+      // A new agent has no others: its first version costs no statement more than before.
+      if (!this.#createdAgents.has(agent.number)) {
+        await this.#lockAgent(context, agent.number);
+        await clearLatest(context, tenant, agent.number);
+      }
+      const seq = await insertDefinition(context, {
+        id: definition.id,
+        tenant,
+        name: key.name,
+        provider_id: key.providerId,
+        version: key.version,
+        agent_number: agent.number,
+        document,
+        document_binary: binary,
+        created_at: timestamp,
+        updated_at: timestamp,
+        status_changed_at: timestamp,
+        is_latest: true,
+      });
+      await indexDefinition(context, tenant, definition.id, definition, seq);
+    });
+    return {
+      id: definition.id,
+      tenant,
+      agent,
+      json,
+      binary,
+      createdAt: now,
+      updatedAt: now,
+      revision: 1,
+      status: "ACTIVE",
+      statusMessage: null,
+      statusChangedAt: now,
+      latest: true,
+    };
+  }
+
+  async update(existing: KeyedInstanceRef, definition: AgentDefinition): Promise<StoredDefinition> {
+    if (existing.tenant !== this.tenant.name) {
+      throw new Error(`update() was given an instance of tenant "${existing.tenant}" in a transaction on "${this.tenant.name}".`);
+    }
+    if (definition.id !== existing.id) {
+      // The id is the instance's identity and links versions: an update must never move it.
+      throw new Error(`update() was given id "${definition.id}" for the existing instance "${existing.id}".`);
+    }
+    const { document, json, binary } = encodeDefinition(definition);
+    // The same content again (an idempotent re-registration) is no change: no write, and the
+    // revision, updatedAt and so the ETag stay, so the caches of readers stay valid.
+    if (Buffer.compare(existing.binary, binary) === 0) {
+      return { ...lifecycleOf(existing), id: existing.id, tenant: existing.tenant, agent: existing.agent, json, binary, createdAt: existing.createdAt, updatedAt: existing.updatedAt };
+    }
+    const now = new Date();
+    await this.#run(async (context) => {
+      await updateDocument(context, existing.tenant, existing.id, { document, document_binary: binary, updated_at: toDatabaseTimestamp(now) });
+      await indexDefinition(context, existing.tenant, existing.id, definition);
+    });
+    // Status, its message and time, and the latest flag stay: only content changed.
+    return {
+      id: existing.id,
+      tenant: existing.tenant,
+      agent: existing.agent,
+      json,
+      binary,
+      createdAt: existing.createdAt,
+      updatedAt: now,
+      revision: existing.revision + 1,
+      status: existing.status,
+      statusMessage: existing.statusMessage,
+      statusChangedAt: existing.statusChangedAt,
+      latest: existing.latest,
+    };
+  }
+
+  async setStatus(versions: readonly InstanceRef[], status: DefinitionStatus, statusMessage: string | null): Promise<StoredDefinition[]> {
+    const [first] = versions;
+    if (first === undefined) return [];
+    const tenant = this.tenant.name;
+    if (versions.some((v) => v.tenant !== tenant || v.agent.number !== first.agent.number)) {
+      throw new Error(`setStatus() was given versions of more than one agent, or of another tenant than "${tenant}".`);
+    }
+    const at = toDatabaseTimestamp(new Date());
+    return this.#run(async (context) => {
+      // Agent, then versions: the order findVersionsForUpdate and insert lock in.
+      await this.#lockAgent(context, first.agent.number);
+      for (const version of versions) await updateStatus(context, tenant, version.id, { status, status_message: statusMessage, at });
+      await refreshLatest(context, tenant, first.agent.number);
+      const stored: StoredDefinition[] = [];
+      for (const version of versions) {
+        const row = await readStoredInWrite(context, tenant, version.id);
+        const definition = row === undefined ? undefined : toStoredDefinition(tenant, row);
+        if (definition === undefined) throw new Error(`Agent definition ${version.id} vanished inside its own status change.`);
+        stored.push(definition);
+      }
+      return stored;
+    });
+  }
+
+  /** Locks the agent's row (queries.lockAgent) unless this transaction holds it already. */
+  async #lockAgent(context: WriteContext, agentNumber: number): Promise<void> {
+    if (this.#lockedAgents.has(agentNumber)) return;
+    await lockAgent(context, this.tenant.name, agentNumber);
+    this.#lockedAgents.add(agentNumber);
+  }
+
+  /** Rethrows the failure that doomed this attempt, if any. */
+  throwIfFailed(): void {
+    if (this.#failure !== undefined) throw this.#failure.error;
+  }
+
+  /** Called when the transaction is over; later calls fail loudly instead of running outside it. */
+  end(): void {
+    this.#ended = true;
+  }
+
+  async #run<T>(query: (context: WriteContext) => Promise<T>): Promise<T> {
+    if (this.#ended) throw new Error("A WriteTransaction was used after its write() ended.");
+    this.throwIfFailed();
+    try {
+      return await query(this.#context);
+    } catch (error) {
+      if (classifyDriverError(error) !== "other") this.#failure ??= { error };
+      throw error;
+    }
+  }
+}
+
+/** Whether two byte arrays hold the same bytes. */
+
+/** The lifecycle members of an instance, as they are. */
+function lifecycleOf(instance: InstanceRef): Lifecycle {
+  return { revision: instance.revision, status: instance.status, statusMessage: instance.statusMessage, statusChangedAt: instance.statusChangedAt, latest: instance.latest };
+}
