@@ -32,6 +32,9 @@ Members marked \`readOnly\` are filled in by the service; they are accepted on i
 
 Errors carry a stable \`code\` (clients branch on the code, never on the message): the request's as a whole, and each problem's in \`errors\`.`;
 
+/** Where the paths are: relative to the document's own address, as the service serves it. */
+const SERVERS = [{ url: "/", description: "The service that serves this document at `/openapi.json`: every path is relative to its origin." }];
+
 function validationResponse(description: string, headers: JsonObject = {}): JsonObject {
   return { description, ...(Object.keys(headers).length > 0 ? { headers } : {}), content: { "application/json": { schema: { $ref: `#/components/schemas/${VALIDATION_ERROR}` } } } };
 }
@@ -322,6 +325,7 @@ export function createOpenApiDocument({ services, policy, errorBodies }: OpenApi
   return {
     openapi: "3.1.0",
     info: { title: "Agent definition registry", summary: SUMMARY, description: DESCRIPTION, version: "v1" },
+    servers: SERVERS,
     tags: services.map((s) => ({ name: s.name, description: leadingComment(s) })),
     paths,
     components: {
