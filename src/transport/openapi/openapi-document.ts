@@ -6,6 +6,7 @@ import { HEADER_FIELDS } from "../rest/rest-request.js";
 import { buildRouteTable, type RestRoute } from "../rest/route-table.js";
 import { createMessageSchemas, type MessageSchemas } from "./message-schemas.js";
 import { leadingComment } from "./proto-comments.js";
+import { FILTER_VALUE_LENGTH, FILTER_VALUES, KEYWORDS_LENGTH, REQUEST_LINE_BUDGET, refineQuerySchema } from "./query-parameters.js";
 
 export interface OpenApiOptions {
   /** The services whose `google.api.http` bindings make up the REST surface. */
@@ -30,7 +31,9 @@ Every call needs \`Authorization: Bearer <access token>\`; each operation names 
 
 Members marked \`readOnly\` are filled in by the service; they are accepted on input and replaced, so a client can POST back what it read. Unknown members and query parameters are refused with 400, naming them.
 
-Errors carry a stable \`code\` (clients branch on the code, never on the message): the request's as a whole, and each problem's in \`errors\`.`;
+Errors carry a stable \`code\` (clients branch on the code, never on the message): the request's as a whole, and each problem's in \`errors\`.
+
+A request's line and headers together must fit in 16 KiB (Node's \`--max-http-header-size\`); a longer one is refused with 431. The limits of the list's query parameters here are those under which any query this document allows keeps its request line within ${REQUEST_LINE_BUDGET / 1024} KiB, every character percent-encoded at its longest, leaving the rest to the headers, \`Authorization\` included: ${FILTER_VALUES} values of up to ${FILTER_VALUE_LENGTH} characters for each exact filter, \`q\` up to ${KEYWORDS_LENGTH}. The service takes more (20 values of up to 255 characters a filter, \`q\` up to 500, as over gRPC and Connect) while the request fits.`;
 
 /** Where the paths are: relative to the document's own address, as the service serves it. */
 const SERVERS = [{ url: "/", description: "The service that serves this document at `/openapi.json`: every path is relative to its origin." }];
@@ -134,7 +137,7 @@ function parameter(schemas: MessageSchemas, field: DescField, where: "path" | "q
     in: where,
     ...(description === "" ? {} : { description }),
     required: where === "path" || schemas.isRequired(field),
-    schema: withoutAnnotations(schemas.field(field)),
+    schema: where === "query" ? refineQuerySchema(field, withoutAnnotations(schemas.field(field))) : withoutAnnotations(schemas.field(field)),
   };
 }
 
