@@ -59,6 +59,8 @@ const RESPONSE_NAMES: Readonly<Record<number, string>> = {
   412: "PreconditionFailed",
   413: "PayloadTooLarge",
   415: "UnsupportedMediaType",
+  // Named ahead of the error-table row for a request line and headers past Node's 16 KiB.
+  431: "RequestHeaderFieldsTooLarge",
   500: "InternalError",
   503: "Unavailable",
 };
