@@ -55,6 +55,18 @@ function lockWaitTimeoutSeconds(timeoutMillis: number): number {
 /** Connections of the MySQL pool; config.ts keeps SEARCH_MAX_CONCURRENT below it. */
 export const MYSQL_POOL_SIZE = 10;
 
+/** The MySQL-dialect server's VERSION(). */
+export async function serverVersion(db: Knex): Promise<string> {
+  // knex.raw on mysql2 answers [rows, fields].
+  const [rows] = (await db.raw("SELECT VERSION() AS version")) as [Array<{ version: string }>, unknown];
+  return rows[0]?.version ?? "";
+}
+
+/** Whether a VERSION() is MariaDB's (which spells some things differently from MySQL 8). */
+export function isMariaDb(version: string): boolean {
+  return /mariadb/i.test(version);
+}
+
 /** Opens (lazily: the pool connects on first use) the database described by `options`. */
 export async function openDatabase(options: StorageOptions): Promise<Database> {
   if (options.databaseUrl !== undefined && options.databaseUrl !== "") {

@@ -24,7 +24,35 @@ import {
 } from "./list-search.js";
 import { migrateToLatest } from "./migrations/index.js";
 import type { QueryContext, ReadContext, WriteContext, WriteStatements } from "./queries.js";
-import * as queries from "./queries.js";
+import {
+  clearLatest,
+  findAgentByNameForUpdate,
+  findByKeyForUpdate,
+  findExternalIdOwnerForUpdate,
+  findInstanceById,
+  findInstanceByIdForUpdate,
+  findInstancesOfAgentForUpdate,
+  findNewestInstanceByReference,
+  findTenant,
+  findTenantIn,
+  insertAgent,
+  insertDefinition,
+  insertExternalId,
+  insertTenant,
+  listTenants,
+  lockAgent,
+  lockSequenceAndFindAgent,
+  newestLiveOfAgent,
+  readById,
+  readNewestByReference,
+  readStatements,
+  readStoredInWrite,
+  refreshLatest,
+  takeAgentNumber,
+  updateDocument,
+  updateStatus,
+  writeStatements,
+} from "./queries.js";
 import { driverRunner } from "./read-runner.js";
 import type {
   AgentDefinitionRepository,
@@ -50,7 +78,7 @@ import { transactionRunner } from "./write-runner.js";
 
 export type { StorageOptions } from "./connection.js";
 export type { SearchLimits } from "./list-search.js";
-export { defaultSequencePrefix, defaultTenant } from "./migrations/0002-seed-default-tenant.js";
+export { defaultSequencePrefix, defaultTenant } from "./repository.js";
 
 /** Where the data lives, and the limits of the list's searches (`SEARCH_MAX_CONCURRENT`, `SEARCH_TIMEOUT_MS`). */
 export interface RepositoryOptions extends StorageOptions {
@@ -144,7 +172,7 @@ class KnexRepository implements AgentDefinitionRepository {
     this.#pageMaxBytes = pageMaxBytes;
     this.#db = db;
     this.#context = { tx: db, dialect };
-    this.#reads = { run: driverRunner(db, dialect), statements: queries.readStatements(dialect) };
+    this.#reads = { run: driverRunner(db, dialect), statements: readStatements(dialect) };
     // READ COMMITTED on MySQL (every connection's session level, connection.ts): a locking read
     // that finds nothing takes no gap lock. Under REPEATABLE READ the gap locks of writers
     // creating different new agents deadlock against the tenant row that numbers them, and 200
@@ -152,7 +180,7 @@ class KnexRepository implements AgentDefinitionRepository {
     // indexes: a racing insert of the same key, agent or externalAgentID fails with a duplicate
     // key and the work runs again. SQLite is serializable anyway.
     this.#transaction = transactionRunner(db, dialect);
-    this.#writes = queries.writeStatements(dialect);
+    this.#writes = writeStatements(dialect);
     // Gated and time-limited, so searches cannot take the pool from reads and writes (list-search.ts).
     this.#search = searchRunner(db, dialect, searchLimits);
     this.#searchLimits = searchLimits;
@@ -183,7 +211,7 @@ class KnexRepository implements AgentDefinitionRepository {
   }
 
   async #writeOnce<T>(context: WriteContext, tenant: string, work: (tx: WriteTransaction) => Promise<T>): Promise<T> {
-    const row = await queries.findTenantIn(context, tenant);
+    const row = await findTenantIn(context, tenant);
     if (row === undefined) throw tenantNotFound(tenant);
     const tx = new SqlWriteTransaction(context, toTenant(row));
     try {
@@ -204,12 +232,12 @@ class KnexRepository implements AgentDefinitionRepository {
     // An id we could not have issued (which also keeps non-ASCII out of a comparison with the
     // ASCII id column) is looked up as "", which no row has: the same one statement still
     // tells an unknown tenant from an unknown id.
-    const rows = await guard(() => queries.readById(this.#reads, tenant, instanceId.test(id) ? id : ""));
+    const rows = await guard(() => readById(this.#reads, tenant, instanceId.test(id) ? id : ""));
     return oneOf(tenant, rows);
   }
 
   async getNewestByReference(tenant: string, referenceId: string): Promise<StoredDefinition | undefined> {
-    const rows = await guard(() => queries.readNewestByReference(this.#reads, tenant, referenceId));
+    const rows = await guard(() => readNewestByReference(this.#reads, tenant, referenceId));
     return oneOf(tenant, rows);
   }
 
@@ -239,14 +267,14 @@ class KnexRepository implements AgentDefinitionRepository {
   }
 
   async getTenant(tenant: string): Promise<Tenant | undefined> {
-    const row = await guard(() => queries.findTenant(this.#context, tenant));
+    const row = await guard(() => findTenant(this.#context, tenant));
     return row === undefined ? undefined : toTenant(row);
   }
 
   async createTenant(name: string, sequencePrefix: string | null): Promise<Tenant> {
     const createdAt = new Date();
     try {
-      await queries.insertTenant(this.#context, {
+      await insertTenant(this.#context, {
         name,
         sequence_prefix: sequencePrefix,
         next_agent_number: 1,
@@ -260,7 +288,7 @@ class KnexRepository implements AgentDefinitionRepository {
   }
 
   async listTenants(): Promise<Tenant[]> {
-    const rows = await guard(() => queries.listTenants(this.#context));
+    const rows = await guard(() => listTenants(this.#context));
     return rows.map(toTenant);
   }
 
@@ -337,19 +365,19 @@ class SqlWriteTransaction implements WriteTransaction {
   }
 
   async findByKey(key: UpsertKey): Promise<KeyedInstanceRef | undefined> {
-    const row = await this.#run((context) => queries.findByKeyForUpdate(context, this.tenant.name, key));
+    const row = await this.#run((context) => findByKeyForUpdate(context, this.tenant.name, key));
     return row === undefined ? undefined : toInstanceRef(row);
   }
 
   async findById(id: string): Promise<KeyedInstanceRef | undefined> {
     if (!instanceId.test(id)) return undefined;
-    const row = await this.#run((context) => queries.findInstanceById(context, this.tenant.name, id));
+    const row = await this.#run((context) => findInstanceById(context, this.tenant.name, id));
     return row === undefined ? undefined : toInstanceRef(row);
   }
 
   async findByIdForUpdate(id: string): Promise<KeyedInstanceRef | undefined> {
     if (!instanceId.test(id)) return undefined;
-    const row = await this.#run((context) => queries.findInstanceByIdForUpdate(context, this.tenant.name, id));
+    const row = await this.#run((context) => findInstanceByIdForUpdate(context, this.tenant.name, id));
     return row === undefined ? undefined : toInstanceRef(row);
   }
 
@@ -357,7 +385,7 @@ class SqlWriteTransaction implements WriteTransaction {
     const rows = await this.#run(async (context) => {
       // The agent first, as every writer that moves its latest flag takes it (queries.lockAgent).
       await this.#lockAgent(context, agent.number);
-      return queries.findInstancesOfAgentForUpdate(context, this.tenant.name, agent.number);
+      return findInstancesOfAgentForUpdate(context, this.tenant.name, agent.number);
     });
     return rows.map(toInstanceRef);
   }
@@ -365,19 +393,19 @@ class SqlWriteTransaction implements WriteTransaction {
   async isAgentDeactivated(agent: AgentRef): Promise<boolean> {
     return this.#run(async (context) => {
       await this.#lockAgent(context, agent.number);
-      return (await queries.newestLiveOfAgent(context, this.tenant.name, agent.number)) === undefined;
+      return (await newestLiveOfAgent(context, this.tenant.name, agent.number)) === undefined;
     });
   }
 
   async findNewestByReference(referenceId: string): Promise<InstanceRef | undefined> {
-    const row = await this.#run((context) => queries.findNewestInstanceByReference(context, this.tenant.name, referenceId));
+    const row = await this.#run((context) => findNewestInstanceByReference(context, this.tenant.name, referenceId));
     return row === undefined ? undefined : toInstanceRef(row);
   }
 
   async findAgentByName(providerId: string, name: string): Promise<AgentRef | undefined> {
     const row = await this.#run(async (context) => {
       const tenant = this.tenant.name;
-      const found = await queries.findAgentByNameForUpdate(context, tenant, providerId, name);
+      const found = await findAgentByNameForUpdate(context, tenant, providerId, name);
       if (found !== undefined) {
         this.#lockedAgents.add(fromDatabaseInteger(found.number));
         return found;
@@ -387,13 +415,13 @@ class SqlWriteTransaction implements WriteTransaction {
       // new agent): so hold the tenant's sequence, which every creator of an agent holds until
       // it commits, and look again. From here the agent stays absent until we create it. The
       // first look takes no such lock, so new versions of existing agents never queue on it.
-      return context.statements.dialect === "mysql" ? queries.lockSequenceAndFindAgent(context, tenant, providerId, name) : undefined;
+      return context.statements.dialect === "mysql" ? lockSequenceAndFindAgent(context, tenant, providerId, name) : undefined;
     });
     return row === undefined ? undefined : toAgentRef(row);
   }
 
   async findExternalIdOwner(providerId: string, externalAgentId: string): Promise<number | undefined> {
-    const row = await this.#run((context) => queries.findExternalIdOwnerForUpdate(context, this.tenant.name, providerId, externalAgentId));
+    const row = await this.#run((context) => findExternalIdOwnerForUpdate(context, this.tenant.name, providerId, externalAgentId));
     return row === undefined ? undefined : fromDatabaseInteger(row.agent_number);
   }
 
@@ -410,9 +438,9 @@ class SqlWriteTransaction implements WriteTransaction {
         // The service answers A2849 before it gets here; this guards against a bug, not a request.
         throw new Error(`Tenant "${tenant}" has no agent id sequence generator, so it cannot number a new agent.`);
       }
-      const number = await queries.takeAgentNumber(context, tenant);
+      const number = await takeAgentNumber(context, tenant);
       const referenceId = agentReferenceId(prefix, number);
-      await queries.insertAgent(context, { tenant, number, reference_id: referenceId, provider_id: providerId, name, created_at: createdAt });
+      await insertAgent(context, { tenant, number, reference_id: referenceId, provider_id: providerId, name, created_at: createdAt });
       // Our own uncommitted row: no one else can lock it or add versions to it before we commit.
       this.#lockedAgents.add(number);
       this.#createdAgents.add(number);
@@ -422,7 +450,7 @@ class SqlWriteTransaction implements WriteTransaction {
 
   async claimExternalId(providerId: string, externalAgentId: string, agentNumber: number): Promise<void> {
     await this.#run((context) =>
-      queries.insertExternalId(context, {
+      insertExternalId(context, {
         tenant: this.tenant.name,
         provider_id: providerId,
         external_agent_id: externalAgentId,
@@ -446,9 +474,9 @@ class SqlWriteTransaction implements WriteTransaction {
       // A new agent has no others: its first version costs no statement more than before.
       if (!this.#createdAgents.has(agent.number)) {
         await this.#lockAgent(context, agent.number);
-        await queries.clearLatest(context, tenant, agent.number);
+        await clearLatest(context, tenant, agent.number);
       }
-      const seq = await queries.insertDefinition(context, {
+      const seq = await insertDefinition(context, {
         id: definition.id,
         tenant,
         name: key.name,
@@ -496,7 +524,7 @@ class SqlWriteTransaction implements WriteTransaction {
     }
     const now = new Date();
     await this.#run(async (context) => {
-      await queries.updateDocument(context, existing.tenant, existing.id, { document, document_binary: binary, updated_at: toDatabaseTimestamp(now) });
+      await updateDocument(context, existing.tenant, existing.id, { document, document_binary: binary, updated_at: toDatabaseTimestamp(now) });
       await indexDefinition(context, existing.tenant, existing.id, definition);
     });
     // Status, its message and time, and the latest flag stay: only content changed.
@@ -527,11 +555,11 @@ class SqlWriteTransaction implements WriteTransaction {
     return this.#run(async (context) => {
       // Agent, then versions: the order findVersionsForUpdate and insert lock in.
       await this.#lockAgent(context, first.agent.number);
-      for (const version of versions) await queries.updateStatus(context, tenant, version.id, { status, status_message: statusMessage, at });
-      await queries.refreshLatest(context, tenant, first.agent.number);
+      for (const version of versions) await updateStatus(context, tenant, version.id, { status, status_message: statusMessage, at });
+      await refreshLatest(context, tenant, first.agent.number);
       const stored: StoredDefinition[] = [];
       for (const version of versions) {
-        const row = await queries.readStoredInWrite(context, tenant, version.id);
+        const row = await readStoredInWrite(context, tenant, version.id);
         const definition = row === undefined ? undefined : toStoredDefinition(tenant, row);
         if (definition === undefined) throw new Error(`Agent definition ${version.id} vanished inside its own status change.`);
         stored.push(definition);
@@ -543,7 +571,7 @@ class SqlWriteTransaction implements WriteTransaction {
   /** Locks the agent's row (queries.lockAgent) unless this transaction holds it already. */
   async #lockAgent(context: WriteContext, agentNumber: number): Promise<void> {
     if (this.#lockedAgents.has(agentNumber)) return;
-    await queries.lockAgent(context, this.tenant.name, agentNumber);
+    await lockAgent(context, this.tenant.name, agentNumber);
     this.#lockedAgents.add(agentNumber);
   }
 

@@ -15,6 +15,17 @@ export interface Work {
   readonly signal?: AbortSignal | undefined;
 }
 
+/**
+ * The tenant a fresh database holds, so an installation accepts definitions
+ * without an admin step. Migration 0002 seeds it with its own copy of these
+ * values (migrations import nothing of the runtime's); knex-repository.test.ts
+ * pins that the two agree.
+ */
+export const defaultTenant = "default";
+
+/** The sequence prefix of the default tenant: its agents are `Agent_ID=AGENT-1`, `Agent_ID=AGENT-2`... */
+export const defaultSequencePrefix = "AGENT-";
+
 export interface Page {
   readonly limit: number;
   readonly offset: number;

@@ -1,22 +1,25 @@
 /**
  * What the list's filters and keyword search find a definition by, made from
  * the definition itself, and kept in the side tables of migration 0009 inside
- * the write transaction that stores it (indexDefinition). The migration's
- * backfill and the bench's seeding write theirs through insertSideRows.
+ * the write transaction that stores it (indexDefinition). The bench's
+ * seeding writes its own through insertSideRows.
  *
  * The status and is_latest copies in the side tables are the triggers' job
  * (0009): indexDefinition copies them from the row as it is at that moment,
  * and any later change of either in the same or a later transaction is
- * carried over by the update trigger.
+ * carried over by the update trigger. The counters' shards (seq % 16) are
+ * the triggers' too: the list sums every shard of a counter, so nothing here
+ * knows how many there are.
+ *
+ * Migration 0009 indexed the definitions stored before it with its own frozen
+ * copy of these functions (migrations/frozen/0009-side-rows.ts): a change
+ * here reaches the rows written from then on, not that migration.
  */
 import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
 import { type TermKind, wordsOf } from "../domain/list-query.js";
 import type { Dialect } from "./connection.js";
 import type { WriteContext } from "./queries.js";
 import type { WriteBinding } from "./write-runner.js";
-
-/** The counters of definition_counts are split over this many rows per (tenant, status, is_latest). */
-export const SHARDS = 16;
 
 /** How each exact filter's kind is stored in definition_terms.kind. Never renumber. */
 export const TERM_KINDS: Readonly<Record<TermKind, number>> = {
@@ -134,9 +137,9 @@ const rowsPerInsert = 1_000;
 
 /**
  * Writes the side rows (terms and text) of definitions stored with nothing
- * indexed yet, in multi-row inserts: what migration 0009's backfill and the
- * bench's seeding need, from the same functions and statements as the write
- * path. `run` runs one statement with its bindings.
+ * indexed yet, in multi-row inserts: what the bench's seeding needs, from
+ * the same functions and statements as the write path. `run` runs one
+ * statement with its bindings.
  */
 export async function insertSideRows(dialect: Dialect, run: (sql: string, bindings: WriteBinding[]) => Promise<unknown>, definitions: readonly Unindexed[]): Promise<void> {
   const sql = indexStatements(dialect);

@@ -1,9 +1,10 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { dirname, join, normalize } from "node:path";
 import { describe, expect, it } from "vitest";
 import { allCodes, ERRORS } from "../../src/domain/errors.js";
 
-describe("the README", () => {
-  const readme = readFileSync("README.md", "utf8");
+describe("docs/errors.md", () => {
+  const readme = readFileSync("docs/errors.md", "utf8");
   const codesTable = readme.slice(readme.indexOf("Codes (`code`):"), readme.indexOf("\n## ", readme.indexOf("Codes (`code`):")));
   const documented = new Set([...codesTable.matchAll(/^\| `([A-Z][A-Z0-9_]+)` \|/gm)].map((m) => m[1]));
 
@@ -17,5 +18,43 @@ describe("the README", () => {
     const snake = (name: string) => name.replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase();
     const table = new Set(Object.values(ERRORS).map((row) => `${row.http} ${snake(row.grpc)}`));
     expect([...documented].sort()).toEqual([...table].sort());
+  });
+});
+
+/** The Markdown pages of the repository's documentation. */
+const pages = [
+  "README.md",
+  "BENCHMARKS.md",
+  ...readdirSync("docs")
+    .filter((f) => f.endsWith(".md"))
+    .map((f) => join("docs", f)),
+];
+
+/** The anchors GitHub makes of a page's headings. */
+function anchorsOf(page: string): Set<string> {
+  const headings = [...readFileSync(page, "utf8").matchAll(/^#{1,6} (.+)$/gm)].map((m) => m[1] ?? "");
+  return new Set(
+    headings.map((h) =>
+      h
+        .toLowerCase()
+        .replace(/[^a-z0-9 -]/g, "")
+        .replace(/ /g, "-"),
+    ),
+  );
+}
+
+describe("the documentation's links", () => {
+  it.each(pages)("%s links only to pages and headings of this repository that exist", (page) => {
+    const text = readFileSync(page, "utf8");
+    const links = [...text.matchAll(/\]\(([^)\s]+)\)/g)].map((m) => m[1] ?? "").filter((href) => !/^[a-z]+:/.test(href));
+    for (const href of links) {
+      const [path = "", anchor] = href.split("#");
+      const target = path === "" ? page : normalize(join(dirname(page), path));
+      expect(target.startsWith(".."), `${page}: ${href} leaves the repository`).toBe(false);
+      expect(existsSync(target), `${page}: ${href} names no file`).toBe(true);
+      if (anchor !== undefined && target.endsWith(".md")) expect(anchorsOf(target).has(anchor), `${page}: ${href} names no heading`).toBe(true);
+    }
+    // Nothing leans on files a clone does not have.
+    expect(text).not.toMatch(/\.\.\/shared|SPEC\.md|DESIGN\.md/);
   });
 });

@@ -29,8 +29,8 @@ describe("the README's examples, run as written against a running server", () =>
 
   it("curl: POST answers 201 with Location, then both lists show the definition", async () => {
     const lines = readmeCommands("curl ");
-    expect(lines).toHaveLength(3);
-    const [post, list, contractList] = lines as [string, string, string];
+    expect(lines).toHaveLength(4);
+    const [post, list, contractList, multipart] = lines as [string, string, string, string];
     const created = await runWithToken(post);
     expect(created).toMatch(/^HTTP\/1\.1 201/);
     const location = /^location: (\S+)/im.exec(created)?.[1];
@@ -39,6 +39,10 @@ describe("the README's examples, run as written against a running server", () =>
       const body = JSON.parse(await runWithToken(command));
       expect(body.data.map((d: { name: string }) => d.name)).toContain("Hello Agent");
     }
+    // The multipart form: a new version of the same agent.
+    const second = JSON.parse(await runWithToken(multipart));
+    expect(second).toMatchObject({ name: "Hello Agent", version: "1.1.0" });
+    expect(second.reference_id).toBe(JSON.parse(created.slice(created.indexOf("{"))).reference_id);
   });
 
   it("buf curl: lists over gRPC", async () => {

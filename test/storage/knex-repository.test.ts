@@ -1,14 +1,14 @@
 import type { AddressInfo, Server, Socket } from "node:net";
 import { connect as createConnectionTo, createServer } from "node:net";
-import { equals, fromJsonString, toBinary, toJsonString } from "@bufbuild/protobuf";
+import { equals, toBinary } from "@bufbuild/protobuf";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
 import { RegistryError } from "../../src/domain/errors.js";
 import { unfilteredQuery } from "../../src/domain/list-query.js";
 import type { Database } from "../../src/storage/connection.js";
 import { openDatabase } from "../../src/storage/connection.js";
-import { createKnexRepository, defaultSequencePrefix } from "../../src/storage/knex-repository.js";
-import { migrateToLatest, migrateToNothing, migrationSource, migrations } from "../../src/storage/migrations/index.js";
+import { createKnexRepository, defaultSequencePrefix, defaultTenant } from "../../src/storage/knex-repository.js";
+import { migrateToLatest, migrateToNothing } from "../../src/storage/migrations/index.js";
 import type { AgentDefinitionRepository, AgentRef, StoredDefinition, WriteTransaction } from "../../src/storage/repository.js";
 import type { FreshDatabase } from "../support/databases.js";
 import { forEachDatabase, useFreshDatabase } from "../support/databases.js";
@@ -42,8 +42,9 @@ forEachDatabase((db) => {
     const before = await count("agent_definitions");
     const again = await createKnexRepository(target());
     try {
-      expect((await again.getTenant("default"))?.sequencePrefix).toBe(defaultSequencePrefix);
-      expect(await count("tenants", { name: "default" })).toBe(1);
+      // The runtime's copy of the default tenant is the one migration 0002 seeded.
+      expect((await again.getTenant(defaultTenant))?.sequencePrefix).toBe(defaultSequencePrefix);
+      expect(await count("tenants", { name: defaultTenant })).toBe(1);
       const applied = await raw.db("knex_migrations").select("name").orderBy("id");
       expect(applied.map((m: { name: string }) => m.name)).toEqual([
         "0001-create-tenants",
@@ -551,68 +552,6 @@ forEachDatabase((db) => {
         await again.close();
       } finally {
         await direct.db.destroy();
-      }
-    });
-
-    const older = useFreshDatabase(db);
-
-    it("give rows written before 0006 their binary encoding, of the message their JSON holds", async () => {
-      // More rows than one backfill batch (500), so the batches must follow each other.
-      const rows = 1_050;
-      const written = new Map<string, { document: string; binary: Uint8Array }>();
-      const direct = await openDatabase(older());
-      try {
-        const upTo0005 = { ...migrationSource, getMigrations: async () => migrations.slice(0, 5) };
-        await direct.db.migrate.latest({ migrationSource: upTo0005, tableName: "knex_migrations" });
-        expect(await direct.db.schema.hasColumn("agent_definitions", "document_binary")).toBe(false);
-        // The rows as the previous version wrote them: the JSON document alone.
-        const now = "2024-01-02 03:04:05.678";
-        const agents = [];
-        const definitions = [];
-        for (let n = 1; n <= rows; n++) {
-          const referenceId = `Agent_ID=AGENT-${n}`;
-          const def = withIds(definition({ name: `Old ${n}`, description: n % 2 === 0 ? "Ünïcødé 🤖" : "old", externalAgentId: `ext-${n}` }), newId(), referenceId);
-          const document = toJsonString(AgentDefinitionSchema, def);
-          written.set(def.id, { document, binary: toBinary(AgentDefinitionSchema, def) });
-          agents.push({ tenant, number: n, reference_id: referenceId, provider_id: "Provider=Acme", name: def.name, created_at: now });
-          definitions.push({ id: def.id, seq: n, tenant, name: def.name, provider_id: "Provider=Acme", version: def.version, agent_number: n, document, created_at: now, updated_at: now });
-        }
-        await direct.db.batchInsert("agents", agents, 200);
-        await direct.db.batchInsert("agent_definitions", definitions, 200);
-        await direct
-          .db("tenants")
-          .where({ name: tenant })
-          .update({ next_agent_number: rows + 1 });
-      } finally {
-        await direct.db.destroy();
-      }
-
-      const migrated = await createKnexRepository(older());
-      try {
-        const page = await migrated.search(tenant, unfilteredQuery(10, 0));
-        expect(page.total).toBe(rows);
-        for (const id of [...written.keys()].filter((_, i) => i % 97 === 0 || i >= rows - 3)) {
-          const got = await migrated.get(tenant, id);
-          // 0007 then writes the JSON again, its empty lists shown (reencode-empty-lists.test.ts): the same message.
-          expect(equals(AgentDefinitionSchema, fromJsonBytes(got!), fromJsonString(AgentDefinitionSchema, written.get(id)!.document))).toBe(true);
-          expect(bytes(got!.binary)).toEqual(bytes(written.get(id)!.binary));
-        }
-        const direct = await openDatabase(older());
-        try {
-          const empty = await direct
-            .db("agent_definitions")
-            .where({ document_binary: Buffer.alloc(0) })
-            .count({ n: "*" })
-            .first();
-          expect(Number((empty as { n: number | string }).n)).toBe(0);
-        } finally {
-          await direct.db.destroy();
-        }
-        // And the service writes on from there.
-        const next = await save(migrated, definition({ name: "New after 0006" }));
-        expect(next.stored.agent).toEqual({ number: rows + 1, referenceId: `Agent_ID=AGENT-${rows + 1}` });
-      } finally {
-        await migrated.close();
       }
     });
   });

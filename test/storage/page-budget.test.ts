@@ -14,7 +14,6 @@ import { createRegistryService, type DefinitionPage, type RegistryService } from
 import { openDatabase } from "../../src/storage/connection.js";
 import { createKnexRepository } from "../../src/storage/knex-repository.js";
 import { buildSearch } from "../../src/storage/list-search.js";
-import { migrationSource } from "../../src/storage/migrations/index.js";
 import type { AgentDefinitionRepository, StoredDefinition } from "../../src/storage/repository.js";
 import { forEachDatabase, useFreshDatabase } from "../support/databases.js";
 import { host } from "./fixtures.js";
@@ -147,21 +146,6 @@ forEachDatabase((db) => {
       const rows = (raw.dialect === "mysql" ? (result as [unknown[]])[0] : result) as Array<{ id: string | null }>;
       const [first] = await allPages(list({}));
       expect(rows.filter((row) => row.id !== null)).toHaveLength((first?.data.length ?? 0) + 1);
-    } finally {
-      await raw.db.destroy();
-    }
-  });
-
-  it.runIf(db.name === "mariadb")("sizes the definitions stored before migration 0011 when it runs (MySQL's column)", async () => {
-    const raw = await openDatabase(target());
-    try {
-      const config = { migrationSource, tableName: "knex_migrations" };
-      await raw.db.migrate.down(config);
-      expect(await raw.db.schema.hasColumn("agent_definitions", "document_bytes")).toBe(false);
-      await raw.db.migrate.up(config);
-      const rows = (await raw.db("agent_definitions").select("id", "document_bytes", "document")) as Array<{ id: string; document_bytes: number | string; document: Buffer }>;
-      expect(rows).toHaveLength(created.length);
-      for (const row of rows) expect(Number(row.document_bytes)).toBe(created.find((s) => s.id === row.id)?.json.byteLength);
     } finally {
       await raw.db.destroy();
     }

@@ -1,15 +1,17 @@
 /**
  * The embedded default tenant, with an agent id sequence generator, so a
- * fresh installation accepts definitions without an admin step.
+ * fresh installation accepts definitions without an admin step. The values
+ * are this migration's own (frozen, README.md); the runtime's copy is
+ * repository.ts's defaultTenant and defaultSequencePrefix.
  */
 import type { Knex } from "knex";
 import type { Migration } from "./index.js";
 
 /** The tenant every installation starts with. */
-export const defaultTenant = "default";
+const defaultTenant = "default";
 
 /** The sequence prefix of the default tenant: its agents are `Agent_ID=AGENT-1`, `Agent_ID=AGENT-2`... */
-export const defaultSequencePrefix = "AGENT-";
+const defaultSequencePrefix = "AGENT-";
 
 export const seedDefaultTenant: Migration = {
   name: "0002-seed-default-tenant",

@@ -4,8 +4,9 @@
  * stored instead of parsing the document and writing it out again on every
  * request (reads are cheap by design: docs/architecture.md). Writes make both with
  * rows.ts's `encodeDefinition`; this migration makes the binary of the rows
- * written before it, from their JSON, once. The JSON itself is not touched:
- * it reads back byte for byte as it was written.
+ * written before it, from their JSON, once, with its own frozen copy of the
+ * part of that function it needs (`binaryOf`, below). The JSON itself is not
+ * touched: it reads back byte for byte as it was written.
  *
  * On MySQL the JSON column becomes LONGBLOB too: mysql2 answers text columns
  * as JS strings, which a read would decode only to encode them again for the
@@ -27,8 +28,10 @@
  * inserts fail (MySQL; the new column has no default), and its updates would
  * leave the binary of the previous content behind.
  */
+import { Buffer } from "node:buffer";
+import { fromJsonString, toBinary } from "@bufbuild/protobuf";
 import type { Knex } from "knex";
-import { encodeDefinition, fromDocument } from "../rows.js";
+import { AgentDefinitionSchema } from "../../../gen/asor/v1/agent_definition_pb.js";
 import { dialectOf } from "./dialect.js";
 import type { Migration } from "./index.js";
 
@@ -84,6 +87,23 @@ async function addColumn(db: Knex): Promise<void> {
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
+/**
+ * The protobuf binary of a stored JSON document. Frozen: a copy of what
+ * rows.ts's `fromDocument` and `encodeDefinition(...).binary` did when this
+ * was frozen (issue 23); never change it, write a new migration instead. Fields
+ * a later schema dropped are ignored rather than failing old rows; `meta` is
+ * the registry's, kept in columns, and never stored.
+ */
+function binaryOf(document: string): Uint8Array {
+  const definition = fromJsonString(AgentDefinitionSchema, document, { ignoreUnknownFields: true });
+  return toBinary(AgentDefinitionSchema, definition.meta === undefined ? definition : { ...definition, meta: undefined });
+}
+
+/** Bytes as a Buffer, without a copy: the drivers bind Buffers as bytes, not other Uint8Arrays. */
+function bytes(of: Uint8Array): Buffer {
+  return Buffer.from(of.buffer, of.byteOffset, of.byteLength);
+}
+
 /** Gives every row the binary of its JSON, in batches in insertion order (by the unique seq index). */
 async function backfill(db: Knex): Promise<void> {
   for (let after: number | string = 0; ; ) {
@@ -94,8 +114,8 @@ async function backfill(db: Knex): Promise<void> {
       document: string | Uint8Array;
     }>;
     if (rows.length === 0) return;
-    // The JSON stays as it was written; only its binary twin is made, by the writes' own function.
-    const binaries = rows.map((row) => encodeDefinition(fromDocument(typeof row.document === "string" ? row.document : utf8.decode(row.document))).binary);
+    // The JSON stays as it was written; only its binary twin is made.
+    const binaries = rows.map((row) => bytes(binaryOf(typeof row.document === "string" ? row.document : utf8.decode(row.document))));
     // One UPDATE per batch: an UPDATE per row (a round trip each) took 62 s for 100,000 rows on
     // MariaDB, a batch at a time 24 s (the whole migration 26 s; SQLite 12 s).
     const cases = rows.map(() => "WHEN ? THEN ?").join(" ");

@@ -33,13 +33,22 @@
  * order (createdAt, updatedAt, name) with status and is_latest inside the
  * index, so skipping a deactivated row needs no row read.
  *
- * Existing definitions are indexed here, in batches, from their stored JSON.
+ * Existing definitions are indexed here, in batches, from their stored JSON,
+ * by this migration's frozen copy of the write path's indexing
+ * (frozen/0009-side-rows.ts).
  */
+import { fromJsonString } from "@bufbuild/protobuf";
 import type { Knex } from "knex";
-import { fromDocument } from "../rows.js";
-import { insertSideRows, SHARDS } from "../search-index.js";
+import { AgentDefinitionSchema } from "../../../gen/asor/v1/agent_definition_pb.js";
 import { dialectOf, exactCollation } from "./dialect.js";
+import { insertSideRows } from "./frozen/0009-side-rows.js";
 import type { Migration } from "./index.js";
+
+/**
+ * The shards of definition_counts' counters. The list sums every shard of a
+ * counter, so the runtime needs no copy; 0010's counters use 16 too.
+ */
+const SHARDS = 16;
 
 const definitions = "agent_definitions";
 /** Rows decoded and indexed per batch. */
@@ -206,9 +215,10 @@ async function backfill(db: Knex): Promise<void> {
       tenant: row.tenant,
       status: row.status,
       latest: Boolean(row.is_latest),
-      definition: fromDocument(typeof row.document === "string" ? row.document : utf8.decode(row.document)),
+      // Frozen (issue 23): what rows.ts's fromDocument did when this shipped; fields a later schema dropped are ignored.
+      definition: fromJsonString(AgentDefinitionSchema, typeof row.document === "string" ? row.document : utf8.decode(row.document), { ignoreUnknownFields: true }),
     }));
-    await insertSideRows(dialect, (sql, bindings) => db.raw(sql, bindings as Knex.Value[]), unindexed);
+    await insertSideRows(dialect, (sql, bindings) => db.raw(sql, bindings), unindexed);
     after = rows[rows.length - 1]!.seq;
   }
 }

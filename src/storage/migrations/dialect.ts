@@ -1,8 +1,12 @@
 /**
- * What the migrations need to know about the server they run on.
+ * What the migrations need to know about the server they run on. The
+ * migrations' own copy: runtime code has its own (connection.ts), so a change
+ * there never reaches a migration that has shipped (README.md).
  */
 import type { Knex } from "knex";
-import type { Dialect } from "../connection.js";
+
+/** The SQL dialect of the database a migration runs on. */
+export type Dialect = "mysql" | "sqlite";
 
 /** The dialect of the knex instance (or transaction) a migration was handed. */
 export function dialectOf(db: Knex): Dialect {

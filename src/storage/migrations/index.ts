@@ -2,6 +2,10 @@
  * The schema's history as an ordered list, served to knex by a custom
  * migration source so it works the same from source (tsx), from a bundle and
  * on Deno: no directory scanning, no file-name conventions.
+ *
+ * The rules of this folder are in README.md: a shipped migration is frozen and
+ * imports nothing of the runtime's; a data migration carries its own copy of
+ * what it writes. Runtime code imports only migrateToLatest from here.
  */
 import type { Knex } from "knex";
 import { createTenants } from "./0001-create-tenants.js";

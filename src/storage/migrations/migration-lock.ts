@@ -16,14 +16,20 @@
  * registries on other databases of the same server do not wait for each other.
  */
 import type { Knex } from "knex";
-import { type MysqlConnection, mysqlQuery } from "../driver.js";
 
 /** How long one `GET_LOCK` waits before it is asked again: well under any statement timeout it is given. */
 const waitSeconds = 1;
 
-async function query<T>(connection: MysqlConnection, sql: string, values: unknown[] = []): Promise<T> {
+/** What this file uses of a mysql2 connection (the folder imports nothing of the runtime's driver.ts). */
+interface MysqlConnection {
+  query(options: { sql: string; timeout: number }, values: unknown[], callback: (error: Error | null, result: unknown) => void): void;
+}
+
+function query<T>(connection: MysqlConnection, sql: string, values: unknown[] = []): Promise<T> {
   // Its own timeout: the pool's statement timeout (DATABASE_TIMEOUT_MS) may be shorter than a wait.
-  return (await mysqlQuery(connection, { sql, timeout: (waitSeconds + 10) * 1000 }, values)) as T;
+  return new Promise((resolve, reject) => {
+    connection.query({ sql, timeout: (waitSeconds + 10) * 1000 }, values, (error, result) => (error === null ? resolve(result as T) : reject(error)));
+  });
 }
 
 /** The lock's name: the database's, hashed to fit MySQL's 64 characters. */
