@@ -4,7 +4,7 @@ import { Validator } from "@seriousme/openapi-schema-validator";
 import { beforeAll, describe, expect, it } from "vitest";
 import { testDatabases } from "../support/databases.js";
 import { exampleDefinition, minimalDefinition } from "../support/definitions.js";
-import { committedOpenApi, createOpenApiChecker } from "../support/openapi.js";
+import { committedOpenApi, createOpenApiChecker, longestRequestLine } from "../support/openapi.js";
 import { useServer } from "../support/server.js";
 
 const T = "/api/asor/v1/default/agentDefinition";
@@ -50,6 +50,12 @@ const SCENARIOS: Scenario[] = [
       status: 200,
     },
     { name: "lists with a malformed page token", method: "GET", path: `${base}?pageToken=%21`, status: 400 },
+    ...["createdAt", "createdAt desc", "updatedAt", "updatedAt desc", "name", "name desc"].map(
+      (order): Scenario => ({ name: `lists in the order ${order}`, method: "GET", path: `${base}?orderBy=${encodeURIComponent(order)}`, status: 200 }),
+    ),
+    { name: "lists in an order the document does not offer", method: "GET", path: `${base}?orderBy=name%20asc`, status: 400 },
+    { name: "lists updated since a date-time with a fraction and an offset", method: "GET", path: `${base}?updatedSince=2000-01-01T00%3A00%3A00.123456789%2B05%3A30`, status: 200 },
+    { name: "lists updated since a date that is no date-time", method: "GET", path: `${base}?updatedSince=2000-01-01`, status: 400 },
     { name: "lists without a token", method: "GET", path: base, caller: "none", status: 401 },
     { name: "lists without a security domain", method: "GET", path: base, caller: "no-domains", status: 403 },
     { name: "lists an unknown tenant", method: "GET", path: base.replace("/default/", "/nowhere/"), caller: "unknown-tenant", status: 404 },
@@ -90,6 +96,7 @@ const SCENARIOS: Scenario[] = [
     { name: "sets a status", method: "PATCH", path: `${base}/{id}/status`, body: json({ status: "DEPRECATED", statusMessage: "openapi" }), status: 200 },
     { name: "sets the status of an agent", method: "PATCH", path: `${base}/{reference}/status`, body: json({ status: "ACTIVE" }), status: 200 },
     { name: "sets no status", method: "PATCH", path: `${base}/{id}/status`, body: json({}), status: 400 },
+    { name: "sets the status the proto calls unspecified", method: "PATCH", path: `${base}/{id}/status`, body: json({ status: "DEFINITION_STATUS_UNSPECIFIED" }), status: 400 },
     { name: "sets a status without a token", method: "PATCH", path: `${base}/{id}/status`, caller: "none", body: json({ status: "ACTIVE" }), status: 401 },
     { name: "sets a status without a security domain", method: "PATCH", path: `${base}/{id}/status`, caller: "no-domains", body: json({ status: "ACTIVE" }), status: 403 },
     { name: "sets the status of an unknown id", method: "PATCH", path: `${base}/${UNKNOWN_ID}/status`, body: json({ status: "ACTIVE" }), status: 404 },
@@ -187,6 +194,56 @@ describe("the REST surface answers as its OpenAPI document says", () => {
     );
     expect(expected.length).toBeGreaterThan(50);
     expect(expected.filter((e) => !seen.has(e))).toEqual([]);
+  });
+});
+
+describe("the document's limits and the server's agree", () => {
+  const document = committedOpenApi();
+  const checker = createOpenApiChecker(document);
+  // 63 characters, the most a tenant's name has.
+  const tenant = `O${randomBytes(4).toString("hex")}`.padEnd(63, "o");
+
+  beforeAll(async () => {
+    const res = await fetch(`${server().baseUrl}${ADMIN}`, {
+      method: "POST",
+      headers: { authorization: server().authorization, "content-type": "application/json" },
+      body: JSON.stringify({ name: tenant }),
+    });
+    expect(res.status, await res.text()).toBe(201);
+  });
+
+  /** The longest list request the document allows in `tenant`: every parameter at its longest, a page token of 1,024 characters or none. */
+  const longest = (template: string, pageToken: string): string => {
+    const patterned = { tenant, updatedSince: "2000-01-01T00:00:00.123456789+00:00", pageToken };
+    const line = longestRequestLine(document, "GET", template, patterned);
+    expect(line.length).toBeGreaterThan(10 * 1024);
+    return line.replace(/^GET /, "").replace(/ HTTP\/1\.1$/, "");
+  };
+
+  it.each(["/api/asor/v1/{tenant}/agentDefinition", "/asor/v1/agentDefinition"])(
+    "GET %s: the longest query the document allows is answered by the service, not refused by Node with 431",
+    async (template) => {
+      const authorization = await server().bearer({ tenant });
+      for (const [pageToken, status] of [
+        ["", 200],
+        ["A".repeat(1024), 400],
+      ] as const) {
+        const target = longest(template, pageToken);
+        const res = await fetch(`${server().baseUrl}${target}`, { headers: { authorization } });
+        const text = await res.text();
+        expect(res.status, text.slice(0, 300)).toBe(status);
+        const expected = checker.response("GET", new URL(target, "http://x").pathname, status);
+        expect(expected.validate(JSON.parse(text)), JSON.stringify(expected.validate.errors)).toBe(true);
+        // With a page token, the query was read to its end: the token cannot go with offset.
+        if (status === 400) expect(JSON.parse(text).errors[0].code).toBe("INVALID_PAGE_TOKEN");
+      }
+    },
+  );
+
+  it("a status the document does not offer is one the service refuses", async () => {
+    const validate = checker.requestBody("PATCH", `${C}/${UNKNOWN_ID}/status`, "application/json");
+    expect(validate({ status: "DEFINITION_STATUS_UNSPECIFIED" })).toBe(false);
+    expect(validate({ status: "DEPRECATED" })).toBe(true);
   });
 });
 

@@ -76,6 +76,14 @@ export function createOpenApiChecker(document: Record<string, any>) {
         validate: response.content === undefined ? noBody() : at([...tokens, "content", "application/json", "schema"]),
       };
     },
+    /** The schema of a parameter of an operation, by its name, e.g. `orderBy`. */
+    parameter(method: string, pathname: string, name: string): ValidateFunction {
+      const template = templateOf(pathname);
+      const parameters: { name: string }[] = document.paths[template]?.[method.toLowerCase()]?.parameters ?? [];
+      const index = parameters.findIndex((p) => p.name === name);
+      if (index === -1) throw new Error(`${method} ${template} has no parameter ${name}`);
+      return at(["paths", template, method.toLowerCase(), "parameters", String(index), "schema"]);
+    },
     /** A component response, e.g. `MethodNotAllowed`. */
     componentResponse: (name: string): ValidateFunction => at(["components", "responses", name, "content", "application/json", "schema"]),
   };
@@ -86,4 +94,51 @@ export type OpenApiChecker = ReturnType<typeof createOpenApiChecker>;
 /** The check of a response the document gives no content: passes only no body at all. */
 function noBody(): ValidateFunction {
   return Object.assign((body: unknown) => body === undefined, { errors: null }) as unknown as ValidateFunction;
+}
+
+/** A letter outside the Basic Multilingual Plane (U+1D49C): 4 bytes of UTF-8, 12 percent-encoded, the most a character costs a URL. */
+export const WIDEST_CHARACTER = "\u{1D49C}";
+
+/**
+ * The longest request line the document allows for an operation: every path and query parameter at
+ * its longest (repeated ones at their most items), every value percent-encoded. A string bound by a
+ * pattern takes its value from `patterned`, by parameter name (its longest form: the caller checks
+ * it against the schema); any other string or array needs a maxLength or maxItems, else this throws.
+ */
+export function longestRequestLine(document: Record<string, any>, method: string, template: string, patterned: Readonly<Record<string, string>>): string {
+  const operation = document.paths[template][method.toLowerCase()];
+  let pathname = template;
+  const query: string[] = [];
+  for (const parameter of operation.parameters as { name: string; in: string; schema: Record<string, any> }[]) {
+    if (parameter.in === "header") continue;
+    const values = longestValues(parameter.name, parameter.schema, patterned);
+    if (parameter.in === "path") pathname = pathname.replace(`{${parameter.name}}`, encodeURIComponent(values[0] as string));
+    else for (const value of values) query.push(`${parameter.name}=${encodeURIComponent(value)}`);
+  }
+  return `${method.toUpperCase()} ${pathname}${query.length > 0 ? `?${query.join("&")}` : ""} HTTP/1.1`;
+}
+
+function longestValues(name: string, schema: Record<string, any>, patterned: Readonly<Record<string, string>>): string[] {
+  if (schema.type === "array") {
+    if (schema.maxItems === undefined) throw new Error(`${name} has no maxItems: no query with it is bounded`);
+    return Array.from({ length: schema.maxItems }, () => longestValues(name, schema.items, patterned)).flat();
+  }
+  if (schema.enum !== undefined) {
+    const values = (schema.enum as unknown[]).map(String);
+    return [values.reduce((a, b) => (encodeURIComponent(b).length > encodeURIComponent(a).length ? b : a))];
+  }
+  if (schema.type === "boolean") return ["false"];
+  if (schema.type === "integer") {
+    const int32 = schema.format === "int32";
+    const bounds = [schema.minimum ?? (int32 ? -(2 ** 31) : undefined), schema.maximum ?? (int32 ? 2 ** 31 - 1 : undefined)];
+    if (bounds.includes(undefined)) throw new Error(`${name} is an unbounded integer`);
+    return [bounds.map(String).reduce((a, b) => (b.length > a.length ? b : a))];
+  }
+  if (schema.pattern !== undefined) {
+    const value = patterned[name];
+    if (value === undefined) throw new Error(`${name} has a pattern: give its longest value`);
+    return [value];
+  }
+  if (schema.maxLength === undefined) throw new Error(`${name} has no maxLength: no query with it is bounded`);
+  return [WIDEST_CHARACTER.repeat(schema.maxLength)];
 }

@@ -5,16 +5,19 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { fromJson } from "@bufbuild/protobuf";
 import { Validator } from "@seriousme/openapi-schema-validator";
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
-import { AgentDefinitionService } from "../../gen/asor/v1/agent_definition_service_pb.js";
+import { AgentDefinitionService, StatusChangeSchema } from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { TenantAdminService } from "../../gen/asor/v1/tenant_admin_service_pb.js";
+import { type ListRequestParts, parseListQuery } from "../../src/domain/list-query.js";
 import { contractIssues } from "../../src/domain/validation.js";
 import { formatOpenApiDocument } from "../../src/transport/openapi/openapi-document.js";
+import { REQUEST_LINE_BUDGET } from "../../src/transport/openapi/query-parameters.js";
 import { registryOpenApiDocument } from "../../src/transport/openapi/registry-openapi.js";
 import { buildRouteTable } from "../../src/transport/rest/route-table.js";
 import { exampleDefinition } from "../support/definitions.js";
-import { committedOpenApi, createOpenApiChecker } from "../support/openapi.js";
+import { committedOpenApi, createOpenApiChecker, longestRequestLine } from "../support/openapi.js";
 
 const run = promisify(execFile);
 
@@ -179,5 +182,108 @@ describe("the document and the service agree, member by member of the spec's exa
       }
     }
     expect(checked).toBeGreaterThan(20);
+  });
+});
+
+/** Whether the service's list takes a request with these parameters (list-query.ts, the REST and RPC lists' parser). */
+function listTakes(parts: Partial<ListRequestParts>): boolean {
+  const none = { name: [], provider: [], platform: [], version: [], tag: [], skillId: [], executionMode: [], resource: [], externalAgentId: [], status: [] };
+  try {
+    parseListQuery("default", { limit: 20, ...none, ...parts });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe("the list's query parameters say what the service takes", () => {
+  const LIST = "/asor/v1/agentDefinition";
+
+  it("orderBy: the six orders the service takes, and nothing else", () => {
+    const orderBy = document.paths[LIST].get.parameters.find((p: any) => p.name === "orderBy").schema;
+    expect(orderBy.enum).toEqual(["createdAt", "createdAt desc", "updatedAt", "updatedAt desc", "name", "name desc"]);
+    for (const order of orderBy.enum) expect(listTakes({ orderBy: order }), order).toBe(true);
+    const validate = checker.parameter("GET", LIST, "orderBy");
+    for (const near of ["name asc", "Name", "name  desc", "name desc ", " name", "createdAt DESC", "created_at", "updatedAt,name", ""]) {
+      expect(listTakes({ orderBy: near }), near).toBe(false);
+      expect(validate(near), near).toBe(false);
+    }
+  });
+
+  it("updatedSince: an RFC 3339 date-time, and every one the document allows, the service takes", () => {
+    const schema = document.paths[LIST].get.parameters.find((p: any) => p.name === "updatedSince").schema;
+    expect(schema.format).toBe("date-time");
+    const validate = checker.parameter("GET", LIST, "updatedSince");
+    const two = (max: number) => fc.integer({ min: 0, max }).map((n) => String(n).padStart(2, "0"));
+    const offset = fc.oneof(
+      fc.constantFrom("Z", "z", ""),
+      fc.tuple(fc.constantFrom("+", "-"), two(29), two(69)).map(([sign, h, m]) => `${sign}${h}:${m}`),
+    );
+    const fraction = fc.option(fc.stringMatching(/^[0-9]{1,11}$/)).map((f) => (f === null ? "" : `.${f}`));
+    const year = fc.integer({ min: 0, max: 9999 }).map((n) => String(n).padStart(4, "0"));
+    const nearDateTimes = fc
+      .tuple(year, two(19), two(39), fc.constantFrom("T", "t", " "), two(29), two(69), two(69), fraction, offset)
+      .map(([y, mo, d, t, h, mi, sec, f, z]) => ({ text: `${y}-${mo}-${d}${t}${h}:${mi}:${sec}${f}${z}`, day: Number(d), month: Number(mo) }));
+    let allowed = 0;
+    fc.assert(
+      fc.property(nearDateTimes, ({ text, day, month }) => {
+        const documented = validate(text) as boolean;
+        const taken = listTakes({ updatedSince: text });
+        if (documented) allowed++;
+        // The one difference: the service reads a day past its month's end (April 31) as the next month's.
+        const pastMonthEnd = month >= 1 && month <= 12 && day > 28 && day <= 31;
+        expect(documented ? taken : !taken || pastMonthEnd, `${text}: document ${documented}, service ${taken}`).toBe(true);
+      }),
+      { numRuns: 5000, seed: 23 },
+    );
+    expect(allowed).toBeGreaterThan(10);
+    for (const text of ["2025-01-31T12:00:00Z", "2025-01-31t12:00:00.123456789+05:30"]) expect(validate(text) && listTakes({ updatedSince: text }), text).toBe(true);
+    for (const text of ["2025-01-31", "yesterday", "2025-01-31T12:00:00.1234567890Z"]) expect(validate(text) || listTakes({ updatedSince: text }), text).toBe(false);
+  });
+
+  it("pageToken: base64url, as the service reads it", () => {
+    const validate = checker.parameter("GET", LIST, "pageToken");
+    expect(validate("eyJiIjoiYWJjIn0")).toBe(true);
+    expect(validate("eyJiIjoiYWJjIn0=")).toBe(false);
+    expect(validate("a+b/c")).toBe(false);
+  });
+});
+
+describe("a status to set", () => {
+  it("is one the service takes: not DEFINITION_STATUS_UNSPECIFIED, which it refuses", () => {
+    const offered: string[] = schemas.StatusChange.properties.status.enum;
+    expect(offered).toEqual(["ACTIVE", "DEPRECATED", "DEACTIVATED"]);
+    for (const status of [...offered, "DEFINITION_STATUS_UNSPECIFIED"]) {
+      const issues = contractIssues(StatusChangeSchema, fromJson(StatusChangeSchema, { status }));
+      expect(issues.length === 0, status).toBe(offered.includes(status));
+    }
+  });
+});
+
+/** The longest value of each parameter bound by a pattern (each checked below against its schema). */
+const PATTERNED = {
+  tenant: `T${"t".repeat(62)}`,
+  id: "0123456789abcdef0123456789abcdef",
+  updatedSince: "2025-01-31T12:00:00.123456789+05:30",
+  pageToken: "A".repeat(1024),
+};
+
+describe("any request line the document allows fits under Node's 16 KiB with room for the headers", () => {
+  const operations = Object.entries(document.paths).flatMap(([template, item]: [string, any]) => Object.keys(item).map((method) => [method.toUpperCase(), template] as const));
+
+  it.each(operations)("%s %s", (method, template) => {
+    const line = longestRequestLine(document, method, template, PATTERNED);
+    expect(Buffer.byteLength(line)).toBeLessThanOrEqual(REQUEST_LINE_BUDGET);
+  });
+
+  it("the list's is close to the budget, and each patterned value is at its longest", () => {
+    const line = longestRequestLine(document, "GET", "/api/asor/v1/{tenant}/agentDefinition", PATTERNED);
+    expect(Buffer.byteLength(line)).toBeGreaterThan(REQUEST_LINE_BUDGET - 2048);
+    for (const [name, value] of Object.entries(PATTERNED)) {
+      const [method, pathname] = name === "id" ? ["PUT", `/asor/v1/agentDefinition/${value}`] : ["GET", "/api/asor/v1/default/agentDefinition"];
+      const validate = checker.parameter(method, pathname, name);
+      expect(validate(value), name).toBe(true);
+      expect(validate(`${value}0`), `${name} one longer`).toBe(false);
+    }
   });
 });

@@ -178,8 +178,14 @@ export function createMessageSchemas(names: Readonly<Record<string, string>> = {
         schema = valueSchema(desc, desc.fieldKind, rules);
         // `required` on a field without presence means "not empty" to protovalidate.
         const closed = schema.enum !== undefined || schema.const !== undefined;
-        if (rules.required === true && !closed && desc.fieldKind === "scalar" && desc.scalar === ScalarType.STRING && desc.presence === FeatureSet_FieldPresence.IMPLICIT) {
+        const implicit = desc.presence === FeatureSet_FieldPresence.IMPLICIT;
+        if (rules.required === true && !closed && desc.fieldKind === "scalar" && desc.scalar === ScalarType.STRING && implicit) {
           schema.minLength = Math.max(Number(schema.minLength ?? 0), 1);
+        }
+        // On an enum without presence it means "not the zero value", so the document does not offer it.
+        if (rules.required === true && desc.fieldKind === "enum" && implicit) {
+          const zero = desc.enum.values.find((v) => v.number === 0)?.name;
+          schema.enum = (schema.enum as JsonValue[]).filter((name) => name !== zero);
         }
       }
     }

@@ -6,6 +6,7 @@ import { HEADER_FIELDS } from "../rest/rest-request.js";
 import { buildRouteTable, type RestRoute } from "../rest/route-table.js";
 import { createMessageSchemas, type MessageSchemas } from "./message-schemas.js";
 import { leadingComment } from "./proto-comments.js";
+import { FILTER_VALUE_LENGTH, FILTER_VALUES, KEYWORDS_LENGTH, REQUEST_LINE_BUDGET, refineQuerySchema } from "./query-parameters.js";
 
 export interface OpenApiOptions {
   /** The services whose `google.api.http` bindings make up the REST surface. */
@@ -30,7 +31,12 @@ Every call needs \`Authorization: Bearer <access token>\`; each operation names 
 
 Members marked \`readOnly\` are filled in by the service; they are accepted on input and replaced, so a client can POST back what it read. Unknown members and query parameters are refused with 400, naming them.
 
-Errors carry a stable \`code\` (clients branch on the code, never on the message): the request's as a whole, and each problem's in \`errors\`.`;
+Errors carry a stable \`code\` (clients branch on the code, never on the message): the request's as a whole, and each problem's in \`errors\`.
+
+A request's line and headers together must fit in 16 KiB (Node's \`--max-http-header-size\`); a longer one is refused with 431. The limits of the list's query parameters here are those under which any query this document allows keeps its request line within ${REQUEST_LINE_BUDGET / 1024} KiB, every character percent-encoded at its longest, leaving the rest to the headers, \`Authorization\` included: ${FILTER_VALUES} values of up to ${FILTER_VALUE_LENGTH} characters for each exact filter, \`q\` up to ${KEYWORDS_LENGTH}. The service takes more (20 values of up to 255 characters a filter, \`q\` up to 500, as over gRPC and Connect) while the request fits.`;
+
+/** Where the paths are: relative to the document's own address, as the service serves it. */
+const SERVERS = [{ url: "/", description: "The service that serves this document at `/openapi.json`: every path is relative to its origin." }];
 
 function validationResponse(description: string, headers: JsonObject = {}): JsonObject {
   return { description, ...(Object.keys(headers).length > 0 ? { headers } : {}), content: { "application/json": { schema: { $ref: `#/components/schemas/${VALIDATION_ERROR}` } } } };
@@ -53,6 +59,8 @@ const RESPONSE_NAMES: Readonly<Record<number, string>> = {
   412: "PreconditionFailed",
   413: "PayloadTooLarge",
   415: "UnsupportedMediaType",
+  // Named ahead of the error-table row for a request line and headers past Node's 16 KiB.
+  431: "RequestHeaderFieldsTooLarge",
   500: "InternalError",
   503: "Unavailable",
 };
@@ -131,7 +139,7 @@ function parameter(schemas: MessageSchemas, field: DescField, where: "path" | "q
     in: where,
     ...(description === "" ? {} : { description }),
     required: where === "path" || schemas.isRequired(field),
-    schema: withoutAnnotations(schemas.field(field)),
+    schema: where === "query" ? refineQuerySchema(field, withoutAnnotations(schemas.field(field))) : withoutAnnotations(schemas.field(field)),
   };
 }
 
@@ -322,6 +330,7 @@ export function createOpenApiDocument({ services, policy, errorBodies }: OpenApi
   return {
     openapi: "3.1.0",
     info: { title: "Agent definition registry", summary: SUMMARY, description: DESCRIPTION, version: "v1" },
+    servers: SERVERS,
     tags: services.map((s) => ({ name: s.name, description: leadingComment(s) })),
     paths,
     components: {
