@@ -1,7 +1,8 @@
 // Step of `npm run generate`: writes gen/openapi.json, the OpenAPI document of
 // the REST surface, from the descriptor image that `buf build` has just made.
 import { readFileSync, writeFileSync } from "node:fs";
+import { parseConfig } from "../src/config.js";
 import { formatOpenApiDocument } from "../src/transport/openapi/openapi-document.js";
 import { registryOpenApiDocument } from "../src/transport/openapi/registry-openapi.js";
 
-writeFileSync("gen/openapi.json", formatOpenApiDocument(registryOpenApiDocument(readFileSync("gen/asor.binpb"))));
+writeFileSync("gen/openapi.json", formatOpenApiDocument(registryOpenApiDocument(readFileSync("gen/asor.binpb"), parseConfig({}).adminDomain)));

@@ -11,15 +11,16 @@ import { Code, type ConnectRouter, type ConnectRouterOptions, type ContextValues
 import type { Compression, UniversalHandler, UniversalServerRequest, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import type { Authenticator } from "../auth/authenticator.js";
 import { noResourceAt, type RegistryError } from "../domain/errors.js";
+import { errorAnswer, type HttpAnswer, methodNotAllowedAnswer } from "../http/http-answer.js";
+import type { HttpEndpoint } from "../http/http-endpoint.js";
 import type { Logger } from "../logger.js";
 import { codeName, type RequestRecord, requestRecordKey, rpcProtocolOf } from "../observability/request-record.js";
 import { type Admission, admit, type Operation, type Operations } from "../operations/operation.js";
 import { callerError } from "../transport/failures.js";
 import { verdictKey } from "../transport/registry-routes.js";
-import { methodNotAllowedAnswer, type RestSurface } from "../transport/rest/rest-handler.js";
+import type { RestSurface } from "../transport/rest/rest-handler.js";
 import { mediaTypeOf } from "../transport/rest/rest-request.js";
 import { createMessageCheck, type MessageCheck } from "../transport/rpc-message.js";
-import { errorAnswer, type HttpAnswer } from "./http-answer.js";
 
 /** A request as the edge reads it, whichever runtime received it. */
 export interface EdgeRequest {
@@ -43,12 +44,6 @@ export interface EdgeRequest {
 
 /** An answer: Connect's, for an RPC, or a plain HTTP one. */
 export type EdgeAnswer = { readonly rpc: UniversalServerResponse; readonly http?: undefined } | { readonly http: HttpAnswer; readonly rpc?: undefined };
-
-/** A plain HTTP endpoint at an exact path, outside the API: no authentication, no tenant (probes, metrics, OpenAPI). */
-export interface HttpEndpoint {
-  readonly path: string;
-  handle(method: string): Promise<HttpAnswer>;
-}
 
 export interface EdgeOptions {
   readonly authenticator: Authenticator;

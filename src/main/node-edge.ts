@@ -13,7 +13,7 @@ import { universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import type { App } from "../app.js";
 import { shuttingDown } from "../domain/errors.js";
 import type { EdgeRequest } from "../edge/edge.js";
-import { errorAnswer, type HttpAnswer } from "../edge/http-answer.js";
+import { errorAnswer, type HttpAnswer } from "../http/http-answer.js";
 import { codeName } from "../observability/request-record.js";
 import { callerError } from "../transport/failures.js";
 

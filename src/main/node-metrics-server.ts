@@ -1,7 +1,7 @@
 import { createServer, type Server } from "node:http";
 import { noResourceAt } from "../domain/errors.js";
-import type { HttpEndpoint } from "../edge/edge.js";
-import { errorAnswer, type HttpAnswer } from "../edge/http-answer.js";
+import { errorAnswer, type HttpAnswer } from "../http/http-answer.js";
+import type { HttpEndpoint } from "../http/http-endpoint.js";
 import type { Logger } from "../logger.js";
 import { writeAnswer } from "./node-edge.js";
 

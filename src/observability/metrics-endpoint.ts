@@ -1,6 +1,5 @@
-import type { HttpEndpoint } from "../edge/edge.js";
-import { utf8 } from "../edge/http-answer.js";
-import { readOnly } from "../transport/probes.js";
+import { utf8 } from "../http/http-answer.js";
+import { type HttpEndpoint, readOnly } from "../http/http-endpoint.js";
 import type { Metrics } from "./metrics.js";
 
 /**

@@ -1,5 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
-import type { PoolStats } from "../storage/repository.js";
+import type { PoolStats } from "../domain/records.js";
 
 /** One finished request, as the metrics count it. */
 export interface RequestSample {

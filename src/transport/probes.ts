@@ -1,7 +1,6 @@
 import { RegistryError, unavailable } from "../domain/errors.js";
-import type { HttpEndpoint } from "../edge/edge.js";
-import { errorAnswer, type HttpAnswer, headOnly, jsonAnswer } from "../edge/http-answer.js";
-import { methodNotAllowedAnswer } from "./rest/rest-handler.js";
+import { errorAnswer, type HttpAnswer, jsonAnswer } from "../http/http-answer.js";
+import { type HttpEndpoint, readOnly } from "../http/http-endpoint.js";
 
 /**
  * The HTTP probes of an orchestrator or load balancer, without authentication
@@ -36,13 +35,4 @@ const NO_STORE = { "cache-control": "no-store" };
 /** The probe's failure: the repository's own UNAVAILABLE, or anything else as one. */
 function asUnavailable(err: unknown): RegistryError {
   return err instanceof RegistryError && err.code === "UNAVAILABLE" ? err : unavailable(err);
-}
-
-/** An endpoint that answers GET and HEAD only. */
-export function readOnly(answer: () => Promise<HttpAnswer>): (method: string) => Promise<HttpAnswer> {
-  return async (method) => {
-    if (method !== "GET" && method !== "HEAD") return methodNotAllowedAnswer(method, ["GET", "HEAD"]);
-    const answered = await answer();
-    return method === "HEAD" ? headOnly(answered) : answered;
-  };
 }

@@ -1,6 +1,5 @@
-import type { HttpEndpoint } from "../../edge/edge.js";
-import { JSON_CONTENT_TYPE, utf8 } from "../../edge/http-answer.js";
-import { readOnly } from "../probes.js";
+import { JSON_CONTENT_TYPE, utf8 } from "../../http/http-answer.js";
+import { type HttpEndpoint, readOnly } from "../../http/http-endpoint.js";
 import { formatOpenApiDocument } from "./openapi-document.js";
 
 /**

@@ -2,7 +2,6 @@ import { createFileRegistry, type DescService, fromBinary, getOption, type JsonO
 import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
 import { ErrorSchema, ValidationErrorSchema } from "../../../gen/asor/v1/error_pb.js";
 import { http } from "../../../gen/google/api/annotations_pb.js";
-import { parseConfig } from "../../config.js";
 import { registryPolicy } from "../../operations/registry-operations.js";
 import { createOpenApiDocument } from "./openapi-document.js";
 
@@ -11,9 +10,10 @@ import { createOpenApiDocument } from "./openapi-document.js";
  * gen/openapi.json, from a `buf build` image of proto/asor (gen/asor.binpb):
  * an image keeps the proto comments, which become the descriptions. Its
  * services are those with `google.api.http` rules; the security domains are
- * the policy's with the default admin domain (`AUTH_ADMIN_DOMAIN` unset).
+ * the policy's, with `adminDomain` for the tenant admin RPCs (the committed
+ * document has the default, `AUTH_ADMIN_DOMAIN` unset).
  */
-export function registryOpenApiDocument(image: Uint8Array): JsonObject {
+export function registryOpenApiDocument(image: Uint8Array, adminDomain: string): JsonObject {
   const registry = createFileRegistry(fromBinary(FileDescriptorSetSchema, image));
   const services: DescService[] = [];
   for (const file of registry.files) {
@@ -28,7 +28,7 @@ export function registryOpenApiDocument(image: Uint8Array): JsonObject {
   };
   return createOpenApiDocument({
     services,
-    policy: registryPolicy(parseConfig({}).adminDomain),
+    policy: registryPolicy(adminDomain),
     errorBodies: { error: message(ErrorSchema.typeName), validation: message(ValidationErrorSchema.typeName) },
   });
 }

@@ -9,7 +9,7 @@ import type { DescMethod } from "@bufbuild/protobuf";
 import { AGENT_CARD_CACHE_CONTROL } from "../../domain/agent-card.js";
 import { methodNotAllowed } from "../../domain/errors.js";
 import { etagOf, ifNoneMatchMatches, parseEntityTags } from "../../domain/lifecycle.js";
-import { errorAnswer, type HttpAnswer } from "../../edge/http-answer.js";
+import { errorAnswer, type HttpAnswer } from "../../http/http-answer.js";
 import { type Call, type Operation, type Operations, type Result, runOperation } from "../../operations/operation.js";
 import { REGISTRY_SERVICES } from "../../operations/registry-operations.js";
 import { decodeRestRequest, type RestRequestParts } from "./rest-request.js";
@@ -82,9 +82,4 @@ function notModified(result: Result, ifNoneMatch: string): HttpAnswer | undefine
     result.kind === "definition" ? { etag: etagOf(result.stored) } : result.kind === "card" ? { etag: result.etag, "cache-control": AGENT_CARD_CACHE_CONTROL } : undefined;
   if (headers?.etag === undefined || !ifNoneMatchMatches(parseEntityTags(ifNoneMatch), headers.etag)) return undefined;
   return { status: 304, headers, body: null };
-}
-
-/** The answer for a path that takes other verbs. */
-export function methodNotAllowedAnswer(verb: string, allowed: readonly string[]): HttpAnswer {
-  return errorAnswer(methodNotAllowed(verb, allowed), { allow: allowed.join(", ") });
 }

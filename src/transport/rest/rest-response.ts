@@ -10,7 +10,7 @@ import { type DescMessage, type JsonObject, ScalarType, toJson } from "@bufbuild
 import { AGENT_CARD_CACHE_CONTROL, agentCardJson } from "../../domain/agent-card.js";
 import { etagOf } from "../../domain/lifecycle.js";
 import type { StoredDefinition } from "../../domain/records.js";
-import { type HttpAnswer, JSON_CONTENT_TYPE, utf8 } from "../../edge/http-answer.js";
+import { type HttpAnswer, JSON_CONTENT_TYPE, utf8 } from "../../http/http-answer.js";
 import type { Result } from "../../operations/operation.js";
 import { jsonWithMeta, pageJson } from "../definition-meta.js";
 

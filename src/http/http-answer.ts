@@ -1,10 +1,13 @@
 /**
- * A plain HTTP answer (REST, probes, metrics, OpenAPI, refusals at the edge):
+ * A plain HTTP answer (REST, probes, metrics, OpenAPI, refusals at the edge),
+ * the vocabulary below every layer that answers HTTP (src/http: edge,
+ * transport, observability and the runtime adapters import it, it imports
+ * only the domain's error table):
  * status, headers and the whole body as bytes, written by each runtime's
  * adapter in one go. Every error answer is made by `errorAnswer`, from the one
  * error table.
  */
-import { challengeOf, errorBody, type RegistryError } from "../domain/errors.js";
+import { challengeOf, errorBody, methodNotAllowed, type RegistryError } from "../domain/errors.js";
 
 export interface HttpAnswer {
   readonly status: number;
@@ -37,4 +40,9 @@ export function errorAnswer(err: RegistryError, headers: Readonly<Record<string,
 /** The same answer without its body, for HEAD. */
 export function headOnly(answer: HttpAnswer): HttpAnswer {
   return { ...answer, body: null, headers: { ...answer.headers, "content-length": String(answer.body?.byteLength ?? 0) } };
+}
+
+/** The 405 for a path that takes other verbs, with its `Allow`. */
+export function methodNotAllowedAnswer(verb: string, allowed: readonly string[]): HttpAnswer {
+  return errorAnswer(methodNotAllowed(verb, allowed), { allow: allowed.join(", ") });
 }
