@@ -33,6 +33,8 @@ export interface BodyShare {
   count(body: AsyncIterable<Uint8Array>): AsyncIterable<Uint8Array>;
   /** Gives the request's bytes back; only the first call counts. */
   release(): void;
+  /** Whether reading the body was refused (OVERLOADED): the rest of it is not worth reading either. */
+  readonly refused: boolean;
 }
 
 export function createBodyBudget(limit: number): BodyBudget {
@@ -58,12 +60,19 @@ export function createBodyBudget(limit: number): BodyBudget {
     share(declared, reserveAtMost) {
       let held = 0;
       let released = false;
+      let refusedHere = false;
       const hold = (n: number): void => {
         if (released || n <= 0) return;
-        if (!take(n)) throw overloaded(limit);
+        if (!take(n)) {
+          refusedHere = true;
+          throw overloaded(limit);
+        }
         held += n;
       };
       return {
+        get refused() {
+          return refusedHere;
+        },
         async *count(body) {
           // A declared body is reserved whole before its first byte is read: a client that sends part of it and stops
           // holds no more than it was allowed, and one that would not fit is refused at once.

@@ -192,9 +192,17 @@ export function createNodeEdge(app: App): NodeEdge {
     }
     app
       .edge(edgeRequest(req, res, share), record)
-      .then((answer) => (answer.rpc !== undefined ? universalResponseToNodeResponse(answer.rpc, res) : writeAnswer(res, answer.http)))
+      .then((answer) => {
+        // A body refused for want of memory is not read on: the connection closes after the answer (HTTP/1.1),
+        // the stream is reset without error once it is sent (HTTP/2, RFC 9113 §8.1), so the client stops sending.
+        if (share.refused) {
+          if (h1 !== undefined) h1.setHeader("connection", "close");
+          else res.once("finish", () => (req as Http2ServerRequest).stream.close(http2Constants.NGHTTP2_NO_ERROR));
+        }
+        return answer.rpc !== undefined ? universalResponseToNodeResponse(answer.rpc, res) : writeAnswer(res, answer.http);
+      })
       .then(() => {
-        if (h1 !== undefined && !req.complete) discardRest(req);
+        if (h1 !== undefined && !req.complete && !share.refused) discardRest(req);
       })
       .catch((err: unknown) => {
         // The client went away, or the answer could not be written: nothing is left to tell it.

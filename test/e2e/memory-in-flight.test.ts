@@ -128,6 +128,9 @@ forEachDatabase((db) => {
       expect(refused?.status).toBe(503);
       expect(refused?.headers["retry-after"]).toBe("1");
       expect(JSON.parse(refused?.body ?? "")).toEqual({ error: expect.any(String), code: "OVERLOADED" });
+      // Nothing more of a refused body is read: the connection is closed after the answer.
+      expect(refused?.headers.connection).toBe("close");
+      await closed(late.socket);
       // A whole small body finds no room either.
       const small = await fetch(`${baseUrl}${PATH}`, {
         method: "POST",
@@ -147,8 +150,11 @@ forEachDatabase((db) => {
       const envelope = Buffer.alloc(5 + 1000);
       envelope.writeUInt32BE(BODY - 5, 1);
       grpc.write(envelope);
+      const restClosed = new Promise((resolve) => rest.once("close", () => resolve(rest.rstCode)));
       const h2rest = await restResult;
       expect(h2rest.status).toBe(503);
+      // The stream is reset without error once answered (RFC 9113 §8.1): the client stops sending, the connection stays.
+      expect(await restClosed).toBe(http2.NGHTTP2_NO_ERROR);
       expect(h2rest.headers.get("retry-after")).toBe("1");
       expect(JSON.parse(h2rest.body.toString())).toEqual({ error: expect.any(String), code: "OVERLOADED" });
       const h2grpc = await grpcResult;
