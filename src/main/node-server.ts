@@ -118,13 +118,14 @@ export function createNodeServer(app: App): NodeServer {
     }
     sockets.add(socket);
     socket.once("close", () => sockets.delete(socket));
-    let seen = Buffer.alloc(0);
+    let seen: Buffer = Buffer.alloc(0);
     // A connection that has not said which protocol it speaks within HTTP_HEADERS_TIMEOUT_MS of its accept is
     // closed, like a request whose headers never end: one deadline, not an idle timeout a byte at a time restarts.
     const peekDeadline = setTimeout(() => socket.destroy(), headersTimeoutMs);
     socket.once("close", () => clearTimeout(peekDeadline));
     const onData = (chunk: Buffer): void => {
-      seen = Buffer.concat([seen, chunk]);
+      // The first chunk as it is (it may be 64 KiB of a body, on every connection at once): copied only to join a second.
+      seen = seen.length === 0 ? chunk : Buffer.concat([seen, chunk]);
       const n = Math.min(seen.length, H2_PREFACE.length);
       const isH2 = seen.subarray(0, n).equals(H2_PREFACE.subarray(0, n));
       if (isH2 && seen.length < H2_PREFACE.length) return; // not enough bytes to tell yet
