@@ -63,7 +63,7 @@ export function createNodeServer(app: App): NodeServer {
   h2.on("stream", (stream) => {
     if (stream.endAfterHeaders) return; // no body
     const timer = setTimeout(() => {
-      if (stream.state.remoteClose !== 1) stream.close(http2Constants.NGHTTP2_CANCEL);
+      if (stream.state?.remoteClose !== 1) stream.close(http2Constants.NGHTTP2_CANCEL);
     }, bodyTimeoutMs);
     const clear = (): void => clearTimeout(timer);
     stream.once("end", clear);
