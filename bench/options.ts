@@ -27,7 +27,13 @@ export const USAGE = `usage: npm run bench -- [options]
                         each matching 1 % of the tenant, over REST; default sizes 1000,1000000
   --fairness            the gate scenario instead (issue 25; MariaDB): one tenant saturating the search gate with a keyword search
                         matching all its definitions (the first size; default 20000) while another tenant (1,000 definitions) runs its own,
-                        for --duration seconds (default 20); then 24 HTTP/2 searches reset after their HEADERS and the statements left 2 s later`;
+                        for --duration seconds (default 20); then 24 HTTP/2 searches reset after their HEADERS and the statements left 2 s later
+  --held-bodies         the held-bodies scenario instead (issue 25): --sockets connections each send 1,000,000 of a
+                        declared 1,048,576-byte body with a valid token, then nothing, for --hold seconds; the
+                        service's RSS is sampled throughout (target: idle + MAX_BUFFERED_BODY_BYTES + 64 MiB)
+  --sockets 600         connections of --held-bodies
+  --hold 20             seconds --held-bodies holds them
+  --without-token       --held-bodies with a token that fails verification (the service answers 401 before reading)`;
 
 export interface BenchOptions {
   readonly sqlite: boolean;
@@ -50,6 +56,8 @@ export interface BenchOptions {
   readonly reuse: boolean;
   /** The fairness scenario (bench/fairness.ts) instead of the others. */
   readonly fairness: boolean;
+  /** The held-bodies scenario instead (see held-bodies.ts), with its sockets and hold time. */
+  readonly heldBodies: { readonly sockets: number; readonly holdSeconds: number; readonly withoutToken: boolean } | undefined;
   /** The checkout whose service is run (see serviceCommand in processes.ts); undefined: this one. */
   readonly serviceDir: string | undefined;
 }
@@ -77,6 +85,10 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
       reuse: { type: "boolean", default: false },
       fairness: { type: "boolean", default: false },
       service: { type: "string" },
+      "held-bodies": { type: "boolean", default: false },
+      sockets: { type: "string" },
+      hold: { type: "string" },
+      "without-token": { type: "boolean", default: false },
       help: { type: "boolean", default: false },
     },
   });
@@ -117,5 +129,8 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     reuse: values.reuse,
     fairness: values.fairness,
     serviceDir: values.service,
+    heldBodies: values["held-bodies"]
+      ? { sockets: number("sockets", values.sockets, 600, 1, 5_000), holdSeconds: number("hold", values.hold, 20, 1, 600), withoutToken: values["without-token"] }
+      : undefined,
   };
 }

@@ -15,6 +15,7 @@ import { openLocalIssuer } from "../src/auth/local-issuer.js";
 import { localIssuerKeyFile } from "../src/main/local-issuer-key-file.js";
 import { createBenchDatabase, settleDatabase } from "./bench-database.js";
 import { fairnessReport, runFairness } from "./fairness.js";
+import { heldBodies, heldBodiesReport } from "./held-bodies.js";
 import { LARGE_PAGE_PROTOCOLS, type LargePagesRow, largePagesOver, largePagesReport, seedLargeDefinitions } from "./large-pages.js";
 import type { LoadJob } from "./load-job.js";
 import { type Measurement, measure } from "./measure.js";
@@ -70,6 +71,19 @@ async function main(options: BenchOptions): Promise<number> {
       }
       console.log(largePagesReport(rows));
       return failures > 0 ? 1 : 0;
+    }
+
+    if (options.heldBodies !== undefined) {
+      const service = await startServer("the service", serviceProcess, "agent definition registry listening", { ...storageEnv, PORT: "0", LOG_LEVEL: "info" }, dataDir);
+      cleanup.unshift(() => service.stop());
+      const result = await heldBodies(service, options.heldBodies.withoutToken ? "Bearer not-a-token" : authorization, { ...options.heldBodies, log });
+      const budgetMib = Number(process.env.MAX_BUFFERED_BODY_BYTES ?? 16 * 1024 * 1024) / 2 ** 20;
+      const { markdown, met } = heldBodiesReport(result, budgetMib);
+      console.log(
+        `Held bodies${options.heldBodies.withoutToken ? " without a valid token" : ""}, ${database.description}, service ${serviceProcess.cwd}, budget ${budgetMib} MiB\n\n${markdown}`,
+      );
+      if (service.stderr().trim() !== "") log(`the service's stderr:\n${service.stderr().slice(-4000)}`);
+      return met ? 0 : 1;
     }
 
     const seeder = await openSeeder({ databaseUrl: database.databaseUrl, dataDir, tenant: TENANT });

@@ -6,10 +6,11 @@ import openApiDocument from "../gen/openapi.json" with { type: "json" };
 import { type Authenticator, createAuthenticator } from "./auth/authenticator.js";
 import type { KeyStore } from "./auth/local-issuer.js";
 import type { Config } from "./config.js";
+import { type BodyBudget, createBodyBudget } from "./edge/body-budget.js";
 import { createEdge, type Edge } from "./edge/edge.js";
 import type { HttpEndpoint } from "./http/http-endpoint.js";
 import { createLogger, type Logger } from "./logger.js";
-import { createMetrics } from "./observability/metrics.js";
+import { createMetrics, type Metrics } from "./observability/metrics.js";
 import { createMetricsEndpoint } from "./observability/metrics-endpoint.js";
 import { recordInterceptor, withInterceptors } from "./observability/record-interceptor.js";
 import { createRequestTracker, type RequestTracker } from "./observability/request-tracker.js";
@@ -39,6 +40,10 @@ export interface App {
   readonly requests: RequestTracker;
   readonly repository: AgentDefinitionRepository;
   readonly authenticator: Authenticator;
+  /** The request body bytes all requests hold at once (MAX_BUFFERED_BODY_BYTES); a runtime's adapter reads every body through it. */
+  readonly bodyBudget: BodyBudget;
+  /** The service's metrics, for what a runtime's adapter counts itself (connections refused). */
+  readonly metrics: Metrics;
   /** `GET /metrics`: on the API port, or (METRICS_PORT) served by the entrypoint on a port of its own. */
   readonly metricsEndpoint: HttpEndpoint;
   /** Logs the refusals counted since the last summary line, and releases the database pool. */
@@ -83,7 +88,8 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     adminDomain: config.adminDomain,
     claims: config.auth,
   });
-  const metrics = createMetrics({ poolStats: () => repository.poolStats() });
+  const bodyBudget = createBodyBudget(config.maxBufferedBodyBytes);
+  const metrics = createMetrics({ poolStats: () => repository.poolStats(), bodyBudget });
   const metricsEndpoint = createMetricsEndpoint(metrics);
   const requests = createRequestTracker({ logger, metrics });
   const ping = () => repository.ping();
@@ -94,7 +100,12 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
   const routes = withInterceptors(
     (router: ConnectRouter) => {
       createRegistryRoutes({ operations, logger })(router);
-      createHealthRoutes({ services: REGISTRY_SERVICES, ping, maxWatches: config.healthMaxWatches })(router);
+      createHealthRoutes({
+        services: REGISTRY_SERVICES,
+        ping,
+        maxWatches: config.healthMaxWatches,
+        maxWatchesPerConnection: config.healthMaxWatchesPerConnection,
+      })(router);
       createReflectionRoutes({ services: [...REGISTRY_SERVICES, Health], files: [file_asor_v1_error] })(router);
     },
     [recordInterceptor()],
@@ -117,5 +128,5 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     refusalsOf(logger).flush();
     await repository.close();
   };
-  return { config, logger, edge, operations, authenticator, requests, repository, metricsEndpoint, close };
+  return { config, logger, edge, operations, authenticator, requests, repository, bodyBudget, metrics, metricsEndpoint, close };
 }

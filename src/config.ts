@@ -18,6 +18,14 @@ export interface Config {
   /** `MAX_BODY_BYTES`, default 1 MiB: the largest request body or message accepted. */
   readonly maxBodyBytes: number;
   /**
+   * `MAX_BUFFERED_BODY_BYTES`, default 16 MiB: the request bytes all requests together may hold at
+   * once (each reserves its declared Content-Length when it starts reading, else counts what
+   * arrives); a body that would take the process past it is answered 503 OVERLOADED.
+   */
+  readonly maxBufferedBodyBytes: number;
+  /** `MAX_CONNECTIONS`, default 1000: open connections on the port; one more is closed at once. */
+  readonly maxConnections: number;
+  /**
    * `DATABASE_TIMEOUT_MS`, default 10000: the longest MySQL/MariaDB connect, pool
    * acquire, or wait for one statement's answer; past it the request fails with 503.
    */
@@ -28,6 +36,11 @@ export interface Config {
     readonly headersTimeoutMs: number;
     /** `HTTP_REQUEST_TIMEOUT_MS`, default 60000: a whole request (headers and body; an HTTP/2 stream's body) must arrive within it. */
     readonly requestTimeoutMs: number;
+    /**
+     * `HTTP_BODY_TIMEOUT_MS`, default 10000 (at most HTTP_REQUEST_TIMEOUT_MS): a request's body must have
+     * arrived whole this long after its headers; HTTP/1.1 answers 408 and closes, HTTP/2 cancels the stream.
+     */
+    readonly bodyTimeoutMs: number;
     /** `HTTP2_IDLE_TIMEOUT_MS`, default 120000: an HTTP/2 connection without any traffic for this long is closed. */
     readonly http2IdleTimeoutMs: number;
     /** `HTTP2_MAX_CONCURRENT_STREAMS`, default 100: streams (calls) one HTTP/2 connection may have open at once. */
@@ -52,6 +65,8 @@ export interface Config {
   readonly pageMaxBytes: number;
   /** `HEALTH_MAX_WATCHES`, default 1000: gRPC `Health/Watch` streams open at once; more are refused (RESOURCE_EXHAUSTED). */
   readonly healthMaxWatches: number;
+  /** `HEALTH_MAX_WATCHES_PER_CONNECTION`, default 10: `Health/Watch` streams one connection may have open at once. */
+  readonly healthMaxWatchesPerConnection: number;
   /**
    * `METRICS_PORT`: serve `/metrics` on this port (on `HOST`) instead of the API port;
    * 0 picks a free one. Unset (the default): `/metrics` is served on the API port.
@@ -86,13 +101,21 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
   const { integer } = envReader(env, problems);
   const port = integer("PORT", 8080, 0, 65535);
   const maxBodyBytes = integer("MAX_BODY_BYTES", 1024 * 1024, 1024, 64 * 1024 * 1024);
+  const maxBufferedBodyBytes = integer("MAX_BUFFERED_BODY_BYTES", 16 * 1024 * 1024, 1024, 4 * 1024 * 1024 * 1024);
+  if (maxBufferedBodyBytes < maxBodyBytes)
+    problems.push(`MAX_BUFFERED_BODY_BYTES (${maxBufferedBodyBytes}) must be at least MAX_BODY_BYTES (${maxBodyBytes}), or no body of the largest size is ever read`);
+  const maxConnections = integer("MAX_CONNECTIONS", 1_000, 1, 1_000_000);
   const databaseTimeoutMs = integer("DATABASE_TIMEOUT_MS", 10_000, 100, 600_000);
+  const requestTimeoutMs = integer("HTTP_REQUEST_TIMEOUT_MS", 60_000, 100, 3_600_000);
   const http = {
     headersTimeoutMs: integer("HTTP_HEADERS_TIMEOUT_MS", 20_000, 100, 600_000),
-    requestTimeoutMs: integer("HTTP_REQUEST_TIMEOUT_MS", 60_000, 100, 3_600_000),
+    requestTimeoutMs,
+    // The body's deadline is within the request's: by default the shorter of 10 s and the request timeout.
+    bodyTimeoutMs: integer("HTTP_BODY_TIMEOUT_MS", Math.min(10_000, requestTimeoutMs), 100, 3_600_000),
     http2IdleTimeoutMs: integer("HTTP2_IDLE_TIMEOUT_MS", 120_000, 100, 3_600_000),
     http2MaxConcurrentStreams: integer("HTTP2_MAX_CONCURRENT_STREAMS", 100, 1, 10_000),
   };
+  if (http.bodyTimeoutMs > http.requestTimeoutMs) problems.push(`HTTP_BODY_TIMEOUT_MS (${http.bodyTimeoutMs}) must not exceed HTTP_REQUEST_TIMEOUT_MS (${http.requestTimeoutMs})`);
   const maxConcurrent = integer("SEARCH_MAX_CONCURRENT", defaultSearchMaxConcurrent, 1, 1_000);
   const search = {
     maxConcurrent,
@@ -109,6 +132,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
   }
   const pageMaxBytes = integer("PAGE_MAX_BYTES", defaultPageMaxBytes, 64 * 1024, 256 * 1024 * 1024);
   const healthMaxWatches = integer("HEALTH_MAX_WATCHES", 1_000, 0, 100_000);
+  const healthMaxWatchesPerConnection = integer("HEALTH_MAX_WATCHES_PER_CONNECTION", 10, 0, 100_000);
   const metricsPort = env.METRICS_PORT === undefined || env.METRICS_PORT === "" ? undefined : integer("METRICS_PORT", 0, 0, 65535);
   if (metricsPort !== undefined && metricsPort !== 0 && metricsPort === port) problems.push(`METRICS_PORT (${metricsPort}) must differ from PORT`);
   // Node refuses a headers timeout longer than the request timeout it is part of.
@@ -151,11 +175,14 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
     dataDir: env.DATA_DIR || "./data",
     defaultTenant,
     maxBodyBytes,
+    maxBufferedBodyBytes,
+    maxConnections,
     databaseTimeoutMs,
     http,
     search,
     pageMaxBytes,
     healthMaxWatches,
+    healthMaxWatchesPerConnection,
     metricsPort,
     logLevel,
     shutdownTimeoutMs,

@@ -27,6 +27,8 @@ export interface ErrorRow {
   readonly http: number;
   readonly grpc: GrpcCodeName;
   readonly body: BodyShape;
+  /** Seconds a client should wait before it tries again (`Retry-After`), for refusals that pass by themselves. */
+  readonly retryAfterSeconds?: number;
 }
 
 /**
@@ -95,6 +97,13 @@ export const ERRORS = {
     body: "validation",
     meaning: "If-Match (or the request's etag) no longer matches the definition, or If-None-Match: * met an existing one; nothing was written.",
   },
+  // The client took longer to send its body than the service waits: RFC 9110's 408; over gRPC the stream is cancelled instead.
+  REQUEST_TIMEOUT: {
+    http: 408,
+    grpc: "DeadlineExceeded",
+    body: "validation",
+    meaning: "The request body did not arrive whole within HTTP_BODY_TIMEOUT_MS of its headers; the connection is closed.",
+  },
   // 413, not 429: the body is too large, not the caller too fast; gRPC has only ResourceExhausted for both.
   PAYLOAD_TOO_LARGE: { http: 413, grpc: "ResourceExhausted", body: "validation", meaning: "The request body is larger than the configured limit." },
   // 415 over HTTP; an RPC cannot have a wrong media type by the time it is decoded, so InvalidArgument.
@@ -106,6 +115,14 @@ export const ERRORS = {
   },
   INTERNAL: { http: 500, grpc: "Internal", body: "error", meaning: "An unexpected error; it has been logged." },
   UNAVAILABLE: { http: 503, grpc: "Unavailable", body: "error", meaning: "A dependency (the database, or the token issuer) is unreachable; retry later." },
+  // Not the caller's fault, and over in a moment: as a dependency that is down, Unavailable, with a Retry-After.
+  OVERLOADED: {
+    http: 503,
+    grpc: "Unavailable",
+    body: "error",
+    meaning: "The service holds as many request bodies in memory as it may (MAX_BUFFERED_BODY_BYTES); retry shortly.",
+    retryAfterSeconds: 1,
+  },
   OUTCOME_UNKNOWN: {
     http: 503,
     grpc: "Unavailable",
@@ -411,6 +428,17 @@ export function forbidden(message: string): RegistryError {
 /** A body over `limit` bytes. */
 export function tooLarge(limit: number): RegistryError {
   return new RegistryError("PAYLOAD_TOO_LARGE", `The request body is larger than ${limit} bytes.`);
+}
+
+/** 503: reading this body would take the bytes all requests hold past `limit` (MAX_BUFFERED_BODY_BYTES). */
+export function overloaded(limit: number): RegistryError {
+  // By design (the budget doing its work): logged at warn, aggregated, like the other refusals.
+  return new RegistryError("OVERLOADED", `The service is holding as many request bodies as it may (${limit} bytes); retry shortly.`, [], { designed: true });
+}
+
+/** 408: the body did not arrive in time. */
+export function bodyTimedOut(timeoutMs: number): RegistryError {
+  return new RegistryError("REQUEST_TIMEOUT", `The request body did not arrive whole within ${timeoutMs} ms of its headers.`);
 }
 
 /** The database could not be reached or did not answer in time. */

@@ -31,10 +31,15 @@ export function jsonAnswer(status: number, value: unknown, headers: Readonly<Rec
   return { status, headers: { "content-type": JSON_CONTENT_TYPE, ...headers }, body: utf8(JSON.stringify(value)) };
 }
 
-/** The answer to `err`: its status, its body shape and, for 401/403, the Bearer challenge. */
+/** The answer to `err`: its status, its body shape, for 401/403 the Bearer challenge, and its row's Retry-After. */
 export function errorAnswer(err: RegistryError, headers: Readonly<Record<string, string>> = {}): HttpAnswer {
   const challenge = challengeOf(err);
-  return jsonAnswer(err.row.http, errorBody(err), challenge === undefined ? headers : { "www-authenticate": challenge, ...headers });
+  const retryAfter = err.row.retryAfterSeconds;
+  return jsonAnswer(err.row.http, errorBody(err), {
+    ...(challenge === undefined ? {} : { "www-authenticate": challenge }),
+    ...(retryAfter === undefined ? {} : { "retry-after": String(retryAfter) }),
+    ...headers,
+  });
 }
 
 /** The same answer without its body, for HEAD. */

@@ -11,10 +11,13 @@ import { Code, ConnectError, type ContextValues } from "@connectrpc/connect";
 import type { UniversalServerRequest } from "@connectrpc/connect/protocol";
 import { universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import type { App } from "../app.js";
-import { shuttingDown } from "../domain/errors.js";
+import { RegistryError, shuttingDown } from "../domain/errors.js";
+import type { BodyShare } from "../edge/body-budget.js";
 import type { EdgeRequest } from "../edge/edge.js";
 import { errorAnswer, type HttpAnswer } from "../http/http-answer.js";
 import { codeName } from "../observability/request-record.js";
+import { toConnectError } from "../transport/connect-errors.js";
+import { connectionKey } from "../transport/connection.js";
 import { callerError } from "../transport/failures.js";
 
 type NodeRequest = IncomingMessage | Http2ServerRequest;
@@ -38,10 +41,10 @@ export interface NodeEdge {
   drain(): void;
 }
 
-/** The Node request as the edge reads it. */
-function edgeRequest(req: NodeRequest, res: NodeResponse): EdgeRequest {
+/** The Node request as the edge reads it; its body is read through `share` of the body budget. */
+function edgeRequest(req: NodeRequest, res: NodeResponse, share: BodyShare): EdgeRequest {
   // A Readable's iterator destroys the stream when left early (a 413): keep it, so the answer still reaches the client.
-  const body = (): AsyncIterable<Uint8Array> => req.iterator({ destroyOnReturn: false });
+  const body = (): AsyncIterable<Uint8Array> => share.count(req.iterator({ destroyOnReturn: false }));
   const signal = clientLeft(res);
   return {
     method: req.method ?? "GET",
@@ -51,10 +54,24 @@ function edgeRequest(req: NodeRequest, res: NodeResponse): EdgeRequest {
       return Array.isArray(value) ? value.join(", ") : value;
     },
     body,
-    universal: (contextValues) => universalRequest(req, contextValues, body(), signal),
+    universal: (contextValues) => universalRequest(req, contextValues, rpcErrors(body()), signal),
     clientGone: () => clientGone(req, res),
     signal,
   };
+}
+
+/** `body`, its registry errors (the budget's OVERLOADED) turned into the ConnectError Connect answers in the request's protocol. */
+async function* rpcErrors(body: AsyncIterable<Uint8Array>): AsyncIterable<Uint8Array> {
+  try {
+    yield* body;
+  } catch (err) {
+    throw err instanceof RegistryError ? toConnectError(err) : err;
+  }
+}
+
+/** The connection a request came on: an HTTP/2 request's session, an HTTP/1.1 request's socket. */
+function connectionOf(req: NodeRequest): object {
+  return (req as Partial<Http2ServerRequest>).stream?.session ?? req.socket;
 }
 
 /**
@@ -99,6 +116,7 @@ function clientGone(req: NodeRequest, res: NodeResponse): boolean {
  * before the answer was sent, which is what a handler needs to know.
  */
 function universalRequest(req: NodeRequest, contextValues: ContextValues, body: AsyncIterable<Uint8Array>, signal: AbortSignal): UniversalServerRequest {
+  contextValues.set(connectionKey, connectionOf(req));
   const header = new Headers();
   for (const [name, value] of Object.entries(req.headers)) {
     if (value === undefined || name.startsWith(":")) continue;
@@ -152,7 +170,13 @@ export function createNodeEdge(app: App): NodeEdge {
     const h1 = req.httpVersionMajor === 1 ? (res as ServerResponse) : undefined;
     if (h1 !== undefined) h1Answers.add(h1);
     const grpcStatus = watchGrpcStatus(res);
+    const length = Number(req.headers["content-length"]);
+    const share = app.bodyBudget.share(Number.isSafeInteger(length) && length >= 0 ? length : undefined, app.config.maxBodyBytes);
+    // The request is over once its answer is sent or its stream closed, however it ended (answered, failed, the client
+    // gone): its body bytes go back to the budget. (An HTTP/2 stream whose client has not ended its body closes only later.)
+    res.once("finish", share.release);
     res.once("close", () => {
+      share.release();
       if (h1 !== undefined) h1Answers.delete(h1);
       const status = grpcStatus();
       // An HTTP/2 client that resets its stream mid-request may see its answer "finish" into the closed stream: it left all the same.
@@ -167,10 +191,18 @@ export function createNodeEdge(app: App): NodeEdge {
       return;
     }
     app
-      .edge(edgeRequest(req, res), record)
-      .then((answer) => (answer.rpc !== undefined ? universalResponseToNodeResponse(answer.rpc, res) : writeAnswer(res, answer.http)))
+      .edge(edgeRequest(req, res, share), record)
+      .then((answer) => {
+        // A body refused for want of memory is not read on: the connection closes after the answer (HTTP/1.1),
+        // the stream is reset without error once it is sent (HTTP/2, RFC 9113 §8.1), so the client stops sending.
+        if (share.refused) {
+          if (h1 !== undefined) h1.setHeader("connection", "close");
+          else res.once("finish", () => (req as Http2ServerRequest).stream.close(http2Constants.NGHTTP2_NO_ERROR));
+        }
+        return answer.rpc !== undefined ? universalResponseToNodeResponse(answer.rpc, res) : writeAnswer(res, answer.http);
+      })
       .then(() => {
-        if (h1 !== undefined && !req.complete) discardRest(req);
+        if (h1 !== undefined && !req.complete && !share.refused) discardRest(req);
       })
       .catch((err: unknown) => {
         // The client went away, or the answer could not be written: nothing is left to tell it.

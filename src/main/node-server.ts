@@ -3,8 +3,10 @@ import { createServer as createHttp2Server, type Http2Session, constants as http
 import { createServer as createNetServer, type Server, type Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import type { App } from "../app.js";
+import { bodyTimedOut } from "../domain/errors.js";
+import { errorAnswer } from "../http/http-answer.js";
 import { markListening, replayingSocket, underDeno } from "./deno-socket.js";
-import { createNodeEdge } from "./node-edge.js";
+import { createNodeEdge, writeAnswer } from "./node-edge.js";
 
 /** The HTTP/2 connection preface: a connection that starts with it speaks HTTP/2 (gRPC). */
 const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
@@ -34,7 +36,7 @@ export function createNodeServer(app: App): NodeServer {
 
   // Slow clients (slowloris, a body that never ends) get 408 and the connection closed. Node checks
   // the timeouts every connectionsCheckingInterval, so it is a fraction of the shortest one.
-  const { headersTimeoutMs, requestTimeoutMs, http2IdleTimeoutMs } = app.config.http;
+  const { headersTimeoutMs, requestTimeoutMs, bodyTimeoutMs, http2IdleTimeoutMs } = app.config.http;
   const h1 = createHttpServer(
     { headersTimeout: headersTimeoutMs, requestTimeout: requestTimeoutMs, connectionsCheckingInterval: Math.min(30_000, Math.max(50, Math.floor(headersTimeoutMs / 4))) },
     edge.handle,
@@ -56,9 +58,13 @@ export function createNodeServer(app: App): NodeServer {
     if (draining) session.close();
   });
 
-  // HTTP/2 has no request timeout of its own: a stream whose request body has not ended in time is cancelled.
+  // HTTP/2 has no request timeout of its own: a stream whose request body has not ended within the body
+  // deadline of its headers is cancelled. A body that ended but was never read (a GET answered by REST) is done.
   h2.on("stream", (stream) => {
-    const timer = setTimeout(() => stream.close(http2Constants.NGHTTP2_CANCEL), requestTimeoutMs);
+    if (stream.endAfterHeaders) return; // no body
+    const timer = setTimeout(() => {
+      if (stream.state?.remoteClose !== 1) stream.close(http2Constants.NGHTTP2_CANCEL);
+    }, bodyTimeoutMs);
     const clear = (): void => clearTimeout(timer);
     stream.once("end", clear);
     stream.once("close", clear);
@@ -70,6 +76,7 @@ export function createNodeServer(app: App): NodeServer {
   // A socket is handed to HTTP/1.1 with its first request's bytes in hand, so it counts as busy from then.
   const h1Busy = new Map<Duplex, { requests: number; awaitingFirst: boolean }>();
   h1.on("request", (req: IncomingMessage, res: ServerResponse) => {
+    bodyDeadline(req, res);
     const busy = h1Busy.get(req.socket);
     if (busy === undefined) return;
     if (busy.awaitingFirst) busy.awaitingFirst = false;
@@ -77,19 +84,53 @@ export function createNodeServer(app: App): NodeServer {
     res.once("close", () => busy.requests--);
   });
 
+  /**
+   * HTTP/1.1: a body must have arrived whole within HTTP_BODY_TIMEOUT_MS of its headers (Node's own request
+   * timeout, from the request's first byte, is far longer). Past it the request is answered 408, if its answer
+   * has not begun, and its connection closed: a client trickling a body or stopping mid-way holds it no longer.
+   */
+  const bodyDeadline = (req: IncomingMessage, res: ServerResponse): void => {
+    // Without Content-Length or Transfer-Encoding an HTTP/1.1 request has no body.
+    if (req.headers["content-length"] === undefined && req.headers["transfer-encoding"] === undefined) return;
+    const timer = setTimeout(() => {
+      if (req.complete) return;
+      if (res.headersSent) return void req.socket.destroy();
+      // Connection: close: the server closes the connection once the answer is out; a client that does not read it is not waited for.
+      res.setHeader("connection", "close");
+      writeAnswer(res, errorAnswer(bodyTimedOut(bodyTimeoutMs)));
+      setTimeout(() => req.socket.destroy(), 1_000).unref();
+    }, bodyTimeoutMs);
+    const clear = (): void => clearTimeout(timer);
+    req.once("end", clear);
+    req.once("close", clear);
+    // Answered with the body whole (read or not): nothing is left to wait for.
+    res.once("finish", () => req.complete && clear());
+  };
+
+  const { maxConnections } = app.config;
   const route = (socket: Socket): void => {
-    let seen = Buffer.alloc(0);
-    // A connection that never says which protocol it speaks is closed like a request whose headers never end.
-    const onSilence = (): void => void socket.destroy();
-    socket.setTimeout(headersTimeoutMs, onSilence);
+    socket.on("error", () => socket.destroy());
+    // Past MAX_CONNECTIONS a new connection is closed at once, before anything of it is read.
+    if (sockets.size >= maxConnections) {
+      app.metrics.connectionRefused();
+      socket.destroy();
+      return;
+    }
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+    let seen: Buffer = Buffer.alloc(0);
+    // A connection that has not said which protocol it speaks within HTTP_HEADERS_TIMEOUT_MS of its accept is
+    // closed, like a request whose headers never end: one deadline, not an idle timeout a byte at a time restarts.
+    const peekDeadline = setTimeout(() => socket.destroy(), headersTimeoutMs);
+    socket.once("close", () => clearTimeout(peekDeadline));
     const onData = (chunk: Buffer): void => {
-      seen = Buffer.concat([seen, chunk]);
+      // The first chunk as it is (it may be 64 KiB of a body, on every connection at once): copied only to join a second.
+      seen = seen.length === 0 ? chunk : Buffer.concat([seen, chunk]);
       const n = Math.min(seen.length, H2_PREFACE.length);
       const isH2 = seen.subarray(0, n).equals(H2_PREFACE.subarray(0, n));
       if (isH2 && seen.length < H2_PREFACE.length) return; // not enough bytes to tell yet
       socket.off("data", onData);
-      socket.setTimeout(0);
-      socket.off("timeout", onSilence);
+      clearTimeout(peekDeadline);
       if (isH2) {
         // Without TCP_NODELAY, Nagle's algorithm held small gRPC frames ~40 ms (BENCHMARKS.md:
         // gRPC GET p50 57 -> 8 ms). Sockets handed over by the peeking server never get it set.
@@ -117,9 +158,6 @@ export function createNodeServer(app: App): NodeServer {
       }
     };
     socket.on("data", onData);
-    socket.on("error", () => socket.destroy());
-    sockets.add(socket);
-    socket.once("close", () => sockets.delete(socket));
   };
   const server = createNetServer(route);
 

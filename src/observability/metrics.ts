@@ -15,6 +15,8 @@ export interface RequestSample {
 export interface Metrics {
   /** Counts a finished request. */
   observe(sample: RequestSample): void;
+  /** Counts a connection closed at once because MAX_CONNECTIONS were open. */
+  connectionRefused(): void;
   /** The text exposition of every metric. */
   render(): Promise<{ contentType: string; body: string }>;
 }
@@ -27,7 +29,13 @@ const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
  * when scraped), and Node's default process metrics, in a registry of their
  * own so that several apps in one process (the tests) do not collide.
  */
-export function createMetrics({ poolStats }: { poolStats: () => PoolStats }): Metrics {
+/** What the metrics read of the body budget (src/edge/body-budget.ts): the bytes held now, the bodies refused so far. */
+export interface BodyBudgetStats {
+  readonly used: number;
+  readonly refused: number;
+}
+
+export function createMetrics({ poolStats, bodyBudget }: { poolStats: () => PoolStats; bodyBudget?: BodyBudgetStats }): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const requests = new Counter({
@@ -58,11 +66,38 @@ export function createMetrics({ poolStats }: { poolStats: () => PoolStats }): Me
   gauge("asor_db_pool_pending_acquires", "Callers waiting for a database connection.", (s) => s.pendingAcquires);
   gauge("asor_db_pool_max_connections", "The most database connections the pool opens.", (s) => s.max);
   gauge("asor_search_gate_waiting", "Costly searches waiting for a slot at the search gate (SEARCH_MAX_CONCURRENT, SEARCH_MAX_PER_TENANT).", (s) => s.searchesWaiting);
+  const connectionsRefused = new Counter({
+    name: "asor_connections_refused_total",
+    help: "Connections closed as soon as they were accepted, because MAX_CONNECTIONS were open.",
+    registers: [registry],
+  });
+  if (bodyBudget !== undefined) {
+    new Gauge({
+      name: "asor_buffered_body_bytes",
+      help: "Request body bytes held by requests now (reserved against MAX_BUFFERED_BODY_BYTES).",
+      registers: [registry],
+      collect() {
+        this.set(bodyBudget.used);
+      },
+    });
+    new Counter({
+      name: "asor_body_budget_refusals_total",
+      help: "Request bodies refused with 503 OVERLOADED because they would have taken the process past MAX_BUFFERED_BODY_BYTES.",
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(bodyBudget.refused);
+      },
+    });
+  }
 
   return {
     observe({ protocol, operation, code, seconds }) {
       requests.inc({ protocol, operation, code });
       latency.observe({ protocol, operation }, seconds);
+    },
+    connectionRefused() {
+      connectionsRefused.inc();
     },
     async render() {
       return { contentType: registry.contentType, body: await registry.metrics() };

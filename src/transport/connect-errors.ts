@@ -19,7 +19,12 @@ export function toConnectError(err: RegistryError): ConnectError {
       ? { desc: ValidationErrorSchema, value: create(ValidationErrorSchema, { error: body.error, errors: [...body.errors] }) }
       : { desc: ErrorSchema, value: create(ErrorSchema, body) };
   const challenge = challengeOf(err);
-  return new ConnectError(err.message, Code[err.row.grpc], challenge === undefined ? undefined : { "www-authenticate": challenge }, [detail], err);
+  const retryAfter = err.row.retryAfterSeconds;
+  const metadata = {
+    ...(challenge === undefined ? {} : { "www-authenticate": challenge }),
+    ...(retryAfter === undefined ? {} : { "retry-after": String(retryAfter) }),
+  };
+  return new ConnectError(err.message, Code[err.row.grpc], Object.keys(metadata).length === 0 ? undefined : metadata, [detail], err);
 }
 
 /**

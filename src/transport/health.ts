@@ -1,6 +1,7 @@
 import { create, type DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
 import { Health, HealthCheckResponseSchema, HealthCheckResponse_ServingStatus as Status } from "../../gen/grpc/health/v1/health_pb.js";
+import { connectionKey } from "./connection.js";
 
 /** What the health service reports on. */
 export interface HealthOptions {
@@ -12,6 +13,11 @@ export interface HealthOptions {
   readonly watchIntervalMillis?: number;
   /** How many Watch streams may be open at once; one more is refused with RESOURCE_EXHAUSTED. */
   readonly maxWatches: number;
+  /**
+   * How many of them one connection may have open (its runtime adapter names the connection,
+   * `connectionKey`), so one client cannot take every watch; one more is refused the same way.
+   */
+  readonly maxWatchesPerConnection: number;
 }
 
 /**
@@ -27,9 +33,10 @@ const defaultWatchIntervalMillis = 1_000;
  * answers, NOT_SERVING while it does not. Check and List ask the database
  * afresh, so a load balancer never sees a stale status. Watches need no token,
  * so they must cost next to nothing: all of them share one probe, which runs
- * while any is open, and at most `maxWatches` are open at once.
+ * while any is open, at most `maxWatches` are open at once, and at most
+ * `maxWatchesPerConnection` on one connection.
  */
-export function createHealthRoutes({ services, ping, watchIntervalMillis = defaultWatchIntervalMillis, maxWatches }: HealthOptions): (router: ConnectRouter) => void {
+export function createHealthRoutes({ services, ping, watchIntervalMillis = defaultWatchIntervalMillis, maxWatches, maxWatchesPerConnection }: HealthOptions): (router: ConnectRouter) => void {
   const names = ["", ...services.map((s) => s.typeName)];
   const status = (): Promise<Status> =>
     ping().then(
@@ -39,6 +46,8 @@ export function createHealthRoutes({ services, ping, watchIntervalMillis = defau
   const response = (s: Status) => create(HealthCheckResponseSchema, { status: s });
   const probe = createSharedProbe(status, watchIntervalMillis);
   let open = 0;
+  /** Watches open per connection; a connection without one has no entry. */
+  const perConnection = new WeakMap<object, number>();
 
   return (router: ConnectRouter): void => {
     router.service(Health, {
@@ -46,17 +55,28 @@ export function createHealthRoutes({ services, ping, watchIntervalMillis = defau
         if (!names.includes(service)) throw new ConnectError(`unknown service "${service}"`, Code.NotFound);
         return response(await status());
       },
-      async *watch({ service }, { signal }) {
+      async *watch({ service }, { signal, values }) {
         if (open >= maxWatches) throw new ConnectError(`at most ${maxWatches} health watches may be open at once; use Check, or watch again later`, Code.ResourceExhausted);
+        const connection = values.get(connectionKey);
+        const onConnection = connection === undefined ? 0 : (perConnection.get(connection) ?? 0);
+        if (onConnection >= maxWatchesPerConnection) {
+          throw new ConnectError(`at most ${maxWatchesPerConnection} health watches may be open on one connection; use Check, or watch again later`, Code.ResourceExhausted);
+        }
         // Counted out once, when the client leaves or the call ends: Connect may leave a generator
         // whose client left suspended at its `yield`, never to run its `finally`.
         open++;
+        if (connection !== undefined) perConnection.set(connection, onConnection + 1);
         let leave: (() => void) | undefined;
         let counted = true;
         const release = (): void => {
           if (!counted) return;
           counted = false;
           open--;
+          if (connection !== undefined) {
+            const left = (perConnection.get(connection) ?? 1) - 1;
+            if (left > 0) perConnection.set(connection, left);
+            else perConnection.delete(connection);
+          }
           leave?.();
           signal.removeEventListener("abort", release);
         };

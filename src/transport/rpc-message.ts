@@ -27,7 +27,7 @@ import { type DescMethod, fromBinary, type JsonValue } from "@bufbuild/protobuf"
 import { base64Encode } from "@bufbuild/protobuf/wire";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Compression, UniversalServerRequest } from "@connectrpc/connect/protocol";
-import { type Issue, invalid, invalidMembersMessage, type RegistryError, tooLarge } from "../domain/errors.js";
+import { type Issue, invalid, invalidMembersMessage, RegistryError, tooLarge } from "../domain/errors.js";
 import { concatBytes } from "./bytes.js";
 import { jsonIssues } from "./rest/json-decode.js";
 import { parseStrictJsonText, structureMessage } from "./strict-json.js";
@@ -220,6 +220,9 @@ export function createMessageCheck(method: DescMethod, bodyField: string | undef
           chunks.push(chunk);
         }
       } catch (err) {
+        // The body budget refused it (OVERLOADED): answered like any other refused message.
+        const refused = err instanceof RegistryError ? err : err instanceof ConnectError && err.cause instanceof RegistryError ? err.cause : undefined;
+        if (refused !== undefined) return { request: emptyBody(req), problem: refused };
         // The client went away mid-body: Connect meets the same failure where it would have.
         return { request: { ...req, body: failing(err) }, problem: undefined };
       }

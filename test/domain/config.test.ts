@@ -69,6 +69,30 @@ describe("configuration", () => {
     expect(problems({ SEARCH_MAX_PER_TENANT: "0" })).toEqual([expect.stringContaining("SEARCH_MAX_PER_TENANT must be an integer from 1 to")]);
   });
 
+  it("bounds the memory clients hold by default (bytes in flight, connections, body time, watches per connection), refusing settings that contradict", () => {
+    expect(parseConfig({})).toMatchObject({
+      maxBufferedBodyBytes: 16 * 1024 * 1024,
+      maxConnections: 1000,
+      healthMaxWatchesPerConnection: 10,
+      http: { bodyTimeoutMs: 10_000 },
+    });
+    // The body deadline is within the request's: a shorter request timeout shortens the default.
+    expect(parseConfig({ HTTP_REQUEST_TIMEOUT_MS: "2000", HTTP_HEADERS_TIMEOUT_MS: "1000" }).http.bodyTimeoutMs).toBe(2000);
+    const problems = (env: Record<string, string>) => {
+      try {
+        parseConfig(env);
+      } catch (e) {
+        return (e as ConfigError).problems;
+      }
+      return [];
+    };
+    expect(problems({ MAX_BUFFERED_BODY_BYTES: "2048", MAX_BODY_BYTES: "4096", HTTP_BODY_TIMEOUT_MS: "70000", MAX_CONNECTIONS: "0" })).toEqual([
+      expect.stringContaining("MAX_BUFFERED_BODY_BYTES (2048) must be at least MAX_BODY_BYTES (4096)"),
+      expect.stringContaining("MAX_CONNECTIONS must be an integer from 1 to"),
+      "HTTP_BODY_TIMEOUT_MS (70000) must not exceed HTTP_REQUEST_TIMEOUT_MS (60000)",
+    ]);
+  });
+
   it("never shows the database password", () => {
     const config = parseConfig({ DATABASE_URL: "mysql://app:s3cret@db.internal:3307/registry" });
     expect(describeStorage(config)).toBe("MySQL at db.internal:3307/registry");

@@ -54,6 +54,7 @@ const RESPONSE_NAMES: Readonly<Record<number, string>> = {
   401: "Unauthorized",
   403: "Forbidden",
   404: "NotFound",
+  408: "RequestTimeout",
   409: "Conflict",
   410: "Gone",
   412: "PreconditionFailed",
@@ -73,6 +74,8 @@ const APPLIES: Readonly<Record<number, (route: RestRoute) => boolean>> = {
   409: (route) => route.method.idempotency !== MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS,
   // Only requests with a condition (If-Match, If-None-Match: *) can fail it.
   412: (route) => route.method.input.fields.some((f) => HEADER_FIELDS[f.name] !== undefined),
+  // Only a body can be late.
+  408: (route) => route.body !== "",
   413: (route) => route.body !== "",
   // Only the agent card is withdrawn with its version (CARD_DEACTIVATED).
   410: (route) => route.method.name === "GetAgentCard",
