@@ -7,9 +7,8 @@
  */
 import type { DescMethod } from "@bufbuild/protobuf";
 import { AGENT_CARD_CACHE_CONTROL } from "../../domain/agent-card.js";
-import { methodNotAllowed } from "../../domain/errors.js";
 import { etagOf, ifNoneMatchMatches, parseEntityTags } from "../../domain/lifecycle.js";
-import { errorAnswer, type HttpAnswer } from "../../http/http-answer.js";
+import type { HttpAnswer } from "../../http/http-answer.js";
 import { type Call, type Operation, type Operations, type Result, runOperation } from "../../operations/operation.js";
 import { REGISTRY_SERVICES } from "../../operations/registry-operations.js";
 import { decodeRestRequest, type RestRequestParts } from "./rest-request.js";
