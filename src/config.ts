@@ -1,4 +1,5 @@
 import { type AuthConfig, devIssuerProblem, parseAuthConfig } from "./auth/auth-config.js";
+import { INSTANCE_REFERENCE } from "./domain/upsert.js";
 import { envReader } from "./env.js";
 import type { LogLevel } from "./logger.js";
 import { defaultPageMaxBytes, defaultSearchMaxConcurrent, defaultSearchMaxPerTenant, defaultSearchTimeoutMillis, defaultSqliteSearchWorkers, MYSQL_POOL_SIZE } from "./storage/sql-repository.js";
@@ -94,7 +95,7 @@ export class ConfigError extends Error {
 
 const LOG_LEVELS: readonly LogLevel[] = ["debug", "info", "warn", "error", "silent"];
 const TENANT = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/;
-const REFERENCE = /^([0-9a-f]{32}|[^\s=]+=\S+)$/;
+const REFERENCE = INSTANCE_REFERENCE;
 
 export function parseConfig(env: Readonly<Record<string, string | undefined>>): Config {
   const problems: string[] = [];

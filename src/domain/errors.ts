@@ -221,8 +221,9 @@ function cut(text: string): string {
  * Where every path collects its issues: it keeps up to MAX_ISSUES (within
  * MAX_ISSUE_BYTES) and only counts the rest; an issue given as a function is
  * built only when it is kept, so checking on past the cap stays cheap. A MORE_ISSUES item added (a list
- * capped elsewhere) adds its count. The one place issues are capped:
- * RegistryError runs every list through it too.
+ * capped elsewhere) adds its count. The one place issues are capped: a list a
+ * collector made is not capped again, and RegistryError runs any other list
+ * through one (capIssues).
  */
 export interface IssueCollector {
   /** How many problems were added, kept or not (a lower bound once checking stopped early). */
@@ -233,7 +234,7 @@ export interface IssueCollector {
   /** Says that checking stopped early: more problems may exist than were counted. */
   stoppedEarly(): void;
   /** The kept issues; when any were left out, the last gives way to a MORE_ISSUES item, so never more than MAX_ISSUES. */
-  issues(): Issue[];
+  issues(): readonly Issue[];
 }
 
 /** A new, empty IssueCollector: one per list of issues (a body, a message, a check). */
@@ -275,32 +276,46 @@ export function createIssueCollector(): IssueCollector {
       atLeast = true;
     },
     issues() {
-      if (omitted === 0 && !atLeast) return [...kept];
-      const listed = kept.slice(0, MAX_ISSUES - 1);
-      const count = omitted + kept.length - listed.length;
-      const message = atLeast
-        ? `Checking stopped early: ${count === 0 ? "more problems may exist" : `at least ${count} more problems were left out`}; fix the ones listed and send the request again.`
-        : `${count} more ${count === 1 ? "problem was" : "problems were"} left out; fix the ones listed and send the request again.`;
-      return [...listed, { code: "MORE_ISSUES", message, omitted: { count, atLeast } }];
+      // Frozen: a list capped once stays as it was capped.
+      const made = Object.freeze(collected());
+      capped.add(made);
+      return made;
     },
+  };
+  const collected = (): Issue[] => {
+    if (omitted === 0 && !atLeast) return [...kept];
+    const listed = kept.slice(0, MAX_ISSUES - 1);
+    const count = omitted + kept.length - listed.length;
+    const message = atLeast
+      ? `Checking stopped early: ${count === 0 ? "more problems may exist" : `at least ${count} more problems were left out`}; fix the ones listed and send the request again.`
+      : `${count} more ${count === 1 ? "problem was" : "problems were"} left out; fix the ones listed and send the request again.`;
+    return [...listed, { code: "MORE_ISSUES", message, omitted: { count, atLeast } }];
   };
   return collector;
 }
+
+/** The lists collectors made: capped already. */
+const capped = new WeakSet<readonly Issue[]>();
 
 /** How many problems `issues` stands for: its items, a MORE_ISSUES item counted as the problems it left out. */
 export function problemCount(issues: readonly Issue[]): number {
   return issues.reduce((n, i) => n + (i.omitted === undefined ? 1 : i.omitted.count), 0);
 }
 
-/** "The request has N invalid members.", N counting the problems left out too. */
-export function invalidMembersMessage(issues: readonly Issue[]): string {
-  const count = problemCount(issues);
-  return count === 1 ? "The request has 1 invalid member." : `The request has ${count} invalid members.`;
+/**
+ * The one summary of a list of problems, whoever found them (a body's JSON, the
+ * contract's rules, the service's): the problem itself when there is one,
+ * else "The request has N problems.", N counting the problems left out too.
+ */
+export function problemsMessage(issues: readonly Issue[]): string {
+  const [only] = issues;
+  if (issues.length === 1 && only !== undefined && only.omitted === undefined) return only.message;
+  return `The request has ${problemCount(issues)} problems.`;
 }
 
-/** `issues` capped as IssueCollector caps them. */
+/** `issues` capped as IssueCollector caps them: as they are when a collector made them. */
 export function capIssues(issues: readonly Issue[]): readonly Issue[] {
-  return issues.length === 0 ? issues : createIssueCollector().addAll(issues).issues();
+  return issues.length === 0 || capped.has(issues) ? issues : createIssueCollector().addAll(issues).issues();
 }
 
 /**

@@ -15,12 +15,18 @@ export function newDefinitionId(): string {
   return hex;
 }
 
+/** A version's id as the registry issues it: 32 lowercase hex characters (the one pattern of it). */
+export const INSTANCE_ID = /^[0-9a-f]{32}$/;
+
+/** An instance reference (`provider.id`, `platform.id`, `executionMode.id`): an instance id, or a non-whitespace `<key>=<value>`. */
+export const INSTANCE_REFERENCE = new RegExp(`^(?:${INSTANCE_ID.source.slice(1, -1)}|[^\\s=]+=\\S+)$`);
+
 /** The forms of the id that names a version or an agent. */
 export type IdForm = "instance" | "reference" | "other";
 
 /** A 32-hex id names one version; an `Agent_ID=...` reference names an agent (its newest version). */
 export function idForm(id: string): IdForm {
-  if (/^[0-9a-f]{32}$/.test(id)) return "instance";
+  if (INSTANCE_ID.test(id)) return "instance";
   if (/^Agent_ID=\S+$/.test(id)) return "reference";
   return "other";
 }

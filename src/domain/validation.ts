@@ -4,7 +4,7 @@ import { createValidator, type Violation } from "@bufbuild/protovalidate";
 import { field as fieldRules } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
 import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
 import type { IssueCode } from "./errors.js";
-import { createIssueCollector, type Issue, type IssueCollector, invalid, invalidMembersMessage, issueAt } from "./errors.js";
+import { createIssueCollector, type Issue, type IssueCollector, invalid, issueAt, problemsMessage } from "./errors.js";
 
 const validator = createValidator();
 /** Finds whether a message is valid at all, stopping at its first violation. */
@@ -127,7 +127,7 @@ function needsBounding(desc: DescMessage, message: Message, budget: { left: numb
  * listed from a bounded copy (boundedCopy), so a body of many broken items
  * costs a bounded number of violations, not one each.
  */
-export function contractIssues<Desc extends DescMessage>(schema: Desc, message: MessageShape<Desc>, prefix = ""): Issue[] {
+export function contractIssues<Desc extends DescMessage>(schema: Desc, message: MessageShape<Desc>, prefix = ""): readonly Issue[] {
   const first = firstViolation.validate(schema, message);
   if (first.kind === "valid") return [];
   if (first.kind === "error") throw first.error;
@@ -148,7 +148,7 @@ export function contractIssues<Desc extends DescMessage>(schema: Desc, message: 
  * decoding rejects unknown keys by itself; protobuf binary keeps them aside,
  * so without this check they would be dropped silently.
  */
-export function unknownFieldIssues<Desc extends DescMessage>(schema: Desc, message: MessageShape<Desc>, prefix = ""): Issue[] {
+export function unknownFieldIssues<Desc extends DescMessage>(schema: Desc, message: MessageShape<Desc>, prefix = ""): readonly Issue[] {
   const issues = createIssueCollector();
   const visit = (desc: DescMessage, m: Message, at: string): void => {
     for (const u of m.$unknown ?? []) {
@@ -171,7 +171,7 @@ export function unknownFieldIssues<Desc extends DescMessage>(schema: Desc, messa
 }
 
 /** The registry's rules across members, which the proto cannot say. */
-export function crossFieldIssues(def: AgentDefinition): Issue[] {
+export function crossFieldIssues(def: AgentDefinition): readonly Issue[] {
   const issues = createIssueCollector();
   const skillIndex = new Map<string, number>();
   def.skills.forEach((skill, i) => {
@@ -196,5 +196,5 @@ export function crossFieldIssues(def: AgentDefinition): Issue[] {
 
 /** Throws a VALIDATION_FAILED RegistryError listing every issue (up to MAX_ISSUES), if there is any. */
 export function assertValid(issues: readonly Issue[]): void {
-  if (issues.length > 0) throw invalid(issues, invalidMembersMessage(issues));
+  if (issues.length > 0) throw invalid(issues, problemsMessage(issues));
 }

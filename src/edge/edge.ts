@@ -67,7 +67,7 @@ export function createEdge(options: EdgeOptions): Edge {
   options.routes(router);
   const rpcs = new Map<string, UniversalHandler>(router.handlers.map((h) => [h.requestPath, h]));
   const endpoints = new Map(options.endpoints.map((e) => [e.path, e]));
-  const checks = messageChecks(operations, rest, options.maxBodyBytes, options.routerOptions.acceptCompression ?? []);
+  const checks = messageChecks(operations, options.maxBodyBytes, options.routerOptions.acceptCompression ?? []);
 
   /** Authentication (once per request) and the operation's policy, before any body is read. */
   const admitCaller = async (req: EdgeRequest, operation: Operation, record: RequestRecord): Promise<Admission> => {
@@ -159,9 +159,9 @@ function procedureOf(operation: Operation): string {
 }
 
 /**
- * The message check of every operation's RPC; issues inside its REST body field are given relative to it, as REST gives them.
- * Compressed messages are inflated by the check with the router's own compressions, so they pass the same guard.
+ * The message check of every operation's RPC. Compressed messages are inflated
+ * by the check with the router's own compressions, so they pass the same guard.
  */
-function messageChecks(operations: Operations, rest: RestSurface, maxBodyBytes: number, compressions: readonly Compression[]): Map<unknown, MessageCheck> {
-  return new Map([...operations.keys()].map((method) => [method, createMessageCheck(method, rest.bodyField(method), maxBodyBytes, compressions)]));
+function messageChecks(operations: Operations, maxBodyBytes: number, compressions: readonly Compression[]): Map<unknown, MessageCheck> {
+  return new Map([...operations.keys()].map((method) => [method, createMessageCheck(method, maxBodyBytes, compressions)]));
 }

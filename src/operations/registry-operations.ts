@@ -8,6 +8,7 @@ import type { DescMessage, DescMethod, DescService } from "@bufbuild/protobuf";
 import { create } from "@bufbuild/protobuf";
 import { AgentDefinitionService } from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { ListTenantsResponseSchema, TenantAdminService } from "../../gen/asor/v1/tenant_admin_service_pb.js";
+import { bodyFieldOf, errorRelativeToBody } from "../domain/body-field.js";
 import type { RegistryService, WriteAuthority } from "../service/registry-service.js";
 import type { TenantService } from "../service/tenant-service.js";
 import { type Call, type Operation, type Operations, resolveTenant } from "./operation.js";
@@ -74,7 +75,13 @@ export function createRegistryOperations({ service, tenants, defaultTenant, admi
   const operation = <In extends DescMessage>(method: DescMethod & { readonly input: In }, run: Operation<In>["run"]): Operation => {
     const domains = policy.get(`${method.parent.typeName}/${method.name}`);
     if (domains === undefined) throw new Error(`${method.parent.typeName}/${method.name} has no policy.`);
-    return { method, domains, run, ...(method.parent === TenantAdminService ? { platform } : {}) } as Operation<In> as unknown as Operation;
+    // The service's issues name whole requests' paths; every surface gives them relative to the body, as the client sent it.
+    const bodyField = bodyFieldOf(method);
+    const relative: Operation<In>["run"] = (call, input) =>
+      run(call, input).catch((error: unknown) => {
+        throw errorRelativeToBody(error, bodyField);
+      });
+    return { method, domains, run: relative, ...(method.parent === TenantAdminService ? { platform } : {}) } as Operation<In> as unknown as Operation;
   };
   const tenancy = { defaultTenant, tenantClaim: claims.tenantClaim, noTenantClaimUsesDefault: claims.noTenantClaimUsesDefault };
   const tenantOf = (requested: string, call: Call): string => resolveTenant(requested, call, tenancy);

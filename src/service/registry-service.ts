@@ -32,20 +32,9 @@ import type { AgentDefinitionRepository, ListResult, Page, Work, WriteTransactio
 
 export const DEFAULT_PAGE_SIZE = 20;
 
-/** The request fields that REST sends as the body: the definition, the status change. */
-const BODY_PREFIXES = ["agentCardAndTools.", "statusChange."];
-
-/** Issues inside the body field are given relative to it: every transport shows it as the body. */
-function relativeToBody(issue: Issue): Issue {
-  const prefix = BODY_PREFIXES.find((p) => issue.path?.startsWith(p));
-  if (prefix === undefined || issue.path === undefined) return issue;
-  const path = issue.path.slice(prefix.length);
-  return { ...issue, path, message: issue.message.startsWith(prefix) ? issue.message.slice(prefix.length) : issue.message };
-}
-
 /** Every contract issue of a request: unknown binary fields and protovalidate rules, in one pass. */
 function requestIssues<Desc extends DescMessage>(schema: Desc, request: MessageShape<Desc>): Issue[] {
-  return [...unknownFieldIssues(schema, request), ...contractIssues(schema, request)].map(relativeToBody);
+  return [...unknownFieldIssues(schema, request), ...contractIssues(schema, request)];
 }
 
 /** A page of stored definitions, ready to answer. */

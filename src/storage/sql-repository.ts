@@ -35,7 +35,8 @@ export type { SearchLimits } from "./run/searches.js";
 export { defaultSearchMaxConcurrent, defaultSearchMaxPerTenant, defaultSearchTimeoutMillis } from "./run/searches.js";
 export { defaultSqliteSearchWorkers } from "./run/sqlite-search-worker.js";
 
-import { instanceId, SqlWriteTransaction } from "./write-transaction.js";
+import { INSTANCE_ID } from "../domain/upsert.js";
+import { SqlWriteTransaction } from "./write-transaction.js";
 
 /** Where the data lives, and the limits of the list's searches (`SEARCH_MAX_CONCURRENT`, `SEARCH_TIMEOUT_MS`). */
 export interface RepositoryOptions extends StorageOptions {
@@ -191,7 +192,7 @@ class SqlRepository implements AgentDefinitionRepository {
     // An id we could not have issued (which also keeps non-ASCII out of a comparison with the
     // ASCII id column) is looked up as "", which no row has: the same one statement still
     // tells an unknown tenant from an unknown id.
-    const rows = await guard(() => readById(this.#reads, tenant, instanceId.test(id) ? id : ""));
+    const rows = await guard(() => readById(this.#reads, tenant, INSTANCE_ID.test(id) ? id : ""));
     return oneOf(tenant, rows);
   }
 

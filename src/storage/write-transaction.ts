@@ -4,9 +4,11 @@
  * on the transaction's connection, and the first race or lost connection
  * dooms the attempt, which the repository then runs again or reports.
  */
+
 import { Buffer } from "node:buffer";
 import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
 import type { Lifecycle } from "../domain/records.js";
+import { INSTANCE_ID } from "../domain/upsert.js";
 import { indexDefinition } from "./queries/search-index.js";
 import type { WriteContext } from "./queries/writes.js";
 import {
@@ -34,9 +36,6 @@ import type { AgentRef, DefinitionStatus, InstanceRef, KeyedInstanceRef, StoredD
 import { agentReferenceId, encodeDefinition, fromDatabaseInteger, toAgentRef, toDatabaseTimestamp, toInstanceRef, toStoredDefinition } from "./rows.js";
 import { classifyDriverError } from "./run/driver-errors.js";
 
-/** An instance id as the registry issues it: 32 lowercase hex characters. */
-export const instanceId = /^[0-9a-f]{32}$/;
-
 /** The WriteTransaction handed to `write`'s work: the queries, bound to one transaction and tenant. */
 export class SqlWriteTransaction implements WriteTransaction {
   readonly tenant: Tenant;
@@ -60,13 +59,13 @@ export class SqlWriteTransaction implements WriteTransaction {
   }
 
   async findById(id: string): Promise<KeyedInstanceRef | undefined> {
-    if (!instanceId.test(id)) return undefined;
+    if (!INSTANCE_ID.test(id)) return undefined;
     const row = await this.#run((context) => findInstanceById(context, this.tenant.name, id));
     return row === undefined ? undefined : toInstanceRef(row);
   }
 
   async findByIdForUpdate(id: string): Promise<KeyedInstanceRef | undefined> {
-    if (!instanceId.test(id)) return undefined;
+    if (!INSTANCE_ID.test(id)) return undefined;
     const row = await this.#run((context) => findInstanceByIdForUpdate(context, this.tenant.name, id));
     return row === undefined ? undefined : toInstanceRef(row);
   }
@@ -151,7 +150,7 @@ export class SqlWriteTransaction implements WriteTransaction {
   }
 
   async insert(key: UpsertKey, agent: AgentRef, definition: AgentDefinition): Promise<StoredDefinition> {
-    if (!instanceId.test(definition.id)) {
+    if (!INSTANCE_ID.test(definition.id)) {
       throw new Error(`insert() was given "${definition.id}" as a new instance id; expected 32 lowercase hex characters.`);
     }
     const tenant = this.tenant.name;

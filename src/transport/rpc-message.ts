@@ -27,10 +27,10 @@ import { type DescMethod, fromBinary, type JsonValue } from "@bufbuild/protobuf"
 import { base64Encode } from "@bufbuild/protobuf/wire";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Compression, UniversalServerRequest } from "@connectrpc/connect/protocol";
-import { type Issue, invalid, invalidMembersMessage, RegistryError, tooLarge } from "../domain/errors.js";
+import { bodyFieldOf } from "../domain/body-field.js";
+import { type Issue, invalid, RegistryError, tooLarge } from "../domain/errors.js";
+import { type BodyCheck, checkJsonBody } from "./body-check.js";
 import { concatBytes } from "./bytes.js";
-import { jsonIssues } from "./rest/json-decode.js";
-import { parseStrictJsonText, structureMessage } from "./strict-json.js";
 
 /** The request message's encoding, from its content type; undefined for anything the check leaves alone. */
 function formatOf(contentType: string): { binary: boolean; enveloped: boolean } | undefined {
@@ -53,7 +53,6 @@ function formatOf(contentType: string): { binary: boolean; enveloped: boolean } 
   }
 }
 
-const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
 const encoder = new TextEncoder();
 
 function envelope(data: Uint8Array): Uint8Array {
@@ -93,37 +92,13 @@ export interface MessageCheck {
   withoutMessage(req: UniversalServerRequest): UniversalServerRequest;
 }
 
-/**
- * The checks of `method`'s messages; `bodyField` is the JSON name of the
- * field REST takes as the body (its issues are given relative to it, as the
- * service gives them), if any.
- */
-export function createMessageCheck(method: DescMethod, bodyField: string | undefined, maxBodyBytes: number, compressions: readonly Compression[] = []): MessageCheck {
-  const prefix = bodyField === undefined ? undefined : `${bodyField}.`;
-  const relative = (issues: readonly Issue[]): Issue[] =>
-    prefix === undefined ? [...issues] : issues.map((i) => (i.path?.startsWith(prefix) ? { ...i, path: i.path.slice(prefix.length), message: i.message.replace(prefix, "") } : i));
-  const refuse = (issues: readonly Issue[], message: string): RegistryError => invalid(relative(issues), message);
-
-  /** The decoded JSON value, or the problem with the message. */
-  const checkJson = (data: Uint8Array): { value: JsonValue; problem?: undefined } | { value?: undefined; problem: RegistryError } => {
-    let text: string;
-    try {
-      text = strictUtf8.decode(data);
-    } catch {
-      return { problem: refuse([{ code: "MALFORMED_JSON", message: "The body is not valid UTF-8." }], "The body is not valid UTF-8.") };
-    }
-    let parsed: ReturnType<typeof parseStrictJsonText>;
-    try {
-      parsed = parseStrictJsonText(text);
-    } catch (err) {
-      const message = `The body is not valid JSON: ${err instanceof SyntaxError ? err.message : "invalid JSON"}.`;
-      return { problem: refuse([{ code: "MALFORMED_JSON", message }], message) };
-    }
-    if (parsed.issues !== undefined) return { problem: refuse(parsed.issues, structureMessage(parsed.issues)) };
-    const issues = jsonIssues(method.input, parsed.value, "", { protoNames: true });
-    if (issues.length === 0) return { value: parsed.value as JsonValue };
-    return { problem: refuse(issues, invalidMembersMessage(issues)) };
-  };
+/** The checks of `method`'s messages: the JSON ones are the one body check (body-check.ts). */
+export function createMessageCheck(method: DescMethod, maxBodyBytes: number, compressions: readonly Compression[] = []): MessageCheck {
+  /** A problem with the message as a whole (its compression, its binary encoding). */
+  const refuse = (code: Issue["code"], message: string): RegistryError => invalid([{ code, message }], message);
+  // The RPC's message is the whole request: issues inside its body field are given relative to it, as REST gives them.
+  const bodyField = bodyFieldOf(method);
+  const checkJson = (data: Uint8Array): BodyCheck => checkJsonBody(data, method.input, { bodyField, sentAs: bodyField, protoNames: true });
 
   /** The message inflated within the body limit, or the problem with it. */
   const decompress = async (compression: Compression, data: Uint8Array): Promise<{ data: Uint8Array; problem?: undefined } | { data?: undefined; problem: RegistryError }> => {
@@ -132,7 +107,7 @@ export function createMessageCheck(method: DescMethod, bodyField: string | undef
     } catch (err) {
       if (err instanceof ConnectError && err.code === Code.ResourceExhausted) return { problem: tooLarge(maxBodyBytes) };
       const message = `The message cannot be decompressed as ${compression.name}: it is not valid ${compression.name} data.`;
-      return { problem: refuse([{ code: "MALFORMED_COMPRESSION", message }], message) };
+      return { problem: refuse("MALFORMED_COMPRESSION", message) };
     }
   };
 
@@ -157,7 +132,7 @@ export function createMessageCheck(method: DescMethod, bodyField: string | undef
       return undefined;
     } catch (err) {
       const message = `The protobuf message cannot be decoded: ${err instanceof Error ? err.message : String(err)}.`;
-      return refuse([{ code: "MALFORMED_PROTOBUF", message }], message);
+      return refuse("MALFORMED_PROTOBUF", message);
     }
   };
 
@@ -231,7 +206,7 @@ export function createMessageCheck(method: DescMethod, bodyField: string | undef
       if (frame === undefined) return { request: { ...req, body: once(bytes) }, problem: undefined };
       if (frame.compressed && compression === null) {
         const message = "The message is marked compressed, but the request names no grpc-encoding to decompress it with.";
-        return { request: emptyBody(req), problem: refuse([{ code: "MALFORMED_COMPRESSION", message }], message) };
+        return { request: emptyBody(req), problem: refuse("MALFORMED_COMPRESSION", message) };
       }
       let data = frame.data;
       if (frame.compressed && compression !== null) {

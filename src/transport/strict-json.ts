@@ -1,4 +1,4 @@
-import { createIssueCollector, type Issue, invalid, problemCount } from "../domain/errors.js";
+import { createIssueCollector, type Issue } from "../domain/errors.js";
 
 /**
  * The deepest nesting of objects and arrays a JSON body may have. The
@@ -43,7 +43,7 @@ function stringEnd(text: string, start: number): number {
  * are only counted, so a body of one key repeated costs one pass and a set of
  * its keys, not an issue each.
  */
-export function structureIssues(text: string): Issue[] {
+export function structureIssues(text: string): readonly Issue[] {
   const issues = createIssueCollector();
   const stack: Frame[] = [];
   for (let i = 0; i < text.length; i++) {
@@ -93,27 +93,11 @@ export function structureIssues(text: string): Issue[] {
   return issues.issues();
 }
 
-/** The message of an error made of JSON structure issues. */
-export function structureMessage(issues: readonly Issue[]): string {
-  const count = problemCount(issues);
-  return count === 1 ? (issues[0] as Issue).message : `The JSON has ${count} problems.`;
-}
-
-/**
- * JSON.parse, after refusing duplicate members and excessive nesting (see
- * structureIssues) with a 400 that names each problem and its path.
- */
-export function parseStrictJson(text: string): unknown {
-  const parsed = parseStrictJsonText(text);
-  if (parsed.issues === undefined) return parsed.value;
-  throw invalid(parsed.issues, structureMessage(parsed.issues));
-}
-
 /**
  * The value of JSON text, or its structural issues (duplicate members,
  * nesting). A syntax error is thrown as JSON.parse throws it.
  */
-export function parseStrictJsonText(text: string): { value: unknown; issues?: undefined } | { value?: undefined; issues: Issue[] } {
+export function parseStrictJsonText(text: string): { value: unknown; issues?: undefined } | { value?: undefined; issues: readonly Issue[] } {
   const issues = structureIssues(text);
   return issues.length > 0 ? { issues } : { value: JSON.parse(text) };
 }

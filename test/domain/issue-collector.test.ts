@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { capIssues, createIssueCollector, type Issue, invalid, invalidMembersMessage, MAX_ISSUES, problemCount } from "../../src/domain/errors.js";
+import { capIssues, createIssueCollector, type Issue, invalid, MAX_ISSUES, problemCount, problemsMessage } from "../../src/domain/errors.js";
 
 const issue = (i: number): Issue => ({ code: "UNKNOWN_FIELD", message: `x${i} is not a member.`, field: `x${i}`, path: `x${i}` });
 
@@ -20,7 +20,7 @@ describe("the issue cap", () => {
     expect(issues[98]).toEqual(issue(98));
     expect(issues[99]).toMatchObject({ code: "MORE_ISSUES", message: "169901 more problems were left out; fix the ones listed and send the request again." });
     expect(problemCount(issues)).toBe(170_000);
-    expect(invalidMembersMessage(issues)).toBe("The request has 170000 invalid members.");
+    expect(problemsMessage(issues)).toBe("The request has 170000 problems.");
   });
 
   it("builds an issue given as a function only while it is kept", () => {

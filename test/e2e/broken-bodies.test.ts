@@ -127,7 +127,7 @@ forEachDatabase((db) => {
       const res = await post(JSON.stringify(def));
       const body = await res.json();
       expect(res.status).toBe(400);
-      expect(body.error).toBe("The request has 500 invalid members.");
+      expect(body.error).toBe("The request has 500 problems.");
       expect(body.errors.slice(0, 99).every((e: any) => e.code === "UNKNOWN_FIELD")).toBe(true);
       expect(body.errors[0]).toMatchObject({ field: "unknown0", path: "unknown0" });
       expectCapped(body.errors, 401);

@@ -136,7 +136,7 @@ function objectsOf(value: any, schemaName: string, path: string): { path: string
 }
 
 /** The service's own contract issues (protovalidate) for a definition. */
-function serviceIssues(json: Record<string, any>): { code: string; path?: string }[] {
+function serviceIssues(json: Record<string, any>): readonly { code: string; path?: string }[] {
   return contractIssues(AgentDefinitionSchema, fromJson(AgentDefinitionSchema, json));
 }
 

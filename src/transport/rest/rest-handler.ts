@@ -1,11 +1,3 @@
-/**
- * The REST surface: the `google.api.http` bindings of the registry's RPCs
- * (route-table.ts), each served by the RPC's own operation. A request is
- * decoded straight into the operation's input (rest-request.ts) and the result
- * written as JSON (rest-response.ts); the runtime's edge authenticates and
- * admits the caller before any of this, and writes the answer.
- */
-import type { DescMethod } from "@bufbuild/protobuf";
 import { AGENT_CARD_CACHE_CONTROL } from "../../domain/agent-card.js";
 import { etagOf, ifNoneMatchMatches, parseEntityTags } from "../../domain/lifecycle.js";
 import type { HttpAnswer } from "../../http/http-answer.js";
@@ -23,8 +15,6 @@ export type RestMatch =
 export interface RestSurface {
   /** The REST route of `verb` on `pathname`; undefined when the path is not part of the REST surface. */
   match(verb: string, pathname: string): RestMatch | undefined;
-  /** The JSON name of the field `method`'s binding takes from the body (`agentCardAndTools`), if it takes one field. */
-  bodyField(method: DescMethod): string | undefined;
   /** Runs an admitted request's operation and answers it; a failure is thrown for the edge to answer and record. */
   serve(match: RestMatch & { route: RestRoute }, call: Call, query: URLSearchParams, parts: RestRequestParts, pathname: string): Promise<HttpAnswer>;
 }
@@ -53,11 +43,6 @@ export function createRestSurface({ operations, maxBodyBytes }: RestSurfaceOptio
         if (!allowed.includes(route.verb)) allowed.push(route.verb);
       }
       return allowed.length > 0 ? { allowed } : undefined;
-    },
-
-    bodyField(method) {
-      const route = table.find((r) => r.route.method === method)?.route;
-      return route === undefined ? undefined : method.input.fields.find((f) => f.name === route.body)?.jsonName;
     },
 
     async serve({ route, operation, vars }, call, query, parts, pathname) {

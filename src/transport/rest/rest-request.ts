@@ -5,11 +5,11 @@
  * decoded once, straight into the input message.
  */
 import { create, type DescMessage, type Message, ScalarType } from "@bufbuild/protobuf";
-import { createIssueCollector, type Issue, invalid, invalidMembersMessage, issueAt, RegistryError, tooLarge } from "../../domain/errors.js";
+import { createIssueCollector, type Issue, invalid, issueAt, RegistryError, tooLarge } from "../../domain/errors.js";
 import { parseEntityTags } from "../../domain/lifecycle.js";
+import { checkJsonBody, messageOfCheckedJson } from "../body-check.js";
 import { concatBytes } from "../bytes.js";
-import { parseStrictJson } from "../strict-json.js";
-import { decodeJsonMessage, int32RangeIssue } from "./json-decode.js";
+import { int32RangeIssue } from "../json-members.js";
 import type { RestRoute } from "./route-table.js";
 
 /** What decoding needs of a request, whichever runtime received it. */
@@ -91,38 +91,11 @@ export function mediaTypeOf(contentType: string | undefined): string {
   return (contentType ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
 }
 
-const decoder = new TextDecoder("utf-8", { fatal: true });
-
-function malformed(field: string, message: string): RegistryError {
-  return invalid([issueAt(field, "MALFORMED_JSON", message)], message);
-}
-
 /**
- * Parses JSON text; malformed text is a 400 naming the problem and where it
- * is, and so are duplicate members and nesting beyond MAX_JSON_DEPTH.
- */
-export function parseJson(bytes: Uint8Array, field: string): unknown {
-  let text: string;
-  try {
-    text = decoder.decode(bytes);
-  } catch {
-    throw malformed(field, "The body is not valid UTF-8.");
-  }
-  if (text.trim() === "") throw malformed(field, "The body is empty; a JSON object was expected.");
-  try {
-    return parseStrictJson(text);
-  } catch (err) {
-    if (err instanceof RegistryError) throw err;
-    const reason = err instanceof SyntaxError ? err.message : "invalid JSON";
-    throw malformed(field, `The body is not valid JSON: ${reason}.`);
-  }
-}
-
-/**
- * The JSON of the `part` of a multipart/form-data body, sent as a field or a
+ * The bytes of the `part` of a multipart/form-data body, sent as a field or a
  * file. Other parts are refused by name, so nothing is silently dropped.
  */
-export async function multipartJson(contentType: string, bytes: Uint8Array<ArrayBuffer>, part: string): Promise<unknown> {
+export async function multipartPart(contentType: string, bytes: Uint8Array<ArrayBuffer>, part: string): Promise<Uint8Array> {
   let form: FormData;
   try {
     form = await new Response(bytes, { headers: { "content-type": contentType } }).formData();
@@ -141,28 +114,29 @@ export async function multipartJson(contentType: string, bytes: Uint8Array<Array
     throw invalid([issueAt(part, "REQUIRED", message)], message);
   }
   const value = values[0] as FormDataEntryValue;
-  const bytesOfPart = typeof value === "string" ? new TextEncoder().encode(value) : new Uint8Array(await value.arrayBuffer());
-  return parseJson(bytesOfPart, part);
+  return typeof value === "string" ? new TextEncoder().encode(value) : new Uint8Array(await value.arrayBuffer());
 }
 
-/** The message the body holds, or the request's own fields when the body is `*`. */
+/** The message the body holds, or the request's own fields when the body is `*`: read, then through the one body check. */
 async function decodeBody(route: RestRoute, parts: RestRequestParts, maxBodyBytes: number): Promise<Message> {
   const field = route.method.input.fields.find((f) => f.name === route.body);
   const target: DescMessage | undefined = route.body === "*" ? route.method.input : field?.fieldKind === "message" ? field.message : undefined;
   if (target === undefined) throw new Error(`body field ${route.body} of ${route.method.name} must be a message`);
   const partName = field?.jsonName ?? "body";
-  let value: unknown;
+  let bytes: Uint8Array;
   if (parts.mediaType === "application/json") {
-    value = parseJson(await readBody(parts, maxBodyBytes), partName);
+    bytes = await readBody(parts, maxBodyBytes);
   } else if (parts.mediaType === "multipart/form-data") {
-    value = await multipartJson(parts.contentType, await readBody(parts, maxBodyBytes), partName);
+    bytes = await multipartPart(parts.contentType, await readBody(parts, maxBodyBytes), partName);
   } else {
-    const message = `Send the definition as application/json, or as multipart/form-data with the part "${partName}"${parts.mediaType ? `, not ${parts.mediaType}` : ""}.`;
+    const what = field === undefined ? "the request body" : `the body (${partName})`;
+    const message = `Send ${what} as application/json, or as multipart/form-data with the part "${partName}"${parts.mediaType ? `, not ${parts.mediaType}` : ""}.`;
     throw new RegistryError("UNSUPPORTED_MEDIA_TYPE", message, [{ code: "UNSUPPORTED_MEDIA_TYPE", message, field: "Content-Type" }]);
   }
-  const decoded = decodeJsonMessage(target, value);
-  if (decoded.message === undefined) throw invalid(decoded.issues, invalidMembersMessage(decoded.issues));
-  return decoded.message;
+  // The body is the body field's message itself: its issues' paths are relative to it already.
+  const checked = checkJsonBody(bytes, target, { sentAs: partName });
+  if (checked.problem !== undefined) throw checked.problem;
+  return messageOfCheckedJson(target, checked.value);
 }
 
 /** Sets path variables and query parameters on the request, reporting every bad one. */

@@ -1,5 +1,10 @@
-import { type DescField, type DescMessage, fromJson, type JsonValue, type MessageShape, ScalarType } from "@bufbuild/protobuf";
-import { createIssueCollector, type Issue, type IssueCollector, issueAt } from "../../domain/errors.js";
+/**
+ * The members of a JSON value checked against a message of the contract:
+ * every unknown member and every wrongly typed value, each with its path, not
+ * just the first (body-check.ts runs it for REST bodies and RPC messages alike).
+ */
+import { type DescField, type DescMessage, ScalarType } from "@bufbuild/protobuf";
+import { createIssueCollector, type Issue, type IssueCollector, issueAt } from "../domain/errors.js";
 
 /** A high surrogate not followed by a low one, or a low one not preceded by a high one (code units: no `u` flag). */
 const UNPAIRED_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
@@ -100,32 +105,9 @@ function objectIssues(desc: DescMessage, value: unknown, path: string, issues: I
   }
 }
 
-/**
- * Decodes the JSON of a message, checking it against the contract first so
- * that every unknown member and every wrongly typed value is reported with its
- * path, not just the first. Only the exact JSON names of the contract are
- * accepted (`externalAgentID`, not `external_agent_id`). `null` means unset.
- */
 /** Every unknown member and wrongly typed value of the JSON of a message, with its path; empty when it decodes. */
-export function jsonIssues(desc: DescMessage, json: unknown, path = "", options: DecodeOptions = {}): Issue[] {
+export function jsonIssues(desc: DescMessage, json: unknown, path = "", options: DecodeOptions = {}): readonly Issue[] {
   const issues = createIssueCollector();
   objectIssues(desc, json, path, issues, options);
   return issues.issues();
-}
-
-export function decodeJsonMessage<Desc extends DescMessage>(
-  desc: Desc,
-  json: unknown,
-  path = "",
-  options: DecodeOptions = {},
-): { message: MessageShape<Desc>; issues: [] } | { message: undefined; issues: Issue[] } {
-  const issues = jsonIssues(desc, json, path, options);
-  if (issues.length > 0) return { message: undefined, issues };
-  try {
-    return { message: fromJson(desc, json as JsonValue), issues: [] };
-  } catch (err) {
-    // A rule of protobuf JSON the checks above do not know: still the request's fault, never a 500.
-    const message = `The body cannot be decoded: ${err instanceof Error ? err.message : String(err)}.`;
-    return { message: undefined, issues: [{ code: "INVALID_VALUE", message }] };
-  }
 }
