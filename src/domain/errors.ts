@@ -102,8 +102,19 @@ export const ERRORS = {
     http: 408,
     grpc: "DeadlineExceeded",
     body: "validation",
-    meaning: "The request body did not arrive whole within HTTP_BODY_TIMEOUT_MS of its headers; the connection is closed.",
+    meaning:
+      "The request did not arrive whole in time (its headers within HTTP_HEADERS_TIMEOUT_MS, all of it within HTTP_REQUEST_TIMEOUT_MS, its body within HTTP_BODY_TIMEOUT_MS of its headers); the connection is closed.",
   },
+  // Refused by Node's HTTP/1.1 parser before the request could be read: past --max-http-header-size
+  // (16 KiB by default) for the request line and headers, or bytes that are no HTTP request at all.
+  // HTTP/1.1 only: HTTP/2 has its own limits, met with a stream reset.
+  HEADERS_TOO_LARGE: {
+    http: 431,
+    grpc: "ResourceExhausted",
+    body: "validation",
+    meaning: "The request line and headers are larger than the server reads (16 KiB by default): shorten the query (docs/api.md, OpenAPI).",
+  },
+  MALFORMED_REQUEST: { http: 400, grpc: "InvalidArgument", body: "validation", meaning: "The bytes sent are not an HTTP/1.1 request the server can read; the connection is closed." },
   // 413, not 429: the body is too large, not the caller too fast; gRPC has only ResourceExhausted for both.
   PAYLOAD_TOO_LARGE: { http: 413, grpc: "ResourceExhausted", body: "validation", meaning: "The request body is larger than the configured limit." },
   // 415 over HTTP; an RPC cannot have a wrong media type by the time it is decoded, so InvalidArgument.
@@ -441,6 +452,18 @@ export function forbidden(message: string): RegistryError {
 }
 
 /** A body over `limit` bytes. */
+/** 431: the request line and headers are past what the HTTP parser reads. */
+export function headersTooLarge(): RegistryError {
+  const message = "The request line and headers are too large for the server to read; shorten the query (each list filter's values, q).";
+  return new RegistryError("HEADERS_TOO_LARGE", message, [{ code: "HEADERS_TOO_LARGE", message }]);
+}
+
+/** 400: what arrived is not an HTTP/1.1 request the parser can read. */
+export function malformedRequest(): RegistryError {
+  const message = "The bytes sent are not an HTTP/1.1 request the server can read.";
+  return new RegistryError("MALFORMED_REQUEST", message, [{ code: "MALFORMED_REQUEST", message }]);
+}
+
 export function tooLarge(limit: number): RegistryError {
   return new RegistryError("PAYLOAD_TOO_LARGE", `The request body is larger than ${limit} bytes.`);
 }
@@ -452,6 +475,12 @@ export function overloaded(limit: number): RegistryError {
 }
 
 /** 408: the body did not arrive in time. */
+/** 408: Node's parser did not get the request's headers, or all of it, within its timeouts. */
+export function requestTimedOut(): RegistryError {
+  const message = "The request did not arrive whole in time (HTTP_HEADERS_TIMEOUT_MS, HTTP_REQUEST_TIMEOUT_MS); the connection is closed.";
+  return new RegistryError("REQUEST_TIMEOUT", message, [{ code: "REQUEST_TIMEOUT", message }]);
+}
+
 export function bodyTimedOut(timeoutMs: number): RegistryError {
   return new RegistryError("REQUEST_TIMEOUT", `The request body did not arrive whole within ${timeoutMs} ms of its headers.`);
 }

@@ -6,6 +6,7 @@ import type { App } from "../app.js";
 import { bodyTimedOut } from "../domain/errors.js";
 import { errorAnswer } from "../http/http-answer.js";
 import { markListening, replayingSocket, underDeno } from "./deno-socket.js";
+import { answerParserRefusals } from "./http1-refusals.js";
 import { createNodeEdge, writeAnswer } from "./node-edge.js";
 
 /** The HTTP/2 connection preface: a connection that starts with it speaks HTTP/2 (gRPC). */
@@ -41,6 +42,8 @@ export function createNodeServer(app: App): NodeServer {
     { headersTimeout: headersTimeoutMs, requestTimeout: requestTimeoutMs, connectionsCheckingInterval: Math.min(30_000, Math.max(50, Math.floor(headersTimeoutMs / 4))) },
     edge.handle,
   );
+  // What the parser refuses before a request exists is answered in the contract's error shape, and logged.
+  h1.on("clientError", answerParserRefusals(app.logger));
   // Node starts checking those timeouts when its server emits "listening"; this one never listens
   // (it is handed connections), so start the checks by hand.
   h1.emit("listening");

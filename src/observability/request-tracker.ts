@@ -56,8 +56,9 @@ export function createRequestTracker({ logger, metrics }: { logger: Logger; metr
     const rpc = record.rpc ?? (isRpc ? record.path.replace(/^\//, "") : undefined);
     const status = completed ? sent : CLIENT_CLOSED;
     // Unknown: a Connect or gRPC-Web RPC that failed before the interceptors ran. A client that left
-    // reads no code: what Connect wrote after it left (about a cut-off message) is not the outcome.
-    const code = completed ? (record.code ?? wireCode ?? (isRpc ? "unknown" : undefined)) : (record.code ?? (isRpc ? "canceled" : undefined));
+    // got no answer, whatever the work made of it: canceled, on every surface (what Connect wrote after
+    // it left, or an "ok" the work noted before the answer could be written, is not the outcome).
+    const code = completed ? (record.code ?? wireCode ?? (isRpc ? "unknown" : undefined)) : "canceled";
     logger.info("request", {
       requestId: record.id,
       protocol,

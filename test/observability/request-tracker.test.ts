@@ -3,19 +3,10 @@
  * naming the request, even one no handler saw; a client that left is an info line with 499.
  */
 import { describe, expect, it } from "vitest";
-import type { Logger } from "../../src/logger.js";
 import { createMetrics } from "../../src/observability/metrics.js";
 import { createRequestTracker } from "../../src/observability/request-tracker.js";
 import { type Operation, type Result, runOperation } from "../../src/operations/operation.js";
-
-function capturingLogger(): Logger & { lines: Record<string, unknown>[] } {
-  const lines: Record<string, unknown>[] = [];
-  const write =
-    (level: string) =>
-    (message: string, fields: Record<string, unknown> = {}) =>
-      void lines.push({ level, message, ...fields });
-  return { lines, info: write("info"), warn: write("warn"), error: write("error") };
-}
+import { capturingLogger } from "../support/capturing-logger.js";
 
 const tracker = () => {
   const logger = capturingLogger();
@@ -55,6 +46,16 @@ describe("the request tracker", () => {
     record.protocol = "grpc";
     requests.finish(record, { status: 200, completed: false, wireCode: "invalid_argument" });
     expect(logger.lines).toEqual([expect.objectContaining({ level: "info", message: "request", requestId: "left", status: 499, code: "canceled" })]);
+  });
+
+  it.each(["rest", "connect"])("a %s request whose answer was made but never reached its client is 499 and canceled, not ok", (protocol) => {
+    const { logger, requests } = tracker();
+    const record = requests.start({ method: "GET", path: "/api/asor/v1/default/agentDefinition", requestIdHeader: "abandoned" });
+    record.protocol = protocol as "rest";
+    // The operation succeeded (the edge noted ok), then the stream was reset before the answer was written.
+    record.code = "ok";
+    requests.finish(record, { status: 200, completed: false });
+    expect(logger.lines).toEqual([expect.objectContaining({ requestId: "abandoned", status: 499, code: "canceled" })]);
   });
 
   it("writes the line of a client that left once its operation's work settles, with the duration of that work", async () => {
