@@ -34,15 +34,29 @@ export async function createBenchDatabase(options: {
   let reused = false;
   let database: BenchDatabase;
   if (options.serverUrl === undefined) {
-    database = { kind: "sqlite", databaseUrl: undefined, description: `SQLite in ${options.dataDir}`, drop: async () => undefined };
+    database = {
+      kind: "sqlite",
+      databaseUrl: undefined,
+      description: `SQLite in ${options.dataDir}`,
+      drop: async () => undefined,
+    };
   } else {
-    if (!safeName.test(options.name)) throw new Error(`Refusing the database name "${options.name}": lowercase letters, digits and _ only.`);
+    if (!safeName.test(options.name))
+      throw new Error(`Refusing the database name "${options.name}": lowercase letters, digits and _ only.`);
     const server = new URL(options.serverUrl);
     const connect = () =>
-      createConnection({ host: server.hostname, port: Number(server.port || 3306), user: decodeURIComponent(server.username), password: decodeURIComponent(server.password) });
+      createConnection({
+        host: server.hostname,
+        port: Number(server.port || 3306),
+        user: decodeURIComponent(server.username),
+        password: decodeURIComponent(server.password),
+      });
     const admin = await connect();
     try {
-      const [existing] = await admin.query("SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?", [options.name]);
+      const [existing] = await admin.query(
+        "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?",
+        [options.name],
+      );
       reused = options.reuse === true && (existing as unknown[]).length > 0;
       if (!reused) {
         await admin.query(`DROP DATABASE IF EXISTS \`${options.name}\``);
@@ -74,7 +88,8 @@ export async function createBenchDatabase(options: {
   }
   const repository = await createSqlRepository({ databaseUrl: database.databaseUrl, dataDir: options.dataDir });
   try {
-    if (!(reused && (await repository.getTenant(options.tenant)) !== undefined)) await repository.createTenant(options.tenant, options.sequencePrefix);
+    if (!(reused && (await repository.getTenant(options.tenant)) !== undefined))
+      await repository.createTenant(options.tenant, options.sequencePrefix);
   } finally {
     await repository.close();
   }
@@ -91,15 +106,28 @@ export async function createBenchDatabase(options: {
  * queries in the bench's own database, never another's). Resolves with how
  * many were killed. SQLite runs inside the service: nothing to wait for.
  */
-export async function settleDatabase(database: BenchDatabase, serverUrl: string | undefined, name: string, graceSeconds = 2): Promise<number> {
+export async function settleDatabase(
+  database: BenchDatabase,
+  serverUrl: string | undefined,
+  name: string,
+  graceSeconds = 2,
+): Promise<number> {
   if (database.kind !== "mariadb" || serverUrl === undefined) return 0;
   const server = new URL(serverUrl);
-  const c = await createConnection({ host: server.hostname, port: Number(server.port || 3306), user: decodeURIComponent(server.username), password: decodeURIComponent(server.password) });
+  const c = await createConnection({
+    host: server.hostname,
+    port: Number(server.port || 3306),
+    user: decodeURIComponent(server.username),
+    password: decodeURIComponent(server.password),
+  });
   let killed = 0;
   try {
     const deadline = Date.now() + 120_000;
     for (let quiet = 0; quiet < 10 && Date.now() < deadline; ) {
-      const [rows] = await c.query("SELECT ID AS id, TIME AS seconds FROM information_schema.PROCESSLIST WHERE DB = ? AND COMMAND = 'Query' AND ID <> CONNECTION_ID()", [name]);
+      const [rows] = await c.query(
+        "SELECT ID AS id, TIME AS seconds FROM information_schema.PROCESSLIST WHERE DB = ? AND COMMAND = 'Query' AND ID <> CONNECTION_ID()",
+        [name],
+      );
       const running = rows as { id: number; seconds: number }[];
       quiet = running.length === 0 ? quiet + 1 : 0;
       for (const query of running.filter((q) => Number(q.seconds) >= graceSeconds)) {

@@ -38,7 +38,14 @@ export interface FairnessOptions {
 
 export interface FairnessResult {
   readonly saturating: { readonly requests: number; readonly errors: number; readonly p50: number };
-  readonly other: { readonly requests: number; readonly errors: number; readonly p50: number; readonly p99: number; readonly max: number; readonly firstError?: string };
+  readonly other: {
+    readonly requests: number;
+    readonly errors: number;
+    readonly p50: number;
+    readonly p99: number;
+    readonly max: number;
+    readonly firstError?: string;
+  };
   readonly resets: number;
   /** Statements of the bench database at MariaDB right after the resets were sent, and 2 s later. */
   readonly runningAtOnce: number;
@@ -46,10 +53,16 @@ export interface FairnessResult {
 }
 
 const percentile = (sorted: readonly number[], p: number): number =>
-  sorted.length === 0 ? Number.NaN : (sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] as number);
+  sorted.length === 0
+    ? Number.NaN
+    : (sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] as number);
 
 /** Loops GET `url` until `until`; the latencies (ms) of the 200s, the failures counted. */
-async function loop(url: string, authorization: string, until: number): Promise<{ latencies: number[]; errors: number; firstError?: string }> {
+async function loop(
+  url: string,
+  authorization: string,
+  until: number,
+): Promise<{ latencies: number[]; errors: number; firstError?: string }> {
   const latencies: number[] = [];
   let errors = 0;
   let firstError: string | undefined;
@@ -74,7 +87,9 @@ async function loop(url: string, authorization: string, until: number): Promise<
 export async function runFairness(options: FairnessOptions): Promise<FairnessResult> {
   const query = `?q=${EVERY_DEFINITION_WORD}&limit=20`;
   const until = Date.now() + options.durationSeconds * 1000;
-  const saturating = Array.from({ length: SATURATING_CLIENTS }, () => loop(`${options.baseUrl}${options.saturating.path}${query}`, options.saturating.authorization, until));
+  const saturating = Array.from({ length: SATURATING_CLIENTS }, () =>
+    loop(`${options.baseUrl}${options.saturating.path}${query}`, options.saturating.authorization, until),
+  );
   // The other tenant starts once the gate is full.
   await new Promise((resolve) => setTimeout(resolve, 500));
   const other = await loop(`${options.baseUrl}${options.other.path}${query}`, options.other.authorization, until);
@@ -90,7 +105,11 @@ export async function runFairness(options: FairnessOptions): Promise<FairnessRes
       { length: RESET_SEARCHES },
       () =>
         new Promise<void>((resolve) => {
-          const stream = session.request({ ":method": "GET", ":path": `${options.saturating.path}${query}`, authorization: options.saturating.authorization });
+          const stream = session.request({
+            ":method": "GET",
+            ":path": `${options.saturating.path}${query}`,
+            authorization: options.saturating.authorization,
+          });
           stream.on("error", () => undefined);
           stream.once("ready", () => {
             stream.close(http2.NGHTTP2_CANCEL);
@@ -120,9 +139,17 @@ export async function runFairness(options: FairnessOptions): Promise<FairnessRes
   };
 }
 
-async function withAdmin<T>(options: FairnessOptions, use: (c: Awaited<ReturnType<typeof createConnection>>) => Promise<T>): Promise<T> {
+async function withAdmin<T>(
+  options: FairnessOptions,
+  use: (c: Awaited<ReturnType<typeof createConnection>>) => Promise<T>,
+): Promise<T> {
   const server = new URL(options.mysqlUrl);
-  const c = await createConnection({ host: server.hostname, port: Number(server.port || 3306), user: decodeURIComponent(server.username), password: decodeURIComponent(server.password) });
+  const c = await createConnection({
+    host: server.hostname,
+    port: Number(server.port || 3306),
+    user: decodeURIComponent(server.username),
+    password: decodeURIComponent(server.password),
+  });
   try {
     return await use(c);
   } finally {
@@ -133,7 +160,10 @@ async function withAdmin<T>(options: FairnessOptions, use: (c: Awaited<ReturnTyp
 /** Statements of the bench database running at MariaDB now. */
 function statementsRunning(options: FairnessOptions): Promise<number> {
   return withAdmin(options, async (c) => {
-    const [rows] = await c.query("SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE DB = ? AND COMMAND = 'Query' AND ID <> CONNECTION_ID()", [options.database]);
+    const [rows] = await c.query(
+      "SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE DB = ? AND COMMAND = 'Query' AND ID <> CONNECTION_ID()",
+      [options.database],
+    );
     return Number((rows as { n: number | string }[])[0]?.n ?? 0);
   });
 }
@@ -141,11 +171,16 @@ function statementsRunning(options: FairnessOptions): Promise<number> {
 /** Waits (up to 60 s) until no statement of the bench database runs. */
 async function quiet(options: FairnessOptions): Promise<void> {
   const deadline = Date.now() + 60_000;
-  while ((await statementsRunning(options)) > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+  while ((await statementsRunning(options)) > 0 && Date.now() < deadline)
+    await new Promise((resolve) => setTimeout(resolve, 100));
 }
 
 /** The result as Markdown. */
-export function fairnessReport(result: FairnessResult, sizes: { readonly saturating: number; readonly other: number }, durationSeconds: number): string {
+export function fairnessReport(
+  result: FairnessResult,
+  sizes: { readonly saturating: number; readonly other: number },
+  durationSeconds: number,
+): string {
   const f = (n: number) => (Number.isFinite(n) ? n.toFixed(0) : "-");
   return [
     `#### One tenant saturating the gate (${SATURATING_CLIENTS} loops of \`q=${EVERY_DEFINITION_WORD}\` over ${sizes.saturating} definitions, ${durationSeconds} s), another tenant's \`q=${EVERY_DEFINITION_WORD}\` over its ${sizes.other}`,
@@ -156,6 +191,8 @@ export function fairnessReport(result: FairnessResult, sizes: { readonly saturat
     `| other tenant | ${result.other.requests} | ${result.other.errors} | ${f(result.other.p50)} | ${f(result.other.p99)} | ${f(result.other.max)} |`,
     "",
     `${result.resets} HTTP/2 searches reset after their HEADERS: ${result.runningAtOnce} statements running at MariaDB right after, ${result.runningAfter} ${AFTER_RESETS_MILLIS / 1000} s later.`,
-    ...(result.other.firstError === undefined ? [] : ["", `The other tenant's first error: ${result.other.firstError}`]),
+    ...(result.other.firstError === undefined
+      ? []
+      : ["", `The other tenant's first error: ${result.other.firstError}`]),
   ].join("\n");
 }

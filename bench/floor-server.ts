@@ -46,7 +46,9 @@ interface FloorDatabase {
    * an INSERT or UPDATE one row with what it did (`insertId`, `affectedRows` on MySQL). Retries
    * deadlocks and duplicate-key races like the service.
    */
-  transaction<T>(work: (query: (sql: string, params: unknown[]) => Promise<Record<string, unknown>[]>) => Promise<T>): Promise<T>;
+  transaction<T>(
+    work: (query: (sql: string, params: unknown[]) => Promise<Record<string, unknown>[]>) => Promise<T>,
+  ): Promise<T>;
 }
 
 function openMysql(url: URL): FloorDatabase {
@@ -66,10 +68,13 @@ function openMysql(url: URL): FloorDatabase {
   // The service's session: strict mode, READ COMMITTED for writes (set once per connection here, per transaction there).
   pool.pool.on("connection", (connection) => {
     // Queued on the connection ahead of any query the pool hands it out for.
-    connection.query("SET SESSION sql_mode = CONCAT_WS(',', NULLIF(@@SESSION.sql_mode, ''), 'STRICT_ALL_TABLES'), SESSION innodb_lock_wait_timeout = 10, time_zone = '+00:00'");
+    connection.query(
+      "SET SESSION sql_mode = CONCAT_WS(',', NULLIF(@@SESSION.sql_mode, ''), 'STRICT_ALL_TABLES'), SESSION innodb_lock_wait_timeout = 10, time_zone = '+00:00'",
+    );
     connection.query("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
   });
-  const rows = (result: unknown): Record<string, unknown>[] => (Array.isArray(result) ? (result as RowDataPacket[]) : [result as Record<string, unknown>]);
+  const rows = (result: unknown): Record<string, unknown>[] =>
+    Array.isArray(result) ? (result as RowDataPacket[]) : [result as Record<string, unknown>];
   return {
     async read(sql, params) {
       const [result] = await pool.query(sql, params);
@@ -114,7 +119,8 @@ function openSqlite(dataDir: string): FloorDatabase {
   const Database = createRequire(import.meta.url)("better-sqlite3") as new (file: string) => SqliteDatabase;
   const db = new Database(join(dataDir, "registry.sqlite"));
   // The service's pragmas (connection.ts), durability included.
-  for (const pragma of ["journal_mode = WAL", "foreign_keys = ON", "busy_timeout = 5000", "synchronous = FULL"]) db.pragma(pragma);
+  for (const pragma of ["journal_mode = WAL", "foreign_keys = ON", "busy_timeout = 5000", "synchronous = FULL"])
+    db.pragma(pragma);
   // The searches' cancellation point, always alive on the main connection (as connection.ts registers it).
   db.function(SEARCH_ALIVE, { deterministic: false }, () => 1);
   const statements = new Map<string, SqliteStatement>();
@@ -178,11 +184,17 @@ function createFloor(db: FloorDatabase, dialect: "mysql" | "sqlite") {
   async function list(tenant: string, limit: number, offset: number): Promise<Answer> {
     // The service's statement for the unfiltered list (queries/search.ts), which reads one row more than the page.
     const { sql, bindings } = buildSearch(dialect, tenant, unfilteredQuery(limit, offset), defaultPageMaxBytes);
-    const rows = inSearchOrder((await db.read(sql, [...bindings])) as unknown as SearchRow[], "createdAt", false).slice(0, Math.max(limit, 1));
+    const rows = inSearchOrder((await db.read(sql, [...bindings])) as unknown as SearchRow[], "createdAt", false).slice(
+      0,
+      Math.max(limit, 1),
+    );
     if (rows.length === 0) return [404, '{"error":"no such tenant"}'];
     const documents = rows.filter((r) => r.id !== null).map((r) => r.document_json as Buffer);
     const data = documents.flatMap((document, i) => (i === 0 ? [document] : [comma, document]));
-    return [200, Buffer.concat([Buffer.from(`{"total":${Number(rows[0]!.total)},"data":[`), ...data, Buffer.from("]}")])];
+    return [
+      200,
+      Buffer.concat([Buffer.from(`{"total":${Number(rows[0]!.total)},"data":[`), ...data, Buffer.from("]}")]),
+    ];
   }
 
   const writes = writeStatements(dialect);
@@ -203,7 +215,8 @@ function createFloor(db: FloorDatabase, dialect: "mysql" | "sqlite") {
         statements: writes,
         session: {
           rows: async <T>(sql: string, bindings: readonly WriteBinding[]) => (await query(sql, [...bindings])) as T[],
-          change: async (sql: string, bindings: readonly WriteBinding[]) => (await query(sql, [...bindings]))[0] as unknown as Changed,
+          change: async (sql: string, bindings: readonly WriteBinding[]) =>
+            (await query(sql, [...bindings]))[0] as unknown as Changed,
         },
       };
       const [tenantRow] = await query(writes.tenant, [tenant]);
@@ -230,8 +243,27 @@ function createFloor(db: FloorDatabase, dialect: "mysql" | "sqlite") {
       }
       const id = randomBytes(16).toString("hex");
       const doc = JSON.stringify({ ...body, id, reference_id: agent.reference_id });
-      const [inserted] = await query(writes.insertDefinition, [id, tenant, name, providerId, version, agent.number, doc, binaryStandIn(doc), now, now, now, 1]);
-      await indexDefinition(context, tenant, id, indexed, Number(dialect === "mysql" ? inserted?.insertId : inserted?.seq));
+      const [inserted] = await query(writes.insertDefinition, [
+        id,
+        tenant,
+        name,
+        providerId,
+        version,
+        agent.number,
+        doc,
+        binaryStandIn(doc),
+        now,
+        now,
+        now,
+        1,
+      ]);
+      await indexDefinition(
+        context,
+        tenant,
+        id,
+        indexed,
+        Number(dialect === "mysql" ? inserted?.insertId : inserted?.seq),
+      );
       return doc;
     });
     return [201, document];
@@ -244,14 +276,23 @@ function createFloor(db: FloorDatabase, dialect: "mysql" | "sqlite") {
     try {
       if (floor === "floor" && tenant !== undefined && resource === "agentDefinition" && rest.length === 0) {
         if (req.method === "GET" && id !== undefined) answer = await get(tenant, id);
-        else if (req.method === "GET") answer = await list(tenant, Number(url.searchParams.get("limit") ?? 20), Number(url.searchParams.get("offset") ?? 0));
-        else if (req.method === "POST") answer = await upsert(tenant, JSON.parse(await readBody(req)) as Record<string, unknown>);
+        else if (req.method === "GET")
+          answer = await list(
+            tenant,
+            Number(url.searchParams.get("limit") ?? 20),
+            Number(url.searchParams.get("offset") ?? 0),
+          );
+        else if (req.method === "POST")
+          answer = await upsert(tenant, JSON.parse(await readBody(req)) as Record<string, unknown>);
       }
     } catch (error) {
       console.error(error);
       answer = [500, '{"error":"internal"}'];
     }
-    res.writeHead(answer[0], { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(answer[1]) });
+    res.writeHead(answer[0], {
+      "content-type": "application/json; charset=utf-8",
+      "content-length": Buffer.byteLength(answer[1]),
+    });
     res.end(answer[1]);
   };
 }
@@ -268,6 +309,11 @@ const handle = createFloor(db, databaseUrl ? "mysql" : "sqlite");
 const server = createServer((req, res) => void handle(req, res));
 server.listen(Number(process.env.PORT ?? 0), "127.0.0.1", () => {
   const address = server.address();
-  console.log(JSON.stringify({ message: "floor listening", port: typeof address === "object" && address !== null ? address.port : 0 }));
+  console.log(
+    JSON.stringify({
+      message: "floor listening",
+      port: typeof address === "object" && address !== null ? address.port : 0,
+    }),
+  );
 });
 process.once("SIGTERM", () => process.exit(0));

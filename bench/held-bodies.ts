@@ -36,7 +36,11 @@ export interface HeldBodiesResult {
 
 const mib = (kib: number): number => kib / 1024;
 
-export async function heldBodies(service: ServerProcess, authorization: string, options: { sockets: number; holdSeconds: number; log(message: string): void }): Promise<HeldBodiesResult> {
+export async function heldBodies(
+  service: ServerProcess,
+  authorization: string,
+  options: { sockets: number; holdSeconds: number; log(message: string): void },
+): Promise<HeldBodiesResult> {
   const { log } = options;
   const idleRssMib = mib(rssKib(service.pid));
   resetPeakRss(service.pid);
@@ -50,7 +54,12 @@ export async function heldBodies(service: ServerProcess, authorization: string, 
   let holding = true;
   const open = (): Promise<void> =>
     new Promise((resolve) => {
-      const client = { socket: connect(service.port, "127.0.0.1"), status: "none", written: false, closedWhileHolding: false };
+      const client = {
+        socket: connect(service.port, "127.0.0.1"),
+        status: "none",
+        written: false,
+        closedWhileHolding: false,
+      };
       const { socket } = client;
       clients.push(client);
       let received = "";
@@ -96,9 +105,12 @@ export async function heldBodies(service: ServerProcess, authorization: string, 
     );
   }, 1_000);
   try {
-    log(`held bodies: opening ${options.sockets} sockets, each sending ${HELD_SENT} of a declared ${HELD_DECLARED} bytes; idle RSS ${idleRssMib.toFixed(0)} MiB`);
+    log(
+      `held bodies: opening ${options.sockets} sockets, each sending ${HELD_SENT} of a declared ${HELD_DECLARED} bytes; idle RSS ${idleRssMib.toFixed(0)} MiB`,
+    );
     // In batches, as a flood of clients would arrive.
-    for (let i = 0; i < options.sockets; i += 50) await Promise.all(Array.from({ length: Math.min(50, options.sockets - i) }, open));
+    for (let i = 0; i < options.sockets; i += 50)
+      await Promise.all(Array.from({ length: Math.min(50, options.sockets - i) }, open));
     log(`held bodies: all written; holding ${options.holdSeconds} s`);
     await new Promise((resolve) => setTimeout(resolve, options.holdSeconds * 1000));
     holding = false;
@@ -111,7 +123,18 @@ export async function heldBodies(service: ServerProcess, authorization: string, 
     await new Promise((resolve) => setTimeout(resolve, 5_000));
     const afterRssMib = mib(rssKib(service.pid));
     const peakRssMib = Math.max(mib(peakRssKib(service.pid) || 0), mib(peakSeenKib));
-    return { sockets: options.sockets, idleRssMib, peakRssMib, heldRssMib, afterRssMib, answers, closedByServer, refused, healthzFailures, healthzWorstMs };
+    return {
+      sockets: options.sockets,
+      idleRssMib,
+      peakRssMib,
+      heldRssMib,
+      afterRssMib,
+      answers,
+      closedByServer,
+      refused,
+      healthzFailures,
+      healthzWorstMs,
+    };
   } finally {
     clearInterval(sampler);
     clearInterval(prober);

@@ -10,7 +10,10 @@
 import { create } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
-import { AgentDefinitionService, ListAgentDefinitionsRequestSchema } from "../gen/asor/v1/agent_definition_service_pb.js";
+import {
+  AgentDefinitionService,
+  ListAgentDefinitionsRequestSchema,
+} from "../gen/asor/v1/agent_definition_service_pb.js";
 import { peakRssKib, resetPeakRss } from "./proc-stats.js";
 import type { ServerProcess } from "./processes.js";
 import { createGrpcClient } from "./rpc-clients.js";
@@ -26,7 +29,11 @@ function large(i: number): unknown {
     url: "https://agents.example.com/large",
     version: "1.0.0",
     provider: { id: "Provider=Bench" },
-    skills: Array.from({ length: 75 }, (_, n) => ({ id: `s${n}`, name: `Skill ${n}`, description: String.fromCharCode(97 + (n % 26)).repeat(10_000) })),
+    skills: Array.from({ length: 75 }, (_, n) => ({
+      id: `s${n}`,
+      name: `Skill ${n}`,
+      description: String.fromCharCode(97 + (n % 26)).repeat(10_000),
+    })),
   };
 }
 
@@ -36,12 +43,24 @@ type ReadPage = (pageToken: string | undefined) => Promise<{ count: number; next
 const PROTOCOLS = ["rest", "connect-json", "connect-binary", "grpc-web", "grpc"] as const;
 type Protocol = (typeof PROTOCOLS)[number];
 
-function pageReader(protocol: Protocol, service: ServerProcess, authorization: string, tenant: string): { read: ReadPage; close(): void } {
-  const request = (pageToken: string | undefined) => create(ListAgentDefinitionsRequestSchema, { tenant, limit: 100, ...(pageToken === undefined ? {} : { pageToken }) });
+function pageReader(
+  protocol: Protocol,
+  service: ServerProcess,
+  authorization: string,
+  tenant: string,
+): { read: ReadPage; close(): void } {
+  const request = (pageToken: string | undefined) =>
+    create(ListAgentDefinitionsRequestSchema, {
+      tenant,
+      limit: 100,
+      ...(pageToken === undefined ? {} : { pageToken }),
+    });
   if (protocol === "rest") {
     const read: ReadPage = async (pageToken) => {
       const query = new URLSearchParams({ limit: "100", ...(pageToken === undefined ? {} : { pageToken }) });
-      const res = await fetch(`${service.baseUrl}/api/asor/v1/${tenant}/agentDefinition?${query}`, { headers: { authorization } });
+      const res = await fetch(`${service.baseUrl}/api/asor/v1/${tenant}/agentDefinition?${query}`, {
+        headers: { authorization },
+      });
       if (res.status !== 200) throw new Error(`REST list answered ${res.status}`);
       const body = (await res.json()) as { data: unknown[]; nextPageToken?: string };
       return { count: body.data.length, next: body.nextPageToken };
@@ -51,13 +70,19 @@ function pageReader(protocol: Protocol, service: ServerProcess, authorization: s
   if (protocol === "grpc") {
     const client = createGrpcClient(service.baseUrl, authorization);
     const read: ReadPage = async (pageToken) => {
-      const page = (await client.call("listAgentDefinitions", request(pageToken))) as { data: unknown[]; nextPageToken?: string };
+      const page = (await client.call("listAgentDefinitions", request(pageToken))) as {
+        data: unknown[];
+        nextPageToken?: string;
+      };
       return { count: page.data.length, next: page.nextPageToken };
     };
     return { read, close: () => client.close() };
   }
   const options = { baseUrl: service.baseUrl, httpVersion: "1.1" as const };
-  const transport = protocol === "grpc-web" ? createGrpcWebTransport(options) : createConnectTransport({ ...options, useBinaryFormat: protocol === "connect-binary" });
+  const transport =
+    protocol === "grpc-web"
+      ? createGrpcWebTransport(options)
+      : createConnectTransport({ ...options, useBinaryFormat: protocol === "connect-binary" });
   const client = createClient(AgentDefinitionService, transport);
   const read: ReadPage = async (pageToken) => {
     const page = await client.listAgentDefinitions(request(pageToken), { headers: { authorization } });
@@ -67,14 +92,19 @@ function pageReader(protocol: Protocol, service: ServerProcess, authorization: s
 }
 
 /** Posts the large definitions through the service's REST surface. */
-export async function seedLargeDefinitions(service: ServerProcess, authorization: string, tenant: string): Promise<void> {
+export async function seedLargeDefinitions(
+  service: ServerProcess,
+  authorization: string,
+  tenant: string,
+): Promise<void> {
   for (let i = 0; i < DEFINITIONS; i++) {
     const res = await fetch(`${service.baseUrl}/api/asor/v1/${tenant}/agentDefinition`, {
       method: "POST",
       headers: { authorization, "content-type": "application/json" },
       body: JSON.stringify(large(i)),
     });
-    if (res.status !== 201) throw new Error(`POST of large definition ${i} answered ${res.status}: ${await res.text()}`);
+    if (res.status !== 201)
+      throw new Error(`POST of large definition ${i} answered ${res.status}: ${await res.text()}`);
   }
 }
 
@@ -90,7 +120,12 @@ export interface LargePagesRow {
 }
 
 /** Runs the four lists over `protocol` against a service started for it by `start`. */
-export async function largePagesOver(protocol: Protocol, start: () => Promise<ServerProcess>, authorization: string, tenant: string): Promise<LargePagesRow> {
+export async function largePagesOver(
+  protocol: Protocol,
+  start: () => Promise<ServerProcess>,
+  authorization: string,
+  tenant: string,
+): Promise<LargePagesRow> {
   const service = await start();
   const reader = pageReader(protocol, service, authorization, tenant);
   try {
@@ -139,7 +174,9 @@ export function largePagesReport(rows: readonly LargePagesRow[]): string {
     "| --- | ---: | ---: | --- | --- | --- |",
   ];
   for (const row of rows) {
-    lines.push(`| ${row.protocol} | ${row.peakRssMib.toFixed(0)} | ${row.pages} | ${row.reached.join(", ")} | ${row.survived ? "yes" : "**no**"} | ${row.error ?? ""} |`);
+    lines.push(
+      `| ${row.protocol} | ${row.peakRssMib.toFixed(0)} | ${row.pages} | ${row.reached.join(", ")} | ${row.survived ? "yes" : "**no**"} | ${row.error ?? ""} |`,
+    );
   }
   return lines.join("\n");
 }

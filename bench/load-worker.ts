@@ -8,7 +8,11 @@
 import { clone, create, fromJson, type JsonObject, type Message } from "@bufbuild/protobuf";
 import autocannon from "autocannon";
 import { AgentDefinitionSchema } from "../gen/asor/v1/agent_definition_pb.js";
-import { GetAgentDefinitionRequestSchema, ListAgentDefinitionsRequestSchema, UpsertAgentDefinitionRequestSchema } from "../gen/asor/v1/agent_definition_service_pb.js";
+import {
+  GetAgentDefinitionRequestSchema,
+  ListAgentDefinitionsRequestSchema,
+  UpsertAgentDefinitionRequestSchema,
+} from "../gen/asor/v1/agent_definition_service_pb.js";
 import { benchBody, benchBodyTemplate, benchDefinition, benchOverview } from "./definition.js";
 import type { LoadJob, LoadResult } from "./load-job.js";
 import { createConnectClient, createGrpcClient, type RpcClient, type UnaryCall } from "./rpc-clients.js";
@@ -48,18 +52,37 @@ function restRequest(job: LoadJob, phase: string): autocannon.Request {
   switch (job.operation) {
     case "get": {
       const id = rotation(job.ids);
-      return { method: "GET", path: job.restPath, headers, setupRequest: (req) => ({ ...req, path: `${job.restPath}/${id()}` }) };
+      return {
+        method: "GET",
+        path: job.restPath,
+        headers,
+        setupRequest: (req) => ({ ...req, path: `${job.restPath}/${id()}` }),
+      };
     }
     case "list":
-      return { method: "GET", path: `${job.restPath}?limit=${job.limit}&${job.query ?? `offset=${job.offset}`}`, headers };
+      return {
+        method: "GET",
+        path: `${job.restPath}?limit=${job.limit}&${job.query ?? `offset=${job.offset}`}`,
+        headers,
+      };
     case "create": {
       const name = nameMaker(job, phase);
-      return { method: "POST", path: job.restPath, headers, setupRequest: (req) => ({ ...req, body: benchBody(template, name()) }) };
+      return {
+        method: "POST",
+        path: job.restPath,
+        headers,
+        setupRequest: (req) => ({ ...req, body: benchBody(template, name()) }),
+      };
     }
     case "update": {
       const name = rotation(job.updateNames);
       const edition = editionMaker(phase);
-      return { method: "POST", path: job.restPath, headers, setupRequest: (req) => ({ ...req, body: benchBody(template, name(), edition()) }) };
+      return {
+        method: "POST",
+        path: job.restPath,
+        headers,
+        setupRequest: (req) => ({ ...req, body: benchBody(template, name(), edition()) }),
+      };
     }
   }
 }
@@ -72,8 +95,15 @@ async function restRun(job: LoadJob, seconds: number, phase: string): Promise<Lo
     done = resolve;
     failed = reject;
   });
-  const instance = autocannon({ url: job.baseUrl, connections: job.connections, duration: seconds, timeout: 10, requests: [restRequest(job, phase)] }, (error, result) =>
-    error ? failed(error) : done(result),
+  const instance = autocannon(
+    {
+      url: job.baseUrl,
+      connections: job.connections,
+      duration: seconds,
+      timeout: 10,
+      requests: [restRequest(job, phase)],
+    },
+    (error, result) => (error ? failed(error) : done(result)),
   );
   // Our own record of each latency: autocannon's histogram keeps whole milliseconds only.
   const latencies: number[] = [];
@@ -107,7 +137,11 @@ function rpcRequest(job: LoadJob, phase: string): () => [Parameters<UnaryCall>[0
       return () => ["getAgentDefinition", create(GetAgentDefinitionRequestSchema, { tenant: job.tenant, id: id() })];
     }
     case "list": {
-      const request = create(ListAgentDefinitionsRequestSchema, { tenant: job.tenant, limit: job.limit, offset: job.offset });
+      const request = create(ListAgentDefinitionsRequestSchema, {
+        tenant: job.tenant,
+        limit: job.limit,
+        offset: job.offset,
+      });
       return () => ["listAgentDefinitions", request];
     }
     case "create":
@@ -120,7 +154,10 @@ function rpcRequest(job: LoadJob, phase: string): () => [Parameters<UnaryCall>[0
         const definition = clone(AgentDefinitionSchema, base);
         definition.name = name();
         if (edition !== undefined) definition.overview = benchOverview(edition());
-        return ["upsertAgentDefinition", create(UpsertAgentDefinitionRequestSchema, { tenant: job.tenant, agentCardAndTools: definition })];
+        return [
+          "upsertAgentDefinition",
+          create(UpsertAgentDefinitionRequestSchema, { tenant: job.tenant, agentCardAndTools: definition }),
+        ];
       };
     }
   }
@@ -162,13 +199,17 @@ async function rpcRun(client: RpcClient, job: LoadJob, seconds: number, phase: s
 // ---- the job loop ----
 
 async function runJob(job: LoadJob): Promise<LoadResult> {
-  if (!/^http:\/\/127\.0\.0\.1:\d+$/.test(job.baseUrl)) throw new Error(`load goes to loopback only, not ${job.baseUrl}`);
+  if (!/^http:\/\/127\.0\.0\.1:\d+$/.test(job.baseUrl))
+    throw new Error(`load goes to loopback only, not ${job.baseUrl}`);
   if (job.surface === "rest") {
     if (job.warmupSeconds > 0) await restRun(job, job.warmupSeconds, "warmup");
     process.send?.({ type: "measuring" });
     return restRun(job, job.durationSeconds, "measured");
   }
-  const client = job.surface === "grpc" ? createGrpcClient(job.baseUrl, job.authorization) : createConnectClient(job.baseUrl, job.authorization, job.connections);
+  const client =
+    job.surface === "grpc"
+      ? createGrpcClient(job.baseUrl, job.authorization)
+      : createConnectClient(job.baseUrl, job.authorization, job.connections);
   try {
     if (job.warmupSeconds > 0) await rpcRun(client, job, job.warmupSeconds, "warmup");
     process.send?.({ type: "measuring" });
@@ -182,7 +223,8 @@ process.on("message", (message: { type: string; job: LoadJob }) => {
   if (message.type !== "run") return;
   runJob(message.job).then(
     (result) => process.send?.({ type: "result", result }),
-    (error: unknown) => process.send?.({ type: "error", error: error instanceof Error ? (error.stack ?? error.message) : String(error) }),
+    (error: unknown) =>
+      process.send?.({ type: "error", error: error instanceof Error ? (error.stack ?? error.message) : String(error) }),
   );
 });
 // The orchestrator disconnects when it is done; nothing else keeps this process alive.

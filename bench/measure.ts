@@ -23,19 +23,36 @@ export interface Measurement extends LoadResult {
   readonly peakRssMib: number;
 }
 
-export async function measure(load: LoadProcess, job: LoadJob, serverPid: number, databasePids: readonly number[]): Promise<Measurement> {
-  let start: { at: number; server: number; client: number; database: number; machine: { busy: number; total: number } } | undefined;
+export async function measure(
+  load: LoadProcess,
+  job: LoadJob,
+  serverPid: number,
+  databasePids: readonly number[],
+): Promise<Measurement> {
+  let start:
+    | { at: number; server: number; client: number; database: number; machine: { busy: number; total: number } }
+    | undefined;
   const result = await load.run<LoadJob, LoadResult>(job, () => {
     resetPeakRss(serverPid);
-    start = { at: performance.now(), server: cpuSeconds(serverPid), client: cpuSeconds(load.pid), database: cpuSecondsOf(databasePids), machine: machineTicks() };
+    start = {
+      at: performance.now(),
+      server: cpuSeconds(serverPid),
+      client: cpuSeconds(load.pid),
+      database: cpuSecondsOf(databasePids),
+      machine: machineTicks(),
+    };
   });
   const seconds = (performance.now() - (start?.at ?? 0)) / 1000;
   const machine = machineTicks();
-  const percent = (now: number, then: number | undefined): number => (then === undefined ? Number.NaN : (100 * (now - then)) / seconds);
+  const percent = (now: number, then: number | undefined): number =>
+    then === undefined ? Number.NaN : (100 * (now - then)) / seconds;
   const serverCpu = percent(cpuSeconds(serverPid), start?.server);
   const clientCpu = percent(cpuSeconds(load.pid), start?.client);
   const databaseCpu = databasePids.length === 0 ? Number.NaN : percent(cpuSecondsOf(databasePids), start?.database);
-  const machineBusy = start === undefined ? Number.NaN : (100 * (machine.busy - start.machine.busy)) / Math.max(1, machine.total - start.machine.total);
+  const machineBusy =
+    start === undefined
+      ? Number.NaN
+      : (100 * (machine.busy - start.machine.busy)) / Math.max(1, machine.total - start.machine.total);
   return {
     ...result,
     // NaN (no successful request) crosses the IPC channel as null.
@@ -45,7 +62,10 @@ export async function measure(load: LoadProcess, job: LoadJob, serverPid: number
     clientCpu,
     databaseCpu,
     machineBusy,
-    othersCpu: Math.max(0, machineBusy * cpus().length - serverCpu - clientCpu - (Number.isFinite(databaseCpu) ? databaseCpu : 0)),
+    othersCpu: Math.max(
+      0,
+      machineBusy * cpus().length - serverCpu - clientCpu - (Number.isFinite(databaseCpu) ? databaseCpu : 0),
+    ),
     peakRssMib: peakRssKib(serverPid) / 1024,
   };
 }

@@ -57,7 +57,9 @@ export interface BenchOptions {
   /** The fairness scenario (bench/fairness.ts) instead of the others. */
   readonly fairness: boolean;
   /** The held-bodies scenario instead (see held-bodies.ts), with its sockets and hold time. */
-  readonly heldBodies: { readonly sockets: number; readonly holdSeconds: number; readonly withoutToken: boolean } | undefined;
+  readonly heldBodies:
+    | { readonly sockets: number; readonly holdSeconds: number; readonly withoutToken: boolean }
+    | undefined;
   /** The checkout whose service is run (see serviceCommand in processes.ts); undefined: this one. */
   readonly serviceDir: string | undefined;
 }
@@ -99,12 +101,16 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
   const number = (name: string, raw: string | undefined, fallback: number, min: number, max: number): number => {
     if (raw === undefined) return fallback;
     const value = Number(raw);
-    if (!Number.isFinite(value) || value < min || value > max) throw new Error(`--${name} must be a number from ${min} to ${max}, not "${raw}"\n\n${USAGE}`);
+    if (!Number.isFinite(value) || value < min || value > max)
+      throw new Error(`--${name} must be a number from ${min} to ${max}, not "${raw}"\n\n${USAGE}`);
     return value;
   };
   const smoke = values.smoke;
-  if (values.fairness && values.sqlite) throw new Error(`--fairness runs on MariaDB only (it reads the server's process list)\n\n${USAGE}`);
-  const sizes = (values.sizes ?? (smoke ? "300" : values.search ? "1000,1000000" : values.fairness ? "20000" : "1000,10000,100000"))
+  if (values.fairness && values.sqlite)
+    throw new Error(`--fairness runs on MariaDB only (it reads the server's process list)\n\n${USAGE}`);
+  const sizes = (
+    values.sizes ?? (smoke ? "300" : values.search ? "1000,1000000" : values.fairness ? "20000" : "1000,10000,100000")
+  )
     .split(",")
     .map((s) => number("sizes", s.trim(), 0, 1, 1_000_000));
   const middle = [...sizes].sort((a, b) => a - b)[Math.floor((sizes.length - 1) / 2)]!;
@@ -130,7 +136,11 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     fairness: values.fairness,
     serviceDir: values.service,
     heldBodies: values["held-bodies"]
-      ? { sockets: number("sockets", values.sockets, 600, 1, 5_000), holdSeconds: number("hold", values.hold, 20, 1, 600), withoutToken: values["without-token"] }
+      ? {
+          sockets: number("sockets", values.sockets, 600, 1, 5_000),
+          holdSeconds: number("hold", values.hold, 20, 1, 600),
+          withoutToken: values["without-token"],
+        }
       : undefined,
   };
 }

@@ -113,7 +113,8 @@ export function listenerPid(port: number, candidates: readonly number[]): number
     for (const line of text.split("\n").slice(1)) {
       const fields = line.trim().split(/\s+/);
       // local_address is HEX_IP:HEX_PORT; state 0A is LISTEN; the inode is field 10.
-      if (fields[3] === "0A" && Number.parseInt(fields[1]?.split(":")[1] ?? "", 16) === port && fields[9] !== undefined) inodes.add(fields[9]);
+      if (fields[3] === "0A" && Number.parseInt(fields[1]?.split(":")[1] ?? "", 16) === port && fields[9] !== undefined)
+        inodes.add(fields[9]);
     }
   }
   for (const pid of candidates) {

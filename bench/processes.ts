@@ -37,15 +37,22 @@ export function tsxCommand(script: string): ServerCommand {
  */
 export function serviceCommand(serviceDir: string | undefined): ServerCommand {
   const dir = resolve(serviceDir ?? repoRoot);
-  const pkg = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as { main?: string; scripts?: Record<string, string>; config?: { nodeFlags?: string } };
+  const pkg = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as {
+    main?: string;
+    scripts?: Record<string, string>;
+    config?: { nodeFlags?: string };
+  };
   if (pkg.scripts?.build === undefined) {
     const source = join(dir, "src/main/node.ts");
-    if (!existsSync(source)) throw new Error(`${dir} has neither a build script nor src/main/node.ts: which service is that?`);
+    if (!existsSync(source))
+      throw new Error(`${dir} has neither a build script nor src/main/node.ts: which service is that?`);
     return tsxCommand(source);
   }
-  if (pkg.main === undefined) throw new Error(`${join(dir, "package.json")} has a build script but no "main" (the compiled entry to run)`);
+  if (pkg.main === undefined)
+    throw new Error(`${join(dir, "package.json")} has a build script but no "main" (the compiled entry to run)`);
   // The build's own messages go to our stderr; a failing build throws with tsc's errors shown above.
-  if (serviceDir === undefined) execFileSync(process.execPath, ["scripts/build.mjs", "--if-stale"], { cwd: dir, stdio: ["ignore", 2, 2] });
+  if (serviceDir === undefined)
+    execFileSync(process.execPath, ["scripts/build.mjs", "--if-stale"], { cwd: dir, stdio: ["ignore", 2, 2] });
   else execFileSync("npm", ["run", "-s", "build"], { cwd: dir, stdio: ["ignore", 2, 2] });
   // The V8 flags `npm start` runs the service with (package.json config.nodeFlags), if the checkout has them.
   const flags = (pkg.config?.nodeFlags ?? "").split(" ").filter((flag) => flag !== "");
@@ -91,26 +98,39 @@ export async function startServer(
   const base = join(logDir, name.replace(/\W+/g, "-"));
   const out = openSync(`${base}.out`, "w");
   const err = openSync(`${base}.err`, "w");
-  if (command.executable !== undefined && nodeArgs.length > 0) throw new Error(`${name}: node's arguments (${nodeArgs.join(" ")}) do not apply to ${command.executable}`);
-  const child = spawn(command.executable ?? process.execPath, [...(command.executable === undefined ? nodeArgs : []), ...command.args], {
-    cwd: command.cwd,
-    env: { ...process.env, ...env },
-    stdio: ["ignore", out, err],
-  });
+  if (command.executable !== undefined && nodeArgs.length > 0)
+    throw new Error(`${name}: node's arguments (${nodeArgs.join(" ")}) do not apply to ${command.executable}`);
+  const child = spawn(
+    command.executable ?? process.execPath,
+    [...(command.executable === undefined ? nodeArgs : []), ...command.args],
+    {
+      cwd: command.cwd,
+      env: { ...process.env, ...env },
+      stdio: ["ignore", out, err],
+    },
+  );
   closeSync(out);
   closeSync(err);
   const stderr = (): string => tail(`${base}.err`, 20_000);
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   const deadline = Date.now() + 60_000;
   for (;;) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${name} exited with ${child.exitCode ?? child.signalCode} before it was ready: ${stderr()}`);
+    if (child.exitCode !== null || child.signalCode !== null)
+      throw new Error(`${name} exited with ${child.exitCode ?? child.signalCode} before it was ready: ${stderr()}`);
     if (Date.now() > deadline) {
       child.kill("SIGKILL");
       throw new Error(`${name} did not start in 60 s: ${stderr()}`);
     }
     const port = readyPort(`${base}.out`, readyMessage);
     if (port !== undefined) {
-      return { name, pid: child.pid!, port, baseUrl: `http://127.0.0.1:${port}`, stderr, stop: () => stopChild(child, exited) };
+      return {
+        name,
+        pid: child.pid!,
+        port,
+        baseUrl: `http://127.0.0.1:${port}`,
+        stderr,
+        stop: () => stopChild(child, exited),
+      };
     }
     await new Promise((resolve) => setTimeout(resolve, 50));
   }

@@ -49,7 +49,8 @@ const label = (n: ProfileNode): string => {
   return `${functionName || "(anonymous)"} ${url.replace(/^.*\/(node_modules\/|src\/|gen\/)/, "$1")}:${lineNumber + 1}`;
 };
 
-const add = (map: Map<string, number>, key: string, value: number): void => void map.set(key, (map.get(key) ?? 0) + value);
+const add = (map: Map<string, number>, key: string, value: number): void =>
+  void map.set(key, (map.get(key) ?? 0) + value);
 const selfByFunction = new Map<string, number>();
 const selfByArea = new Map<string, number>();
 const inclusiveOwn = new Map<string, number>();
@@ -85,9 +86,15 @@ function layerOf(url: string, name: string): string | undefined {
       /node_modules\/@bufbuild\/protobuf\/|\/src\/transport\/(strict-json|rest\/json-decode|rest\/rest-response|encoded-message|rpc-message)|\/src\/domain\/derived-fields/,
       "serialization (JSON, protobuf)",
     ],
-    [/node_modules\/@connectrpc\/|\/src\/(edge|operations|service|transport)\//, "routing (edge, Connect, REST, operations)"],
+    [
+      /node_modules\/@connectrpc\/|\/src\/(edge|operations|service|transport)\//,
+      "routing (edge, Connect, REST, operations)",
+    ],
     [/\/src\/(logger|observability)|node_modules\/prom-client\//, "logging and metrics"],
-    [/^node:(_http|http2|internal\/http2|internal\/js_stream)|\/src\/main\//, "HTTP (node:http, http2, the Node adapter)"],
+    [
+      /^node:(_http|http2|internal\/http2|internal\/js_stream)|\/src\/main\//,
+      "HTTP (node:http, http2, the Node adapter)",
+    ],
   ];
   for (const [pattern, layer] of rules) if (pattern.test(url)) return layer;
   return undefined;
@@ -109,11 +116,13 @@ for (const [id, time] of self) {
 
 const print = (title: string, map: Map<string, number>): void => {
   console.log(`\n${title}`);
-  for (const [key, time] of [...map].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`${((100 * time) / total).toFixed(1).padStart(6)}%  ${key}`);
+  for (const [key, time] of [...map].sort((a, b) => b[1] - a[1]).slice(0, top))
+    console.log(`${((100 * time) / total).toFixed(1).padStart(6)}%  ${key}`);
 };
 console.log(`${(total / 1e6).toFixed(1)} s sampled, ${(busy / 1e6).toFixed(1)} s busy`);
 console.log("\nself time by layer, % of busy time (multiply by the CPU time of one request for its cost per layer)");
-for (const [layer, time] of [...byLayer].sort((a, b) => b[1] - a[1])) console.log(`${((100 * time) / busy).toFixed(1).padStart(6)}%  ${layer}`);
+for (const [layer, time] of [...byLayer].sort((a, b) => b[1] - a[1]))
+  console.log(`${((100 * time) / busy).toFixed(1).padStart(6)}%  ${layer}`);
 print("self time by package / folder", selfByArea);
 print("self time by function", selfByFunction);
 print("inclusive time of the project's functions", inclusiveOwn);

@@ -23,10 +23,12 @@ export interface RunInfo {
 }
 
 const fixed = (value: number, digits = 0): string => (Number.isFinite(value) ? value.toFixed(digits) : "-");
-const ms = (value: number): string => (!Number.isFinite(value) ? "-" : value < 10 ? value.toFixed(2) : value < 100 ? value.toFixed(1) : value.toFixed(0));
+const ms = (value: number): string =>
+  !Number.isFinite(value) ? "-" : value < 10 ? value.toFixed(2) : value < 100 ? value.toFixed(1) : value.toFixed(0);
 const count = (n: number): string => n.toLocaleString("en-US");
 /** CPU of the server, the database server, the load generator and everything else, in % of one core. */
-const cpu = (m: Measurement): string => `${fixed(m.serverCpu)} / ${fixed(m.databaseCpu)} / ${fixed(m.clientCpu)} / ${fixed(m.othersCpu)}`;
+const cpu = (m: Measurement): string =>
+  `${fixed(m.serverCpu)} / ${fixed(m.databaseCpu)} / ${fixed(m.clientCpu)} / ${fixed(m.othersCpu)}`;
 
 function table(header: string[], rows: string[][]): string {
   const textColumns = new Set(["scenario", "surface", "limited by"]);
@@ -93,11 +95,19 @@ function surfaceTable(rows: readonly Row[], size: number): string {
   for (const kind of KINDS) {
     for (const surface of ["rest", "connect", "grpc"] as const) {
       const row = find(rows, size, `service ${surface} ${kind}`);
-      if (row === undefined || !rows.some((r) => r.size === size && r.scenario.kind === kind && r.scenario.surface !== "rest")) continue;
+      if (
+        row === undefined ||
+        !rows.some((r) => r.size === size && r.scenario.kind === kind && r.scenario.surface !== "rest")
+      )
+        continue;
       const m = row.measurement;
       out.push([
         KIND_LABELS[kind],
-        { rest: "REST (JSON, HTTP/1.1)", connect: "Connect (JSON, HTTP/1.1)", grpc: "gRPC (binary, HTTP/2, one channel)" }[surface],
+        {
+          rest: "REST (JSON, HTTP/1.1)",
+          connect: "Connect (JSON, HTTP/1.1)",
+          grpc: "gRPC (binary, HTTP/2, one channel)",
+        }[surface],
         fixed(m.rps),
         ms(m.p50),
         ms(m.p99),
@@ -108,12 +118,30 @@ function surfaceTable(rows: readonly Row[], size: number): string {
       ]);
     }
   }
-  return table(["scenario", "surface", "rps", "p50 ms", "p99 ms", "errors", "peak RSS MiB", "CPU % server / db / client / others", "limited by"], out);
+  return table(
+    [
+      "scenario",
+      "surface",
+      "rps",
+      "p50 ms",
+      "p99 ms",
+      "errors",
+      "peak RSS MiB",
+      "CPU % server / db / client / others",
+      "limited by",
+    ],
+    out,
+  );
 }
 
 /** How each REST scenario changes with the tenant's size. */
 function growthTable(rows: readonly Row[], sizes: readonly number[], listTotals: ReadonlyMap<number, number>): string {
-  const header = ["scenario", ...sizes.map((s) => `${count(s)}: rps`), ...sizes.map((s) => `${count(s)}: p50 / p99 ms`), `rps ${count(sizes[sizes.length - 1]!)} ÷ ${count(sizes[0]!)}`];
+  const header = [
+    "scenario",
+    ...sizes.map((s) => `${count(s)}: rps`),
+    ...sizes.map((s) => `${count(s)}: p50 / p99 ms`),
+    `rps ${count(sizes[sizes.length - 1]!)} ÷ ${count(sizes[0]!)}`,
+  ];
   const out: string[][] = [];
   const kinds: Kind[] = [...KINDS, ...SEARCH_KINDS];
   for (const kind of kinds) {
@@ -128,11 +156,21 @@ function growthTable(rows: readonly Row[], sizes: readonly number[], listTotals:
       first !== undefined && last !== undefined ? fixed(last.rps / first.rps, 2) : "-",
     ]);
   }
-  out.push(["list `total` answered", ...sizes.map((s) => (listTotals.has(s) ? count(listTotals.get(s)!) : "-")), ...sizes.map(() => ""), ""]);
+  out.push([
+    "list `total` answered",
+    ...sizes.map((s) => (listTotals.has(s) ? count(listTotals.get(s)!) : "-")),
+    ...sizes.map(() => ""),
+    "",
+  ]);
   return table(header, out);
 }
 
-export function markdownReport(rows: readonly Row[], sizes: readonly number[], surfacesAt: number, info: RunInfo): string {
+export function markdownReport(
+  rows: readonly Row[],
+  sizes: readonly number[],
+  surfacesAt: number,
+  info: RunInfo,
+): string {
   return [
     `Run ${info.started}: ${info.database}; ${info.machine}; load average before the run ${info.loadBefore.toFixed(2)}; ${info.options}.`,
     "",

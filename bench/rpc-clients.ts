@@ -14,7 +14,10 @@ import { AgentDefinitionService } from "../gen/asor/v1/agent_definition_service_
 import { grpcJsServiceDefinition } from "../test/support/grpc-js-client.js";
 
 /** Calls one unary method of AgentDefinitionService; rejects on any RPC error. */
-export type UnaryCall = (method: "getAgentDefinition" | "listAgentDefinitions" | "upsertAgentDefinition", request: Message) => Promise<unknown>;
+export type UnaryCall = (
+  method: "getAgentDefinition" | "listAgentDefinitions" | "upsertAgentDefinition",
+  request: Message,
+) => Promise<unknown>;
 
 export interface RpcClient {
   readonly call: UnaryCall;
@@ -26,7 +29,10 @@ export function createGrpcClient(baseUrl: string, authorization: string): RpcCli
   const definition = grpcJsServiceDefinition(AgentDefinitionService);
   const Client = grpc.makeGenericClientConstructor(definition, AgentDefinitionService.name);
   const client = new Client(new URL(baseUrl).host, grpc.credentials.createInsecure()) as unknown as grpc.Client &
-    Record<string, (req: Message, md: grpc.Metadata, cb: (err: grpc.ServiceError | null, res: Message) => void) => void>;
+    Record<
+      string,
+      (req: Message, md: grpc.Metadata, cb: (err: grpc.ServiceError | null, res: Message) => void) => void
+    >;
   const metadata = new grpc.Metadata();
   metadata.set("authorization", authorization);
   return {
@@ -41,13 +47,21 @@ export function createGrpcClient(baseUrl: string, authorization: string): RpcCli
 /** A Connect client speaking JSON over up to `connections` HTTP/1.1 keep-alive connections. */
 export function createConnectClient(baseUrl: string, authorization: string, connections: number): RpcClient {
   const agent = new Agent({ keepAlive: true, maxSockets: connections });
-  const transport = createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: false, nodeOptions: { agent } });
+  const transport = createConnectTransport({
+    baseUrl,
+    httpVersion: "1.1",
+    useBinaryFormat: false,
+    nodeOptions: { agent },
+  });
   const client = createClient(AgentDefinitionService, transport);
   const headers = { authorization };
   const methods: Record<Parameters<UnaryCall>[0], (request: Message) => Promise<unknown>> = {
-    getAgentDefinition: (request) => client.getAgentDefinition(request as Parameters<typeof client.getAgentDefinition>[0], { headers }),
-    listAgentDefinitions: (request) => client.listAgentDefinitions(request as Parameters<typeof client.listAgentDefinitions>[0], { headers }),
-    upsertAgentDefinition: (request) => client.upsertAgentDefinition(request as Parameters<typeof client.upsertAgentDefinition>[0], { headers }),
+    getAgentDefinition: (request) =>
+      client.getAgentDefinition(request as Parameters<typeof client.getAgentDefinition>[0], { headers }),
+    listAgentDefinitions: (request) =>
+      client.listAgentDefinitions(request as Parameters<typeof client.listAgentDefinitions>[0], { headers }),
+    upsertAgentDefinition: (request) =>
+      client.upsertAgentDefinition(request as Parameters<typeof client.upsertAgentDefinition>[0], { headers }),
   };
   return {
     call: (method, request) => methods[method](request),

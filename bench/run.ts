@@ -16,12 +16,25 @@ import { localIssuerKeyFile } from "../src/main/local-issuer-key-file.js";
 import { createBenchDatabase, settleDatabase } from "./bench-database.js";
 import { fairnessReport, runFairness } from "./fairness.js";
 import { heldBodies, heldBodiesReport } from "./held-bodies.js";
-import { LARGE_PAGE_PROTOCOLS, type LargePagesRow, largePagesOver, largePagesReport, seedLargeDefinitions } from "./large-pages.js";
+import {
+  LARGE_PAGE_PROTOCOLS,
+  type LargePagesRow,
+  largePagesOver,
+  largePagesReport,
+  seedLargeDefinitions,
+} from "./large-pages.js";
 import type { LoadJob } from "./load-job.js";
 import { type Measurement, measure } from "./measure.js";
 import { type BenchOptions, parseOptions } from "./options.js";
 import { listenerPid, loadAverage, pidsNamed, untilIdle } from "./proc-stats.js";
-import { denoServiceCommand, type ServerProcess, serviceCommand, startLoadProcess, startServer, tsxCommand } from "./processes.js";
+import {
+  denoServiceCommand,
+  type ServerProcess,
+  serviceCommand,
+  startLoadProcess,
+  startServer,
+  tsxCommand,
+} from "./processes.js";
 import { markdownReport, type Row } from "./report.js";
 import { operationOf, type Scenario, type SearchKind, scenariosAt } from "./scenarios.js";
 import { ONE_PERCENT_TAG, ONE_PERCENT_WORD, onePercentOf, openSeeder, type Seeder } from "./seed.js";
@@ -41,7 +54,9 @@ async function main(options: BenchOptions): Promise<number> {
   try {
     // What production runs: the compiled entry (built first when stale), or, for a --service checkout from before the build, its source under tsx.
     // --deno: what npm run start:deno runs (the sources, no build).
-    const serviceProcess = options.deno ? denoServiceCommand({ DATA_DIR: dataDir }) : serviceCommand(options.serviceDir);
+    const serviceProcess = options.deno
+      ? denoServiceCommand({ DATA_DIR: dataDir })
+      : serviceCommand(options.serviceDir);
     log(`data dir ${dataDir}; preparing the ${options.sqlite ? "SQLite" : "MariaDB"} database`);
     const database = await createBenchDatabase({
       serverUrl: options.sqlite ? undefined : options.mysqlUrl,
@@ -52,20 +67,32 @@ async function main(options: BenchOptions): Promise<number> {
       reuse: options.reuse,
     });
     if (!options.keep) cleanup.push(() => database.drop());
-    const storageEnv: Record<string, string> = { DATA_DIR: dataDir, ...(database.databaseUrl === undefined ? {} : { DATABASE_URL: database.databaseUrl }) };
+    const storageEnv: Record<string, string> = {
+      DATA_DIR: dataDir,
+      ...(database.databaseUrl === undefined ? {} : { DATABASE_URL: database.databaseUrl }),
+    };
 
     // One token for every request, from the service's own local issuer (the key is made here, in the bench's data dir).
     const issuer = await openLocalIssuer(localIssuerKeyFile(dataDir), parseAuthConfig({}).config);
     const authorization = `Bearer ${await issuer.issue({ tenant: TENANT, domains: DOMAINS, ttlSeconds: 3 * 3600 })}`;
 
     if (options.largePages) {
-      const start = () => startServer("the service", serviceProcess, "agent definition registry listening", { ...storageEnv, PORT: "0", LOG_LEVEL: "info" }, dataDir);
+      const start = () =>
+        startServer(
+          "the service",
+          serviceProcess,
+          "agent definition registry listening",
+          { ...storageEnv, PORT: "0", LOG_LEVEL: "info" },
+          dataDir,
+        );
       const seeding = await start();
       await seedLargeDefinitions(seeding, authorization, TENANT).finally(() => seeding.stop());
       const rows: LargePagesRow[] = [];
       for (const protocol of LARGE_PAGE_PROTOCOLS) {
         const row = await largePagesOver(protocol, start, authorization, TENANT);
-        log(`${protocol}: peak RSS ${row.peakRssMib.toFixed(0)} MiB, ${row.pages} pages, reached ${row.reached.join("/")}${row.survived ? "" : ", the service died"}`);
+        log(
+          `${protocol}: peak RSS ${row.peakRssMib.toFixed(0)} MiB, ${row.pages} pages, reached ${row.reached.join("/")}${row.survived ? "" : ", the service died"}`,
+        );
         if (!row.survived || row.error !== undefined) failures++;
         rows.push(row);
       }
@@ -74,9 +101,18 @@ async function main(options: BenchOptions): Promise<number> {
     }
 
     if (options.heldBodies !== undefined) {
-      const service = await startServer("the service", serviceProcess, "agent definition registry listening", { ...storageEnv, PORT: "0", LOG_LEVEL: "info" }, dataDir);
+      const service = await startServer(
+        "the service",
+        serviceProcess,
+        "agent definition registry listening",
+        { ...storageEnv, PORT: "0", LOG_LEVEL: "info" },
+        dataDir,
+      );
       cleanup.unshift(() => service.stop());
-      const result = await heldBodies(service, options.heldBodies.withoutToken ? "Bearer not-a-token" : authorization, { ...options.heldBodies, log });
+      const result = await heldBodies(service, options.heldBodies.withoutToken ? "Bearer not-a-token" : authorization, {
+        ...options.heldBodies,
+        log,
+      });
       const budgetMib = Number(process.env.MAX_BUFFERED_BODY_BYTES ?? 16 * 1024 * 1024) / 2 ** 20;
       const { markdown, met } = heldBodiesReport(result, budgetMib);
       console.log(
@@ -91,10 +127,25 @@ async function main(options: BenchOptions): Promise<number> {
 
     const cpuProf = options.cpuProf === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", resolve(options.cpuProf)];
     // The service as configured by default (LOG_LEVEL info: a log line per request, written to a file here).
-    log(`the service: ${serviceProcess.executable ?? "node"} ${[...cpuProf, ...serviceProcess.args].join(" ")} (in ${serviceProcess.cwd})`);
-    const service = await startServer("the service", serviceProcess, "agent definition registry listening", { ...storageEnv, PORT: "0", LOG_LEVEL: "info" }, dataDir, cpuProf);
+    log(
+      `the service: ${serviceProcess.executable ?? "node"} ${[...cpuProf, ...serviceProcess.args].join(" ")} (in ${serviceProcess.cwd})`,
+    );
+    const service = await startServer(
+      "the service",
+      serviceProcess,
+      "agent definition registry listening",
+      { ...storageEnv, PORT: "0", LOG_LEVEL: "info" },
+      dataDir,
+      cpuProf,
+    );
     cleanup.unshift(() => service.stop());
-    const floor = await startServer("the floor server", tsxCommand("bench/floor-server.ts"), "floor listening", { ...storageEnv, PORT: "0" }, dataDir);
+    const floor = await startServer(
+      "the floor server",
+      tsxCommand("bench/floor-server.ts"),
+      "floor listening",
+      { ...storageEnv, PORT: "0" },
+      dataDir,
+    );
     cleanup.unshift(() => floor.stop());
     const load = startLoadProcess();
     cleanup.unshift(() => load.stop());
@@ -102,13 +153,18 @@ async function main(options: BenchOptions): Promise<number> {
     const databaseServers = database.kind === "mariadb" ? pidsNamed(["mariadbd", "mysqld"]) : [];
     const listener = listenerPid(Number(new URL(options.mysqlUrl).port || 3306), databaseServers);
     const databasePids = listener === undefined ? databaseServers : [listener];
-    log(`service pid ${service.pid} on ${service.baseUrl}; floor pid ${floor.pid} on ${floor.baseUrl}; load generator pid ${load.pid}; database pids ${databasePids.join(",") || "(embedded)"}`);
+    log(
+      `service pid ${service.pid} on ${service.baseUrl}; floor pid ${floor.pid} on ${floor.baseUrl}; load generator pid ${load.pid}; database pids ${databasePids.join(",") || "(embedded)"}`,
+    );
 
     // Nothing of one scenario may run into the next: requests the server accepted before the load generator stopped are
     // still being served, and (MariaDB) their queries still run. SQLite has no process list: the server going idle tells.
     const settle = async (pid: number): Promise<number> => {
       const killed = await settleDatabase(database, options.sqlite ? undefined : options.mysqlUrl, options.database);
-      if (!(await untilIdle(pid))) log(`  ${pid === service.pid ? "the service" : "the floor server"} was still busy 15 s after the scenario ended`);
+      if (!(await untilIdle(pid)))
+        log(
+          `  ${pid === service.pid ? "the service" : "the floor server"} was still busy 15 s after the scenario ended`,
+        );
       return killed;
     };
 
@@ -125,7 +181,8 @@ async function main(options: BenchOptions): Promise<number> {
         headers: { authorization: operator, "content-type": "application/json" },
         body: JSON.stringify({ name: other.tenant, sequencePrefix: "OTHER-" }),
       });
-      if (created.status !== 200 && created.status !== 409) throw new Error(`CreateTenant answered ${created.status}: ${await created.text()}`);
+      if (created.status !== 200 && created.status !== 409)
+        throw new Error(`CreateTenant answered ${created.status}: ${await created.text()}`);
       const otherSeeder = await openSeeder({ databaseUrl: database.databaseUrl, dataDir, tenant: other.tenant });
       await otherSeeder.topUp(other.size);
       await otherSeeder.close();
@@ -167,14 +224,20 @@ async function main(options: BenchOptions): Promise<number> {
         const warmingUp = index < warmups.length;
         const definitions = await seeder.count();
         const target = scenario.target === "service" ? service : floor;
-        if (scenario.kind === "list-first" && scenario.target === "service" && !warmingUp) listTotals.set(size, await listTotal(service, authorization));
-        const query = scenario.kind.startsWith("search-") ? await searchQuery(service, authorization, scenario.kind as SearchKind, definitions) : undefined;
+        if (scenario.kind === "list-first" && scenario.target === "service" && !warmingUp)
+          listTotals.set(size, await listTotal(service, authorization));
+        const query = scenario.kind.startsWith("search-")
+          ? await searchQuery(service, authorization, scenario.kind as SearchKind, definitions)
+          : undefined;
         if (scenario.kind === "search-first" && !warmingUp) listTotals.set(size, definitions);
         const job: LoadJob = {
           surface: scenario.surface,
           operation: operationOf(scenario.kind),
           baseUrl: target.baseUrl,
-          restPath: scenario.target === "service" ? `/api/asor/v1/${TENANT}/agentDefinition` : `/floor/${TENANT}/agentDefinition`,
+          restPath:
+            scenario.target === "service"
+              ? `/api/asor/v1/${TENANT}/agentDefinition`
+              : `/floor/${TENANT}/agentDefinition`,
           authorization,
           tenant: TENANT,
           connections: options.connections,
@@ -196,7 +259,10 @@ async function main(options: BenchOptions): Promise<number> {
           continue;
         }
         // A scenario in which no request completes has failed too, even if none was refused.
-        const measurement = measured.requests > 0 ? measured : { ...measured, errors: 1, firstError: `no request completed in ${options.durationSeconds} s` };
+        const measurement =
+          measured.requests > 0
+            ? measured
+            : { ...measured, errors: 1, firstError: `no request completed in ${options.durationSeconds} s` };
         rows.push({ definitions, size, scenario, measurement });
         log(describe(scenario, definitions, measurement));
         const killed = await settle(target.pid);
@@ -211,7 +277,8 @@ async function main(options: BenchOptions): Promise<number> {
       const removed = options.search ? 0 : await seeder.removeCreated(createPrefix);
       if (removed > 0) log(`size ${size}: removed the ${removed} definitions the create scenarios made`);
     }
-    if (rows.some((r) => r.scenario.target === "service") && service.stderr().trim() !== "") log(`the service's stderr:\n${service.stderr().slice(-4000)}`);
+    if (rows.some((r) => r.scenario.target === "service") && service.stderr().trim() !== "")
+      log(`the service's stderr:\n${service.stderr().slice(-4000)}`);
 
     const machine = `${cpus().length} × ${cpus()[0]?.model.trim() ?? "CPU"}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}`;
     const report = markdownReport(rows, options.sizes, options.surfacesAt, {
@@ -226,9 +293,18 @@ async function main(options: BenchOptions): Promise<number> {
     if (options.out !== undefined) {
       await mkdir(options.out, { recursive: true });
       await writeFile(join(options.out, "results.md"), report);
-      await writeFile(join(options.out, "results.json"), JSON.stringify({ started, database: database.description, machine, options, rows, listTotals: [...listTotals] }, null, 2));
+      await writeFile(
+        join(options.out, "results.json"),
+        JSON.stringify(
+          { started, database: database.description, machine, options, rows, listTotals: [...listTotals] },
+          null,
+          2,
+        ),
+      );
     }
-    log(`done in ${((Date.now() - started.getTime()) / 1000).toFixed(0)} s; load average now ${loadAverage().toFixed(2)}`);
+    log(
+      `done in ${((Date.now() - started.getTime()) / 1000).toFixed(0)} s; load average now ${loadAverage().toFixed(2)}`,
+    );
     if (failures > 0) log(`${failures} scenario(s) had failed requests`);
     return failures > 0 ? 1 : 0;
   } finally {
@@ -250,7 +326,9 @@ function describe(scenario: Scenario, definitions: number, m: Measurement): stri
 async function checkRoundTrip(service: ServerProcess, authorization: string, seeder: Seeder): Promise<void> {
   const expected = seeder.expected();
   if (expected === undefined) return;
-  const response = await fetch(`${service.baseUrl}/api/asor/v1/${TENANT}/agentDefinition/${expected.id}`, { headers: { authorization } });
+  const response = await fetch(`${service.baseUrl}/api/asor/v1/${TENANT}/agentDefinition/${expected.id}`, {
+    headers: { authorization },
+  });
   const body = await response.text();
   // The registry's `meta` (status, revision, timestamps) is spliced into answers from its own columns, never stored in the document.
   const withoutMeta = (text: string): string => {
@@ -281,15 +359,24 @@ const DEEP_PAGES = 500;
  * search-deep, walks DEEP_PAGES pages by their tokens (fewer when the tenant ends sooner) and
  * answers the token of the next one.
  */
-async function searchQuery(service: ServerProcess, authorization: string, kind: SearchKind, definitions: number): Promise<string> {
+async function searchQuery(
+  service: ServerProcess,
+  authorization: string,
+  kind: SearchKind,
+  definitions: number,
+): Promise<string> {
   const page = async (query: string) => {
-    const response = await fetch(`${service.baseUrl}/api/asor/v1/${TENANT}/agentDefinition?limit=${PAGE}&${query}`, { headers: { authorization } });
-    if (response.status !== 200) throw new Error(`GET list ?${query} answered ${response.status}: ${await response.text()}`);
+    const response = await fetch(`${service.baseUrl}/api/asor/v1/${TENANT}/agentDefinition?limit=${PAGE}&${query}`, {
+      headers: { authorization },
+    });
+    if (response.status !== 200)
+      throw new Error(`GET list ?${query} answered ${response.status}: ${await response.text()}`);
     return (await response.json()) as { total: number; data: unknown[]; nextPageToken?: string };
   };
   const exact = async (query: string, expected: number): Promise<string> => {
     const { total } = await page(query);
-    if (total !== expected) throw new Error(`GET list ?${query} answered total ${total}; the tenant holds ${expected} such definitions.`);
+    if (total !== expected)
+      throw new Error(`GET list ?${query} answered total ${total}; the tenant holds ${expected} such definitions.`);
     return query;
   };
   switch (kind) {
@@ -307,14 +394,18 @@ async function searchQuery(service: ServerProcess, authorization: string, kind: 
         next = (await page(`pageToken=${token}`)).nextPageToken;
       }
       if (token === undefined) throw new Error("The list has one page only: no token to go deep with.");
-      log(`  search-deep: the page ${depth} tokens deep (rows ${depth * PAGE + 1}-${(depth + 1) * PAGE} of ${definitions})`);
+      log(
+        `  search-deep: the page ${depth} tokens deep (rows ${depth * PAGE + 1}-${(depth + 1) * PAGE} of ${definitions})`,
+      );
       return `pageToken=${token}`;
     }
   }
 }
 
 async function listTotal(service: ServerProcess, authorization: string): Promise<number> {
-  const response = await fetch(`${service.baseUrl}/api/asor/v1/${TENANT}/agentDefinition?limit=1`, { headers: { authorization } });
+  const response = await fetch(`${service.baseUrl}/api/asor/v1/${TENANT}/agentDefinition?limit=1`, {
+    headers: { authorization },
+  });
   if (response.status !== 200) throw new Error(`GET list answered ${response.status}: ${await response.text()}`);
   return Number(((await response.json()) as { total: number }).total);
 }

@@ -37,7 +37,12 @@ export function operationOf(kind: Kind): Operation {
   return kind === "list-first" || kind === "list-deep" || kind.startsWith("search-") ? "list" : (kind as Operation);
 }
 
-const scenario = (target: Target, surface: Surface, kind: Kind): Scenario => ({ id: `${target} ${surface} ${kind}`, target, surface, kind });
+const scenario = (target: Target, surface: Surface, kind: Kind): Scenario => ({
+  id: `${target} ${surface} ${kind}`,
+  target,
+  surface,
+  kind,
+});
 
 /**
  * The scenarios of one size: reads first, while the tenant holds exactly

@@ -41,7 +41,14 @@ const log = (line: string) => console.error(`[search-isolation] ${line}`);
 
 const dataDir = await mkdtemp(join(tmpdir(), "asor-bench-isolation-"));
 try {
-  const database = await createBenchDatabase({ serverUrl: undefined, name: "unused", dataDir, tenant: "bench", sequencePrefix: "BENCH-", reuse: false });
+  const database = await createBenchDatabase({
+    serverUrl: undefined,
+    name: "unused",
+    dataDir,
+    tenant: "bench",
+    sequencePrefix: "BENCH-",
+    reuse: false,
+  });
   const seeder = await openSeeder({ databaseUrl: undefined, dataDir, tenant: "bench" });
   const t0 = performance.now();
   await seeder.topUp(size);
@@ -54,7 +61,12 @@ try {
     "the service",
     serviceCommand(values.service),
     "agent definition registry listening",
-    { DATA_DIR: dataDir, PORT: "0", LOG_LEVEL: "info", ...(values.workers === undefined ? {} : { SEARCH_SQLITE_WORKERS: values.workers }) },
+    {
+      DATA_DIR: dataDir,
+      PORT: "0",
+      LOG_LEVEL: "info",
+      ...(values.workers === undefined ? {} : { SEARCH_SQLITE_WORKERS: values.workers }),
+    },
     dataDir,
   );
   try {
@@ -63,7 +75,8 @@ try {
       headers: { authorization: other, "content-type": "application/json" },
       body: JSON.stringify(benchDefinition("Other Tenant Agent")),
     });
-    if (posted.status !== 201) throw new Error(`POST in the other tenant answered ${posted.status}: ${await posted.text()}`);
+    if (posted.status !== 201)
+      throw new Error(`POST in the other tenant answered ${posted.status}: ${await posted.text()}`);
     const { id } = (await posted.json()) as { id: string };
     // Every seeded name starts with the prefix's first word: the costliest q matches them all.
     const word = SEEDED_NAME_PREFIX.split(" ")[0]?.toLowerCase();
@@ -102,7 +115,9 @@ try {
       const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]?.toFixed(1);
       return `n ${sorted.length}, p50 ${at(0.5)} ms, p99 ${at(0.99)} ms, max ${sorted.at(-1)?.toFixed(1)} ms`;
     };
-    console.log(`size ${size}, ${clients} clients looping GET ?q=${word}&orderBy=name for ${durationMillis / 1000} s (${values.service ?? "this checkout"})`);
+    console.log(
+      `size ${size}, ${clients} clients looping GET ?q=${word}&orderBy=name for ${durationMillis / 1000} s (${values.service ?? "this checkout"})`,
+    );
     console.log(`  /healthz:                   ${stats(healthz)}`);
     console.log(`  other tenant's GET by id:   ${stats(get)}`);
     console.log(`  searches answered:          ${[...outcomes].map(([status, n]) => `${n} x ${status}`).join(", ")}`);

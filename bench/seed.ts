@@ -60,14 +60,20 @@ export interface Seeder {
   close(): Promise<void>;
 }
 
-export async function openSeeder(options: { readonly databaseUrl: string | undefined; readonly dataDir: string; readonly tenant: string }): Promise<Seeder> {
+export async function openSeeder(options: {
+  readonly databaseUrl: string | undefined;
+  readonly dataDir: string;
+  readonly tenant: string;
+}): Promise<Seeder> {
   const { db, dialect } = await openDatabase({ databaseUrl: options.databaseUrl, dataDir: options.dataDir });
   const tenant = options.tenant;
   const base = fromJson(AgentDefinitionSchema, benchDefinition("") as JsonObject);
   let last: { id: string; json: JsonValue } | undefined;
 
   const count = async (): Promise<number> => {
-    const row = (await db("agent_definitions").where({ tenant }).count({ total: "*" }).first()) as { total: number | string } | undefined;
+    const row = (await db("agent_definitions").where({ tenant }).count({ total: "*" }).first()) as
+      | { total: number | string }
+      | undefined;
     return Number(row?.total ?? 0);
   };
 
@@ -91,7 +97,14 @@ export async function openSeeder(options: { readonly databaseUrl: string | undef
       // What a GET must answer: the document as the storage's own encoding wrote it.
       if (i === n >> 1) last = { id: definition.id, json: JSON.parse(document) as JsonValue };
       indexed.push(definition);
-      agents.push({ tenant, number, reference_id: referenceId, provider_id: BENCH_PROVIDER, name: input.name, created_at: now });
+      agents.push({
+        tenant,
+        number,
+        reference_id: referenceId,
+        provider_id: BENCH_PROVIDER,
+        name: input.name,
+        created_at: now,
+      });
       definitions.push({
         id: definition.id,
         tenant,
@@ -110,13 +123,23 @@ export async function openSeeder(options: { readonly databaseUrl: string | undef
     return { first, n, agents, definitions, indexed };
   };
 
-  const insertBatch = async ({ first, n, agents, definitions, indexed }: Awaited<ReturnType<typeof makeRows>>): Promise<void> => {
+  const insertBatch = async ({
+    first,
+    n,
+    agents,
+    definitions,
+    indexed,
+  }: Awaited<ReturnType<typeof makeRows>>): Promise<void> => {
     await db.transaction(async (tx) => {
       const sequence = await lockTenant(tx, dialect, tenant);
       // Nothing else writes while the bench seeds; if something did, its agent numbers would clash with ours.
-      if (Number(sequence.next_agent_number) !== first) throw new Error(`The tenant's next agent number moved to ${sequence.next_agent_number} while seeding from ${first}.`);
+      if (Number(sequence.next_agent_number) !== first)
+        throw new Error(
+          `The tenant's next agent number moved to ${sequence.next_agent_number} while seeding from ${first}.`,
+        );
       // seq given explicitly on both (MySQL moves its AUTO_INCREMENT past it), so the side rows can name it.
-      const seq = Number(((await tx("agent_definitions").max({ m: "seq" }).first()) as { m: number | string | null }).m ?? 0) + 1;
+      const seq =
+        Number(((await tx("agent_definitions").max({ m: "seq" }).first()) as { m: number | string | null }).m ?? 0) + 1;
       const rows = definitions.map((d, i) => ({ ...d, seq: seq + i }));
       const perInsert = dialect === "sqlite" ? sqliteRowsPerInsert : batchSize;
       for (let at = 0; at < n; at += perInsert) {
@@ -124,7 +147,13 @@ export async function openSeeder(options: { readonly databaseUrl: string | undef
         await tx("agent_definitions").insert(rows.slice(at, at + perInsert));
       }
       // The side rows the service's write path makes, by the storage's own insertSideRows.
-      const unindexed = indexed.map((definition, i) => ({ seq: seq + i, tenant, status: "ACTIVE", latest: true, definition }));
+      const unindexed = indexed.map((definition, i) => ({
+        seq: seq + i,
+        tenant,
+        status: "ACTIVE",
+        latest: true,
+        definition,
+      }));
       await insertSideRows(dialect, (sql, bindings) => tx.raw(sql, bindings as Knex.Value[]), unindexed);
       await tx("tenants")
         .where({ name: tenant })
@@ -151,14 +180,18 @@ export async function openSeeder(options: { readonly databaseUrl: string | undef
         next += n;
         total += n;
         // A million takes a while: say how it goes.
-        if ((total - before) % 50_000 < n && total - before >= 50_000) console.error(`[seed] ${total - before} of ${target - before} definitions written`);
+        if ((total - before) % 50_000 < n && total - before >= 50_000)
+          console.error(`[seed] ${total - before} of ${target - before} definitions written`);
       }
       await inserting;
       return total - before;
     },
     expected: () => last,
     async sample(n) {
-      const rows = (await db("agent_definitions").where({ tenant }).select(["id", "name"])) as { id: string; name: string }[];
+      const rows = (await db("agent_definitions").where({ tenant }).select(["id", "name"])) as {
+        id: string;
+        name: string;
+      }[];
       const pick = <T>(items: T[]): T[] => {
         const copy = [...items];
         for (let i = copy.length - 1; i > 0; i--) {
@@ -173,7 +206,10 @@ export async function openSeeder(options: { readonly databaseUrl: string | undef
         return number >= UPDATE_POOL.from && number <= UPDATE_POOL.to;
       };
       const readable = rows.filter((r) => !inPool(r.name));
-      return { ids: pick((readable.length >= 20 ? readable : rows).map((r) => r.id)), names: pick(rows.filter((r) => inPool(r.name)).map((r) => r.name)) };
+      return {
+        ids: pick((readable.length >= 20 ? readable : rows).map((r) => r.id)),
+        names: pick(rows.filter((r) => inPool(r.name)).map((r) => r.name)),
+      };
     },
     async removeCreated(prefix) {
       return db.transaction(async (tx) => {
@@ -182,7 +218,9 @@ export async function openSeeder(options: { readonly databaseUrl: string | undef
         const removed = await tx("agent_definitions").where({ tenant }).whereIn("agent_number", created).delete();
         await tx("agents").where({ tenant }).andWhere("name", "like", `${prefix}%`).delete();
         // The created agents were the newest, so numbering goes on from the newest left: no gaps.
-        const newest = (await tx("agents").where({ tenant }).max({ m: "number" }).first()) as { m: number | string | null } | undefined;
+        const newest = (await tx("agents").where({ tenant }).max({ m: "number" }).first()) as
+          | { m: number | string | null }
+          | undefined;
         await tx("tenants")
           .where({ name: tenant })
           .update({ next_agent_number: Number(newest?.m ?? 0) + 1 });
@@ -194,10 +232,17 @@ export async function openSeeder(options: { readonly databaseUrl: string | undef
 }
 
 /** The tenant's sequence row; locked on MySQL inside a transaction, so a seeding batch takes numbers as the service does. */
-async function lockTenant(tx: Knex | Knex.Transaction, dialect: Dialect, tenant: string): Promise<{ sequence_prefix: string; next_agent_number: number | string }> {
+async function lockTenant(
+  tx: Knex | Knex.Transaction,
+  dialect: Dialect,
+  tenant: string,
+): Promise<{ sequence_prefix: string; next_agent_number: number | string }> {
   const query = tx("tenants").select(["sequence_prefix", "next_agent_number"]).where({ name: tenant });
   if (dialect === "mysql" && "commit" in tx) query.forUpdate();
-  const row = (await query.first()) as { sequence_prefix: string | null; next_agent_number: number | string } | undefined;
-  if (row?.sequence_prefix == null) throw new Error(`The bench tenant "${tenant}" is missing or has no agent id sequence.`);
+  const row = (await query.first()) as
+    | { sequence_prefix: string | null; next_agent_number: number | string }
+    | undefined;
+  if (row?.sequence_prefix == null)
+    throw new Error(`The bench tenant "${tenant}" is missing or has no agent id sequence.`);
   return { sequence_prefix: row.sequence_prefix, next_agent_number: row.next_agent_number };
 }

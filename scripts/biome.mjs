@@ -16,7 +16,10 @@ import { fileURLToPath } from "node:url";
 /** The path of the biome binary for this machine, else `biome` (on PATH). */
 export function biomePath() {
   try {
-    return join(dirname(createRequire(import.meta.url).resolve(`@biomejs/cli-${process.platform}-${process.arch}/package.json`)), "biome");
+    return join(
+      dirname(createRequire(import.meta.url).resolve(`@biomejs/cli-${process.platform}-${process.arch}/package.json`)),
+      "biome",
+    );
   } catch {
     return "biome";
   }

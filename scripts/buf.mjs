@@ -18,7 +18,9 @@ export function bufPath() {
   try {
     return join(dirname(createRequire(import.meta.url).resolve(`${pkg}/package.json`)), "bin", "buf");
   } catch {
-    throw new Error(`buf is not installed for ${process.platform}-${process.arch}: the project installs ${pkg} only on linux x64 and arm64.`);
+    throw new Error(
+      `buf is not installed for ${process.platform}-${process.arch}: the project installs ${pkg} only on linux x64 and arm64.`,
+    );
   }
 }
 

@@ -66,15 +66,22 @@ export function build() {
   try {
     tsc = join(dirname(createRequire(import.meta.url).resolve("typescript/package.json")), "bin", "tsc");
   } catch {
-    throw new Error("building dist/ needs TypeScript, a devDependency: install without --omit=dev, or build (npm run build) where it is installed and ship dist/ with the app.");
+    throw new Error(
+      "building dist/ needs TypeScript, a devDependency: install without --omit=dev, or build (npm run build) where it is installed and ship dist/ with the app.",
+    );
   }
   console.error(`build: tsc -p ${CONFIG} (src/ and gen/ into ${out.slice(ROOT.length + 1)}/)`);
   rmSync(next, { recursive: true, force: true });
   // tsc reports on stdout: send it to stderr, where `npm run -s token`, whose stdout is the token, has its messages.
-  const result = spawnSync(process.execPath, [tsc, "-p", join(ROOT, CONFIG), "--outDir", next], { cwd: ROOT, stdio: ["ignore", 2, 2] });
+  const result = spawnSync(process.execPath, [tsc, "-p", join(ROOT, CONFIG), "--outDir", next], {
+    cwd: ROOT,
+    stdio: ["ignore", 2, 2],
+  });
   if (result.status !== 0) {
     rmSync(next, { recursive: true, force: true });
-    throw new Error(`build: tsc failed (${result.error?.message ?? `exit ${result.status ?? result.signal}`}); ${out.slice(ROOT.length + 1)}/ is unchanged`);
+    throw new Error(
+      `build: tsc failed (${result.error?.message ?? `exit ${result.status ?? result.signal}`}); ${out.slice(ROOT.length + 1)}/ is unchanged`,
+    );
   }
   writeFileSync(join(next, STAMP), `${JSON.stringify({ started })}\n`);
   try {

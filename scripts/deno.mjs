@@ -19,7 +19,10 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 /** The deno binary for this machine: the installed package's, else `deno` on PATH. */
 export function denoPath() {
   try {
-    return join(dirname(createRequire(import.meta.url).resolve(`@deno/${process.platform}-${process.arch}-glibc/package.json`)), "deno");
+    return join(
+      dirname(createRequire(import.meta.url).resolve(`@deno/${process.platform}-${process.arch}-glibc/package.json`)),
+      "deno",
+    );
   } catch {
     return "deno";
   }
@@ -64,14 +67,20 @@ export function denoServeArgs(env = process.env) {
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const [command, ...rest] = process.argv.slice(2);
   if (command === "serve" && rest.length > 0) {
-    console.error(`serve takes no arguments (the service is configured by environment variables), not: ${rest.join(" ")}`);
+    console.error(
+      `serve takes no arguments (the service is configured by environment variables), not: ${rest.join(" ")}`,
+    );
     process.exit(2);
   }
   const child = spawn(denoPath(), command === "serve" ? denoServeArgs() : process.argv.slice(2), { stdio: "inherit" });
   // Pass stop signals on, so stopping this launcher stops the service gracefully.
   for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => child.kill(signal));
   child.once("error", (error) => {
-    console.error(error.code === "ENOENT" ? "deno is not installed: `npm ci` installs it on Linux x64 (glibc); elsewhere install Deno 2.9 and put it on PATH." : error);
+    console.error(
+      error.code === "ENOENT"
+        ? "deno is not installed: `npm ci` installs it on Linux x64 (glibc); elsewhere install Deno 2.9 and put it on PATH."
+        : error,
+    );
     process.exit(1);
   });
   child.once("exit", (code, signal) => process.exit(code ?? 128 + (constants.signals[signal] ?? 0)));

@@ -5,4 +5,7 @@ import { parseConfig } from "../src/config.js";
 import { formatOpenApiDocument } from "../src/transport/openapi/openapi-document.js";
 import { registryOpenApiDocument } from "../src/transport/openapi/registry-openapi.js";
 
-writeFileSync("gen/openapi.json", formatOpenApiDocument(registryOpenApiDocument(readFileSync("gen/asor.binpb"), parseConfig({}).adminDomain)));
+writeFileSync(
+  "gen/openapi.json",
+  formatOpenApiDocument(registryOpenApiDocument(readFileSync("gen/asor.binpb"), parseConfig({}).adminDomain)),
+);

@@ -119,7 +119,11 @@ const GOOGLE_API_FILES = ["google/api/annotations.proto", "google/api/http.proto
  */
 const GRPC_FILES = [
   ["@grpc/reflection", "build/proto/grpc/reflection/v1/reflection.proto", "grpc/reflection/v1/reflection.proto"],
-  ["@grpc/reflection", "build/proto/grpc/reflection/v1alpha/reflection.proto", "grpc/reflection/v1alpha/reflection.proto"],
+  [
+    "@grpc/reflection",
+    "build/proto/grpc/reflection/v1alpha/reflection.proto",
+    "grpc/reflection/v1alpha/reflection.proto",
+  ],
   ["grpc-health-check", "proto/health/v1/health.proto", "grpc/health/v1/health.proto"],
 ];
 

@@ -78,7 +78,12 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
     timeoutMillis: config.databaseTimeoutMs,
-    search: { maxConcurrent: config.search.maxConcurrent, maxPerTenant: config.search.maxPerTenant, timeoutMillis: config.search.timeoutMs, sqliteWorkers: config.search.sqliteWorkers },
+    search: {
+      maxConcurrent: config.search.maxConcurrent,
+      maxPerTenant: config.search.maxPerTenant,
+      timeoutMillis: config.search.timeoutMs,
+      sqliteWorkers: config.search.sqliteWorkers,
+    },
     pageMaxBytes: config.pageMaxBytes,
   });
   const operations = createRegistryOperations({
@@ -115,10 +120,18 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     authenticator,
     operations,
     routes,
-    routerOptions: { readMaxBytes: config.maxBodyBytes, acceptCompression: [...(deps.acceptCompression ?? [])], compressMinBytes: COMPRESS_MIN_BYTES },
+    routerOptions: {
+      readMaxBytes: config.maxBodyBytes,
+      acceptCompression: [...(deps.acceptCompression ?? [])],
+      compressMinBytes: COMPRESS_MIN_BYTES,
+    },
     rest: createRestSurface({ operations, maxBodyBytes: config.maxBodyBytes }),
     // With a METRICS_PORT of its own, /metrics is off the API port: the entrypoint serves it there.
-    endpoints: [...createProbeEndpoints(ping), ...(config.metricsPort === undefined ? [metricsEndpoint] : []), createOpenApiEndpoint(openApiDocument)],
+    endpoints: [
+      ...createProbeEndpoints(ping),
+      ...(config.metricsPort === undefined ? [metricsEndpoint] : []),
+      createOpenApiEndpoint(openApiDocument),
+    ],
     maxBodyBytes: config.maxBodyBytes,
     logger,
   });
@@ -128,5 +141,17 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     refusalsOf(logger).flush();
     await repository.close();
   };
-  return { config, logger, edge, operations, authenticator, requests, repository, bodyBudget, metrics, metricsEndpoint, close };
+  return {
+    config,
+    logger,
+    edge,
+    operations,
+    authenticator,
+    requests,
+    repository,
+    bodyBudget,
+    metrics,
+    metricsEndpoint,
+    close,
+  };
 }

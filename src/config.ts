@@ -2,7 +2,14 @@ import { type AuthConfig, devIssuerProblem, parseAuthConfig } from "./auth/auth-
 import { INSTANCE_REFERENCE } from "./domain/upsert.js";
 import { envReader } from "./env.js";
 import type { LogLevel } from "./logger.js";
-import { defaultPageMaxBytes, defaultSearchMaxConcurrent, defaultSearchMaxPerTenant, defaultSearchTimeoutMillis, defaultSqliteSearchWorkers, MYSQL_POOL_SIZE } from "./storage/sql-repository.js";
+import {
+  defaultPageMaxBytes,
+  defaultSearchMaxConcurrent,
+  defaultSearchMaxPerTenant,
+  defaultSearchTimeoutMillis,
+  defaultSqliteSearchWorkers,
+  MYSQL_POOL_SIZE,
+} from "./storage/sql-repository.js";
 
 /** The service's settings, parsed once from an injected environment. */
 export interface Config {
@@ -104,7 +111,9 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
   const maxBodyBytes = integer("MAX_BODY_BYTES", 1024 * 1024, 1024, 64 * 1024 * 1024);
   const maxBufferedBodyBytes = integer("MAX_BUFFERED_BODY_BYTES", 16 * 1024 * 1024, 1024, 4 * 1024 * 1024 * 1024);
   if (maxBufferedBodyBytes < maxBodyBytes)
-    problems.push(`MAX_BUFFERED_BODY_BYTES (${maxBufferedBodyBytes}) must be at least MAX_BODY_BYTES (${maxBodyBytes}), or no body of the largest size is ever read`);
+    problems.push(
+      `MAX_BUFFERED_BODY_BYTES (${maxBufferedBodyBytes}) must be at least MAX_BODY_BYTES (${maxBodyBytes}), or no body of the largest size is ever read`,
+    );
   const maxConnections = integer("MAX_CONNECTIONS", 1_000, 1, 1_000_000);
   const databaseTimeoutMs = integer("DATABASE_TIMEOUT_MS", 10_000, 100, 600_000);
   const requestTimeoutMs = integer("HTTP_REQUEST_TIMEOUT_MS", 60_000, 100, 3_600_000);
@@ -116,7 +125,10 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
     http2IdleTimeoutMs: integer("HTTP2_IDLE_TIMEOUT_MS", 120_000, 100, 3_600_000),
     http2MaxConcurrentStreams: integer("HTTP2_MAX_CONCURRENT_STREAMS", 100, 1, 10_000),
   };
-  if (http.bodyTimeoutMs > http.requestTimeoutMs) problems.push(`HTTP_BODY_TIMEOUT_MS (${http.bodyTimeoutMs}) must not exceed HTTP_REQUEST_TIMEOUT_MS (${http.requestTimeoutMs})`);
+  if (http.bodyTimeoutMs > http.requestTimeoutMs)
+    problems.push(
+      `HTTP_BODY_TIMEOUT_MS (${http.bodyTimeoutMs}) must not exceed HTTP_REQUEST_TIMEOUT_MS (${http.requestTimeoutMs})`,
+    );
   const maxConcurrent = integer("SEARCH_MAX_CONCURRENT", defaultSearchMaxConcurrent, 1, 1_000);
   const search = {
     maxConcurrent,
@@ -126,18 +138,27 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
     sqliteWorkers: integer("SEARCH_SQLITE_WORKERS", defaultSqliteSearchWorkers, 1, 64),
   };
   if (search.maxConcurrent >= MYSQL_POOL_SIZE) {
-    problems.push(`SEARCH_MAX_CONCURRENT (${search.maxConcurrent}) must be below the database pool's ${MYSQL_POOL_SIZE} connections, so searches always leave some to reads and writes`);
+    problems.push(
+      `SEARCH_MAX_CONCURRENT (${search.maxConcurrent}) must be below the database pool's ${MYSQL_POOL_SIZE} connections, so searches always leave some to reads and writes`,
+    );
   }
   if (search.maxPerTenant > search.maxConcurrent) {
-    problems.push(`SEARCH_MAX_PER_TENANT (${search.maxPerTenant}) must not exceed SEARCH_MAX_CONCURRENT (${search.maxConcurrent})`);
+    problems.push(
+      `SEARCH_MAX_PER_TENANT (${search.maxPerTenant}) must not exceed SEARCH_MAX_CONCURRENT (${search.maxConcurrent})`,
+    );
   }
   const pageMaxBytes = integer("PAGE_MAX_BYTES", defaultPageMaxBytes, 64 * 1024, 256 * 1024 * 1024);
   const healthMaxWatches = integer("HEALTH_MAX_WATCHES", 1_000, 0, 100_000);
   const healthMaxWatchesPerConnection = integer("HEALTH_MAX_WATCHES_PER_CONNECTION", 10, 0, 100_000);
-  const metricsPort = env.METRICS_PORT === undefined || env.METRICS_PORT === "" ? undefined : integer("METRICS_PORT", 0, 0, 65535);
-  if (metricsPort !== undefined && metricsPort !== 0 && metricsPort === port) problems.push(`METRICS_PORT (${metricsPort}) must differ from PORT`);
+  const metricsPort =
+    env.METRICS_PORT === undefined || env.METRICS_PORT === "" ? undefined : integer("METRICS_PORT", 0, 0, 65535);
+  if (metricsPort !== undefined && metricsPort !== 0 && metricsPort === port)
+    problems.push(`METRICS_PORT (${metricsPort}) must differ from PORT`);
   // Node refuses a headers timeout longer than the request timeout it is part of.
-  if (http.headersTimeoutMs > http.requestTimeoutMs) problems.push(`HTTP_HEADERS_TIMEOUT_MS (${http.headersTimeoutMs}) must not exceed HTTP_REQUEST_TIMEOUT_MS (${http.requestTimeoutMs})`);
+  if (http.headersTimeoutMs > http.requestTimeoutMs)
+    problems.push(
+      `HTTP_HEADERS_TIMEOUT_MS (${http.headersTimeoutMs}) must not exceed HTTP_REQUEST_TIMEOUT_MS (${http.requestTimeoutMs})`,
+    );
   const shutdownTimeoutMs = integer("SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000);
   const databaseUrl = env.DATABASE_URL === "" ? undefined : env.DATABASE_URL;
   if (databaseUrl !== undefined) {
@@ -147,18 +168,25 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
     } catch {
       problems.push("DATABASE_URL is not a URL (expected mysql://user:password@host:port/database)");
     }
-    if (protocol !== "" && protocol !== "mysql:") problems.push(`DATABASE_URL must be a mysql:// URL, not ${protocol}//...`);
+    if (protocol !== "" && protocol !== "mysql:")
+      problems.push(`DATABASE_URL must be a mysql:// URL, not ${protocol}//...`);
   }
   const defaultTenant = env.DEFAULT_TENANT || "default";
-  if (!TENANT.test(defaultTenant)) problems.push(`DEFAULT_TENANT "${defaultTenant}" is not a tenant name (letters, digits, _ . -; at most 63)`);
+  if (!TENANT.test(defaultTenant))
+    problems.push(`DEFAULT_TENANT "${defaultTenant}" is not a tenant name (letters, digits, _ . -; at most 63)`);
   const logLevel = (env.LOG_LEVEL || "info") as LogLevel;
-  if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}, not "${logLevel}"`);
+  if (!LOG_LEVELS.includes(logLevel))
+    problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}, not "${logLevel}"`);
   const reference = (name: string, fallback: string): string => {
     const value = env[name] || fallback;
-    if (!REFERENCE.test(value)) problems.push(`${name} "${value}" is not an instance id (32 lowercase hex, or <key>=<value>)`);
+    if (!REFERENCE.test(value))
+      problems.push(`${name} "${value}" is not an instance id (32 lowercase hex, or <key>=<value>)`);
     return value;
   };
-  const hostSystem = { providerId: reference("HOST_PROVIDER_ID", "Provider=HOST"), platformId: reference("HOST_PLATFORM_ID", "Platform=HOST") };
+  const hostSystem = {
+    providerId: reference("HOST_PROVIDER_ID", "Provider=HOST"),
+    platformId: reference("HOST_PLATFORM_ID", "Platform=HOST"),
+  };
   const auth = parseAuthConfig(env);
   problems.push(...auth.problems);
   const host = env.HOST || "127.0.0.1";

@@ -11,7 +11,9 @@ import { importsOf, sourcesUnder } from "./support/imports.js";
 /** Each file of src/ and the files of src/ it imports (a relative import, `.js` read as `.ts`). */
 async function importGraph(): Promise<Map<string, { target: string; typeOnly: boolean }[]>> {
   const files = await sourcesUnder("src");
-  return new Map(files.map((file) => [file.path, importsOf(file.path, file.source).filter((i) => i.target.startsWith("src/"))]));
+  return new Map(
+    files.map((file) => [file.path, importsOf(file.path, file.source).filter((i) => i.target.startsWith("src/"))]),
+  );
 }
 
 /** The strongly connected components of more than one file (Tarjan's algorithm): the import cycles. */
@@ -52,7 +54,12 @@ describe("the layers of src/", () => {
   it("have no import cycle but the migrations' type-only one", async () => {
     const graph = await importGraph();
     expect(graph.size).toBeGreaterThan(50);
-    const withoutMigrationTypes = new Map([...graph].map(([file, imports]) => [file, imports.filter((i) => !(i.typeOnly && file.startsWith("src/storage/migrations/")))]));
+    const withoutMigrationTypes = new Map(
+      [...graph].map(([file, imports]) => [
+        file,
+        imports.filter((i) => !(i.typeOnly && file.startsWith("src/storage/migrations/"))),
+      ]),
+    );
     expect(cycles(withoutMigrationTypes)).toEqual([]);
   });
 
@@ -69,12 +76,17 @@ describe("the layers of src/", () => {
   it.each([
     ["src/http/", ["src/domain/", "src/http/"]],
     ["src/observability/", ["src/domain/", "src/http/", "src/observability/", "src/logger.ts"]],
-    ["src/transport/", ["src/domain/", "src/http/", "src/observability/", "src/operations/", "src/transport/", "src/logger.ts"]],
+    [
+      "src/transport/",
+      ["src/domain/", "src/http/", "src/observability/", "src/operations/", "src/transport/", "src/logger.ts"],
+    ],
   ])("keeps %s below the edge: it imports only from %j", async (folder, allowed) => {
     const graph = await importGraph();
     const offending = [...graph]
       .filter(([file]) => file.startsWith(folder))
-      .flatMap(([file, imports]) => imports.filter((i) => !allowed.some((a) => i.target.startsWith(a))).map((i) => `${file} -> ${i.target}`));
+      .flatMap(([file, imports]) =>
+        imports.filter((i) => !allowed.some((a) => i.target.startsWith(a))).map((i) => `${file} -> ${i.target}`),
+      );
     expect(offending).toEqual([]);
   });
 });

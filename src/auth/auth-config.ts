@@ -7,7 +7,19 @@
 import { envReader } from "../env.js";
 
 /** Signature algorithms a token may use. HMAC (`HS*`) and `none` are never accepted. */
-export const ASYMMETRIC_ALGORITHMS: readonly string[] = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA", "Ed25519"];
+export const ASYMMETRIC_ALGORITHMS: readonly string[] = [
+  "RS256",
+  "RS384",
+  "RS512",
+  "PS256",
+  "PS384",
+  "PS512",
+  "ES256",
+  "ES384",
+  "ES512",
+  "EdDSA",
+  "Ed25519",
+];
 
 /** Credentials of this service as a client of the issuer's RFC 7662 introspection endpoint. A secret: never log it. */
 export interface IntrospectionCredentials {
@@ -136,7 +148,10 @@ export const DEFAULT_INTROSPECTION_CACHE_SECONDS = 10;
 export const MAX_INTROSPECTION_CACHE_SECONDS = 60;
 
 /** Parses the `AUTH_*` variables; every bad one is listed in `problems`, and `config` then holds defaults for it. */
-export function parseAuthConfig(env: Readonly<Record<string, string | undefined>>): { config: AuthConfig; problems: string[] } {
+export function parseAuthConfig(env: Readonly<Record<string, string | undefined>>): {
+  config: AuthConfig;
+  problems: string[];
+} {
   const problems: string[] = [];
   const { value, integer, flag } = envReader(env, problems);
   const name = (variable: string, fallback: string): string => {
@@ -160,7 +175,9 @@ export function parseAuthConfig(env: Readonly<Record<string, string | undefined>
         problems.push("AUTH_ISSUER must be a plain https:// URL without credentials, query or fragment");
         issuer = undefined;
       } else if (issuer.protocol === "http:" && !allowHttpIssuer) {
-        problems.push(`AUTH_ISSUER "${issuer.href}" uses http://; set AUTH_ALLOW_HTTP_ISSUER=true to allow that (never in production)`);
+        problems.push(
+          `AUTH_ISSUER "${issuer.href}" uses http://; set AUTH_ALLOW_HTTP_ISSUER=true to allow that (never in production)`,
+        );
       } else if (issuer.protocol !== "https:" && issuer.protocol !== "http:") {
         problems.push(`AUTH_ISSUER must be an https:// URL, not ${issuer.protocol}//...`);
         issuer = undefined;
@@ -185,7 +202,9 @@ export function parseAuthConfig(env: Readonly<Record<string, string | undefined>
       typeof parsed === "object" &&
       parsed !== null &&
       !Array.isArray(parsed) &&
-      Object.values(parsed).every((domains) => Array.isArray(domains) && domains.every((d) => typeof d === "string" && d.trim() !== ""));
+      Object.values(parsed).every(
+        (domains) => Array.isArray(domains) && domains.every((d) => typeof d === "string" && d.trim() !== ""),
+      );
     if (valid) {
       for (const [scope, domains] of Object.entries(parsed as Record<string, string[]>))
         scopeDomains.set(
@@ -193,7 +212,9 @@ export function parseAuthConfig(env: Readonly<Record<string, string | undefined>
           domains.map((d) => d.trim()),
         );
     } else {
-      problems.push('AUTH_SCOPE_DOMAINS must be a JSON object mapping each scope to an array of domain names, e.g. {"asor.write":["Development"]}');
+      problems.push(
+        'AUTH_SCOPE_DOMAINS must be a JSON object mapping each scope to an array of domain names, e.g. {"asor.write":["Development"]}',
+      );
     }
   }
 
@@ -202,9 +223,14 @@ export function parseAuthConfig(env: Readonly<Record<string, string | undefined>
     .map((a) => a.trim())
     .filter((a) => a !== "");
   for (const algorithm of algorithms) {
-    if (/^none$/i.test(algorithm)) problems.push('AUTH_ALGORITHMS must not contain "none": unsigned tokens are never accepted');
-    else if (/^HS/i.test(algorithm)) problems.push(`AUTH_ALGORITHMS must not contain ${algorithm}: HMAC is refused (it would let a published public key sign tokens)`);
-    else if (!ASYMMETRIC_ALGORITHMS.includes(algorithm)) problems.push(`AUTH_ALGORITHMS: unknown algorithm "${algorithm}" (use ${ASYMMETRIC_ALGORITHMS.join(", ")})`);
+    if (/^none$/i.test(algorithm))
+      problems.push('AUTH_ALGORITHMS must not contain "none": unsigned tokens are never accepted');
+    else if (/^HS/i.test(algorithm))
+      problems.push(
+        `AUTH_ALGORITHMS must not contain ${algorithm}: HMAC is refused (it would let a published public key sign tokens)`,
+      );
+    else if (!ASYMMETRIC_ALGORITHMS.includes(algorithm))
+      problems.push(`AUTH_ALGORITHMS: unknown algorithm "${algorithm}" (use ${ASYMMETRIC_ALGORITHMS.join(", ")})`);
   }
   if (algorithms.length === 0) problems.push("AUTH_ALGORITHMS must name at least one algorithm");
 
@@ -214,19 +240,37 @@ export function parseAuthConfig(env: Readonly<Record<string, string | undefined>
   const clientId = value("AUTH_INTROSPECTION_CLIENT_ID");
   const clientSecret = env.AUTH_INTROSPECTION_CLIENT_SECRET === "" ? undefined : env.AUTH_INTROSPECTION_CLIENT_SECRET;
   if ((clientId === undefined) !== (clientSecret === undefined)) {
-    problems.push("AUTH_INTROSPECTION_CLIENT_ID and AUTH_INTROSPECTION_CLIENT_SECRET must be set together (or neither)");
+    problems.push(
+      "AUTH_INTROSPECTION_CLIENT_ID and AUTH_INTROSPECTION_CLIENT_SECRET must be set together (or neither)",
+    );
   } else if (clientId !== undefined && clientSecret !== undefined) {
-    if (issuerRaw === undefined) problems.push("AUTH_INTROSPECTION_CLIENT_ID is set but AUTH_ISSUER is not: introspection needs an issuer");
+    if (issuerRaw === undefined)
+      problems.push("AUTH_INTROSPECTION_CLIENT_ID is set but AUTH_ISSUER is not: introspection needs an issuer");
     else introspection = { clientId, clientSecret };
   }
 
-  const introspectionCacheSeconds = integer("AUTH_INTROSPECTION_CACHE_SECONDS", DEFAULT_INTROSPECTION_CACHE_SECONDS, 0, MAX_INTROSPECTION_CACHE_SECONDS);
+  const introspectionCacheSeconds = integer(
+    "AUTH_INTROSPECTION_CACHE_SECONDS",
+    DEFAULT_INTROSPECTION_CACHE_SECONDS,
+    0,
+    MAX_INTROSPECTION_CACHE_SECONDS,
+  );
 
   const allowDevIssuer = flag("AUTH_ALLOW_DEV_ISSUER", false);
   const requireAccessTokenTyp = flag("AUTH_REQUIRE_AT_JWT_TYP", true);
-  const maxTokenLifetimeSeconds = integer("AUTH_MAX_TOKEN_LIFETIME_SECONDS", DEFAULT_MAX_TOKEN_LIFETIME_SECONDS, 60, 31_536_000);
+  const maxTokenLifetimeSeconds = integer(
+    "AUTH_MAX_TOKEN_LIFETIME_SECONDS",
+    DEFAULT_MAX_TOKEN_LIFETIME_SECONDS,
+    60,
+    31_536_000,
+  );
   const introspectionRequireIssAud = flag("AUTH_INTROSPECTION_REQUIRE_ISS_AUD", true);
-  const introspectionMaxPerSecond = integer("AUTH_INTROSPECTION_MAX_PER_SECOND", DEFAULT_INTROSPECTION_MAX_PER_SECOND, 1, 1000);
+  const introspectionMaxPerSecond = integer(
+    "AUTH_INTROSPECTION_MAX_PER_SECOND",
+    DEFAULT_INTROSPECTION_MAX_PER_SECOND,
+    1,
+    1000,
+  );
   // On by default only for the local development issuer: there every token is the developer's own.
   const noTenantClaimUsesDefault = flag("AUTH_NO_TENANT_CLAIM_USES_DEFAULT", issuerRaw === undefined);
   const platformAdminClaim = name("AUTH_PLATFORM_ADMIN_CLAIM", DEFAULT_PLATFORM_ADMIN_CLAIM);

@@ -58,10 +58,18 @@ export class AuthSetupError extends Error {
  * is a lifetime (exp - iat) over `maxLifetime`; without `iat` the lifetime
  * counts from now, so a token cannot dodge the bound by leaving `iat` out.
  */
-export function checkIssuedAtAndLifetime(claims: { readonly exp?: unknown; readonly iat?: unknown }, now: number, skew: number, maxLifetime: number): void {
+export function checkIssuedAtAndLifetime(
+  claims: { readonly exp?: unknown; readonly iat?: unknown },
+  now: number,
+  skew: number,
+  maxLifetime: number,
+): void {
   const iat = typeof claims.iat === "number" ? claims.iat : undefined;
-  if (iat !== undefined && iat > now + skew) throw unauthenticated("The bearer token was issued in the future (its iat is past the clock skew).");
+  if (iat !== undefined && iat > now + skew)
+    throw unauthenticated("The bearer token was issued in the future (its iat is past the clock skew).");
   if (typeof claims.exp === "number" && claims.exp - (iat ?? now) > maxLifetime) {
-    throw unauthenticated(`The bearer token's lifetime (exp - iat) is longer than this service accepts (${maxLifetime} s).`);
+    throw unauthenticated(
+      `The bearer token's lifetime (exp - iat) is longer than this service accepts (${maxLifetime} s).`,
+    );
   }
 }

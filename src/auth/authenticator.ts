@@ -49,7 +49,8 @@ const MAX_TOKEN_LENGTH = 16 * 1024;
 /** The token of an Authorization header value; throws 401 when there is none or the header has another form. */
 export function bearerToken(authorization: string | null): string {
   if (authorization === null || authorization.trim() === "") throw unauthenticated("No bearer token was sent.");
-  if (authorization.length > MAX_TOKEN_LENGTH) throw unauthenticated(`The bearer token is longer than ${MAX_TOKEN_LENGTH} characters.`);
+  if (authorization.length > MAX_TOKEN_LENGTH)
+    throw unauthenticated(`The bearer token is longer than ${MAX_TOKEN_LENGTH} characters.`);
   const match = BEARER.exec(authorization);
   if (match?.[1] === undefined) throw unauthenticated("The Authorization header is not of the form 'Bearer <token>'.");
   return match[1];
@@ -66,13 +67,23 @@ export async function createAuthenticator(config: AuthConfig, deps: Authenticato
   return resourceServer(config.issuer, config, mapping, deps);
 }
 
-async function localAuthenticator(config: AuthConfig, mapping: ClaimMapping, deps: AuthenticatorDeps): Promise<Authenticator> {
-  if (deps.keyStore === undefined) throw new AuthSetupError("AUTH_LOCAL_KEY", "No AUTH_ISSUER is configured and no key store was given for the local development issuer.");
+async function localAuthenticator(
+  config: AuthConfig,
+  mapping: ClaimMapping,
+  deps: AuthenticatorDeps,
+): Promise<Authenticator> {
+  if (deps.keyStore === undefined)
+    throw new AuthSetupError(
+      "AUTH_LOCAL_KEY",
+      "No AUTH_ISSUER is configured and no key store was given for the local development issuer.",
+    );
   let issuer: Awaited<ReturnType<typeof openLocalIssuer>>;
   try {
     issuer = await openLocalIssuer(deps.keyStore, config);
   } catch (error: unknown) {
-    throw new AuthSetupError("AUTH_LOCAL_KEY", error instanceof Error ? error.message : String(error), { cause: error });
+    throw new AuthSetupError("AUTH_LOCAL_KEY", error instanceof Error ? error.message : String(error), {
+      cause: error,
+    });
   }
   const now = deps.now ?? Date.now;
   const verifier = createJwtVerifier({
@@ -96,9 +107,15 @@ async function localAuthenticator(config: AuthConfig, mapping: ClaimMapping, dep
   });
 }
 
-async function resourceServer(issuer: URL, config: AuthConfig, mapping: ClaimMapping, deps: AuthenticatorDeps): Promise<Authenticator> {
+async function resourceServer(
+  issuer: URL,
+  config: AuthConfig,
+  mapping: ClaimMapping,
+  deps: AuthenticatorDeps,
+): Promise<Authenticator> {
   const execute = config.allowHttpIssuer ? [oidc.allowInsecureRequests] : [];
-  const clientAuth = config.introspection === undefined ? oidc.None() : oidc.ClientSecretBasic(config.introspection.clientSecret);
+  const clientAuth =
+    config.introspection === undefined ? oidc.None() : oidc.ClientSecretBasic(config.introspection.clientSecret);
   const clientId = config.introspection?.clientId ?? config.audience;
   const fetchImpl = deps.fetch;
   let configuration: oidc.Configuration;
@@ -106,19 +123,27 @@ async function resourceServer(issuer: URL, config: AuthConfig, mapping: ClaimMap
     configuration = await oidc.discovery(issuer, clientId, undefined, clientAuth, {
       execute,
       timeout: 10,
-      ...(fetchImpl === undefined ? {} : { [oidc.customFetch]: (url: string, init: oidc.CustomFetchOptions) => fetchImpl(url, init as RequestInit) }),
+      ...(fetchImpl === undefined
+        ? {}
+        : { [oidc.customFetch]: (url: string, init: oidc.CustomFetchOptions) => fetchImpl(url, init as RequestInit) }),
     });
   } catch (error: unknown) {
     const reason = error instanceof Error ? error.message : String(error);
-    throw new AuthSetupError("AUTH_DISCOVERY_FAILED", `OpenID discovery of ${issuer.href} failed: ${reason}`, { cause: scrub(error, config.introspection?.clientSecret ?? "") });
+    throw new AuthSetupError("AUTH_DISCOVERY_FAILED", `OpenID discovery of ${issuer.href} failed: ${reason}`, {
+      cause: scrub(error, config.introspection?.clientSecret ?? ""),
+    });
   }
   const metadata = configuration.serverMetadata();
   const endpoint = (name: "jwks_uri" | "introspection_endpoint"): URL => {
     const value = metadata[name];
-    if (typeof value !== "string") throw new AuthSetupError("AUTH_ISSUER_METADATA", `The issuer ${metadata.issuer} publishes no ${name}.`);
+    if (typeof value !== "string")
+      throw new AuthSetupError("AUTH_ISSUER_METADATA", `The issuer ${metadata.issuer} publishes no ${name}.`);
     const url = new URL(value);
     if (url.protocol !== "https:" && !(url.protocol === "http:" && config.allowHttpIssuer)) {
-      throw new AuthSetupError("AUTH_ISSUER_METADATA", `The issuer's ${name} ${url.href} is not https:// (set AUTH_ALLOW_HTTP_ISSUER=true to allow http).`);
+      throw new AuthSetupError(
+        "AUTH_ISSUER_METADATA",
+        `The issuer's ${name} ${url.href} is not https:// (set AUTH_ALLOW_HTTP_ISSUER=true to allow http).`,
+      );
     }
     return url;
   };
@@ -149,7 +174,14 @@ async function resourceServer(issuer: URL, config: AuthConfig, mapping: ClaimMap
   const description =
     `OAuth2 resource server for ${metadata.issuer} (audience "${config.audience}"; JWT via JWKS, ${config.algorithms.join("/")}; ` +
     `introspection ${introspector === undefined ? "off" : "on"})`;
-  return authenticatorFrom({ description, verifier, introspector, introspectionCacheSeconds: config.introspectionCacheSeconds, mapping, now });
+  return authenticatorFrom({
+    description,
+    verifier,
+    introspector,
+    introspectionCacheSeconds: config.introspectionCacheSeconds,
+    mapping,
+    now,
+  });
 }
 
 /** What an authenticator is made of. createAuthenticator assembles one per mode; tests assemble their own to count verifications. */
@@ -195,11 +227,15 @@ export function authenticatorFrom(parts: AuthenticatorParts): Authenticator {
         if (typeof claims.exp === "number") cache.set(key, principal, { notAfterMs: claims.exp * 1000 });
         return copyOf(principal);
       }
-      if (introspector === undefined) throw unauthenticated("The bearer token is not a JWT, and this service has no token introspection configured.");
+      if (introspector === undefined)
+        throw unauthenticated("The bearer token is not a JWT, and this service has no token introspection configured.");
       const claims = await introspector.introspect(token);
       const principal = principalFromClaims(claims, mapping);
       if (introspectionTtlMs > 0) {
-        cache.set(key, principal, { ttlMs: introspectionTtlMs, ...(typeof claims.exp === "number" ? { notAfterMs: claims.exp * 1000 } : {}) });
+        cache.set(key, principal, {
+          ttlMs: introspectionTtlMs,
+          ...(typeof claims.exp === "number" ? { notAfterMs: claims.exp * 1000 } : {}),
+        });
       }
       return copyOf(principal);
     },
@@ -208,5 +244,10 @@ export function authenticatorFrom(parts: AuthenticatorParts): Authenticator {
 
 /** A Principal of its own for each request: what one request does with its domains cannot change what the cache hands the next. */
 function copyOf(principal: Principal): Principal {
-  return { subject: principal.subject, tenant: principal.tenant, domains: new Set(principal.domains), platformAdmin: principal.platformAdmin };
+  return {
+    subject: principal.subject,
+    tenant: principal.tenant,
+    domains: new Set(principal.domains),
+    platformAdmin: principal.platformAdmin,
+  };
 }

@@ -68,16 +68,22 @@ export function createIntrospector(options: IntrospectorOptions): Introspector {
         throw unauthenticated("The bearer token is a refresh token, not an access token.");
       }
       if (requireIssAud && (answer.iss === undefined || answer.aud === undefined)) {
-        throw unauthenticated("The issuer's introspection answer does not name its issuer and audience (iss, aud), so the token cannot be taken as meant for this service.");
+        throw unauthenticated(
+          "The issuer's introspection answer does not name its issuer and audience (iss, aud), so the token cannot be taken as meant for this service.",
+        );
       }
-      if (answer.iss !== undefined && answer.iss !== issuer) throw unauthenticated("The bearer token was not issued by the issuer this service trusts.");
+      if (answer.iss !== undefined && answer.iss !== issuer)
+        throw unauthenticated("The bearer token was not issued by the issuer this service trusts.");
       if (answer.aud !== undefined) {
         const audiences = Array.isArray(answer.aud) ? answer.aud : [answer.aud];
-        if (!audiences.includes(audience)) throw unauthenticated("The bearer token is not meant for this service (wrong audience).");
+        if (!audiences.includes(audience))
+          throw unauthenticated("The bearer token is not meant for this service (wrong audience).");
       }
       const t = now();
-      if (typeof answer.exp === "number" && answer.exp + clockSkewSeconds <= t) throw unauthenticated("The bearer token has expired.");
-      if (typeof answer.nbf === "number" && answer.nbf - clockSkewSeconds > t) throw unauthenticated("The bearer token is not valid yet (its nbf is in the future).");
+      if (typeof answer.exp === "number" && answer.exp + clockSkewSeconds <= t)
+        throw unauthenticated("The bearer token has expired.");
+      if (typeof answer.nbf === "number" && answer.nbf - clockSkewSeconds > t)
+        throw unauthenticated("The bearer token is not valid yet (its nbf is in the future).");
       checkIssuedAtAndLifetime(answer, t, clockSkewSeconds, maxLifetime);
       return answer;
     },

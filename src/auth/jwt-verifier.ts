@@ -6,7 +6,15 @@
  * and not longer-lived than allowed. Each failure becomes a 401 that says what
  * is wrong without repeating the token; an issuer whose keys cannot be had, a 503.
  */
-import { createLocalJWKSet, decodeProtectedHeader, errors, type JSONWebKeySet, type JWTPayload, type JWTVerifyGetKey, jwtVerify } from "jose";
+import {
+  createLocalJWKSet,
+  decodeProtectedHeader,
+  errors,
+  type JSONWebKeySet,
+  type JWTPayload,
+  type JWTVerifyGetKey,
+  jwtVerify,
+} from "jose";
 import { DEFAULT_MAX_TOKEN_LIFETIME_SECONDS } from "./auth-config.js";
 import { checkIssuedAtAndLifetime, issuerUnavailable, unauthenticated } from "./auth-errors.js";
 
@@ -86,13 +94,22 @@ export function remoteKeys(jwksUri: URL, options: RemoteKeysOptions = {}): JWTVe
   const load = async (): Promise<void> => {
     let response: Response;
     try {
-      response = await fetchImpl(jwksUri.href, { method: "GET", redirect: "manual", headers: { accept: "application/json, application/jwk-set+json" }, signal: AbortSignal.timeout(timeoutMs) });
+      response = await fetchImpl(jwksUri.href, {
+        method: "GET",
+        redirect: "manual",
+        headers: { accept: "application/json, application/jwk-set+json" },
+        signal: AbortSignal.timeout(timeoutMs),
+      });
     } catch (error: unknown) {
-      throw new JwksUnavailableError(`The issuer's key set at ${jwksUri.href} could not be fetched: ${error instanceof Error ? error.message : String(error)}`);
+      throw new JwksUnavailableError(
+        `The issuer's key set at ${jwksUri.href} could not be fetched: ${error instanceof Error ? error.message : String(error)}`,
+      );
     }
     if (response.status !== 200) {
       await response.body?.cancel();
-      throw new JwksUnavailableError(`The issuer's key set at ${jwksUri.href} answered HTTP ${response.status}, not 200.`);
+      throw new JwksUnavailableError(
+        `The issuer's key set at ${jwksUri.href} answered HTTP ${response.status}, not 200.`,
+      );
     }
     try {
       local = createLocalJWKSet((await response.json()) as JSONWebKeySet);
@@ -111,7 +128,10 @@ export function remoteKeys(jwksUri: URL, options: RemoteKeysOptions = {}): JWTVe
           failure = undefined;
         },
         (error: unknown) => {
-          failure = error instanceof JwksUnavailableError ? error : new JwksUnavailableError(`The issuer's key set at ${jwksUri.href} could not be read.`);
+          failure =
+            error instanceof JwksUnavailableError
+              ? error
+              : new JwksUnavailableError(`The issuer's key set at ${jwksUri.href} could not be read.`);
           throw failure;
         },
       );
@@ -127,7 +147,8 @@ export function remoteKeys(jwksUri: URL, options: RemoteKeysOptions = {}): JWTVe
   return async (header, token) => {
     if (local === undefined || now() >= fetchedAt + cacheMaxAgeMs) {
       // No usable keys: without a fetch allowed, the last failure stands (never a stale key past its age).
-      if (!(await refresh())) throw failure ?? new JwksUnavailableError(`The issuer's key set at ${jwksUri.href} has not been fetched yet.`);
+      if (!(await refresh()))
+        throw failure ?? new JwksUnavailableError(`The issuer's key set at ${jwksUri.href} has not been fetched yet.`);
     }
     try {
       return await (local as JWTVerifyGetKey)(header, token);
@@ -181,8 +202,15 @@ export function createJwtVerifier(options: JwtVerifierOptions): JwtVerifier {
       }
       const { payload, protectedHeader } = verified;
       if (!requireTyp) {
-        const typ = typeof protectedHeader.typ === "string" ? protectedHeader.typ.toLowerCase().replace(/^application\//, "") : undefined;
-        if ((typ !== undefined && !ACCESS_TOKEN_TYPES.has(typ)) || ID_TOKEN_CLAIMS.some((claim) => payload[claim] !== undefined)) throw notAnAccessToken();
+        const typ =
+          typeof protectedHeader.typ === "string"
+            ? protectedHeader.typ.toLowerCase().replace(/^application\//, "")
+            : undefined;
+        if (
+          (typ !== undefined && !ACCESS_TOKEN_TYPES.has(typ)) ||
+          ID_TOKEN_CLAIMS.some((claim) => payload[claim] !== undefined)
+        )
+          throw notAnAccessToken();
       }
       // jose required exp.
       checkIssuedAtAndLifetime(payload, Math.floor(ms / 1000), skew, maxLifetime);
@@ -192,7 +220,9 @@ export function createJwtVerifier(options: JwtVerifierOptions): JwtVerifier {
 }
 
 function notAnAccessToken(): Error {
-  return unauthenticated("The bearer token is not an access token (RFC 9068 typ at+jwt); an ID token is never accepted as one.");
+  return unauthenticated(
+    "The bearer token is not an access token (RFC 9068 typ at+jwt); an ID token is never accepted as one.",
+  );
 }
 
 /** Turns a jose failure into the registry's error; never includes the token or its claims. */
@@ -214,11 +244,20 @@ function describeFailure(error: unknown, token: string): Error {
         return unauthenticated(`The bearer token's "${error.claim}" claim is not valid.`);
     }
   }
-  if (error instanceof errors.JOSEAlgNotAllowed) return unauthenticated("The bearer token is signed with an algorithm this service does not accept.");
-  if (error instanceof errors.JWSSignatureVerificationFailed) return unauthenticated("The bearer token's signature is not valid.");
-  if (error instanceof errors.JWKSNoMatchingKey) return unauthenticated("The bearer token is signed with a key the issuer has not published.");
-  if (error instanceof errors.JWKSMultipleMatchingKeys) return unauthenticated("The bearer token does not name its signing key (kid), and the issuer publishes several.");
-  if (error instanceof errors.JWSInvalid || error instanceof errors.JWTInvalid || error instanceof errors.JOSENotSupported || error instanceof errors.JWKInvalid) {
+  if (error instanceof errors.JOSEAlgNotAllowed)
+    return unauthenticated("The bearer token is signed with an algorithm this service does not accept.");
+  if (error instanceof errors.JWSSignatureVerificationFailed)
+    return unauthenticated("The bearer token's signature is not valid.");
+  if (error instanceof errors.JWKSNoMatchingKey)
+    return unauthenticated("The bearer token is signed with a key the issuer has not published.");
+  if (error instanceof errors.JWKSMultipleMatchingKeys)
+    return unauthenticated("The bearer token does not name its signing key (kid), and the issuer publishes several.");
+  if (
+    error instanceof errors.JWSInvalid ||
+    error instanceof errors.JWTInvalid ||
+    error instanceof errors.JOSENotSupported ||
+    error instanceof errors.JWKInvalid
+  ) {
     return unauthenticated("The bearer token is not a valid JWT.");
   }
   // The issuer's keys could not be fetched or read (timeout, network, non-200, not a JWKS).

@@ -5,7 +5,15 @@
  * it; the service verifies its tokens with the same JWT verifier as any
  * issuer's, against a local JWKS.
  */
-import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type JSONWebKeySet, type JWK, SignJWT } from "jose";
+import {
+  calculateJwkThumbprint,
+  exportJWK,
+  generateKeyPair,
+  importJWK,
+  type JSONWebKeySet,
+  type JWK,
+  SignJWT,
+} from "jose";
 import { DEFAULT_PLATFORM_ADMIN_CLAIM } from "./auth-config.js";
 
 /** The `iss` of locally issued tokens. */
@@ -64,7 +72,8 @@ export async function openLocalIssuer(keyStore: KeyStore, options: LocalIssuerOp
     jwks: { keys: [publicJwk] },
     async issue(request) {
       const ttl = request.ttlSeconds ?? 3600;
-      if (!Number.isInteger(ttl) || ttl <= 0) throw new RangeError("The token lifetime must be a positive whole number of seconds.");
+      if (!Number.isInteger(ttl) || ttl <= 0)
+        throw new RangeError("The token lifetime must be a positive whole number of seconds.");
       const claims: Record<string, unknown> = { [options.domainsClaim]: [...(request.domains ?? [])] };
       if (request.tenant !== undefined) claims[options.tenantClaim] = request.tenant;
       if (request.platformAdmin === true) claims[options.platformAdminClaim ?? DEFAULT_PLATFORM_ADMIN_CLAIM] = true;
@@ -106,8 +115,16 @@ function parseKey(text: string, keyStore: KeyStore): JWK {
     key = undefined;
   }
   const jwk = key as JWK | undefined;
-  if (jwk?.kty !== "EC" || jwk.crv !== "P-256" || typeof jwk.d !== "string" || typeof jwk.x !== "string" || typeof jwk.kid !== "string") {
-    throw new Error(`The local development issuer key${keyStore.location === undefined ? "" : ` in ${keyStore.location}`} is not an ES256 private JWK; delete it and a new one is made.`);
+  if (
+    jwk?.kty !== "EC" ||
+    jwk.crv !== "P-256" ||
+    typeof jwk.d !== "string" ||
+    typeof jwk.x !== "string" ||
+    typeof jwk.kid !== "string"
+  ) {
+    throw new Error(
+      `The local development issuer key${keyStore.location === undefined ? "" : ` in ${keyStore.location}`} is not an ES256 private JWK; delete it and a new one is made.`,
+    );
   }
   return { kty: jwk.kty, crv: jwk.crv, x: jwk.x, y: jwk.y, d: jwk.d, alg: ALG, use: "sig", kid: jwk.kid };
 }
@@ -117,7 +134,10 @@ function parseKey(text: string, keyStore: KeyStore): JWK {
  * local development issuer is on: its key file is all it takes to mint a token
  * for any tenant with any domain.
  */
-export function developmentIssuerWarning(config: { readonly host: string }, description: string): [string, Record<string, unknown>] {
+export function developmentIssuerWarning(
+  config: { readonly host: string },
+  description: string,
+): [string, Record<string, unknown>] {
   return [
     "the local development issuer is on: whoever can read its key file mints any token for any tenant; set AUTH_ISSUER for anything but development",
     { host: config.host, auth: description },

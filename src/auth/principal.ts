@@ -32,13 +32,16 @@ export interface ClaimMapping {
  * wrong type makes the token unusable (401): guessing could grant too much.
  */
 export function principalFromClaims(claims: Readonly<Record<string, unknown>>, mapping: ClaimMapping): Principal {
-  const subject = [claims.sub, claims.client_id].find((v): v is string => typeof v === "string" && v !== "") ?? "(no subject)";
+  const subject =
+    [claims.sub, claims.client_id].find((v): v is string => typeof v === "string" && v !== "") ?? "(no subject)";
 
   // A claim that is there names a tenant or the token is unusable: "" or null is not "no tenant"
   // (which would make the token act on the default tenant, and once made it a platform operator's).
   const tenantValue = claims[mapping.tenantClaim];
   if (tenantValue !== undefined && (typeof tenantValue !== "string" || tenantValue === "")) {
-    throw unauthenticated(`The bearer token's "${mapping.tenantClaim}" claim is not a tenant name (a non-empty string); leave it out or name the tenant.`);
+    throw unauthenticated(
+      `The bearer token's "${mapping.tenantClaim}" claim is not a tenant name (a non-empty string); leave it out or name the tenant.`,
+    );
   }
   const tenant = tenantValue ?? null;
 
@@ -49,7 +52,9 @@ export function principalFromClaims(claims: Readonly<Record<string, unknown>>, m
   } else if (Array.isArray(domainsValue) && domainsValue.every((d) => typeof d === "string")) {
     for (const name of domainsValue as string[]) if (name.trim() !== "") domains.add(name.trim());
   } else if (domainsValue !== undefined && domainsValue !== null) {
-    throw unauthenticated(`The bearer token's "${mapping.domainsClaim}" claim is neither a list of names nor a comma-separated string.`);
+    throw unauthenticated(
+      `The bearer token's "${mapping.domainsClaim}" claim is neither a list of names nor a comma-separated string.`,
+    );
   }
 
   for (const scope of scopesOf(claims)) for (const name of mapping.scopeDomains.get(scope) ?? []) domains.add(name);

@@ -87,7 +87,11 @@ export function createTokenCache<T>(options: TokenCacheOptions): TokenCache<T> {
     },
     set(key, value, limits = {}) {
       const t = now();
-      const deadline = Math.min(t + maxAgeMs, t + (limits.ttlMs ?? maxAgeMs), limits.notAfterMs ?? Number.POSITIVE_INFINITY);
+      const deadline = Math.min(
+        t + maxAgeMs,
+        t + (limits.ttlMs ?? maxAgeMs),
+        limits.notAfterMs ?? Number.POSITIVE_INFINITY,
+      );
       if (!(deadline > t)) return;
       entries.delete(key);
       entries.set(key, { value, deadline });

@@ -61,14 +61,22 @@ export function renderAgentCard(def: AgentDefinition): AgentCard {
   return create(AgentCardSchema, {
     name: def.name,
     description: def.description,
-    supportedInterfaces: [{ url: def.url, protocolBinding: DEFAULT_PROTOCOL_BINDING, protocolVersion: A2A_PROTOCOL_VERSION }],
-    ...(def.provider === undefined ? {} : { provider: { organization: def.provider.descriptor || descriptorOf(def.provider.id), url: providerUrl(def) } }),
+    supportedInterfaces: [
+      { url: def.url, protocolBinding: DEFAULT_PROTOCOL_BINDING, protocolVersion: A2A_PROTOCOL_VERSION },
+    ],
+    ...(def.provider === undefined
+      ? {}
+      : {
+          provider: { organization: def.provider.descriptor || descriptorOf(def.provider.id), url: providerUrl(def) },
+        }),
     version: def.version,
     ...(def.documentationUrl === undefined ? {} : { documentationUrl: def.documentationUrl }),
     capabilities: {
       ...(capabilities?.streaming === undefined ? {} : { streaming: capabilities.streaming }),
       ...(capabilities?.pushNotifications === undefined ? {} : { pushNotifications: capabilities.pushNotifications }),
-      ...(def.supportsAuthenticatedExtendedCard === undefined ? {} : { extendedAgentCard: def.supportsAuthenticatedExtendedCard }),
+      ...(def.supportsAuthenticatedExtendedCard === undefined
+        ? {}
+        : { extendedAgentCard: def.supportsAuthenticatedExtendedCard }),
     },
     defaultInputModes: inputModes.length > 0 ? inputModes : [DEFAULT_MEDIA_TYPE],
     defaultOutputModes: outputModes.length > 0 ? outputModes : [DEFAULT_MEDIA_TYPE],
@@ -92,7 +100,10 @@ export function renderAgentCard(def: AgentDefinition): AgentCard {
  */
 export function agentCardJson(card: AgentCard): JsonObject {
   const json = toJson(AgentCardSchema, card) as JsonObject;
-  json.skills = card.skills.map((skill, i) => ({ ...((json.skills as JsonObject[] | undefined)?.[i] ?? {}), tags: skill.tags }));
+  json.skills = card.skills.map((skill, i) => ({
+    ...((json.skills as JsonObject[] | undefined)?.[i] ?? {}),
+    tags: skill.tags,
+  }));
   return json;
 }
 

@@ -20,7 +20,11 @@ export function bodyFieldOf(method: DescMethod): string | undefined {
 export function relativeToBody(issues: readonly Issue[], bodyField: string | undefined): Issue[] {
   if (bodyField === undefined) return [...issues];
   const prefix = `${bodyField}.`;
-  return issues.map((issue) => (issue.path?.startsWith(prefix) === true ? { ...issue, path: issue.path.slice(prefix.length), message: issue.message.replaceAll(prefix, "") } : issue));
+  return issues.map((issue) =>
+    issue.path?.startsWith(prefix) === true
+      ? { ...issue, path: issue.path.slice(prefix.length), message: issue.message.replaceAll(prefix, "") }
+      : issue,
+  );
 }
 
 /**

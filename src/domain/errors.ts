@@ -36,15 +36,30 @@ export interface ErrorRow {
  * without a row does not compile.
  */
 export const ERRORS = {
-  VALIDATION_FAILED: { http: 400, grpc: "InvalidArgument", body: "validation", meaning: "The request breaks the contract; `errors` lists every problem." },
-  A161: { http: 400, grpc: "InvalidArgument", body: "validation", meaning: "A third-party agent selected the host system as its platform." },
+  VALIDATION_FAILED: {
+    http: 400,
+    grpc: "InvalidArgument",
+    body: "validation",
+    meaning: "The request breaks the contract; `errors` lists every problem.",
+  },
+  A161: {
+    http: 400,
+    grpc: "InvalidArgument",
+    body: "validation",
+    meaning: "A third-party agent selected the host system as its platform.",
+  },
   A2849: {
     http: 400,
     grpc: "InvalidArgument",
     body: "validation",
     meaning: "The tenant has no agent id sequence generator; one must be created before agents are registered.",
   },
-  A3015: { http: 400, grpc: "InvalidArgument", body: "validation", meaning: "The externalAgentID is already used by another agent of the same provider." },
+  A3015: {
+    http: 400,
+    grpc: "InvalidArgument",
+    body: "validation",
+    meaning: "The externalAgentID is already used by another agent of the same provider.",
+  },
   INVALID_PAGE_TOKEN: {
     http: 400,
     grpc: "InvalidArgument",
@@ -74,13 +89,29 @@ export const ERRORS = {
     http: 403,
     grpc: "PermissionDenied",
     body: "validation",
-    meaning: "The write would change a DEACTIVATED version or add a version to an agent whose versions are all DEACTIVATED; that needs the security domain Setup: Agents.",
+    meaning:
+      "The write would change a DEACTIVATED version or add a version to an agent whose versions are all DEACTIVATED; that needs the security domain Setup: Agents.",
   },
-  NOT_FOUND: { http: 404, grpc: "NotFound", body: "validation", meaning: "No definition with that id exists in the tenant, or no resource at that path." },
+  NOT_FOUND: {
+    http: 404,
+    grpc: "NotFound",
+    body: "validation",
+    meaning: "No definition with that id exists in the tenant, or no resource at that path.",
+  },
   TENANT_NOT_FOUND: { http: 404, grpc: "NotFound", body: "validation", meaning: "The tenant has not been set up." },
   // Unimplemented is what a gRPC server answers for a method it does not serve.
-  METHOD_NOT_ALLOWED: { http: 405, grpc: "Unimplemented", body: "validation", meaning: "A REST path was called with a method it does not serve." },
-  TENANT_EXISTS: { http: 409, grpc: "AlreadyExists", body: "validation", meaning: "A tenant with that name has already been set up." },
+  METHOD_NOT_ALLOWED: {
+    http: 405,
+    grpc: "Unimplemented",
+    body: "validation",
+    meaning: "A REST path was called with a method it does not serve.",
+  },
+  TENANT_EXISTS: {
+    http: 409,
+    grpc: "AlreadyExists",
+    body: "validation",
+    meaning: "A tenant with that name has already been set up.",
+  },
   // The version exists (GET by id reads it) but is withdrawn: its card is gone, not missing. gRPC: the state forbids it (AIP-193).
   CARD_DEACTIVATED: {
     http: 410,
@@ -89,13 +120,19 @@ export const ERRORS = {
     meaning: "The version is DEACTIVATED: its A2A agent card is not served (the definition stays readable by id).",
   },
   // A write that kept colliding with concurrent writers: the client may retry (Aborted, as AIP-193 advises).
-  CONFLICT: { http: 409, grpc: "Aborted", body: "validation", meaning: "Concurrent writes to the same key kept colliding; retry the request." },
+  CONFLICT: {
+    http: 409,
+    grpc: "Aborted",
+    body: "validation",
+    meaning: "Concurrent writes to the same key kept colliding; retry the request.",
+  },
   // AIP-154: a stale etag is FAILED_PRECONDITION; over HTTP it is 412, as If-Match asks (RFC 9110 §13.1.1).
   PRECONDITION_FAILED: {
     http: 412,
     grpc: "FailedPrecondition",
     body: "validation",
-    meaning: "If-Match (or the request's etag) no longer matches the definition, or If-None-Match: * met an existing one; nothing was written.",
+    meaning:
+      "If-Match (or the request's etag) no longer matches the definition, or If-None-Match: * met an existing one; nothing was written.",
   },
   // The client took longer to send its body than the service waits: RFC 9110's 408; over gRPC the stream is cancelled instead.
   REQUEST_TIMEOUT: {
@@ -112,11 +149,22 @@ export const ERRORS = {
     http: 431,
     grpc: "ResourceExhausted",
     body: "validation",
-    meaning: "The request line and headers are larger than the server reads (16 KiB by default): shorten the query (docs/api.md, OpenAPI).",
+    meaning:
+      "The request line and headers are larger than the server reads (16 KiB by default): shorten the query (docs/api.md, OpenAPI).",
   },
-  MALFORMED_REQUEST: { http: 400, grpc: "InvalidArgument", body: "validation", meaning: "The bytes sent are not an HTTP/1.1 request the server can read; the connection is closed." },
+  MALFORMED_REQUEST: {
+    http: 400,
+    grpc: "InvalidArgument",
+    body: "validation",
+    meaning: "The bytes sent are not an HTTP/1.1 request the server can read; the connection is closed.",
+  },
   // 413, not 429: the body is too large, not the caller too fast; gRPC has only ResourceExhausted for both.
-  PAYLOAD_TOO_LARGE: { http: 413, grpc: "ResourceExhausted", body: "validation", meaning: "The request body is larger than the configured limit." },
+  PAYLOAD_TOO_LARGE: {
+    http: 413,
+    grpc: "ResourceExhausted",
+    body: "validation",
+    meaning: "The request body is larger than the configured limit.",
+  },
   // 415 over HTTP; an RPC cannot have a wrong media type by the time it is decoded, so InvalidArgument.
   UNSUPPORTED_MEDIA_TYPE: {
     http: 415,
@@ -125,7 +173,12 @@ export const ERRORS = {
     meaning: "The request body is neither application/json nor multipart/form-data.",
   },
   INTERNAL: { http: 500, grpc: "Internal", body: "error", meaning: "An unexpected error; it has been logged." },
-  UNAVAILABLE: { http: 503, grpc: "Unavailable", body: "error", meaning: "A dependency (the database, or the token issuer) is unreachable; retry later." },
+  UNAVAILABLE: {
+    http: 503,
+    grpc: "Unavailable",
+    body: "error",
+    meaning: "A dependency (the database, or the token issuer) is unreachable; retry later.",
+  },
   // Not the caller's fault, and over in a moment: as a dependency that is down, Unavailable, with a Retry-After.
   OVERLOADED: {
     http: 503,
@@ -138,7 +191,8 @@ export const ERRORS = {
     http: 503,
     grpc: "Unavailable",
     body: "error",
-    meaning: "The database became unreachable while committing the write, so it may or may not have been saved; retry (the upsert is idempotent).",
+    meaning:
+      "The database became unreachable while committing the write, so it may or may not have been saved; retry (the upsert is idempotent).",
   },
 } as const satisfies Record<string, ErrorRow>;
 
@@ -149,7 +203,8 @@ export type ErrorCode = keyof typeof ERRORS;
 export const ISSUE_CODES = {
   MALFORMED_JSON: "The body is not valid JSON.",
   DUPLICATE_KEY: "A JSON object has the same member twice.",
-  MALFORMED_PROTOBUF: "The protobuf binary message cannot be decoded (broken wire format, or a string that is not valid UTF-8).",
+  MALFORMED_PROTOBUF:
+    "The protobuf binary message cannot be decoded (broken wire format, or a string that is not valid UTF-8).",
   TOO_DEEP: "The JSON nests objects and arrays deeper than the limit.",
   UNKNOWN_FIELD: "The member is not part of the contract.",
   INVALID_TYPE: "The member has the wrong JSON type.",
@@ -169,7 +224,8 @@ export const ISSUE_CODES = {
   AGENT_MISMATCH: "The id names another agent than the one the key's instance belongs to.",
   MALFORMED_MULTIPART: "The body is not valid multipart/form-data.",
   MALFORMED_COMPRESSION: "The compressed message cannot be decompressed with the encoding it names.",
-  MORE_ISSUES: "The request has more problems than one answer lists (100 items at most); this last item says how many were left out.",
+  MORE_ISSUES:
+    "The request has more problems than one answer lists (100 items at most); this last item says how many were left out.",
 } as const satisfies Record<string, string>;
 
 /** The code of one problem in `errors`: an issue code, or a whole-request code repeated for its one item. */
@@ -177,7 +233,10 @@ export type IssueCode = ErrorCode | keyof typeof ISSUE_CODES;
 
 /** Every code a client can meet, with its meaning: what the README documents. */
 export function allCodes(): Record<IssueCode, string> {
-  const whole = Object.fromEntries(Object.entries(ERRORS).map(([code, row]) => [code, row.meaning])) as Record<ErrorCode, string>;
+  const whole = Object.fromEntries(Object.entries(ERRORS).map(([code, row]) => [code, row.meaning])) as Record<
+    ErrorCode,
+    string
+  >;
   return { ...whole, ...ISSUE_CODES };
 }
 
@@ -383,7 +442,9 @@ export interface ErrorBodyItem {
 }
 
 /** The body of an error answer, in the shape its code says (docs/contract.md, "Errors"). */
-export type ErrorBody = { readonly error: string; readonly errors: readonly ErrorBodyItem[] } | { readonly error: string; readonly code: string };
+export type ErrorBody =
+  | { readonly error: string; readonly errors: readonly ErrorBodyItem[] }
+  | { readonly error: string; readonly code: string };
 
 /** The body every surface answers `err` with: REST as JSON, the RPCs as the error detail. */
 export function errorBody(err: RegistryError): ErrorBody {
@@ -391,14 +452,20 @@ export function errorBody(err: RegistryError): ErrorBody {
   const issues = err.issues.length > 0 ? err.issues : [{ code: err.code, message: err.message }];
   return {
     error: err.message,
-    errors: issues.map((i) => ({ error: i.message, code: i.code, ...(i.field ? { field: i.field } : {}), ...(i.path ? { path: i.path } : {}) })),
+    errors: issues.map((i) => ({
+      error: i.message,
+      code: i.code,
+      ...(i.field ? { field: i.field } : {}),
+      ...(i.path ? { path: i.path } : {}),
+    })),
   };
 }
 
 /** RFC 6750 §3: the Bearer challenge of a 401, and of a 403 (insufficient_scope); undefined for other errors. */
 export function challengeOf(err: RegistryError): string | undefined {
   if (err.code === "UNAUTHENTICATED") return 'Bearer realm="asor"';
-  if (err.code === "PERMISSION_DENIED" || err.code === "AGENT_DEACTIVATED") return 'Bearer realm="asor", error="insufficient_scope"';
+  if (err.code === "PERMISSION_DENIED" || err.code === "AGENT_DEACTIVATED")
+    return 'Bearer realm="asor", error="insufficient_scope"';
   return undefined;
 }
 
@@ -417,7 +484,10 @@ export function issueAt(path: string, code: IssueCode, message: string): Issue {
 }
 
 export function notFound(what: string, path?: string): RegistryError {
-  const issue: Issue = path === undefined ? { code: "NOT_FOUND", message: `${what} was not found.` } : issueAt(path, "NOT_FOUND", `${what} was not found.`);
+  const issue: Issue =
+    path === undefined
+      ? { code: "NOT_FOUND", message: `${what} was not found.` }
+      : issueAt(path, "NOT_FOUND", `${what} was not found.`);
   return new RegistryError("NOT_FOUND", `${what} was not found.`, [issue]);
 }
 
@@ -433,12 +503,19 @@ export function methodNotAllowed(method: string, allowed: readonly string[]): Re
 
 export function tenantNotFound(tenant: string): RegistryError {
   const message = `Tenant "${tenant}" does not exist.`;
-  return new RegistryError("TENANT_NOT_FOUND", message, [{ code: "TENANT_NOT_FOUND", message, field: "tenant", path: "tenant" }]);
+  return new RegistryError("TENANT_NOT_FOUND", message, [
+    { code: "TENANT_NOT_FOUND", message, field: "tenant", path: "tenant" },
+  ]);
 }
 
 export function tenantExists(tenant: string, cause?: unknown): RegistryError {
   const message = `Tenant "${tenant}" already exists.`;
-  return new RegistryError("TENANT_EXISTS", message, [{ code: "TENANT_EXISTS", message, field: "name", path: "name" }], { cause });
+  return new RegistryError(
+    "TENANT_EXISTS",
+    message,
+    [{ code: "TENANT_EXISTS", message, field: "name", path: "name" }],
+    { cause },
+  );
 }
 
 /** 401: the request carries no usable credentials; `message` says what is wrong with them. */
@@ -454,7 +531,8 @@ export function forbidden(message: string): RegistryError {
 /** A body over `limit` bytes. */
 /** 431: the request line and headers are past what the HTTP parser reads. */
 export function headersTooLarge(): RegistryError {
-  const message = "The request line and headers are too large for the server to read; shorten the query (each list filter's values, q).";
+  const message =
+    "The request line and headers are too large for the server to read; shorten the query (each list filter's values, q).";
   return new RegistryError("HEADERS_TOO_LARGE", message, [{ code: "HEADERS_TOO_LARGE", message }]);
 }
 
@@ -471,22 +549,34 @@ export function tooLarge(limit: number): RegistryError {
 /** 503: reading this body would take the bytes all requests hold past `limit` (MAX_BUFFERED_BODY_BYTES). */
 export function overloaded(limit: number): RegistryError {
   // By design (the budget doing its work): logged at warn, aggregated, like the other refusals.
-  return new RegistryError("OVERLOADED", `The service is holding as many request bodies as it may (${limit} bytes); retry shortly.`, [], { designed: true });
+  return new RegistryError(
+    "OVERLOADED",
+    `The service is holding as many request bodies as it may (${limit} bytes); retry shortly.`,
+    [],
+    { designed: true },
+  );
 }
 
 /** 408: the body did not arrive in time. */
 /** 408: Node's parser did not get the request's headers, or all of it, within its timeouts. */
 export function requestTimedOut(): RegistryError {
-  const message = "The request did not arrive whole in time (HTTP_HEADERS_TIMEOUT_MS, HTTP_REQUEST_TIMEOUT_MS); the connection is closed.";
+  const message =
+    "The request did not arrive whole in time (HTTP_HEADERS_TIMEOUT_MS, HTTP_REQUEST_TIMEOUT_MS); the connection is closed.";
   return new RegistryError("REQUEST_TIMEOUT", message, [{ code: "REQUEST_TIMEOUT", message }]);
 }
 
 export function bodyTimedOut(timeoutMs: number): RegistryError {
-  return new RegistryError("REQUEST_TIMEOUT", `The request body did not arrive whole within ${timeoutMs} ms of its headers.`);
+  return new RegistryError(
+    "REQUEST_TIMEOUT",
+    `The request body did not arrive whole within ${timeoutMs} ms of its headers.`,
+  );
 }
 
 /** The database could not be reached or did not answer in time. */
-export function unavailable(cause: unknown, message = "The registry's database is unavailable; try again later."): RegistryError {
+export function unavailable(
+  cause: unknown,
+  message = "The registry's database is unavailable; try again later.",
+): RegistryError {
   return new RegistryError("UNAVAILABLE", message, [], { cause });
 }
 
@@ -506,7 +596,12 @@ export function shuttingDown(): RegistryError {
 
 /** Concurrent writers kept colliding on the same key until the retries ran out. */
 export function writeConflict(cause: unknown): RegistryError {
-  return new RegistryError("CONFLICT", "The definition could not be saved because of concurrent changes to the same agent; try again.", [], { cause });
+  return new RegistryError(
+    "CONFLICT",
+    "The definition could not be saved because of concurrent changes to the same agent; try again.",
+    [],
+    { cause },
+  );
 }
 
 /**
@@ -515,7 +610,8 @@ export function writeConflict(cause: unknown): RegistryError {
  * idempotent, so the caller can simply send it again.
  */
 export function outcomeUnknown(cause: unknown): RegistryError {
-  const message = "The registry's database became unavailable while saving the definition; it may or may not have been saved. Send it again.";
+  const message =
+    "The registry's database became unavailable while saving the definition; it may or may not have been saved. Send it again.";
   return new RegistryError("OUTCOME_UNKNOWN", message, [], { cause });
 }
 
@@ -528,10 +624,14 @@ export function deactivatedWrite(what: string): RegistryError {
 /** 410 CARD_DEACTIVATED: the version `id` is DEACTIVATED, so its agent card is not served. */
 export function cardDeactivated(id: string): RegistryError {
   const message = `Agent definition ${id} is DEACTIVATED: its agent card is not served. GET the definition by id to read it, or reactivate it.`;
-  return new RegistryError("CARD_DEACTIVATED", message, [{ code: "CARD_DEACTIVATED", message, field: "id", path: "id" }]);
+  return new RegistryError("CARD_DEACTIVATED", message, [
+    { code: "CARD_DEACTIVATED", message, field: "id", path: "id" },
+  ]);
 }
 
 /** 412: a conditional write whose condition does not hold; nothing was written. */
 export function preconditionFailed(message: string, field: string): RegistryError {
-  return new RegistryError("PRECONDITION_FAILED", message, [{ code: "PRECONDITION_FAILED", message, field, path: field }]);
+  return new RegistryError("PRECONDITION_FAILED", message, [
+    { code: "PRECONDITION_FAILED", message, field, path: field },
+  ]);
 }

@@ -35,7 +35,10 @@ export function parseEntityTags(value: string): EntityTagCondition {
 }
 
 /** `If-Match` (strong comparison: a weak tag never matches): whether `current` satisfies it; an absent version satisfies nothing. */
-export function ifMatchHolds(condition: EntityTagCondition, current: Pick<InstanceRef, "id" | "revision"> | undefined): boolean {
+export function ifMatchHolds(
+  condition: EntityTagCondition,
+  current: Pick<InstanceRef, "id" | "revision"> | undefined,
+): boolean {
   if (current === undefined) return false;
   if (condition === "*") return true;
   const etag = etagOf(current);
@@ -55,32 +58,57 @@ export function ifNoneMatchMatches(condition: EntityTagCondition, etag: string):
  * one that names no tag (only spaces or commas) is 400, not a condition that
  * nothing meets.
  */
-export function checkIfMatch(etag: string, current: Pick<InstanceRef, "id" | "revision"> | undefined, what: string): void {
+export function checkIfMatch(
+  etag: string,
+  current: Pick<InstanceRef, "id" | "revision"> | undefined,
+  what: string,
+): void {
   if (etag === "") return;
   const condition = parseEntityTags(etag);
   if (condition !== "*" && condition.length === 0) {
-    throw invalid([issueAt("etag", "INVALID_VALUE", "The etag (If-Match) names no entity tag: send meta.etag, or *, or leave it out.")]);
+    throw invalid([
+      issueAt(
+        "etag",
+        "INVALID_VALUE",
+        "The etag (If-Match) names no entity tag: send meta.etag, or *, or leave it out.",
+      ),
+    ]);
   }
   if (ifMatchHolds(condition, current)) return;
   const message =
-    current === undefined ? `If-Match (etag) needs an existing ${what}, and there is none.` : `${what} has changed: its ETag is now ${etagOf(current)}, not ${etag}. Read it again.`;
+    current === undefined
+      ? `If-Match (etag) needs an existing ${what}, and there is none.`
+      : `${what} has changed: its ETag is now ${etagOf(current)}, not ${etag}. Read it again.`;
   throw preconditionFailed(message, "etag");
 }
 
 /** A create-only write (`If-None-Match: *`) that met an existing version: 412. */
 export function checkCreateOnly(createOnly: boolean, current: Pick<InstanceRef, "id" | "revision"> | undefined): void {
   if (!createOnly || current === undefined) return;
-  throw preconditionFailed(`If-None-Match: * asks to create only, but this name, provider and version is already ${current.id} (ETag ${etagOf(current)}).`, "createOnly");
+  throw preconditionFailed(
+    `If-None-Match: * asks to create only, but this name, provider and version is already ${current.id} (ETag ${etagOf(current)}).`,
+    "createOnly",
+  );
 }
 
 /** KEY_CHANGED, naming each member of the key an update by id would change. */
 export function checkKeyKept(sent: UpsertKey, own: UpsertKey): void {
   const issues: Issue[] = [];
   const changed = (path: string, from: string, to: string) =>
-    issues.push(issueAt(path, "KEY_CHANGED", `${path} is "${from}" for this version and cannot become "${to}"; POST a new version instead.`));
+    issues.push(
+      issueAt(
+        path,
+        "KEY_CHANGED",
+        `${path} is "${from}" for this version and cannot become "${to}"; POST a new version instead.`,
+      ),
+    );
   if (sent.name !== own.name) changed("name", own.name, sent.name);
   if (sent.providerId !== own.providerId) changed("provider.id", own.providerId, sent.providerId);
   if (sent.version !== own.version) changed("version", own.version, sent.version);
   if (issues.length === 0) return;
-  throw new RegistryError("KEY_CHANGED", issues.length === 1 ? (issues[0] as Issue).message : `An update by id changes ${issues.length} members of the key.`, issues);
+  throw new RegistryError(
+    "KEY_CHANGED",
+    issues.length === 1 ? (issues[0] as Issue).message : `An update by id changes ${issues.length} members of the key.`,
+    issues,
+  );
 }

@@ -18,7 +18,16 @@ import { type Issue, issueAt, RegistryError } from "./errors.js";
 import { DEFINITION_STATUSES, type DefinitionStatus } from "./records.js";
 
 /** The exact filters, by their JSON (query parameter) names. */
-export type TermKind = "name" | "provider" | "platform" | "version" | "tag" | "skillId" | "executionMode" | "resource" | "externalAgentID";
+export type TermKind =
+  | "name"
+  | "provider"
+  | "platform"
+  | "version"
+  | "tag"
+  | "skillId"
+  | "executionMode"
+  | "resource"
+  | "externalAgentID";
 
 /** What the list shows when no status is asked for. */
 export const DEFAULT_STATUSES: readonly DefinitionStatus[] = ["ACTIVE", "DEPRECATED"];
@@ -104,29 +113,52 @@ export function parseListQuery(tenant: string, request: ListRequestParts): ListQ
   term("resource", request.resource);
   term("externalAgentID", request.externalAgentId);
 
-  const statuses: DefinitionStatus[] = request.status.includes("ALL") ? [...DEFINITION_STATUSES] : DEFINITION_STATUSES.filter((s) => request.status.includes(s));
+  const statuses: DefinitionStatus[] = request.status.includes("ALL")
+    ? [...DEFINITION_STATUSES]
+    : DEFINITION_STATUSES.filter((s) => request.status.includes(s));
 
   let updatedSince: Date | undefined;
   if (request.updatedSince !== undefined) {
     const instant = rfc3339.test(request.updatedSince) ? new Date(request.updatedSince.toUpperCase()) : undefined;
     if (instant === undefined || Number.isNaN(instant.getTime())) {
-      issues.push(issueAt("updatedSince", "INVALID_VALUE", `updatedSince must be an RFC 3339 date-time such as 2025-01-31T12:00:00Z, not "${request.updatedSince}".`));
+      issues.push(
+        issueAt(
+          "updatedSince",
+          "INVALID_VALUE",
+          `updatedSince must be an RFC 3339 date-time such as 2025-01-31T12:00:00Z, not "${request.updatedSince}".`,
+        ),
+      );
     } else updatedSince = instant;
   }
 
   let words: string[] = [];
   if (request.q !== undefined && request.q.trim() !== "") {
     words = [...new Set(wordsOf(request.q))].filter((w) => [...w].length >= MIN_WORD_LENGTH).sort();
-    if (words.length === 0) issues.push(issueAt("q", "INVALID_VALUE", `q needs at least one word of ${MIN_WORD_LENGTH} or more letters or digits.`));
+    if (words.length === 0)
+      issues.push(
+        issueAt("q", "INVALID_VALUE", `q needs at least one word of ${MIN_WORD_LENGTH} or more letters or digits.`),
+      );
   }
 
   let order: ListOrder = { key: "createdAt", descending: false };
   if (request.orderBy !== undefined) {
     const match = orderForm.exec(request.orderBy);
-    if (match === null) issues.push(issueAt("orderBy", "INVALID_VALUE", `orderBy must be createdAt, updatedAt or name, each optionally followed by " desc"; not "${request.orderBy}".`));
+    if (match === null)
+      issues.push(
+        issueAt(
+          "orderBy",
+          "INVALID_VALUE",
+          `orderBy must be createdAt, updatedAt or name, each optionally followed by " desc"; not "${request.orderBy}".`,
+        ),
+      );
     else order = { key: match[1] as OrderKey, descending: match[2] !== undefined };
   }
-  if (issues.length > 0) throw new RegistryError("VALIDATION_FAILED", issues.length === 1 ? issues[0]!.message : "The request is invalid.", issues);
+  if (issues.length > 0)
+    throw new RegistryError(
+      "VALIDATION_FAILED",
+      issues.length === 1 ? issues[0]!.message : "The request is invalid.",
+      issues,
+    );
 
   const query: ListQuery = {
     limit: request.limit,
@@ -144,7 +176,15 @@ export function parseListQuery(tenant: string, request: ListRequestParts): ListQ
 
 /** The list without filters, in the default order (createdAt, oldest first): what `GET {d}?limit=&offset=` asks. */
 export function unfilteredQuery(limit: number, offset: number): ListQuery {
-  return { limit, offset, terms: [], statuses: [...DEFAULT_STATUSES], latest: false, words: [], order: { key: "createdAt", descending: false } };
+  return {
+    limit,
+    offset,
+    terms: [],
+    statuses: [...DEFAULT_STATUSES],
+    latest: false,
+    words: [],
+    order: { key: "createdAt", descending: false },
+  };
 }
 
 /**
@@ -152,9 +192,13 @@ export function unfilteredQuery(limit: number, offset: number): ListQuery {
  * it is combined with `offset` or not bound to `binding` (a hash, made only
  * when there is a token to check).
  */
-export function pagePosition(request: { readonly pageToken?: string; readonly offset?: number }, binding: () => string): Position | undefined {
+export function pagePosition(
+  request: { readonly pageToken?: string; readonly offset?: number },
+  binding: () => string,
+): Position | undefined {
   if (request.pageToken === undefined || request.pageToken === "") return undefined;
-  if (request.offset !== undefined) throw invalidPageToken("pageToken cannot be combined with offset: the token already says where the page starts.");
+  if (request.offset !== undefined)
+    throw invalidPageToken("pageToken cannot be combined with offset: the token already says where the page starts.");
   return readPageToken(request.pageToken, binding());
 }
 
@@ -187,7 +231,8 @@ function bindingHash(value: unknown): string {
 
 /** The token of the page that starts after `position`, for a walk bound to `binding`. */
 export function pageToken(binding: string, position: Position): string {
-  const body: TokenBody = position.value === undefined ? { b: binding, s: position.seq } : { b: binding, s: position.seq, v: position.value };
+  const body: TokenBody =
+    position.value === undefined ? { b: binding, s: position.seq } : { b: binding, s: position.seq, v: position.value };
   return Buffer.from(JSON.stringify(body), "utf8").toString("base64url");
 }
 
@@ -209,11 +254,22 @@ export function readPageToken(token: string, binding: string): Position {
   } catch {
     throw invalidPageToken("pageToken is malformed; pass back a nextPageToken exactly as it was answered.");
   }
-  const { b, s, v } = (typeof body === "object" && body !== null ? body : {}) as Partial<Record<keyof TokenBody, unknown>>;
-  if (typeof b !== "string" || typeof s !== "number" || !Number.isSafeInteger(s) || s < 0 || (v !== undefined && typeof v !== "string")) {
+  const { b, s, v } = (typeof body === "object" && body !== null ? body : {}) as Partial<
+    Record<keyof TokenBody, unknown>
+  >;
+  if (
+    typeof b !== "string" ||
+    typeof s !== "number" ||
+    !Number.isSafeInteger(s) ||
+    s < 0 ||
+    (v !== undefined && typeof v !== "string")
+  ) {
     throw invalidPageToken("pageToken is malformed; pass back a nextPageToken exactly as it was answered.");
   }
-  if (b !== binding) throw invalidPageToken("pageToken was made for another tenant, filter or order; send the same parameters as for the page it came with, or start without it.");
+  if (b !== binding)
+    throw invalidPageToken(
+      "pageToken was made for another tenant, filter or order; send the same parameters as for the page it came with, or start without it.",
+    );
   return v === undefined ? { seq: s } : { seq: s, value: v };
 }
 

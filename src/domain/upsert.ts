@@ -81,7 +81,11 @@ export function planUpsert(facts: UpsertFacts): UpsertPlan {
   const linked = facts.linkedAgent;
   if (linked === "unknown") {
     throw new RegistryError("VALIDATION_FAILED", "The id names no agent definition in this tenant.", [
-      issueAt("id", "UNKNOWN_AGENT", "id names no version and no agent in this tenant; leave it out to create a new agent."),
+      issueAt(
+        "id",
+        "UNKNOWN_AGENT",
+        "id names no version and no agent in this tenant; leave it out to create a new agent.",
+      ),
     ]);
   }
   const existing = facts.existingAgent;
@@ -91,8 +95,10 @@ export function planUpsert(facts: UpsertFacts): UpsertPlan {
   }
   const agent = existing ?? linked ?? facts.agentByName ?? "new";
   if (!facts.mayReactivate) {
-    if (existing !== undefined && facts.existingDeactivated) throw deactivatedWrite(`The version with this name, provider and version (of agent ${existing.referenceId})`);
-    if (existing === undefined && agent !== "new" && facts.agentDeactivated) throw deactivatedWrite(`Every version of agent ${agent.referenceId}`);
+    if (existing !== undefined && facts.existingDeactivated)
+      throw deactivatedWrite(`The version with this name, provider and version (of agent ${existing.referenceId})`);
+    if (existing === undefined && agent !== "new" && facts.agentDeactivated)
+      throw deactivatedWrite(`Every version of agent ${agent.referenceId}`);
   }
   const owner = facts.externalIdOwner;
   if (facts.externalAgentId !== undefined && owner !== undefined && (agent === "new" || owner !== agent.number)) {

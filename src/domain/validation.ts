@@ -1,4 +1,11 @@
-import { create, type DescField, type DescMessage, getOption, type Message, type MessageShape } from "@bufbuild/protobuf";
+import {
+  create,
+  type DescField,
+  type DescMessage,
+  getOption,
+  type Message,
+  type MessageShape,
+} from "@bufbuild/protobuf";
 import type { Path } from "@bufbuild/protobuf/reflect";
 import { createValidator, type Violation } from "@bufbuild/protovalidate";
 import { field as fieldRules } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
@@ -65,7 +72,10 @@ const maxItemsCache = new WeakMap<DescField, number | undefined>();
 function maxItemsOf(field: DescField): number | undefined {
   if (maxItemsCache.has(field)) return maxItemsCache.get(field);
   const rules = getOption(field, fieldRules);
-  const max = rules.type.case === "repeated" && rules.type.value.maxItems !== undefined && rules.type.value.maxItems > 0n ? Number(rules.type.value.maxItems) : undefined;
+  const max =
+    rules.type.case === "repeated" && rules.type.value.maxItems !== undefined && rules.type.value.maxItems > 0n
+      ? Number(rules.type.value.maxItems)
+      : undefined;
   maxItemsCache.set(field, max);
   return max;
 }
@@ -77,7 +87,13 @@ function maxItemsOf(field: DescField): number | undefined {
  * list to its first item (so a required list stays non-empty). Only for a
  * message already known to be invalid: what is cut away goes unchecked.
  */
-function boundedCopy(desc: DescMessage, message: Message, at: string, issues: IssueCollector, budget: { left: number }): Message {
+function boundedCopy(
+  desc: DescMessage,
+  message: Message,
+  at: string,
+  issues: IssueCollector,
+  budget: { left: number },
+): Message {
   const copy = create(desc) as unknown as Record<string, unknown>;
   const source = message as unknown as Record<string, unknown>;
   for (const field of desc.fields) {
@@ -86,12 +102,15 @@ function boundedCopy(desc: DescMessage, message: Message, at: string, issues: Is
     if (field.fieldKind === "list" && field.listKind === "message") {
       const items = value as Message[];
       const max = maxItemsOf(field);
-      if (max !== undefined && items.length > max) issues.add(issueAt(path, "TOO_MANY", `${path} must contain no more than ${max} item(s).`));
+      if (max !== undefined && items.length > max)
+        issues.add(issueAt(path, "TOO_MANY", `${path} must contain no more than ${max} item(s).`));
       const within = max === undefined ? items.length : Math.min(items.length, max);
       const keep = Math.min(within, Math.max(1, budget.left));
       if (keep < within) issues.stoppedEarly();
       budget.left -= keep;
-      copy[field.localName] = items.slice(0, keep).map((item, i) => boundedCopy(field.message, item, `${path}[${i}]`, issues, budget));
+      copy[field.localName] = items
+        .slice(0, keep)
+        .map((item, i) => boundedCopy(field.message, item, `${path}[${i}]`, issues, budget));
     } else if (field.fieldKind === "message" && value !== undefined) {
       copy[field.localName] = boundedCopy(field.message, value as Message, path, issues, budget);
     } else if (field.oneof !== undefined) {
@@ -114,7 +133,11 @@ function needsBounding(desc: DescMessage, message: Message, budget: { left: numb
       budget.left -= items.length;
       if ((max !== undefined && items.length > max) || budget.left < 0) return true;
       if (items.some((item) => needsBounding(field.message, item, budget))) return true;
-    } else if (field.fieldKind === "message" && value !== undefined && needsBounding(field.message, value as Message, budget)) {
+    } else if (
+      field.fieldKind === "message" &&
+      value !== undefined &&
+      needsBounding(field.message, value as Message, budget)
+    ) {
       return true;
     }
   }
@@ -127,18 +150,27 @@ function needsBounding(desc: DescMessage, message: Message, budget: { left: numb
  * listed from a bounded copy (boundedCopy), so a body of many broken items
  * costs a bounded number of violations, not one each.
  */
-export function contractIssues<Desc extends DescMessage>(schema: Desc, message: MessageShape<Desc>, prefix = ""): readonly Issue[] {
+export function contractIssues<Desc extends DescMessage>(
+  schema: Desc,
+  message: MessageShape<Desc>,
+  prefix = "",
+): readonly Issue[] {
   const first = firstViolation.validate(schema, message);
   if (first.kind === "valid") return [];
   if (first.kind === "error") throw first.error;
   const issues = createIssueCollector();
   const bounded = needsBounding(schema, message as Message, { left: LISTED_ITEMS_BUDGET });
-  const copy = bounded ? (boundedCopy(schema, message as Message, prefix.replace(/\.$/, ""), issues, { left: LISTED_ITEMS_BUDGET }) as MessageShape<Desc>) : message;
+  const copy = bounded
+    ? (boundedCopy(schema, message as Message, prefix.replace(/\.$/, ""), issues, {
+        left: LISTED_ITEMS_BUDGET,
+      }) as MessageShape<Desc>)
+    : message;
   const result = validator.validate(schema, copy);
   if (result.kind === "error") throw result.error;
   const violations = result.kind === "invalid" ? result.violations : [];
   // The cut-away part held the first violation: it is still listed.
-  if (violations.length === 0 && issues.count === 0) issues.addAll(first.violations.map((v) => violationToIssue(v, prefix)));
+  if (violations.length === 0 && issues.count === 0)
+    issues.addAll(first.violations.map((v) => violationToIssue(v, prefix)));
   for (const v of violations) issues.add(() => violationToIssue(v, prefix));
   return issues.issues();
 }
@@ -148,13 +180,22 @@ export function contractIssues<Desc extends DescMessage>(schema: Desc, message: 
  * decoding rejects unknown keys by itself; protobuf binary keeps them aside,
  * so without this check they would be dropped silently.
  */
-export function unknownFieldIssues<Desc extends DescMessage>(schema: Desc, message: MessageShape<Desc>, prefix = ""): readonly Issue[] {
+export function unknownFieldIssues<Desc extends DescMessage>(
+  schema: Desc,
+  message: MessageShape<Desc>,
+  prefix = "",
+): readonly Issue[] {
   const issues = createIssueCollector();
   const visit = (desc: DescMessage, m: Message, at: string): void => {
     for (const u of m.$unknown ?? []) {
       issues.add(() => {
         const path = `${at === "" ? "" : `${at}.`}#${u.no}`;
-        return { code: "UNKNOWN_FIELD", message: `${path}: field number ${u.no} is not part of the contract.`, field: `#${u.no}`, path };
+        return {
+          code: "UNKNOWN_FIELD",
+          message: `${path}: field number ${u.no} is not part of the contract.`,
+          field: `#${u.no}`,
+          path,
+        };
       });
     }
     for (const field of desc.fields) {
@@ -178,7 +219,14 @@ export function crossFieldIssues(def: AgentDefinition): readonly Issue[] {
     if (skill.id === "") return;
     const first = skillIndex.get(skill.id);
     if (first === undefined) skillIndex.set(skill.id, i);
-    else issues.add(() => issueAt(`skills[${i}].id`, "DUPLICATE_SKILL_ID", `skills[${i}].id "${skill.id}" is already the id of skills[${first}].`));
+    else
+      issues.add(() =>
+        issueAt(
+          `skills[${i}].id`,
+          "DUPLICATE_SKILL_ID",
+          `skills[${i}].id "${skill.id}" is already the id of skills[${first}].`,
+        ),
+      );
   });
   const configured = new Map<string, number>();
   def.hostConfig.forEach((item, i) => {
@@ -189,7 +237,14 @@ export function crossFieldIssues(def: AgentDefinition): readonly Issue[] {
     }
     const first = configured.get(item.skillId);
     if (first === undefined) configured.set(item.skillId, i);
-    else issues.add(() => issueAt(path, "DUPLICATE_SKILL_RESOURCE", `${path} "${item.skillId}" is already configured by hostConfig[${first}].`));
+    else
+      issues.add(() =>
+        issueAt(
+          path,
+          "DUPLICATE_SKILL_RESOURCE",
+          `${path} "${item.skillId}" is already configured by hostConfig[${first}].`,
+        ),
+      );
   });
   return issues.issues();
 }

@@ -7,8 +7,20 @@
  * Connect, to the REST surface otherwise. The runtime adapter
  * (node-edge.ts, under Node and Deno alike) only translates requests and answers.
  */
-import { Code, type ConnectRouter, type ConnectRouterOptions, type ContextValues, createConnectRouter, createContextValues } from "@connectrpc/connect";
-import type { Compression, UniversalHandler, UniversalServerRequest, UniversalServerResponse } from "@connectrpc/connect/protocol";
+import {
+  Code,
+  type ConnectRouter,
+  type ConnectRouterOptions,
+  type ContextValues,
+  createConnectRouter,
+  createContextValues,
+} from "@connectrpc/connect";
+import type {
+  Compression,
+  UniversalHandler,
+  UniversalServerRequest,
+  UniversalServerResponse,
+} from "@connectrpc/connect/protocol";
 import type { Authenticator } from "../auth/authenticator.js";
 import { noResourceAt, type RegistryError } from "../domain/errors.js";
 import { errorAnswer, type HttpAnswer, methodNotAllowedAnswer } from "../http/http-answer.js";
@@ -43,7 +55,9 @@ export interface EdgeRequest {
 }
 
 /** An answer: Connect's, for an RPC, or a plain HTTP one. */
-export type EdgeAnswer = { readonly rpc: UniversalServerResponse; readonly http?: undefined } | { readonly http: HttpAnswer; readonly rpc?: undefined };
+export type EdgeAnswer =
+  | { readonly rpc: UniversalServerResponse; readonly http?: undefined }
+  | { readonly http: HttpAnswer; readonly rpc?: undefined };
 
 export interface EdgeOptions {
   readonly authenticator: Authenticator;
@@ -80,7 +94,11 @@ export function createEdge(options: EdgeOptions): Edge {
     }
   };
 
-  const serveRpc = async (handler: UniversalHandler, req: EdgeRequest, record: RequestRecord): Promise<UniversalServerResponse> => {
+  const serveRpc = async (
+    handler: UniversalHandler,
+    req: EdgeRequest,
+    record: RequestRecord,
+  ): Promise<UniversalServerResponse> => {
     record.protocol = rpcProtocolOf(req.header("content-type"));
     const values = createContextValues().set(requestRecordKey, record);
     const operation = operations.get(handler.method);
@@ -97,7 +115,12 @@ export function createEdge(options: EdgeOptions): Edge {
     return handler(request);
   };
 
-  const serveRest = async (req: EdgeRequest, pathname: string, query: string, record: RequestRecord): Promise<HttpAnswer | undefined> => {
+  const serveRest = async (
+    req: EdgeRequest,
+    pathname: string,
+    query: string,
+    record: RequestRecord,
+  ): Promise<HttpAnswer | undefined> => {
     const match = rest.match(req.method, pathname);
     if (match === undefined) return undefined;
     record.protocol = "rest";
@@ -162,6 +185,12 @@ function procedureOf(operation: Operation): string {
  * The message check of every operation's RPC. Compressed messages are inflated
  * by the check with the router's own compressions, so they pass the same guard.
  */
-function messageChecks(operations: Operations, maxBodyBytes: number, compressions: readonly Compression[]): Map<unknown, MessageCheck> {
-  return new Map([...operations.keys()].map((method) => [method, createMessageCheck(method, maxBodyBytes, compressions)]));
+function messageChecks(
+  operations: Operations,
+  maxBodyBytes: number,
+  compressions: readonly Compression[],
+): Map<unknown, MessageCheck> {
+  return new Map(
+    [...operations.keys()].map((method) => [method, createMessageCheck(method, maxBodyBytes, compressions)]),
+  );
 }

@@ -44,7 +44,11 @@ export function errorAnswer(err: RegistryError, headers: Readonly<Record<string,
 
 /** The same answer without its body, for HEAD. */
 export function headOnly(answer: HttpAnswer): HttpAnswer {
-  return { ...answer, body: null, headers: { ...answer.headers, "content-length": String(answer.body?.byteLength ?? 0) } };
+  return {
+    ...answer,
+    body: null,
+    headers: { ...answer.headers, "content-length": String(answer.body?.byteLength ?? 0) },
+  };
 }
 
 /** The 405 for a path that takes other verbs, with its `Allow`. */

@@ -13,7 +13,11 @@ const USAGE = `usage:
   npm run admin -- tenant list`;
 
 async function main(argv: string[]): Promise<number> {
-  const { positionals, values } = parseArgs({ args: argv, allowPositionals: true, options: { "sequence-prefix": { type: "string" } } });
+  const { positionals, values } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { "sequence-prefix": { type: "string" } },
+  });
   const [noun, verb, name, ...rest] = positionals;
   const creating = noun === "tenant" && verb === "create" && name !== undefined && rest.length === 0;
   const listing = noun === "tenant" && verb === "list" && name === undefined && values["sequence-prefix"] === undefined;
@@ -27,7 +31,9 @@ async function main(argv: string[]): Promise<number> {
     const tenants = createTenantService(repository);
     if (creating) {
       const prefix = values["sequence-prefix"];
-      const tenant = await tenants.create(create(CreateTenantRequestSchema, { name, ...(prefix === undefined ? {} : { sequencePrefix: prefix }) }));
+      const tenant = await tenants.create(
+        create(CreateTenantRequestSchema, { name, ...(prefix === undefined ? {} : { sequencePrefix: prefix }) }),
+      );
       console.log(toJsonString(TenantSchema, tenant));
     } else {
       for (const tenant of await tenants.list()) console.log(toJsonString(TenantSchema, tenant));
@@ -42,7 +48,9 @@ main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err: unknown) => {
     if (err instanceof RegistryError) {
-      console.error(`${err.code}: ${[err.message, ...err.issues.filter((i) => i.message !== err.message).map((i) => i.message)].join(" ")}`);
+      console.error(
+        `${err.code}: ${[err.message, ...err.issues.filter((i) => i.message !== err.message).map((i) => i.message)].join(" ")}`,
+      );
     } else if (err instanceof ConfigError || (err instanceof TypeError && "code" in err)) {
       console.error(err.message);
     } else {

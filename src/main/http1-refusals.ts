@@ -31,11 +31,22 @@ export function answerParserRefusals(logger: Logger): (error: NodeJS.ErrnoExcept
     }
     const answer = errorAnswer(refusal);
     const body = answer.body ?? new Uint8Array();
-    const headers = Object.entries({ ...answer.headers, "content-length": String(body.byteLength), connection: "close" })
+    const headers = Object.entries({
+      ...answer.headers,
+      "content-length": String(body.byteLength),
+      connection: "close",
+    })
       .map(([name, value]) => `${name}: ${value}\r\n`)
       .join("");
     // Closed once the answer is flushed, as Node's own refusal closes it: a client still sending is not waited for.
-    socket.end(Buffer.concat([Buffer.from(`HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status]}\r\n${headers}\r\n`), body]), () => socket.destroy());
-    logger.info("request refused before it could be read", { status: answer.status, code: refusal.code, reason: error.code ?? "unknown" });
+    socket.end(
+      Buffer.concat([Buffer.from(`HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status]}\r\n${headers}\r\n`), body]),
+      () => socket.destroy(),
+    );
+    logger.info("request refused before it could be read", {
+      status: answer.status,
+      code: refusal.code,
+      reason: error.code ?? "unknown",
+    });
   };
 }

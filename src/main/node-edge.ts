@@ -83,7 +83,8 @@ function clientLeft(res: NodeResponse): AbortSignal {
   const controller = new AbortController();
   res.once("close", () => {
     // An HTTP/2 stream the client reset reads writableFinished (its stream is done), but was never ended.
-    if (!res.writableFinished || !res.writableEnded) controller.abort(new ConnectError("The client closed the request before it was answered.", Code.Canceled));
+    if (!res.writableFinished || !res.writableEnded)
+      controller.abort(new ConnectError("The client closed the request before it was answered.", Code.Canceled));
   });
   return controller.signal;
 }
@@ -99,7 +100,9 @@ function clientLeft(res: NodeResponse): AbortSignal {
 function requestCutOff(req: NodeRequest): boolean {
   if ((req as { aborted?: boolean }).aborted === true) return true;
   const stream = (req as Partial<Http2ServerRequest>).stream;
-  return stream !== undefined && (stream.rstCode ?? http2Constants.NGHTTP2_NO_ERROR) !== http2Constants.NGHTTP2_NO_ERROR;
+  return (
+    stream !== undefined && (stream.rstCode ?? http2Constants.NGHTTP2_NO_ERROR) !== http2Constants.NGHTTP2_NO_ERROR
+  );
 }
 
 /** Whether the client closed the request before its answer was complete (a failure then is no fault of the service). */
@@ -115,7 +118,12 @@ function clientGone(req: NodeRequest, res: NodeResponse): boolean {
  * profile). Here the signal (clientLeft) aborts only when the client went away
  * before the answer was sent, which is what a handler needs to know.
  */
-function universalRequest(req: NodeRequest, contextValues: ContextValues, body: AsyncIterable<Uint8Array>, signal: AbortSignal): UniversalServerRequest {
+function universalRequest(
+  req: NodeRequest,
+  contextValues: ContextValues,
+  body: AsyncIterable<Uint8Array>,
+  signal: AbortSignal,
+): UniversalServerRequest {
   contextValues.set(connectionKey, connectionOf(req));
   const header = new Headers();
   for (const [name, value] of Object.entries(req.headers)) {
@@ -171,7 +179,10 @@ export function createNodeEdge(app: App): NodeEdge {
     if (h1 !== undefined) h1Answers.add(h1);
     const grpcStatus = watchGrpcStatus(res);
     const length = Number(req.headers["content-length"]);
-    const share = app.bodyBudget.share(Number.isSafeInteger(length) && length >= 0 ? length : undefined, app.config.maxBodyBytes);
+    const share = app.bodyBudget.share(
+      Number.isSafeInteger(length) && length >= 0 ? length : undefined,
+      app.config.maxBodyBytes,
+    );
     // The request is over once its answer is sent or its stream closed, however it ended (answered, failed, the client
     // gone): its body bytes go back to the budget. (An HTTP/2 stream whose client has not ended its body closes only later.)
     res.once("finish", share.release);
@@ -181,7 +192,11 @@ export function createNodeEdge(app: App): NodeEdge {
       const status = grpcStatus();
       // An HTTP/2 client that resets its stream mid-request may see its answer "finish" into the closed stream: it left all the same.
       const completed = res.writableFinished && !requestCutOff(req);
-      app.requests.finish(record, { status: res.statusCode, completed, wireCode: status === undefined ? undefined : codeName(status) });
+      app.requests.finish(record, {
+        status: res.statusCode,
+        completed,
+        wireCode: status === undefined ? undefined : codeName(status),
+      });
     });
     if (h1 !== undefined && draining) {
       record.protocol = "http";
@@ -199,7 +214,9 @@ export function createNodeEdge(app: App): NodeEdge {
           if (h1 !== undefined) h1.setHeader("connection", "close");
           else res.once("finish", () => (req as Http2ServerRequest).stream.close(http2Constants.NGHTTP2_NO_ERROR));
         }
-        return answer.rpc !== undefined ? universalResponseToNodeResponse(answer.rpc, res) : writeAnswer(res, answer.http);
+        return answer.rpc !== undefined
+          ? universalResponseToNodeResponse(answer.rpc, res)
+          : writeAnswer(res, answer.http);
       })
       .then(() => {
         if (h1 !== undefined && !req.complete && !share.refused) discardRest(req);

@@ -19,17 +19,25 @@ export interface MetricsServerOptions {
  * crowd out the API's lines.
  */
 export function createNodeMetricsServer(endpoint: HttpEndpoint, options: MetricsServerOptions, logger: Logger): Server {
-  return createServer({ headersTimeout: options.headersTimeoutMs, requestTimeout: options.requestTimeoutMs }, (req, res) => {
-    const path = new URL(req.url ?? "/", "http://metrics").pathname;
-    const answering: Promise<HttpAnswer> = path === endpoint.path ? endpoint.handle(req.method ?? "GET") : Promise.resolve(errorAnswer(noResourceAt(path)));
-    answering.then(
-      (answer) => writeAnswer(res, answer),
-      (error: unknown) => {
-        logger.error("the metrics could not be rendered", { error: error instanceof Error ? error.message : String(error) });
-        res.writeHead(500).end();
-      },
-    );
-    // A scrape has no body; whatever a client sends is not read.
-    req.resume();
-  });
+  return createServer(
+    { headersTimeout: options.headersTimeoutMs, requestTimeout: options.requestTimeoutMs },
+    (req, res) => {
+      const path = new URL(req.url ?? "/", "http://metrics").pathname;
+      const answering: Promise<HttpAnswer> =
+        path === endpoint.path
+          ? endpoint.handle(req.method ?? "GET")
+          : Promise.resolve(errorAnswer(noResourceAt(path)));
+      answering.then(
+        (answer) => writeAnswer(res, answer),
+        (error: unknown) => {
+          logger.error("the metrics could not be rendered", {
+            error: error instanceof Error ? error.message : String(error),
+          });
+          res.writeHead(500).end();
+        },
+      );
+      // A scrape has no body; whatever a client sends is not read.
+      req.resume();
+    },
+  );
 }

@@ -39,7 +39,11 @@ export function createNodeServer(app: App): NodeServer {
   // the timeouts every connectionsCheckingInterval, so it is a fraction of the shortest one.
   const { headersTimeoutMs, requestTimeoutMs, bodyTimeoutMs, http2IdleTimeoutMs } = app.config.http;
   const h1 = createHttpServer(
-    { headersTimeout: headersTimeoutMs, requestTimeout: requestTimeoutMs, connectionsCheckingInterval: Math.min(30_000, Math.max(50, Math.floor(headersTimeoutMs / 4))) },
+    {
+      headersTimeout: headersTimeoutMs,
+      requestTimeout: requestTimeoutMs,
+      connectionsCheckingInterval: Math.min(30_000, Math.max(50, Math.floor(headersTimeoutMs / 4))),
+    },
     edge.handle,
   );
   // What the parser refuses before a request exists is answered in the contract's error shape, and logged.
@@ -51,7 +55,10 @@ export function createNodeServer(app: App): NodeServer {
 
   // Node's default lets one connection open 2^32-1 streams at once, each holding a request
   // (and its body) in memory: bounded here, announced to the client in SETTINGS.
-  const h2 = createHttp2Server({ settings: { maxConcurrentStreams: app.config.http.http2MaxConcurrentStreams } }, edge.handle);
+  const h2 = createHttp2Server(
+    { settings: { maxConcurrentStreams: app.config.http.http2MaxConcurrentStreams } },
+    edge.handle,
+  );
   const sessions = new Set<Http2Session>();
   h2.on("session", (session) => {
     sessions.add(session);

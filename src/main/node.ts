@@ -12,16 +12,27 @@ import { createNodeServer, listen } from "./node-server.js";
 
 async function main(): Promise<void> {
   const config = parseConfig(process.env);
-  const app = await createApp(config, { keyStore: localIssuerKeyFile(config.dataDir), acceptCompression: [compressionGzip, compressionBrotli] });
+  const app = await createApp(config, {
+    keyStore: localIssuerKeyFile(config.dataDir),
+    acceptCompression: [compressionGzip, compressionBrotli],
+  });
   const node = createNodeServer(app);
   const port = await listen(node.server, config.port, config.host);
-  const metricsServer = config.metricsPort === undefined ? undefined : createNodeMetricsServer(app.metricsEndpoint, config.http, app.logger);
-  const metricsPort = metricsServer === undefined ? undefined : await listen(metricsServer, config.metricsPort ?? 0, config.host);
-  if (config.auth.issuer === undefined) app.logger.warn(...developmentIssuerWarning(config, app.authenticator.description));
+  const metricsServer =
+    config.metricsPort === undefined
+      ? undefined
+      : createNodeMetricsServer(app.metricsEndpoint, config.http, app.logger);
+  const metricsPort =
+    metricsServer === undefined ? undefined : await listen(metricsServer, config.metricsPort ?? 0, config.host);
+  if (config.auth.issuer === undefined)
+    app.logger.warn(...developmentIssuerWarning(config, app.authenticator.description));
   app.logger.info("agent definition registry listening", {
     url: `http://${config.host}:${port}`,
     surfaces: "gRPC (HTTP/2), gRPC-Web, Connect, REST",
-    metrics: metricsPort === undefined ? `http://${config.host}:${port}/metrics` : `http://${config.host}:${metricsPort}/metrics`,
+    metrics:
+      metricsPort === undefined
+        ? `http://${config.host}:${port}/metrics`
+        : `http://${config.host}:${metricsPort}/metrics`,
     storage: describeStorage(config),
     defaultTenant: config.defaultTenant,
     auth: app.authenticator.description,

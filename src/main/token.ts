@@ -53,13 +53,17 @@ async function main(argv: string[]): Promise<number> {
     return 1;
   }
   if (config.issuer !== undefined) {
-    console.error(`AUTH_ISSUER is set (${config.issuer.href}): get a token from that issuer. npm run token only serves the local development issuer.`);
+    console.error(
+      `AUTH_ISSUER is set (${config.issuer.href}): get a token from that issuer. npm run token only serves the local development issuer.`,
+    );
     return 1;
   }
   // The service refuses longer-lived tokens (AUTH_MAX_TOKEN_LIFETIME_SECONDS): none is printed.
   const ttl = Number(values.ttl);
   if (!Number.isInteger(ttl) || ttl <= 0 || ttl > config.maxTokenLifetimeSeconds) {
-    console.error(`--ttl must be a whole number of seconds from 1 to ${config.maxTokenLifetimeSeconds} (AUTH_MAX_TOKEN_LIFETIME_SECONDS), not "${values.ttl}"\n${USAGE}`);
+    console.error(
+      `--ttl must be a whole number of seconds from 1 to ${config.maxTokenLifetimeSeconds} (AUTH_MAX_TOKEN_LIFETIME_SECONDS), not "${values.ttl}"\n${USAGE}`,
+    );
     return 2;
   }
   const issuer = await openLocalIssuer(localIssuerKeyFile(dataDir), config);

@@ -35,7 +35,13 @@ export interface BodyBudgetStats {
   readonly refused: number;
 }
 
-export function createMetrics({ poolStats, bodyBudget }: { poolStats: () => PoolStats; bodyBudget?: BodyBudgetStats }): Metrics {
+export function createMetrics({
+  poolStats,
+  bodyBudget,
+}: {
+  poolStats: () => PoolStats;
+  bodyBudget?: BodyBudgetStats;
+}): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const requests = new Counter({
@@ -65,7 +71,11 @@ export function createMetrics({ poolStats, bodyBudget }: { poolStats: () => Pool
   gauge("asor_db_pool_free_connections", "Open database connections idle in the pool.", (s) => s.free);
   gauge("asor_db_pool_pending_acquires", "Callers waiting for a database connection.", (s) => s.pendingAcquires);
   gauge("asor_db_pool_max_connections", "The most database connections the pool opens.", (s) => s.max);
-  gauge("asor_search_gate_waiting", "Costly searches waiting for a slot at the search gate (SEARCH_MAX_CONCURRENT, SEARCH_MAX_PER_TENANT).", (s) => s.searchesWaiting);
+  gauge(
+    "asor_search_gate_waiting",
+    "Costly searches waiting for a slot at the search gate (SEARCH_MAX_CONCURRENT, SEARCH_MAX_PER_TENANT).",
+    (s) => s.searchesWaiting,
+  );
   const connectionsRefused = new Counter({
     name: "asor_connections_refused_total",
     help: "Connections closed as soon as they were accepted, because MAX_CONNECTIONS were open.",

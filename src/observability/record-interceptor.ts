@@ -28,14 +28,20 @@ export function recordInterceptor(): Interceptor {
  * wholesale, which is why they are prepended here rather than passed to the
  * adapter.
  */
-export function withInterceptors(routes: (router: ConnectRouter) => void, interceptors: Interceptor[]): (router: ConnectRouter) => void {
+export function withInterceptors(
+  routes: (router: ConnectRouter) => void,
+  interceptors: Interceptor[],
+): (router: ConnectRouter) => void {
   return (router) => {
     const wrapped: ConnectRouter = {
       get handlers() {
         return router.handlers;
       },
       service(service, implementation, options) {
-        router.service(service, implementation, { ...options, interceptors: [...interceptors, ...(options?.interceptors ?? [])] });
+        router.service(service, implementation, {
+          ...options,
+          interceptors: [...interceptors, ...(options?.interceptors ?? [])],
+        });
         return wrapped;
       },
       rpc(method, impl, options) {

@@ -41,7 +41,9 @@ export interface RequestRecord {
 }
 
 /** The current request's record, for handlers and interceptors; absent when the caller made none (tests, tools). */
-export const requestRecordKey = createContextKey<RequestRecord | undefined>(undefined, { description: "the request's log and metrics record" });
+export const requestRecordKey = createContextKey<RequestRecord | undefined>(undefined, {
+  description: "the request's log and metrics record",
+});
 
 /** A client's request id is taken only in this form: it goes into our logs and back into a header. */
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:/+=-]{1,128}$/;
@@ -50,7 +52,11 @@ const SANE_REQUEST_ID = /^[A-Za-z0-9._:/+=-]{1,128}$/;
 const MAX_LOGGED_PATH = 512;
 
 /** Starts the record of a request that arrived just now. */
-export function createRequestRecord(init: { method: string; path: string; requestIdHeader: string | null | undefined }): RequestRecord {
+export function createRequestRecord(init: {
+  method: string;
+  path: string;
+  requestIdHeader: string | null | undefined;
+}): RequestRecord {
   const sent = init.requestIdHeader ?? "";
   return {
     id: SANE_REQUEST_ID.test(sent) ? sent : crypto.randomUUID(),

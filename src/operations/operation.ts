@@ -58,7 +58,11 @@ export interface Operation<In extends DescMessage = DescMessage> {
  * holds the work until it settles, so the access line of a request whose
  * client left counts the work that went on after (RequestRecord.work).
  */
-export function runOperation<In extends DescMessage>(operation: Operation<In>, call: Call, input: MessageShape<In>): Promise<Result> {
+export function runOperation<In extends DescMessage>(
+  operation: Operation<In>,
+  call: Call,
+  input: MessageShape<In>,
+): Promise<Result> {
   const work = operation.run(call, input);
   const { record } = call;
   if (record !== undefined) {
@@ -81,7 +85,10 @@ export type Operations = ReadonlyMap<DescMethod, Operation>;
 export function admit(operation: Operation, principal: Principal): void {
   if (!operation.domains.some((domain) => principal.domains.has(domain))) {
     const allowed = operation.domains;
-    const needs = allowed.length === 0 ? "is not open to any caller" : `needs the security domain ${allowed.map((d) => `"${d}"`).join(" or ")}`;
+    const needs =
+      allowed.length === 0
+        ? "is not open to any caller"
+        : `needs the security domain ${allowed.map((d) => `"${d}"`).join(" or ")}`;
     throw forbidden(`${operation.method.name} ${needs}.`);
   }
   const { platform } = operation;
@@ -89,7 +96,9 @@ export function admit(operation: Operation, principal: Principal): void {
   // neither may a token that only lacks a tenant claim (any client of the issuer may have one).
   if (platform !== undefined && !principal.platformAdmin) {
     const whose = principal.tenant === null ? "not one without it" : `not one for tenant "${principal.tenant}"`;
-    throw forbidden(`${operation.method.name} acts on every tenant: it needs a platform operator's token ("${platform.adminClaim}": true), ${whose}.`);
+    throw forbidden(
+      `${operation.method.name} acts on every tenant: it needs a platform operator's token ("${platform.adminClaim}": true), ${whose}.`,
+    );
   }
 }
 
@@ -125,4 +134,6 @@ export function resolveTenant(requested: string, call: Call, tenancy: Tenancy): 
 }
 
 /** What the edge knows of a caller before the operation runs: admitted, or the error to answer with (for RPCs, also a refused message). */
-export type Admission = { readonly call: Call; readonly error?: undefined } | { readonly call?: undefined; readonly error: RegistryError };
+export type Admission =
+  | { readonly call: Call; readonly error?: undefined }
+  | { readonly call?: undefined; readonly error: RegistryError };

@@ -28,7 +28,11 @@ export interface RegistryOperationsOptions {
   /** The security domain of the tenant admin RPCs. */
   readonly adminDomain: string;
   /** The claims that scope a caller (AuthConfig): its tenant, the platform admin flag, and what a token without a tenant claim may do. */
-  readonly claims: { readonly tenantClaim: string; readonly platformAdminClaim: string; readonly noTenantClaimUsesDefault: boolean };
+  readonly claims: {
+    readonly tenantClaim: string;
+    readonly platformAdminClaim: string;
+    readonly noTenantClaimUsesDefault: boolean;
+  };
 }
 
 const methods = AgentDefinitionService.method;
@@ -40,7 +44,9 @@ const admin = TenantAdminService.method;
  * deactivated agent's versions only with the domain that deactivates
  * (Setup: Agents, PATCH .../status), so Development cannot undo it.
  */
-export const authorityOf = (call: Call): WriteAuthority => ({ mayReactivate: call.principal.domains.has(SETUP_AGENTS) });
+export const authorityOf = (call: Call): WriteAuthority => ({
+  mayReactivate: call.principal.domains.has(SETUP_AGENTS),
+});
 
 /** Which domains admit a caller to each RPC (any one of them suffices), by `package.Service/Method`. */
 export type Policy = ReadonlyMap<string, readonly string[]>;
@@ -68,11 +74,20 @@ export function registryPolicy(adminDomain: string): Policy {
 }
 
 /** The registry's operations by method; each admits the callers its policy names. */
-export function createRegistryOperations({ service, tenants, defaultTenant, adminDomain, claims }: RegistryOperationsOptions): Operations {
+export function createRegistryOperations({
+  service,
+  tenants,
+  defaultTenant,
+  adminDomain,
+  claims,
+}: RegistryOperationsOptions): Operations {
   const policy = registryPolicy(adminDomain);
   // The tenant admin RPCs act on every tenant: platform operations (see admit).
   const platform = { adminClaim: claims.platformAdminClaim };
-  const operation = <In extends DescMessage>(method: DescMethod & { readonly input: In }, run: Operation<In>["run"]): Operation => {
+  const operation = <In extends DescMessage>(
+    method: DescMethod & { readonly input: In },
+    run: Operation<In>["run"],
+  ): Operation => {
     const domains = policy.get(`${method.parent.typeName}/${method.name}`);
     if (domains === undefined) throw new Error(`${method.parent.typeName}/${method.name} has no policy.`);
     // The service's issues name whole requests' paths; every surface gives them relative to the body, as the client sent it.
@@ -81,9 +96,18 @@ export function createRegistryOperations({ service, tenants, defaultTenant, admi
       run(call, input).catch((error: unknown) => {
         throw errorRelativeToBody(error, bodyField);
       });
-    return { method, domains, run: relative, ...(method.parent === TenantAdminService ? { platform } : {}) } as Operation<In> as unknown as Operation;
+    return {
+      method,
+      domains,
+      run: relative,
+      ...(method.parent === TenantAdminService ? { platform } : {}),
+    } as Operation<In> as unknown as Operation;
   };
-  const tenancy = { defaultTenant, tenantClaim: claims.tenantClaim, noTenantClaimUsesDefault: claims.noTenantClaimUsesDefault };
+  const tenancy = {
+    defaultTenant,
+    tenantClaim: claims.tenantClaim,
+    noTenantClaimUsesDefault: claims.noTenantClaimUsesDefault,
+  };
   const tenantOf = (requested: string, call: Call): string => resolveTenant(requested, call, tenancy);
   const list: Operation[] = [
     operation(methods.listAgentDefinitions, async (call, req) => ({
@@ -99,7 +123,10 @@ export function createRegistryOperations({ service, tenants, defaultTenant, admi
       kind: "page",
       page: await service.listVersions(tenantOf(req.tenant, call), req, call),
     })),
-    operation(methods.getAgentCard, async (call, req) => ({ kind: "card", ...(await service.agentCard(tenantOf(req.tenant, call), req)) })),
+    operation(methods.getAgentCard, async (call, req) => ({
+      kind: "card",
+      ...(await service.agentCard(tenantOf(req.tenant, call), req)),
+    })),
     operation(methods.upsertAgentDefinition, async (call, req) => {
       const { stored, created } = await service.upsert(tenantOf(req.tenant, call), req, authorityOf(call));
       return { kind: "definition", stored, created };
@@ -121,7 +148,9 @@ export function createRegistryOperations({ service, tenants, defaultTenant, admi
   ];
   const byMethod = new Map<DescMethod, Operation>(list.map((op) => [op.method, op]));
   for (const s of REGISTRY_SERVICES) {
-    for (const m of s.methods) if (!byMethod.has(m)) throw new Error(`${s.typeName}/${m.name} has no operation: every RPC of the registry needs one.`);
+    for (const m of s.methods)
+      if (!byMethod.has(m))
+        throw new Error(`${s.typeName}/${m.name} has no operation: every RPC of the registry needs one.`);
   }
   return byMethod;
 }

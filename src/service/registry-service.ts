@@ -26,7 +26,14 @@ import { type HostIdentity, hostPlatformIssues } from "../domain/host-platform.j
 import { checkCreateOnly, checkIfMatch, checkKeyKept } from "../domain/lifecycle.js";
 import { listBinding, pagePosition, pageToken, parseListQuery, versionsBinding } from "../domain/list-query.js";
 import { type AgentRef, DEFINITION_STATUSES, type StoredDefinition } from "../domain/records.js";
-import { idForm, newDefinitionId, noSequenceGenerator, planUpsert, type UpsertFacts, upsertKey } from "../domain/upsert.js";
+import {
+  idForm,
+  newDefinitionId,
+  noSequenceGenerator,
+  planUpsert,
+  type UpsertFacts,
+  upsertKey,
+} from "../domain/upsert.js";
 import { assertValid, contractIssues, crossFieldIssues, unknownFieldIssues } from "../domain/validation.js";
 import type { AgentDefinitionRepository, ListResult, Page, Work, WriteTransaction } from "../storage/repository.js";
 
@@ -95,7 +102,10 @@ export interface RegistryServiceOptions {
   readonly host: HostIdentity;
 }
 
-const pageOf = (request: { limit?: number; offset?: number }): Page => ({ limit: request.limit ?? DEFAULT_PAGE_SIZE, offset: request.offset ?? 0 });
+const pageOf = (request: { limit?: number; offset?: number }): Page => ({
+  limit: request.limit ?? DEFAULT_PAGE_SIZE,
+  offset: request.offset ?? 0,
+});
 /** The page, with the token of the next one when there is one. */
 const withNextToken = ({ total, items, next }: ListResult, binding: () => string): DefinitionPage =>
   next === undefined ? { total, data: items } : { total, data: items, nextPageToken: pageToken(binding(), next) };
@@ -119,15 +129,26 @@ export function createRegistryService({ repository, host }: RegistryServiceOptio
   /** The version an id names inside a write, as findByAnyId outside one; undefined for a form we never issue. */
   const findInWrite = (tx: WriteTransaction, id: string) => {
     const form = idForm(id);
-    return form === "instance" ? tx.findById(id) : form === "reference" ? tx.findNewestByReference(id) : Promise.resolve(undefined);
+    return form === "instance"
+      ? tx.findById(id)
+      : form === "reference"
+        ? tx.findNewestByReference(id)
+        : Promise.resolve(undefined);
   };
 
-  const linkedAgent = async (tx: WriteTransaction, id: string): Promise<AgentRef | "unknown"> => (await findInWrite(tx, id))?.agent ?? "unknown";
+  const linkedAgent = async (tx: WriteTransaction, id: string): Promise<AgentRef | "unknown"> =>
+    (await findInWrite(tx, id))?.agent ?? "unknown";
 
   /** A PUT's or POST's definition, checked as a whole (its request's rules, then across fields, then the host platform rule). */
-  const validDefinition = <Desc extends DescMessage>(schema: Desc, request: MessageShape<Desc> & { readonly agentCardAndTools?: AgentDefinition }): AgentDefinition => {
+  const validDefinition = <Desc extends DescMessage>(
+    schema: Desc,
+    request: MessageShape<Desc> & { readonly agentCardAndTools?: AgentDefinition },
+  ): AgentDefinition => {
     const def = request.agentCardAndTools;
-    assertValid([...requestIssues(schema, request), ...(def ? [...crossFieldIssues(def), ...hostPlatformIssues(def, host)] : [])]);
+    assertValid([
+      ...requestIssues(schema, request),
+      ...(def ? [...crossFieldIssues(def), ...hostPlatformIssues(def, host)] : []),
+    ]);
     if (def === undefined) throw new Error("unreachable: a missing definition is a validation issue");
     return def;
   };
@@ -145,7 +166,8 @@ export function createRegistryService({ repository, host }: RegistryServiceOptio
     checkIfMatch(conditions.etag, existing, "this name, provider and version");
     checkCreateOnly(conditions.createOnly, existing);
     const linked = def.id === "" ? undefined : await linkedAgent(tx, def.id);
-    const agentByName = existing === undefined && linked === undefined ? await tx.findAgentByName(key.providerId, key.name) : undefined;
+    const agentByName =
+      existing === undefined && linked === undefined ? await tx.findAgentByName(key.providerId, key.name) : undefined;
     const externalAgentId = def.externalAgentId || undefined;
     // The agent a new version would join, read under its lock; only a caller that may not reactivate is refused by it.
     const joins = existing === undefined && linked !== "unknown" ? (linked ?? agentByName) : undefined;
@@ -154,18 +176,26 @@ export function createRegistryService({ repository, host }: RegistryServiceOptio
       linkedAgent: linked,
       agentByName,
       externalAgentId,
-      externalIdOwner: externalAgentId === undefined ? undefined : await tx.findExternalIdOwner(key.providerId, externalAgentId),
+      externalIdOwner:
+        externalAgentId === undefined ? undefined : await tx.findExternalIdOwner(key.providerId, externalAgentId),
       existingDeactivated: existing?.status === "DEACTIVATED",
       agentDeactivated: !mayReactivate && joins !== undefined && (await tx.isAgentDeactivated(joins)),
       mayReactivate,
     };
     const plan = planUpsert(facts);
     const agent = plan.agent === "new" ? await tx.createAgent(key.providerId, key.name) : plan.agent;
-    if (plan.claimExternalId && externalAgentId !== undefined) await tx.claimExternalId(key.providerId, externalAgentId, agent.number);
+    if (plan.claimExternalId && externalAgentId !== undefined)
+      await tx.claimExternalId(key.providerId, externalAgentId, agent.number);
     if (existing !== undefined) {
-      return { stored: await tx.update(existing, withDerivedFields(def, existing.id, agent.referenceId)), created: false };
+      return {
+        stored: await tx.update(existing, withDerivedFields(def, existing.id, agent.referenceId)),
+        created: false,
+      };
     }
-    return { stored: await tx.insert(key, agent, withDerivedFields(def, newDefinitionId(), agent.referenceId)), created: true };
+    return {
+      stored: await tx.insert(key, agent, withDerivedFields(def, newDefinitionId(), agent.referenceId)),
+      created: true,
+    };
   };
 
   return {
@@ -190,7 +220,15 @@ export function createRegistryService({ repository, host }: RegistryServiceOptio
       const binding = () => versionsBinding(tenant, record.agent.number);
       const page = pageOf(request);
       const after = pagePosition(request, binding);
-      return withNextToken(await repository.listVersions(tenant, record.agent.number, after === undefined ? page : { ...page, after }, work), binding);
+      return withNextToken(
+        await repository.listVersions(
+          tenant,
+          record.agent.number,
+          after === undefined ? page : { ...page, after },
+          work,
+        ),
+        binding,
+      );
     },
 
     async agentCard(tenant, request) {
@@ -216,7 +254,10 @@ export function createRegistryService({ repository, host }: RegistryServiceOptio
         checkKeyKept(upsertKey(def), existing.key);
         // The externalAgentID rules are the upsert's: the version keeps its agent.
         const externalAgentId = def.externalAgentId || undefined;
-        const owner = externalAgentId === undefined ? undefined : await tx.findExternalIdOwner(existing.key.providerId, externalAgentId);
+        const owner =
+          externalAgentId === undefined
+            ? undefined
+            : await tx.findExternalIdOwner(existing.key.providerId, externalAgentId);
         const plan = planUpsert({
           existingAgent: existing.agent,
           linkedAgent: undefined,
@@ -227,7 +268,8 @@ export function createRegistryService({ repository, host }: RegistryServiceOptio
           agentDeactivated: false,
           mayReactivate,
         });
-        if (plan.claimExternalId && externalAgentId !== undefined) await tx.claimExternalId(existing.key.providerId, externalAgentId, existing.agent.number);
+        if (plan.claimExternalId && externalAgentId !== undefined)
+          await tx.claimExternalId(existing.key.providerId, externalAgentId, existing.agent.number);
         return tx.update(existing, withDerivedFields(def, existing.id, existing.agent.referenceId));
       });
     },
@@ -236,15 +278,23 @@ export function createRegistryService({ repository, host }: RegistryServiceOptio
       assertValid(requestIssues(SetAgentDefinitionStatusRequestSchema, request));
       const change = request.statusChange;
       const status = change === undefined ? undefined : DEFINITION_STATUSES[change.status - 1];
-      if (status === undefined) throw invalid([issueAt("status", "REQUIRED", "status is required: ACTIVE, DEPRECATED or DEACTIVATED.")]);
+      if (status === undefined)
+        throw invalid([issueAt("status", "REQUIRED", "status is required: ACTIVE, DEPRECATED or DEACTIVATED.")]);
       const form = idForm(request.id);
       if (form === "reference" && request.etag !== "") {
-        throw invalid([issueAt("etag", "INVALID_VALUE", "If-Match (etag) names one version's revision; it cannot apply to every version of an agent. Use a version's id.")]);
+        throw invalid([
+          issueAt(
+            "etag",
+            "INVALID_VALUE",
+            "If-Match (etag) names one version's revision; it cannot apply to every version of an agent. Use a version's id.",
+          ),
+        ]);
       }
       const message = change?.statusMessage ?? null;
       return repository.write(tenant, async (tx) => {
         const named = await findInWrite(tx, request.id);
-        if (named === undefined) throw notFound(form === "reference" ? `Agent "${request.id}"` : `Agent definition "${request.id}"`, "id");
+        if (named === undefined)
+          throw notFound(form === "reference" ? `Agent "${request.id}"` : `Agent definition "${request.id}"`, "id");
         // The agent first, then its versions, locked: the order every writer of its latest flag takes.
         const versions = await tx.findVersionsForUpdate(named.agent);
         const chosen = form === "instance" ? versions.filter((v) => v.id === request.id) : versions;

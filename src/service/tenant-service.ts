@@ -23,7 +23,10 @@ export function tenantMessage(tenant: Tenant): TenantMessage {
 export function createTenantService(repository: AgentDefinitionRepository): TenantService {
   return {
     async create(request) {
-      assertValid([...unknownFieldIssues(CreateTenantRequestSchema, request), ...contractIssues(CreateTenantRequestSchema, request)]);
+      assertValid([
+        ...unknownFieldIssues(CreateTenantRequestSchema, request),
+        ...contractIssues(CreateTenantRequestSchema, request),
+      ]);
       return tenantMessage(await repository.createTenant(request.name, request.sequencePrefix ?? null));
     },
     async list() {

@@ -1,9 +1,27 @@
 import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
 import type { ListQuery, Position } from "../domain/list-query.js";
-import type { AgentRef, DefinitionStatus, InstanceRef, KeyedInstanceRef, PoolStats, StoredDefinition, Tenant, UpsertKey } from "../domain/records.js";
+import type {
+  AgentRef,
+  DefinitionStatus,
+  InstanceRef,
+  KeyedInstanceRef,
+  PoolStats,
+  StoredDefinition,
+  Tenant,
+  UpsertKey,
+} from "../domain/records.js";
 
 export type { ListQuery, Position } from "../domain/list-query.js";
-export type { AgentRef, DefinitionStatus, InstanceRef, KeyedInstanceRef, PoolStats, StoredDefinition, Tenant, UpsertKey } from "../domain/records.js";
+export type {
+  AgentRef,
+  DefinitionStatus,
+  InstanceRef,
+  KeyedInstanceRef,
+  PoolStats,
+  StoredDefinition,
+  Tenant,
+  UpsertKey,
+} from "../domain/records.js";
 
 /**
  * The request a read works for. `signal` aborts when nobody waits for the
@@ -94,7 +112,11 @@ export interface WriteTransaction {
    * findVersionsForUpdate), raising each revision, then moves the agent's latest flag
    * to its newest version that is not DEACTIVATED. Answers the versions as stored now, in order.
    */
-  setStatus(versions: readonly InstanceRef[], status: DefinitionStatus, statusMessage: string | null): Promise<StoredDefinition[]>;
+  setStatus(
+    versions: readonly InstanceRef[],
+    status: DefinitionStatus,
+    statusMessage: string | null,
+  ): Promise<StoredDefinition[]>;
 }
 
 /**

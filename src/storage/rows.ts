@@ -6,10 +6,23 @@
  * answered as they are.
  */
 import { Buffer } from "node:buffer";
-import { type DescMessage, fromJsonString, type JsonObject, type JsonValue, type MessageShape, toBinary, toJson } from "@bufbuild/protobuf";
+import {
+  type DescMessage,
+  fromJsonString,
+  type JsonObject,
+  type JsonValue,
+  type MessageShape,
+  toBinary,
+  toJson,
+} from "@bufbuild/protobuf";
 import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
 import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
-import { DEFINITION_STATUSES, type DefinitionStatus, type KeyedInstanceRef, type Lifecycle } from "../domain/records.js";
+import {
+  DEFINITION_STATUSES,
+  type DefinitionStatus,
+  type KeyedInstanceRef,
+  type Lifecycle,
+} from "../domain/records.js";
 import type { AgentRef, StoredDefinition, Tenant } from "./repository.js";
 
 /** A BIGINT as a driver may hand it back: mysql2 (supportBigNumbers) answers a number, or a string past 2^53. */
@@ -128,7 +141,8 @@ export function fromDatabaseTimestamp(value: DatabaseTimestamp): Date {
   if (typeof value === "number") return new Date(value);
   // Stored without a zone because MySQL's DATETIME has none; it is UTC by construction.
   const instant = new Date(`${value.trim().replace(" ", "T")}Z`);
-  if (Number.isNaN(instant.getTime())) throw new Error(`Unreadable timestamp in the database: ${JSON.stringify(value)}`);
+  if (Number.isNaN(instant.getTime()))
+    throw new Error(`Unreadable timestamp in the database: ${JSON.stringify(value)}`);
   return instant;
 }
 
@@ -164,7 +178,11 @@ export function encodeDefinition(sent: AgentDefinition): EncodedDefinition {
   // Every list member shown, empty as [], so a client reads back the lists it sent.
   const document = JSON.stringify(toJsonWithEmptyLists(AgentDefinitionSchema, definition));
   const binary = toBinary(AgentDefinitionSchema, definition);
-  return { document, json: utf8.encode(document), binary: Buffer.from(binary.buffer, binary.byteOffset, binary.byteLength) };
+  return {
+    document,
+    json: utf8.encode(document),
+    binary: Buffer.from(binary.buffer, binary.byteOffset, binary.byteLength),
+  };
 }
 
 /**
@@ -185,7 +203,10 @@ function withEmptyLists(desc: DescMessage, json: JsonObject): JsonObject {
     const value = json[field.jsonName];
     if (field.fieldKind === "list") {
       const items = (value ?? []) as JsonValue[];
-      out[field.jsonName] = field.listKind === "message" && hasFieldsInJson(field.message) ? items.map((item) => withEmptyLists(field.message, item as JsonObject)) : items;
+      out[field.jsonName] =
+        field.listKind === "message" && hasFieldsInJson(field.message)
+          ? items.map((item) => withEmptyLists(field.message, item as JsonObject))
+          : items;
     } else if (value === undefined) {
     } else if (field.fieldKind === "message" && hasFieldsInJson(field.message)) {
       out[field.jsonName] = withEmptyLists(field.message, value as JsonObject);
@@ -227,8 +248,11 @@ export function toInstanceRef(row: InstanceRow): KeyedInstanceRef {
 const statuses: ReadonlySet<string> = new Set<DefinitionStatus>(DEFINITION_STATUSES);
 
 /** The lifecycle columns of a row as the domain's Lifecycle. */
-export function toLifecycle(row: Pick<InstanceRow, "revision" | "status" | "status_message" | "status_changed_at" | "is_latest">): Lifecycle {
-  if (!statuses.has(row.status)) throw new Error(`Unknown definition status in the database: ${JSON.stringify(row.status)}`);
+export function toLifecycle(
+  row: Pick<InstanceRow, "revision" | "status" | "status_message" | "status_changed_at" | "is_latest">,
+): Lifecycle {
+  if (!statuses.has(row.status))
+    throw new Error(`Unknown definition status in the database: ${JSON.stringify(row.status)}`);
   return {
     revision: fromDatabaseInteger(row.revision),
     status: row.status as DefinitionStatus,
@@ -257,7 +281,9 @@ export function toStoredDefinition(tenant: string, row: DefinitionReadRow): Stor
     row.status_changed_at === null ||
     row.is_latest === null
   ) {
-    throw new Error(`Agent definition ${row.id} of tenant "${tenant}" was read without its agent or one of its columns.`);
+    throw new Error(
+      `Agent definition ${row.id} of tenant "${tenant}" was read without its agent or one of its columns.`,
+    );
   }
   return {
     id: row.id,
@@ -267,7 +293,13 @@ export function toStoredDefinition(tenant: string, row: DefinitionReadRow): Stor
     binary: row.document_binary,
     createdAt: fromDatabaseTimestamp(row.created_at),
     updatedAt: fromDatabaseTimestamp(row.updated_at),
-    ...toLifecycle({ revision: row.revision, status: row.status, status_message: row.status_message, status_changed_at: row.status_changed_at, is_latest: row.is_latest }),
+    ...toLifecycle({
+      revision: row.revision,
+      status: row.status,
+      status_message: row.status_message,
+      status_changed_at: row.status_changed_at,
+      is_latest: row.is_latest,
+    }),
   };
 }
 

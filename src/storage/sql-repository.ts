@@ -7,16 +7,41 @@
  * (tenants) on knex. What it reads is mapped to the domain by rows.ts.
  */
 import type { Knex } from "knex";
-import { outcomeUnknown, RegistryError, tenantExists, tenantNotFound, unavailable, writeConflict } from "../domain/errors.js";
+import {
+  outcomeUnknown,
+  RegistryError,
+  tenantExists,
+  tenantNotFound,
+  unavailable,
+  writeConflict,
+} from "../domain/errors.js";
 import { migrateToLatest } from "./migrations/index.js";
 import type { ReadContext } from "./queries/reads.js";
 import { readById, readNewestByReference, readStatements } from "./queries/reads.js";
-import { buildSearch, buildVersions, defaultPageMaxBytes, inSearchOrder, isBounded, orderValueOf, type SearchRow } from "./queries/search.js";
+import {
+  buildSearch,
+  buildVersions,
+  defaultPageMaxBytes,
+  inSearchOrder,
+  isBounded,
+  orderValueOf,
+  type SearchRow,
+} from "./queries/search.js";
 import type { QueryContext } from "./queries/tenants.js";
 import { findTenant, insertTenant, listTenants } from "./queries/tenants.js";
 import type { WriteContext, WriteStatements } from "./queries/writes.js";
 import { findTenantIn, writeStatements } from "./queries/writes.js";
-import type { AgentDefinitionRepository, ListQuery, ListResult, Page, PoolStats, StoredDefinition, Tenant, Work, WriteTransaction } from "./repository.js";
+import type {
+  AgentDefinitionRepository,
+  ListQuery,
+  ListResult,
+  Page,
+  PoolStats,
+  StoredDefinition,
+  Tenant,
+  Work,
+  WriteTransaction,
+} from "./repository.js";
 import type { DefinitionReadRow } from "./rows.js";
 import { fromDatabaseInteger, toDatabaseTimestamp, toStoredDefinition, toTenant } from "./rows.js";
 import type { Database, StorageOptions } from "./run/connection.js";
@@ -99,7 +124,10 @@ const migrationStatementMillis = 60 * 60_000;
  */
 export async function createSqlRepository(options: RepositoryOptions): Promise<AgentDefinitionRepository> {
   const database = await openDatabase(options);
-  const migrating = database.dialect === "mysql" ? await openDatabase({ ...options, statementTimeoutMillis: migrationStatementMillis }) : database;
+  const migrating =
+    database.dialect === "mysql"
+      ? await openDatabase({ ...options, statementTimeoutMillis: migrationStatementMillis })
+      : database;
   try {
     await migrateToLatest(migrating.db);
   } catch (error) {
@@ -108,7 +136,11 @@ export async function createSqlRepository(options: RepositoryOptions): Promise<A
   } finally {
     if (migrating !== database) await migrating.db.destroy().catch(() => undefined);
   }
-  return new SqlRepository(database, { ...options.search, databaseTimeoutMillis: options.timeoutMillis }, options.pageMaxBytes ?? defaultPageMaxBytes);
+  return new SqlRepository(
+    database,
+    { ...options.search, databaseTimeoutMillis: options.timeoutMillis },
+    options.pageMaxBytes ?? defaultPageMaxBytes,
+  );
 }
 
 class SqlRepository implements AgentDefinitionRepository {
@@ -205,17 +237,37 @@ class SqlRepository implements AgentDefinitionRepository {
     const { limit, offset } = normalise(page);
     // Agents are numbered from 1, so 0 stands for a number no agent can have; the tenant is still checked.
     const agent = Number.isSafeInteger(agentNumber) ? agentNumber : 0;
-    const { sql, bindings } = buildVersions(this.#dialect, tenant, agent, { limit, offset, after: page.after }, this.#pageMaxBytes);
+    const { sql, bindings } = buildVersions(
+      this.#dialect,
+      tenant,
+      agent,
+      { limit, offset, after: page.after },
+      this.#pageMaxBytes,
+    );
     // One agent's versions: an index range and a count of that agent's versions, never the tenant's.
-    const rows = inSearchOrder(await guard(() => this.#search(sql, bindings, { bounded: true, tenant, signal: work.signal })), "createdAt", true);
+    const rows = inSearchOrder(
+      await guard(() => this.#search(sql, bindings, { bounded: true, tenant, signal: work.signal })),
+      "createdAt",
+      true,
+    );
     return pageWithNext(tenant, rows, { limit, maxBytes: this.#pageMaxBytes }, () => undefined);
   }
 
   async search(tenant: string, query: ListQuery, work: Work = {}): Promise<ListResult> {
     const { limit, offset } = normalise(query);
-    const { sql, bindings, countAlone } = buildSearch(this.#dialect, tenant, { ...query, limit, offset }, this.#pageMaxBytes);
+    const { sql, bindings, countAlone } = buildSearch(
+      this.#dialect,
+      tenant,
+      { ...query, limit, offset },
+      this.#pageMaxBytes,
+    );
     // One budget for the search, whatever statements it takes: each gets what is left.
-    const call = { bounded: isBounded(query), tenant, signal: work.signal, deadline: searchDeadline(this.#searchLimits) };
+    const call = {
+      bounded: isBounded(query),
+      tenant,
+      signal: work.signal,
+      deadline: searchDeadline(this.#searchLimits),
+    };
     let rows = await guard(() => this.#search(sql, bindings, call));
     if (countAlone !== undefined && rows.length > 0 && rows.every((row) => row.id === null)) {
       // An empty page (the tenant's row alone) of a search that counts in its page: counted alone.
@@ -223,7 +275,9 @@ class SqlRepository implements AgentDefinitionRepository {
       rows = rows.map((row) => ({ ...row, total: counted?.total ?? 0 }));
     }
     const ordered = inSearchOrder(rows, query.order.key, query.order.descending);
-    return pageWithNext(tenant, ordered, { limit, maxBytes: this.#pageMaxBytes }, (row) => orderValueOf(query.order.key, row));
+    return pageWithNext(tenant, ordered, { limit, maxBytes: this.#pageMaxBytes }, (row) =>
+      orderValueOf(query.order.key, row),
+    );
   }
 
   async getTenant(tenant: string): Promise<Tenant | undefined> {
@@ -321,7 +375,12 @@ function oneOf(tenant: string, rows: readonly DefinitionReadRow[]): StoredDefini
  * The page ends at `limit` rows, or before the row that would take its stored
  * JSON past `maxBytes`; its first row is answered whatever its size.
  */
-function pageWithNext(tenant: string, rows: readonly SearchRow[], size: { limit: number; maxBytes: number }, orderValue: (row: SearchRow) => string | undefined): ListResult {
+function pageWithNext(
+  tenant: string,
+  rows: readonly SearchRow[],
+  size: { limit: number; maxBytes: number },
+  orderValue: (row: SearchRow) => string | undefined,
+): ListResult {
   let answered = 0;
   let bytes = 0;
   for (const row of rows) {
@@ -336,7 +395,10 @@ function pageWithNext(tenant: string, rows: readonly SearchRow[], size: { limit:
   const last = rows[answered - 1];
   if (!more || last === undefined || last.seq == null) return page;
   const value = orderValue(last);
-  return { ...page, next: value === undefined ? { seq: fromDatabaseInteger(last.seq) } : { seq: fromDatabaseInteger(last.seq), value } };
+  return {
+    ...page,
+    next: value === undefined ? { seq: fromDatabaseInteger(last.seq) } : { seq: fromDatabaseInteger(last.seq), value },
+  };
 }
 
 /** The page a search read, with its total; `TENANT_NOT_FOUND` when it found no tenant row. */

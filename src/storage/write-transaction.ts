@@ -32,8 +32,25 @@ import {
   updateDocument,
   updateStatus,
 } from "./queries/writes.js";
-import type { AgentRef, DefinitionStatus, InstanceRef, KeyedInstanceRef, StoredDefinition, Tenant, UpsertKey, WriteTransaction } from "./repository.js";
-import { agentReferenceId, encodeDefinition, fromDatabaseInteger, toAgentRef, toDatabaseTimestamp, toInstanceRef, toStoredDefinition } from "./rows.js";
+import type {
+  AgentRef,
+  DefinitionStatus,
+  InstanceRef,
+  KeyedInstanceRef,
+  StoredDefinition,
+  Tenant,
+  UpsertKey,
+  WriteTransaction,
+} from "./repository.js";
+import {
+  agentReferenceId,
+  encodeDefinition,
+  fromDatabaseInteger,
+  toAgentRef,
+  toDatabaseTimestamp,
+  toInstanceRef,
+  toStoredDefinition,
+} from "./rows.js";
 import { classifyDriverError } from "./run/driver-errors.js";
 
 /** The WriteTransaction handed to `write`'s work: the queries, bound to one transaction and tenant. */
@@ -104,13 +121,17 @@ export class SqlWriteTransaction implements WriteTransaction {
       // new agent): so hold the tenant's sequence, which every creator of an agent holds until
       // it commits, and look again. From here the agent stays absent until we create it. The
       // first look takes no such lock, so new versions of existing agents never queue on it.
-      return context.statements.dialect === "mysql" ? lockSequenceAndFindAgent(context, tenant, providerId, name) : undefined;
+      return context.statements.dialect === "mysql"
+        ? lockSequenceAndFindAgent(context, tenant, providerId, name)
+        : undefined;
     });
     return row === undefined ? undefined : toAgentRef(row);
   }
 
   async findExternalIdOwner(providerId: string, externalAgentId: string): Promise<number | undefined> {
-    const row = await this.#run((context) => findExternalIdOwnerForUpdate(context, this.tenant.name, providerId, externalAgentId));
+    const row = await this.#run((context) =>
+      findExternalIdOwnerForUpdate(context, this.tenant.name, providerId, externalAgentId),
+    );
     return row === undefined ? undefined : fromDatabaseInteger(row.agent_number);
   }
 
@@ -129,7 +150,14 @@ export class SqlWriteTransaction implements WriteTransaction {
       }
       const number = await takeAgentNumber(context, tenant);
       const referenceId = agentReferenceId(prefix, number);
-      await insertAgent(context, { tenant, number, reference_id: referenceId, provider_id: providerId, name, created_at: createdAt });
+      await insertAgent(context, {
+        tenant,
+        number,
+        reference_id: referenceId,
+        provider_id: providerId,
+        name,
+        created_at: createdAt,
+      });
       // Our own uncommitted row: no one else can lock it or add versions to it before we commit.
       this.#lockedAgents.add(number);
       this.#createdAgents.add(number);
@@ -151,7 +179,9 @@ export class SqlWriteTransaction implements WriteTransaction {
 
   async insert(key: UpsertKey, agent: AgentRef, definition: AgentDefinition): Promise<StoredDefinition> {
     if (!INSTANCE_ID.test(definition.id)) {
-      throw new Error(`insert() was given "${definition.id}" as a new instance id; expected 32 lowercase hex characters.`);
+      throw new Error(
+        `insert() was given "${definition.id}" as a new instance id; expected 32 lowercase hex characters.`,
+      );
     }
     const tenant = this.tenant.name;
     const now = new Date();
@@ -199,7 +229,9 @@ export class SqlWriteTransaction implements WriteTransaction {
 
   async update(existing: KeyedInstanceRef, definition: AgentDefinition): Promise<StoredDefinition> {
     if (existing.tenant !== this.tenant.name) {
-      throw new Error(`update() was given an instance of tenant "${existing.tenant}" in a transaction on "${this.tenant.name}".`);
+      throw new Error(
+        `update() was given an instance of tenant "${existing.tenant}" in a transaction on "${this.tenant.name}".`,
+      );
     }
     if (definition.id !== existing.id) {
       // The id is the instance's identity and links versions: an update must never move it.
@@ -209,11 +241,24 @@ export class SqlWriteTransaction implements WriteTransaction {
     // The same content again (an idempotent re-registration) is no change: no write, and the
     // revision, updatedAt and so the ETag stay, so the caches of readers stay valid.
     if (Buffer.compare(existing.binary, binary) === 0) {
-      return { ...lifecycleOf(existing), id: existing.id, tenant: existing.tenant, agent: existing.agent, json, binary, createdAt: existing.createdAt, updatedAt: existing.updatedAt };
+      return {
+        ...lifecycleOf(existing),
+        id: existing.id,
+        tenant: existing.tenant,
+        agent: existing.agent,
+        json,
+        binary,
+        createdAt: existing.createdAt,
+        updatedAt: existing.updatedAt,
+      };
     }
     const now = new Date();
     await this.#run(async (context) => {
-      await updateDocument(context, existing.tenant, existing.id, { document, document_binary: binary, updated_at: toDatabaseTimestamp(now) });
+      await updateDocument(context, existing.tenant, existing.id, {
+        document,
+        document_binary: binary,
+        updated_at: toDatabaseTimestamp(now),
+      });
       await indexDefinition(context, existing.tenant, existing.id, definition);
     });
     // Status, its message and time, and the latest flag stay: only content changed.
@@ -233,7 +278,11 @@ export class SqlWriteTransaction implements WriteTransaction {
     };
   }
 
-  async setStatus(versions: readonly InstanceRef[], status: DefinitionStatus, statusMessage: string | null): Promise<StoredDefinition[]> {
+  async setStatus(
+    versions: readonly InstanceRef[],
+    status: DefinitionStatus,
+    statusMessage: string | null,
+  ): Promise<StoredDefinition[]> {
     const [first] = versions;
     if (first === undefined) return [];
     const tenant = this.tenant.name;
@@ -244,13 +293,15 @@ export class SqlWriteTransaction implements WriteTransaction {
     return this.#run(async (context) => {
       // Agent, then versions: the order findVersionsForUpdate and insert lock in.
       await this.#lockAgent(context, first.agent.number);
-      for (const version of versions) await updateStatus(context, tenant, version.id, { status, status_message: statusMessage, at });
+      for (const version of versions)
+        await updateStatus(context, tenant, version.id, { status, status_message: statusMessage, at });
       await refreshLatest(context, tenant, first.agent.number);
       const stored: StoredDefinition[] = [];
       for (const version of versions) {
         const row = await readStoredInWrite(context, tenant, version.id);
         const definition = row === undefined ? undefined : toStoredDefinition(tenant, row);
-        if (definition === undefined) throw new Error(`Agent definition ${version.id} vanished inside its own status change.`);
+        if (definition === undefined)
+          throw new Error(`Agent definition ${version.id} vanished inside its own status change.`);
         stored.push(definition);
       }
       return stored;
@@ -290,5 +341,11 @@ export class SqlWriteTransaction implements WriteTransaction {
 
 /** The lifecycle members of an instance, as they are. */
 function lifecycleOf(instance: InstanceRef): Lifecycle {
-  return { revision: instance.revision, status: instance.status, statusMessage: instance.statusMessage, statusChangedAt: instance.statusChangedAt, latest: instance.latest };
+  return {
+    revision: instance.revision,
+    status: instance.status,
+    statusMessage: instance.statusMessage,
+    statusChangedAt: instance.statusChangedAt,
+    latest: instance.latest,
+  };
 }

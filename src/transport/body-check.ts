@@ -26,7 +26,9 @@ export interface BodyCheckOptions {
 }
 
 /** The body's JSON value, checked; or the one error to answer. */
-export type BodyCheck = { readonly value: JsonValue; readonly problem?: undefined } | { readonly value?: undefined; readonly problem: RegistryError };
+export type BodyCheck =
+  | { readonly value: JsonValue; readonly problem?: undefined }
+  | { readonly value?: undefined; readonly problem: RegistryError };
 
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
 
@@ -36,7 +38,12 @@ export function checkJsonBody(bytes: Uint8Array, desc: DescMessage, options: Bod
     const relative = relativeToBody(issues, options.bodyField);
     return { problem: invalid(relative, problemsMessage(relative)) };
   };
-  const malformed = (message: string): BodyCheck => refuse([options.sentAs === undefined ? { code: "MALFORMED_JSON", message } : issueAt(options.sentAs, "MALFORMED_JSON", message)]);
+  const malformed = (message: string): BodyCheck =>
+    refuse([
+      options.sentAs === undefined
+        ? { code: "MALFORMED_JSON", message }
+        : issueAt(options.sentAs, "MALFORMED_JSON", message),
+    ]);
   let text: string;
   try {
     text = strictUtf8.decode(bytes);

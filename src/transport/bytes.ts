@@ -2,7 +2,10 @@
  * The chunks of a body as one array. Web APIs only (no Buffer), as the rest of
  * the transport.
  */
-export function concatBytes(chunks: readonly Uint8Array[], size = chunks.reduce((n, c) => n + c.byteLength, 0)): Uint8Array<ArrayBuffer> {
+export function concatBytes(
+  chunks: readonly Uint8Array[],
+  size = chunks.reduce((n, c) => n + c.byteLength, 0),
+): Uint8Array<ArrayBuffer> {
   const out = new Uint8Array(size);
   let offset = 0;
   for (const chunk of chunks) {

@@ -16,7 +16,10 @@ export function toConnectError(err: RegistryError): ConnectError {
   const body = errorBody(err);
   const detail =
     "errors" in body
-      ? { desc: ValidationErrorSchema, value: create(ValidationErrorSchema, { error: body.error, errors: [...body.errors] }) }
+      ? {
+          desc: ValidationErrorSchema,
+          value: create(ValidationErrorSchema, { error: body.error, errors: [...body.errors] }),
+        }
       : { desc: ErrorSchema, value: create(ErrorSchema, body) };
   const challenge = challengeOf(err);
   const retryAfter = err.row.retryAfterSeconds;
@@ -24,7 +27,13 @@ export function toConnectError(err: RegistryError): ConnectError {
     ...(challenge === undefined ? {} : { "www-authenticate": challenge }),
     ...(retryAfter === undefined ? {} : { "retry-after": String(retryAfter) }),
   };
-  return new ConnectError(err.message, Code[err.row.grpc], Object.keys(metadata).length === 0 ? undefined : metadata, [detail], err);
+  return new ConnectError(
+    err.message,
+    Code[err.row.grpc],
+    Object.keys(metadata).length === 0 ? undefined : metadata,
+    [detail],
+    err,
+  );
 }
 
 /**
@@ -37,8 +46,16 @@ export function errorInterceptor(logger: Logger): Interceptor {
     try {
       return await next(req);
     } catch (err) {
-      if (err instanceof ConnectError && !(err.cause instanceof RegistryError) && err.code !== Code.Internal && err.code !== Code.Unknown) throw err;
-      throw toConnectError(callerError(err, logger, `${req.service.typeName}/${req.method.name}`, { record: recordOf(req.contextValues) }));
+      if (
+        err instanceof ConnectError &&
+        !(err.cause instanceof RegistryError) &&
+        err.code !== Code.Internal &&
+        err.code !== Code.Unknown
+      )
+        throw err;
+      throw toConnectError(
+        callerError(err, logger, `${req.service.typeName}/${req.method.name}`, { record: recordOf(req.contextValues) }),
+      );
     }
   };
 }

@@ -5,4 +5,6 @@
  */
 import { createContextKey } from "@connectrpc/connect";
 
-export const connectionKey = createContextKey<object | undefined>(undefined, { description: "the connection the request came on" });
+export const connectionKey = createContextKey<object | undefined>(undefined, {
+  description: "the connection the request came on",
+});

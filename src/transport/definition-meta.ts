@@ -7,7 +7,13 @@
  * drops a sent one).
  */
 import { create } from "@bufbuild/protobuf";
-import { type AgentDefinition, AgentDefinitionSchema, DefinitionStatus, type RegistryMeta, RegistryMetaSchema } from "../../gen/asor/v1/agent_definition_pb.js";
+import {
+  type AgentDefinition,
+  AgentDefinitionSchema,
+  DefinitionStatus,
+  type RegistryMeta,
+  RegistryMetaSchema,
+} from "../../gen/asor/v1/agent_definition_pb.js";
 import { etagOf } from "../domain/lifecycle.js";
 import type { StoredDefinition } from "../domain/records.js";
 import { concatBytes } from "./bytes.js";
@@ -75,7 +81,11 @@ const DATA_END = encoder.encode("]}");
  * and `"nextPageToken"` when there is a next page. The same text REST and the
  * RPCs' JSON codecs answer (their members in the order of the response message).
  */
-export function pageJson(total: number, data: readonly StoredDefinition[], nextPageToken?: string): Uint8Array<ArrayBuffer> {
+export function pageJson(
+  total: number,
+  data: readonly StoredDefinition[],
+  nextPageToken?: string,
+): Uint8Array<ArrayBuffer> {
   const chunks: Uint8Array[] = [encoder.encode(`{"total":${total},"data":[`)];
   data.forEach((stored, i) => {
     if (i > 0) chunks.push(COMMA);

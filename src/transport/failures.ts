@@ -22,7 +22,12 @@ export interface FailureContext {
  * counted, and one `warn` line per reason and interval says how many there
  * were (RefusalLog), so a flood of refused requests is not a flood of lines.
  */
-export function callerError(err: unknown, logger: Logger, procedure: string, context: FailureContext = {}): RegistryError {
+export function callerError(
+  err: unknown,
+  logger: Logger,
+  procedure: string,
+  context: FailureContext = {},
+): RegistryError {
   const error = asRegistryError(err);
   if (context.clientGone === true && !(err instanceof RegistryError)) return error;
   // A refusal by design (rate limit, busy gate, issuer down, drain) is the service working: counted, not an error per request.

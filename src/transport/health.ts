@@ -1,6 +1,10 @@
 import { create, type DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
-import { Health, HealthCheckResponseSchema, HealthCheckResponse_ServingStatus as Status } from "../../gen/grpc/health/v1/health_pb.js";
+import {
+  Health,
+  HealthCheckResponseSchema,
+  HealthCheckResponse_ServingStatus as Status,
+} from "../../gen/grpc/health/v1/health_pb.js";
 import { connectionKey } from "./connection.js";
 
 /** What the health service reports on. */
@@ -36,7 +40,13 @@ const defaultWatchIntervalMillis = 1_000;
  * while any is open, at most `maxWatches` are open at once, and at most
  * `maxWatchesPerConnection` on one connection.
  */
-export function createHealthRoutes({ services, ping, watchIntervalMillis = defaultWatchIntervalMillis, maxWatches, maxWatchesPerConnection }: HealthOptions): (router: ConnectRouter) => void {
+export function createHealthRoutes({
+  services,
+  ping,
+  watchIntervalMillis = defaultWatchIntervalMillis,
+  maxWatches,
+  maxWatchesPerConnection,
+}: HealthOptions): (router: ConnectRouter) => void {
   const names = ["", ...services.map((s) => s.typeName)];
   const status = (): Promise<Status> =>
     ping().then(
@@ -56,11 +66,18 @@ export function createHealthRoutes({ services, ping, watchIntervalMillis = defau
         return response(await status());
       },
       async *watch({ service }, { signal, values }) {
-        if (open >= maxWatches) throw new ConnectError(`at most ${maxWatches} health watches may be open at once; use Check, or watch again later`, Code.ResourceExhausted);
+        if (open >= maxWatches)
+          throw new ConnectError(
+            `at most ${maxWatches} health watches may be open at once; use Check, or watch again later`,
+            Code.ResourceExhausted,
+          );
         const connection = values.get(connectionKey);
         const onConnection = connection === undefined ? 0 : (perConnection.get(connection) ?? 0);
         if (onConnection >= maxWatchesPerConnection) {
-          throw new ConnectError(`at most ${maxWatchesPerConnection} health watches may be open on one connection; use Check, or watch again later`, Code.ResourceExhausted);
+          throw new ConnectError(
+            `at most ${maxWatchesPerConnection} health watches may be open on one connection; use Check, or watch again later`,
+            Code.ResourceExhausted,
+          );
         }
         // Counted out once, when the client leaves or the call ends: Connect may leave a generator
         // whose client left suspended at its `yield`, never to run its `finally`.

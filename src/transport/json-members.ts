@@ -31,14 +31,20 @@ function join(path: string, name: string): string {
 function scalarIssue(type: ScalarType, value: unknown, path: string): Issue | undefined {
   switch (type) {
     case ScalarType.STRING:
-      if (typeof value !== "string") return issueAt(path, "INVALID_TYPE", `${path} must be a string, not ${describe(value)}.`);
+      if (typeof value !== "string")
+        return issueAt(path, "INVALID_TYPE", `${path} must be a string, not ${describe(value)}.`);
       // `"\ud800"` is valid JSON but no character: UTF-8 cannot hold it, so it could only be stored mangled.
-      return UNPAIRED_SURROGATE.test(value) ? issueAt(path, "INVALID_UNICODE", `${path} is not well-formed Unicode: it has an unpaired surrogate.`) : undefined;
+      return UNPAIRED_SURROGATE.test(value)
+        ? issueAt(path, "INVALID_UNICODE", `${path} is not well-formed Unicode: it has an unpaired surrogate.`)
+        : undefined;
     case ScalarType.BOOL:
-      return typeof value === "boolean" ? undefined : issueAt(path, "INVALID_TYPE", `${path} must be true or false, not ${describe(value)}.`);
+      return typeof value === "boolean"
+        ? undefined
+        : issueAt(path, "INVALID_TYPE", `${path} must be true or false, not ${describe(value)}.`);
     case ScalarType.INT32: {
       const n = typeof value === "string" && /^-?\d+$/.test(value) ? Number(value) : value;
-      if (typeof n !== "number" || !Number.isInteger(n)) return issueAt(path, "INVALID_TYPE", `${path} must be a 32-bit integer.`);
+      if (typeof n !== "number" || !Number.isInteger(n))
+        return issueAt(path, "INVALID_TYPE", `${path} must be a 32-bit integer.`);
       return int32RangeIssue(n, path);
     }
     default:
@@ -52,7 +58,13 @@ export interface DecodeOptions {
   readonly protoNames?: boolean;
 }
 
-function valueIssues(field: DescField, value: unknown, path: string, issues: IssueCollector, options: DecodeOptions): void {
+function valueIssues(
+  field: DescField,
+  value: unknown,
+  path: string,
+  issues: IssueCollector,
+  options: DecodeOptions,
+): void {
   if (field.fieldKind === "message") {
     objectIssues(field.message, value, path, issues, options);
   } else if (field.fieldKind === "scalar") {
@@ -60,10 +72,19 @@ function valueIssues(field: DescField, value: unknown, path: string, issues: Iss
     if (issue) issues.add(issue);
   } else if (field.fieldKind === "enum") {
     // protobuf JSON names an enum value by its name (or its number); anything else, named here.
-    const known = typeof value === "string" ? field.enum.values.some((v) => v.name === value) : typeof value === "number" && field.enum.values.some((v) => v.number === value);
+    const known =
+      typeof value === "string"
+        ? field.enum.values.some((v) => v.name === value)
+        : typeof value === "number" && field.enum.values.some((v) => v.number === value);
     if (!known) {
       const names = field.enum.values.filter((v) => v.number !== 0).map((v) => v.name);
-      issues.add(issueAt(path, "NOT_ALLOWED", `${path} must be one of ${names.join(", ")}, not ${typeof value === "string" ? JSON.stringify(value) : describe(value)}.`));
+      issues.add(
+        issueAt(
+          path,
+          "NOT_ALLOWED",
+          `${path} must be one of ${names.join(", ")}, not ${typeof value === "string" ? JSON.stringify(value) : describe(value)}.`,
+        ),
+      );
     }
   } else if (field.fieldKind === "list") {
     if (!Array.isArray(value)) {
@@ -81,7 +102,13 @@ function valueIssues(field: DescField, value: unknown, path: string, issues: Iss
   }
 }
 
-function objectIssues(desc: DescMessage, value: unknown, path: string, issues: IssueCollector, options: DecodeOptions): void {
+function objectIssues(
+  desc: DescMessage,
+  value: unknown,
+  path: string,
+  issues: IssueCollector,
+  options: DecodeOptions,
+): void {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     const where = path === "" ? "The body" : path;
     issues.add(issueAt(path, "INVALID_TYPE", `${where} must be a JSON object, not ${describe(value)}.`));
@@ -96,7 +123,12 @@ function objectIssues(desc: DescMessage, value: unknown, path: string, issues: I
         const at = join(path, key);
         const near = desc.fields.find((f) => f.name === key || f.jsonName.toLowerCase() === key.toLowerCase());
         const hint = near ? ` Did you mean "${near.jsonName}"?` : "";
-        return { code: "UNKNOWN_FIELD", message: `${at} is not a member of ${desc.name}.${hint}`, field: key, path: at };
+        return {
+          code: "UNKNOWN_FIELD",
+          message: `${at} is not a member of ${desc.name}.${hint}`,
+          field: key,
+          path: at,
+        };
       });
     } else if (member !== null) {
       const at = join(path, key);

@@ -1,7 +1,20 @@
-import { create, createRegistry, type DescFile, type DescService, fromBinary, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
+import {
+  create,
+  createRegistry,
+  type DescFile,
+  type DescService,
+  fromBinary,
+  type MessageInitShape,
+  toBinary,
+} from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import { Code, type ConnectRouter } from "@connectrpc/connect";
-import { ServerReflection, type ServerReflectionRequest, ServerReflectionRequestSchema, ServerReflectionResponseSchema } from "../../gen/grpc/reflection/v1/reflection_pb.js";
+import {
+  ServerReflection,
+  type ServerReflectionRequest,
+  ServerReflectionRequestSchema,
+  ServerReflectionResponseSchema,
+} from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import * as v1alpha from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
 
 /** What the reflection service describes. */
@@ -52,7 +65,13 @@ export function createReflectionRoutes({ services, files = [] }: ReflectionOptio
     if (parent === undefined) return undefined;
     const member = symbol.slice(dot + 1);
     const members: readonly { name: string }[] =
-      parent.kind === "service" ? parent.methods : parent.kind === "message" ? [...parent.fields, ...parent.oneofs] : parent.kind === "enum" ? parent.values : [];
+      parent.kind === "service"
+        ? parent.methods
+        : parent.kind === "message"
+          ? [...parent.fields, ...parent.oneofs]
+          : parent.kind === "enum"
+            ? parent.values
+            : [];
     return members.some((m) => m.name === member) ? parent.file : undefined;
   };
 
@@ -73,7 +92,10 @@ export function createReflectionRoutes({ services, files = [] }: ReflectionOptio
     return { case: "fileDescriptorResponse", value: { fileDescriptorProto: out } };
   };
 
-  const notFound = (what: string): Answer["messageResponse"] => ({ case: "errorResponse", value: { errorCode: Code.NotFound, errorMessage: `${what} not found` } });
+  const notFound = (what: string): Answer["messageResponse"] => ({
+    case: "errorResponse",
+    value: { errorCode: Code.NotFound, errorMessage: `${what} not found` },
+  });
 
   const answer = (request: ServerReflectionRequest, sent: Set<string>): Answer => {
     const { messageRequest: m } = request;
@@ -90,13 +112,24 @@ export function createReflectionRoutes({ services, files = [] }: ReflectionOptio
       const { containingType, extensionNumber } = m.value;
       const extendee = registry.getMessage(containingType);
       const extension = extendee === undefined ? undefined : registry.getExtensionFor(extendee, extensionNumber);
-      messageResponse = extension === undefined ? notFound(`extension ${extensionNumber} of "${containingType}"`) : withImports(extension.file, sent);
+      messageResponse =
+        extension === undefined
+          ? notFound(`extension ${extensionNumber} of "${containingType}"`)
+          : withImports(extension.file, sent);
     } else if (m.case === "allExtensionNumbersOfType") {
       const extendee = registry.getMessage(m.value);
-      const numbers = [...registry].flatMap((d) => (d.kind === "extension" && d.extendee.typeName === m.value ? [d.number] : []));
-      messageResponse = extendee === undefined ? notFound(`type "${m.value}"`) : { case: "allExtensionNumbersResponse", value: { baseTypeName: m.value, extensionNumber: numbers } };
+      const numbers = [...registry].flatMap((d) =>
+        d.kind === "extension" && d.extendee.typeName === m.value ? [d.number] : [],
+      );
+      messageResponse =
+        extendee === undefined
+          ? notFound(`type "${m.value}"`)
+          : { case: "allExtensionNumbersResponse", value: { baseTypeName: m.value, extensionNumber: numbers } };
     } else {
-      messageResponse = { case: "errorResponse", value: { errorCode: Code.InvalidArgument, errorMessage: "the request names no message_request" } };
+      messageResponse = {
+        case: "errorResponse",
+        value: { errorCode: Code.InvalidArgument, errorMessage: "the request names no message_request" },
+      };
     }
     return { validHost: request.host, originalRequest: request, messageResponse };
   };
@@ -113,8 +146,14 @@ export function createReflectionRoutes({ services, files = [] }: ReflectionOptio
       async *serverReflectionInfo(requests) {
         const sent = new Set<string>();
         for await (const request of requests) {
-          const asV1 = fromBinary(ServerReflectionRequestSchema, toBinary(v1alpha.ServerReflectionRequestSchema, request));
-          const response = toBinary(ServerReflectionResponseSchema, create(ServerReflectionResponseSchema, answer(asV1, sent)));
+          const asV1 = fromBinary(
+            ServerReflectionRequestSchema,
+            toBinary(v1alpha.ServerReflectionRequestSchema, request),
+          );
+          const response = toBinary(
+            ServerReflectionResponseSchema,
+            create(ServerReflectionResponseSchema, answer(asV1, sent)),
+          );
           yield fromBinary(v1alpha.ServerReflectionResponseSchema, response);
         }
       },

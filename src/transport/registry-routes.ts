@@ -15,11 +15,16 @@ import { definitionWithMeta, jsonWithMeta, pageJson } from "./definition-meta.js
 import { createStoredJson, type StoredJson } from "./stored-json.js";
 
 /** Where the edge leaves its verdict for the RPC: the admitted call, or the error to answer with (401/403, a bad message). */
-export const verdictKey = createContextKey<Admission | undefined>(undefined, { description: "the edge's verdict on the caller and the message" });
+export const verdictKey = createContextKey<Admission | undefined>(undefined, {
+  description: "the edge's verdict on the caller and the message",
+});
 
 function callOf(ctx: HandlerContext): Call {
   const verdict = ctx.values.get(verdictKey);
-  if (verdict === undefined) throw new Error("A registry RPC ran without the edge's verdict: it must be served through an edge (src/edge/edge.ts).");
+  if (verdict === undefined)
+    throw new Error(
+      "A registry RPC ran without the edge's verdict: it must be served through an edge (src/edge/edge.ts).",
+    );
   if (verdict.error !== undefined) throw verdict.error;
   // Connect's signal: the client leaving (the edge's request signal), a cancel, and the call's deadline (`grpc-timeout`, `connect-timeout-ms`).
   return { ...verdict.call, signal: ctx.signal };
@@ -37,10 +42,18 @@ function answersBinary(ctx: HandlerContext): boolean {
  * their stored bytes: binary as they are (preEncoded), JSON through a stand-in
  * for the stored JSON (stored-json.ts), never decoded into messages.
  */
-function responseOf(method: DescMethod, result: Result, binary: boolean, ctx: HandlerContext, storedJson: StoredJson): Message {
+function responseOf(
+  method: DescMethod,
+  result: Result,
+  binary: boolean,
+  ctx: HandlerContext,
+  storedJson: StoredJson,
+): Message {
   switch (result.kind) {
     case "definition":
-      return binary ? definitionWithMeta(result.stored) : storedJson.standIn(method.output, jsonWithMeta(result.stored), ctx.signal);
+      return binary
+        ? definitionWithMeta(result.stored)
+        : storedJson.standIn(method.output, jsonWithMeta(result.stored), ctx.signal);
     case "page": {
       const { total, data, nextPageToken } = result.page;
       if (!binary) return storedJson.standIn(method.output, pageJson(total, data, nextPageToken), ctx.signal);

@@ -93,19 +93,28 @@ export interface MessageCheck {
 }
 
 /** The checks of `method`'s messages: the JSON ones are the one body check (body-check.ts). */
-export function createMessageCheck(method: DescMethod, maxBodyBytes: number, compressions: readonly Compression[] = []): MessageCheck {
+export function createMessageCheck(
+  method: DescMethod,
+  maxBodyBytes: number,
+  compressions: readonly Compression[] = [],
+): MessageCheck {
   /** A problem with the message as a whole (its compression, its binary encoding). */
   const refuse = (code: Issue["code"], message: string): RegistryError => invalid([{ code, message }], message);
   // The RPC's message is the whole request: issues inside its body field are given relative to it, as REST gives them.
   const bodyField = bodyFieldOf(method);
-  const checkJson = (data: Uint8Array): BodyCheck => checkJsonBody(data, method.input, { bodyField, sentAs: bodyField, protoNames: true });
+  const checkJson = (data: Uint8Array): BodyCheck =>
+    checkJsonBody(data, method.input, { bodyField, sentAs: bodyField, protoNames: true });
 
   /** The message inflated within the body limit, or the problem with it. */
-  const decompress = async (compression: Compression, data: Uint8Array): Promise<{ data: Uint8Array; problem?: undefined } | { data?: undefined; problem: RegistryError }> => {
+  const decompress = async (
+    compression: Compression,
+    data: Uint8Array,
+  ): Promise<{ data: Uint8Array; problem?: undefined } | { data?: undefined; problem: RegistryError }> => {
     try {
       return { data: await compression.decompress(data, maxBodyBytes) };
     } catch (err) {
-      if (err instanceof ConnectError && err.code === Code.ResourceExhausted) return { problem: tooLarge(maxBodyBytes) };
+      if (err instanceof ConnectError && err.code === Code.ResourceExhausted)
+        return { problem: tooLarge(maxBodyBytes) };
       const message = `The message cannot be decompressed as ${compression.name}: it is not valid ${compression.name} data.`;
       return { problem: refuse("MALFORMED_COMPRESSION", message) };
     }
@@ -118,7 +127,12 @@ export function createMessageCheck(method: DescMethod, maxBodyBytes: number, com
   };
 
   /** The request with its message replaced by `data`, plain (no encoding). */
-  const withPlainBody = (req: UniversalServerRequest, data: Uint8Array, enveloped: boolean, value?: JsonValue): UniversalServerRequest => {
+  const withPlainBody = (
+    req: UniversalServerRequest,
+    data: Uint8Array,
+    enveloped: boolean,
+    value?: JsonValue,
+  ): UniversalServerRequest => {
     const header = new Headers(req.header);
     header.delete("content-length");
     header.delete("content-encoding");
@@ -181,10 +195,12 @@ export function createMessageCheck(method: DescMethod, maxBodyBytes: number, com
       const compression = compressionOf(req.header.get(format?.enveloped ? "grpc-encoding" : "content-encoding"));
       const body = req.body;
       if (format === undefined || compression === undefined) return { request: req, problem: undefined };
-      if (typeof body !== "object" || body === null || !(Symbol.asyncIterator in body)) return { request: req, problem: undefined };
+      if (typeof body !== "object" || body === null || !(Symbol.asyncIterator in body))
+        return { request: req, problem: undefined };
       const overhead = format.enveloped ? 5 : 0;
       const limit = maxBodyBytes + overhead;
-      if (Number(req.header.get("content-length") ?? 0) > limit) return { request: emptyBody(req), problem: tooLarge(maxBodyBytes) };
+      if (Number(req.header.get("content-length") ?? 0) > limit)
+        return { request: emptyBody(req), problem: tooLarge(maxBodyBytes) };
       const chunks: Uint8Array[] = [];
       let size = 0;
       try {
@@ -196,7 +212,12 @@ export function createMessageCheck(method: DescMethod, maxBodyBytes: number, com
         }
       } catch (err) {
         // The body budget refused it (OVERLOADED): answered like any other refused message.
-        const refused = err instanceof RegistryError ? err : err instanceof ConnectError && err.cause instanceof RegistryError ? err.cause : undefined;
+        const refused =
+          err instanceof RegistryError
+            ? err
+            : err instanceof ConnectError && err.cause instanceof RegistryError
+              ? err.cause
+              : undefined;
         if (refused !== undefined) return { request: emptyBody(req), problem: refused };
         // The client went away mid-body: Connect meets the same failure where it would have.
         return { request: { ...req, body: failing(err) }, problem: undefined };
@@ -205,7 +226,8 @@ export function createMessageCheck(method: DescMethod, maxBodyBytes: number, com
       const frame = format.enveloped ? unenvelope(bytes) : { data: bytes, compressed: compression !== null };
       if (frame === undefined) return { request: { ...req, body: once(bytes) }, problem: undefined };
       if (frame.compressed && compression === null) {
-        const message = "The message is marked compressed, but the request names no grpc-encoding to decompress it with.";
+        const message =
+          "The message is marked compressed, but the request names no grpc-encoding to decompress it with.";
         return { request: emptyBody(req), problem: refuse("MALFORMED_COMPRESSION", message) };
       }
       let data = frame.data;
@@ -224,7 +246,11 @@ export function createMessageCheck(method: DescMethod, maxBodyBytes: number, com
       const json = checkJson(data);
       if (json.problem !== undefined) return { request: emptyBody(req), problem: json.problem };
       // Connect's own unary JSON takes the parsed value; gRPC's enveloped JSON only bytes.
-      if (!format.enveloped) return { request: plain ? withPlainBody(req, data, false, json.value) : { ...req, body: json.value }, problem: undefined };
+      if (!format.enveloped)
+        return {
+          request: plain ? withPlainBody(req, data, false, json.value) : { ...req, body: json.value },
+          problem: undefined,
+        };
       return { request: plain ? withPlainBody(req, data, true) : { ...req, body: once(bytes) }, problem: undefined };
     },
   };

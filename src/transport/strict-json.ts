@@ -8,7 +8,13 @@ import { createIssueCollector, type Issue } from "../domain/errors.js";
 export const MAX_JSON_DEPTH = 32;
 
 type Frame =
-  | { readonly kind: "object"; readonly path: string; readonly keys: Set<string>; key: string | undefined; expectKey: boolean }
+  | {
+      readonly kind: "object";
+      readonly path: string;
+      readonly keys: Set<string>;
+      key: string | undefined;
+      expectKey: boolean;
+    }
   | { readonly kind: "array"; readonly path: string; index: number };
 
 const QUOTE = 0x22;
@@ -68,7 +74,12 @@ export function structureIssues(text: string): readonly Issue[] {
           const parent = top.path;
           issues.add(() => {
             const path = join(parent, named);
-            return { code: "DUPLICATE_KEY", message: `${path} is given twice; send each member once.`, field: named, path };
+            return {
+              code: "DUPLICATE_KEY",
+              message: `${path} is given twice; send each member once.`,
+              field: named,
+              path,
+            };
           });
         }
         top.keys.add(key);
@@ -80,9 +91,19 @@ export function structureIssues(text: string): readonly Issue[] {
       const path = valuePath(top);
       if (stack.length + 1 > MAX_JSON_DEPTH) {
         const where = path === "" ? "the body" : path;
-        return [{ code: "TOO_DEEP", message: `The JSON nests deeper than ${MAX_JSON_DEPTH} objects and arrays at ${where}.`, ...(path === "" ? {} : { path }) }];
+        return [
+          {
+            code: "TOO_DEEP",
+            message: `The JSON nests deeper than ${MAX_JSON_DEPTH} objects and arrays at ${where}.`,
+            ...(path === "" ? {} : { path }),
+          },
+        ];
       }
-      stack.push(c === "{" ? { kind: "object", path, keys: new Set(), key: undefined, expectKey: true } : { kind: "array", path, index: 0 });
+      stack.push(
+        c === "{"
+          ? { kind: "object", path, keys: new Set(), key: undefined, expectKey: true }
+          : { kind: "array", path, index: 0 },
+      );
     } else if (c === "}" || c === "]") {
       stack.pop();
     } else if (c === ",") {
@@ -97,7 +118,9 @@ export function structureIssues(text: string): readonly Issue[] {
  * The value of JSON text, or its structural issues (duplicate members,
  * nesting). A syntax error is thrown as JSON.parse throws it.
  */
-export function parseStrictJsonText(text: string): { value: unknown; issues?: undefined } | { value?: undefined; issues: readonly Issue[] } {
+export function parseStrictJsonText(
+  text: string,
+): { value: unknown; issues?: undefined } | { value?: undefined; issues: readonly Issue[] } {
   const issues = structureIssues(text);
   return issues.length > 0 ? { issues } : { value: JSON.parse(text) };
 }

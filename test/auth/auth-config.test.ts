@@ -31,7 +31,10 @@ describe("parseAuthConfig", () => {
 
   it("lets a token without the tenant claim act on the default tenant only in the development mode, unless told", () => {
     expect(parseAuthConfig({ AUTH_ISSUER: "https://i.example" }).config.noTenantClaimUsesDefault).toBe(false);
-    expect(parseAuthConfig({ AUTH_ISSUER: "https://i.example", AUTH_NO_TENANT_CLAIM_USES_DEFAULT: "true" }).config.noTenantClaimUsesDefault).toBe(true);
+    expect(
+      parseAuthConfig({ AUTH_ISSUER: "https://i.example", AUTH_NO_TENANT_CLAIM_USES_DEFAULT: "true" }).config
+        .noTenantClaimUsesDefault,
+    ).toBe(true);
     expect(parseAuthConfig({ AUTH_NO_TENANT_CLAIM_USES_DEFAULT: "false" }).config.noTenantClaimUsesDefault).toBe(false);
   });
 
@@ -53,7 +56,14 @@ describe("parseAuthConfig", () => {
       platformAdminClaim: "ops",
       allowDevIssuer: true,
     });
-    expect(parseAuthConfig({ AUTH_REQUIRE_AT_JWT_TYP: "no", AUTH_MAX_TOKEN_LIFETIME_SECONDS: "59", AUTH_INTROSPECTION_MAX_PER_SECOND: "0", AUTH_ALLOW_DEV_ISSUER: "1" }).problems).toEqual([
+    expect(
+      parseAuthConfig({
+        AUTH_REQUIRE_AT_JWT_TYP: "no",
+        AUTH_MAX_TOKEN_LIFETIME_SECONDS: "59",
+        AUTH_INTROSPECTION_MAX_PER_SECOND: "0",
+        AUTH_ALLOW_DEV_ISSUER: "1",
+      }).problems,
+    ).toEqual([
       'AUTH_ALLOW_DEV_ISSUER must be true or false, not "1"',
       'AUTH_REQUIRE_AT_JWT_TYP must be true or false, not "no"',
       'AUTH_MAX_TOKEN_LIFETIME_SECONDS must be an integer from 60 to 31536000, not "59"',
@@ -75,7 +85,13 @@ describe("parseAuthConfig", () => {
     });
     expect(problems).toEqual([]);
     expect(config.issuer?.href).toBe("https://login.example.com/realms/acme");
-    expect(config).toMatchObject({ audience: "registry", tenantClaim: "org", domainsClaim: "roles", algorithms: ["ES256", "RS256"], clockSkewSeconds: 5 });
+    expect(config).toMatchObject({
+      audience: "registry",
+      tenantClaim: "org",
+      domainsClaim: "roles",
+      algorithms: ["ES256", "RS256"],
+      clockSkewSeconds: 5,
+    });
     expect(config.scopeDomains).toEqual(
       new Map([
         ["asor.read", ["Setup: Agents"]],
@@ -116,9 +132,9 @@ describe("parseAuthConfig", () => {
     expect(parseAuthConfig({ AUTH_ISSUER: "https://i.example", AUTH_INTROSPECTION_CLIENT_ID: "x" }).problems).toEqual([
       "AUTH_INTROSPECTION_CLIENT_ID and AUTH_INTROSPECTION_CLIENT_SECRET must be set together (or neither)",
     ]);
-    expect(parseAuthConfig({ AUTH_INTROSPECTION_CLIENT_ID: "x", AUTH_INTROSPECTION_CLIENT_SECRET: "y" }).problems).toEqual([
-      "AUTH_INTROSPECTION_CLIENT_ID is set but AUTH_ISSUER is not: introspection needs an issuer",
-    ]);
+    expect(
+      parseAuthConfig({ AUTH_INTROSPECTION_CLIENT_ID: "x", AUTH_INTROSPECTION_CLIENT_SECRET: "y" }).problems,
+    ).toEqual(["AUTH_INTROSPECTION_CLIENT_ID is set but AUTH_ISSUER is not: introspection needs an issuer"]);
   });
 
   it("lists every bad variable at once, never echoing the introspection secret", () => {
@@ -147,12 +163,16 @@ describe("parseAuthConfig", () => {
 
 describe("the development issuer and HOST", () => {
   it("knows the loopback hosts", () => {
-    for (const host of ["127.0.0.1", "127.1.2.3", "localhost", "::1", "[::1]", "::ffff:127.0.0.1"]) expect(isLoopbackHost(host), host).toBe(true);
-    for (const host of ["0.0.0.0", "::", "10.0.0.1", "registry.example.com", "128.0.0.1"]) expect(isLoopbackHost(host), host).toBe(false);
+    for (const host of ["127.0.0.1", "127.1.2.3", "localhost", "::1", "[::1]", "::ffff:127.0.0.1"])
+      expect(isLoopbackHost(host), host).toBe(true);
+    for (const host of ["0.0.0.0", "::", "10.0.0.1", "registry.example.com", "128.0.0.1"])
+      expect(isLoopbackHost(host), host).toBe(false);
   });
 
   it("is a start-up problem off loopback without AUTH_ISSUER, unless AUTH_ALLOW_DEV_ISSUER=true", () => {
-    expect(devIssuerProblem("0.0.0.0", parseAuthConfig({}).config)).toMatch(/^HOST "0.0.0.0" is not a loopback address and AUTH_ISSUER is unset: set AUTH_ISSUER/);
+    expect(devIssuerProblem("0.0.0.0", parseAuthConfig({}).config)).toMatch(
+      /^HOST "0.0.0.0" is not a loopback address and AUTH_ISSUER is unset: set AUTH_ISSUER/,
+    );
     expect(devIssuerProblem("127.0.0.1", parseAuthConfig({}).config)).toBeUndefined();
     expect(devIssuerProblem("0.0.0.0", parseAuthConfig({ AUTH_ALLOW_DEV_ISSUER: "true" }).config)).toBeUndefined();
     expect(devIssuerProblem("0.0.0.0", parseAuthConfig({ AUTH_ISSUER: "https://i.example" }).config)).toBeUndefined();

@@ -3,8 +3,15 @@ import { base64url, type CryptoKey, exportSPKI, generateKeyPair, type JWK, type 
 import { RegistryError } from "../../src/domain/errors.js";
 
 /** A JWT signed with `key` (ES256), with exactly these claims and header. */
-export function sign(key: CryptoKey, kid: string | undefined, claims: JWTPayload, header: Record<string, unknown> = {}): Promise<string> {
-  return new SignJWT(claims).setProtectedHeader({ alg: "ES256", typ: "at+jwt", ...(kid === undefined ? {} : { kid }), ...header }).sign(key);
+export function sign(
+  key: CryptoKey,
+  kid: string | undefined,
+  claims: JWTPayload,
+  header: Record<string, unknown> = {},
+): Promise<string> {
+  return new SignJWT(claims)
+    .setProtectedHeader({ alg: "ES256", typ: "at+jwt", ...(kid === undefined ? {} : { kid }), ...header })
+    .sign(key);
 }
 
 /** An unsecured JWT (`alg: none`): header and payload, empty signature. */
@@ -14,10 +21,17 @@ export function unsigned(claims: JWTPayload): string {
 }
 
 /** HS256 tokens whose HMAC secret is the issuer's public key, as JWK JSON and as PEM (the key-confusion attack). */
-export async function hmacWithPublicKey(publicJwk: JWK, publicKey: CryptoKey | undefined, kid: string, claims: JWTPayload): Promise<string[]> {
+export async function hmacWithPublicKey(
+  publicJwk: JWK,
+  publicKey: CryptoKey | undefined,
+  kid: string,
+  claims: JWTPayload,
+): Promise<string[]> {
   const secrets = [new TextEncoder().encode(JSON.stringify(publicJwk))];
   if (publicKey !== undefined) secrets.push(new TextEncoder().encode(await exportSPKI(publicKey)));
-  return Promise.all(secrets.map((secret) => new SignJWT(claims).setProtectedHeader({ alg: "HS256", typ: "JWT", kid }).sign(secret)));
+  return Promise.all(
+    secrets.map((secret) => new SignJWT(claims).setProtectedHeader({ alg: "HS256", typ: "JWT", kid }).sign(secret)),
+  );
 }
 
 /** The token with its payload replaced (claims changed), header and signature kept. */
@@ -47,5 +61,10 @@ export async function rejection(promise: Promise<unknown>): Promise<RegistryErro
 
 /** Everything an error shows (message, issues, cause), to check that the token is not in it. */
 export function shown(error: RegistryError): string {
-  return JSON.stringify({ message: error.message, issues: error.issues, cause: String(error.cause ?? ""), stack: error.stack });
+  return JSON.stringify({
+    message: error.message,
+    issues: error.issues,
+    cause: String(error.cause ?? ""),
+    stack: error.stack,
+  });
 }

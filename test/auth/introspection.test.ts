@@ -7,10 +7,22 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAuthConfig } from "../../src/auth/auth-config.js";
 import { type Authenticator, createAuthenticator } from "../../src/auth/authenticator.js";
-import { AUDIENCE, OPAQUE_RESOURCE, startOidcProvider, type TestClient, type TestIssuer } from "../support/oidc-provider.js";
+import {
+  AUDIENCE,
+  OPAQUE_RESOURCE,
+  startOidcProvider,
+  type TestClient,
+  type TestIssuer,
+} from "../support/oidc-provider.js";
 import { rejection, shown } from "./forge.js";
 
-const client: TestClient = { clientId: "opaque-user", clientSecret: "opaque-user-secret-0123456789", scope: "asor.read asor.write", tenant: "acme", domains: ["Development"] };
+const client: TestClient = {
+  clientId: "opaque-user",
+  clientSecret: "opaque-user-secret-0123456789",
+  scope: "asor.read asor.write",
+  tenant: "acme",
+  domains: ["Development"],
+};
 
 let issuer: TestIssuer;
 let introspectionEndpoint: string;
@@ -51,7 +63,10 @@ async function introspect(token: string): Promise<{ active: boolean; exp?: numbe
   const { clientId, clientSecret } = issuer.introspector;
   const response = await fetch(introspectionEndpoint, {
     method: "POST",
-    headers: { authorization: `Basic ${btoa(`${clientId}:${clientSecret}`)}`, "content-type": "application/x-www-form-urlencoded" },
+    headers: {
+      authorization: `Basic ${btoa(`${clientId}:${clientSecret}`)}`,
+      "content-type": "application/x-www-form-urlencoded",
+    },
     body: new URLSearchParams({ token }),
   });
   return (await response.json()) as { active: boolean; exp?: number };
@@ -61,7 +76,9 @@ const bearer = (token: string) => `Bearer ${token}`;
 
 beforeAll(async () => {
   issuer = await startOidcProvider([client]);
-  const metadata = (await (await fetch(`${issuer.issuer}/.well-known/openid-configuration`)).json()) as { introspection_endpoint: string };
+  const metadata = (await (await fetch(`${issuer.issuer}/.well-known/openid-configuration`)).json()) as {
+    introspection_endpoint: string;
+  };
   introspectionEndpoint = metadata.introspection_endpoint;
 });
 afterAll(() => issuer?.close());
@@ -168,7 +185,9 @@ describe("the introspection cache (AUTH_INTROSPECTION_CACHE_SECONDS)", () => {
     const revoked = await issuer.token(client, { resource: OPAQUE_RESOURCE });
     await issuer.revoke(client, revoked);
     for (const token of [unknown, revoked, unknown, revoked]) {
-      expect((await rejection(authenticator.authenticate(bearer(token)))).message).toBe("The bearer token is not active.");
+      expect((await rejection(authenticator.authenticate(bearer(token)))).message).toBe(
+        "The bearer token is not active.",
+      );
     }
     expect(introspections()).toBe(4);
   });
@@ -176,12 +195,16 @@ describe("the introspection cache (AUTH_INTROSPECTION_CACHE_SECONDS)", () => {
   it("never caches the issuer's failure: each request asks again", async () => {
     const { authenticator, introspections } = await rig({}, "wrong-secret-0123456789abcdef");
     const token = await issuer.token(client, { resource: OPAQUE_RESOURCE });
-    for (let i = 0; i < 3; i++) expect((await rejection(authenticator.authenticate(bearer(token)))).code).toBe("UNAVAILABLE");
+    for (let i = 0; i < 3; i++)
+      expect((await rejection(authenticator.authenticate(bearer(token)))).code).toBe("UNAVAILABLE");
     expect(introspections()).toBe(3);
   });
 
   it("never keeps an answer past the token's exp, even within the cache time", async () => {
-    const { authenticator, clock, introspections } = await rig({ AUTH_INTROSPECTION_CACHE_SECONDS: "60", AUTH_CLOCK_SKEW_SECONDS: "0" });
+    const { authenticator, clock, introspections } = await rig({
+      AUTH_INTROSPECTION_CACHE_SECONDS: "60",
+      AUTH_CLOCK_SKEW_SECONDS: "0",
+    });
     const token = await issuer.token(client, { resource: OPAQUE_RESOURCE });
     const { exp } = await introspect(token);
     if (exp === undefined) throw new Error("the issuer's introspection answer has no exp");

@@ -47,7 +47,14 @@ async function signingKey(): Promise<{ privateKey: CryptoKey; kid: string; jwk: 
 }
 
 const claims = () => ({ iss: ISSUER, aud: "asor", sub: "svc", iat: now(), exp: now() + 300 });
-const verifierFor = (url: URL, cooldownMs: number) => createJwtVerifier({ issuer: ISSUER, audience: "asor", algorithms: ["ES256"], clockSkewSeconds: 30, keys: remoteKeys(url, { cooldownMs }) });
+const verifierFor = (url: URL, cooldownMs: number) =>
+  createJwtVerifier({
+    issuer: ISSUER,
+    audience: "asor",
+    algorithms: ["ES256"],
+    clockSkewSeconds: 30,
+    keys: remoteKeys(url, { cooldownMs }),
+  });
 
 describe("the issuer's key set", () => {
   it("caches the keys: many tokens, one fetch", async () => {

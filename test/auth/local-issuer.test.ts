@@ -75,7 +75,10 @@ describe("the local development issuer", () => {
     const { privateKey } = await newKey();
     const cases: [string, RegExp][] = [
       [await other.issue({ tenant: "default" }), /key the issuer has not published/],
-      [await sign(privateKey, undefined, { iss: LOCAL_ISSUER, aud: "asor", sub: "x", exp: now() + 60 }), /signature is not valid/],
+      [
+        await sign(privateKey, undefined, { iss: LOCAL_ISSUER, aud: "asor", sub: "x", exp: now() + 60 }),
+        /signature is not valid/,
+      ],
       [tamper(await own.issue({ tenant: "default" }), (c) => (c.tenant = "other")), /signature is not valid/],
     ];
     for (const [token, message] of cases) {
@@ -92,7 +95,9 @@ describe("the local development issuer", () => {
     const key = (await importJWK(stored, "ES256")) as CryptoKey;
     const base = { iss: LOCAL_ISSUER, aud: "asor", sub: "developer", tenant: "default", iat: now() - 900 };
     const expired = await sign(key, stored.kid, { ...base, exp: now() - 120 });
-    expect((await rejection(authenticator.authenticate(`Bearer ${expired}`))).message).toBe("The bearer token has expired.");
+    expect((await rejection(authenticator.authenticate(`Bearer ${expired}`))).message).toBe(
+      "The bearer token has expired.",
+    );
     const elsewhere = await sign(key, stored.kid, { ...base, aud: "another-service", exp: now() + 60 });
     expect((await rejection(authenticator.authenticate(`Bearer ${elsewhere}`))).message).toMatch(/wrong audience/);
   });
@@ -113,13 +118,19 @@ describe("the local development issuer", () => {
 
 describe("npm run token", () => {
   const env = (dir: string): NodeJS.ProcessEnv => {
-    const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("AUTH_") && k !== "DATA_DIR"));
+    const clean = Object.fromEntries(
+      Object.entries(process.env).filter(([k]) => !k.startsWith("AUTH_") && k !== "DATA_DIR"),
+    );
     return { ...clean, DATA_DIR: dir };
   };
 
   it("prints a token (and only the token) that the service accepts", async () => {
     const dir = await dataDir();
-    const { stdout } = await run("npm", ["run", "-s", "token", "--", "--tenant", "default", "--domains", "Development,Setup: Agents"], { env: env(dir) });
+    const { stdout } = await run(
+      "npm",
+      ["run", "-s", "token", "--", "--tenant", "default", "--domains", "Development,Setup: Agents"],
+      { env: env(dir) },
+    );
     const token = stdout.trim();
     expect(token).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
     const authenticator = await createAuthenticator(config, { keyStore: localIssuerKeyFile(dir) });
@@ -130,21 +141,32 @@ describe("npm run token", () => {
 
   it("honours --ttl and --subject", async () => {
     const dir = await dataDir();
-    const { stdout } = await run("node_modules/.bin/tsx", ["src/main/token.ts", "--subject", "ci-bot", "--ttl", "120", "--tenant", "t1"], { env: env(dir) });
+    const { stdout } = await run(
+      "node_modules/.bin/tsx",
+      ["src/main/token.ts", "--subject", "ci-bot", "--ttl", "120", "--tenant", "t1"],
+      { env: env(dir) },
+    );
     const [, payload] = stdout.trim().split(".");
-    const claims = JSON.parse(Buffer.from(payload ?? "", "base64url").toString()) as { sub: string; exp: number; iat: number; domains: string[] };
+    const claims = JSON.parse(Buffer.from(payload ?? "", "base64url").toString()) as {
+      sub: string;
+      exp: number;
+      iat: number;
+      domains: string[];
+    };
     expect(claims).toMatchObject({ sub: "ci-bot", domains: [] });
     expect(claims.exp - claims.iat).toBe(120);
   });
 
   it("prints no token longer-lived than the service accepts (AUTH_MAX_TOKEN_LIFETIME_SECONDS, 24 h by default)", async () => {
     const dir = await dataDir();
-    const tooLong = await run("node_modules/.bin/tsx", ["src/main/token.ts", "--tenant", "t1", "--ttl", "86401"], { env: env(dir) }).catch(
-      (e: unknown) => e as { code: number; stderr: string; stdout: string },
-    );
+    const tooLong = await run("node_modules/.bin/tsx", ["src/main/token.ts", "--tenant", "t1", "--ttl", "86401"], {
+      env: env(dir),
+    }).catch((e: unknown) => e as { code: number; stderr: string; stdout: string });
     expect(tooLong).toMatchObject({ code: 2, stdout: "" });
     expect((tooLong as { stderr: string }).stderr).toContain("from 1 to 86400 (AUTH_MAX_TOKEN_LIFETIME_SECONDS)");
-    const { stdout } = await run("node_modules/.bin/tsx", ["src/main/token.ts", "--tenant", "t1", "--ttl", "7200"], { env: { ...env(dir), AUTH_MAX_TOKEN_LIFETIME_SECONDS: "7200" } });
+    const { stdout } = await run("node_modules/.bin/tsx", ["src/main/token.ts", "--tenant", "t1", "--ttl", "7200"], {
+      env: { ...env(dir), AUTH_MAX_TOKEN_LIFETIME_SECONDS: "7200" },
+    });
     const [, payload] = stdout.trim().split(".");
     const claims = JSON.parse(Buffer.from(payload ?? "", "base64url").toString()) as { exp: number; iat: number };
     expect(claims.exp - claims.iat).toBe(7200);
@@ -152,23 +174,33 @@ describe("npm run token", () => {
 
   it("sets the platform admin claim with --platform-admin", async () => {
     const dir = await dataDir();
-    const { stdout } = await run("node_modules/.bin/tsx", ["src/main/token.ts", "--tenant", "t1", "--platform-admin"], { env: env(dir) });
+    const { stdout } = await run("node_modules/.bin/tsx", ["src/main/token.ts", "--tenant", "t1", "--platform-admin"], {
+      env: env(dir),
+    });
     const authenticator = await createAuthenticator(config, { keyStore: localIssuerKeyFile(dir) });
-    expect(await authenticator.authenticate(`Bearer ${stdout.trim()}`)).toMatchObject({ tenant: "t1", platformAdmin: true });
+    expect(await authenticator.authenticate(`Bearer ${stdout.trim()}`)).toMatchObject({
+      tenant: "t1",
+      platformAdmin: true,
+    });
   });
 
   it("prints a platform operator's token without --tenant: no tenant claim, the platform admin claim set", async () => {
     const dir = await dataDir();
-    const { stdout } = await run("node_modules/.bin/tsx", ["src/main/token.ts", "--domains", "Setup: Tenants"], { env: env(dir) });
+    const { stdout } = await run("node_modules/.bin/tsx", ["src/main/token.ts", "--domains", "Setup: Tenants"], {
+      env: env(dir),
+    });
     const authenticator = await createAuthenticator(config, { keyStore: localIssuerKeyFile(dir) });
-    expect(await authenticator.authenticate(`Bearer ${stdout.trim()}`)).toMatchObject({ tenant: null, platformAdmin: true });
+    expect(await authenticator.authenticate(`Bearer ${stdout.trim()}`)).toMatchObject({
+      tenant: null,
+      platformAdmin: true,
+    });
   });
 
   it("refuses to run when AUTH_ISSUER points at a real issuer", async () => {
     const dir = await dataDir();
-    const failure = await run("node_modules/.bin/tsx", ["src/main/token.ts", "--tenant", "default"], { env: { ...env(dir), AUTH_ISSUER: "https://issuer.example" } }).catch(
-      (e: unknown) => e as { code: number; stderr: string; stdout: string },
-    );
+    const failure = await run("node_modules/.bin/tsx", ["src/main/token.ts", "--tenant", "default"], {
+      env: { ...env(dir), AUTH_ISSUER: "https://issuer.example" },
+    }).catch((e: unknown) => e as { code: number; stderr: string; stdout: string });
     expect(failure).toMatchObject({ code: 1, stdout: "" });
     expect((failure as { stderr: string }).stderr).toContain("AUTH_ISSUER is set");
   });

@@ -17,7 +17,11 @@ const agentsAdmin: TestClient = {
   tenant: "acme",
   domains: ["Development"],
 };
-const scopedOnly: TestClient = { clientId: "scoped-only", clientSecret: "scoped-only-secret-0123456789", scope: "asor.read asor.write" };
+const scopedOnly: TestClient = {
+  clientId: "scoped-only",
+  clientSecret: "scoped-only-secret-0123456789",
+  scope: "asor.read asor.write",
+};
 
 let issuer: TestIssuer;
 let authenticator: Authenticator;
@@ -38,7 +42,16 @@ beforeAll(async () => {
 afterAll(() => issuer?.close());
 
 /** Claims a real access token from the issuer would carry, valid now. */
-const validClaims = () => ({ iss: issuer.issuer, aud: AUDIENCE, sub: "agents-admin", client_id: "agents-admin", tenant: "acme", domains: ["Development"], iat: now(), exp: now() + 600 });
+const validClaims = () => ({
+  iss: issuer.issuer,
+  aud: AUDIENCE,
+  sub: "agents-admin",
+  client_id: "agents-admin",
+  tenant: "acme",
+  domains: ["Development"],
+  iat: now(),
+  exp: now() + 600,
+});
 
 describe("accepted tokens", () => {
   it("accepts a client_credentials JWT access token from the issuer and maps its tenant and domains claims", async () => {
@@ -51,9 +64,13 @@ describe("accepted tokens", () => {
   });
 
   it("grants the domains of the token's scopes through the scope-to-domain map", async () => {
-    const readOnly = await authenticator.authenticate(`Bearer ${await issuer.token(scopedOnly, { scope: "asor.read" })}`);
+    const readOnly = await authenticator.authenticate(
+      `Bearer ${await issuer.token(scopedOnly, { scope: "asor.read" })}`,
+    );
     expect([...readOnly.domains]).toEqual(["Setup: Agents"]);
-    const both = await authenticator.authenticate(`Bearer ${await issuer.token(scopedOnly, { scope: "asor.read asor.write" })}`);
+    const both = await authenticator.authenticate(
+      `Bearer ${await issuer.token(scopedOnly, { scope: "asor.read asor.write" })}`,
+    );
     expect(new Set(both.domains)).toEqual(new Set(["Setup: Agents", "Development"]));
   });
 
@@ -74,7 +91,9 @@ describe("accepted tokens", () => {
   });
 
   it("says which mode is in force, naming the issuer and audience and no secret", () => {
-    expect(authenticator.description).toBe(`OAuth2 resource server for ${issuer.issuer} (audience "asor"; JWT via JWKS, RS256/PS256/ES256/EdDSA; introspection off)`);
+    expect(authenticator.description).toBe(
+      `OAuth2 resource server for ${issuer.issuer} (audience "asor"; JWT via JWKS, RS256/PS256/ES256/EdDSA; introspection off)`,
+    );
   });
 });
 
@@ -84,7 +103,10 @@ describe("refused requests", () => {
     expect(error.code).toBe("UNAUTHENTICATED");
     expect(error.message).toMatch(message);
     // The 401 body names the problem once, in the validation shape.
-    expect(errorBody(error)).toEqual({ error: error.message, errors: [{ error: error.message, code: "UNAUTHENTICATED" }] });
+    expect(errorBody(error)).toEqual({
+      error: error.message,
+      errors: [{ error: error.message, code: "UNAUTHENTICATED" }],
+    });
     if (token !== undefined) expect(shown(error)).not.toContain(token);
     return error;
   };
@@ -96,7 +118,14 @@ describe("refused requests", () => {
 
   it("refuses an Authorization header that is not 'Bearer <token>'", async () => {
     const token = await issuer.token(agentsAdmin);
-    for (const header of [`Basic ${token}`, token, "Bearer", `Bearer ${token} extra`, `Bearer\t${token}`, `Token ${token}`]) {
+    for (const header of [
+      `Basic ${token}`,
+      token,
+      "Bearer",
+      `Bearer ${token} extra`,
+      `Bearer\t${token}`,
+      `Token ${token}`,
+    ]) {
       await refuses(header, /^The Authorization header is not of the form 'Bearer <token>'\.$/, token);
     }
   });
@@ -123,7 +152,10 @@ describe("refused requests", () => {
   });
 
   it("refuses a token from another issuer, even signed with the trusted key", async () => {
-    const token = await sign(issuer.signingKey, issuer.kid, { ...validClaims(), iss: "http://127.0.0.1:9/not-the-issuer" });
+    const token = await sign(issuer.signingKey, issuer.kid, {
+      ...validClaims(),
+      iss: "http://127.0.0.1:9/not-the-issuer",
+    });
     await refuses(`Bearer ${token}`, /not issued by the issuer this service trusts/, token);
   });
 

@@ -12,7 +12,12 @@ import { type Authenticator, authenticatorFrom, createAuthenticator } from "../.
 import { createJwtVerifier, type JwtVerifier } from "../../src/auth/jwt-verifier.js";
 import { type KeyStore, LOCAL_ISSUER, openLocalIssuer } from "../../src/auth/local-issuer.js";
 import type { ClaimMapping } from "../../src/auth/principal.js";
-import { createTokenCache, TOKEN_CACHE_MAX_AGE_MS, TOKEN_CACHE_MAX_ENTRIES, tokenKey } from "../../src/auth/token-cache.js";
+import {
+  createTokenCache,
+  TOKEN_CACHE_MAX_AGE_MS,
+  TOKEN_CACHE_MAX_ENTRIES,
+  tokenKey,
+} from "../../src/auth/token-cache.js";
 import { AUDIENCE, startOidcProvider, type TestClient, type TestIssuer } from "../support/oidc-provider.js";
 import { rejection, shown, sign, tamper } from "./forge.js";
 
@@ -69,7 +74,14 @@ async function rig(options: { clockSkewSeconds?: number; maxEntries?: number } =
     }
     return localKeys(header, token);
   };
-  const real = createJwtVerifier({ issuer: LOCAL_ISSUER, audience: "asor", algorithms: ["ES256"], clockSkewSeconds: options.clockSkewSeconds ?? 30, keys, now });
+  const real = createJwtVerifier({
+    issuer: LOCAL_ISSUER,
+    audience: "asor",
+    algorithms: ["ES256"],
+    clockSkewSeconds: options.clockSkewSeconds ?? 30,
+    keys,
+    now,
+  });
   let verifications = 0;
   const verifier: JwtVerifier = {
     verify(token) {
@@ -96,7 +108,16 @@ async function rig(options: { clockSkewSeconds?: number; maxEntries?: number } =
     failNextKeyLookup: () => {
       failNext = true;
     },
-    claims: (extra = {}) => ({ iss: LOCAL_ISSUER, aud: "asor", sub: "developer", tenant: "acme", domains: ["Development"], iat: seconds(), exp: seconds() + 3600, ...extra }),
+    claims: (extra = {}) => ({
+      iss: LOCAL_ISSUER,
+      aud: "asor",
+      sub: "developer",
+      tenant: "acme",
+      domains: ["Development"],
+      iat: seconds(),
+      exp: seconds() + 3600,
+      ...extra,
+    }),
   };
 }
 
@@ -144,7 +165,9 @@ describe("the verified-token cache", () => {
     await r.authenticator.authenticate(bearer(token));
     expect(r.verifications()).toBe(3);
     r.clock.ms = (claims.exp as number) * 1000 + 30_000;
-    expect((await rejection(r.authenticator.authenticate(bearer(token)))).message).toBe("The bearer token has expired.");
+    expect((await rejection(r.authenticator.authenticate(bearer(token)))).message).toBe(
+      "The bearer token has expired.",
+    );
     expect(r.verifications()).toBe(4);
   });
 
@@ -176,14 +199,18 @@ describe("the verified-token cache", () => {
     const claims = r.claims({ jti: "same-jti" });
     await r.authenticator.authenticate(bearer(await sign(r.key, r.kid, claims)));
     const elsewhere = await sign(r.key, r.kid, { ...claims, aud: "another-service" });
-    for (let i = 0; i < 2; i++) expect((await rejection(r.authenticator.authenticate(bearer(elsewhere)))).message).toMatch(/wrong audience/);
+    for (let i = 0; i < 2; i++)
+      expect((await rejection(r.authenticator.authenticate(bearer(elsewhere)))).message).toMatch(/wrong audience/);
     expect(r.verifications()).toBe(3);
   });
 
   it("never caches a refusal: a token whose claims do not map is verified again each time", async () => {
     const r = await rig();
     const token = await sign(r.key, r.kid, r.claims({ tenant: ["acme", "other"] }));
-    for (let i = 0; i < 3; i++) expect((await rejection(r.authenticator.authenticate(bearer(token)))).message).toMatch(/"tenant" claim is not a tenant name/);
+    for (let i = 0; i < 3; i++)
+      expect((await rejection(r.authenticator.authenticate(bearer(token)))).message).toMatch(
+        /"tenant" claim is not a tenant name/,
+      );
     expect(r.verifications()).toBe(3);
   });
 
@@ -270,7 +297,12 @@ describe("the token cache itself", () => {
 });
 
 describe("the cache inside createAuthenticator, with an injected clock", () => {
-  const client: TestClient = { clientId: "cache-user", clientSecret: "cache-user-secret-0123456789", tenant: "acme", domains: ["Development"] };
+  const client: TestClient = {
+    clientId: "cache-user",
+    clientSecret: "cache-user-secret-0123456789",
+    tenant: "acme",
+    domains: ["Development"],
+  };
   let issuer: TestIssuer;
   beforeAll(async () => {
     issuer = await startOidcProvider([client]);
@@ -302,12 +334,23 @@ describe("the cache inside createAuthenticator, with an injected clock", () => {
 
   it("resource server: a cached token signed by the issuer is refused once past its exp", async () => {
     const clock = { ms: Date.now() };
-    const { config, problems } = parseAuthConfig({ AUTH_ISSUER: issuer.issuer, AUTH_ALLOW_HTTP_ISSUER: "true", AUTH_AUDIENCE: AUDIENCE, AUTH_CLOCK_SKEW_SECONDS: "0" });
+    const { config, problems } = parseAuthConfig({
+      AUTH_ISSUER: issuer.issuer,
+      AUTH_ALLOW_HTTP_ISSUER: "true",
+      AUTH_AUDIENCE: AUDIENCE,
+      AUTH_CLOCK_SKEW_SECONDS: "0",
+    });
     expect(problems).toEqual([]);
     const authenticator = await createAuthenticator(config, { now: () => clock.ms });
     // Signed with the issuer's own key, to expire within the cache's 60 s.
     const exp = Math.floor(clock.ms / 1000) + 30;
-    const token = await sign(issuer.signingKey, issuer.kid, { iss: issuer.issuer, aud: AUDIENCE, sub: "cache-user", tenant: "acme", exp });
+    const token = await sign(issuer.signingKey, issuer.kid, {
+      iss: issuer.issuer,
+      aud: AUDIENCE,
+      sub: "cache-user",
+      tenant: "acme",
+      exp,
+    });
     expect((await authenticator.authenticate(bearer(token))).tenant).toBe("acme");
     clock.ms = exp * 1000 - 1;
     expect((await authenticator.authenticate(bearer(token))).tenant).toBe("acme");

@@ -6,12 +6,23 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { parseAuthConfig } from "../../src/auth/auth-config.js";
 import { type Authenticator, createAuthenticator } from "../../src/auth/authenticator.js";
-import { AUDIENCE, OPAQUE_RESOURCE, startOidcProvider, type TestClient, type TestIssuer } from "../support/oidc-provider.js";
+import {
+  AUDIENCE,
+  OPAQUE_RESOURCE,
+  startOidcProvider,
+  type TestClient,
+  type TestIssuer,
+} from "../support/oidc-provider.js";
 import { newKey, now, rejection, sign } from "./forge.js";
 
 /** A client whose id is the API's audience: its ID tokens name `aud: asor`, the confusion RFC 9068's typ guards against. */
 const sameNameClient: TestClient = { clientId: AUDIENCE, clientSecret: "asor-client-secret-0123456789" };
-const worker: TestClient = { clientId: "worker", clientSecret: "worker-secret-0123456789", tenant: "acme", domains: ["Development"] };
+const worker: TestClient = {
+  clientId: "worker",
+  clientSecret: "worker-secret-0123456789",
+  tenant: "acme",
+  domains: ["Development"],
+};
 
 let issuer: TestIssuer;
 beforeAll(async () => {
@@ -29,15 +40,31 @@ interface Rig {
 }
 
 async function rig(extra: Record<string, string> = {}): Promise<Rig> {
-  const { config, problems } = parseAuthConfig({ AUTH_ISSUER: issuer.issuer, AUTH_ALLOW_HTTP_ISSUER: "true", AUTH_AUDIENCE: AUDIENCE, ...extra });
+  const { config, problems } = parseAuthConfig({
+    AUTH_ISSUER: issuer.issuer,
+    AUTH_ALLOW_HTTP_ISSUER: "true",
+    AUTH_AUDIENCE: AUDIENCE,
+    ...extra,
+  });
   expect(problems).toEqual([]);
   const clock = { ms: Date.now() };
   return { authenticator: await createAuthenticator(config, { now: () => clock.ms }), clock };
 }
-const introspecting = () => ({ AUTH_INTROSPECTION_CLIENT_ID: issuer.introspector.clientId, AUTH_INTROSPECTION_CLIENT_SECRET: issuer.introspector.clientSecret });
+const introspecting = () => ({
+  AUTH_INTROSPECTION_CLIENT_ID: issuer.introspector.clientId,
+  AUTH_INTROSPECTION_CLIENT_SECRET: issuer.introspector.clientSecret,
+});
 
 const bearer = (token: string) => `Bearer ${token}`;
-const claims = () => ({ iss: issuer.issuer, aud: AUDIENCE, sub: "worker", client_id: "worker", tenant: "acme", iat: now(), exp: now() + 600 });
+const claims = () => ({
+  iss: issuer.issuer,
+  aud: AUDIENCE,
+  sub: "worker",
+  client_id: "worker",
+  tenant: "acme",
+  iat: now(),
+  exp: now() + 600,
+});
 
 describe("ID tokens presented as access tokens", () => {
   it("refuses a real ID token of the issuer whose audience is this service (no typ at+jwt)", async () => {
@@ -79,7 +106,9 @@ describe("issue time and lifetime", () => {
   it("refuses a lifetime over 24 hours by default, with or without iat, and accepts 24 hours", async () => {
     const { authenticator } = await rig();
     const long = await sign(issuer.signingKey, issuer.kid, { ...claims(), exp: now() + 25 * 3600 });
-    expect((await rejection(authenticator.authenticate(bearer(long)))).message).toMatch(/lifetime .* longer than this service accepts \(86400 s\)/);
+    expect((await rejection(authenticator.authenticate(bearer(long)))).message).toMatch(
+      /lifetime .* longer than this service accepts \(86400 s\)/,
+    );
     const { iat: _iat, ...noIat } = claims();
     const longNoIat = await sign(issuer.signingKey, issuer.kid, { ...noIat, exp: now() + 25 * 3600 });
     expect((await rejection(authenticator.authenticate(bearer(longNoIat)))).message).toMatch(/lifetime/);
@@ -90,7 +119,9 @@ describe("issue time and lifetime", () => {
   it("takes the maximum lifetime from AUTH_MAX_TOKEN_LIFETIME_SECONDS", async () => {
     const { authenticator } = await rig({ AUTH_MAX_TOKEN_LIFETIME_SECONDS: "300" });
     // The issuer's own tokens live 600 s.
-    expect((await rejection(authenticator.authenticate(bearer(await issuer.token(worker))))).message).toMatch(/\(300 s\)/);
+    expect((await rejection(authenticator.authenticate(bearer(await issuer.token(worker))))).message).toMatch(
+      /\(300 s\)/,
+    );
   });
 });
 
@@ -99,9 +130,13 @@ describe("introspection answers", () => {
     const strict = await rig(introspecting());
     const token = await issuer.token(worker, { resource: OPAQUE_RESOURCE });
     issuer.faults.introspectionAnswer = () => ({ active: true });
-    expect((await rejection(strict.authenticator.authenticate(bearer(token)))).message).toMatch(/does not name its issuer and audience/);
+    expect((await rejection(strict.authenticator.authenticate(bearer(token)))).message).toMatch(
+      /does not name its issuer and audience/,
+    );
     issuer.faults.introspectionAnswer = ({ aud: _aud, ...answer }) => answer;
-    expect((await rejection(strict.authenticator.authenticate(bearer(token)))).message).toMatch(/does not name its issuer and audience/);
+    expect((await rejection(strict.authenticator.authenticate(bearer(token)))).message).toMatch(
+      /does not name its issuer and audience/,
+    );
 
     const lax = await rig({ ...introspecting(), AUTH_INTROSPECTION_REQUIRE_ISS_AUD: "false" });
     expect((await lax.authenticator.authenticate(bearer(token))).tenant).toBe("acme");
@@ -113,7 +148,9 @@ describe("introspection answers", () => {
 
   it("accepts the issuer's full answers, which name both", async () => {
     const { authenticator } = await rig(introspecting());
-    expect((await authenticator.authenticate(bearer(await issuer.token(worker, { resource: OPAQUE_RESOURCE })))).tenant).toBe("acme");
+    expect(
+      (await authenticator.authenticate(bearer(await issuer.token(worker, { resource: OPAQUE_RESOURCE })))).tenant,
+    ).toBe("acme");
   });
 });
 
@@ -122,7 +159,9 @@ describe("a flood of random opaque tokens", () => {
     const { authenticator, clock } = await rig({ ...introspecting(), AUTH_INTROSPECTION_MAX_PER_SECOND: "5" });
     const before = issuer.requests("/token/introspection");
     const random = () => `${crypto.randomUUID()}${crypto.randomUUID()}`.replaceAll("-", "");
-    const codes = await Promise.all(Array.from({ length: 60 }, async () => (await rejection(authenticator.authenticate(bearer(random())))).code));
+    const codes = await Promise.all(
+      Array.from({ length: 60 }, async () => (await rejection(authenticator.authenticate(bearer(random())))).code),
+    );
     expect(issuer.requests("/token/introspection") - before).toBe(5);
     expect(codes.filter((c) => c === "UNAUTHENTICATED")).toHaveLength(5);
     expect(codes.filter((c) => c === "UNAVAILABLE")).toHaveLength(55);
@@ -130,7 +169,9 @@ describe("a flood of random opaque tokens", () => {
     clock.ms += 1000;
     const real = await issuer.token(worker, { resource: OPAQUE_RESOURCE });
     expect((await authenticator.authenticate(bearer(real))).tenant).toBe("acme");
-    await Promise.all(Array.from({ length: 20 }, () => authenticator.authenticate(bearer(random())).catch(() => undefined)));
+    await Promise.all(
+      Array.from({ length: 20 }, () => authenticator.authenticate(bearer(random())).catch(() => undefined)),
+    );
     expect(issuer.requests("/token/introspection") - before).toBe(10);
   });
 });
@@ -167,7 +208,9 @@ describe("a failing JWKS endpoint", () => {
     clock.ms += 11_000;
     const { privateKey } = await newKey();
     for (let i = 0; i < 10; i++) {
-      expect((await rejection(authenticator.authenticate(bearer(await sign(privateKey, `rotated-${i}`, claims()))))).code).toBe("UNAVAILABLE");
+      expect(
+        (await rejection(authenticator.authenticate(bearer(await sign(privateKey, `rotated-${i}`, claims()))))).code,
+      ).toBe("UNAVAILABLE");
       expect((await authenticator.authenticate(bearer(await issuer.token(worker)))).tenant).toBe("acme");
     }
     expect(issuer.requests("/jwks") - before).toBe(1);

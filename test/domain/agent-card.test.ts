@@ -2,7 +2,12 @@ import { fromJson, toBinary, toJson } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { AgentCardSchema } from "../../gen/asor/v1/agent_card_pb.js";
 import { type AgentDefinition, AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
-import { AGENT_CARD_CACHE_CONTROL, agentCardEtag, agentCardJson, renderAgentCard } from "../../src/domain/agent-card.js";
+import {
+  AGENT_CARD_CACHE_CONTROL,
+  agentCardEtag,
+  agentCardJson,
+  renderAgentCard,
+} from "../../src/domain/agent-card.js";
 import { withDerivedFields } from "../../src/domain/derived-fields.js";
 import { a2aAgentCardValidator } from "../support/a2a-agent-card-schema.js";
 import { exampleCard, fullCard, minimalCard } from "../support/agent-cards.js";
@@ -44,30 +49,52 @@ describe("the A2A agent card of a definition", () => {
   it("needs agentCardJson's required lists: protobuf JSON alone leaves a skill without tags without its required `tags`", () => {
     const plain = toJson(AgentCardSchema, renderAgentCard(stored(minimalDefinition())));
     expect(validate(plain)).toBe(false);
-    expect(validate.errors?.map((e) => `${e.instancePath} ${e.message}`)).toEqual(["/skills/0 must have required property 'tags'"]);
+    expect(validate.errors?.map((e) => `${e.instancePath} ${e.message}`)).toEqual([
+      "/skills/0 must have required property 'tags'",
+    ]);
   });
 
   it("keeps the port of the agent's url in the provider's url, and takes the provider's href when the definition has one", () => {
-    expect(cardOf(minimalDefinition({ url: "http://127.0.0.1:9000/a2a" })).provider).toEqual({ organization: "Acme", url: "http://127.0.0.1:9000" });
+    expect(cardOf(minimalDefinition({ url: "http://127.0.0.1:9000/a2a" })).provider).toEqual({
+      organization: "Acme",
+      url: "http://127.0.0.1:9000",
+    });
     const withHref = stored(minimalDefinition());
     if (withHref.provider) withHref.provider.href = "https://acme.example/about";
-    expect(agentCardJson(renderAgentCard(withHref)).provider).toEqual({ organization: "Acme", url: "https://acme.example/about" });
+    expect(agentCardJson(renderAgentCard(withHref)).provider).toEqual({
+      organization: "Acme",
+      url: "https://acme.example/about",
+    });
   });
 
   it("names a provider with a 32-hex host id by that id, and uses a URN agent url itself as the provider's url", () => {
-    const card = cardOf(minimalDefinition({ url: "urn:agents:minimal", provider: { id: "94a39e71541b468fa895955508287acd" } }));
+    const card = cardOf(
+      minimalDefinition({ url: "urn:agents:minimal", provider: { id: "94a39e71541b468fa895955508287acd" } }),
+    );
     expect(card.provider).toEqual({ organization: "94a39e71541b468fa895955508287acd", url: "urn:agents:minimal" });
-    expect(card.supportedInterfaces).toEqual([{ url: "urn:agents:minimal", protocolBinding: "JSONRPC", protocolVersion: "1.0" }]);
+    expect(card.supportedInterfaces).toEqual([
+      { url: "urn:agents:minimal", protocolBinding: "JSONRPC", protocolVersion: "1.0" },
+    ]);
   });
 
   it("leaves out capabilities the definition does not set, and keeps explicit false", () => {
-    expect(cardOf(minimalDefinition({ capabilities: { pushNotifications: false } })).capabilities).toEqual({ pushNotifications: false });
-    expect(cardOf(minimalDefinition({ supportsAuthenticatedExtendedCard: true })).capabilities).toEqual({ extendedAgentCard: true });
+    expect(cardOf(minimalDefinition({ capabilities: { pushNotifications: false } })).capabilities).toEqual({
+      pushNotifications: false,
+    });
+    expect(cardOf(minimalDefinition({ supportsAuthenticatedExtendedCard: true })).capabilities).toEqual({
+      extendedAgentCard: true,
+    });
   });
 
   it("keeps the skills, their tags and modes in the definition's order", () => {
     const skills = [
-      { id: "b", name: "B", description: "b", tags: [{ tag: "z" }, { tag: "a" }], outputModes: [{ type: "image/png" }, { type: "text/csv" }] },
+      {
+        id: "b",
+        name: "B",
+        description: "b",
+        tags: [{ tag: "z" }, { tag: "a" }],
+        outputModes: [{ type: "image/png" }, { type: "text/csv" }],
+      },
       { id: "a", name: "A", description: "a", inputModes: [{ type: "audio/wav" }] },
     ];
     expect(cardOf(minimalDefinition({ skills })).skills).toEqual([

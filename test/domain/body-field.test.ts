@@ -17,7 +17,12 @@ describe("the body field of a method, from its google.api.http rule", () => {
 
   it("makes the paths inside the body field, and the messages that name them, relative to it", () => {
     const issues = [
-      { code: "REQUIRED" as const, message: "agentCardAndTools.url is required.", field: "url", path: "agentCardAndTools.url" },
+      {
+        code: "REQUIRED" as const,
+        message: "agentCardAndTools.url is required.",
+        field: "url",
+        path: "agentCardAndTools.url",
+      },
       { code: "INVALID_VALUE" as const, message: "etag is not an ETag.", field: "etag", path: "etag" },
     ];
     expect(relativeToBody(issues, "agentCardAndTools")).toEqual([
@@ -28,10 +33,24 @@ describe("the body field of a method, from its google.api.http rule", () => {
   });
 
   it("gives a service's error relative to the body, keeping its code; leaves others as they are", () => {
-    const error = invalid([{ code: "REQUIRED", message: "agentCardAndTools.url is required.", field: "url", path: "agentCardAndTools.url" }], "agentCardAndTools.url is required.");
+    const error = invalid(
+      [
+        {
+          code: "REQUIRED",
+          message: "agentCardAndTools.url is required.",
+          field: "url",
+          path: "agentCardAndTools.url",
+        },
+      ],
+      "agentCardAndTools.url is required.",
+    );
     const relative = errorRelativeToBody(error, "agentCardAndTools") as RegistryError;
     expect(relative).toBeInstanceOf(RegistryError);
-    expect([relative.code, relative.message, relative.issues[0]?.path]).toEqual(["VALIDATION_FAILED", "url is required.", "url"]);
+    expect([relative.code, relative.message, relative.issues[0]?.path]).toEqual([
+      "VALIDATION_FAILED",
+      "url is required.",
+      "url",
+    ]);
     const other = new Error("boom");
     expect(errorRelativeToBody(other, "agentCardAndTools")).toBe(other);
     expect(errorRelativeToBody(error, undefined)).toBe(error);

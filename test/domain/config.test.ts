@@ -6,7 +6,14 @@ import { defaultSqliteSearchWorkers } from "../../src/storage/run/sqlite-search-
 describe("configuration", () => {
   it("defaults to the embedded database on 127.0.0.1:8080", () => {
     const config = parseConfig({});
-    expect(config).toMatchObject({ port: 8080, host: "127.0.0.1", databaseUrl: undefined, dataDir: "./data", defaultTenant: "default", maxBodyBytes: 1048576 });
+    expect(config).toMatchObject({
+      port: 8080,
+      host: "127.0.0.1",
+      databaseUrl: undefined,
+      dataDir: "./data",
+      defaultTenant: "default",
+      maxBodyBytes: 1048576,
+    });
     expect(describeStorage(config)).toBe("embedded SQLite in ./data/registry.sqlite");
   });
 
@@ -22,8 +29,18 @@ describe("configuration", () => {
   });
 
   it("bounds the database and slow clients by default, and refuses a headers timeout longer than the request timeout", () => {
-    expect(parseConfig({})).toMatchObject({ databaseTimeoutMs: 10_000, http: { headersTimeoutMs: 20_000, requestTimeoutMs: 60_000, http2IdleTimeoutMs: 120_000 } });
-    expect(parseConfig({ DATABASE_TIMEOUT_MS: "1500", HTTP_HEADERS_TIMEOUT_MS: "1000", HTTP_REQUEST_TIMEOUT_MS: "2000", HTTP2_IDLE_TIMEOUT_MS: "3000" })).toMatchObject({
+    expect(parseConfig({})).toMatchObject({
+      databaseTimeoutMs: 10_000,
+      http: { headersTimeoutMs: 20_000, requestTimeoutMs: 60_000, http2IdleTimeoutMs: 120_000 },
+    });
+    expect(
+      parseConfig({
+        DATABASE_TIMEOUT_MS: "1500",
+        HTTP_HEADERS_TIMEOUT_MS: "1000",
+        HTTP_REQUEST_TIMEOUT_MS: "2000",
+        HTTP2_IDLE_TIMEOUT_MS: "3000",
+      }),
+    ).toMatchObject({
       databaseTimeoutMs: 1500,
       http: { headersTimeoutMs: 1000, requestTimeoutMs: 2000, http2IdleTimeoutMs: 3000 },
     });
@@ -35,14 +52,29 @@ describe("configuration", () => {
       }
       return [];
     })();
-    expect(problems).toEqual([expect.stringContaining("DATABASE_TIMEOUT_MS"), expect.stringContaining("HTTP_HEADERS_TIMEOUT_MS (5000) must not exceed")]);
+    expect(problems).toEqual([
+      expect.stringContaining("DATABASE_TIMEOUT_MS"),
+      expect.stringContaining("HTTP_HEADERS_TIMEOUT_MS (5000) must not exceed"),
+    ]);
   });
 
   it("gates searches below the database pool's size and limits their time, refusing settings that would not", () => {
-    expect(parseConfig({}).search).toEqual({ maxConcurrent: 4, maxPerTenant: 2, timeoutMs: 10_000, sqliteWorkers: defaultSqliteSearchWorkers });
+    expect(parseConfig({}).search).toEqual({
+      maxConcurrent: 4,
+      maxPerTenant: 2,
+      timeoutMs: 10_000,
+      sqliteWorkers: defaultSqliteSearchWorkers,
+    });
     // One less than the cores, 1 to 4: the event loop keeps a core while searches run on SQLite.
     expect(defaultSqliteSearchWorkers).toBe(Math.max(1, Math.min(4, availableParallelism() - 1)));
-    expect(parseConfig({ SEARCH_MAX_CONCURRENT: "9", SEARCH_MAX_PER_TENANT: "3", SEARCH_TIMEOUT_MS: "0", SEARCH_SQLITE_WORKERS: "3" }).search).toEqual({
+    expect(
+      parseConfig({
+        SEARCH_MAX_CONCURRENT: "9",
+        SEARCH_MAX_PER_TENANT: "3",
+        SEARCH_TIMEOUT_MS: "0",
+        SEARCH_SQLITE_WORKERS: "3",
+      }).search,
+    ).toEqual({
       maxConcurrent: 9,
       maxPerTenant: 3,
       timeoutMs: 0,
@@ -62,11 +94,19 @@ describe("configuration", () => {
       expect.stringContaining("SEARCH_TIMEOUT_MS must be an integer from 0 to"),
       `SEARCH_MAX_CONCURRENT (10) must be below the database pool's 10 connections, so searches always leave some to reads and writes`,
     ]);
-    expect(problems({ SEARCH_MAX_CONCURRENT: "0" })).toEqual([expect.stringContaining("SEARCH_MAX_CONCURRENT must be an integer from 1 to")]);
-    expect(problems({ SEARCH_SQLITE_WORKERS: "0" })).toEqual([expect.stringContaining("SEARCH_SQLITE_WORKERS must be an integer from 1 to 64")]);
+    expect(problems({ SEARCH_MAX_CONCURRENT: "0" })).toEqual([
+      expect.stringContaining("SEARCH_MAX_CONCURRENT must be an integer from 1 to"),
+    ]);
+    expect(problems({ SEARCH_SQLITE_WORKERS: "0" })).toEqual([
+      expect.stringContaining("SEARCH_SQLITE_WORKERS must be an integer from 1 to 64"),
+    ]);
     expect(problems({ SEARCH_MAX_CONCURRENT: "2.5" })).toHaveLength(1);
-    expect(problems({ SEARCH_MAX_CONCURRENT: "3", SEARCH_MAX_PER_TENANT: "4" })).toEqual(["SEARCH_MAX_PER_TENANT (4) must not exceed SEARCH_MAX_CONCURRENT (3)"]);
-    expect(problems({ SEARCH_MAX_PER_TENANT: "0" })).toEqual([expect.stringContaining("SEARCH_MAX_PER_TENANT must be an integer from 1 to")]);
+    expect(problems({ SEARCH_MAX_CONCURRENT: "3", SEARCH_MAX_PER_TENANT: "4" })).toEqual([
+      "SEARCH_MAX_PER_TENANT (4) must not exceed SEARCH_MAX_CONCURRENT (3)",
+    ]);
+    expect(problems({ SEARCH_MAX_PER_TENANT: "0" })).toEqual([
+      expect.stringContaining("SEARCH_MAX_PER_TENANT must be an integer from 1 to"),
+    ]);
   });
 
   it("bounds the memory clients hold by default (bytes in flight, connections, body time, watches per connection), refusing settings that contradict", () => {
@@ -77,7 +117,9 @@ describe("configuration", () => {
       http: { bodyTimeoutMs: 10_000 },
     });
     // The body deadline is within the request's: a shorter request timeout shortens the default.
-    expect(parseConfig({ HTTP_REQUEST_TIMEOUT_MS: "2000", HTTP_HEADERS_TIMEOUT_MS: "1000" }).http.bodyTimeoutMs).toBe(2000);
+    expect(parseConfig({ HTTP_REQUEST_TIMEOUT_MS: "2000", HTTP_HEADERS_TIMEOUT_MS: "1000" }).http.bodyTimeoutMs).toBe(
+      2000,
+    );
     const problems = (env: Record<string, string>) => {
       try {
         parseConfig(env);
@@ -86,7 +128,14 @@ describe("configuration", () => {
       }
       return [];
     };
-    expect(problems({ MAX_BUFFERED_BODY_BYTES: "2048", MAX_BODY_BYTES: "4096", HTTP_BODY_TIMEOUT_MS: "70000", MAX_CONNECTIONS: "0" })).toEqual([
+    expect(
+      problems({
+        MAX_BUFFERED_BODY_BYTES: "2048",
+        MAX_BODY_BYTES: "4096",
+        HTTP_BODY_TIMEOUT_MS: "70000",
+        MAX_CONNECTIONS: "0",
+      }),
+    ).toEqual([
       expect.stringContaining("MAX_BUFFERED_BODY_BYTES (2048) must be at least MAX_BODY_BYTES (4096)"),
       expect.stringContaining("MAX_CONNECTIONS must be an integer from 1 to"),
       "HTTP_BODY_TIMEOUT_MS (70000) must not exceed HTTP_REQUEST_TIMEOUT_MS (60000)",

@@ -5,7 +5,10 @@ import { allCodes, ERRORS } from "../../src/domain/errors.js";
 
 describe("docs/errors.md", () => {
   const readme = readFileSync("docs/errors.md", "utf8");
-  const codesTable = readme.slice(readme.indexOf("Codes (`code`):"), readme.indexOf("\n## ", readme.indexOf("Codes (`code`):")));
+  const codesTable = readme.slice(
+    readme.indexOf("Codes (`code`):"),
+    readme.indexOf("\n## ", readme.indexOf("Codes (`code`):")),
+  );
   const documented = new Set([...codesTable.matchAll(/^\| `([A-Z][A-Z0-9_]+)` \|/gm)].map((m) => m[1]));
 
   it("documents every error code the service answers with, and no other", () => {
@@ -13,8 +16,13 @@ describe("docs/errors.md", () => {
   });
 
   it("gives each status the gRPC code the error table gives it, and no other pair", () => {
-    const statusTable = readme.slice(readme.indexOf("| status | gRPC code | when |"), readme.indexOf("Codes (`code`):"));
-    const documented = new Set([...statusTable.matchAll(/^\| (\d{3}) \| ([A-Z_]+) \|/gm)].map((m) => `${m[1]} ${m[2]}`));
+    const statusTable = readme.slice(
+      readme.indexOf("| status | gRPC code | when |"),
+      readme.indexOf("Codes (`code`):"),
+    );
+    const documented = new Set(
+      [...statusTable.matchAll(/^\| (\d{3}) \| ([A-Z_]+) \|/gm)].map((m) => `${m[1]} ${m[2]}`),
+    );
     const snake = (name: string) => name.replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase();
     const table = new Set(Object.values(ERRORS).map((row) => `${row.http} ${snake(row.grpc)}`));
     expect([...documented].sort()).toEqual([...table].sort());
@@ -46,13 +54,16 @@ function anchorsOf(page: string): Set<string> {
 describe("the documentation's links", () => {
   it.each(pages)("%s links only to pages and headings of this repository that exist", (page) => {
     const text = readFileSync(page, "utf8");
-    const links = [...text.matchAll(/\]\(([^)\s]+)\)/g)].map((m) => m[1] ?? "").filter((href) => !/^[a-z]+:/.test(href));
+    const links = [...text.matchAll(/\]\(([^)\s]+)\)/g)]
+      .map((m) => m[1] ?? "")
+      .filter((href) => !/^[a-z]+:/.test(href));
     for (const href of links) {
       const [path = "", anchor] = href.split("#");
       const target = path === "" ? page : normalize(join(dirname(page), path));
       expect(target.startsWith(".."), `${page}: ${href} leaves the repository`).toBe(false);
       expect(existsSync(target), `${page}: ${href} names no file`).toBe(true);
-      if (anchor !== undefined && target.endsWith(".md")) expect(anchorsOf(target).has(anchor), `${page}: ${href} names no heading`).toBe(true);
+      if (anchor !== undefined && target.endsWith(".md"))
+        expect(anchorsOf(target).has(anchor), `${page}: ${href} names no heading`).toBe(true);
     }
     // Nothing leans on files a clone does not have.
     expect(text).not.toMatch(/\.\.\/shared|SPEC\.md|DESIGN\.md/);

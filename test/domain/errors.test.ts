@@ -20,7 +20,9 @@ describe("the error table", () => {
   });
 
   it.each(codes)("answers %s the same way over REST and the RPCs", (code) => {
-    const err = new RegistryError(code, `${code} happened`, [{ code, message: "one problem", field: "f", path: "a.f" }]);
+    const err = new RegistryError(code, `${code} happened`, [
+      { code, message: "one problem", field: "f", path: "a.f" },
+    ]);
     const answer = errorAnswer(err);
     expect(answer.status).toBe(ERRORS[code].http);
     const body = JSON.parse(new TextDecoder().decode(answer.body ?? new Uint8Array()));
@@ -28,8 +30,14 @@ describe("the error table", () => {
     expect(rpc).toBeInstanceOf(ConnectError);
     expect(rpc.code).toBe(Code[ERRORS[code].grpc]);
     if (ERRORS[code].body === "validation") {
-      expect(body).toEqual({ error: `${code} happened`, errors: [{ error: "one problem", code, field: "f", path: "a.f" }] });
-      expect(rpc.findDetails(ValidationErrorSchema)[0]).toMatchObject({ error: `${code} happened`, errors: [{ error: "one problem", code, field: "f", path: "a.f" }] });
+      expect(body).toEqual({
+        error: `${code} happened`,
+        errors: [{ error: "one problem", code, field: "f", path: "a.f" }],
+      });
+      expect(rpc.findDetails(ValidationErrorSchema)[0]).toMatchObject({
+        error: `${code} happened`,
+        errors: [{ error: "one problem", code, field: "f", path: "a.f" }],
+      });
     } else {
       expect(body).toEqual({ error: `${code} happened`, code });
       expect(rpc.findDetails(ErrorSchema)[0]).toMatchObject({ error: `${code} happened`, code });

@@ -1,7 +1,20 @@
 import { describe, expect, it } from "vitest";
-import { capIssues, createIssueCollector, type Issue, invalid, MAX_ISSUES, problemCount, problemsMessage } from "../../src/domain/errors.js";
+import {
+  capIssues,
+  createIssueCollector,
+  type Issue,
+  invalid,
+  MAX_ISSUES,
+  problemCount,
+  problemsMessage,
+} from "../../src/domain/errors.js";
 
-const issue = (i: number): Issue => ({ code: "UNKNOWN_FIELD", message: `x${i} is not a member.`, field: `x${i}`, path: `x${i}` });
+const issue = (i: number): Issue => ({
+  code: "UNKNOWN_FIELD",
+  message: `x${i} is not a member.`,
+  field: `x${i}`,
+  path: `x${i}`,
+});
 
 describe("the issue cap", () => {
   it("keeps every issue up to 100", () => {
@@ -18,7 +31,10 @@ describe("the issue cap", () => {
       .issues();
     expect(issues).toHaveLength(100);
     expect(issues[98]).toEqual(issue(98));
-    expect(issues[99]).toMatchObject({ code: "MORE_ISSUES", message: "169901 more problems were left out; fix the ones listed and send the request again." });
+    expect(issues[99]).toMatchObject({
+      code: "MORE_ISSUES",
+      message: "169901 more problems were left out; fix the ones listed and send the request again.",
+    });
     expect(problemCount(issues)).toBe(170_000);
     expect(problemsMessage(issues)).toBe("The request has 170000 problems.");
   });
@@ -45,13 +61,17 @@ describe("the issue cap", () => {
     const merged = capIssues([...first, ...second.issues()]);
     expect(merged).toHaveLength(100);
     expect(problemCount(merged)).toBe(151);
-    expect(merged.at(-1)?.message).toBe("Checking stopped early: at least 52 more problems were left out; fix the ones listed and send the request again.");
+    expect(merged.at(-1)?.message).toBe(
+      "Checking stopped early: at least 52 more problems were left out; fix the ones listed and send the request again.",
+    );
   });
 
   it("cuts each text at 256 characters (between characters) and bounds the bytes of the whole list", () => {
     const long = "\u{1F600}".repeat(10_000);
     const issues = createIssueCollector()
-      .addAll(Array.from({ length: 100 }, () => ({ code: "UNKNOWN_FIELD" as const, message: long, field: long, path: long })))
+      .addAll(
+        Array.from({ length: 100 }, () => ({ code: "UNKNOWN_FIELD" as const, message: long, field: long, path: long })),
+      )
       .issues();
     const message = issues[0]?.message ?? "";
     expect(message.length).toBeLessThanOrEqual(256);

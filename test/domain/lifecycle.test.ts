@@ -1,6 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { RegistryError } from "../../src/domain/errors.js";
-import { checkCreateOnly, checkIfMatch, checkKeyKept, etagOf, ifMatchHolds, ifNoneMatchMatches, parseEntityTags } from "../../src/domain/lifecycle.js";
+import {
+  checkCreateOnly,
+  checkIfMatch,
+  checkKeyKept,
+  etagOf,
+  ifMatchHolds,
+  ifNoneMatchMatches,
+  parseEntityTags,
+} from "../../src/domain/lifecycle.js";
 
 const version = { id: "0123456789abcdef0123456789abcdef", revision: 3 };
 const etag = `"${version.id}-3"`;

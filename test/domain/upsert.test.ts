@@ -37,11 +37,18 @@ describe("the upsert plan", () => {
   });
 
   it("updates the instance that holds the key, in its own agent", () => {
-    expect(planUpsert({ ...none, existingAgent: agent(3), linkedAgent: agent(3) })).toEqual({ write: "update", agent: agent(3), claimExternalId: false });
+    expect(planUpsert({ ...none, existingAgent: agent(3), linkedAgent: agent(3) })).toEqual({
+      write: "update",
+      agent: agent(3),
+      claimExternalId: false,
+    });
   });
 
   it("adds a version to the linked agent, before the agent with the same name", () => {
-    expect(planUpsert({ ...none, linkedAgent: agent(2), agentByName: agent(5) })).toMatchObject({ write: "insert", agent: agent(2) });
+    expect(planUpsert({ ...none, linkedAgent: agent(2), agentByName: agent(5) })).toMatchObject({
+      write: "insert",
+      agent: agent(2),
+    });
   });
 
   it("adds a version to the agent with the same provider and name when nothing is linked", () => {
@@ -55,8 +62,12 @@ describe("the upsert plan", () => {
 
   it("claims a free externalAgentID, keeps one the agent holds, and refuses one another agent holds (A3015)", () => {
     expect(planUpsert({ ...none, externalAgentId: "x" }).claimExternalId).toBe(true);
-    expect(planUpsert({ ...none, agentByName: agent(4), externalAgentId: "x", externalIdOwner: 4 }).claimExternalId).toBe(false);
-    expect(refusal({ agentByName: agent(4), externalAgentId: "x", externalIdOwner: 9 })).toBe("A3015 on externalAgentID");
+    expect(
+      planUpsert({ ...none, agentByName: agent(4), externalAgentId: "x", externalIdOwner: 4 }).claimExternalId,
+    ).toBe(false);
+    expect(refusal({ agentByName: agent(4), externalAgentId: "x", externalIdOwner: 9 })).toBe(
+      "A3015 on externalAgentID",
+    );
     expect(refusal({ externalAgentId: "x", externalIdOwner: 9 })).toBe("A3015 on externalAgentID");
   });
 });
@@ -88,7 +99,9 @@ describe("deactivation as a control", () => {
   it("says nothing of a new agent, and leaves the other refusals first", () => {
     expect(verdict({ agentDeactivated: true })).toBe("ok");
     expect(verdict({ linkedAgent: "unknown", agentDeactivated: true })).toBe("VALIDATION_FAILED");
-    expect(verdict({ existingAgent: agent(1), linkedAgent: agent(2), existingDeactivated: true })).toBe("VALIDATION_FAILED");
+    expect(verdict({ existingAgent: agent(1), linkedAgent: agent(2), existingDeactivated: true })).toBe(
+      "VALIDATION_FAILED",
+    );
   });
 });
 
@@ -99,7 +112,13 @@ describe("derived fields", () => {
   });
 
   it("derives the same ids for the same instance, and different ones for another", async () => {
-    const of = async (id: string) => derivedIds(toJson(AgentDefinitionSchema, await withDerivedFields(example(), id, "Agent_ID=T-1")) as Record<string, unknown>);
+    const of = async (id: string) =>
+      derivedIds(
+        toJson(AgentDefinitionSchema, await withDerivedFields(example(), id, "Agent_ID=T-1")) as Record<
+          string,
+          unknown
+        >,
+      );
     expect(await of(fixedId)).toEqual(await of(fixedId));
     const other = await of("a".repeat(32));
     expect((await of(fixedId)).filter((id) => other.includes(id))).toEqual([]);
@@ -127,11 +146,21 @@ describe("ids, keys and descriptors", () => {
   });
 
   it("tells a version id from an agent reference", () => {
-    expect([fixedId, "Agent_ID=AGENT-7", "abc", "Agent_ID=", fixedId.toUpperCase()].map(idForm)).toEqual(["instance", "reference", "other", "other", "other"]);
+    expect([fixedId, "Agent_ID=AGENT-7", "abc", "Agent_ID=", fixedId.toUpperCase()].map(idForm)).toEqual([
+      "instance",
+      "reference",
+      "other",
+      "other",
+      "other",
+    ]);
   });
 
   it("keys on name, provider id and version", () => {
-    expect(upsertKey(example())).toEqual({ name: "Customer Service Intelligence Agent", providerId: "Provider=MyOrg", version: "1.0.0" });
+    expect(upsertKey(example())).toEqual({
+      name: "Customer Service Intelligence Agent",
+      providerId: "Provider=MyOrg",
+      version: "1.0.0",
+    });
   });
 
   it("shows the value of a key=value reference as its descriptor", () => {
@@ -150,7 +179,9 @@ describe("A161", () => {
   };
 
   it("refuses the host platform for a third-party provider, on platform.id", () => {
-    expect(hostPlatformIssues(withIds("Provider=MyOrg", "Platform=HOST"), host).map((i) => [i.code, i.path])).toEqual([["A161", "platform.id"]]);
+    expect(hostPlatformIssues(withIds("Provider=MyOrg", "Platform=HOST"), host).map((i) => [i.code, i.path])).toEqual([
+      ["A161", "platform.id"],
+    ]);
   });
 
   it("allows the host platform for the host's own agents, and any other platform for anyone", () => {

@@ -13,9 +13,16 @@ describe("contract rules (protovalidate)", () => {
   });
 
   it("names the path of a nested violation in JSON names", () => {
-    const def = definition(minimalDefinition({ skills: [{ id: "s", name: "n", description: "d", inputModes: [{ type: "" }] }] }));
+    const def = definition(
+      minimalDefinition({ skills: [{ id: "s", name: "n", description: "d", inputModes: [{ type: "" }] }] }),
+    );
     expect(contractIssues(AgentDefinitionSchema, def)).toEqual([
-      { code: "REQUIRED", field: "type", path: "skills[0].inputModes[0].type", message: "skills[0].inputModes[0].type value is required." },
+      {
+        code: "REQUIRED",
+        field: "type",
+        path: "skills[0].inputModes[0].type",
+        message: "skills[0].inputModes[0].type value is required.",
+      },
     ]);
   });
 
@@ -31,7 +38,8 @@ describe("contract rules (protovalidate)", () => {
   it("accepts both forms of an instance id and refuses others", () => {
     const ok = ["Provider=Acme", "0123456789abcdef0123456789abcdef"];
     const bad = ["Acme", "Provider = Acme", "0123456789ABCDEF0123456789ABCDEF", "=x", "Provider="];
-    for (const id of ok) expect(contractIssues(AgentDefinitionSchema, definition(minimalDefinition({ provider: { id } })))).toEqual([]);
+    for (const id of ok)
+      expect(contractIssues(AgentDefinitionSchema, definition(minimalDefinition({ provider: { id } })))).toEqual([]);
     for (const id of bad) {
       const issues = contractIssues(AgentDefinitionSchema, definition(minimalDefinition({ provider: { id } })));
       expect(
@@ -51,15 +59,26 @@ describe("contract rules (protovalidate)", () => {
     const withType = (type: string) =>
       definition(
         minimalDefinition({
-          hostConfig: [{ skillId: "s1", executionMode: { id: "Mode=Delegate" }, hostResources: [{ tool_name: "t", description: "d", agent_resource: { id: "x", type } }] }],
+          hostConfig: [
+            {
+              skillId: "s1",
+              executionMode: { id: "Mode=Delegate" },
+              hostResources: [{ tool_name: "t", description: "d", agent_resource: { id: "x", type } }],
+            },
+          ],
         }),
       );
     expect(contractIssues(AgentDefinitionSchema, withType("AGENT_ACTION"))).toEqual([]);
-    expect(contractIssues(AgentDefinitionSchema, withType("ACTION")).map((i) => [i.code, i.path])).toEqual([["NOT_ALLOWED", "hostConfig[0].hostResources[0].agent_resource.type"]]);
+    expect(contractIssues(AgentDefinitionSchema, withType("ACTION")).map((i) => [i.code, i.path])).toEqual([
+      ["NOT_ALLOWED", "hostConfig[0].hostResources[0].agent_resource.type"],
+    ]);
   });
 
   it("checks the page of a list request", () => {
-    const issues = contractIssues(ListAgentDefinitionsRequestSchema, create(ListAgentDefinitionsRequestSchema, { limit: 0, offset: -5, tenant: "bad tenant" }));
+    const issues = contractIssues(
+      ListAgentDefinitionsRequestSchema,
+      create(ListAgentDefinitionsRequestSchema, { limit: 0, offset: -5, tenant: "bad tenant" }),
+    );
     expect(issues.map((i) => [i.code, i.path])).toEqual([
       ["PATTERN_MISMATCH", "tenant"],
       ["OUT_OF_RANGE", "limit"],
@@ -99,6 +118,8 @@ describe("unknown binary fields", () => {
   it("are reported with the JSON path of the message that carried them", () => {
     const def = definition(exampleDefinition());
     def.hostConfig[0]!.hostResources[1]!.$unknown = [{ no: 42, wireType: 0, data: new Uint8Array([1]) }];
-    expect(unknownFieldIssues(AgentDefinitionSchema, def)).toEqual([expect.objectContaining({ code: "UNKNOWN_FIELD", path: "hostConfig[0].hostResources[1].#42" })]);
+    expect(unknownFieldIssues(AgentDefinitionSchema, def)).toEqual([
+      expect.objectContaining({ code: "UNKNOWN_FIELD", path: "hostConfig[0].hostResources[1].#42" }),
+    ]);
   });
 });

@@ -14,7 +14,9 @@ describe("npm run admin", () => {
   });
   const admin = async (dataDir: string, ...args: string[]) => {
     try {
-      const { stdout, stderr } = await run("node_modules/.bin/tsx", ["src/main/admin.ts", ...args], { env: { ...process.env, DATA_DIR: dataDir, DATABASE_URL: "" } });
+      const { stdout, stderr } = await run("node_modules/.bin/tsx", ["src/main/admin.ts", ...args], {
+        env: { ...process.env, DATA_DIR: dataDir, DATABASE_URL: "" },
+      });
       return { code: 0, stdout, stderr };
     } catch (err) {
       const e = err as { code: number; stdout: string; stderr: string };

@@ -21,7 +21,12 @@ const UNKNOWN_ID = "0123456789abcdef0123456789abcdef";
 const validate = a2aAgentCardValidator();
 
 /** The spec's example as another agent: its name, and an externalAgentID of its own (A3015). */
-const example = (name: string, version = "1.0.0") => ({ ...exampleDefinition(), name, version, externalAgentID: `ext-${name}` });
+const example = (name: string, version = "1.0.0") => ({
+  ...exampleDefinition(),
+  name,
+  version,
+  externalAgentID: `ext-${name}`,
+});
 
 /** The card a REST or RPC answer carries, as JSON, checked against A2A's AgentCard first. */
 function a2aCard(body: unknown): Record<string, unknown> {
@@ -35,11 +40,16 @@ forEachDatabase((db) => {
   const stored: Record<"example" | "full" | "minimal", { id: string; reference_id: string }> = {} as never;
 
   const post = async (def: unknown) => {
-    const res = await fetch(`${server().baseUrl}${T}`, { method: "POST", headers: { "content-type": "application/json", authorization: server().authorization }, body: JSON.stringify(def) });
+    const res = await fetch(`${server().baseUrl}${T}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: server().authorization },
+      body: JSON.stringify(def),
+    });
     expect(res.status, await res.clone().text()).toBeLessThan(300);
     return (await res.json()) as { id: string; reference_id: string };
   };
-  const getCard = async (path: string, headers: Record<string, string> = {}) => fetch(`${server().baseUrl}${path}`, { headers: { authorization: server().authorization, ...headers } });
+  const getCard = async (path: string, headers: Record<string, string> = {}) =>
+    fetch(`${server().baseUrl}${path}`, { headers: { authorization: server().authorization, ...headers } });
 
   const deactivate = (id: string) =>
     fetch(`${server().baseUrl}${T}/${id}/status`, {
@@ -102,7 +112,9 @@ forEachDatabase((db) => {
       for (const id of [UNKNOWN_ID, "Agent_ID=AGENT-999999"]) {
         const res = await getCard(`${base}/${encodeURIComponent(id)}/agentCard`);
         expect(res.status).toBe(404);
-        expect(await res.json()).toMatchObject({ errors: [expect.objectContaining({ code: "NOT_FOUND", field: "id" })] });
+        expect(await res.json()).toMatchObject({
+          errors: [expect.objectContaining({ code: "NOT_FOUND", field: "id" })],
+        });
       }
     });
 
@@ -117,7 +129,10 @@ forEachDatabase((db) => {
     });
 
     it("refuses any other method with 405", async () => {
-      const res = await fetch(`${server().baseUrl}${base}/${stored.example.id}/agentCard`, { method: "POST", headers: { authorization: server().authorization } });
+      const res = await fetch(`${server().baseUrl}${base}/${stored.example.id}/agentCard`, {
+        method: "POST",
+        headers: { authorization: server().authorization },
+      });
       expect(res.status).toBe(405);
       expect(res.headers.get("allow")).toBe("GET");
     });
@@ -147,10 +162,15 @@ forEachDatabase((db) => {
       expect(before.status).toBe(200);
       expect((await deactivate(second.id)).status).toBe(200);
       // Also to a client revalidating the card it has: no 304 for a withdrawn card.
-      for (const headers of [{}, { "if-none-match": before.headers.get("etag") as string }] as Record<string, string>[]) {
+      for (const headers of [{}, { "if-none-match": before.headers.get("etag") as string }] as Record<
+        string,
+        string
+      >[]) {
         const after = await getCard(`${T}/${second.id}/agentCard`, headers);
         expect(after.status).toBe(410);
-        expect(await after.json()).toMatchObject({ errors: [expect.objectContaining({ code: "CARD_DEACTIVATED", field: "id" })] });
+        expect(await after.json()).toMatchObject({
+          errors: [expect.objectContaining({ code: "CARD_DEACTIVATED", field: "id" })],
+        });
       }
       // The definition itself stays readable by id.
       expect((await getCard(`${T}/${second.id}`)).status).toBe(200);
@@ -183,7 +203,11 @@ forEachDatabase((db) => {
           ["full", fullCard("card")],
           ["minimal", { ...minimalCard(), name: "Card Minimal Agent" }],
         ] as const) {
-          const card = await client.call("getAgentCard", create(GetAgentCardRequestSchema, { id: stored[name].id }), AgentCardSchema);
+          const card = await client.call(
+            "getAgentCard",
+            create(GetAgentCardRequestSchema, { id: stored[name].id }),
+            AgentCardSchema,
+          );
           // Protobuf JSON leaves empty lists out; A2A's required lists are REST's to add.
           const json = toJson(AgentCardSchema, card) as Record<string, any>;
           for (const skill of json.skills) skill.tags ??= [];
@@ -196,11 +220,19 @@ forEachDatabase((db) => {
 
     it("answers NOT_FOUND for an unknown id and PERMISSION_DENIED without Setup: Agents over gRPC", async () => {
       const client = createGrpcJsClient(AgentDefinitionService, `127.0.0.1:${server().port}`, server().authorization);
-      const development = createGrpcJsClient(AgentDefinitionService, `127.0.0.1:${server().port}`, await server().bearer({ domains: ["Development"] }));
+      const development = createGrpcJsClient(
+        AgentDefinitionService,
+        `127.0.0.1:${server().port}`,
+        await server().bearer({ domains: ["Development"] }),
+      );
       try {
-        const missing = await client.call("getAgentCard", create(GetAgentCardRequestSchema, { id: UNKNOWN_ID })).catch((e: ServiceError) => e);
+        const missing = await client
+          .call("getAgentCard", create(GetAgentCardRequestSchema, { id: UNKNOWN_ID }))
+          .catch((e: ServiceError) => e);
         expect((missing as ServiceError).code).toBe(grpcStatus.NOT_FOUND);
-        const denied = await development.call("getAgentCard", create(GetAgentCardRequestSchema, { id: stored.full.id })).catch((e: ServiceError) => e);
+        const denied = await development
+          .call("getAgentCard", create(GetAgentCardRequestSchema, { id: stored.full.id }))
+          .catch((e: ServiceError) => e);
         expect((denied as ServiceError).code).toBe(grpcStatus.PERMISSION_DENIED);
       } finally {
         client.close();
@@ -213,23 +245,39 @@ forEachDatabase((db) => {
       expect((await deactivate(id)).status).toBe(200);
       const client = createGrpcJsClient(AgentDefinitionService, `127.0.0.1:${server().port}`, server().authorization);
       try {
-        const err = (await client.call("getAgentCard", create(GetAgentCardRequestSchema, { id })).catch((e: ServiceError) => e)) as ServiceError;
+        const err = (await client
+          .call("getAgentCard", create(GetAgentCardRequestSchema, { id }))
+          .catch((e: ServiceError) => e)) as ServiceError;
         expect(err.code).toBe(grpcStatus.FAILED_PRECONDITION);
-        expect(toJson(ValidationErrorSchema, grpcErrorDetails(err)[0] as never)).toMatchObject({ errors: [expect.objectContaining({ code: "CARD_DEACTIVATED" })] });
+        expect(toJson(ValidationErrorSchema, grpcErrorDetails(err)[0] as never)).toMatchObject({
+          errors: [expect.objectContaining({ code: "CARD_DEACTIVATED" })],
+        });
       } finally {
         client.close();
       }
       const connect = createClient(
         AgentDefinitionService,
-        createConnectTransport({ baseUrl: server().baseUrl, httpVersion: "1.1", useHttpGet: true, interceptors: [withAuthorization(server().authorization)] }),
+        createConnectTransport({
+          baseUrl: server().baseUrl,
+          httpVersion: "1.1",
+          useHttpGet: true,
+          interceptors: [withAuthorization(server().authorization)],
+        }),
       );
-      expect(ConnectError.from(await connect.getAgentCard({ id }).catch((e: unknown) => e)).code).toBe(Code.FailedPrecondition);
+      expect(ConnectError.from(await connect.getAgentCard({ id }).catch((e: unknown) => e)).code).toBe(
+        Code.FailedPrecondition,
+      );
     });
 
     it("sends ETag and Cache-Control with a Connect GET, like the REST answer", async () => {
       const client = createClient(
         AgentDefinitionService,
-        createConnectTransport({ baseUrl: server().baseUrl, httpVersion: "1.1", useHttpGet: true, interceptors: [withAuthorization(server().authorization)] }),
+        createConnectTransport({
+          baseUrl: server().baseUrl,
+          httpVersion: "1.1",
+          useHttpGet: true,
+          interceptors: [withAuthorization(server().authorization)],
+        }),
       );
       let headers: Headers | undefined;
       const card = await client.getAgentCard({ id: stored.example.id }, { onHeader: (h) => (headers = h) });

@@ -4,7 +4,11 @@ import { createConnectTransport } from "@connectrpc/connect-node";
 import { status as grpcStatus, type ServiceError } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
-import { AgentDefinitionService, ListAgentDefinitionsRequestSchema, UpsertAgentDefinitionRequestSchema } from "../../gen/asor/v1/agent_definition_service_pb.js";
+import {
+  AgentDefinitionService,
+  ListAgentDefinitionsRequestSchema,
+  UpsertAgentDefinitionRequestSchema,
+} from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { ValidationErrorSchema } from "../../gen/asor/v1/error_pb.js";
 import { ListTenantsRequestSchema, TenantAdminService } from "../../gen/asor/v1/tenant_admin_service_pb.js";
 import { openLocalIssuer } from "../../src/auth/local-issuer.js";
@@ -14,21 +18,52 @@ import { withAuthorization } from "../support/auth.js";
 import { type FreshDatabase, forEachDatabase, testDatabases } from "../support/databases.js";
 import { minimalDefinition } from "../support/definitions.js";
 import { createGrpcJsClient, grpcErrorDetails } from "../support/grpc-js-client.js";
-import { AUDIENCE, OPAQUE_RESOURCE, startOidcProvider, type TestClient, type TestIssuer } from "../support/oidc-provider.js";
+import {
+  AUDIENCE,
+  OPAQUE_RESOURCE,
+  startOidcProvider,
+  type TestClient,
+  type TestIssuer,
+} from "../support/oidc-provider.js";
 import { startServer, type TestServer, useServer } from "../support/server.js";
 
 const DEFINITIONS = "/api/asor/v1/default/agentDefinition";
 
 describe("with an OpenID provider on loopback", () => {
-  const writer: TestClient = { clientId: "writer", clientSecret: "writer-secret-0123456789", tenant: "default", domains: ["Development", "Setup: Agents"] };
+  const writer: TestClient = {
+    clientId: "writer",
+    clientSecret: "writer-secret-0123456789",
+    tenant: "default",
+    domains: ["Development", "Setup: Agents"],
+  };
   /** A platform operator: the admin domain and agent domains, no tenant claim, the platform admin claim. */
-  const operator: TestClient = { clientId: "operator", clientSecret: "operator-secret-0123456789", domains: ["Setup: Tenants", "Setup: Agents"], platformAdmin: true };
+  const operator: TestClient = {
+    clientId: "operator",
+    clientSecret: "operator-secret-0123456789",
+    domains: ["Setup: Tenants", "Setup: Agents"],
+    platformAdmin: true,
+  };
   /** No tenant claim, and no platform admin claim: not a platform operator. */
-  const untenanted: TestClient = { clientId: "untenanted", clientSecret: "untenanted-secret-0123456789", domains: ["Setup: Tenants", "Setup: Agents"] };
+  const untenanted: TestClient = {
+    clientId: "untenanted",
+    clientSecret: "untenanted-secret-0123456789",
+    domains: ["Setup: Tenants", "Setup: Agents"],
+  };
   /** Tenant acme's own administrator: the admin domain, scoped to acme. */
-  const acmeAdmin: TestClient = { clientId: "acme-admin", clientSecret: "acme-admin-secret-0123456789", tenant: "acme", domains: ["Setup: Tenants"] };
+  const acmeAdmin: TestClient = {
+    clientId: "acme-admin",
+    clientSecret: "acme-admin-secret-0123456789",
+    tenant: "acme",
+    domains: ["Setup: Tenants"],
+  };
   /** Scoped to acme, with the explicit platform admin claim. */
-  const acmePlatform: TestClient = { clientId: "acme-platform", clientSecret: "acme-platform-secret-0123456789", tenant: "acme", domains: ["Setup: Tenants"], platformAdmin: true };
+  const acmePlatform: TestClient = {
+    clientId: "acme-platform",
+    clientSecret: "acme-platform-secret-0123456789",
+    tenant: "acme",
+    domains: ["Setup: Tenants"],
+    platformAdmin: true,
+  };
   let issuer: TestIssuer;
   let database: FreshDatabase;
   let server: TestServer & { stop(): Promise<void> };
@@ -54,20 +89,39 @@ describe("with an OpenID provider on loopback", () => {
   });
 
   const rest = (authorization: string | undefined, init: RequestInit = {}, path = DEFINITIONS) =>
-    fetch(`${server.baseUrl}${path}`, { ...init, headers: { ...(authorization ? { authorization } : {}), ...(init.headers as Record<string, string>) } });
+    fetch(`${server.baseUrl}${path}`, {
+      ...init,
+      headers: { ...(authorization ? { authorization } : {}), ...(init.headers as Record<string, string>) },
+    });
 
   it("accepts its client_credentials JWT access tokens over REST, Connect and gRPC", async () => {
     const bearer = `Bearer ${await issuer.token(writer)}`;
-    const posted = await rest(bearer, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(minimalDefinition({ name: "OIDC agent" })) });
+    const posted = await rest(bearer, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(minimalDefinition({ name: "OIDC agent" })),
+    });
     expect(posted.status).toBe(201);
     const { id } = await posted.json();
 
-    const connect = createClient(AgentDefinitionService, createConnectTransport({ baseUrl: server.baseUrl, httpVersion: "1.1", interceptors: [withAuthorization(bearer)] }));
+    const connect = createClient(
+      AgentDefinitionService,
+      createConnectTransport({
+        baseUrl: server.baseUrl,
+        httpVersion: "1.1",
+        interceptors: [withAuthorization(bearer)],
+      }),
+    );
     expect((await connect.getAgentDefinition({ id })).name).toBe("OIDC agent");
 
     const grpc = createGrpcJsClient(AgentDefinitionService, `127.0.0.1:${server.port}`, bearer);
     try {
-      const request = create(UpsertAgentDefinitionRequestSchema, { agentCardAndTools: fromJson(AgentDefinitionSchema, minimalDefinition({ name: "OIDC agent", version: "2" }) as never) });
+      const request = create(UpsertAgentDefinitionRequestSchema, {
+        agentCardAndTools: fromJson(
+          AgentDefinitionSchema,
+          minimalDefinition({ name: "OIDC agent", version: "2" }) as never,
+        ),
+      });
       const v2 = await grpc.call("upsertAgentDefinition", request, AgentDefinitionSchema);
       expect(v2.referenceId).toMatch(/^Agent_ID=AGENT-\d+$/);
     } finally {
@@ -87,7 +141,13 @@ describe("with an OpenID provider on loopback", () => {
 
   it("answers 401 with a Bearer challenge and the validation error body, never echoing the token", async () => {
     const good = await issuer.token(writer);
-    const expired = await sign(issuer.signingKey, issuer.kid, { iss: issuer.issuer, aud: AUDIENCE, sub: "x", iat: now() - 7200, exp: now() - 3600 });
+    const expired = await sign(issuer.signingKey, issuer.kid, {
+      iss: issuer.issuer,
+      aud: AUDIENCE,
+      sub: "x",
+      iat: now() - 7200,
+      exp: now() - 3600,
+    });
     const cases: [string, string | undefined, RegExp][] = [
       ["no token", undefined, /No bearer token/],
       ["a malformed header", `Basic ${btoa("a:b")}`, /not of the form/],
@@ -113,7 +173,14 @@ describe("with an OpenID provider on loopback", () => {
       expect(res.status, path).toBe(403);
       expect((await res.json()).errors[0].error, path).toMatch(/no "tenant" claim/);
     }
-    const connect = createClient(AgentDefinitionService, createConnectTransport({ baseUrl: server.baseUrl, httpVersion: "1.1", interceptors: [withAuthorization(bearer)] }));
+    const connect = createClient(
+      AgentDefinitionService,
+      createConnectTransport({
+        baseUrl: server.baseUrl,
+        httpVersion: "1.1",
+        interceptors: [withAuthorization(bearer)],
+      }),
+    );
     const err = (await connect.listAgentDefinitions({}).catch((e: unknown) => e)) as ConnectError;
     expect(err.code).toBe(Code.PermissionDenied);
     expect(err.rawMessage).toMatch(/no "tenant" claim/);
@@ -124,8 +191,13 @@ describe("with an OpenID provider on loopback", () => {
     const lenient = await startServer(other, { ...issuerEnv(), AUTH_NO_TENANT_CLAIM_USES_DEFAULT: "true" });
     try {
       const bearer = `Bearer ${await issuer.token(operator)}`;
-      expect((await fetch(`${lenient.baseUrl}${DEFINITIONS}`, { headers: { authorization: bearer } })).status).toBe(200);
-      expect((await fetch(`${lenient.baseUrl}/api/asor/v1/beta/agentDefinition`, { headers: { authorization: bearer } })).status).toBe(403);
+      expect((await fetch(`${lenient.baseUrl}${DEFINITIONS}`, { headers: { authorization: bearer } })).status).toBe(
+        200,
+      );
+      expect(
+        (await fetch(`${lenient.baseUrl}/api/asor/v1/beta/agentDefinition`, { headers: { authorization: bearer } }))
+          .status,
+      ).toBe(403);
     } finally {
       await lenient.stop();
       await other.cleanup();
@@ -133,14 +205,26 @@ describe("with an OpenID provider on loopback", () => {
   });
 
   it("refuses the tenant admin RPCs to a tenant's own admin token, and admits a platform operator's on every surface", async () => {
-    const admin = (bearer: string) => createClient(TenantAdminService, createConnectTransport({ baseUrl: server.baseUrl, httpVersion: "1.1", interceptors: [withAuthorization(bearer)] }));
+    const admin = (bearer: string) =>
+      createClient(
+        TenantAdminService,
+        createConnectTransport({
+          baseUrl: server.baseUrl,
+          httpVersion: "1.1",
+          interceptors: [withAuthorization(bearer)],
+        }),
+      );
     const scoped = `Bearer ${await issuer.token(acmeAdmin)}`;
     const listed = await rest(scoped, {}, "/asor/v1/admin/tenants");
     expect(listed.status).toBe(403);
     expect((await listed.json()).errors[0].error).toMatch(/acts on every tenant.*not one for tenant "acme"/);
     const created = await rest(
       scoped,
-      { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: "evil", sequencePrefix: "E-" }) },
+      {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ name: "evil", sequencePrefix: "E-" }),
+      },
       "/asor/v1/admin/tenants",
     );
     expect(created.status).toBe(403);
@@ -160,7 +244,9 @@ describe("with an OpenID provider on loopback", () => {
     ).toBe(Code.PermissionDenied);
     const grpc = createGrpcJsClient(TenantAdminService, `127.0.0.1:${server.port}`, scoped);
     try {
-      const err = (await grpc.call("listTenants", create(ListTenantsRequestSchema, {})).catch((e: unknown) => e)) as ServiceError;
+      const err = (await grpc
+        .call("listTenants", create(ListTenantsRequestSchema, {}))
+        .catch((e: unknown) => e)) as ServiceError;
       expect(err.code).toBe(grpcStatus.PERMISSION_DENIED);
     } finally {
       grpc.close();
@@ -175,7 +261,9 @@ describe("with an OpenID provider on loopback", () => {
     expect(refused.rawMessage).toMatch(/"platform_admin": true/);
     expect((await rest(bare, {}, "/asor/v1/admin/tenants")).status).toBe(403);
     const platform = `Bearer ${await issuer.token(operator)}`;
-    expect((await admin(platform).createTenant({ name: "made-by-operator", sequencePrefix: "OP-" })).name).toBe("made-by-operator");
+    expect((await admin(platform).createTenant({ name: "made-by-operator", sequencePrefix: "OP-" })).name).toBe(
+      "made-by-operator",
+    );
     const flagged = `Bearer ${await issuer.token(acmePlatform)}`;
     const names = (await admin(flagged).listTenants({})).tenants.map((t) => t.name);
     expect(names).toContain("made-by-operator");
@@ -186,13 +274,18 @@ describe("with an OpenID provider on loopback", () => {
   it("answers UNAUTHENTICATED over gRPC and Connect with the same detail", async () => {
     const grpc = createGrpcJsClient(AgentDefinitionService, `127.0.0.1:${server.port}`);
     try {
-      const err = (await grpc.call("listAgentDefinitions", create(ListAgentDefinitionsRequestSchema, {})).catch((e: unknown) => e)) as ServiceError;
+      const err = (await grpc
+        .call("listAgentDefinitions", create(ListAgentDefinitionsRequestSchema, {}))
+        .catch((e: unknown) => e)) as ServiceError;
       expect(err.code).toBe(grpcStatus.UNAUTHENTICATED);
       expect(grpcErrorDetails(err)).toHaveLength(1);
     } finally {
       grpc.close();
     }
-    const connect = createClient(AgentDefinitionService, createConnectTransport({ baseUrl: server.baseUrl, httpVersion: "1.1" }));
+    const connect = createClient(
+      AgentDefinitionService,
+      createConnectTransport({ baseUrl: server.baseUrl, httpVersion: "1.1" }),
+    );
     const err = (await connect.listAgentDefinitions({}).catch((e: unknown) => e)) as ConnectError;
     expect(err.code).toBe(Code.Unauthenticated);
     expect(err.findDetails(ValidationErrorSchema)[0]?.errors[0]?.code).toBe("UNAUTHENTICATED");
@@ -202,13 +295,30 @@ describe("with an OpenID provider on loopback", () => {
 forEachDatabase((db) => {
   const server = useServer(db);
   const rest = async (path: string, authorization: string, init: RequestInit = {}) =>
-    fetch(`${server().baseUrl}${path}`, { ...init, headers: { authorization, "content-type": "application/json", ...(init.headers as Record<string, string>) } });
+    fetch(`${server().baseUrl}${path}`, {
+      ...init,
+      headers: { authorization, "content-type": "application/json", ...(init.headers as Record<string, string>) },
+    });
   const connect = async (authorization: string) =>
-    createClient(AgentDefinitionService, createConnectTransport({ baseUrl: server().baseUrl, httpVersion: "1.1", interceptors: [withAuthorization(authorization)] }));
+    createClient(
+      AgentDefinitionService,
+      createConnectTransport({
+        baseUrl: server().baseUrl,
+        httpVersion: "1.1",
+        interceptors: [withAuthorization(authorization)],
+      }),
+    );
   const denied = async (call: Promise<unknown>) => ((await call.catch((e: unknown) => e)) as ConnectError).code;
 
   beforeAll(async () => {
-    const admin = createClient(TenantAdminService, createConnectTransport({ baseUrl: server().baseUrl, httpVersion: "1.1", interceptors: [withAuthorization(server().authorization)] }));
+    const admin = createClient(
+      TenantAdminService,
+      createConnectTransport({
+        baseUrl: server().baseUrl,
+        httpVersion: "1.1",
+        interceptors: [withAuthorization(server().authorization)],
+      }),
+    );
     await admin.createTenant({ name: "beta", sequencePrefix: "B-" });
   });
 
@@ -217,7 +327,12 @@ forEachDatabase((db) => {
       const development = await server().bearer({ domains: ["Development"] });
       const setup = await server().bearer({ domains: ["Setup: Agents"] });
       const none = await server().bearer({ domains: [] });
-      const posted = await (await rest(DEFINITIONS, development, { method: "POST", body: JSON.stringify(minimalDefinition({ name: "Dev agent" })) })).json();
+      const posted = await (
+        await rest(DEFINITIONS, development, {
+          method: "POST",
+          body: JSON.stringify(minimalDefinition({ name: "Dev agent" })),
+        })
+      ).json();
       expect(posted.id).toMatch(/^[0-9a-f]{32}$/);
       // Get and versions need Setup: Agents; Development alone is not enough.
       const get = await rest(`${DEFINITIONS}/${posted.id}`, development);
@@ -228,15 +343,23 @@ forEachDatabase((db) => {
       expect((await rest(`${DEFINITIONS}/${posted.id}`, setup)).status).toBe(200);
       // List and upsert need either domain.
       expect((await rest(DEFINITIONS, none)).status).toBe(403);
-      expect((await rest(DEFINITIONS, none, { method: "POST", body: JSON.stringify(minimalDefinition()) })).status).toBe(403);
+      expect(
+        (await rest(DEFINITIONS, none, { method: "POST", body: JSON.stringify(minimalDefinition()) })).status,
+      ).toBe(403);
       expect((await rest(DEFINITIONS, setup)).status).toBe(200);
       // The same over Connect.
-      expect(await denied((await connect(development)).getAgentDefinition({ id: posted.id }))).toBe(Code.PermissionDenied);
+      expect(await denied((await connect(development)).getAgentDefinition({ id: posted.id }))).toBe(
+        Code.PermissionDenied,
+      );
       expect(await denied((await connect(none)).listAgentDefinitions({}))).toBe(Code.PermissionDenied);
       // Tenant admin needs its own domain, which the spec's two do not give.
       const admin = createClient(
         TenantAdminService,
-        createConnectTransport({ baseUrl: server().baseUrl, httpVersion: "1.1", interceptors: [withAuthorization(await server().bearer({ domains: ["Development", "Setup: Agents"] }))] }),
+        createConnectTransport({
+          baseUrl: server().baseUrl,
+          httpVersion: "1.1",
+          interceptors: [withAuthorization(await server().bearer({ domains: ["Development", "Setup: Agents"] }))],
+        }),
       );
       expect(await denied(admin.listTenants({}))).toBe(Code.PermissionDenied);
       expect(await denied(admin.createTenant({ name: "sneaky", sequencePrefix: "S-" }))).toBe(Code.PermissionDenied);
@@ -245,11 +368,22 @@ forEachDatabase((db) => {
 
   describe("before reading a body", () => {
     it("answers 401 or 403 to a POST, not a verdict on its body, and reads no oversized body", async () => {
-      const noToken = await fetch(`${server().baseUrl}${DEFINITIONS}`, { method: "POST", headers: { "content-type": "application/json" }, body: "{not json" });
+      const noToken = await fetch(`${server().baseUrl}${DEFINITIONS}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: "{not json",
+      });
       expect(noToken.status).toBe(401);
-      const huge = await fetch(`${server().baseUrl}${DEFINITIONS}`, { method: "POST", headers: { "content-type": "application/json" }, body: "x".repeat(2 * 1024 * 1024) });
+      const huge = await fetch(`${server().baseUrl}${DEFINITIONS}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: "x".repeat(2 * 1024 * 1024),
+      });
       expect(huge.status).toBe(401);
-      const noDomain = await rest(DEFINITIONS, await server().bearer({ domains: [] }), { method: "POST", body: "{not json" });
+      const noDomain = await rest(DEFINITIONS, await server().bearer({ domains: [] }), {
+        method: "POST",
+        body: "{not json",
+      });
       expect(noDomain.status).toBe(403);
     });
   });
@@ -258,11 +392,22 @@ forEachDatabase((db) => {
     it("refuses a token for one tenant on another tenant's paths and RPCs", async () => {
       const defaultToken = server().authorization;
       expect((await rest("/api/asor/v1/beta/agentDefinition", defaultToken)).status).toBe(403);
-      expect((await rest("/api/asor/v1/beta/agentDefinition", defaultToken, { method: "POST", body: JSON.stringify(minimalDefinition()) })).status).toBe(403);
-      expect(await denied((await connect(defaultToken)).listAgentDefinitions({ tenant: "beta" }))).toBe(Code.PermissionDenied);
+      expect(
+        (
+          await rest("/api/asor/v1/beta/agentDefinition", defaultToken, {
+            method: "POST",
+            body: JSON.stringify(minimalDefinition()),
+          })
+        ).status,
+      ).toBe(403);
+      expect(await denied((await connect(defaultToken)).listAgentDefinitions({ tenant: "beta" }))).toBe(
+        Code.PermissionDenied,
+      );
       const grpc = createGrpcJsClient(AgentDefinitionService, `127.0.0.1:${server().port}`, defaultToken);
       try {
-        const err = (await grpc.call("listAgentDefinitions", create(ListAgentDefinitionsRequestSchema, { tenant: "beta" })).catch((e: unknown) => e)) as ServiceError;
+        const err = (await grpc
+          .call("listAgentDefinitions", create(ListAgentDefinitionsRequestSchema, { tenant: "beta" }))
+          .catch((e: unknown) => e)) as ServiceError;
         expect(err.code).toBe(grpcStatus.PERMISSION_DENIED);
       } finally {
         grpc.close();
@@ -271,7 +416,12 @@ forEachDatabase((db) => {
 
     it("never shows tenant B's data in tenant A's list; the contract paths act on the token's tenant", async () => {
       const beta = await server().bearer({ tenant: "beta" });
-      const created = await (await rest("/asor/v1/agentDefinition", beta, { method: "POST", body: JSON.stringify(minimalDefinition({ name: "Beta only" })) })).json();
+      const created = await (
+        await rest("/asor/v1/agentDefinition", beta, {
+          method: "POST",
+          body: JSON.stringify(minimalDefinition({ name: "Beta only" })),
+        })
+      ).json();
       expect(created.reference_id).toMatch(/^Agent_ID=B-\d+$/);
       const betaList = await (await rest("/asor/v1/agentDefinition?limit=100", beta)).json();
       expect(betaList.data.map((d: { name: string }) => d.name)).toEqual(["Beta only"]);
@@ -282,10 +432,19 @@ forEachDatabase((db) => {
 
     it("refuses the tenant admin RPCs to a token scoped to a tenant, even holding the admin domain", async () => {
       const admin = async (authorization: string) =>
-        createClient(TenantAdminService, createConnectTransport({ baseUrl: server().baseUrl, httpVersion: "1.1", interceptors: [withAuthorization(authorization)] }));
+        createClient(
+          TenantAdminService,
+          createConnectTransport({
+            baseUrl: server().baseUrl,
+            httpVersion: "1.1",
+            interceptors: [withAuthorization(authorization)],
+          }),
+        );
       const betaAdmin = await server().bearer({ tenant: "beta", domains: ["Setup: Tenants"] });
       expect(await denied((await admin(betaAdmin)).listTenants({}))).toBe(Code.PermissionDenied);
-      expect(await denied((await admin(betaAdmin)).createTenant({ name: "beta-made", sequencePrefix: "BM-" }))).toBe(Code.PermissionDenied);
+      expect(await denied((await admin(betaAdmin)).createTenant({ name: "beta-made", sequencePrefix: "BM-" }))).toBe(
+        Code.PermissionDenied,
+      );
       expect((await rest("/asor/v1/admin/tenants", betaAdmin)).status).toBe(403);
       // A platform operator's token is one with the platform admin claim; no tenant claim alone is not enough.
       const untenanted = await server().bearer({ tenant: null, domains: ["Setup: Tenants"] });
@@ -303,9 +462,19 @@ forEachDatabase((db) => {
         const token = `Bearer ${await issuer.issue({ tenant: tenant as string, domains: ["Development", "Setup: Agents", "Setup: Tenants"] })}`;
         const res = await rest(DEFINITIONS, token);
         expect(res.status, String(tenant)).toBe(401);
-        expect((await res.json()).errors[0]).toMatchObject({ code: "UNAUTHENTICATED", error: expect.stringMatching(/"tenant" claim is not a tenant name/) });
+        expect((await res.json()).errors[0]).toMatchObject({
+          code: "UNAUTHENTICATED",
+          error: expect.stringMatching(/"tenant" claim is not a tenant name/),
+        });
         expect((await rest("/asor/v1/admin/tenants", token)).status).toBe(401);
-        const admin = createClient(TenantAdminService, createConnectTransport({ baseUrl: server().baseUrl, httpVersion: "1.1", interceptors: [withAuthorization(token)] }));
+        const admin = createClient(
+          TenantAdminService,
+          createConnectTransport({
+            baseUrl: server().baseUrl,
+            httpVersion: "1.1",
+            interceptors: [withAuthorization(token)],
+          }),
+        );
         expect(await denied(admin.listTenants({}))).toBe(Code.Unauthenticated);
         expect(await denied((await connect(token)).listAgentDefinitions({}))).toBe(Code.Unauthenticated);
       }

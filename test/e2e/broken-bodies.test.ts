@@ -10,7 +10,10 @@ import { create } from "@bufbuild/protobuf";
 import type { ServiceError } from "@grpc/grpc-js";
 import { describe, expect, it } from "vitest";
 import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
-import { AgentDefinitionService, UpsertAgentDefinitionRequestSchema } from "../../gen/asor/v1/agent_definition_service_pb.js";
+import {
+  AgentDefinitionService,
+  UpsertAgentDefinitionRequestSchema,
+} from "../../gen/asor/v1/agent_definition_service_pb.js";
 import type { ValidationError } from "../../gen/asor/v1/error_pb.js";
 import { spawnAuthorizedServer } from "../support/authorized-process.js";
 import { postConnectJson, UPSERT_RPC } from "../support/connect-json.js";
@@ -59,8 +62,13 @@ forEachDatabase((db) => {
         expect(rest.keys).toBeGreaterThan(170_000);
         const connect = duplicateKeys(ONE_MB, '{"agentCardAndTools":}'.length);
         const postRest = (text: string) =>
-          fetch(`${service.baseUrl}${PATH}`, { method: "POST", headers: { authorization: service.authorization, "content-type": "application/json" }, body: text });
-        const postConnect = (text: string) => postConnectJson(service.baseUrl, service.authorization, UPSERT_RPC, `{"agentCardAndTools":${text}}`);
+          fetch(`${service.baseUrl}${PATH}`, {
+            method: "POST",
+            headers: { authorization: service.authorization, "content-type": "application/json" },
+            body: text,
+          });
+        const postConnect = (text: string) =>
+          postConnectJson(service.baseUrl, service.authorization, UPSERT_RPC, `{"agentCardAndTools":${text}}`);
 
         // Warm-up: the same paths with a small broken body, so the measurement sees the broken body, not the code loading.
         for (let i = 0; i < 3; i++) {
@@ -85,7 +93,11 @@ forEachDatabase((db) => {
           (async () => {
             const res = await fetch(`${service.baseUrl}/${UPSERT_RPC}`, {
               method: "POST",
-              headers: { "content-type": "application/json", "connect-protocol-version": "1", authorization: service.authorization },
+              headers: {
+                "content-type": "application/json",
+                "connect-protocol-version": "1",
+                authorization: service.authorization,
+              },
               body: `{"agentCardAndTools":${connect.text}}`,
             });
             return { status: res.status, text: await res.text() };
@@ -119,7 +131,11 @@ forEachDatabase((db) => {
   describe("many problems in one body", () => {
     const server = useServer(db);
     const post = (body: string, contentType = "application/json") =>
-      fetch(`${server().baseUrl}${PATH}`, { method: "POST", headers: { authorization: server().authorization, "content-type": contentType }, body });
+      fetch(`${server().baseUrl}${PATH}`, {
+        method: "POST",
+        headers: { authorization: server().authorization, "content-type": contentType },
+        body,
+      });
 
     it("500 unknown members: REST lists 99 of them and says 401 more were left out; the message counts all 500", async () => {
       const def: Record<string, unknown> = minimalDefinition({ name: "Unknown Members" });
@@ -136,7 +152,12 @@ forEachDatabase((db) => {
     it("500 unknown members over Connect: the ValidationError detail is capped the same way", async () => {
       const def: Record<string, unknown> = minimalDefinition({ name: "Unknown Members Connect" });
       for (let i = 0; i < 500; i++) def[`unknown${i}`] = i;
-      const answer = await postConnectJson(server().baseUrl, server().authorization, UPSERT_RPC, JSON.stringify({ agentCardAndTools: def }));
+      const answer = await postConnectJson(
+        server().baseUrl,
+        server().authorization,
+        UPSERT_RPC,
+        JSON.stringify({ agentCardAndTools: def }),
+      );
       expect(answer.status).toBe(400);
       expect(answer.validation?.errors?.[0]).toMatchObject({ code: "UNKNOWN_FIELD", path: "unknown0" });
       expectCapped(answer.validation?.errors ?? [], 401);
@@ -144,7 +165,8 @@ forEachDatabase((db) => {
 
     it("15,000 unknown multipart parts get a small answer listing at most 100 items", async () => {
       // Written by hand with a short boundary, so 15,000 parts fit in 1 MB.
-      const part = (name: string, value: string) => `--b\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;
+      const part = (name: string, value: string) =>
+        `--b\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;
       const parts = [part("agentCardAndTools", JSON.stringify(minimalDefinition({ name: "Many Parts" })))];
       for (let i = 0; i < 15_000; i++) parts.push(part(`part${i}`, "x"));
       const multipart = `${parts.join("")}--b--\r\n`;
@@ -159,15 +181,22 @@ forEachDatabase((db) => {
     });
 
     it("300,000 empty skills (within 1 MB) are answered small, listing the list's excess and the first broken items", async () => {
-      const text = JSON.stringify(minimalDefinition({ name: "Empty Skills" })).replace(/"skills":\[[^\]]*\]/, `"skills":[${Array(300_000).fill("{}").join(",")}]`);
+      const text = JSON.stringify(minimalDefinition({ name: "Empty Skills" })).replace(
+        /"skills":\[[^\]]*\]/,
+        `"skills":[${Array(300_000).fill("{}").join(",")}]`,
+      );
       expect(text.length).toBeLessThan(ONE_MB);
       const res = await post(text);
       const answer = await res.text();
       expect(res.status).toBe(400);
       expect(Buffer.byteLength(answer)).toBeLessThan(SMALL);
       const body = JSON.parse(answer);
-      expect(body.errors).toEqual(expect.arrayContaining([expect.objectContaining({ code: "TOO_MANY", path: "skills" })]));
-      expect(body.errors).toEqual(expect.arrayContaining([expect.objectContaining({ code: "REQUIRED", path: "skills[0].id" })]));
+      expect(body.errors).toEqual(
+        expect.arrayContaining([expect.objectContaining({ code: "TOO_MANY", path: "skills" })]),
+      );
+      expect(body.errors).toEqual(
+        expect.arrayContaining([expect.objectContaining({ code: "REQUIRED", path: "skills[0].id" })]),
+      );
       expectCapped(body.errors);
     });
 
@@ -181,26 +210,47 @@ forEachDatabase((db) => {
 
     it("issues quoting long multibyte values are cut, so the Connect answer (detail twice: binary and JSON) stays under 64 KiB", async () => {
       const id = "\u4e2d".repeat(250);
-      const def = minimalDefinition({ name: "Wide Duplicates", skills: Array.from({ length: 100 }, () => ({ id, name: "n", description: "d" })) });
+      const def = minimalDefinition({
+        name: "Wide Duplicates",
+        skills: Array.from({ length: 100 }, () => ({ id, name: "n", description: "d" })),
+      });
       const res = await fetch(`${server().baseUrl}/${UPSERT_RPC}`, {
         method: "POST",
-        headers: { "content-type": "application/json", "connect-protocol-version": "1", authorization: server().authorization },
+        headers: {
+          "content-type": "application/json",
+          "connect-protocol-version": "1",
+          authorization: server().authorization,
+        },
         body: JSON.stringify({ agentCardAndTools: def }),
       });
       const text = await res.text();
       expect(res.status).toBe(400);
       expect(Buffer.byteLength(text)).toBeLessThan(SMALL);
-      expect(JSON.parse(text).details[0].debug.errors[0]).toMatchObject({ code: "DUPLICATE_SKILL_ID", path: "skills[1].id" });
+      expect(JSON.parse(text).details[0].debug.errors[0]).toMatchObject({
+        code: "DUPLICATE_SKILL_ID",
+        path: "skills[1].id",
+      });
     });
 
     it("gRPC (@grpc/grpc-js): a binary message with 50,000 unknown fields gets INVALID_ARGUMENT with at most 100 items", async () => {
-      const agentCardAndTools = create(AgentDefinitionSchema, { ...minimalDefinition({ name: "Unknown Binary" }), provider: { id: "Provider=Acme" } } as never);
-      agentCardAndTools.$unknown = Array.from({ length: 50_000 }, (_, i) => ({ no: 1000 + i, wireType: 0, data: new Uint8Array([1]) }));
+      const agentCardAndTools = create(AgentDefinitionSchema, {
+        ...minimalDefinition({ name: "Unknown Binary" }),
+        provider: { id: "Provider=Acme" },
+      } as never);
+      agentCardAndTools.$unknown = Array.from({ length: 50_000 }, (_, i) => ({
+        no: 1000 + i,
+        wireType: 0,
+        data: new Uint8Array([1]),
+      }));
       const client = createGrpcJsClient(AgentDefinitionService, `127.0.0.1:${server().port}`, server().authorization);
       try {
-        const err = (await client.call("upsertAgentDefinition", create(UpsertAgentDefinitionRequestSchema, { agentCardAndTools })).catch((e: unknown) => e)) as ServiceError;
+        const err = (await client
+          .call("upsertAgentDefinition", create(UpsertAgentDefinitionRequestSchema, { agentCardAndTools }))
+          .catch((e: unknown) => e)) as ServiceError;
         expect(err.code).toBe(3); // INVALID_ARGUMENT
-        const detail = grpcErrorDetails(err).find((d) => d.$typeName === "asor.v1.ValidationError") as ValidationError | undefined;
+        const detail = grpcErrorDetails(err).find((d) => d.$typeName === "asor.v1.ValidationError") as
+          | ValidationError
+          | undefined;
         expect(detail?.errors[0]).toMatchObject({ code: "UNKNOWN_FIELD", path: "#1000" });
         expect(detail?.errors.length).toBeLessThanOrEqual(MAX_ITEMS);
         expect(detail?.errors.at(-1)?.code).toBe("MORE_ISSUES");

@@ -16,7 +16,10 @@ import * as grpc from "@grpc/grpc-js";
 import type { Connection } from "mysql2/promise";
 import { createConnection } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AgentDefinitionService, ListAgentDefinitionsRequestSchema } from "../../gen/asor/v1/agent_definition_service_pb.js";
+import {
+  AgentDefinitionService,
+  ListAgentDefinitionsRequestSchema,
+} from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { capturingLogger } from "../support/capturing-logger.js";
 import { type FreshDatabase, testDatabases } from "../support/databases.js";
 import { minimalDefinition } from "../support/definitions.js";
@@ -46,12 +49,21 @@ describe.skipIf(mariadb === undefined || mariadb.skip)("on mariadb: a search who
   beforeAll(async () => {
     database = await (mariadb as NonNullable<typeof mariadb>).create();
     // One costly search at a time; budgets long enough that nothing here ends by a time limit.
-    server = await startServer(database, { SEARCH_MAX_CONCURRENT: "1", SEARCH_TIMEOUT_MS: "60000", DATABASE_TIMEOUT_MS: "60000" }, logger);
+    server = await startServer(
+      database,
+      { SEARCH_MAX_CONCURRENT: "1", SEARCH_TIMEOUT_MS: "60000", DATABASE_TIMEOUT_MS: "60000" },
+      logger,
+    );
     for (const name of ["Able", "Baker", "Charlie"]) {
       const res = await fetch(`${server.baseUrl}/api/asor/v1/default/agentDefinition`, {
         method: "POST",
         headers: { authorization: server.authorization, "content-type": "application/json" },
-        body: JSON.stringify(minimalDefinition({ name, skills: [{ id: "s", name: "S", description: "Does it.", tags: [{ tag: "gated" }] }] })),
+        body: JSON.stringify(
+          minimalDefinition({
+            name,
+            skills: [{ id: "s", name: "S", description: "Does it.", tags: [{ tag: "gated" }] }],
+          }),
+        ),
       });
       expect(res.status).toBe(201);
     }
@@ -67,7 +79,9 @@ describe.skipIf(mariadb === undefined || mariadb.skip)("on mariadb: a search who
 
   /** The registry's statements at the server now (every other session of this database). */
   const atServer = async (): Promise<number> => {
-    const [rows] = await locker.query("SELECT COUNT(*) AS n FROM information_schema.processlist WHERE db = DATABASE() AND id <> CONNECTION_ID() AND command = 'Query'");
+    const [rows] = await locker.query(
+      "SELECT COUNT(*) AS n FROM information_schema.processlist WHERE db = DATABASE() AND id <> CONNECTION_ID() AND command = 'Query'",
+    );
     return Number((rows as Array<{ n: number | string }>)[0]?.n ?? 0);
   };
   const waitingAtGate = () => server.app.repository.poolStats().searchesWaiting;
@@ -86,10 +100,16 @@ describe.skipIf(mariadb === undefined || mariadb.skip)("on mariadb: a search who
     let next: Promise<Response> | undefined;
     const holder = new AbortController();
     await withTableLocked(async () => {
-      void fetch(`${server.baseUrl}${COSTLY}`, { headers: { authorization: server.authorization }, signal: holder.signal }).catch(() => undefined);
+      void fetch(`${server.baseUrl}${COSTLY}`, {
+        headers: { authorization: server.authorization },
+        signal: holder.signal,
+      }).catch(() => undefined);
       await until("the first search runs at the server", async () => (await atServer()) === 1);
       const leaving = new AbortController();
-      void fetch(`${server.baseUrl}${COSTLY}`, { headers: { authorization: server.authorization }, signal: leaving.signal }).catch(() => undefined);
+      void fetch(`${server.baseUrl}${COSTLY}`, {
+        headers: { authorization: server.authorization },
+        signal: leaving.signal,
+      }).catch(() => undefined);
       await until("the second search waits at the gate", () => waitingAtGate() === 1);
       next = fetch(`${server.baseUrl}${COSTLY}`, { headers: { authorization: server.authorization } });
       await until("the third search waits behind it", () => waitingAtGate() === 2);
@@ -111,7 +131,12 @@ describe.skipIf(mariadb === undefined || mariadb.skip)("on mariadb: a search who
       const session = connectHttp2(server.baseUrl);
       session.on("error", () => undefined);
       try {
-        const stream = session.request({ ":method": "GET", ":path": COSTLY, authorization: server.authorization, "x-request-id": "reset-search" });
+        const stream = session.request({
+          ":method": "GET",
+          ":path": COSTLY,
+          authorization: server.authorization,
+          "x-request-id": "reset-search",
+        });
         stream.on("error", () => undefined);
         stream.resume();
         await until("the search runs at the server", async () => (await atServer()) === 1);
@@ -121,7 +146,9 @@ describe.skipIf(mariadb === undefined || mariadb.skip)("on mariadb: a search who
         session.destroy();
       }
     });
-    await until("the access line is written", () => logger.lines.some((l) => l.message === "request" && l.requestId === "reset-search"));
+    await until("the access line is written", () =>
+      logger.lines.some((l) => l.message === "request" && l.requestId === "reset-search"),
+    );
     const line = logger.lines.find((l) => l.message === "request" && l.requestId === "reset-search");
     expect(line).toMatchObject({ level: "info", status: 499 });
     expect(logger.lines.filter((l) => l.level === "error")).toEqual([]);
@@ -130,19 +157,26 @@ describe.skipIf(mariadb === undefined || mariadb.skip)("on mariadb: a search who
   describe("gRPC (@grpc/grpc-js)", () => {
     let client: grpc.Client & Record<string, (...args: unknown[]) => grpc.ClientUnaryCall>;
     beforeAll(() => {
-      const Client = grpc.makeGenericClientConstructor(grpcJsServiceDefinition(AgentDefinitionService), "AgentDefinitionService");
+      const Client = grpc.makeGenericClientConstructor(
+        grpcJsServiceDefinition(AgentDefinitionService),
+        "AgentDefinitionService",
+      );
       client = new Client(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure()) as typeof client;
     });
     afterAll(() => client?.close());
 
     /** Starts a costly ListAgentDefinitions; resolves with its error code. */
-    const list = (options: grpc.CallOptions = {}): { call: grpc.ClientUnaryCall; done: Promise<number | undefined> } => {
+    const list = (
+      options: grpc.CallOptions = {},
+    ): { call: grpc.ClientUnaryCall; done: Promise<number | undefined> } => {
       const metadata = new grpc.Metadata();
       metadata.set("authorization", server.authorization);
       let call: grpc.ClientUnaryCall | undefined;
       const done = new Promise<number | undefined>((resolve) => {
         const request = create(ListAgentDefinitionsRequestSchema, { tag: ["gated"], orderBy: "name" });
-        call = client.listAgentDefinitions?.(request, metadata, options, (err: grpc.ServiceError | null) => resolve(err?.code));
+        call = client.listAgentDefinitions?.(request, metadata, options, (err: grpc.ServiceError | null) =>
+          resolve(err?.code),
+        );
       });
       return { call: call as grpc.ClientUnaryCall, done };
     };

@@ -14,7 +14,10 @@ import { startServer, type TestServer } from "../support/server.js";
 
 const UPSERT = "/asor.v1.AgentDefinitionService/UpsertAgentDefinition";
 /** Half of a definition: the body is cut off after it. */
-const HALF = JSON.stringify(minimalDefinition({ name: "Gone Midway", description: "d".repeat(20_000) })).slice(0, 10_000);
+const HALF = JSON.stringify(minimalDefinition({ name: "Gone Midway", description: "d".repeat(20_000) })).slice(
+  0,
+  10_000,
+);
 
 /** Sends an HTTP/1.1 request whose body stops halfway, then closes the connection. */
 async function h1Midway(port: number, path: string, headers: Record<string, string>): Promise<void> {
@@ -33,7 +36,14 @@ async function h1Midway(port: number, path: string, headers: Record<string, stri
 async function h2Midway(baseUrl: string, authorization: string, requestId: string): Promise<void> {
   const session = connectHttp2(baseUrl);
   session.on("error", () => undefined);
-  const stream = session.request({ ":method": "POST", ":path": UPSERT, "content-type": "application/grpc", te: "trailers", authorization, "x-request-id": requestId });
+  const stream = session.request({
+    ":method": "POST",
+    ":path": UPSERT,
+    "content-type": "application/grpc",
+    te: "trailers",
+    authorization,
+    "x-request-id": requestId,
+  });
   stream.on("error", () => undefined);
   stream.on("data", () => undefined);
   const frame = Buffer.alloc(5 + 100);
@@ -62,7 +72,9 @@ forEachDatabase((db) => {
 
     /** The lines about `requestId` once its access line is written, and every error or warning since `from`. */
     const outcome = async (requestId: string, from: number) => {
-      await vi.waitFor(() => expect(logger.lines.some((l) => l.message === "request" && l.requestId === requestId)).toBe(true));
+      await vi.waitFor(() =>
+        expect(logger.lines.some((l) => l.message === "request" && l.requestId === requestId)).toBe(true),
+      );
       const since = logger.lines.slice(from);
       return {
         access: since.filter((l) => l.message === "request" && l.requestId === requestId),
@@ -75,16 +87,23 @@ forEachDatabase((db) => {
       ["REST multipart", "/asor/v1/agentDefinition", "multipart/form-data; boundary=b"],
       ["Connect", UPSERT, "application/json"],
       ["gRPC-Web", UPSERT, "application/grpc-web+proto"],
-    ])("%s over HTTP/1.1: one info access line with status 499, no error and no stack", async (name, path, contentType) => {
-      const requestId = `gone-${name.replace(/\W/g, "-")}`;
-      const from = logger.lines.length;
-      await h1Midway(server.port, path, { authorization: server.authorization, "content-type": contentType, "x-request-id": requestId });
-      const { access, alarms } = await outcome(requestId, from);
-      expect(alarms).toEqual([]);
-      expect(access).toHaveLength(1);
-      expect(access[0]).toMatchObject({ level: "info", status: 499 });
-      expect(JSON.stringify(access[0])).not.toContain("stack");
-    });
+    ])(
+      "%s over HTTP/1.1: one info access line with status 499, no error and no stack",
+      async (name, path, contentType) => {
+        const requestId = `gone-${name.replace(/\W/g, "-")}`;
+        const from = logger.lines.length;
+        await h1Midway(server.port, path, {
+          authorization: server.authorization,
+          "content-type": contentType,
+          "x-request-id": requestId,
+        });
+        const { access, alarms } = await outcome(requestId, from);
+        expect(alarms).toEqual([]);
+        expect(access).toHaveLength(1);
+        expect(access[0]).toMatchObject({ level: "info", status: 499 });
+        expect(JSON.stringify(access[0])).not.toContain("stack");
+      },
+    );
 
     it("gRPC over HTTP/2, the stream cancelled mid-message: one info access line with status 499, no error", async () => {
       const from = logger.lines.length;

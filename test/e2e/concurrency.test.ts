@@ -24,15 +24,26 @@ for (const db of testDatabases()) {
 
     beforeAll(async () => {
       database = await db.create();
-      const env = { DATA_DIR: database.dataDir, ...(database.databaseUrl ? { DATABASE_URL: database.databaseUrl } : {}) };
+      const env = {
+        DATA_DIR: database.dataDir,
+        ...(database.databaseUrl ? { DATABASE_URL: database.databaseUrl } : {}),
+      };
       // Two processes start and migrate the same fresh database at once, too.
       servers = await Promise.all(RUNTIMES.map((runtime) => spawnServer(env, runtime)));
       // Both processes share DATA_DIR, so they trust one local issuer key; mint tokens with it.
       const issuer = await openLocalIssuer(localIssuerKeyFile(database.dataDir), parseAuthConfig({}).config);
-      const bearer = async (tenant: string) => `Bearer ${await issuer.issue({ tenant, domains: ["Development", "Setup: Agents", "Setup: Tenants"] })}`;
+      const bearer = async (tenant: string) =>
+        `Bearer ${await issuer.issue({ tenant, domains: ["Development", "Setup: Agents", "Setup: Tenants"] })}`;
       // The tenant admin RPCs take a platform operator's token: the platform admin claim.
       const operator = `Bearer ${await issuer.issue({ domains: ["Setup: Tenants"], platformAdmin: true })}`;
-      const admin = createClient(TenantAdminService, createConnectTransport({ baseUrl: servers[0]!.baseUrl, httpVersion: "1.1", interceptors: [withAuthorization(operator)] }));
+      const admin = createClient(
+        TenantAdminService,
+        createConnectTransport({
+          baseUrl: servers[0]!.baseUrl,
+          httpVersion: "1.1",
+          interceptors: [withAuthorization(operator)],
+        }),
+      );
       for (const name of ["keys", "race", "numbers"]) {
         await admin.createTenant({ name, sequencePrefix: `${name.toUpperCase()}-` });
         tokens.set(name, await bearer(name));
@@ -54,13 +65,19 @@ for (const db of testDatabases()) {
       }).then(async (res) => ({ status: res.status, body: await res.json() }));
 
     const listAll = async (tenant: string) =>
-      (await fetch(`${servers[0]!.baseUrl}/api/asor/v1/${tenant}/agentDefinition?limit=100`, { headers: { authorization: tokens.get(tenant)! } })).json() as Promise<{
+      (
+        await fetch(`${servers[0]!.baseUrl}/api/asor/v1/${tenant}/agentDefinition?limit=100`, {
+          headers: { authorization: tokens.get(tenant)! },
+        })
+      ).json() as Promise<{
         total: number;
         data: any[];
       }>;
 
     it("200 concurrent POSTs over 10 keys make exactly 10 instances, each with the content of one request", async () => {
-      const requests = Array.from({ length: 200 }, (_, i) => minimalDefinition({ name: `Key ${i % 10}`, description: `request ${i}` }));
+      const requests = Array.from({ length: 200 }, (_, i) =>
+        minimalDefinition({ name: `Key ${i % 10}`, description: `request ${i}` }),
+      );
       const answers = await Promise.all(requests.map((def, i) => post(i, "keys", def)));
       expect(answers.filter((a) => a.status !== 201)).toEqual([]);
       const { total, data } = await listAll("keys");
@@ -87,9 +104,13 @@ for (const db of testDatabases()) {
     });
 
     it("100 concurrent new agents take 100 distinct, consecutive Agent_ID numbers", async () => {
-      const answers = await Promise.all(Array.from({ length: 100 }, (_, i) => post(i, "numbers", minimalDefinition({ name: `Agent ${i}` }))));
+      const answers = await Promise.all(
+        Array.from({ length: 100 }, (_, i) => post(i, "numbers", minimalDefinition({ name: `Agent ${i}` }))),
+      );
       expect(answers.filter((a) => a.status !== 201)).toEqual([]);
-      const numbers = answers.map((a) => Number(/^Agent_ID=NUMBERS-(\d+)$/.exec(a.body.reference_id)?.[1])).sort((x, y) => x - y);
+      const numbers = answers
+        .map((a) => Number(/^Agent_ID=NUMBERS-(\d+)$/.exec(a.body.reference_id)?.[1]))
+        .sort((x, y) => x - y);
       expect(numbers).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
     });
   });

@@ -19,8 +19,15 @@ import { createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
-import { AgentDefinitionService, GetAgentDefinitionRequestSchema } from "../../gen/asor/v1/agent_definition_service_pb.js";
-import { Health, HealthCheckRequestSchema, HealthCheckResponse_ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
+import {
+  AgentDefinitionService,
+  GetAgentDefinitionRequestSchema,
+} from "../../gen/asor/v1/agent_definition_service_pb.js";
+import {
+  Health,
+  HealthCheckRequestSchema,
+  HealthCheckResponse_ServingStatus,
+} from "../../gen/grpc/health/v1/health_pb.js";
 import { withAuthorization } from "../support/auth.js";
 import { type FreshDatabase, testDatabases } from "../support/databases.js";
 import { exampleDefinition, minimalDefinition } from "../support/definitions.js";
@@ -57,7 +64,14 @@ describe("npm run start:deno", () => {
       cwd: ROOT,
       detached: true,
       // An empty DENO_DIR: Deno has compiled nothing yet, as on a fresh machine.
-      env: { ...process.env, PORT: "0", DATA_DIR: dataDir, DATABASE_URL: "", DENO_DIR: join(home, "deno-cache"), LOG_LEVEL: "info" },
+      env: {
+        ...process.env,
+        PORT: "0",
+        DATA_DIR: dataDir,
+        DATABASE_URL: "",
+        DENO_DIR: join(home, "deno-cache"),
+        LOG_LEVEL: "info",
+      },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let stderr = "";
@@ -112,7 +126,11 @@ describe("npm run start:deno", () => {
 
       const grpc = createGrpcJsClient(AgentDefinitionService, `127.0.0.1:${port}`, authorization);
       try {
-        const viaGrpc = await grpc.call("getAgentDefinition", create(GetAgentDefinitionRequestSchema, { id: created.id }), AgentDefinitionSchema);
+        const viaGrpc = await grpc.call(
+          "getAgentDefinition",
+          create(GetAgentDefinitionRequestSchema, { id: created.id }),
+          AgentDefinitionSchema,
+        );
         expect(toJson(AgentDefinitionSchema, viaGrpc)).toEqual(asMessage(created));
       } finally {
         grpc.close();
@@ -128,17 +146,26 @@ describe("npm run start:deno", () => {
     });
 
     it("serves reflection (buf curl without a schema), gRPC health, the probes, /metrics and /openapi.json without a token", async () => {
-      const { stdout } = await run("node", ["scripts/buf.mjs", "curl", "--protocol", "grpc", "--http2-prior-knowledge", "--list-methods", server.baseUrl], { cwd: ROOT });
+      const { stdout } = await run(
+        "node",
+        ["scripts/buf.mjs", "curl", "--protocol", "grpc", "--http2-prior-knowledge", "--list-methods", server.baseUrl],
+        { cwd: ROOT },
+      );
       expect(stdout).toContain("asor.v1.AgentDefinitionService/GetAgentDefinition");
       const health = createClient(Health, createConnectTransport({ baseUrl: server.baseUrl, httpVersion: "2" }));
-      expect((await health.check(create(HealthCheckRequestSchema, {}))).status).toBe(HealthCheckResponse_ServingStatus.SERVING);
-      for (const path of ["/healthz", "/readyz", "/metrics", "/openapi.json"]) expect((await fetch(`${server.baseUrl}${path}`)).status, path).toBe(200);
+      expect((await health.check(create(HealthCheckRequestSchema, {}))).status).toBe(
+        HealthCheckResponse_ServingStatus.SERVING,
+      );
+      for (const path of ["/healthz", "/readyz", "/metrics", "/openapi.json"])
+        expect((await fetch(`${server.baseUrl}${path}`)).status, path).toBe(200);
       expect(await (await fetch(`${server.baseUrl}/metrics`)).text()).toMatch(/^asor_requests_total\{/m);
     });
 
     it("runs with network, environment, read access to the code and the data dir, write access to the data dir only", async () => {
       // The launcher (node scripts/deno.mjs) runs Deno as its one child: read Deno's own command line.
-      const [denoPid] = (await readFile(`/proc/${server.child.pid}/task/${server.child.pid}/children`, "utf8")).trim().split(/\s+/);
+      const [denoPid] = (await readFile(`/proc/${server.child.pid}/task/${server.child.pid}/children`, "utf8"))
+        .trim()
+        .split(/\s+/);
       const argv = (await readFile(`/proc/${denoPid}/cmdline`, "utf8")).split("\0").filter((arg) => arg !== "");
       const flags = argv.filter((arg) => arg.startsWith("--allow") || arg === "-A");
       expect(flags).toEqual([
@@ -163,7 +190,12 @@ describe("npm run start:deno", () => {
       expect(res.status).toBe(201);
       return res.json();
     };
-    const get = async (s: ReachableServer, id: string) => (await fetch(`${s.baseUrl}/api/asor/v1/default/agentDefinition/${id}`, { headers: { authorization: s.authorization } })).json();
+    const get = async (s: ReachableServer, id: string) =>
+      (
+        await fetch(`${s.baseUrl}/api/asor/v1/default/agentDefinition/${id}`, {
+          headers: { authorization: s.authorization },
+        })
+      ).json();
     try {
       const deno = await startServerProcess(database, {}, "deno");
       const byDeno = await post(deno, "Written By Deno");
@@ -180,7 +212,11 @@ describe("npm run start:deno", () => {
         expect(await get(again, byDeno.id)).toEqual(byDeno);
         const grpc = createGrpcJsClient(AgentDefinitionService, `127.0.0.1:${again.port}`, again.authorization);
         try {
-          const viaGrpc = await grpc.call("getAgentDefinition", create(GetAgentDefinitionRequestSchema, { id: byNode.id }), AgentDefinitionSchema);
+          const viaGrpc = await grpc.call(
+            "getAgentDefinition",
+            create(GetAgentDefinitionRequestSchema, { id: byNode.id }),
+            AgentDefinitionSchema,
+          );
           expect(toJson(AgentDefinitionSchema, viaGrpc)).toEqual(asMessage(byNode));
         } finally {
           grpc.close();

@@ -59,10 +59,14 @@ describe("the local development issuer", () => {
     const server = await start({ DATA_DIR: dir });
     const issuer = await openLocalIssuer(localIssuerKeyFile(dir), parseAuthConfig({}).config);
     const token = await issuer.issue({ tenant: "default", domains: ["Development"] });
-    const res = await fetch(`${server.baseUrl}/asor/v1/agentDefinition`, { headers: { authorization: `Bearer ${token}` } });
+    const res = await fetch(`${server.baseUrl}/asor/v1/agentDefinition`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
     expect(res.status).toBe(200);
     await server.stop();
-    const warnings = (await stderrLines(server)).filter((line) => line.level === "warn" && DEV_WARNING.test(String(line.message)));
+    const warnings = (await stderrLines(server)).filter(
+      (line) => line.level === "warn" && DEV_WARNING.test(String(line.message)),
+    );
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatchObject({ host: "127.0.0.1" });
   });
@@ -71,14 +75,18 @@ describe("the local development issuer", () => {
     const failure = await start({ DATA_DIR: await dataDir(), HOST: "0.0.0.0" }).catch((e: unknown) => e as Error);
     expect(failure).toBeInstanceOf(Error);
     expect((failure as Error).message).toMatch(/exited with 1/);
-    expect((failure as Error).message).toMatch(/HOST "0\.0\.0\.0" is not a loopback address and AUTH_ISSUER is unset: set AUTH_ISSUER/);
+    expect((failure as Error).message).toMatch(
+      /HOST "0\.0\.0\.0" is not a loopback address and AUTH_ISSUER is unset: set AUTH_ISSUER/,
+    );
     expect((failure as Error).message).toContain("AUTH_ALLOW_DEV_ISSUER=true");
   });
 
   it("serves it on such a HOST when AUTH_ALLOW_DEV_ISSUER=true, with the warning", async () => {
     const server = await start({ DATA_DIR: await dataDir(), HOST: "0.0.0.0", AUTH_ALLOW_DEV_ISSUER: "true" });
     await server.stop();
-    const warnings = (await stderrLines(server)).filter((line) => line.level === "warn" && DEV_WARNING.test(String(line.message)));
+    const warnings = (await stderrLines(server)).filter(
+      (line) => line.level === "warn" && DEV_WARNING.test(String(line.message)),
+    );
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatchObject({ host: "0.0.0.0" });
   });
@@ -92,7 +100,13 @@ describe("with an identity provider", () => {
   afterAll(() => issuer?.close());
 
   it("starts on a HOST that is not loopback, without the warning", async () => {
-    const server = await start({ DATA_DIR: await dataDir(), HOST: "0.0.0.0", AUTH_ISSUER: issuer.issuer, AUTH_ALLOW_HTTP_ISSUER: "true", AUTH_AUDIENCE: AUDIENCE });
+    const server = await start({
+      DATA_DIR: await dataDir(),
+      HOST: "0.0.0.0",
+      AUTH_ISSUER: issuer.issuer,
+      AUTH_ALLOW_HTTP_ISSUER: "true",
+      AUTH_AUDIENCE: AUDIENCE,
+    });
     await server.stop();
     expect((await stderrLines(server)).filter((line) => DEV_WARNING.test(String(line.message)))).toEqual([]);
   });

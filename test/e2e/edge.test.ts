@@ -8,7 +8,10 @@ import { createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
-import { AgentDefinitionService, ListAgentDefinitionsRequestSchema } from "../../gen/asor/v1/agent_definition_service_pb.js";
+import {
+  AgentDefinitionService,
+  ListAgentDefinitionsRequestSchema,
+} from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { Health } from "../../gen/grpc/health/v1/health_pb.js";
 import type { Authenticator } from "../../src/auth/authenticator.js";
 import { withAuthorization } from "../support/auth.js";
@@ -43,16 +46,35 @@ describe("the edge", () => {
   });
 
   const rest = (path: string, init: RequestInit = {}) =>
-    fetch(`${server.baseUrl}${path}`, { ...init, headers: { authorization: server.authorization, ...(init.headers as Record<string, string>) } });
+    fetch(`${server.baseUrl}${path}`, {
+      ...init,
+      headers: { authorization: server.authorization, ...(init.headers as Record<string, string>) },
+    });
   const transports = () => ({
-    connect: createConnectTransport({ baseUrl: server.baseUrl, httpVersion: "1.1", interceptors: [withAuthorization(server.authorization)] }),
-    "connect over HTTP/2": createConnectTransport({ baseUrl: server.baseUrl, httpVersion: "2", interceptors: [withAuthorization(server.authorization)] }),
-    "gRPC-Web": createGrpcWebTransport({ baseUrl: server.baseUrl, httpVersion: "1.1", interceptors: [withAuthorization(server.authorization)] }),
+    connect: createConnectTransport({
+      baseUrl: server.baseUrl,
+      httpVersion: "1.1",
+      interceptors: [withAuthorization(server.authorization)],
+    }),
+    "connect over HTTP/2": createConnectTransport({
+      baseUrl: server.baseUrl,
+      httpVersion: "2",
+      interceptors: [withAuthorization(server.authorization)],
+    }),
+    "gRPC-Web": createGrpcWebTransport({
+      baseUrl: server.baseUrl,
+      httpVersion: "1.1",
+      interceptors: [withAuthorization(server.authorization)],
+    }),
     gRPC: createGrpcTransport({ baseUrl: server.baseUrl, interceptors: [withAuthorization(server.authorization)] }),
   });
 
   it("verifies the token exactly once for each REST request, GET and POST", async () => {
-    const posted = await rest("/asor/v1/agentDefinition", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(minimalDefinition({ version: "edge-rest" })) });
+    const posted = await rest("/asor/v1/agentDefinition", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(minimalDefinition({ version: "edge-rest" })),
+    });
     expect(posted.status).toBe(201);
     expect(verifications).toBe(1);
     const { id } = await posted.json();
@@ -65,7 +87,9 @@ describe("the edge", () => {
     for (const [name, transport] of Object.entries(transports())) {
       const client = createClient(AgentDefinitionService, transport);
       verifications = 0;
-      const written = await client.upsertAgentDefinition({ agentCardAndTools: fromJson(AgentDefinitionSchema, minimalDefinition({ version: `edge-${name}` }) as never) });
+      const written = await client.upsertAgentDefinition({
+        agentCardAndTools: fromJson(AgentDefinitionSchema, minimalDefinition({ version: `edge-${name}` }) as never),
+      });
       expect(verifications, `${name} upsert`).toBe(1);
       await client.getAgentDefinition({ id: written.id });
       await client.listAgentDefinitions({ limit: 2 });
@@ -84,9 +108,15 @@ describe("the edge", () => {
   });
 
   it("verifies a refused token once too, and never for health checks", async () => {
-    expect((await fetch(`${server.baseUrl}/asor/v1/agentDefinition`, { method: "POST", headers: { authorization: "Bearer nope", "content-type": "application/json" }, body: "{}" })).status).toBe(
-      401,
-    );
+    expect(
+      (
+        await fetch(`${server.baseUrl}/asor/v1/agentDefinition`, {
+          method: "POST",
+          headers: { authorization: "Bearer nope", "content-type": "application/json" },
+          body: "{}",
+        })
+      ).status,
+    ).toBe(401);
     expect(verifications).toBe(1);
     const health = createClient(Health, transports().gRPC);
     await health.check({});
@@ -109,12 +139,17 @@ describe("the edge", () => {
     });
 
     // The body is sent in the canonical form protobuf-es writes, so a re-encoding and re-parse would be counted too.
-    const canonical = (version: string) => toJsonString(AgentDefinitionSchema, fromJson(AgentDefinitionSchema, minimalDefinition({ version }) as never));
+    const canonical = (version: string) =>
+      toJsonString(AgentDefinitionSchema, fromJson(AgentDefinitionSchema, minimalDefinition({ version }) as never));
 
     it("over REST", async () => {
       body = canonical("edge-parse-rest");
       parsesOfBody = 0;
-      const posted = await rest("/asor/v1/agentDefinition", { method: "POST", headers: { "content-type": "application/json" }, body });
+      const posted = await rest("/asor/v1/agentDefinition", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body,
+      });
       expect(posted.status).toBe(201);
       expect(parsesOfBody).toBe(1);
     });

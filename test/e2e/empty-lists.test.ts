@@ -28,8 +28,13 @@ const withEmptyLists = (name: string) =>
 forEachDatabase((db) => {
   const server = useServer(db);
   const post = (body: unknown) =>
-    fetch(`${server().baseUrl}${PATH}`, { method: "POST", headers: { authorization: server().authorization, "content-type": "application/json" }, body: JSON.stringify(body) });
-  const get = (id: string) => fetch(`${server().baseUrl}${PATH}/${id}`, { headers: { authorization: server().authorization } });
+    fetch(`${server().baseUrl}${PATH}`, {
+      method: "POST",
+      headers: { authorization: server().authorization, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+  const get = (id: string) =>
+    fetch(`${server().baseUrl}${PATH}/${id}`, { headers: { authorization: server().authorization } });
 
   describe("empty lists", () => {
     it('reads back "tags": [] and "hostConfig": [] as sent, from POST and GET', async () => {
@@ -49,7 +54,13 @@ forEachDatabase((db) => {
       const def = minimalDefinition({
         name: "Nested Lists Agent",
         skills: [{ id: "s1", name: "Skill one", description: "The one thing" }],
-        hostConfig: [{ skillId: "s1", executionMode: { id: "Mode=Delegate" }, hostResources: [{ tool_name: "A tool", description: "Does it" }] }],
+        hostConfig: [
+          {
+            skillId: "s1",
+            executionMode: { id: "Mode=Delegate" },
+            hostResources: [{ tool_name: "A tool", description: "Does it" }],
+          },
+        ],
       });
       const created = await post(def);
       expect(created.status).toBe(201);
@@ -57,8 +68,10 @@ forEachDatabase((db) => {
       const read = await (await get(id)).json();
       for (const member of DEFINITION_LISTS) expect(read, member).toHaveProperty([member], expect.any(Array));
       for (const member of SKILL_LISTS) expect(read.skills[0], member).toHaveProperty([member], []);
-      for (const member of HOST_CONFIG_LISTS) expect(read.hostConfig[0], member).toHaveProperty([member], expect.any(Array));
-      for (const member of HOST_RESOURCE_LISTS) expect(read.hostConfig[0].hostResources[0], member).toHaveProperty([member], []);
+      for (const member of HOST_CONFIG_LISTS)
+        expect(read.hostConfig[0], member).toHaveProperty([member], expect.any(Array));
+      for (const member of HOST_RESOURCE_LISTS)
+        expect(read.hostConfig[0].hostResources[0], member).toHaveProperty([member], []);
       // Optional scalars keep their presence rules: never sent, never answered.
       expect(read).not.toHaveProperty("overview");
       expect(read).not.toHaveProperty("capabilities");
@@ -66,7 +79,9 @@ forEachDatabase((db) => {
 
     it("shows the empty lists in a page of definitions too", async () => {
       await post(withEmptyLists("Empty Lists In A Page"));
-      const page = await (await fetch(`${server().baseUrl}${PATH}?limit=100`, { headers: { authorization: server().authorization } })).json();
+      const page = await (
+        await fetch(`${server().baseUrl}${PATH}?limit=100`, { headers: { authorization: server().authorization } })
+      ).json();
       const item = page.data.find((d: { name: string }) => d.name === "Empty Lists In A Page");
       expect(item.hostConfig).toEqual([]);
       expect(item.skills[0].tags).toEqual([]);
@@ -76,7 +91,11 @@ forEachDatabase((db) => {
       const { id } = await (await post(withEmptyLists("Empty Lists Over Connect"))).json();
       const res = await fetch(`${server().baseUrl}/asor.v1.AgentDefinitionService/GetAgentDefinition`, {
         method: "POST",
-        headers: { authorization: server().authorization, "content-type": "application/json", "connect-protocol-version": "1" },
+        headers: {
+          authorization: server().authorization,
+          "content-type": "application/json",
+          "connect-protocol-version": "1",
+        },
         body: JSON.stringify({ id }),
       });
       expect(res.status).toBe(200);
@@ -86,7 +105,12 @@ forEachDatabase((db) => {
       expect(body.hostConfig).toEqual([]);
       const client = createClient(
         AgentDefinitionService,
-        createConnectTransport({ baseUrl: server().baseUrl, httpVersion: "1.1", useBinaryFormat: false, interceptors: [withAuthorization(server().authorization)] }),
+        createConnectTransport({
+          baseUrl: server().baseUrl,
+          httpVersion: "1.1",
+          useBinaryFormat: false,
+          interceptors: [withAuthorization(server().authorization)],
+        }),
       );
       const parsed = await client.getAgentDefinition({ id });
       expect(parsed.id).toBe(id);

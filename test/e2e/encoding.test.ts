@@ -3,7 +3,10 @@ import { Code, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { describe, expect, it } from "vitest";
 import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
-import { AgentDefinitionService, UpsertAgentDefinitionRequestSchema } from "../../gen/asor/v1/agent_definition_service_pb.js";
+import {
+  AgentDefinitionService,
+  UpsertAgentDefinitionRequestSchema,
+} from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { ValidationErrorSchema } from "../../gen/asor/v1/error_pb.js";
 import { withAuthorization } from "../support/auth.js";
 import { postConnectJson, UPSERT_RPC } from "../support/connect-json.js";
@@ -41,18 +44,39 @@ const UNICODE_TEXTS = [
 ];
 
 /** Strings with NUL and other C0 control characters. */
-const CONTROL_TEXTS = ["NUL\u0000inside", "\u0000leading", "trailing\u0000", "Tab\tNewline\nReturn\rBell\u0007Escape\u001b"];
+const CONTROL_TEXTS = [
+  "NUL\u0000inside",
+  "\u0000leading",
+  "trailing\u0000",
+  "Tab\tNewline\nReturn\rBell\u0007Escape\u001b",
+];
 
 forEachDatabase((db) => {
   const server = useServer(db);
-  const headers = (contentType = "application/json") => ({ authorization: server().authorization, "content-type": contentType });
-  const post = (body: string | Uint8Array, contentType?: string) => fetch(`${server().baseUrl}${PATH}`, { method: "POST", headers: headers(contentType), body: body as BodyInit });
-  const read = async (id: string) => (await fetch(`${server().baseUrl}${PATH}/${encodeURIComponent(id)}`, { headers: { authorization: server().authorization } })).json();
+  const headers = (contentType = "application/json") => ({
+    authorization: server().authorization,
+    "content-type": contentType,
+  });
+  const post = (body: string | Uint8Array, contentType?: string) =>
+    fetch(`${server().baseUrl}${PATH}`, { method: "POST", headers: headers(contentType), body: body as BodyInit });
+  const read = async (id: string) =>
+    (
+      await fetch(`${server().baseUrl}${PATH}/${encodeURIComponent(id)}`, {
+        headers: { authorization: server().authorization },
+      })
+    ).json();
 
   /** A full definition with `text` in every free-text member and inside every id-like one. */
   const everywhere = (tag: string, text: string) => {
     const def = fullDefinition(tag);
-    Object.assign(def, { name: `${tag} ${text}`, description: text, version: text, overview: text, externalAgentID: `${tag} ${text}`, externalTenantID: text });
+    Object.assign(def, {
+      name: `${tag} ${text}`,
+      description: text,
+      version: text,
+      overview: text,
+      externalAgentID: `${tag} ${text}`,
+      externalTenantID: text,
+    });
     def.provider.id = `Provider=${text.replace(/\s/g, "_")}`;
     def.skills[0].id = def.hostConfig[0].skillId = text;
     Object.assign(def.skills[0], { name: text, description: text });
@@ -85,12 +109,15 @@ forEachDatabase((db) => {
       const first = await roundTrip(def);
       const second = await roundTrip({ ...def, description: "second" });
       expect(second.id).toBe(first.id);
-      const list = await (await fetch(`${server().baseUrl}${PATH}?limit=100`, { headers: { authorization: server().authorization } })).json();
+      const list = await (
+        await fetch(`${server().baseUrl}${PATH}?limit=100`, { headers: { authorization: server().authorization } })
+      ).json();
       expect(list.total).toBeGreaterThanOrEqual(SQL_TEXTS.length + 1);
     });
 
     it("in a path id or a tenant are a 404 or a 400, never a match", async () => {
-      const get = (path: string) => fetch(`${server().baseUrl}${path}`, { headers: { authorization: server().authorization } });
+      const get = (path: string) =>
+        fetch(`${server().baseUrl}${path}`, { headers: { authorization: server().authorization } });
       expect((await get(`${PATH}/${encodeURIComponent("' OR '1'='1")}`)).status).toBe(404);
       expect((await get(`${PATH}/${encodeURIComponent("Agent_ID=' OR 1=1 --")}`)).status).toBe(404);
       const tenant = await get(`/api/asor/v1/${encodeURIComponent("default' --")}/agentDefinition`);
@@ -111,13 +138,27 @@ forEachDatabase((db) => {
     });
 
     it.each([
-      ["Connect JSON", (s: { baseUrl: string; authorization: string }) => createConnectTransport({ baseUrl: s.baseUrl, httpVersion: "1.1", interceptors: [withAuthorization(s.authorization)] })],
-      ["gRPC", (s: { baseUrl: string; authorization: string }) => createGrpcTransport({ baseUrl: s.baseUrl, interceptors: [withAuthorization(s.authorization)] })],
+      [
+        "Connect JSON",
+        (s: { baseUrl: string; authorization: string }) =>
+          createConnectTransport({
+            baseUrl: s.baseUrl,
+            httpVersion: "1.1",
+            interceptors: [withAuthorization(s.authorization)],
+          }),
+      ],
+      [
+        "gRPC",
+        (s: { baseUrl: string; authorization: string }) =>
+          createGrpcTransport({ baseUrl: s.baseUrl, interceptors: [withAuthorization(s.authorization)] }),
+      ],
     ])("comes back verbatim over %s, and the same as over REST", async (name, transport) => {
       const client = createClient(AgentDefinitionService, transport(server()));
       for (const [i, text] of [...UNICODE_TEXTS, ...CONTROL_TEXTS].entries()) {
         const def = everywhere(`${name} ${i}`, text);
-        const created = await client.upsertAgentDefinition(create(UpsertAgentDefinitionRequestSchema, { agentCardAndTools: fromJson(AgentDefinitionSchema, def) }));
+        const created = await client.upsertAgentDefinition(
+          create(UpsertAgentDefinitionRequestSchema, { agentCardAndTools: fromJson(AgentDefinitionSchema, def) }),
+        );
         expect(withoutReadOnly(toJson(AgentDefinitionSchema, created) as Record<string, any>)).toEqual(def);
         expect(withoutReadOnly(await read(created.id))).toEqual(def);
       }
@@ -125,9 +166,12 @@ forEachDatabase((db) => {
   });
 
   describe("NUL and control characters", () => {
-    it.each(CONTROL_TEXTS.map((t) => [JSON.stringify(t), t]))("are stored verbatim in every member: %s", async (_label, text) => {
-      await roundTrip(everywhere(`control ${CONTROL_TEXTS.indexOf(text)}`, text));
-    });
+    it.each(CONTROL_TEXTS.map((t) => [JSON.stringify(t), t]))(
+      "are stored verbatim in every member: %s",
+      async (_label, text) => {
+        await roundTrip(everywhere(`control ${CONTROL_TEXTS.indexOf(text)}`, text));
+      },
+    );
 
     it("a NUL is part of the key: `A\\u0000` and `A` are two instances", async () => {
       const plain = await roundTrip(minimalDefinition({ name: "Nul Key" }));
@@ -141,7 +185,11 @@ forEachDatabase((db) => {
     /** The valid body with the bytes of "XXXX" in the name replaced. */
     const withBytes = (bytes: number[]) => {
       const at = Buffer.from(valid).indexOf("XXXX");
-      const out = Buffer.concat([Buffer.from(valid.subarray(0, at)), Buffer.from(bytes), Buffer.from(valid.subarray(at + 4))]);
+      const out = Buffer.concat([
+        Buffer.from(valid.subarray(0, at)),
+        Buffer.from(bytes),
+        Buffer.from(valid.subarray(at + 4)),
+      ]);
       return new Uint8Array(out);
     };
     const BAD_UTF8: [string, number[]][] = [
@@ -159,23 +207,32 @@ forEachDatabase((db) => {
       expect((await res.json()).errors).toEqual([expect.objectContaining({ code: "MALFORMED_JSON" })]);
     });
 
-    it.each(BAD_UTF8)("Connect JSON: invalid UTF-8 (%s) is INVALID_ARGUMENT with MALFORMED_JSON", async (_label, bytes) => {
-      const body = new Uint8Array([...new TextEncoder().encode('{"agentCardAndTools":'), ...withBytes(bytes), 0x7d]);
-      const answer = await postConnectJson(server().baseUrl, server().authorization, UPSERT_RPC, body);
-      expect(answer.status).toBe(400);
-      expect(answer.validation?.errors).toEqual([expect.objectContaining({ code: "MALFORMED_JSON" })]);
-    });
+    it.each(BAD_UTF8)(
+      "Connect JSON: invalid UTF-8 (%s) is INVALID_ARGUMENT with MALFORMED_JSON",
+      async (_label, bytes) => {
+        const body = new Uint8Array([...new TextEncoder().encode('{"agentCardAndTools":'), ...withBytes(bytes), 0x7d]);
+        const answer = await postConnectJson(server().baseUrl, server().authorization, UPSERT_RPC, body);
+        expect(answer.status).toBe(400);
+        expect(answer.validation?.errors).toEqual([expect.objectContaining({ code: "MALFORMED_JSON" })]);
+      },
+    );
 
     it("multipart: a part with invalid UTF-8 is a 400 MALFORMED_JSON", async () => {
       const form = new FormData();
       form.set("agentCardAndTools", new Blob([withBytes([0xff])], { type: "application/json" }), "definition.json");
-      const res = await fetch(`${server().baseUrl}${PATH}`, { method: "POST", headers: { authorization: server().authorization }, body: form });
+      const res = await fetch(`${server().baseUrl}${PATH}`, {
+        method: "POST",
+        headers: { authorization: server().authorization },
+        body: form,
+      });
       expect(res.status).toBe(400);
       expect((await res.json()).errors).toEqual([expect.objectContaining({ code: "MALFORMED_JSON" })]);
     });
 
     it("protobuf binary (Connect and gRPC): a string with invalid UTF-8 is INVALID_ARGUMENT with MALFORMED_PROTOBUF, not a 500, not stored with U+FFFD", async () => {
-      const request = create(UpsertAgentDefinitionRequestSchema, { agentCardAndTools: fromJson(AgentDefinitionSchema, minimalDefinition({ name: "Binary XXXX" })) });
+      const request = create(UpsertAgentDefinitionRequestSchema, {
+        agentCardAndTools: fromJson(AgentDefinitionSchema, minimalDefinition({ name: "Binary XXXX" })),
+      });
       const bytes = Buffer.from(toBinary(UpsertAgentDefinitionRequestSchema, request));
       bytes.set([0xff, 0xfe, 0xc0, 0xaf], bytes.indexOf("XXXX"));
       const res = await fetch(`${server().baseUrl}/${UPSERT_RPC}`, {
@@ -192,7 +249,9 @@ forEachDatabase((db) => {
       const grpc = await rawGrpcCall(server().baseUrl, server().authorization, UPSERT_RPC, bytes);
       expect(grpc?.code).toBe(Code.InvalidArgument);
       expect(grpc?.findDetails(ValidationErrorSchema)[0]?.errors.map((e) => e.code)).toEqual(["MALFORMED_PROTOBUF"]);
-      const list = await (await fetch(`${server().baseUrl}${PATH}?limit=100`, { headers: { authorization: server().authorization } })).json();
+      const list = await (
+        await fetch(`${server().baseUrl}${PATH}?limit=100`, { headers: { authorization: server().authorization } })
+      ).json();
       expect(list.data.map((d: any) => d.name).filter((n: string) => n.startsWith("Binary"))).toEqual([]);
     });
 
@@ -200,18 +259,30 @@ forEachDatabase((db) => {
       ["a lone high surrogate", "\\ud800"],
       ["a lone low surrogate", "\\udc00"],
       ["two high surrogates", "\\ud83d\\ud83d"],
-    ])("REST and Connect JSON: %s escaped in JSON is a 400 INVALID_UNICODE naming the member", async (_label, escaped) => {
-      const text = JSON.stringify(minimalDefinition({ name: "Surrogate XXXX" })).replace("XXXX", escaped);
-      const res = await post(text);
-      expect(res.status).toBe(400);
-      expect((await res.json()).errors).toEqual([expect.objectContaining({ code: "INVALID_UNICODE", path: "name", field: "name" })]);
-      const answer = await postConnectJson(server().baseUrl, server().authorization, UPSERT_RPC, `{"agentCardAndTools":${text}}`);
-      expect(answer.status).toBe(400);
-      expect(answer.validation?.errors).toEqual([expect.objectContaining({ code: "INVALID_UNICODE", path: "name" })]);
-    });
+    ])(
+      "REST and Connect JSON: %s escaped in JSON is a 400 INVALID_UNICODE naming the member",
+      async (_label, escaped) => {
+        const text = JSON.stringify(minimalDefinition({ name: "Surrogate XXXX" })).replace("XXXX", escaped);
+        const res = await post(text);
+        expect(res.status).toBe(400);
+        expect((await res.json()).errors).toEqual([
+          expect.objectContaining({ code: "INVALID_UNICODE", path: "name", field: "name" }),
+        ]);
+        const answer = await postConnectJson(
+          server().baseUrl,
+          server().authorization,
+          UPSERT_RPC,
+          `{"agentCardAndTools":${text}}`,
+        );
+        expect(answer.status).toBe(400);
+        expect(answer.validation?.errors).toEqual([expect.objectContaining({ code: "INVALID_UNICODE", path: "name" })]);
+      },
+    );
 
     it("a path segment that is not valid percent-encoded UTF-8 is a 400", async () => {
-      const res = await fetch(`${server().baseUrl}${PATH}/%FF%FE`, { headers: { authorization: server().authorization } });
+      const res = await fetch(`${server().baseUrl}${PATH}/%FF%FE`, {
+        headers: { authorization: server().authorization },
+      });
       expect(res.status).toBe(400);
       expect((await res.json()).errors).toEqual([expect.objectContaining({ code: "INVALID_VALUE", path: "id" })]);
     });

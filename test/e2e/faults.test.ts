@@ -25,164 +25,187 @@ const TIMEOUT_MS = 1500;
 const LONGEST_MS = 2 * TIMEOUT_MS + 1000;
 
 const haveMariadb = mariadbBinaries() !== undefined;
-if (!haveMariadb && process.env.CI === "true") throw new Error("The fault tests need MariaDB installed (mariadbd, mariadb-install-db).");
+if (!haveMariadb && process.env.CI === "true")
+  throw new Error("The fault tests need MariaDB installed (mariadbd, mariadb-install-db).");
 
 /** What the database holds for a burst, and how it compares with what the clients were told. */
 async function reconcile(mariadb: MariadbInstance, prefix: string, outcomes: readonly WriteOutcome[]) {
-  const rows = await mariadb.query<{ name: string; skills: number }[]>(`SELECT name, JSON_LENGTH(document, '$.skills') AS skills FROM faults.agent_definitions WHERE name LIKE '${prefix} %'`);
+  const rows = await mariadb.query<{ name: string; skills: number }[]>(
+    `SELECT name, JSON_LENGTH(document, '$.skills') AS skills FROM faults.agent_definitions WHERE name LIKE '${prefix} %'`,
+  );
   const found = new Set(rows.map((r) => r.name));
   const acknowledged = new Set(outcomes.filter((o) => o.status === 201).map((o) => o.name));
-  const inDoubt = new Set(outcomes.filter((o) => o.status === 503 && o.body?.code === "OUTCOME_UNKNOWN").map((o) => o.name));
+  const inDoubt = new Set(
+    outcomes.filter((o) => o.status === 503 && o.body?.code === "OUTCOME_UNKNOWN").map((o) => o.name),
+  );
   return { rows, found, acknowledged, inDoubt };
 }
 
-describe.skipIf(!haveMariadb).each(RUNTIMES)("database faults, on a MariaDB server of the test's own, under %s", (runtime) => {
-  let mariadb: MariadbInstance;
-  let service: AuthorizedProcess;
-  let dataDir: string;
+describe.skipIf(!haveMariadb).each(RUNTIMES)(
+  "database faults, on a MariaDB server of the test's own, under %s",
+  (runtime) => {
+    let mariadb: MariadbInstance;
+    let service: AuthorizedProcess;
+    let dataDir: string;
 
-  beforeAll(async () => {
-    mariadb = await startMariadbInstance();
-    await mariadb.query("CREATE DATABASE faults CHARACTER SET utf8mb4");
-    dataDir = await mkdtemp(join(tmpdir(), "asor-faults-"));
-    service = await spawnAuthorizedServer({ databaseUrl: mariadb.url("faults"), dataDir, cleanup: async () => undefined }, { DATABASE_TIMEOUT_MS: String(TIMEOUT_MS) }, runtime);
-  }, 120_000);
+    beforeAll(async () => {
+      mariadb = await startMariadbInstance();
+      await mariadb.query("CREATE DATABASE faults CHARACTER SET utf8mb4");
+      dataDir = await mkdtemp(join(tmpdir(), "asor-faults-"));
+      service = await spawnAuthorizedServer(
+        { databaseUrl: mariadb.url("faults"), dataDir, cleanup: async () => undefined },
+        { DATABASE_TIMEOUT_MS: String(TIMEOUT_MS) },
+        runtime,
+      );
+    }, 120_000);
 
-  afterAll(async () => {
-    const code = await service?.stop();
-    await mariadb?.destroy();
-    await rm(dataDir, { recursive: true, force: true });
-    expect(code).toBe(0);
-  });
+    afterAll(async () => {
+      const code = await service?.stop();
+      await mariadb?.destroy();
+      await rm(dataDir, { recursive: true, force: true });
+      expect(code).toBe(0);
+    });
 
-  /** Every answer of a burst: a 201, or a 503 in the spec's Error shape; none dropped, none slow. */
-  const expectFailFast = (outcomes: readonly WriteOutcome[]) => {
-    const unexpected = outcomes.filter((o) => o.status !== 201 && o.status !== 503);
-    expect(unexpected.map((o) => `${o.status} ${JSON.stringify(o.body)}`)).toEqual([]);
-    for (const failed of outcomes.filter((o) => o.status === 503)) {
-      expect(Object.keys(failed.body).sort()).toEqual(["code", "error"]);
-      expect(["UNAVAILABLE", "OUTCOME_UNKNOWN"]).toContain(failed.body.code);
-    }
-    const slowest = Math.max(...outcomes.map((o) => o.millis));
-    expect(slowest).toBeLessThan(LONGEST_MS);
-  };
+    /** Every answer of a burst: a 201, or a 503 in the spec's Error shape; none dropped, none slow. */
+    const expectFailFast = (outcomes: readonly WriteOutcome[]) => {
+      const unexpected = outcomes.filter((o) => o.status !== 201 && o.status !== 503);
+      expect(unexpected.map((o) => `${o.status} ${JSON.stringify(o.body)}`)).toEqual([]);
+      for (const failed of outcomes.filter((o) => o.status === 503)) {
+        expect(Object.keys(failed.body).sort()).toEqual(["code", "error"]);
+        expect(["UNAVAILABLE", "OUTCOME_UNKNOWN"]).toContain(failed.body.code);
+      }
+      const slowest = Math.max(...outcomes.map((o) => o.millis));
+      expect(slowest).toBeLessThan(LONGEST_MS);
+    };
 
-  /** Runs a burst through `fault`, then checks the ledger: every 201 stored, every plain failure absent. */
-  const burstThrough = async (prefix: string, fault: () => Promise<void>, heal: () => Promise<void>) => {
-    const burst = startWriteBurst({ url: `${service.baseUrl}${PATH}`, authorization: service.authorization, writers: 8, prefix });
-    const countOk = (os: readonly WriteOutcome[]) => os.filter((o) => o.status === 201).length;
-    await burst.until((os) => countOk(os) >= 40, 30_000);
-    await fault();
-    const faultAt = Date.now();
-    await burst.until((os) => os.filter((o) => o.status === 503).length >= 16, 3 * LONGEST_MS);
-    // Long enough for every pooled connection to meet the fault.
-    await new Promise((resolve) => setTimeout(resolve, Math.max(0, faultAt + 2 * TIMEOUT_MS - Date.now())));
-    const healedAt = Date.now();
-    await heal();
-    // The service recovers on its own: the same process answers 201s again.
-    await burst.until((os) => os.filter((o) => o.status === 201 && o.startedAt > healedAt).length >= 40, 30_000);
-    const outcomes = await burst.stop();
-    expectFailFast(outcomes);
-    expect(service.alive()).toBe(true);
-
-    const { rows, found, acknowledged, inDoubt } = await reconcile(mariadb, prefix, outcomes);
-    // Nothing half-written: every stored definition has both its skills.
-    expect(rows.filter((r) => Number(r.skills) !== 2)).toEqual([]);
-    expect([...acknowledged].filter((name) => !found.has(name))).toEqual([]);
-    // What failed is absent, except a write whose COMMIT was cut off: the service said it may be saved.
-    expect([...found].filter((name) => !acknowledged.has(name) && !inDoubt.has(name))).toEqual([]);
-    const foundInDoubt = [...found].filter((name) => inDoubt.has(name)).length;
-    if (process.env.FAULT_STATS)
-      console.log(prefix, {
-        answers: outcomes.length,
-        acknowledged: acknowledged.size,
-        failed: outcomes.filter((o) => o.status === 503).length,
-        inDoubt: inDoubt.size,
-        foundInDoubt,
-        found: found.size,
-        slowest: Math.max(...outcomes.map((o) => o.millis)),
+    /** Runs a burst through `fault`, then checks the ledger: every 201 stored, every plain failure absent. */
+    const burstThrough = async (prefix: string, fault: () => Promise<void>, heal: () => Promise<void>) => {
+      const burst = startWriteBurst({
+        url: `${service.baseUrl}${PATH}`,
+        authorization: service.authorization,
+        writers: 8,
+        prefix,
       });
-    expect(found.size - foundInDoubt).toBe(acknowledged.size);
-    return { outcomes, acknowledged, found, inDoubt };
-  };
+      const countOk = (os: readonly WriteOutcome[]) => os.filter((o) => o.status === 201).length;
+      await burst.until((os) => countOk(os) >= 40, 30_000);
+      await fault();
+      const faultAt = Date.now();
+      await burst.until((os) => os.filter((o) => o.status === 503).length >= 16, 3 * LONGEST_MS);
+      // Long enough for every pooled connection to meet the fault.
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, faultAt + 2 * TIMEOUT_MS - Date.now())));
+      const healedAt = Date.now();
+      await heal();
+      // The service recovers on its own: the same process answers 201s again.
+      await burst.until((os) => os.filter((o) => o.status === 201 && o.startedAt > healedAt).length >= 40, 30_000);
+      const outcomes = await burst.stop();
+      expectFailFast(outcomes);
+      expect(service.alive()).toBe(true);
 
-  it("killed during a burst of writes: requests fail fast with 503, the service recovers when it is back, and every 201 is stored", async () => {
-    const { outcomes, acknowledged, found } = await burstThrough(
-      "Killed",
-      () => mariadb.kill(),
-      () => mariadb.start(),
-    );
-    expect(outcomes.filter((o) => o.status === 503).length).toBeGreaterThan(0);
-    expect(found.size).toBeGreaterThanOrEqual(acknowledged.size);
-    // The agents' numbers have no gaps: a write that failed gave its number back.
-    const numbers = await mariadb.query<{ number: number }[]>("SELECT number FROM faults.agents ORDER BY number");
-    expect(numbers.map((r) => Number(r.number))).toEqual(numbers.map((_, i) => i + 1));
-  }, 120_000);
+      const { rows, found, acknowledged, inDoubt } = await reconcile(mariadb, prefix, outcomes);
+      // Nothing half-written: every stored definition has both its skills.
+      expect(rows.filter((r) => Number(r.skills) !== 2)).toEqual([]);
+      expect([...acknowledged].filter((name) => !found.has(name))).toEqual([]);
+      // What failed is absent, except a write whose COMMIT was cut off: the service said it may be saved.
+      expect([...found].filter((name) => !acknowledged.has(name) && !inDoubt.has(name))).toEqual([]);
+      const foundInDoubt = [...found].filter((name) => inDoubt.has(name)).length;
+      if (process.env.FAULT_STATS)
+        console.log(prefix, {
+          answers: outcomes.length,
+          acknowledged: acknowledged.size,
+          failed: outcomes.filter((o) => o.status === 503).length,
+          inDoubt: inDoubt.size,
+          foundInDoubt,
+          found: found.size,
+          slowest: Math.max(...outcomes.map((o) => o.millis)),
+        });
+      expect(found.size - foundInDoubt).toBe(acknowledged.size);
+      return { outcomes, acknowledged, found, inDoubt };
+    };
 
-  it(`stalled (SIGSTOP) during a burst of writes: every request ends within ${LONGEST_MS} ms, the service recovers, and every 201 is stored`, async () => {
-    const { outcomes } = await burstThrough(
-      "Stalled",
-      () => mariadb.pause(),
-      async () => mariadb.resume(),
-    );
-    expect(outcomes.filter((o) => o.status === 503).length).toBeGreaterThan(0);
-    const numbers = await mariadb.query<{ number: number }[]>("SELECT number FROM faults.agents ORDER BY number");
-    expect(numbers.map((r) => Number(r.number))).toEqual(numbers.map((_, i) => i + 1));
-  }, 120_000);
+    it("killed during a burst of writes: requests fail fast with 503, the service recovers when it is back, and every 201 is stored", async () => {
+      const { outcomes, acknowledged, found } = await burstThrough(
+        "Killed",
+        () => mariadb.kill(),
+        () => mariadb.start(),
+      );
+      expect(outcomes.filter((o) => o.status === 503).length).toBeGreaterThan(0);
+      expect(found.size).toBeGreaterThanOrEqual(acknowledged.size);
+      // The agents' numbers have no gaps: a write that failed gave its number back.
+      const numbers = await mariadb.query<{ number: number }[]>("SELECT number FROM faults.agents ORDER BY number");
+      expect(numbers.map((r) => Number(r.number))).toEqual(numbers.map((_, i) => i + 1));
+    }, 120_000);
 
-  it("a write hung at COMMIT is OUTCOME_UNKNOWN (the database may still commit it); hung before COMMIT it is UNAVAILABLE and rolled back", async () => {
-    await mariadb.query("CREATE DATABASE doubt CHARACTER SET utf8mb4");
-    const repo = await createSqlRepository({ databaseUrl: mariadb.url("doubt"), dataDir, timeoutMillis: 1000 });
-    const agents = async (name: string) => (await mariadb.query<unknown[]>(`SELECT 1 FROM doubt.agents WHERE name = '${name}'`)).length;
-    try {
-      const before = await repo
-        .write("default", async (tx) => {
-          const agent = await tx.createAgent("Provider=Acme", "Hung Before Commit");
-          await mariadb.pause();
-          const def = definition({ name: "Hung Before Commit", id: newId() });
-          return tx.insert(keyOf(def), agent, def);
-        })
-        .catch((error: unknown) => error);
-      mariadb.resume();
-      expect(before).toMatchObject({ code: "UNAVAILABLE" });
+    it(`stalled (SIGSTOP) during a burst of writes: every request ends within ${LONGEST_MS} ms, the service recovers, and every 201 is stored`, async () => {
+      const { outcomes } = await burstThrough(
+        "Stalled",
+        () => mariadb.pause(),
+        async () => mariadb.resume(),
+      );
+      expect(outcomes.filter((o) => o.status === 503).length).toBeGreaterThan(0);
+      const numbers = await mariadb.query<{ number: number }[]>("SELECT number FROM faults.agents ORDER BY number");
+      expect(numbers.map((r) => Number(r.number))).toEqual(numbers.map((_, i) => i + 1));
+    }, 120_000);
 
-      const atCommit = await repo
-        .write("default", async (tx) => {
-          const agent = await tx.createAgent("Provider=Acme", "Hung At Commit");
-          const def = definition({ name: "Hung At Commit", id: newId() });
-          const record = await tx.insert(keyOf(def), agent, def);
-          await mariadb.pause();
-          return record;
-        })
-        .catch((error: unknown) => error);
-      mariadb.resume();
-      expect(atCommit).toMatchObject({ code: "OUTCOME_UNKNOWN" });
+    it("a write hung at COMMIT is OUTCOME_UNKNOWN (the database may still commit it); hung before COMMIT it is UNAVAILABLE and rolled back", async () => {
+      await mariadb.query("CREATE DATABASE doubt CHARACTER SET utf8mb4");
+      const repo = await createSqlRepository({ databaseUrl: mariadb.url("doubt"), dataDir, timeoutMillis: 1000 });
+      const agents = async (name: string) =>
+        (await mariadb.query<unknown[]>(`SELECT 1 FROM doubt.agents WHERE name = '${name}'`)).length;
+      try {
+        const before = await repo
+          .write("default", async (tx) => {
+            const agent = await tx.createAgent("Provider=Acme", "Hung Before Commit");
+            await mariadb.pause();
+            const def = definition({ name: "Hung Before Commit", id: newId() });
+            return tx.insert(keyOf(def), agent, def);
+          })
+          .catch((error: unknown) => error);
+        mariadb.resume();
+        expect(before).toMatchObject({ code: "UNAVAILABLE" });
 
-      // The server ran the COMMIT it had received before it hung: saved, though the caller got no OK.
-      await expect.poll(() => agents("Hung At Commit"), { timeout: 5_000 }).toBe(1);
-      // What hung before its COMMIT was rolled back when the connection closed.
-      expect(await agents("Hung Before Commit")).toBe(0);
-    } finally {
-      mariadb.resume();
-      await repo.close();
-    }
-  }, 60_000);
+        const atCommit = await repo
+          .write("default", async (tx) => {
+            const agent = await tx.createAgent("Provider=Acme", "Hung At Commit");
+            const def = definition({ name: "Hung At Commit", id: newId() });
+            const record = await tx.insert(keyOf(def), agent, def);
+            await mariadb.pause();
+            return record;
+          })
+          .catch((error: unknown) => error);
+        mariadb.resume();
+        expect(atCommit).toMatchObject({ code: "OUTCOME_UNKNOWN" });
 
-  it("reads fail fast with 503 while the database is down, and answer again once it is back", async () => {
-    await mariadb.kill();
-    const started = Date.now();
-    const res = await fetch(`${service.baseUrl}${PATH}?limit=5`, { headers: { authorization: service.authorization } });
-    expect(res.status).toBe(503);
-    expect(await res.json()).toEqual({ error: expect.any(String), code: "UNAVAILABLE" });
-    expect(Date.now() - started).toBeLessThan(LONGEST_MS);
-    await mariadb.start();
-    const again = await fetch(`${service.baseUrl}${PATH}?limit=5`, { headers: { authorization: service.authorization } });
-    expect(again.status).toBe(200);
-  }, 60_000);
-});
+        // The server ran the COMMIT it had received before it hung: saved, though the caller got no OK.
+        await expect.poll(() => agents("Hung At Commit"), { timeout: 5_000 }).toBe(1);
+        // What hung before its COMMIT was rolled back when the connection closed.
+        expect(await agents("Hung Before Commit")).toBe(0);
+      } finally {
+        mariadb.resume();
+        await repo.close();
+      }
+    }, 60_000);
+
+    it("reads fail fast with 503 while the database is down, and answer again once it is back", async () => {
+      await mariadb.kill();
+      const started = Date.now();
+      const res = await fetch(`${service.baseUrl}${PATH}?limit=5`, {
+        headers: { authorization: service.authorization },
+      });
+      expect(res.status).toBe(503);
+      expect(await res.json()).toEqual({ error: expect.any(String), code: "UNAVAILABLE" });
+      expect(Date.now() - started).toBeLessThan(LONGEST_MS);
+      await mariadb.start();
+      const again = await fetch(`${service.baseUrl}${PATH}?limit=5`, {
+        headers: { authorization: service.authorization },
+      });
+      expect(again.status).toBe(200);
+    }, 60_000);
+  },
+);
 
 /** Resolves with how long after `since` the socket was closed. */
-const closedAfter = (socket: Socket, since: number) => new Promise<number>((resolve) => socket.once("close", () => resolve(Date.now() - since)));
+const closedAfter = (socket: Socket, since: number) =>
+  new Promise<number>((resolve) => socket.once("close", () => resolve(Date.now() - since)));
 
 describe.each(RUNTIMES)("slow and stalled clients, on sqlite, under %s", (runtime) => {
   const HEADERS_MS = 1000;
@@ -216,7 +239,9 @@ describe.each(RUNTIMES)("slow and stalled clients, on sqlite, under %s", (runtim
     const answers = trickling.map((socket) => {
       let answer = "";
       socket.on("data", (chunk) => (answer += chunk.toString()));
-      socket.write(`POST ${PATH} HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{`);
+      socket.write(
+        `POST ${PATH} HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{`,
+      );
       timers.push(setInterval(() => socket.writable && socket.write(" "), 200));
       return () => answer;
     });
@@ -225,7 +250,13 @@ describe.each(RUNTIMES)("slow and stalled clients, on sqlite, under %s", (runtim
     // HTTP/2: a gRPC call whose request body never ends, and a connection that stays idle.
     const h2 = connectHttp2(`http://127.0.0.1:${port}`);
     h2.on("error", () => undefined);
-    const stalledStream = h2.request({ ":method": "POST", ":path": "/asor.v1.AgentDefinitionService/UpsertAgentDefinition", "content-type": "application/grpc", te: "trailers", authorization });
+    const stalledStream = h2.request({
+      ":method": "POST",
+      ":path": "/asor.v1.AgentDefinitionService/UpsertAgentDefinition",
+      "content-type": "application/grpc",
+      te: "trailers",
+      authorization,
+    });
     stalledStream.on("error", () => undefined);
     stalledStream.write(Buffer.from([0, 0, 0, 0, 100]));
     const streamClosed = new Promise<{ after: number; rstCode: number }>((resolve) =>
@@ -282,7 +313,11 @@ forEachRuntimeAndDatabase((db, runtime) => {
         Array.from({ length: 60 }, async (_, i) => {
           const def = minimalDefinition({
             name: `Cut ${i}`,
-            skills: Array.from({ length: 20 }, (_, s) => ({ id: `s${s}`, name: `Skill ${s}`, description: "x".repeat(200) })),
+            skills: Array.from({ length: 20 }, (_, s) => ({
+              id: `s${s}`,
+              name: `Skill ${s}`,
+              description: "x".repeat(200),
+            })),
           });
           const body = Buffer.from(JSON.stringify(def));
           const head = `POST ${PATH} HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`;
@@ -308,7 +343,9 @@ forEachRuntimeAndDatabase((db, runtime) => {
       await new Promise((resolve) => setTimeout(resolve, 1000));
       const stored: any[] = [];
       for (let offset = 0; ; offset += 100) {
-        const page = await (await fetch(`${server().baseUrl}${PATH}?limit=100&offset=${offset}`, { headers: { authorization } })).json();
+        const page = await (
+          await fetch(`${server().baseUrl}${PATH}?limit=100&offset=${offset}`, { headers: { authorization } })
+        ).json();
         stored.push(...page.data);
         if (page.data.length < 100) break;
       }

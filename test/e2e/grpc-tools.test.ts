@@ -8,8 +8,17 @@ import { status as grpcStatus, type ServiceError } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentDefinitionService } from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { TenantAdminService } from "../../gen/asor/v1/tenant_admin_service_pb.js";
-import { Health, HealthCheckRequestSchema, HealthCheckResponseSchema, HealthCheckResponse_ServingStatus as Status } from "../../gen/grpc/health/v1/health_pb.js";
-import { ServerReflection, type ServerReflectionRequestSchema, type ServerReflectionResponse } from "../../gen/grpc/reflection/v1/reflection_pb.js";
+import {
+  Health,
+  HealthCheckRequestSchema,
+  HealthCheckResponseSchema,
+  HealthCheckResponse_ServingStatus as Status,
+} from "../../gen/grpc/health/v1/health_pb.js";
+import {
+  ServerReflection,
+  type ServerReflectionRequestSchema,
+  type ServerReflectionResponse,
+} from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import * as v1alpha from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
 import { type FreshDatabase, testDatabases } from "../support/databases.js";
 import { minimalDefinition, withoutEmptyLists } from "../support/definitions.js";
@@ -29,10 +38,15 @@ const GRPC = ["--protocol", "grpc", "--http2-prior-knowledge"];
 const CONNECT = ["--protocol", "connect"];
 
 /** Every RPC of both registry services, as `buf curl --list-methods` prints them. */
-const registryMethods = [AgentDefinitionService, TenantAdminService].flatMap((s) => s.methods.map((m) => `${s.typeName}/${m.name}`));
+const registryMethods = [AgentDefinitionService, TenantAdminService].flatMap((s) =>
+  s.methods.map((m) => `${s.typeName}/${m.name}`),
+);
 
 /** One reflection request per element, on one stream; the answers in order. */
-async function reflect(server: TestServer, requests: MessageInitShape<typeof ServerReflectionRequestSchema>[]): Promise<ServerReflectionResponse[]> {
+async function reflect(
+  server: TestServer,
+  requests: MessageInitShape<typeof ServerReflectionRequestSchema>[],
+): Promise<ServerReflectionResponse[]> {
   const client = createClient(ServerReflection, createGrpcTransport({ baseUrl: server.baseUrl }));
   async function* send() {
     for (const request of requests) yield request;
@@ -43,8 +57,11 @@ async function reflect(server: TestServer, requests: MessageInitShape<typeof Ser
 }
 
 function filesOf(answer: ServerReflectionResponse): string[] {
-  if (answer.messageResponse.case !== "fileDescriptorResponse") throw new Error(`expected files, got ${answer.messageResponse.case}`);
-  return answer.messageResponse.value.fileDescriptorProto.map((bytes) => fromBinary(FileDescriptorProtoSchema, bytes).name);
+  if (answer.messageResponse.case !== "fileDescriptorResponse")
+    throw new Error(`expected files, got ${answer.messageResponse.case}`);
+  return answer.messageResponse.value.fileDescriptorProto.map(
+    (bytes) => fromBinary(FileDescriptorProtoSchema, bytes).name,
+  );
 }
 
 describe("gRPC tools against a running server", () => {
@@ -75,57 +92,96 @@ describe("gRPC tools against a running server", () => {
   it.each([
     ["gRPC", GRPC],
     ["Connect", CONNECT],
-  ])("buf curl without --schema gets and lists definitions over %s, as with the committed schema", async (_name, transport) => {
-    const auth = ["-H", `Authorization: ${server().authorization}`];
-    const url = `${server().baseUrl}/asor.v1.AgentDefinitionService`;
-    const got = JSON.parse(await bufCurl(...transport, ...auth, "-d", JSON.stringify({ id: created.id }), `${url}/GetAgentDefinition`));
-    // Protobuf JSON leaves out the empty lists the REST answer shows.
-    expect(got).toEqual(withoutEmptyLists(created));
-    const listArgs = [...transport, ...auth, "-d", JSON.stringify({ limit: 100 }), `${url}/ListAgentDefinitions`];
-    const list = JSON.parse(await bufCurl(...listArgs));
-    expect(list.data.map((d: { id: string }) => d.id)).toContain(created.id);
-    // Reflection gives the same schema as gen/asor.binpb: same JSON names, same answer.
-    expect(list).toEqual(JSON.parse(await bufCurl("--schema", "gen/asor.binpb", ...listArgs)));
-  });
+  ])(
+    "buf curl without --schema gets and lists definitions over %s, as with the committed schema",
+    async (_name, transport) => {
+      const auth = ["-H", `Authorization: ${server().authorization}`];
+      const url = `${server().baseUrl}/asor.v1.AgentDefinitionService`;
+      const got = JSON.parse(
+        await bufCurl(...transport, ...auth, "-d", JSON.stringify({ id: created.id }), `${url}/GetAgentDefinition`),
+      );
+      // Protobuf JSON leaves out the empty lists the REST answer shows.
+      expect(got).toEqual(withoutEmptyLists(created));
+      const listArgs = [...transport, ...auth, "-d", JSON.stringify({ limit: 100 }), `${url}/ListAgentDefinitions`];
+      const list = JSON.parse(await bufCurl(...listArgs));
+      expect(list.data.map((d: { id: string }) => d.id)).toContain(created.id);
+      // Reflection gives the same schema as gen/asor.binpb: same JSON names, same answer.
+      expect(list).toEqual(JSON.parse(await bufCurl("--schema", "gen/asor.binpb", ...listArgs)));
+    },
+  );
 
   it("keeps the registry RPCs behind the bearer token while reflection needs none", async () => {
-    const failed = await bufCurl(...GRPC, "-d", "{}", `${server().baseUrl}/asor.v1.AgentDefinitionService/ListAgentDefinitions`).catch((e: { stderr: string }) => e);
+    const failed = await bufCurl(
+      ...GRPC,
+      "-d",
+      "{}",
+      `${server().baseUrl}/asor.v1.AgentDefinitionService/ListAgentDefinitions`,
+    ).catch((e: { stderr: string }) => e);
     expect(JSON.parse((failed as { stderr: string }).stderr).code).toBe("unauthenticated");
   });
 
   it("answers each reflection request on one stream, sending each imported file once", async () => {
     const answers = await reflect(server(), [
-      { host: "registry", messageRequest: { case: "fileContainingSymbol", value: "asor.v1.AgentDefinitionService.GetAgentDefinition" } },
+      {
+        host: "registry",
+        messageRequest: { case: "fileContainingSymbol", value: "asor.v1.AgentDefinitionService.GetAgentDefinition" },
+      },
       { messageRequest: { case: "fileContainingSymbol", value: "asor.v1.AgentDefinition" } },
       { messageRequest: { case: "fileByFilename", value: "asor/v1/error.proto" } },
-      { messageRequest: { case: "fileContainingExtension", value: { containingType: "google.protobuf.MethodOptions", extensionNumber: 72295728 } } },
+      {
+        messageRequest: {
+          case: "fileContainingExtension",
+          value: { containingType: "google.protobuf.MethodOptions", extensionNumber: 72295728 },
+        },
+      },
       { messageRequest: { case: "allExtensionNumbersOfType", value: "google.protobuf.MethodOptions" } },
       { messageRequest: { case: "fileContainingSymbol", value: "asor.v1.NoSuchThing" } },
       { messageRequest: { case: "fileByFilename", value: "no/such.proto" } },
     ]);
     expect(answers).toHaveLength(7);
     expect(answers[0]!.validHost).toBe("registry");
-    expect(answers[0]!.originalRequest?.messageRequest).toEqual({ case: "fileContainingSymbol", value: "asor.v1.AgentDefinitionService.GetAgentDefinition" });
+    expect(answers[0]!.originalRequest?.messageRequest).toEqual({
+      case: "fileContainingSymbol",
+      value: "asor.v1.AgentDefinitionService.GetAgentDefinition",
+    });
     const first = filesOf(answers[0]!);
     expect(first[0]).toBe("asor/v1/agent_definition_service.proto");
-    expect(first).toEqual(expect.arrayContaining(["asor/v1/agent_definition.proto", "buf/validate/validate.proto", "google/api/annotations.proto", "google/protobuf/descriptor.proto"]));
+    expect(first).toEqual(
+      expect.arrayContaining([
+        "asor/v1/agent_definition.proto",
+        "buf/validate/validate.proto",
+        "google/api/annotations.proto",
+        "google/protobuf/descriptor.proto",
+      ]),
+    );
     expect(new Set(first).size).toBe(first.length);
     // Already sent on this stream: the file alone, without its imports again.
     expect(filesOf(answers[1]!)).toEqual(["asor/v1/agent_definition.proto"]);
     expect(filesOf(answers[2]!)).toEqual(["asor/v1/error.proto"]);
     expect(filesOf(answers[3]!)).toEqual(["google/api/annotations.proto"]);
-    expect(answers[4]!.messageResponse).toMatchObject({ case: "allExtensionNumbersResponse", value: { baseTypeName: "google.protobuf.MethodOptions" } });
+    expect(answers[4]!.messageResponse).toMatchObject({
+      case: "allExtensionNumbersResponse",
+      value: { baseTypeName: "google.protobuf.MethodOptions" },
+    });
     expect(answers[4]!.messageResponse.value).toHaveProperty("extensionNumber", expect.arrayContaining([72295728]));
-    for (const missing of answers.slice(5)) expect(missing.messageResponse).toMatchObject({ case: "errorResponse", value: { errorCode: Code.NotFound } });
+    for (const missing of answers.slice(5))
+      expect(missing.messageResponse).toMatchObject({ case: "errorResponse", value: { errorCode: Code.NotFound } });
 
     // What one stream sent is a complete schema: it compiles, with every registry RPC in it.
     const sent = [answers[0]!, answers[2]!].flatMap((a) =>
-      a.messageResponse.case === "fileDescriptorResponse" ? a.messageResponse.value.fileDescriptorProto.map((b) => fromBinary(FileDescriptorProtoSchema, b)) : [],
+      a.messageResponse.case === "fileDescriptorResponse"
+        ? a.messageResponse.value.fileDescriptorProto.map((b) => fromBinary(FileDescriptorProtoSchema, b))
+        : [],
     );
     const byName = new Map(sent.map((file) => [file.name, file]));
     const compile = (name: string) => createFileRegistry(byName.get(name)!, (dependency) => byName.get(dependency));
-    const registry = createFileRegistry(compile("asor/v1/agent_definition_service.proto"), compile("asor/v1/error.proto"));
-    expect(registry.getService("asor.v1.AgentDefinitionService")?.methods.map((m) => m.name)).toEqual(AgentDefinitionService.methods.map((m) => m.name));
+    const registry = createFileRegistry(
+      compile("asor/v1/agent_definition_service.proto"),
+      compile("asor/v1/error.proto"),
+    );
+    expect(registry.getService("asor.v1.AgentDefinitionService")?.methods.map((m) => m.name)).toEqual(
+      AgentDefinitionService.methods.map((m) => m.name),
+    );
     expect(registry.getMessage("asor.v1.ValidationError")).toBeDefined();
   });
 
@@ -137,18 +193,29 @@ describe("gRPC tools against a running server", () => {
     const answers = [];
     for await (const answer of client.serverReflectionInfo(send())) answers.push(answer);
     expect(answers[0]?.$typeName).toBe("grpc.reflection.v1alpha.ServerReflectionResponse");
-    const names = answers[0]?.messageResponse.case === "listServicesResponse" ? answers[0].messageResponse.value.service.map((s) => s.name) : [];
-    expect(names).toEqual(expect.arrayContaining([AgentDefinitionService.typeName, TenantAdminService.typeName, Health.typeName]));
+    const names =
+      answers[0]?.messageResponse.case === "listServicesResponse"
+        ? answers[0].messageResponse.value.service.map((s) => s.name)
+        : [];
+    expect(names).toEqual(
+      expect.arrayContaining([AgentDefinitionService.typeName, TenantAdminService.typeName, Health.typeName]),
+    );
   });
 
   it("says SERVING for the server and each registry service, and NOT_FOUND for an unknown service", async () => {
     const grpcJs = createGrpcJsClient(Health, `127.0.0.1:${server().port}`);
     try {
       for (const service of ["", AgentDefinitionService.typeName, TenantAdminService.typeName]) {
-        const answer = await grpcJs.call("check", create(HealthCheckRequestSchema, { service }), HealthCheckResponseSchema);
+        const answer = await grpcJs.call(
+          "check",
+          create(HealthCheckRequestSchema, { service }),
+          HealthCheckResponseSchema,
+        );
         expect(answer.status, service).toBe(Status.SERVING);
       }
-      const unknown = await grpcJs.call("check", create(HealthCheckRequestSchema, { service: "no.Such" })).catch((e: ServiceError) => e);
+      const unknown = await grpcJs
+        .call("check", create(HealthCheckRequestSchema, { service: "no.Such" }))
+        .catch((e: ServiceError) => e);
       expect((unknown as ServiceError).code).toBe(grpcStatus.NOT_FOUND);
     } finally {
       grpcJs.close();
@@ -163,7 +230,9 @@ describe("gRPC tools against a running server", () => {
     try {
       expect((await watch.next()).value?.status).toBe(Status.SERVICE_UNKNOWN);
       const more = watch.next().then(() => "answered");
-      expect(await Promise.race([more, new Promise((resolve) => setTimeout(() => resolve("still open"), 1_500))])).toBe("still open");
+      expect(await Promise.race([more, new Promise((resolve) => setTimeout(() => resolve("still open"), 1_500))])).toBe(
+        "still open",
+      );
       more.catch(() => undefined);
     } finally {
       watching.abort();
@@ -204,7 +273,8 @@ describe.skipIf(mariadb!.skip)("health while the database comes and goes (MariaD
 
   it("goes NOT_SERVING and 503 while the database is away, and back when it returns; /healthz stays 200", async () => {
     const grpcJs = createGrpcJsClient(Health, `127.0.0.1:${server.port}`);
-    const check = async (): Promise<Status> => (await grpcJs.call("check", create(HealthCheckRequestSchema, { service: "" }), HealthCheckResponseSchema)).status;
+    const check = async (): Promise<Status> =>
+      (await grpcJs.call("check", create(HealthCheckRequestSchema, { service: "" }), HealthCheckResponseSchema)).status;
     const probe = async (path: string): Promise<{ status: number; body: unknown }> => {
       const response = await fetch(`${server.baseUrl}${path}`);
       return { status: response.status, body: await response.json() };

@@ -7,7 +7,11 @@
 import { create, fromJson, toJson } from "@bufbuild/protobuf";
 import { status as grpcStatus, type ServiceError } from "@grpc/grpc-js";
 import { beforeAll, describe, expect, it } from "vitest";
-import { type AgentDefinition, AgentDefinitionSchema, DefinitionStatus } from "../../gen/asor/v1/agent_definition_pb.js";
+import {
+  type AgentDefinition,
+  AgentDefinitionSchema,
+  DefinitionStatus,
+} from "../../gen/asor/v1/agent_definition_pb.js";
 import {
   AgentDefinitionService,
   GetAgentDefinitionRequestSchema,
@@ -39,26 +43,38 @@ forEachDatabase((db) => {
   const server = useServer(db);
   const base = () => `${server().baseUrl}/asor/v1/agentDefinition`;
 
-  const call = async (method: string, path: string, init: { body?: unknown; headers?: Record<string, string>; domains?: string[] } = {}): Promise<Answer> => {
+  const call = async (
+    method: string,
+    path: string,
+    init: { body?: unknown; headers?: Record<string, string>; domains?: string[] } = {},
+  ): Promise<Answer> => {
     const authorization = await server().bearer(init.domains === undefined ? {} : { domains: init.domains });
     const res = await fetch(`${base()}${path}`, {
       method,
-      headers: { authorization, ...(init.body === undefined ? {} : { "content-type": "application/json" }), ...init.headers },
+      headers: {
+        authorization,
+        ...(init.body === undefined ? {} : { "content-type": "application/json" }),
+        ...init.headers,
+      },
       ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
     });
     const text = await res.text();
     return { status: res.status, headers: res.headers, text, body: text === "" ? undefined : JSON.parse(text) };
   };
   const post = (def: unknown, headers: Record<string, string> = {}) => call("POST", "", { body: def, headers });
-  const put = (id: string, def: unknown, headers: Record<string, string> = {}) => call("PUT", `/${encodeURIComponent(id)}`, { body: def, headers });
-  const patch = (id: string, change: unknown, headers: Record<string, string> = {}) => call("PATCH", `/${encodeURIComponent(id)}/status`, { body: change, headers });
-  const get = (id: string, headers: Record<string, string> = {}) => call("GET", `/${encodeURIComponent(id)}`, { headers });
+  const put = (id: string, def: unknown, headers: Record<string, string> = {}) =>
+    call("PUT", `/${encodeURIComponent(id)}`, { body: def, headers });
+  const patch = (id: string, change: unknown, headers: Record<string, string> = {}) =>
+    call("PATCH", `/${encodeURIComponent(id)}/status`, { body: change, headers });
+  const get = (id: string, headers: Record<string, string> = {}) =>
+    call("GET", `/${encodeURIComponent(id)}`, { headers });
   const list = async () => (await call("GET", "?limit=100")).body as { total: number; data: any[] };
   const listedIds = async () => (await list()).data.map((d) => d.id as string);
 
   /** A definition of its own agent, unique to the test. */
   let counter = 0;
-  const fresh = (overrides: Record<string, unknown> = {}) => minimalDefinition({ name: `Lifecycle ${db.name} ${++counter}`, ...overrides });
+  const fresh = (overrides: Record<string, unknown> = {}) =>
+    minimalDefinition({ name: `Lifecycle ${db.name} ${++counter}`, ...overrides });
 
   describe("meta", () => {
     it("comes with a created definition: revision 1, ACTIVE, latest, three equal instants, and the ETag", async () => {
@@ -91,7 +107,14 @@ forEachDatabase((db) => {
       expect(byReference.body.meta).toMatchObject({ latest: true, revision: 1 });
       const listed = await list();
       expect(listed.data.length).toBeGreaterThan(0);
-      for (const item of listed.data) expect(item.meta).toEqual(expect.objectContaining({ revision: expect.any(Number), status: expect.any(String), etag: expect.any(String) }));
+      for (const item of listed.data)
+        expect(item.meta).toEqual(
+          expect.objectContaining({
+            revision: expect.any(Number),
+            status: expect.any(String),
+            etag: expect.any(String),
+          }),
+        );
       const versions = (await call("GET", `/${encodeURIComponent(first.reference_id)}/versions`)).body;
       expect(versions.data.map((d: any) => [d.id, d.meta.latest])).toEqual([
         [second.id, true],
@@ -103,7 +126,11 @@ forEachDatabase((db) => {
 
     it("sent back on input is accepted and ignored", async () => {
       const created = (await post(fresh())).body;
-      const forged = { ...created, description: "Changed", meta: { ...created.meta, revision: 99, status: "DEACTIVATED", statusMessage: "forged", latest: false } };
+      const forged = {
+        ...created,
+        description: "Changed",
+        meta: { ...created.meta, revision: 99, status: "DEACTIVATED", statusMessage: "forged", latest: false },
+      };
       const again = await post(forged);
       expect(again.status).toBe(201);
       expect(again.body.description).toBe("Changed");
@@ -161,7 +188,13 @@ forEachDatabase((db) => {
       const updated = await put(created.id, { ...created, description: "After", id: undefined });
       expect(updated.status).toBe(200);
       expect(updated.body).toMatchObject({ id: created.id, reference_id: created.reference_id, description: "After" });
-      expect(updated.body.meta).toMatchObject({ revision: 2, status: "ACTIVE", createdAt: created.meta.createdAt, statusChangedAt: created.meta.statusChangedAt, latest: true });
+      expect(updated.body.meta).toMatchObject({
+        revision: 2,
+        status: "ACTIVE",
+        createdAt: created.meta.createdAt,
+        statusChangedAt: created.meta.statusChangedAt,
+        latest: true,
+      });
       expect(Date.parse(updated.body.meta.updatedAt)).toBeGreaterThanOrEqual(Date.parse(created.meta.updatedAt));
       expect(updated.headers.get("etag")).toBe(`"${created.id}-2"`);
       expect(updated.headers.get("location")).toBeNull();
@@ -184,7 +217,11 @@ forEachDatabase((db) => {
       const created = (await post(fresh())).body;
       let etag = created.meta.etag as string;
       for (let round = 0; round < 3; round++) {
-        const answers = await Promise.all(["A", "B"].map((who) => put(created.id, { ...created, description: `${who} ${round}` }, { "if-match": etag })));
+        const answers = await Promise.all(
+          ["A", "B"].map((who) =>
+            put(created.id, { ...created, description: `${who} ${round}` }, { "if-match": etag }),
+          ),
+        );
         expect(answers.map((a) => a.status).sort()).toEqual([200, 412]);
         const winner = answers.find((a) => a.status === 200) as Answer;
         const read = (await get(created.id)).body;
@@ -198,8 +235,15 @@ forEachDatabase((db) => {
       const created = (await post(fresh())).body;
       const one = await put(created.id, { ...created, version: "9.9" });
       expect(one.status).toBe(400);
-      expect(one.body.errors).toEqual([expect.objectContaining({ code: "KEY_CHANGED", field: "version", path: "version" })]);
-      const all = await put(created.id, { ...created, name: "Other", version: "9.9", provider: { id: "Provider=Other" } });
+      expect(one.body.errors).toEqual([
+        expect.objectContaining({ code: "KEY_CHANGED", field: "version", path: "version" }),
+      ]);
+      const all = await put(created.id, {
+        ...created,
+        name: "Other",
+        version: "9.9",
+        provider: { id: "Provider=Other" },
+      });
       expect(all.body.errors.map((e: any) => [e.code, e.path])).toEqual([
         ["KEY_CHANGED", "name"],
         ["KEY_CHANGED", "provider.id"],
@@ -221,7 +265,11 @@ forEachDatabase((db) => {
       const created = (await post(fresh())).body;
       const form = new FormData();
       form.set("agentCardAndTools", JSON.stringify({ ...created, description: "From a form" }));
-      const res = await fetch(`${base()}/${created.id}`, { method: "PUT", headers: { authorization: await server().bearer() }, body: form });
+      const res = await fetch(`${base()}/${created.id}`, {
+        method: "PUT",
+        headers: { authorization: await server().bearer() },
+        body: form,
+      });
       expect(res.status).toBe(200);
       expect((await res.json()).description).toBe("From a form");
     });
@@ -289,10 +337,14 @@ forEachDatabase((db) => {
           await patch(created.id, { status: "DEPRECATED" }, { "if-none-match": value }),
         ]) {
           expect(answer.status, answer.text).toBe(400);
-          expect(answer.body.errors).toEqual([expect.objectContaining({ code: "INVALID_VALUE", field: "If-None-Match" })]);
+          expect(answer.body.errors).toEqual([
+            expect.objectContaining({ code: "INVALID_VALUE", field: "If-None-Match" }),
+          ]);
         }
       }
-      expect((await post({ ...created, description: "Changed" }, { "if-none-match": created.meta.etag })).status).toBe(400);
+      expect((await post({ ...created, description: "Changed" }, { "if-none-match": created.meta.etag })).status).toBe(
+        400,
+      );
       expect((await get(created.id)).body.meta.etag).toBe(created.meta.etag);
     });
 
@@ -317,8 +369,16 @@ forEachDatabase((db) => {
       const set = await patch(created.id, { status: "DEPRECATED", statusMessage: "Use v2" });
       expect(set.status).toBe(200);
       expect(set.body.id).toBe(created.id);
-      expect(set.body.meta).toMatchObject({ status: "DEPRECATED", statusMessage: "Use v2", revision: 2, latest: true, createdAt: created.meta.createdAt });
-      expect(Date.parse(set.body.meta.statusChangedAt)).toBeGreaterThanOrEqual(Date.parse(created.meta.statusChangedAt));
+      expect(set.body.meta).toMatchObject({
+        status: "DEPRECATED",
+        statusMessage: "Use v2",
+        revision: 2,
+        latest: true,
+        createdAt: created.meta.createdAt,
+      });
+      expect(Date.parse(set.body.meta.statusChangedAt)).toBeGreaterThanOrEqual(
+        Date.parse(created.meta.statusChangedAt),
+      );
       expect(set.body.meta.updatedAt).toBe(set.body.meta.statusChangedAt);
       expect(set.headers.get("etag")).toBe(`"${created.id}-2"`);
       // Deprecated versions stay listed; a later change without a message drops the old one.
@@ -365,7 +425,9 @@ forEachDatabase((db) => {
       expect(set.status).toBe(200);
       expect(set.headers.get("etag")).toBeNull();
       expect(set.body.total).toBe(3);
-      expect(set.body.data.map((d: any) => [d.id, d.meta.status, d.meta.statusMessage, d.meta.revision, d.meta.latest])).toEqual([
+      expect(
+        set.body.data.map((d: any) => [d.id, d.meta.status, d.meta.statusMessage, d.meta.revision, d.meta.latest]),
+      ).toEqual([
         [v3.id, "DEACTIVATED", "Retired", 2, false],
         [v2.id, "DEACTIVATED", "Retired", 2, false],
         [v1.id, "DEACTIVATED", "Retired", 2, false],
@@ -405,7 +467,10 @@ forEachDatabase((db) => {
         const byName = await call("POST", "", { body: { ...v1, id: undefined, version: "4" }, domains: DEVELOPMENT });
         expect(byName.status).toBe(403);
         expect(byName.body).toMatchObject({ errors: [expect.objectContaining({ code: "AGENT_DEACTIVATED" })] });
-        const byReference = await call("POST", "", { body: { ...v1, id: v1.reference_id, version: "4" }, domains: DEVELOPMENT });
+        const byReference = await call("POST", "", {
+          body: { ...v1, id: v1.reference_id, version: "4" },
+          domains: DEVELOPMENT,
+        });
         expect(byReference.status).toBe(403);
         // Nothing was written: the agent is still off, its card still withdrawn.
         expect((await get(v1.reference_id)).body.meta).toMatchObject({ status: "DEACTIVATED", latest: false });
@@ -418,21 +483,29 @@ forEachDatabase((db) => {
       it("admits Development's new version while one version of the agent is not DEACTIVATED", async () => {
         const [v1, , v3] = await agentOfThree();
         await patch(v3.id, { status: "DEACTIVATED" });
-        const added = await call("POST", "", { body: { ...v1, id: v1.reference_id, version: "4" }, domains: DEVELOPMENT });
+        const added = await call("POST", "", {
+          body: { ...v1, id: v1.reference_id, version: "4" },
+          domains: DEVELOPMENT,
+        });
         expect(added.status).toBe(201);
       });
 
       it("refuses Development a PUT or a POST to the key of a DEACTIVATED version, and writes nothing; Setup: Agents may", async () => {
         const [v1, v2] = await agentOfThree();
         const off = (await patch(v2.id, { status: "DEACTIVATED" })).body;
-        const put = await call("PUT", `/${v2.id}`, { body: { ...v2, description: "Sneaked in" }, domains: DEVELOPMENT });
+        const put = await call("PUT", `/${v2.id}`, {
+          body: { ...v2, description: "Sneaked in" },
+          domains: DEVELOPMENT,
+        });
         expect(put.status).toBe(403);
         expect(put.body).toMatchObject({ errors: [expect.objectContaining({ code: "AGENT_DEACTIVATED" })] });
         const posted = await call("POST", "", { body: { ...v2, description: "Sneaked in" }, domains: DEVELOPMENT });
         expect(posted.status).toBe(403);
         expect((await get(v2.id)).body.meta.etag).toBe(off.meta.etag);
         // An ACTIVE version of the same agent stays Development's to change.
-        expect((await call("PUT", `/${v1.id}`, { body: { ...v1, description: "Fine" }, domains: DEVELOPMENT })).status).toBe(200);
+        expect(
+          (await call("PUT", `/${v1.id}`, { body: { ...v1, description: "Fine" }, domains: DEVELOPMENT })).status,
+        ).toBe(200);
         const setup = await call("PUT", `/${v2.id}`, { body: { ...v2, description: "By Setup" }, domains: SETUP });
         expect(setup.status).toBe(200);
         expect(setup.body).toMatchObject({ description: "By Setup", meta: { status: "DEACTIVATED" } });
@@ -441,7 +514,10 @@ forEachDatabase((db) => {
 
     it("needs Setup: Agents; Development alone is refused", async () => {
       const created = (await post(fresh())).body;
-      const refused = await call("PATCH", `/${created.id}/status`, { body: { status: "DEPRECATED" }, domains: ["Development"] });
+      const refused = await call("PATCH", `/${created.id}/status`, {
+        body: { status: "DEPRECATED" },
+        domains: ["Development"],
+      });
       expect(refused.status).toBe(403);
       expect((await call("PUT", `/${created.id}`, { body: created, domains: ["Development"] })).status).toBe(200);
     });
@@ -462,11 +538,22 @@ forEachDatabase((db) => {
   describe("over Connect JSON", () => {
     it("answers meta and the ETag header as REST does, and takes etag and statusChange as JSON", async () => {
       const authorization = await server().bearer();
-      const rpc = (name: string, body: unknown) => postConnectJson(server().baseUrl, authorization, `asor.v1.AgentDefinitionService/${name}`, JSON.stringify(body));
+      const rpc = (name: string, body: unknown) =>
+        postConnectJson(
+          server().baseUrl,
+          authorization,
+          `asor.v1.AgentDefinitionService/${name}`,
+          JSON.stringify(body),
+        );
       const def = fresh();
       const created = await rpc("UpsertAgentDefinition", { agentCardAndTools: def, createOnly: true });
       expect(created.status).toBe(200);
-      expect(created.body.meta).toMatchObject({ revision: 1, status: "ACTIVE", latest: true, etag: `"${created.body.id}-1"` });
+      expect(created.body.meta).toMatchObject({
+        revision: 1,
+        status: "ACTIVE",
+        latest: true,
+        etag: `"${created.body.id}-1"`,
+      });
       // The same meta as REST's answer for the same version.
       expect((await get(created.body.id)).body.meta).toEqual(created.body.meta);
       const res = await fetch(`${server().baseUrl}/asor.v1.AgentDefinitionService/GetAgentDefinition`, {
@@ -475,13 +562,24 @@ forEachDatabase((db) => {
         body: JSON.stringify({ id: created.body.id }),
       });
       expect(res.headers.get("etag")).toBe(created.body.meta.etag);
-      const stale = await rpc("SetAgentDefinitionStatus", { id: created.body.id, statusChange: { status: "DEPRECATED" }, etag: `"${created.body.id}-9"` });
+      const stale = await rpc("SetAgentDefinitionStatus", {
+        id: created.body.id,
+        statusChange: { status: "DEPRECATED" },
+        etag: `"${created.body.id}-9"`,
+      });
       expect(stale.status).toBe(400);
       expect(stale.body.code).toBe("failed_precondition");
       expect(stale.validation?.errors?.[0]).toMatchObject({ code: "PRECONDITION_FAILED", field: "etag" });
-      const set = await rpc("SetAgentDefinitionStatus", { id: created.body.id, statusChange: { status: "DEPRECATED", statusMessage: "Soon" }, etag: created.body.meta.etag });
+      const set = await rpc("SetAgentDefinitionStatus", {
+        id: created.body.id,
+        statusChange: { status: "DEPRECATED", statusMessage: "Soon" },
+        etag: created.body.meta.etag,
+      });
       expect(set.status).toBe(200);
-      expect(set.body).toMatchObject({ total: 1, data: [{ id: created.body.id, meta: { status: "DEPRECATED", statusMessage: "Soon", revision: 2 } }] });
+      expect(set.body).toMatchObject({
+        total: 1,
+        data: [{ id: created.body.id, meta: { status: "DEPRECATED", statusMessage: "Soon", revision: 2 } }],
+      });
     });
   });
 
@@ -492,7 +590,11 @@ forEachDatabase((db) => {
       return () => client.close();
     });
     const upsert = (def: Record<string, unknown>, conditions: { etag?: string; createOnly?: boolean } = {}) =>
-      client.call("upsertAgentDefinition", create(UpsertAgentDefinitionRequestSchema, { agentCardAndTools: definitionOf(def), ...conditions }), AgentDefinitionSchema);
+      client.call(
+        "upsertAgentDefinition",
+        create(UpsertAgentDefinitionRequestSchema, { agentCardAndTools: definitionOf(def), ...conditions }),
+        AgentDefinitionSchema,
+      );
     const failure = async (promise: Promise<unknown>) => {
       const err = (await promise.then(
         () => undefined,
@@ -505,15 +607,30 @@ forEachDatabase((db) => {
 
     it("answers meta in binary on upsert, get, list and versions", async () => {
       const created = await upsert(fresh());
-      expect(created.meta).toMatchObject({ revision: 1, status: DefinitionStatus.ACTIVE, latest: true, etag: `"${created.id}-1"` });
+      expect(created.meta).toMatchObject({
+        revision: 1,
+        status: DefinitionStatus.ACTIVE,
+        latest: true,
+        etag: `"${created.id}-1"`,
+      });
       expect(created.meta?.createdAt).toMatch(INSTANT);
-      const read = await client.call("getAgentDefinition", create(GetAgentDefinitionRequestSchema, { id: created.id }), AgentDefinitionSchema);
+      const read = await client.call(
+        "getAgentDefinition",
+        create(GetAgentDefinitionRequestSchema, { id: created.id }),
+        AgentDefinitionSchema,
+      );
       expect(read.meta).toEqual(created.meta);
-      const listed = await client.call("listAgentDefinitions", create(ListAgentDefinitionsRequestSchema, { limit: 100 }));
+      const listed = await client.call(
+        "listAgentDefinitions",
+        create(ListAgentDefinitionsRequestSchema, { limit: 100 }),
+      );
       const listedData = (listed as unknown as { data: AgentDefinition[] }).data;
       expect(listedData.map((d) => d.id)).toContain(created.id);
       expect(listedData.every((d) => d.meta !== undefined && d.meta.revision >= 1)).toBe(true);
-      const versions = await client.call("listAgentDefinitionVersions", create(ListAgentDefinitionVersionsRequestSchema, { id: created.id }));
+      const versions = await client.call(
+        "listAgentDefinitionVersions",
+        create(ListAgentDefinitionVersionsRequestSchema, { id: created.id }),
+      );
       expect((versions as unknown as { data: AgentDefinition[] }).data[0]?.meta?.etag).toBe(created.meta?.etag);
     });
 
@@ -536,9 +653,19 @@ forEachDatabase((db) => {
       const blank = await failure(upsert({ ...def, description: "x" }, { etag: " , " }));
       expect(blank.code).toBe(grpcStatus.INVALID_ARGUMENT);
       expect(blank.errors[0]).toMatchObject({ code: "INVALID_VALUE", field: "etag" });
-      const update = client.call("updateAgentDefinition", create(UpdateAgentDefinitionRequestSchema, { id: created.id, agentCardAndTools: definitionOf(def), etag: " " }));
+      const update = client.call(
+        "updateAgentDefinition",
+        create(UpdateAgentDefinitionRequestSchema, { id: created.id, agentCardAndTools: definitionOf(def), etag: " " }),
+      );
       expect((await failure(update)).code).toBe(grpcStatus.INVALID_ARGUMENT);
-      const status = client.call("setAgentDefinitionStatus", create(SetAgentDefinitionStatusRequestSchema, { id: created.id, statusChange: { status: DefinitionStatus.DEPRECATED }, etag: "," }));
+      const status = client.call(
+        "setAgentDefinitionStatus",
+        create(SetAgentDefinitionStatusRequestSchema, {
+          id: created.id,
+          statusChange: { status: DefinitionStatus.DEPRECATED },
+          etag: ",",
+        }),
+      );
       expect((await failure(status)).code).toBe(grpcStatus.INVALID_ARGUMENT);
     });
 
@@ -546,7 +673,11 @@ forEachDatabase((db) => {
       const def = fresh();
       const created = await upsert(def);
       const update = (id: string, body: Record<string, unknown>, etag = "") =>
-        client.call("updateAgentDefinition", create(UpdateAgentDefinitionRequestSchema, { id, agentCardAndTools: definitionOf(body), etag }), AgentDefinitionSchema);
+        client.call(
+          "updateAgentDefinition",
+          create(UpdateAgentDefinitionRequestSchema, { id, agentCardAndTools: definitionOf(body), etag }),
+          AgentDefinitionSchema,
+        );
       const updated = await update(created.id, { ...def, description: "Via gRPC" }, created.meta?.etag);
       expect(updated).toMatchObject({ id: created.id, description: "Via gRPC", meta: { revision: 2 } });
       const stale = await failure(update(created.id, def, created.meta?.etag));
@@ -565,7 +696,11 @@ forEachDatabase((db) => {
         ["A", "B"].map((who) =>
           client.call(
             "updateAgentDefinition",
-            create(UpdateAgentDefinitionRequestSchema, { id: created.id, agentCardAndTools: definitionOf({ ...def, description: who }), etag: created.meta?.etag ?? "" }),
+            create(UpdateAgentDefinitionRequestSchema, {
+              id: created.id,
+              agentCardAndTools: definitionOf({ ...def, description: who }),
+              etag: created.meta?.etag ?? "",
+            }),
           ),
         ),
       );
@@ -579,7 +714,10 @@ forEachDatabase((db) => {
       const second = await upsert({ ...minimalDefinition({ name: first.name, version: "2" }), id: first.referenceId });
       const set = (await client.call(
         "setAgentDefinitionStatus",
-        create(SetAgentDefinitionStatusRequestSchema, { id: first.referenceId, statusChange: { status: DefinitionStatus.DEPRECATED, statusMessage: "Old" } }),
+        create(SetAgentDefinitionStatusRequestSchema, {
+          id: first.referenceId,
+          statusChange: { status: DefinitionStatus.DEPRECATED, statusMessage: "Old" },
+        }),
       )) as SetAgentDefinitionStatusResponse;
       expect(set.total).toBe(2);
       expect(set.data.map((d) => [d.id, d.meta?.status, d.meta?.statusMessage, d.meta?.latest])).toEqual([
@@ -588,25 +726,52 @@ forEachDatabase((db) => {
       ]);
       const one = (await client.call(
         "setAgentDefinitionStatus",
-        create(SetAgentDefinitionStatusRequestSchema, { id: second.id, statusChange: { status: DefinitionStatus.DEACTIVATED } }),
+        create(SetAgentDefinitionStatusRequestSchema, {
+          id: second.id,
+          statusChange: { status: DefinitionStatus.DEACTIVATED },
+        }),
       )) as SetAgentDefinitionStatusResponse;
       expect(one.total).toBe(1);
       expect(one.data[0]?.meta).toMatchObject({ status: DefinitionStatus.DEACTIVATED, latest: false, revision: 3 });
-      const byReference = await client.call("getAgentDefinition", create(GetAgentDefinitionRequestSchema, { id: first.referenceId }), AgentDefinitionSchema);
+      const byReference = await client.call(
+        "getAgentDefinition",
+        create(GetAgentDefinitionRequestSchema, { id: first.referenceId }),
+        AgentDefinitionSchema,
+      );
       expect(byReference.id).toBe(first.id);
       // A stale etag sets nothing; an etag with an Agent_ID= is refused (it names one revision of one version).
       const stale = await failure(
-        client.call("setAgentDefinitionStatus", create(SetAgentDefinitionStatusRequestSchema, { id: first.id, statusChange: { status: DefinitionStatus.ACTIVE }, etag: first.meta?.etag ?? "" })),
+        client.call(
+          "setAgentDefinitionStatus",
+          create(SetAgentDefinitionStatusRequestSchema, {
+            id: first.id,
+            statusChange: { status: DefinitionStatus.ACTIVE },
+            etag: first.meta?.etag ?? "",
+          }),
+        ),
       );
       expect(stale.code).toBe(grpcStatus.FAILED_PRECONDITION);
       expect(stale.errors[0]).toMatchObject({ code: "PRECONDITION_FAILED", field: "etag" });
       const forAgent = await failure(
-        client.call("setAgentDefinitionStatus", create(SetAgentDefinitionStatusRequestSchema, { id: first.referenceId, statusChange: { status: DefinitionStatus.ACTIVE }, etag: "*" })),
+        client.call(
+          "setAgentDefinitionStatus",
+          create(SetAgentDefinitionStatusRequestSchema, {
+            id: first.referenceId,
+            statusChange: { status: DefinitionStatus.ACTIVE },
+            etag: "*",
+          }),
+        ),
       );
       expect(forAgent.code).toBe(grpcStatus.INVALID_ARGUMENT);
       expect(forAgent.errors[0]).toMatchObject({ field: "etag" });
       const unset = await failure(
-        client.call("setAgentDefinitionStatus", create(SetAgentDefinitionStatusRequestSchema, { id: second.id, statusChange: { status: DefinitionStatus.DEFINITION_STATUS_UNSPECIFIED } })),
+        client.call(
+          "setAgentDefinitionStatus",
+          create(SetAgentDefinitionStatusRequestSchema, {
+            id: second.id,
+            statusChange: { status: DefinitionStatus.DEFINITION_STATUS_UNSPECIFIED },
+          }),
+        ),
       );
       expect(unset.code).toBe(grpcStatus.INVALID_ARGUMENT);
     });

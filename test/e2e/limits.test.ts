@@ -3,7 +3,10 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { describe, expect, it } from "vitest";
 import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
-import { AgentDefinitionService, UpsertAgentDefinitionRequestSchema } from "../../gen/asor/v1/agent_definition_service_pb.js";
+import {
+  AgentDefinitionService,
+  UpsertAgentDefinitionRequestSchema,
+} from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { ValidationErrorSchema } from "../../gen/asor/v1/error_pb.js";
 import { MAX_JSON_DEPTH } from "../../src/transport/strict-json.js";
 import { withAuthorization } from "../support/auth.js";
@@ -66,13 +69,16 @@ forEachRuntimeAndDatabase((db, runtime) => {
       headers: { authorization: s.authorization, "content-type": "application/json" },
       body: typeof body === "string" ? body : JSON.stringify(body),
     });
-  const read = async (id: string) => (await fetch(`${server().baseUrl}${PATH}/${id}`, { headers: { authorization: server().authorization } })).json();
+  const read = async (id: string) =>
+    (await fetch(`${server().baseUrl}${PATH}/${id}`, { headers: { authorization: server().authorization } })).json();
 
   /** Expects a 400 whose errors include `code` at `path`. */
   const expectRefused = async (res: Response, code: string, path?: string): Promise<any> => {
     const body = await res.json();
     expect(res.status, JSON.stringify(body)).toBe(400);
-    expect(body.errors).toEqual(expect.arrayContaining([expect.objectContaining({ code, ...(path === undefined ? {} : { path }) })]));
+    expect(body.errors).toEqual(
+      expect.arrayContaining([expect.objectContaining({ code, ...(path === undefined ? {} : { path }) })]),
+    );
     return body;
   };
 
@@ -99,12 +105,18 @@ forEachRuntimeAndDatabase((db, runtime) => {
       const over = fullDefinition("skill id+1");
       over.skills[0].id = over.hostConfig[0].skillId = WIDE.repeat(256);
       const body = await expectRefused(await post(over), "TOO_LONG", "skills[0].id");
-      expect(body.errors).toEqual(expect.arrayContaining([expect.objectContaining({ code: "TOO_LONG", path: "hostConfig[0].skillId" })]));
+      expect(body.errors).toEqual(
+        expect.arrayContaining([expect.objectContaining({ code: "TOO_LONG", path: "hostConfig[0].skillId" })]),
+      );
     });
 
     it("the whole upsert key and externalAgentID at their limits at once fit the database's unique indexes", async () => {
       const def = fullDefinition("key");
-      Object.assign(def, { name: WIDE.repeat(255), version: WIDE.repeat(128), externalAgentID: `${WIDE.repeat(254)}k` });
+      Object.assign(def, {
+        name: WIDE.repeat(255),
+        version: WIDE.repeat(128),
+        externalAgentID: `${WIDE.repeat(254)}k`,
+      });
       def.provider.id = `Provider=${WIDE.repeat(246)}`;
       const first = await post(def);
       expect(first.status).toBe(201);
@@ -115,9 +127,14 @@ forEachRuntimeAndDatabase((db, runtime) => {
     });
 
     it("a definition id of 255 characters gets past the length check (it names no agent); 256 is TOO_LONG", async () => {
-      await expectRefused(await post(minimalDefinition({ name: "Id Limit", id: "x".repeat(255) })), "UNKNOWN_AGENT", "id");
+      await expectRefused(
+        await post(minimalDefinition({ name: "Id Limit", id: "x".repeat(255) })),
+        "UNKNOWN_AGENT",
+        "id",
+      );
       await expectRefused(await post(minimalDefinition({ name: "Id Limit", id: "x".repeat(256) })), "TOO_LONG", "id");
-      const get = (id: string) => fetch(`${server().baseUrl}${PATH}/${id}`, { headers: { authorization: server().authorization } });
+      const get = (id: string) =>
+        fetch(`${server().baseUrl}${PATH}/${id}`, { headers: { authorization: server().authorization } });
       expect((await get("x".repeat(255))).status).toBe(404);
       await expectRefused(await get("x".repeat(256)), "TOO_LONG", "id");
     });
@@ -149,7 +166,10 @@ forEachRuntimeAndDatabase((db, runtime) => {
       const withItems = (tag: string, n: number) => {
         const def = fullDefinition(tag);
         def.skills = Array.from({ length: 100 }, (_, i) => ({ id: `s${i}`, name: `Skill ${i}`, description: "d" }));
-        def.hostConfig = Array.from({ length: n }, (_, i) => ({ skillId: `s${i % 100}`, executionMode: { id: "Mode=Ambient" } }));
+        def.hostConfig = Array.from({ length: n }, (_, i) => ({
+          skillId: `s${i % 100}`,
+          executionMode: { id: "Mode=Ambient" },
+        }));
         return def;
       };
       const created = await post(withItems("hostConfig", 100));
@@ -161,7 +181,11 @@ forEachRuntimeAndDatabase((db, runtime) => {
 
   describe("JSON structure", () => {
     /** A valid definition with an unknown member `x` holding `depth - 1` nested arrays, so the body nests `depth` deep. */
-    const nested = (depth: number) => JSON.stringify(minimalDefinition({ name: "Deep" })).replace(/}$/, `,"x":${"[".repeat(depth - 1)}${"]".repeat(depth - 1)}}`);
+    const nested = (depth: number) =>
+      JSON.stringify(minimalDefinition({ name: "Deep" })).replace(
+        /}$/,
+        `,"x":${"[".repeat(depth - 1)}${"]".repeat(depth - 1)}}`,
+      );
 
     it(`nesting ${MAX_JSON_DEPTH} deep is parsed (then refused for its unknown member); one deeper is TOO_DEEP`, async () => {
       const parsed = await expectRefused(await post(nested(MAX_JSON_DEPTH)), "UNKNOWN_FIELD", "x");
@@ -205,9 +229,12 @@ forEachRuntimeAndDatabase((db, runtime) => {
       const twice = await rpc(`{"agentCardAndTools":${def.replace(/}$/, ',"name":"again"}')}}`);
       expect(twice.status).toBe(400);
       expect(twice.body.code).toBe("invalid_argument");
-      expect(twice.validation?.errors).toEqual([expect.objectContaining({ code: "DUPLICATE_KEY", path: "name", field: "name" })]);
+      expect(twice.validation?.errors).toEqual([
+        expect.objectContaining({ code: "DUPLICATE_KEY", path: "name", field: "name" }),
+      ]);
 
-      const deep = (depth: number) => `{"agentCardAndTools":${def.replace(/}$/, `,"x":${"[".repeat(depth - 2)}${"]".repeat(depth - 2)}}`)}}`;
+      const deep = (depth: number) =>
+        `{"agentCardAndTools":${def.replace(/}$/, `,"x":${"[".repeat(depth - 2)}${"]".repeat(depth - 2)}}`)}}`;
       const atLimit = await rpc(deep(MAX_JSON_DEPTH));
       expect(atLimit.validation?.errors).toEqual([expect.objectContaining({ code: "UNKNOWN_FIELD", path: "x" })]);
       const over = await rpc(deep(MAX_JSON_DEPTH + 1));
@@ -218,9 +245,12 @@ forEachRuntimeAndDatabase((db, runtime) => {
 
     it("a Connect GET whose JSON message names a member twice is DUPLICATE_KEY too", async () => {
       const message = encodeURIComponent('{"id":"0123456789abcdef0123456789abcdef","id":"Agent_ID=AGENT-1"}');
-      const res = await fetch(`${server().baseUrl}/asor.v1.AgentDefinitionService/GetAgentDefinition?connect=v1&encoding=json&message=${message}`, {
-        headers: { authorization: server().authorization },
-      });
+      const res = await fetch(
+        `${server().baseUrl}/asor.v1.AgentDefinitionService/GetAgentDefinition?connect=v1&encoding=json&message=${message}`,
+        {
+          headers: { authorization: server().authorization },
+        },
+      );
       const body = await res.json();
       expect(res.status).toBe(400);
       expect(body.details?.[0]?.type).toBe("asor.v1.ValidationError");
@@ -250,7 +280,8 @@ forEachRuntimeAndDatabase((db, runtime) => {
       let sent = 0;
       const body = new ReadableStream<Uint8Array>({
         pull(controller) {
-          if (sent === 0) controller.enqueue(new TextEncoder().encode(JSON.stringify(minimalDefinition({ name: "Chunked" }))));
+          if (sent === 0)
+            controller.enqueue(new TextEncoder().encode(JSON.stringify(minimalDefinition({ name: "Chunked" }))));
           else controller.enqueue(chunk);
           if (++sent > 100) controller.close();
         },
@@ -266,7 +297,9 @@ forEachRuntimeAndDatabase((db, runtime) => {
 
     it(`Connect JSON: ${LIMIT} bytes are accepted, ${LIMIT + 1} are RESOURCE_EXHAUSTED with PAYLOAD_TOO_LARGE`, async () => {
       const rpc = (body: string) => postConnectJson(small().baseUrl, small().authorization, UPSERT_RPC, body);
-      expect((await rpc(padded({ agentCardAndTools: minimalDefinition({ name: "Size Connect" }) }, LIMIT))).status).toBe(200);
+      expect(
+        (await rpc(padded({ agentCardAndTools: minimalDefinition({ name: "Size Connect" }) }, LIMIT))).status,
+      ).toBe(200);
       const over = await rpc(padded({ agentCardAndTools: minimalDefinition({ name: "Size Connect" }) }, LIMIT + 1));
       expect(over.body.code).toBe("resource_exhausted");
       expect(over.validation?.errors).toEqual([expect.objectContaining({ code: "PAYLOAD_TOO_LARGE" })]);
@@ -276,7 +309,10 @@ forEachRuntimeAndDatabase((db, runtime) => {
     const binaryOfSize = (bytes: number) => {
       for (let length = bytes; length > 0; length--) {
         const request = create(UpsertAgentDefinitionRequestSchema, {
-          agentCardAndTools: fromJson(AgentDefinitionSchema, minimalDefinition({ name: "Size Binary", description: "d".repeat(length) })),
+          agentCardAndTools: fromJson(
+            AgentDefinitionSchema,
+            minimalDefinition({ name: "Size Binary", description: "d".repeat(length) }),
+          ),
         });
         if (toBinary(UpsertAgentDefinitionRequestSchema, request).byteLength === bytes) return request;
       }
@@ -284,15 +320,33 @@ forEachRuntimeAndDatabase((db, runtime) => {
     };
 
     it.each([
-      ["gRPC", () => createGrpcTransport({ baseUrl: small().baseUrl, interceptors: [withAuthorization(small().authorization)] })],
-      ["Connect binary", () => createConnectTransport({ baseUrl: small().baseUrl, httpVersion: "1.1", useBinaryFormat: true, interceptors: [withAuthorization(small().authorization)] })],
-    ])(`%s: a message of ${LIMIT} bytes is accepted, ${LIMIT + 1} bytes are RESOURCE_EXHAUSTED`, async (_name, transport) => {
-      const client = createClient(AgentDefinitionService, transport());
-      expect((await client.upsertAgentDefinition(binaryOfSize(LIMIT))).id).toMatch(/^[0-9a-f]{32}$/);
-      const err = await client.upsertAgentDefinition(binaryOfSize(LIMIT + 1)).catch((e: unknown) => ConnectError.from(e));
-      expect(err).toBeInstanceOf(ConnectError);
-      expect((err as ConnectError).code).toBe(Code.ResourceExhausted);
-    });
+      [
+        "gRPC",
+        () =>
+          createGrpcTransport({ baseUrl: small().baseUrl, interceptors: [withAuthorization(small().authorization)] }),
+      ],
+      [
+        "Connect binary",
+        () =>
+          createConnectTransport({
+            baseUrl: small().baseUrl,
+            httpVersion: "1.1",
+            useBinaryFormat: true,
+            interceptors: [withAuthorization(small().authorization)],
+          }),
+      ],
+    ])(
+      `%s: a message of ${LIMIT} bytes is accepted, ${LIMIT + 1} bytes are RESOURCE_EXHAUSTED`,
+      async (_name, transport) => {
+        const client = createClient(AgentDefinitionService, transport());
+        expect((await client.upsertAgentDefinition(binaryOfSize(LIMIT))).id).toMatch(/^[0-9a-f]{32}$/);
+        const err = await client
+          .upsertAgentDefinition(binaryOfSize(LIMIT + 1))
+          .catch((e: unknown) => ConnectError.from(e));
+        expect(err).toBeInstanceOf(ConnectError);
+        expect((err as ConnectError).code).toBe(Code.ResourceExhausted);
+      },
+    );
 
     it("a chunked body over the limit does not stop a service process (it did: Readable.toWeb threw after cancel)", async () => {
       const database = await db.create();
@@ -325,7 +379,10 @@ forEachRuntimeAndDatabase((db, runtime) => {
     });
 
     it("a refused body leaves the service answering others at once", async () => {
-      const results = await Promise.all([post(padded(minimalDefinition({ name: "Big" }), LIMIT * 4), small()), post(minimalDefinition({ name: "Small After Big" }), small())]);
+      const results = await Promise.all([
+        post(padded(minimalDefinition({ name: "Big" }), LIMIT * 4), small()),
+        post(minimalDefinition({ name: "Small After Big" }), small()),
+      ]);
       expect(results.map((r) => r.status)).toEqual([413, 201]);
     });
   });

@@ -8,7 +8,12 @@
  * clients; no assertion on elapsed time: each limit shows as a connection
  * closed or a request answered while the client is still holding on.
  */
-import { type ClientHttp2Session, type ClientHttp2Stream, connect as connectHttp2, constants as http2 } from "node:http2";
+import {
+  type ClientHttp2Session,
+  type ClientHttp2Stream,
+  connect as connectHttp2,
+  constants as http2,
+} from "node:http2";
 import { connect, type Socket } from "node:net";
 import { fromBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
@@ -47,7 +52,8 @@ function open(port: number): Promise<Socket> {
 }
 
 /** Resolves once the socket is closed. */
-const closed = (socket: Socket): Promise<void> => (socket.closed ? Promise.resolve() : new Promise((resolve) => socket.once("close", () => resolve())));
+const closed = (socket: Socket): Promise<void> =>
+  socket.closed ? Promise.resolve() : new Promise((resolve) => socket.once("close", () => resolve()));
 
 /** The first answer on `socket`, once its headers and Content-Length body have arrived; undefined if the socket closes first. */
 function answerOn(socket: Socket): Promise<RawAnswer | undefined> {
@@ -62,10 +68,16 @@ function answerOn(socket: Socket): Promise<RawAnswer | undefined> {
       const end = received.indexOf("\r\n\r\n");
       if (end === -1) return;
       const [statusLine = "", ...lines] = received.subarray(0, end).toString("latin1").split("\r\n");
-      const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(":")).toLowerCase(), l.slice(l.indexOf(":") + 1).trim()]));
+      const headers = Object.fromEntries(
+        lines.map((l) => [l.slice(0, l.indexOf(":")).toLowerCase(), l.slice(l.indexOf(":") + 1).trim()]),
+      );
       const length = Number(headers["content-length"] ?? 0);
       if (received.length < end + 4 + length) return;
-      done({ status: Number(statusLine.split(" ")[1]), headers, body: received.subarray(end + 4, end + 4 + length).toString("utf8") });
+      done({
+        status: Number(statusLine.split(" ")[1]),
+        headers,
+        body: received.subarray(end + 4, end + 4 + length).toString("utf8"),
+      });
     };
     socket.on("data", onData);
     socket.once("close", () => done(undefined));
@@ -73,10 +85,17 @@ function answerOn(socket: Socket): Promise<RawAnswer | undefined> {
 }
 
 /** An HTTP/1.1 POST of a JSON body of `declared` bytes, of which only `sent` are sent: the client then holds on. */
-async function partialPost(port: number, authorization: string, declared: number, sent: number): Promise<{ socket: Socket; answer: Promise<RawAnswer | undefined> }> {
+async function partialPost(
+  port: number,
+  authorization: string,
+  declared: number,
+  sent: number,
+): Promise<{ socket: Socket; answer: Promise<RawAnswer | undefined> }> {
   const socket = await open(port);
   const answer = answerOn(socket);
-  socket.write(`POST ${PATH} HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\nContent-Type: application/json\r\nContent-Length: ${declared}\r\n\r\n`);
+  socket.write(
+    `POST ${PATH} HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\nContent-Type: application/json\r\nContent-Length: ${declared}\r\n\r\n`,
+  );
   socket.write(`{"name": "${"x".repeat(sent - 11)}`);
   return { socket, answer };
 }
@@ -89,13 +108,16 @@ function h2session(baseUrl: string): ClientHttp2Session {
 }
 
 /** What an HTTP/2 stream received: its status, headers and trailers together, and its body; once the server ended it (the client may still be sending) or it closed. */
-function streamResult(stream: ClientHttp2Stream): Promise<{ status: number; headers: Headers; body: Buffer; rstCode: number }> {
+function streamResult(
+  stream: ClientHttp2Stream,
+): Promise<{ status: number; headers: Headers; body: Buffer; rstCode: number }> {
   return new Promise((resolve) => {
     let status = 0;
     const headers = new Headers();
     const chunks: Buffer[] = [];
     const take = (h: Record<string, unknown>): void => {
-      for (const [name, value] of Object.entries(h)) if (!name.startsWith(":") && value !== undefined) headers.set(name, String(value));
+      for (const [name, value] of Object.entries(h))
+        if (!name.startsWith(":") && value !== undefined) headers.set(name, String(value));
     };
     stream.on("response", (h) => {
       status = Number(h[":status"]);
@@ -142,10 +164,22 @@ forEachDatabase((db) => {
 
       // HTTP/2: REST with a partial body, and a gRPC call whose message has not all arrived.
       const session = h2session(baseUrl);
-      const rest = session.request({ ":method": "POST", ":path": PATH, authorization, "content-type": "application/json", "content-length": String(BODY) });
+      const rest = session.request({
+        ":method": "POST",
+        ":path": PATH,
+        authorization,
+        "content-type": "application/json",
+        "content-length": String(BODY),
+      });
       const restResult = streamResult(rest);
       rest.write(`{"name": "${"x".repeat(1000)}`);
-      const grpc = session.request({ ":method": "POST", ":path": UPSERT, authorization, "content-type": "application/grpc", te: "trailers" });
+      const grpc = session.request({
+        ":method": "POST",
+        ":path": UPSERT,
+        authorization,
+        "content-type": "application/grpc",
+        te: "trailers",
+      });
       const grpcResult = streamResult(grpc);
       const envelope = Buffer.alloc(5 + 1000);
       envelope.writeUInt32BE(BODY - 5, 1);
@@ -160,15 +194,26 @@ forEachDatabase((db) => {
       const h2grpc = await grpcResult;
       const grpcError = findTrailerError(h2grpc.headers);
       expect(grpcError?.code).toBe(Code.Unavailable);
-      const detail = grpcError?.details.find((d) => "type" in d && d.type === "asor.v1.Error") as { value: Uint8Array } | undefined;
+      const detail = grpcError?.details.find((d) => "type" in d && d.type === "asor.v1.Error") as
+        | { value: Uint8Array }
+        | undefined;
       expect(detail && fromBinary(ErrorSchema, detail.value).code).toBe("OVERLOADED");
 
       // Connect over HTTP/1.1, a whole small message.
-      const connectAnswer = await postConnectJson(baseUrl, authorization, UPSERT_RPC, JSON.stringify({ agentCardAndTools: minimalDefinition({ name: "No Room Either" }) }));
+      const connectAnswer = await postConnectJson(
+        baseUrl,
+        authorization,
+        UPSERT_RPC,
+        JSON.stringify({ agentCardAndTools: minimalDefinition({ name: "No Room Either" }) }),
+      );
       expect(connectAnswer.status).toBe(503);
       expect(connectAnswer.body.code).toBe("unavailable");
-      const connectDetail = (connectAnswer.body.details as { type: string; value: string }[]).find((d) => d.type === "asor.v1.Error");
-      expect(connectDetail && fromBinary(ErrorSchema, Buffer.from(connectDetail.value, "base64")).code).toBe("OVERLOADED");
+      const connectDetail = (connectAnswer.body.details as { type: string; value: string }[]).find(
+        (d) => d.type === "asor.v1.Error",
+      );
+      expect(connectDetail && fromBinary(ErrorSchema, Buffer.from(connectDetail.value, "base64")).code).toBe(
+        "OVERLOADED",
+      );
 
       // The holders leave: every byte they held goes back, and the same request is served.
       for (const holder of holders) holder.socket.destroy();
@@ -190,7 +235,9 @@ forEachDatabase((db) => {
       // Chunked, 40,000 bytes at a time: the second chunk takes it past the 64 KiB left.
       const socket = await open(port);
       const answer = answerOn(socket);
-      socket.write(`POST ${PATH} HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`);
+      socket.write(
+        `POST ${PATH} HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`,
+      );
       const chunk = (text: string): string => `${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n`;
       socket.write(chunk(`{"name": "${"x".repeat(40_000 - 10)}`));
       socket.write(chunk("y".repeat(40_000)));
@@ -237,10 +284,22 @@ describe("on sqlite", () => {
     it("HTTP/2: a stream whose body stops mid-way is cancelled, and the connection serves others", async () => {
       const { baseUrl, authorization } = server();
       const session = h2session(baseUrl);
-      const grpc = session.request({ ":method": "POST", ":path": UPSERT, authorization, "content-type": "application/grpc", te: "trailers" });
+      const grpc = session.request({
+        ":method": "POST",
+        ":path": UPSERT,
+        authorization,
+        "content-type": "application/grpc",
+        te: "trailers",
+      });
       const grpcResult = streamResult(grpc);
       grpc.write(Buffer.from([0, 0, 0, 0, 100, 1, 2]));
-      const rest = session.request({ ":method": "POST", ":path": PATH, authorization, "content-type": "application/json", "content-length": "10000" });
+      const rest = session.request({
+        ":method": "POST",
+        ":path": PATH,
+        authorization,
+        "content-type": "application/json",
+        "content-length": "10000",
+      });
       const restResult = streamResult(rest);
       rest.write('{"name": "');
       expect((await grpcResult).rstCode).toBe(http2.NGHTTP2_CANCEL);
@@ -300,7 +359,10 @@ describe("on sqlite", () => {
     const server = useServer(sqlite, { HEALTH_MAX_WATCHES: "10", HEALTH_MAX_WATCHES_PER_CONNECTION: "2" });
 
     /** Opens a watch on `transport`'s connection; its first status, or the error that refused it. */
-    const watch = async (transport: ReturnType<typeof createGrpcTransport>, signal: AbortSignal): Promise<Status | Code> => {
+    const watch = async (
+      transport: ReturnType<typeof createGrpcTransport>,
+      signal: AbortSignal,
+    ): Promise<Status | Code> => {
       const stream = createClient(Health, transport).watch({ service: "" }, { signal })[Symbol.asyncIterator]();
       try {
         const first = await stream.next();

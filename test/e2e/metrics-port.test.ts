@@ -31,14 +31,22 @@ describe("METRICS_PORT", () => {
   });
 
   it("serves /metrics on a port of its own, counting the API's requests", async () => {
-    expect((await fetch(`${server.baseUrl}/api/asor/v1/default/agentDefinition`, { headers: { authorization: server.authorization } })).status).toBe(200);
+    expect(
+      (
+        await fetch(`${server.baseUrl}/api/asor/v1/default/agentDefinition`, {
+          headers: { authorization: server.authorization },
+        })
+      ).status,
+    ).toBe(200);
     const res = await fetch(`${metricsUrl}/metrics`);
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toMatch(/^text\/plain/);
     // The sample is taken once the answer has gone out; a later scrape shows it.
     await expect
       .poll(async () => (await fetch(`${metricsUrl}/metrics`)).text())
-      .toMatch(/^asor_requests_total\{protocol="rest",operation="asor.v1.AgentDefinitionService\/ListAgentDefinitions",code="200"\} 1$/m);
+      .toMatch(
+        /^asor_requests_total\{protocol="rest",operation="asor.v1.AgentDefinitionService\/ListAgentDefinitions",code="200"\} 1$/m,
+      );
   });
 
   it("no longer serves /metrics on the API port", async () => {
@@ -47,7 +55,13 @@ describe("METRICS_PORT", () => {
   });
 
   it("serves nothing else on the metrics port, and /metrics to GET and HEAD only", async () => {
-    expect((await fetch(`${metricsUrl}/api/asor/v1/default/agentDefinition`, { headers: { authorization: server.authorization } })).status).toBe(404);
+    expect(
+      (
+        await fetch(`${metricsUrl}/api/asor/v1/default/agentDefinition`, {
+          headers: { authorization: server.authorization },
+        })
+      ).status,
+    ).toBe(404);
     expect((await fetch(`${metricsUrl}/healthz`)).status).toBe(404);
     expect((await fetch(`${metricsUrl}/metrics`, { method: "HEAD" })).status).toBe(200);
     const post = await fetch(`${metricsUrl}/metrics`, { method: "POST" });

@@ -106,7 +106,10 @@ type Schedule = "together" | "one step behind";
  */
 describe.skipIf(mariadb.skip)("two processes starting at once on a fresh MariaDB database", () => {
   async function round(database: FreshDatabase, schedule: Schedule): Promise<ServerProcess[]> {
-    const [a, b] = [await statementGate(new URL(database.databaseUrl!)), await statementGate(new URL(database.databaseUrl!))] as const;
+    const [a, b] = [
+      await statementGate(new URL(database.databaseUrl!)),
+      await statementGate(new URL(database.databaseUrl!)),
+    ] as const;
     const servers: ServerProcess[] = [];
     try {
       if (schedule === "one step behind") {
@@ -128,7 +131,9 @@ describe.skipIf(mariadb.skip)("two processes starting at once on a fresh MariaDB
       await expect.poll(() => a.waiting() > 0 && b.waiting() > 0, { timeout: 30_000 }).toBe(true);
       a.open();
       if (schedule === "together") b.open();
-      const failed = (await starting).filter((s): s is PromiseRejectedResult => s.status === "rejected").map((s) => String(s.reason).slice(0, 1500));
+      const failed = (await starting)
+        .filter((s): s is PromiseRejectedResult => s.status === "rejected")
+        .map((s) => String(s.reason).slice(0, 1500));
       if (failed.length > 0) throw new Error(`${failed.length} of 2 did not come up:\n${failed.join("\n")}`);
       for (const server of servers) expect((await fetch(`${server.baseUrl}/readyz`)).status).toBe(200);
       return servers;
@@ -154,9 +159,14 @@ describe.skipIf(mariadb.skip)("two processes starting at once on a fresh MariaDB
           await Promise.all(servers.map((s) => s.stop()));
           const connection = await createConnection(mysqlConnectionOptions(database.databaseUrl!));
           try {
-            const [locks] = (await connection.query("SELECT is_locked FROM knex_migrations_lock")) as [Array<{ is_locked: number }>, unknown];
+            const [locks] = (await connection.query("SELECT is_locked FROM knex_migrations_lock")) as [
+              Array<{ is_locked: number }>,
+              unknown,
+            ];
             expect(locks, `round ${n} (${schedule})`).toEqual([{ is_locked: 0 }]);
-            const [twice] = (await connection.query("SELECT name FROM knex_migrations GROUP BY name HAVING COUNT(*) > 1")) as [unknown[], unknown];
+            const [twice] = (await connection.query(
+              "SELECT name FROM knex_migrations GROUP BY name HAVING COUNT(*) > 1",
+            )) as [unknown[], unknown];
             expect(twice, `round ${n} (${schedule})`).toEqual([]);
           } finally {
             await connection.end();

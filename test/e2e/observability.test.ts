@@ -3,7 +3,10 @@ import { createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { AgentDefinitionService, GetAgentDefinitionRequestSchema } from "../../gen/asor/v1/agent_definition_service_pb.js";
+import {
+  AgentDefinitionService,
+  GetAgentDefinitionRequestSchema,
+} from "../../gen/asor/v1/agent_definition_service_pb.js";
 import type { Logger } from "../../src/logger.js";
 import { withAuthorization } from "../support/auth.js";
 import { type FreshDatabase, forEachDatabase } from "../support/databases.js";
@@ -40,7 +43,10 @@ forEachDatabase((db) => {
 
   /** The request lines with this request id, once the one expected has been written (after the answer). */
   const linesOf = async (requestId: string): Promise<Record<string, unknown>[]> => {
-    const find = () => logger.lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((e) => e.message === "request" && e.requestId === requestId);
+    const find = () =>
+      logger.lines
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .filter((e) => e.message === "request" && e.requestId === requestId);
     await vi.waitFor(() => expect(find().length).toBeGreaterThan(0));
     return find();
   };
@@ -72,7 +78,11 @@ forEachDatabase((db) => {
     it("writes one line for a REST POST that fails validation before any RPC runs", async () => {
       const res = await fetch(`${server.baseUrl}/asor/v1/agentDefinition`, {
         method: "POST",
-        headers: { authorization: server.authorization, "content-type": "application/json", "x-request-id": "rest-invalid" },
+        headers: {
+          authorization: server.authorization,
+          "content-type": "application/json",
+          "x-request-id": "rest-invalid",
+        },
         body: JSON.stringify(minimalDefinition({ name: "" })),
       });
       expect(res.status).toBe(400);
@@ -95,7 +105,14 @@ forEachDatabase((db) => {
       metadata.set("x-request-id", "grpc-1");
       metadata.set("x-custom", SECRET_HEADER_VALUE);
       try {
-        const err = await client.call("getAgentDefinition", create(GetAgentDefinitionRequestSchema, { id: "f".repeat(32) }), undefined, metadata).catch((e: unknown) => e);
+        const err = await client
+          .call(
+            "getAgentDefinition",
+            create(GetAgentDefinitionRequestSchema, { id: "f".repeat(32) }),
+            undefined,
+            metadata,
+          )
+          .catch((e: unknown) => e);
         expect((err as grpc.ServiceError).code).toBe(grpc.status.NOT_FOUND);
       } finally {
         client.close();
@@ -123,17 +140,31 @@ forEachDatabase((db) => {
         };
       const connect = createClient(
         AgentDefinitionService,
-        createConnectTransport({ baseUrl: server.baseUrl, httpVersion: "1.1", interceptors: [withAuthorization(server.authorization), requestId("connect-1")] }),
+        createConnectTransport({
+          baseUrl: server.baseUrl,
+          httpVersion: "1.1",
+          interceptors: [withAuthorization(server.authorization), requestId("connect-1")],
+        }),
       );
       await connect.listAgentDefinitions({ limit: 1 });
       const grpcWeb = createClient(
         AgentDefinitionService,
-        createGrpcWebTransport({ baseUrl: server.baseUrl, httpVersion: "1.1", interceptors: [withAuthorization(server.authorization), requestId("grpc-web-1")] }),
+        createGrpcWebTransport({
+          baseUrl: server.baseUrl,
+          httpVersion: "1.1",
+          interceptors: [withAuthorization(server.authorization), requestId("grpc-web-1")],
+        }),
       );
       await grpcWeb.listAgentDefinitions({ limit: 1 });
       const [connectLine] = await linesOf("connect-1");
       expect(await linesOf("connect-1")).toHaveLength(1);
-      expect(connectLine).toMatchObject({ protocol: "connect", rpc: "asor.v1.AgentDefinitionService/ListAgentDefinitions", status: 200, code: "ok", tenant: "default" });
+      expect(connectLine).toMatchObject({
+        protocol: "connect",
+        rpc: "asor.v1.AgentDefinitionService/ListAgentDefinitions",
+        status: 200,
+        code: "ok",
+        tenant: "default",
+      });
       expect(await linesOf("grpc-web-1")).toHaveLength(1);
       expect((await linesOf("grpc-web-1"))[0]).toMatchObject({ protocol: "grpc-web", code: "ok", tenant: "default" });
     });
@@ -141,7 +172,11 @@ forEachDatabase((db) => {
     it("logs an unauthenticated RPC with its code and no tenant", async () => {
       const res = await fetch(`${server.baseUrl}/asor.v1.AgentDefinitionService/ListAgentDefinitions`, {
         method: "POST",
-        headers: { "content-type": "application/json", authorization: "Bearer not-a-token", "x-request-id": "connect-unauthenticated" },
+        headers: {
+          "content-type": "application/json",
+          authorization: "Bearer not-a-token",
+          "x-request-id": "connect-unauthenticated",
+        },
         body: "{}",
       });
       expect(res.status).toBe(401);
@@ -187,14 +222,23 @@ forEachDatabase((db) => {
     };
 
     it("counts requests by protocol, operation and code, and times them", async () => {
-      const rest = 'asor_requests_total{protocol="rest",operation="asor.v1.AgentDefinitionService/ListAgentDefinitions",code="200"}';
-      const grpcNotFound = 'asor_requests_total{protocol="grpc",operation="asor.v1.AgentDefinitionService/GetAgentDefinition",code="not_found"}';
-      const latency = 'asor_request_duration_seconds_count{protocol="rest",operation="asor.v1.AgentDefinitionService/ListAgentDefinitions"}';
+      const rest =
+        'asor_requests_total{protocol="rest",operation="asor.v1.AgentDefinitionService/ListAgentDefinitions",code="200"}';
+      const grpcNotFound =
+        'asor_requests_total{protocol="grpc",operation="asor.v1.AgentDefinitionService/GetAgentDefinition",code="not_found"}';
+      const latency =
+        'asor_request_duration_seconds_count{protocol="rest",operation="asor.v1.AgentDefinitionService/ListAgentDefinitions"}';
       const before = await scrape();
-      await fetch(`${server.baseUrl}/api/asor/v1/default/agentDefinition`, { headers: { authorization: server.authorization, "x-request-id": "metrics-rest" } });
-      await fetch(`${server.baseUrl}/api/asor/v1/default/agentDefinition`, { headers: { authorization: server.authorization, "x-request-id": "metrics-rest-2" } });
+      await fetch(`${server.baseUrl}/api/asor/v1/default/agentDefinition`, {
+        headers: { authorization: server.authorization, "x-request-id": "metrics-rest" },
+      });
+      await fetch(`${server.baseUrl}/api/asor/v1/default/agentDefinition`, {
+        headers: { authorization: server.authorization, "x-request-id": "metrics-rest-2" },
+      });
       const client = createGrpcJsClient(AgentDefinitionService, `127.0.0.1:${server.port}`, server.authorization);
-      await client.call("getAgentDefinition", create(GetAgentDefinitionRequestSchema, { id: "e".repeat(32) })).catch(() => undefined);
+      await client
+        .call("getAgentDefinition", create(GetAgentDefinitionRequestSchema, { id: "e".repeat(32) }))
+        .catch(() => undefined);
       client.close();
       // The samples are taken when each answer's connection event fires; the log line says it happened.
       await linesOf("metrics-rest-2");
@@ -207,7 +251,11 @@ forEachDatabase((db) => {
     it("shows the database pool's use and Node's process metrics", async () => {
       const text = await scrape();
       expect(sample(text, "asor_db_pool_max_connections")).toBe(db.name === "sqlite" ? 1 : 10);
-      for (const gauge of ["asor_db_pool_used_connections", "asor_db_pool_free_connections", "asor_db_pool_pending_acquires"]) {
+      for (const gauge of [
+        "asor_db_pool_used_connections",
+        "asor_db_pool_free_connections",
+        "asor_db_pool_pending_acquires",
+      ]) {
         expect(text).toMatch(new RegExp(`^${gauge} \\d+$`, "m"));
       }
       expect(text).toMatch(/^process_cpu_user_seconds_total /m);

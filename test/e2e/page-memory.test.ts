@@ -10,7 +10,11 @@ import { create } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { AgentDefinitionService, ListAgentDefinitionsRequestSchema, type ListAgentDefinitionsResponse } from "../../gen/asor/v1/agent_definition_service_pb.js";
+import {
+  AgentDefinitionService,
+  ListAgentDefinitionsRequestSchema,
+  type ListAgentDefinitionsResponse,
+} from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { withAuthorization } from "../support/auth.js";
 import type { FreshDatabase } from "../support/databases.js";
 import { forEachDatabase } from "../support/databases.js";
@@ -24,7 +28,11 @@ const DEFINITIONS = 40;
 const large = (i: number) =>
   minimalDefinition({
     name: `Large Agent ${i}`,
-    skills: Array.from({ length: 75 }, (_, n) => ({ id: `s${n}`, name: `Skill ${n}`, description: String.fromCharCode(97 + (n % 26)).repeat(10_000) })),
+    skills: Array.from({ length: 75 }, (_, n) => ({
+      id: `s${n}`,
+      name: `Skill ${n}`,
+      description: String.fromCharCode(97 + (n % 26)).repeat(10_000),
+    })),
   });
 
 /** A page as every client reads it: the ids, and the token of the next. */
@@ -55,13 +63,23 @@ forEachDatabase((db) => {
     await database?.cleanup();
   });
 
-  const fromResponse = (response: ListAgentDefinitionsResponse): Page => ({ ids: response.data.map((d) => d.id), next: response.nextPageToken });
-  const request = (pageToken: string | undefined) => create(ListAgentDefinitionsRequestSchema, { limit: 100, ...(pageToken === undefined ? {} : { pageToken }) });
+  const fromResponse = (response: ListAgentDefinitionsResponse): Page => ({
+    ids: response.data.map((d) => d.id),
+    next: response.nextPageToken,
+  });
+  const request = (pageToken: string | undefined) =>
+    create(ListAgentDefinitionsRequestSchema, { limit: 100, ...(pageToken === undefined ? {} : { pageToken }) });
   const connectClient = (transport: "connect-json" | "connect-binary" | "grpc-web") => {
-    const options = { baseUrl: server.baseUrl, httpVersion: "1.1" as const, interceptors: [withAuthorization(server.authorization)] };
+    const options = {
+      baseUrl: server.baseUrl,
+      httpVersion: "1.1" as const,
+      interceptors: [withAuthorization(server.authorization)],
+    };
     return createClient(
       AgentDefinitionService,
-      transport === "grpc-web" ? createGrpcWebTransport(options) : createConnectTransport({ ...options, useBinaryFormat: transport === "connect-binary" }),
+      transport === "grpc-web"
+        ? createGrpcWebTransport(options)
+        : createConnectTransport({ ...options, useBinaryFormat: transport === "connect-binary" }),
     );
   };
 
@@ -69,7 +87,9 @@ forEachDatabase((db) => {
   const protocols: Record<string, () => (pageToken: string | undefined) => Promise<Page>> = {
     rest: () => async (pageToken) => {
       const query = new URLSearchParams({ limit: "100", ...(pageToken === undefined ? {} : { pageToken }) });
-      const res = await fetch(`${server.baseUrl}/asor/v1/agentDefinition?${query}`, { headers: { authorization: server.authorization } });
+      const res = await fetch(`${server.baseUrl}/asor/v1/agentDefinition?${query}`, {
+        headers: { authorization: server.authorization },
+      });
       expect(res.status).toBe(200);
       const body = (await res.json()) as { data: Array<{ id: string }>; nextPageToken?: string };
       return { ids: body.data.map((d) => d.id), next: body.nextPageToken };
@@ -88,7 +108,14 @@ forEachDatabase((db) => {
     },
     grpc: () => {
       const client = createGrpcJsClient(AgentDefinitionService, `127.0.0.1:${server.port}`, server.authorization);
-      return async (pageToken) => fromResponse(await client.call("listAgentDefinitions", request(pageToken), AgentDefinitionService.method.listAgentDefinitions.output));
+      return async (pageToken) =>
+        fromResponse(
+          await client.call(
+            "listAgentDefinitions",
+            request(pageToken),
+            AgentDefinitionService.method.listAgentDefinitions.output,
+          ),
+        );
     },
   };
 
@@ -105,15 +132,18 @@ forEachDatabase((db) => {
     return ids;
   }
 
-  it.each(Object.keys(protocols))("answers four lists of large definitions at once over %s, each reaching every definition", async (protocol) => {
-    const read = protocols[protocol]!();
-    const lists = await Promise.all(Array.from({ length: 4 }, () => pageThrough(read)));
-    for (const ids of lists) {
-      expect(ids).toHaveLength(DEFINITIONS);
-      expect(new Set(ids).size).toBe(DEFINITIONS);
-    }
-    // Still serving: the process survived the lists.
-    expect(server.child.exitCode).toBeNull();
-    expect((await fetch(`${server.baseUrl}/healthz`)).status).toBe(200);
-  });
+  it.each(Object.keys(protocols))(
+    "answers four lists of large definitions at once over %s, each reaching every definition",
+    async (protocol) => {
+      const read = protocols[protocol]!();
+      const lists = await Promise.all(Array.from({ length: 4 }, () => pageThrough(read)));
+      for (const ids of lists) {
+        expect(ids).toHaveLength(DEFINITIONS);
+        expect(new Set(ids).size).toBe(DEFINITIONS);
+      }
+      // Still serving: the process survived the lists.
+      expect(server.child.exitCode).toBeNull();
+      expect((await fetch(`${server.baseUrl}/healthz`)).status).toBe(200);
+    },
+  );
 });

@@ -43,12 +43,26 @@ describe("refusals of the HTTP parser", () => {
 
   it("answers a list query longer than the header limit 431 in the error shape, and logs it", async () => {
     const query = Array.from({ length: 200 }, (_, i) => `name=${"n".repeat(100)}${i}`).join("&");
-    const answer = parsed(await exchange(server.port, `GET /asor/v1/agentDefinition?${query} HTTP/1.1\r\nHost: x\r\nAuthorization: ${server.authorization}\r\n\r\n`));
+    const answer = parsed(
+      await exchange(
+        server.port,
+        `GET /asor/v1/agentDefinition?${query} HTTP/1.1\r\nHost: x\r\nAuthorization: ${server.authorization}\r\n\r\n`,
+      ),
+    );
     expect(answer.status).toBe(431);
     expect(answer.headers).toContain("content-type: application/json");
     expect(answer.headers).toContain("connection: close");
-    expect(answer.body).toMatchObject({ error: expect.stringMatching(/too large/), errors: [{ code: "HEADERS_TOO_LARGE" }] });
-    expect(logger.lines).toContainEqual(expect.objectContaining({ message: "request refused before it could be read", status: 431, code: "HEADERS_TOO_LARGE" }));
+    expect(answer.body).toMatchObject({
+      error: expect.stringMatching(/too large/),
+      errors: [{ code: "HEADERS_TOO_LARGE" }],
+    });
+    expect(logger.lines).toContainEqual(
+      expect.objectContaining({
+        message: "request refused before it could be read",
+        status: 431,
+        code: "HEADERS_TOO_LARGE",
+      }),
+    );
   });
 
   it("answers bytes that are no HTTP request 400 MALFORMED_REQUEST in the error shape", async () => {

@@ -4,7 +4,10 @@ import { createConnectTransport } from "@connectrpc/connect-node";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
-import { AgentDefinitionService, UpsertAgentDefinitionRequestSchema } from "../../gen/asor/v1/agent_definition_service_pb.js";
+import {
+  AgentDefinitionService,
+  UpsertAgentDefinitionRequestSchema,
+} from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { allCodes } from "../../src/domain/errors.js";
 import { withAuthorization } from "../support/auth.js";
 import { postConnectJson, UPSERT_RPC } from "../support/connect-json.js";
@@ -20,7 +23,15 @@ import { useServer } from "../support/server.js";
  * 5xx and never a dropped connection. Runs add up to 2,500 cases; a failure
  * prints its seed and the shrunk counterexample (replay with `seed`/`path`).
  */
-const RUNS = { restValid: 500, connectValid: 400, restInvalid: 600, restText: 300, connectInvalid: 350, connectText: 200, binaryGarbage: 150 };
+const RUNS = {
+  restValid: 500,
+  connectValid: 400,
+  restInvalid: 600,
+  restText: 300,
+  connectInvalid: 350,
+  connectText: 200,
+  binaryGarbage: 150,
+};
 
 const PATH = "/api/asor/v1/default/agentDefinition";
 const KNOWN_CODES = new Set(Object.keys(allCodes()));
@@ -46,8 +57,10 @@ function expectValidationBody(body: any, context: string): void {
 describe("generated definitions, on sqlite", () => {
   const server = useServer(testDatabases()[0]!);
   const headers = () => ({ authorization: server().authorization, "content-type": "application/json" });
-  const postRest = (body: string | Uint8Array) => fetch(`${server().baseUrl}${PATH}`, { method: "POST", headers: headers(), body: body as BodyInit });
-  const getRest = async (id: string) => (await fetch(`${server().baseUrl}${PATH}/${id}`, { headers: headers() })).json();
+  const postRest = (body: string | Uint8Array) =>
+    fetch(`${server().baseUrl}${PATH}`, { method: "POST", headers: headers(), body: body as BodyInit });
+  const getRest = async (id: string) =>
+    (await fetch(`${server().baseUrl}${PATH}/${id}`, { headers: headers() })).json();
 
   /** A REST answer to an invalid request: a 4xx with the validation body (the connection held: fetch resolved). */
   const expectRestRefusal = async (res: Response, kind: string) => {
@@ -79,11 +92,21 @@ describe("generated definitions, on sqlite", () => {
 
   it(`Connect (JSON and binary): ${RUNS.connectValid} valid definitions come back exactly as sent, and REST reads the same`, async () => {
     const clients = [false, true].map((useBinaryFormat) =>
-      createClient(AgentDefinitionService, createConnectTransport({ baseUrl: server().baseUrl, httpVersion: "1.1", useBinaryFormat, interceptors: [withAuthorization(server().authorization)] })),
+      createClient(
+        AgentDefinitionService,
+        createConnectTransport({
+          baseUrl: server().baseUrl,
+          httpVersion: "1.1",
+          useBinaryFormat,
+          interceptors: [withAuthorization(server().authorization)],
+        }),
+      ),
     );
     await fc.assert(
       fc.asyncProperty(validDefinition(unique), fc.boolean(), async (def, binary) => {
-        const request = create(UpsertAgentDefinitionRequestSchema, { agentCardAndTools: fromJson(AgentDefinitionSchema, def) });
+        const request = create(UpsertAgentDefinitionRequestSchema, {
+          agentCardAndTools: fromJson(AgentDefinitionSchema, def),
+        });
         const created = await clients[binary ? 1 : 0]!.upsertAgentDefinition(request);
         expect(withoutReadOnly(toJson(AgentDefinitionSchema, created) as Record<string, any>)).toEqual(def);
         expect(withoutReadOnly(await getRest(created.id))).toEqual(def);
@@ -113,7 +136,15 @@ describe("generated definitions, on sqlite", () => {
   it(`Connect JSON: ${RUNS.connectInvalid} broken definitions are each a 4xx with the ValidationError detail`, async () => {
     await fc.assert(
       fc.asyncProperty(brokenDefinition(unique), async ({ kind, value }) => {
-        expectConnectRefusal(await postConnectJson(server().baseUrl, server().authorization, UPSERT_RPC, JSON.stringify({ agentCardAndTools: value })), kind);
+        expectConnectRefusal(
+          await postConnectJson(
+            server().baseUrl,
+            server().authorization,
+            UPSERT_RPC,
+            JSON.stringify({ agentCardAndTools: value }),
+          ),
+          kind,
+        );
       }),
       { numRuns: RUNS.connectInvalid },
     );

@@ -40,7 +40,11 @@ describe("refusals by design in the log", () => {
     try {
       // Unknown opaque tokens, all at once: one is introspected (and is not active), the rest exceed the rate.
       const answers = await Promise.all(
-        Array.from({ length: 20 }, (_, i) => fetch(`${server.baseUrl}/asor/v1/agentDefinition`, { headers: { authorization: `Bearer opaque-token-${i}-unknown` } })),
+        Array.from({ length: 20 }, (_, i) =>
+          fetch(`${server.baseUrl}/asor/v1/agentDefinition`, {
+            headers: { authorization: `Bearer opaque-token-${i}-unknown` },
+          }),
+        ),
       );
       const statuses = answers.map((a) => a.status);
       refused = statuses.filter((s) => s === 503).length;
@@ -51,7 +55,9 @@ describe("refusals by design in the log", () => {
       await server.stop();
     }
     const problems = logger.lines.filter((l) => l.level === "error" || l.level === "warn");
-    expect(problems).toEqual([expect.objectContaining({ level: "warn", message: "requests refused", code: "UNAVAILABLE", count: refused })]);
+    expect(problems).toEqual([
+      expect.objectContaining({ level: "warn", message: "requests refused", code: "UNAVAILABLE", count: refused }),
+    ]);
     expect(problems[0]?.reason).toMatch(/Too many unknown opaque tokens/);
   });
 });

@@ -31,7 +31,9 @@ async function announcedMaxConcurrentStreams(baseUrl: string): Promise<number | 
 
 /** Opens a Health/Watch and resolves with its first status, or the error that refused it. */
 async function openWatch(baseUrl: string, signal: AbortSignal): Promise<Status | ConnectError> {
-  const stream = createClient(Health, createGrpcTransport({ baseUrl })).watch({ service: "" }, { signal })[Symbol.asyncIterator]();
+  const stream = createClient(Health, createGrpcTransport({ baseUrl }))
+    .watch({ service: "" }, { signal })
+    [Symbol.asyncIterator]();
   try {
     const first = await stream.next();
     if (first.done) throw new Error("the Watch ended without an answer");
@@ -93,7 +95,9 @@ describe("Health/Watch", () => {
       expect(refused).toBeInstanceOf(ConnectError);
       expect((refused as ConnectError).code).toBe(Code.ResourceExhausted);
       // Check is not a watch: it is answered whatever the number of watches.
-      expect((await createClient(Health, createGrpcTransport({ baseUrl: server.baseUrl })).check({ service: "" })).status).toBe(Status.SERVING);
+      expect(
+        (await createClient(Health, createGrpcTransport({ baseUrl: server.baseUrl })).check({ service: "" })).status,
+      ).toBe(Status.SERVING);
 
       first.abort();
       await expect

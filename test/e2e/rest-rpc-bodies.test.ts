@@ -13,7 +13,10 @@ import { create, fromJson } from "@bufbuild/protobuf";
 import type { ServiceError } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
-import { AgentDefinitionService, UpsertAgentDefinitionRequestSchema } from "../../gen/asor/v1/agent_definition_service_pb.js";
+import {
+  AgentDefinitionService,
+  UpsertAgentDefinitionRequestSchema,
+} from "../../gen/asor/v1/agent_definition_service_pb.js";
 import type { ValidationError } from "../../gen/asor/v1/error_pb.js";
 import { postConnectJson, UPSERT_RPC } from "../support/connect-json.js";
 import { testDatabases } from "../support/databases.js";
@@ -39,12 +42,35 @@ const items = (errors: ReadonlyArray<{ code: string; field?: string | undefined;
  * the items are compared.
  */
 const cases: Array<{ name: string; body: string; binary?: boolean; syntax?: boolean }> = [
-  { name: "an unknown member, deep", body: JSON.stringify(minimalDefinition({ skills: [{ id: "s1", name: "S", description: "D", colour: "red" }] })) },
-  { name: "wrongly typed members", body: JSON.stringify(minimalDefinition({ version: 3, skills: "none", capabilities: { streaming: "yes" } })) },
-  { name: "a member given twice", body: JSON.stringify(minimalDefinition()).replace('"name":', '"name":"Twice","name":') },
-  { name: "a missing required member and a bad reference id", body: JSON.stringify(minimalDefinition({ url: undefined, provider: { id: "Acme" } })), binary: true },
-  { name: "a hostConfig naming no skill", body: JSON.stringify(minimalDefinition({ hostConfig: [{ skillId: "nope", executionMode: { id: "Mode=Ambient" } }] })), binary: true },
-  { name: "a media type over 80 characters", body: JSON.stringify(minimalDefinition({ defaultInputModes: [{ type: "x".repeat(81) }] })), binary: true },
+  {
+    name: "an unknown member, deep",
+    body: JSON.stringify(minimalDefinition({ skills: [{ id: "s1", name: "S", description: "D", colour: "red" }] })),
+  },
+  {
+    name: "wrongly typed members",
+    body: JSON.stringify(minimalDefinition({ version: 3, skills: "none", capabilities: { streaming: "yes" } })),
+  },
+  {
+    name: "a member given twice",
+    body: JSON.stringify(minimalDefinition()).replace('"name":', '"name":"Twice","name":'),
+  },
+  {
+    name: "a missing required member and a bad reference id",
+    body: JSON.stringify(minimalDefinition({ url: undefined, provider: { id: "Acme" } })),
+    binary: true,
+  },
+  {
+    name: "a hostConfig naming no skill",
+    body: JSON.stringify(
+      minimalDefinition({ hostConfig: [{ skillId: "nope", executionMode: { id: "Mode=Ambient" } }] }),
+    ),
+    binary: true,
+  },
+  {
+    name: "a media type over 80 characters",
+    body: JSON.stringify(minimalDefinition({ defaultInputModes: [{ type: "x".repeat(81) }] })),
+    binary: true,
+  },
   { name: "text that is not JSON", body: '{"name": "Unclosed', syntax: true },
 ];
 
@@ -58,24 +84,35 @@ describe("the same body, the same issues, on every surface", () => {
   afterAll(() => grpc?.close());
 
   const overRest = async (body: string): Promise<Refusal> => {
-    const res = await fetch(`${server().baseUrl}${PATH}`, { method: "POST", headers: { authorization: server().authorization, "content-type": "application/json" }, body });
+    const res = await fetch(`${server().baseUrl}${PATH}`, {
+      method: "POST",
+      headers: { authorization: server().authorization, "content-type": "application/json" },
+      body,
+    });
     expect(res.status).toBe(400);
     const answer = (await res.json()) as { error: string; errors: Refusal["items"] };
     return { error: answer.error, items: items(answer.errors) };
   };
 
   const overConnect = async (body: string): Promise<Refusal> => {
-    const answer = await postConnectJson(server().baseUrl, server().authorization, UPSERT_RPC, `{"agentCardAndTools":${body}}`);
+    const answer = await postConnectJson(
+      server().baseUrl,
+      server().authorization,
+      UPSERT_RPC,
+      `{"agentCardAndTools":${body}}`,
+    );
     expect(answer.status).toBe(400);
     return { error: answer.validation?.error ?? "", items: items(answer.validation?.errors ?? []) };
   };
 
   const overGrpc = async (body: string): Promise<Refusal> => {
     const definition = fromJson(AgentDefinitionSchema, JSON.parse(body));
-    const error = (await grpc.call("upsertAgentDefinition", create(UpsertAgentDefinitionRequestSchema, { agentCardAndTools: definition })).then(
-      () => undefined,
-      (e: ServiceError) => e,
-    )) as ServiceError;
+    const error = (await grpc
+      .call("upsertAgentDefinition", create(UpsertAgentDefinitionRequestSchema, { agentCardAndTools: definition }))
+      .then(
+        () => undefined,
+        (e: ServiceError) => e,
+      )) as ServiceError;
     expect(error?.code).toBe(3); // INVALID_ARGUMENT
     const [detail] = grpcErrorDetails(error) as ValidationError[];
     return { error: detail?.error ?? "", items: items(detail?.errors ?? []) };

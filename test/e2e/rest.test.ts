@@ -10,10 +10,20 @@ forEachRuntimeAndDatabase((db, runtime) => {
   const server = useServerUnder(runtime, db);
   const url = (path: string) => `${server().baseUrl}${path}`;
   /** The request, with the default tenant's all-domains token. */
-  const authed = (init: RequestInit = {}): RequestInit => ({ ...init, headers: { authorization: server().authorization, ...(init.headers as Record<string, string>) } });
+  const authed = (init: RequestInit = {}): RequestInit => ({
+    ...init,
+    headers: { authorization: server().authorization, ...(init.headers as Record<string, string>) },
+  });
   const get = (path: string) => fetch(url(path), authed());
   const post = (path: string, body: unknown, contentType = "application/json") =>
-    fetch(url(path), authed({ method: "POST", headers: { "content-type": contentType }, body: typeof body === "string" ? body : JSON.stringify(body) }));
+    fetch(
+      url(path),
+      authed({
+        method: "POST",
+        headers: { "content-type": contentType },
+        body: typeof body === "string" ? body : JSON.stringify(body),
+      }),
+    );
 
   describe("the example definition", () => {
     it("round-trips through POST and GET field for field, plus the read-only fields", async () => {
@@ -110,7 +120,12 @@ forEachRuntimeAndDatabase((db, runtime) => {
     });
 
     it("rejects unknown fields by name and path, with a hint for a near miss", async () => {
-      const res = await post(TENANT_PATH, { ...minimalDefinition(), colour: "blue", skills: [{ id: "s", name: "n", description: "d", tagz: [] }], external_agent_id: "x" });
+      const res = await post(TENANT_PATH, {
+        ...minimalDefinition(),
+        colour: "blue",
+        skills: [{ id: "s", name: "n", description: "d", tagz: [] }],
+        external_agent_id: "x",
+      });
       expect(res.status).toBe(400);
       const body = await res.json();
       // In document order: `skills` keeps the position it has in minimalDefinition().
@@ -123,7 +138,9 @@ forEachRuntimeAndDatabase((db, runtime) => {
     });
 
     it("rejects wrongly typed members with their paths", async () => {
-      const body = await (await post(TENANT_PATH, { ...minimalDefinition(), name: 7, skills: {}, capabilities: { streaming: "yes" } })).json();
+      const body = await (
+        await post(TENANT_PATH, { ...minimalDefinition(), name: 7, skills: {}, capabilities: { streaming: "yes" } })
+      ).json();
       expect(body.errors.map((e: any) => [e.code, e.path])).toEqual([
         ["INVALID_TYPE", "name"],
         ["INVALID_TYPE", "skills"],
@@ -153,7 +170,11 @@ forEachRuntimeAndDatabase((db, runtime) => {
       expect((await r1.json()).name).toBe("Multipart Field");
 
       const asFile = new FormData();
-      asFile.set("agentCardAndTools", new Blob([JSON.stringify(minimalDefinition({ name: "Multipart File" }))], { type: "application/json" }), "agent.json");
+      asFile.set(
+        "agentCardAndTools",
+        new Blob([JSON.stringify(minimalDefinition({ name: "Multipart File" }))], { type: "application/json" }),
+        "agent.json",
+      );
       const r2 = await fetch(url(TENANT_PATH), authed({ method: "POST", body: asFile }));
       expect(r2.status).toBe(201);
       expect((await r2.json()).name).toBe("Multipart File");

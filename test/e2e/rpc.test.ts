@@ -32,15 +32,42 @@ function badDefinition() {
 }
 
 const upsertRequest = (def: Record<string, unknown>, tenant = "default") =>
-  create(UpsertAgentDefinitionRequestSchema, { tenant, agentCardAndTools: fromJson(AgentDefinitionSchema, def as never) });
+  create(UpsertAgentDefinitionRequestSchema, {
+    tenant,
+    agentCardAndTools: fromJson(AgentDefinitionSchema, def as never),
+  });
 
 forEachRuntimeAndDatabase((db, runtime) => {
   const server = useServerUnder(runtime, db);
 
   const connectTransports: [string, () => Transport][] = [
-    ["Connect", () => createConnectTransport({ baseUrl: server().baseUrl, httpVersion: "1.1", interceptors: [withAuthorization(server().authorization)] })],
-    ["gRPC-Web", () => createGrpcWebTransport({ baseUrl: server().baseUrl, httpVersion: "1.1", interceptors: [withAuthorization(server().authorization)] })],
-    ["Connect over HTTP/2", () => createConnectTransport({ baseUrl: server().baseUrl, httpVersion: "2", interceptors: [withAuthorization(server().authorization)] })],
+    [
+      "Connect",
+      () =>
+        createConnectTransport({
+          baseUrl: server().baseUrl,
+          httpVersion: "1.1",
+          interceptors: [withAuthorization(server().authorization)],
+        }),
+    ],
+    [
+      "gRPC-Web",
+      () =>
+        createGrpcWebTransport({
+          baseUrl: server().baseUrl,
+          httpVersion: "1.1",
+          interceptors: [withAuthorization(server().authorization)],
+        }),
+    ],
+    [
+      "Connect over HTTP/2",
+      () =>
+        createConnectTransport({
+          baseUrl: server().baseUrl,
+          httpVersion: "2",
+          interceptors: [withAuthorization(server().authorization)],
+        }),
+    ],
   ];
 
   describe.each(connectTransports)("over %s", (name, transport) => {
@@ -78,9 +105,17 @@ forEachRuntimeAndDatabase((db, runtime) => {
         const def = { ...exampleDefinition(), version: "rpc-grpc-js" };
         const created = await client.call("upsertAgentDefinition", upsertRequest(def), AgentDefinitionSchema);
         expect(withoutReadOnly(toJson(AgentDefinitionSchema, created) as Record<string, unknown>)).toEqual(def);
-        const got = await client.call("getAgentDefinition", create(GetAgentDefinitionRequestSchema, { tenant: "default", id: created.id }), AgentDefinitionSchema);
+        const got = await client.call(
+          "getAgentDefinition",
+          create(GetAgentDefinitionRequestSchema, { tenant: "default", id: created.id }),
+          AgentDefinitionSchema,
+        );
         expect(toJson(AgentDefinitionSchema, got)).toEqual(toJson(AgentDefinitionSchema, created));
-        const list = await client.call("listAgentDefinitions", create(ListAgentDefinitionsRequestSchema, { limit: 100 }), ListAgentDefinitionsResponseSchema);
+        const list = await client.call(
+          "listAgentDefinitions",
+          create(ListAgentDefinitionsRequestSchema, { limit: 100 }),
+          ListAgentDefinitionsResponseSchema,
+        );
         expect(list.data.map((d) => d.id)).toContain(created.id);
       } finally {
         client.close();
@@ -88,12 +123,20 @@ forEachRuntimeAndDatabase((db, runtime) => {
     });
 
     it("answers NOT_FOUND for an unknown tenant, with the validation error as a detail", async () => {
-      const client = createGrpcJsClient(AgentDefinitionService, `127.0.0.1:${server().port}`, await server().bearer({ tenant: "ghost" }));
+      const client = createGrpcJsClient(
+        AgentDefinitionService,
+        `127.0.0.1:${server().port}`,
+        await server().bearer({ tenant: "ghost" }),
+      );
       try {
-        const err = (await client.call("listAgentDefinitions", create(ListAgentDefinitionsRequestSchema, { tenant: "ghost" })).catch((e: unknown) => e)) as ServiceError;
+        const err = (await client
+          .call("listAgentDefinitions", create(ListAgentDefinitionsRequestSchema, { tenant: "ghost" }))
+          .catch((e: unknown) => e)) as ServiceError;
         expect(err.code).toBe(grpcStatus.NOT_FOUND);
         const [detail] = grpcErrorDetails(err);
-        expect(detail && toJson(ValidationErrorSchema, detail as never)).toMatchObject({ errors: [{ code: "TENANT_NOT_FOUND", field: "tenant" }] });
+        expect(detail && toJson(ValidationErrorSchema, detail as never)).toMatchObject({
+          errors: [{ code: "TENANT_NOT_FOUND", field: "tenant" }],
+        });
       } finally {
         client.close();
       }
@@ -107,7 +150,9 @@ forEachRuntimeAndDatabase((db, runtime) => {
         const err = (await client.call("upsertAgentDefinition", request).catch((e: unknown) => e)) as ServiceError;
         expect(err.code).toBe(grpcStatus.INVALID_ARGUMENT);
         const [detail] = grpcErrorDetails(err) as Message[];
-        expect(toJson(ValidationErrorSchema, detail as never)).toMatchObject({ errors: [{ code: "UNKNOWN_FIELD", path: "#99" }] });
+        expect(toJson(ValidationErrorSchema, detail as never)).toMatchObject({
+          errors: [{ code: "UNKNOWN_FIELD", path: "#99" }],
+        });
       } finally {
         client.close();
       }
@@ -136,7 +181,9 @@ forEachRuntimeAndDatabase((db, runtime) => {
 
     const client = createGrpcJsClient(AgentDefinitionService, `127.0.0.1:${server().port}`, server().authorization);
     try {
-      const err = (await client.call("upsertAgentDefinition", upsertRequest(def)).catch((e: unknown) => e)) as ServiceError;
+      const err = (await client
+        .call("upsertAgentDefinition", upsertRequest(def))
+        .catch((e: unknown) => e)) as ServiceError;
       expect(err.code).toBe(grpcStatus.INVALID_ARGUMENT);
       const [detail] = grpcErrorDetails(err);
       expect(toJson(ValidationErrorSchema, detail as never)).toEqual(expected);

@@ -30,23 +30,50 @@ const fixtures: Array<Record<string, unknown>> = [
     description: "Analyzes customer sentiment",
     platform: { id: "Platform=OTHER" },
     externalAgentID: "ext-alpha",
-    skills: [{ id: "sentiment", name: "Sentiment Analysis", description: "Reads the mood", tags: [{ tag: "cognitive" }, { tag: "support" }] }],
-    hostConfig: [{ skillId: "sentiment", executionMode: { id: "Mode=Ambient" }, hostResources: [{ tool_name: "T", description: "D", agent_resource: { id: "res-1" } }] }],
+    skills: [
+      {
+        id: "sentiment",
+        name: "Sentiment Analysis",
+        description: "Reads the mood",
+        tags: [{ tag: "cognitive" }, { tag: "support" }],
+      },
+    ],
+    hostConfig: [
+      {
+        skillId: "sentiment",
+        executionMode: { id: "Mode=Ambient" },
+        hostResources: [{ tool_name: "T", description: "D", agent_resource: { id: "res-1" } }],
+      },
+    ],
   }),
   minimalDefinition({
     name: "Beta",
     version: "2.0.0",
     platform: { id: "Platform=CLOUD" },
     description: "Routes tickets",
-    skills: [{ id: "routing", name: "Ticket Routing", description: "Routes customer tickets", tags: [{ tag: "integration" }] }],
-    hostConfig: [{ skillId: "routing", executionMode: { id: "Mode=Delegate" }, hostResources: [{ tool_name: "T", description: "D", agent_resource: { id: "res-2" } }] }],
+    skills: [
+      { id: "routing", name: "Ticket Routing", description: "Routes customer tickets", tags: [{ tag: "integration" }] },
+    ],
+    hostConfig: [
+      {
+        skillId: "routing",
+        executionMode: { id: "Mode=Delegate" },
+        hostResources: [{ tool_name: "T", description: "D", agent_resource: { id: "res-2" } }],
+      },
+    ],
   }),
   minimalDefinition({
     name: "Gamma",
     provider: { id: "Provider=Other" },
     overview: "Zebra crossing",
     skills: [{ id: "sentiment", name: "Mood", description: "Reads the customer", tags: [{ tag: "support" }] }],
-    hostConfig: [{ skillId: "sentiment", executionMode: { id: "Mode=Delegate" }, hostResources: [{ tool_name: "T", description: "D", agent_resource: { id: "res-1" } }] }],
+    hostConfig: [
+      {
+        skillId: "sentiment",
+        executionMode: { id: "Mode=Delegate" },
+        hostResources: [{ tool_name: "T", description: "D", agent_resource: { id: "res-1" } }],
+      },
+    ],
   }),
   minimalDefinition({
     name: "Alpha",
@@ -65,40 +92,100 @@ const cases: Case[] = [
   ["platform", "platform=Platform%3DCLOUD", { platform: ["Platform=CLOUD"] }, ["Beta 2.0.0"]],
   ["version", "version=2.0.0", { version: ["2.0.0"] }, ["Beta 2.0.0", "Alpha 2.0.0"]],
   ["tag", "tag=support", { tag: ["support"] }, ["Alpha 1.0.0", "Gamma 1.0.0"]],
-  ["tag twice ORs", "tag=support&tag=integration", { tag: ["support", "integration"] }, ["Alpha 1.0.0", "Beta 2.0.0", "Gamma 1.0.0"]],
+  [
+    "tag twice ORs",
+    "tag=support&tag=integration",
+    { tag: ["support", "integration"] },
+    ["Alpha 1.0.0", "Beta 2.0.0", "Gamma 1.0.0"],
+  ],
   ["skillId", "skillId=sentiment", { skillId: ["sentiment"] }, ["Alpha 1.0.0", "Gamma 1.0.0", "Alpha 2.0.0"]],
-  ["executionMode", "executionMode=Mode%3DDelegate", { executionMode: ["Mode=Delegate"] }, ["Beta 2.0.0", "Gamma 1.0.0"]],
+  [
+    "executionMode",
+    "executionMode=Mode%3DDelegate",
+    { executionMode: ["Mode=Delegate"] },
+    ["Beta 2.0.0", "Gamma 1.0.0"],
+  ],
   ["resource", "resource=res-1", { resource: ["res-1"] }, ["Alpha 1.0.0", "Gamma 1.0.0"]],
   ["externalAgentID", "externalAgentID=ext-alpha", { externalAgentId: ["ext-alpha"] }, ["Alpha 1.0.0"]],
   ["status", "status=DEPRECATED", { status: ["DEPRECATED"] }, []],
   ["status ALL", "status=ALL", { status: ["ALL"] }, ["Alpha 1.0.0", "Beta 2.0.0", "Gamma 1.0.0", "Alpha 2.0.0"]],
-  ["updatedSince", "updatedSince=2000-01-01T00%3A00%3A00Z", { updatedSince: "2000-01-01T00:00:00Z" }, ["Alpha 1.0.0", "Beta 2.0.0", "Gamma 1.0.0", "Alpha 2.0.0"]],
+  [
+    "updatedSince",
+    "updatedSince=2000-01-01T00%3A00%3A00Z",
+    { updatedSince: "2000-01-01T00:00:00Z" },
+    ["Alpha 1.0.0", "Beta 2.0.0", "Gamma 1.0.0", "Alpha 2.0.0"],
+  ],
   ["latest", "latest=true", { latest: true }, ["Beta 2.0.0", "Gamma 1.0.0", "Alpha 2.0.0"]],
   ["q", "q=customer", { q: "customer" }, ["Alpha 1.0.0", "Beta 2.0.0", "Gamma 1.0.0", "Alpha 2.0.0"]],
   ["q, every word", "q=reads%20customer", { q: "reads customer" }, ["Alpha 1.0.0", "Gamma 1.0.0"]],
-  ["two filters", "tag=support&provider=Provider%3DAcme", { tag: ["support"], provider: ["Provider=Acme"] }, ["Alpha 1.0.0"]],
+  [
+    "two filters",
+    "tag=support&provider=Provider%3DAcme",
+    { tag: ["support"], provider: ["Provider=Acme"] },
+    ["Alpha 1.0.0"],
+  ],
   ["filter and latest", "name=Alpha&latest=true", { name: ["Alpha"], latest: true }, ["Alpha 2.0.0"]],
-  ["q and a filter", "q=customer&skillId=sentiment", { q: "customer", skillId: ["sentiment"] }, ["Alpha 1.0.0", "Gamma 1.0.0", "Alpha 2.0.0"]],
-  ["q and two filters", "q=sentiment&tag=cognitive&version=2.0.0", { q: "sentiment", tag: ["cognitive"], version: ["2.0.0"] }, ["Alpha 2.0.0"]],
-  ["order by name desc", "orderBy=name%20desc", { orderBy: "name desc" }, ["Gamma 1.0.0", "Beta 2.0.0", "Alpha 2.0.0", "Alpha 1.0.0"]],
-  ["order by createdAt desc with q", "orderBy=createdAt%20desc&q=customer", { orderBy: "createdAt desc", q: "customer" }, ["Alpha 2.0.0", "Gamma 1.0.0", "Beta 2.0.0", "Alpha 1.0.0"]],
+  [
+    "q and a filter",
+    "q=customer&skillId=sentiment",
+    { q: "customer", skillId: ["sentiment"] },
+    ["Alpha 1.0.0", "Gamma 1.0.0", "Alpha 2.0.0"],
+  ],
+  [
+    "q and two filters",
+    "q=sentiment&tag=cognitive&version=2.0.0",
+    { q: "sentiment", tag: ["cognitive"], version: ["2.0.0"] },
+    ["Alpha 2.0.0"],
+  ],
+  [
+    "order by name desc",
+    "orderBy=name%20desc",
+    { orderBy: "name desc" },
+    ["Gamma 1.0.0", "Beta 2.0.0", "Alpha 2.0.0", "Alpha 1.0.0"],
+  ],
+  [
+    "order by createdAt desc with q",
+    "orderBy=createdAt%20desc&q=customer",
+    { orderBy: "createdAt desc", q: "customer" },
+    ["Alpha 2.0.0", "Gamma 1.0.0", "Beta 2.0.0", "Alpha 1.0.0"],
+  ],
 ];
 
 forEachDatabase((db) => {
   const server = useServer(db);
   const tenant = "search";
   const walkTenant = "walk";
-  const admin = () => createClient(TenantAdminService, createConnectTransport({ baseUrl: server().baseUrl, httpVersion: "1.1", interceptors: [withAuthorization(server().authorization)] }));
+  const admin = () =>
+    createClient(
+      TenantAdminService,
+      createConnectTransport({
+        baseUrl: server().baseUrl,
+        httpVersion: "1.1",
+        interceptors: [withAuthorization(server().authorization)],
+      }),
+    );
   const collection = (t: string) => `${server().baseUrl}/api/asor/v1/${t}/agentDefinition`;
   const token = (t: string) => server().bearer({ tenant: t });
   const post = async (t: string, def: unknown) => {
-    const res = await fetch(collection(t), { method: "POST", headers: { "content-type": "application/json", authorization: await token(t) }, body: JSON.stringify(def) });
+    const res = await fetch(collection(t), {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: await token(t) },
+      body: JSON.stringify(def),
+    });
     expect(res.status, JSON.stringify(await res.clone().json())).toBe(201);
     return (await res.json()) as { id: string; reference_id: string; name: string; version: string };
   };
   const getJson = async (url: string, t: string) => {
     const res = await fetch(url, { headers: { authorization: await token(t) } });
-    return { status: res.status, body: (await res.json()) as { total: number; data: Array<{ id: string; name: string; version: string }>; nextPageToken?: string; errors?: unknown[] } };
+    return {
+      status: res.status,
+      body: (await res.json()) as {
+        total: number;
+        data: Array<{ id: string; name: string; version: string }>;
+        nextPageToken?: string;
+        errors?: unknown[];
+      },
+    };
   };
   const grpc = async <T>(t: string, use: (client: ReturnType<typeof createGrpcJsClient>) => Promise<T>): Promise<T> => {
     const client = createGrpcJsClient(AgentDefinitionService, `127.0.0.1:${server().port}`, await token(t));
@@ -109,7 +196,13 @@ forEachDatabase((db) => {
     }
   };
   const grpcList = (t: string, init: Omit<MessageInitShape<typeof ListAgentDefinitionsRequestSchema>, "$typeName">) =>
-    grpc(t, (c) => c.call("listAgentDefinitions", create(ListAgentDefinitionsRequestSchema, { tenant: t, limit: 100, ...init }), {} as typeof ListAgentDefinitionsResponseSchema));
+    grpc(t, (c) =>
+      c.call(
+        "listAgentDefinitions",
+        create(ListAgentDefinitionsRequestSchema, { tenant: t, limit: 100, ...init }),
+        {} as typeof ListAgentDefinitionsResponseSchema,
+      ),
+    );
   const grpcFailure = async (promise: Promise<unknown>) => {
     const err = (await promise.then(
       () => undefined,
@@ -129,7 +222,10 @@ forEachDatabase((db) => {
 
   describe("over REST", () => {
     it.each(cases)("%s", async (_, query, _grpc, expected) => {
-      const { status, body } = await getJson(`${collection(tenant)}?limit=100${query === "" ? "" : `&${query}`}`, tenant);
+      const { status, body } = await getJson(
+        `${collection(tenant)}?limit=100${query === "" ? "" : `&${query}`}`,
+        tenant,
+      );
       expect(status).toBe(200);
       expect(keys(body.data)).toEqual(expected);
       expect(body.total).toBe(expected.length);
@@ -155,7 +251,9 @@ forEachDatabase((db) => {
       expect(bad.status).toBe(400);
       expect(bad.body.errors).toEqual(expect.arrayContaining([expect.objectContaining({ field: "status" })]));
       const order = await getJson(`${collection(tenant)}?orderBy=size`, tenant);
-      expect(order.body.errors).toEqual([expect.objectContaining({ code: "INVALID_VALUE", field: "orderBy", path: "orderBy" })]);
+      expect(order.body.errors).toEqual([
+        expect.objectContaining({ code: "INVALID_VALUE", field: "orderBy", path: "orderBy" }),
+      ]);
     });
 
     it("pages by token, and refuses a token reused with other filters, another tenant, offset, or malformed", async () => {
@@ -163,8 +261,15 @@ forEachDatabase((db) => {
       expect(keys(first.body.data)).toEqual(["Alpha 1.0.0", "Gamma 1.0.0"]);
       const pageToken = first.body.nextPageToken as string;
       expect(pageToken).toMatch(/^[A-Za-z0-9_-]+$/);
-      const second = await getJson(`${collection(tenant)}?limit=2&tag=cognitive&tag=support&pageToken=${pageToken}`, tenant);
-      expect([keys(second.body.data), second.body.total, second.body.nextPageToken]).toEqual([["Alpha 2.0.0"], 3, undefined]);
+      const second = await getJson(
+        `${collection(tenant)}?limit=2&tag=cognitive&tag=support&pageToken=${pageToken}`,
+        tenant,
+      );
+      expect([keys(second.body.data), second.body.total, second.body.nextPageToken]).toEqual([
+        ["Alpha 2.0.0"],
+        3,
+        undefined,
+      ]);
       for (const [url, t] of [
         [`${collection(tenant)}?tag=support&pageToken=${pageToken}`, tenant],
         [`${collection(tenant)}?tag=support&tag=cognitive&orderBy=name&pageToken=${pageToken}`, tenant],
@@ -174,7 +279,9 @@ forEachDatabase((db) => {
       ] as const) {
         const { status, body } = await getJson(url, t);
         expect(status, url).toBe(400);
-        expect(body.errors).toEqual([expect.objectContaining({ code: "INVALID_PAGE_TOKEN", field: "pageToken", path: "pageToken" })]);
+        expect(body.errors).toEqual([
+          expect.objectContaining({ code: "INVALID_PAGE_TOKEN", field: "pageToken", path: "pageToken" }),
+        ]);
       }
     });
 
@@ -183,7 +290,10 @@ forEachDatabase((db) => {
       const id = body.data[0]!.id;
       const first = await getJson(`${collection(tenant)}/${id}/versions?limit=1`, tenant);
       expect([keys(first.body.data), first.body.total]).toEqual([["Alpha 2.0.0"], 2]);
-      const second = await getJson(`${collection(tenant)}/${id}/versions?limit=1&pageToken=${first.body.nextPageToken}`, tenant);
+      const second = await getJson(
+        `${collection(tenant)}/${id}/versions?limit=1&pageToken=${first.body.nextPageToken}`,
+        tenant,
+      );
       expect([keys(second.body.data), second.body.nextPageToken]).toEqual([["Alpha 1.0.0"], undefined]);
       const mixed = await getJson(`${collection(tenant)}?pageToken=${first.body.nextPageToken}`, tenant);
       expect(mixed.body.errors).toEqual([expect.objectContaining({ code: "INVALID_PAGE_TOKEN" })]);
@@ -204,8 +314,14 @@ forEachDatabase((db) => {
       expect(first.nextPageToken).toBeDefined();
       const second = await grpcList(tenant, { limit: 3, q: "customer", pageToken: first.nextPageToken });
       expect([keys(second.data), second.total, second.nextPageToken]).toEqual([["Alpha 2.0.0"], 4, undefined]);
-      for (const request of [{ q: "sentiment", pageToken: first.nextPageToken }, { q: "customer", offset: 0, pageToken: first.nextPageToken }, { pageToken: "garbage!" }]) {
-        expect(await grpcFailure(grpcList(tenant, request))).toEqual([expect.objectContaining({ code: "INVALID_PAGE_TOKEN", field: "pageToken" })]);
+      for (const request of [
+        { q: "sentiment", pageToken: first.nextPageToken },
+        { q: "customer", offset: 0, pageToken: first.nextPageToken },
+        { pageToken: "garbage!" },
+      ]) {
+        expect(await grpcFailure(grpcList(tenant, request))).toEqual([
+          expect.objectContaining({ code: "INVALID_PAGE_TOKEN", field: "pageToken" }),
+        ]);
       }
     });
 
@@ -221,17 +337,30 @@ forEachDatabase((db) => {
         );
       const first = await versions({});
       const second = await versions({ pageToken: first.nextPageToken });
-      expect([keys(first.data), keys(second.data), second.nextPageToken, second.total]).toEqual([["Alpha 2.0.0"], ["Alpha 1.0.0"], undefined, 2]);
+      expect([keys(first.data), keys(second.data), second.nextPageToken, second.total]).toEqual([
+        ["Alpha 2.0.0"],
+        ["Alpha 1.0.0"],
+        undefined,
+        2,
+      ]);
     });
   });
 
   describe("a token walk while others write", () => {
-    it("returns each of 500 definitions exactly once, whatever is inserted meanwhile, over REST and gRPC", { timeout: 240_000 }, async () => {
+    it("returns each of 500 definitions exactly once, whatever is inserted meanwhile, over REST and gRPC", {
+      timeout: 240_000,
+    }, async () => {
       const originals: string[] = [];
       for (let at = 0; at < 500; at += 10) {
         const batch = await Promise.all(
           Array.from({ length: 10 }, (_, i) =>
-            post(walkTenant, minimalDefinition({ name: `Walker ${at + i}`, skills: [{ id: "w", name: "Walk", description: "Walks", tags: [{ tag: "walk" }] }] })),
+            post(
+              walkTenant,
+              minimalDefinition({
+                name: `Walker ${at + i}`,
+                skills: [{ id: "w", name: "Walk", description: "Walks", tags: [{ tag: "walk" }] }],
+              }),
+            ),
           ),
         );
         originals.push(...batch.map((d) => d.id));
@@ -239,7 +368,15 @@ forEachDatabase((db) => {
       let inserted = 0;
       const insertSome = () =>
         Promise.all(
-          [0, 1].map(() => post(walkTenant, minimalDefinition({ name: `Newcomer ${inserted++}`, skills: [{ id: "w", name: "Walk", description: "Walks", tags: [{ tag: "walk" }] }] }))),
+          [0, 1].map(() =>
+            post(
+              walkTenant,
+              minimalDefinition({
+                name: `Newcomer ${inserted++}`,
+                skills: [{ id: "w", name: "Walk", description: "Walks", tags: [{ tag: "walk" }] }],
+              }),
+            ),
+          ),
         );
 
       for (const [surface, orderBy] of [
@@ -254,12 +391,22 @@ forEachDatabase((db) => {
           const writes = insertSome();
           let page: { data: ReadonlyArray<{ id: string }>; nextPageToken?: string | undefined };
           if (surface === "rest") {
-            const query = new URLSearchParams({ limit: "17", tag: "walk", orderBy, ...(pageToken === undefined ? {} : { pageToken }) });
+            const query = new URLSearchParams({
+              limit: "17",
+              tag: "walk",
+              orderBy,
+              ...(pageToken === undefined ? {} : { pageToken }),
+            });
             const answer = await getJson(`${collection(walkTenant)}?${query}`, walkTenant);
             expect(answer.status).toBe(200);
             page = answer.body;
           } else {
-            page = await grpcList(walkTenant, { limit: 17, tag: ["walk"], orderBy, ...(pageToken === undefined ? {} : { pageToken }) });
+            page = await grpcList(walkTenant, {
+              limit: 17,
+              tag: ["walk"],
+              orderBy,
+              ...(pageToken === undefined ? {} : { pageToken }),
+            });
           }
           await writes;
           seen.push(...page.data.map((d) => d.id));

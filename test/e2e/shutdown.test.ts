@@ -6,7 +6,11 @@ import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
-import { GetAgentDefinitionRequestSchema, ListAgentDefinitionsRequestSchema, ListAgentDefinitionsResponseSchema } from "../../gen/asor/v1/agent_definition_service_pb.js";
+import {
+  GetAgentDefinitionRequestSchema,
+  ListAgentDefinitionsRequestSchema,
+  ListAgentDefinitionsResponseSchema,
+} from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { parseAuthConfig } from "../../src/auth/auth-config.js";
 import { openLocalIssuer } from "../../src/auth/local-issuer.js";
 import { localIssuerKeyFile } from "../../src/main/local-issuer-key-file.js";
@@ -69,7 +73,8 @@ for (const [db, runtime] of runtimesAndDatabases()) {
       });
       const shuttingDown = new Promise<void>((resolve) => {
         const timer = setInterval(() => {
-          if (lines.some((l) => l.message === "shutting down") || server.child.exitCode !== null) resolve(clearInterval(timer));
+          if (lines.some((l) => l.message === "shutting down") || server.child.exitCode !== null)
+            resolve(clearInterval(timer));
         }, 5);
       });
       const issuer = await openLocalIssuer(localIssuerKeyFile(database.dataDir), parseAuthConfig({}).config);
@@ -90,7 +95,11 @@ for (const [db, runtime] of runtimesAndDatabases()) {
         session.once("goaway", (errorCode, lastStreamId) => resolve([errorCode, lastStreamId]));
         session.once("close", () => resolve([-1, -1]));
       });
-      const slowGrpc = startSlowGrpc(session, authorization, toBinary(GetAgentDefinitionRequestSchema, create(GetAgentDefinitionRequestSchema, { id: definitionId })));
+      const slowGrpc = startSlowGrpc(
+        session,
+        authorization,
+        toBinary(GetAgentDefinitionRequestSchema, create(GetAgentDefinitionRequestSchema, { id: definitionId })),
+      );
       await slowGrpc.started;
       // A connection that has sent half a request's headers: it is answered only after the drain began.
       const partial = await connectedSocket(server.port);
@@ -105,19 +114,32 @@ for (const [db, runtime] of runtimesAndDatabases()) {
         });
       const grpcClient = new grpc.Client(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure());
       // Connected before the burst, so its calls are streams on a live connection when GOAWAY comes.
-      await new Promise<void>((resolve, reject) => grpcClient.waitForReady(Date.now() + 30_000, (err) => (err ? reject(err) : resolve())));
+      await new Promise<void>((resolve, reject) =>
+        grpcClient.waitForReady(Date.now() + 30_000, (err) => (err ? reject(err) : resolve())),
+      );
       const burst = Array.from({ length: BURST }, (_, i) =>
-        counted(i % 2 === 0 ? restCall(server.baseUrl, authorization, definitionId, i) : grpcCall(grpcClient, authorization, definitionId, i)),
+        counted(
+          i % 2 === 0
+            ? restCall(server.baseUrl, authorization, definitionId, i)
+            : grpcCall(grpcClient, authorization, definitionId, i),
+        ),
       );
 
       await shuttingDown;
       const shutdownLine = lines.findIndex((l) => l.message === "shutting down");
       results.newConnection = await connectionOutcome(server.port);
       const [errorCode, lastStreamId] = await goaway;
-      results.goaway = { errorCode, lastStreamId, streamId: slowGrpc.stream.id ?? -1, newStream: newStreamOutcome(session) };
+      results.goaway = {
+        errorCode,
+        lastStreamId,
+        streamId: slowGrpc.stream.id ?? -1,
+        newStream: newStreamOutcome(session),
+      };
       if (partial.writable) partial.write("\r\n");
       results.drainingH1 = await partialAnswer;
-      results.slowRest = await slowRest.finish().catch((err: NodeJS.ErrnoException) => ({ status: 0, connection: undefined, body: String(err.code ?? err) }));
+      results.slowRest = await slowRest
+        .finish()
+        .catch((err: NodeJS.ErrnoException) => ({ status: 0, connection: undefined, body: String(err.code ?? err) }));
       results.slowGrpc = await slowGrpc.finish();
       results.burst = await Promise.all(burst);
       grpcClient.close();
@@ -141,7 +163,10 @@ for (const [db, runtime] of runtimesAndDatabases()) {
 
     it("lets a REST request in flight at SIGTERM finish, and closes its connection after the answer", () => {
       expect(results.slowRest).toMatchObject({ status: 201, connection: "close" });
-      expect(JSON.parse(results.slowRest!.body)).toMatchObject({ name: "Slow", id: expect.stringMatching(/^[0-9a-f]{32}$/) });
+      expect(JSON.parse(results.slowRest!.body)).toMatchObject({
+        name: "Slow",
+        id: expect.stringMatching(/^[0-9a-f]{32}$/),
+      });
     });
 
     it("lets a gRPC call in flight at SIGTERM finish with its full message", () => {
@@ -175,10 +200,17 @@ for (const [db, runtime] of runtimesAndDatabases()) {
 /** One REST call of the burst: reads by id, lists, and writes in turn. */
 async function restCall(baseUrl: string, authorization: string, id: string, i: number): Promise<Outcome> {
   const kind = ["get", "list", "post"][i % 3]!;
-  const url = kind === "get" ? `${baseUrl}/api/asor/v1/default/agentDefinition/${id}` : `${baseUrl}/api/asor/v1/default/agentDefinition?limit=5`;
+  const url =
+    kind === "get"
+      ? `${baseUrl}/api/asor/v1/default/agentDefinition/${id}`
+      : `${baseUrl}/api/asor/v1/default/agentDefinition?limit=5`;
   const init: RequestInit =
     kind === "post"
-      ? { method: "POST", headers: { authorization, "content-type": "application/json" }, body: JSON.stringify(minimalDefinition({ name: `Burst ${i}` })) }
+      ? {
+          method: "POST",
+          headers: { authorization, "content-type": "application/json" },
+          body: JSON.stringify(minimalDefinition({ name: `Burst ${i}` })),
+        }
       : { headers: { authorization } };
   let res: Response;
   try {
@@ -186,7 +218,9 @@ async function restCall(baseUrl: string, authorization: string, id: string, i: n
   } catch (err) {
     // fetch rejects only before the answer's headers: the request was refused, not cut off.
     const code = ((err as Error).cause as { code?: string } | undefined)?.code ?? "";
-    return REFUSED_CODES.has(code) ? { kind: "refused", how: code } : { kind: "broken", how: `${kind}: ${String((err as Error).cause ?? err)}` };
+    return REFUSED_CODES.has(code)
+      ? { kind: "refused", how: code }
+      : { kind: "broken", how: `${kind}: ${String((err as Error).cause ?? err)}` };
   }
   let text: string;
   try {
@@ -201,7 +235,12 @@ async function restCall(baseUrl: string, authorization: string, id: string, i: n
     return { kind: "broken", how: `${kind}: ${res.status} with a truncated body: ${text.slice(-80)}` };
   }
   if (res.status === 503 && body.code === "UNAVAILABLE") return { kind: "refused", how: "503" };
-  const whole = kind === "get" ? res.status === 200 && body.id === id : kind === "list" ? res.status === 200 && Array.isArray(body.data) : res.status === 201 && body.name === `Burst ${i}`;
+  const whole =
+    kind === "get"
+      ? res.status === 200 && body.id === id
+      : kind === "list"
+        ? res.status === 200 && Array.isArray(body.data)
+        : res.status === 201 && body.name === `Burst ${i}`;
   return whole ? { kind: "ok" } : { kind: "broken", how: `${kind}: ${res.status} ${text.slice(0, 200)}` };
 }
 
@@ -220,13 +259,17 @@ function grpcCall(client: grpc.Client, authorization: string, id: string, i: num
         // Refused before any answer began: GOAWAY or a closed listener.
         resolve({ kind: "refused", how: err.details });
       } else {
-        resolve({ kind: "broken", how: `${grpc.status[err.code]} after ${answered ? "the answer began" : "no answer"}: ${err.details}` });
+        resolve({
+          kind: "broken",
+          how: `${grpc.status[err.code]} after ${answered ? "the answer began" : "no answer"}: ${err.details}`,
+        });
       }
     };
     const call = get
       ? client.makeUnaryRequest(
           "/asor.v1.AgentDefinitionService/GetAgentDefinition",
-          (m: { id: string }) => Buffer.from(toBinary(GetAgentDefinitionRequestSchema, create(GetAgentDefinitionRequestSchema, m))),
+          (m: { id: string }) =>
+            Buffer.from(toBinary(GetAgentDefinitionRequestSchema, create(GetAgentDefinitionRequestSchema, m))),
           (b: Buffer) => fromBinary(AgentDefinitionSchema, b),
           { id },
           metadata,
@@ -234,7 +277,8 @@ function grpcCall(client: grpc.Client, authorization: string, id: string, i: num
         )
       : client.makeUnaryRequest(
           "/asor.v1.AgentDefinitionService/ListAgentDefinitions",
-          (m: { limit: number }) => Buffer.from(toBinary(ListAgentDefinitionsRequestSchema, create(ListAgentDefinitionsRequestSchema, m))),
+          (m: { limit: number }) =>
+            Buffer.from(toBinary(ListAgentDefinitionsRequestSchema, create(ListAgentDefinitionsRequestSchema, m))),
           (b: Buffer) => fromBinary(ListAgentDefinitionsResponseSchema, b),
           { limit: 5 },
           metadata,
@@ -258,7 +302,12 @@ function startSlowPost(port: number, authorization: string, body: string) {
     port,
     method: "POST",
     path: "/api/asor/v1/default/agentDefinition",
-    headers: { authorization, "content-type": "application/json", "content-length": bytes.length, expect: "100-continue" },
+    headers: {
+      authorization,
+      "content-type": "application/json",
+      "content-length": bytes.length,
+      expect: "100-continue",
+    },
   });
   const started = new Promise<void>((resolve, reject) => {
     req.on("error", reject);
@@ -269,7 +318,13 @@ function startSlowPost(port: number, authorization: string, body: string) {
     req.once("response", (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (c: Buffer) => chunks.push(c));
-      res.once("end", () => resolve({ status: res.statusCode ?? 0, connection: res.headers.connection, body: Buffer.concat(chunks).toString() }));
+      res.once("end", () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          connection: res.headers.connection,
+          body: Buffer.concat(chunks).toString(),
+        }),
+      );
       res.once("error", reject);
     });
   });
@@ -310,8 +365,12 @@ function startSlowGrpc(session: ClientHttp2Session, authorization: string, messa
   });
   const closed = new Promise<void>((resolve) => stream.once("close", () => resolve()));
   stream.write(frame.subarray(0, 3));
-  const connected = new Promise<void>((resolve) => (session.connecting ? session.once("connect", () => resolve()) : resolve()));
-  const started = connected.then(() => new Promise<void>((resolve, reject) => session.ping((err) => (err ? reject(err) : resolve()))));
+  const connected = new Promise<void>((resolve) =>
+    session.connecting ? session.once("connect", () => resolve()) : resolve(),
+  );
+  const started = connected.then(
+    () => new Promise<void>((resolve, reject) => session.ping((err) => (err ? reject(err) : resolve()))),
+  );
   return {
     stream,
     started,
@@ -361,7 +420,11 @@ function connectionOutcome(port: number): Promise<string> {
 /** What happens to a new stream on a session that received GOAWAY: `opened`, or the error code. */
 function newStreamOutcome(session: ClientHttp2Session): string {
   try {
-    const stream = session.request({ ":method": "POST", ":path": "/asor.v1.AgentDefinitionService/ListAgentDefinitions", "content-type": "application/grpc" });
+    const stream = session.request({
+      ":method": "POST",
+      ":path": "/asor.v1.AgentDefinitionService/ListAgentDefinitions",
+      "content-type": "application/grpc",
+    });
     stream.close();
     return "opened";
   } catch (err) {

@@ -4,7 +4,10 @@ import { createConnectTransport } from "@connectrpc/connect-node";
 import { status as grpcStatus, type ServiceError } from "@grpc/grpc-js";
 import { beforeAll, describe, expect, it } from "vitest";
 import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
-import { AgentDefinitionService, UpsertAgentDefinitionRequestSchema } from "../../gen/asor/v1/agent_definition_service_pb.js";
+import {
+  AgentDefinitionService,
+  UpsertAgentDefinitionRequestSchema,
+} from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { ValidationErrorSchema } from "../../gen/asor/v1/error_pb.js";
 import { TenantAdminService } from "../../gen/asor/v1/tenant_admin_service_pb.js";
 import { withAuthorization } from "../support/auth.js";
@@ -15,25 +18,44 @@ import { useServer } from "../support/server.js";
 
 forEachDatabase((db) => {
   const server = useServer(db);
-  const admin = () => createClient(TenantAdminService, createConnectTransport({ baseUrl: server().baseUrl, httpVersion: "1.1", interceptors: [withAuthorization(server().authorization)] }));
+  const admin = () =>
+    createClient(
+      TenantAdminService,
+      createConnectTransport({
+        baseUrl: server().baseUrl,
+        httpVersion: "1.1",
+        interceptors: [withAuthorization(server().authorization)],
+      }),
+    );
   const rest = (tenant: string) => `${server().baseUrl}/api/asor/v1/${tenant}/agentDefinition`;
   /** A token for `tenant` with every domain. */
   const as = (tenant: string) => server().bearer({ tenant });
   const post = async (tenant: string, def: unknown) => {
-    const res = await fetch(rest(tenant), { method: "POST", headers: { "content-type": "application/json", authorization: await as(tenant) }, body: JSON.stringify(def) });
+    const res = await fetch(rest(tenant), {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: await as(tenant) },
+      body: JSON.stringify(def),
+    });
     return { status: res.status, body: await res.json() };
   };
-  const get = async (tenant: string, path: string) => fetch(`${rest(tenant)}${path}`, { headers: { authorization: await as(tenant) } });
+  const get = async (tenant: string, path: string) =>
+    fetch(`${rest(tenant)}${path}`, { headers: { authorization: await as(tenant) } });
   /** The code, field and path of each error of a gRPC call (grpc-js), or "ok". */
   const grpcUpsert = async (tenant: string, def: Record<string, unknown>) => {
     const client = createGrpcJsClient(AgentDefinitionService, `127.0.0.1:${server().port}`, await as(tenant));
     try {
-      const request = create(UpsertAgentDefinitionRequestSchema, { tenant, agentCardAndTools: fromJson(AgentDefinitionSchema, def as never) });
+      const request = create(UpsertAgentDefinitionRequestSchema, {
+        tenant,
+        agentCardAndTools: fromJson(AgentDefinitionSchema, def as never),
+      });
       await client.call("upsertAgentDefinition", request);
       return { code: grpcStatus.OK, errors: [] };
     } catch (err) {
       const [detail] = grpcErrorDetails(err as ServiceError);
-      return { code: (err as ServiceError).code, errors: (toJson(ValidationErrorSchema, detail as never) as { errors: unknown[] }).errors };
+      return {
+        code: (err as ServiceError).code,
+        errors: (toJson(ValidationErrorSchema, detail as never) as { errors: unknown[] }).errors,
+      };
     } finally {
       client.close();
     }
@@ -58,7 +80,10 @@ forEachDatabase((db) => {
         .createTenant({ name: "acme" })
         .catch((e: unknown) => e);
       expect((err as ConnectError).code).toBe(Code.AlreadyExists);
-      expect((err as ConnectError).findDetails(ValidationErrorSchema)[0]?.errors[0]).toMatchObject({ code: "TENANT_EXISTS", field: "name" });
+      expect((err as ConnectError).findDetails(ValidationErrorSchema)[0]?.errors[0]).toMatchObject({
+        code: "TENANT_EXISTS",
+        field: "name",
+      });
     });
 
     it("takes a whole-body REST request from the body only: a query parameter cannot override it", async () => {
@@ -82,7 +107,10 @@ forEachDatabase((db) => {
       const err = await admin()
         .createTenant({ name: "no spaces", sequencePrefix: "A=B" })
         .catch((e: unknown) => e);
-      expect((err as ConnectError).findDetails(ValidationErrorSchema)[0]?.errors.map((e) => e.path)).toEqual(["name", "sequencePrefix"]);
+      expect((err as ConnectError).findDetails(ValidationErrorSchema)[0]?.errors.map((e) => e.path)).toEqual([
+        "name",
+        "sequencePrefix",
+      ]);
     });
   });
 
@@ -92,7 +120,9 @@ forEachDatabase((db) => {
       const other = (await post("acme", minimalDefinition({ name: "Seq B" }))).body;
       const v2 = (await post("acme", minimalDefinition({ name: "Seq A", version: "2.0.0" }))).body;
       expect(v1.reference_id).toMatch(/^Agent_ID=ACME-\d+$/);
-      expect(Number(other.reference_id.slice("Agent_ID=ACME-".length))).toBe(Number(v1.reference_id.slice("Agent_ID=ACME-".length)) + 1);
+      expect(Number(other.reference_id.slice("Agent_ID=ACME-".length))).toBe(
+        Number(v1.reference_id.slice("Agent_ID=ACME-".length)) + 1,
+      );
       expect(v2.reference_id).toBe(v1.reference_id);
       expect(v2.id).not.toBe(v1.id);
     });
@@ -116,8 +146,15 @@ forEachDatabase((db) => {
       }
       const second = await (await get("acme", `/${v1.id}/versions?limit=1&offset=1`)).json();
       expect(second.data.map((d: { id: string }) => d.id)).toEqual([v2.id]);
-      const acme = createConnectTransport({ baseUrl: server().baseUrl, httpVersion: "1.1", interceptors: [withAuthorization(await as("acme"))] });
-      const rpc = await createClient(AgentDefinitionService, acme).listAgentDefinitionVersions({ tenant: "acme", id: v2.reference_id });
+      const acme = createConnectTransport({
+        baseUrl: server().baseUrl,
+        httpVersion: "1.1",
+        interceptors: [withAuthorization(await as("acme"))],
+      });
+      const rpc = await createClient(AgentDefinitionService, acme).listAgentDefinitionVersions({
+        tenant: "acme",
+        id: v2.reference_id,
+      });
       expect(rpc.data.map((d) => d.id)).toEqual([v3.id, v2.id, v1.id]);
     });
 
@@ -125,7 +162,8 @@ forEachDatabase((db) => {
       const v1 = (await post("acme", minimalDefinition({ name: "Renamed" }))).body;
       const v2 = (await post("acme", minimalDefinition({ id: v1.id, name: "Renamed Again", version: "2" }))).body;
       expect(v2.reference_id).toBe(v1.reference_id);
-      const v3 = (await post("acme", minimalDefinition({ id: v1.reference_id, name: "Renamed Thrice", version: "3" }))).body;
+      const v3 = (await post("acme", minimalDefinition({ id: v1.reference_id, name: "Renamed Thrice", version: "3" })))
+        .body;
       expect(v3.reference_id).toBe(v1.reference_id);
     });
 
@@ -163,20 +201,30 @@ forEachDatabase((db) => {
       expect(res.body.errors).toEqual([expect.objectContaining({ code: "A161", field: "id", path: "platform.id" })]);
       const grpc = await grpcUpsert("acme", def);
       expect(grpc.errors).toEqual([expect.objectContaining({ code: "A161", path: "platform.id" })]);
-      const hosts = await post("acme", minimalDefinition({ name: "Host's own", provider: { id: "Provider=HOST" }, platform: { id: "Platform=HOST" } }));
+      const hosts = await post(
+        "acme",
+        minimalDefinition({ name: "Host's own", provider: { id: "Provider=HOST" }, platform: { id: "Platform=HOST" } }),
+      );
       expect(hosts.status).toBe(201);
     });
 
     it("A3015: an externalAgentID another agent of the provider holds; versions of one agent share it", async () => {
       const first = await post("acme", minimalDefinition({ name: "Holder", externalAgentID: "ext-1" }));
       expect(first.status).toBe(201);
-      expect((await post("acme", minimalDefinition({ name: "Holder", version: "2", externalAgentID: "ext-1" }))).status).toBe(201);
+      expect(
+        (await post("acme", minimalDefinition({ name: "Holder", version: "2", externalAgentID: "ext-1" }))).status,
+      ).toBe(201);
       const clash = await post("acme", minimalDefinition({ name: "Intruder", externalAgentID: "ext-1" }));
       expect(clash.status).toBe(400);
-      expect(clash.body.errors).toEqual([expect.objectContaining({ code: "A3015", field: "externalAgentID", path: "externalAgentID" })]);
+      expect(clash.body.errors).toEqual([
+        expect.objectContaining({ code: "A3015", field: "externalAgentID", path: "externalAgentID" }),
+      ]);
       const grpc = await grpcUpsert("acme", minimalDefinition({ name: "Intruder", externalAgentID: "ext-1" }));
       expect(grpc.errors).toEqual([expect.objectContaining({ code: "A3015", field: "externalAgentID" })]);
-      const otherProvider = await post("acme", minimalDefinition({ name: "Intruder", provider: { id: "Provider=Other" }, externalAgentID: "ext-1" }));
+      const otherProvider = await post(
+        "acme",
+        minimalDefinition({ name: "Intruder", provider: { id: "Provider=Other" }, externalAgentID: "ext-1" }),
+      );
       expect(otherProvider.status).toBe(201);
     });
 

@@ -53,7 +53,11 @@ describe("the registry operations, in memory", () => {
   beforeAll(async () => {
     database = await sqlite!.create();
     const config = parseConfig({ DATA_DIR: database.dataDir });
-    repository = await createSqlRepository({ databaseUrl: undefined, dataDir: database.dataDir, timeoutMillis: 10_000 });
+    repository = await createSqlRepository({
+      databaseUrl: undefined,
+      dataDir: database.dataDir,
+      timeoutMillis: 10_000,
+    });
     operations = createRegistryOperations({
       service: createRegistryService({ repository, host: config.hostSystem }),
       tenants: createTenantService(repository),
@@ -69,12 +73,19 @@ describe("the registry operations, in memory", () => {
 
   it("has one operation for every RPC of both services", () => {
     const rpcs = [...AgentDefinitionService.methods, ...TenantAdminService.methods];
-    expect([...operations.keys()].sort((a, b) => a.name.localeCompare(b.name))).toEqual(rpcs.sort((a, b) => a.name.localeCompare(b.name)));
+    expect([...operations.keys()].sort((a, b) => a.name.localeCompare(b.name))).toEqual(
+      rpcs.sort((a, b) => a.name.localeCompare(b.name)),
+    );
   });
 
   it("registers a definition and reads it back by id and by Agent_ID, with the same bytes", async () => {
     const upsert = op(AgentDefinitionService.method.upsertAgentDefinition);
-    const input = create(upsert.method.input, { agentCardAndTools: fromJsonString(AgentDefinitionSchema, JSON.stringify(minimalDefinition({ version: "in-memory" }))) } as never);
+    const input = create(upsert.method.input, {
+      agentCardAndTools: fromJsonString(
+        AgentDefinitionSchema,
+        JSON.stringify(minimalDefinition({ version: "in-memory" })),
+      ),
+    } as never);
     const written = await upsert.run(EVERYTHING, input);
     expect(written.kind).toBe("definition");
     if (written.kind !== "definition") return;
@@ -86,7 +97,10 @@ describe("the registry operations, in memory", () => {
     expect(new TextDecoder().decode(byId.stored.json)).toBe(new TextDecoder().decode(written.stored.json));
     expect(byId.stored.binary).toEqual(written.stored.binary);
     expect(byAgent.stored.id).toBe(written.stored.id);
-    expect(toJson(AgentDefinitionSchema, decode(byId))).toMatchObject({ name: minimalDefinition().name, version: "in-memory" });
+    expect(toJson(AgentDefinitionSchema, decode(byId))).toMatchObject({
+      name: minimalDefinition().name,
+      version: "in-memory",
+    });
   });
 
   it("lists pages of stored definitions", async () => {
@@ -99,14 +113,18 @@ describe("the registry operations, in memory", () => {
 
   it("refuses a caller whose token is for another tenant, naming both", async () => {
     const list = op(AgentDefinitionService.method.listAgentDefinitions);
-    const err = await failure(list.run(caller(["Development"], "acme"), create(list.method.input, { tenant: "default" } as never)));
+    const err = await failure(
+      list.run(caller(["Development"], "acme"), create(list.method.input, { tenant: "default" } as never)),
+    );
     expect(err.code).toBe("PERMISSION_DENIED");
     expect(err.message).toContain('"acme"');
   });
 
   it("answers an unknown tenant with TENANT_NOT_FOUND", async () => {
     const get = op(AgentDefinitionService.method.getAgentDefinition);
-    const err = await failure(get.run(caller(["Setup: Agents"], "nowhere"), create(get.method.input, { id: "0".repeat(32) } as never)));
+    const err = await failure(
+      get.run(caller(["Setup: Agents"], "nowhere"), create(get.method.input, { id: "0".repeat(32) } as never)),
+    );
     expect(err.code).toBe("TENANT_NOT_FOUND");
   });
 
@@ -114,7 +132,10 @@ describe("the registry operations, in memory", () => {
     const upsert = op(AgentDefinitionService.method.upsertAgentDefinition);
     const list = op(AgentDefinitionService.method.listAgentDefinitions);
     const before = await list.run(EVERYTHING, create(list.method.input, {} as never));
-    const bad = fromJsonString(AgentDefinitionSchema, JSON.stringify(minimalDefinition({ name: "", version: "invalid" })));
+    const bad = fromJsonString(
+      AgentDefinitionSchema,
+      JSON.stringify(minimalDefinition({ name: "", version: "invalid" })),
+    );
     const err = await failure(upsert.run(EVERYTHING, create(upsert.method.input, { agentCardAndTools: bad } as never)));
     expect(err.code).toBe("VALIDATION_FAILED");
     expect(err.issues.map((i) => i.path)).toContain("name");
@@ -146,20 +167,39 @@ describe("the registry operations, in memory", () => {
 
   it("admits to the tenant admin operations only platform operators: callers with the platform admin claim, not those only without a tenant claim", () => {
     const listTenants = op(TenantAdminService.method.listTenants);
-    const admin = (tenant: string | null, platformAdmin: boolean) => ({ subject: "t", tenant, domains: new Set(["Setup: Tenants"]), platformAdmin });
+    const admin = (tenant: string | null, platformAdmin: boolean) => ({
+      subject: "t",
+      tenant,
+      domains: new Set(["Setup: Tenants"]),
+      platformAdmin,
+    });
     expect(() => admit(listTenants, admin(null, true))).not.toThrow();
     expect(() => admit(listTenants, admin("acme", true))).not.toThrow();
-    expect(() => admit(listTenants, admin("acme", false))).toThrow(/acts on every tenant.*"platform_admin": true.*not one for tenant "acme"/);
-    expect(() => admit(listTenants, admin(null, false))).toThrow(/acts on every tenant.*"platform_admin": true.*not one without it/);
+    expect(() => admit(listTenants, admin("acme", false))).toThrow(
+      /acts on every tenant.*"platform_admin": true.*not one for tenant "acme"/,
+    );
+    expect(() => admit(listTenants, admin(null, false))).toThrow(
+      /acts on every tenant.*"platform_admin": true.*not one without it/,
+    );
     // The agent operations are the tenant's own: the tenant claim is what scopes them.
-    expect(() => admit(op(AgentDefinitionService.method.listAgentDefinitions), { ...admin("acme", false), domains: new Set(["Development"]) })).not.toThrow();
+    expect(() =>
+      admit(op(AgentDefinitionService.method.listAgentDefinitions), {
+        ...admin("acme", false),
+        domains: new Set(["Development"]),
+      }),
+    ).not.toThrow();
   });
 
   it("sets up tenants through the admin operations", async () => {
     const createTenant = op(TenantAdminService.method.createTenant);
-    const created = await createTenant.run(EVERYTHING, create(createTenant.method.input, { name: "in-memory", sequencePrefix: "MEM-" } as never));
+    const created = await createTenant.run(
+      EVERYTHING,
+      create(createTenant.method.input, { name: "in-memory", sequencePrefix: "MEM-" } as never),
+    );
     expect(created.kind).toBe("message");
-    const again = await failure(createTenant.run(EVERYTHING, create(createTenant.method.input, { name: "in-memory" } as never)));
+    const again = await failure(
+      createTenant.run(EVERYTHING, create(createTenant.method.input, { name: "in-memory" } as never)),
+    );
     expect(again.code).toBe("TENANT_EXISTS");
   });
 });

@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { classifyDriverError, isDuplicateKey, isSqliteBusy, sqliteResultCodeName } from "../../src/storage/run/driver-errors.js";
+import {
+  classifyDriverError,
+  isDuplicateKey,
+  isSqliteBusy,
+  sqliteResultCodeName,
+} from "../../src/storage/run/driver-errors.js";
 
 function withCode(code: string, extra: Record<string, unknown> = {}): Error {
   return Object.assign(new Error("message text is never looked at"), { code, ...extra });
@@ -7,14 +12,28 @@ function withCode(code: string, extra: Record<string, unknown> = {}): Error {
 
 describe("classifyDriverError", () => {
   it("retries duplicate keys, deadlocks and lock waits of both drivers", () => {
-    for (const code of ["ER_DUP_ENTRY", "ER_LOCK_DEADLOCK", "ER_LOCK_WAIT_TIMEOUT", "SQLITE_CONSTRAINT_UNIQUE", "SQLITE_CONSTRAINT_PRIMARYKEY", "SQLITE_BUSY", "SQLITE_BUSY_SNAPSHOT"]) {
+    for (const code of [
+      "ER_DUP_ENTRY",
+      "ER_LOCK_DEADLOCK",
+      "ER_LOCK_WAIT_TIMEOUT",
+      "SQLITE_CONSTRAINT_UNIQUE",
+      "SQLITE_CONSTRAINT_PRIMARYKEY",
+      "SQLITE_BUSY",
+      "SQLITE_BUSY_SNAPSHOT",
+    ]) {
       expect(classifyDriverError(withCode(code)), code).toBe("retryable");
     }
     expect(classifyDriverError(Object.assign(new Error("x"), { errno: 1213 }))).toBe("retryable");
   });
 
   it("reports connection failures and pool timeouts as unavailable", () => {
-    for (const code of ["ECONNREFUSED", "ETIMEDOUT", "PROTOCOL_CONNECTION_LOST", "ER_CON_COUNT_ERROR", "ER_QUERY_INTERRUPTED"]) {
+    for (const code of [
+      "ECONNREFUSED",
+      "ETIMEDOUT",
+      "PROTOCOL_CONNECTION_LOST",
+      "ER_CON_COUNT_ERROR",
+      "ER_QUERY_INTERRUPTED",
+    ]) {
       expect(classifyDriverError(withCode(code)), code).toBe("unavailable");
     }
     const poolTimeout = new Error("Knex: Timeout acquiring a connection.");
@@ -29,7 +48,11 @@ describe("classifyDriverError", () => {
   });
 
   it("reports a mysql2 error marked fatal (a command on a closed connection has no code) as unavailable", () => {
-    expect(classifyDriverError(Object.assign(new Error("Can't add new command when connection is in closed state"), { fatal: true }))).toBe("unavailable");
+    expect(
+      classifyDriverError(
+        Object.assign(new Error("Can't add new command when connection is in closed state"), { fatal: true }),
+      ),
+    ).toBe("unavailable");
     expect(classifyDriverError(Object.assign(new Error("x"), { fatal: false }))).toBe("other");
   });
 
@@ -59,7 +82,13 @@ describe("isDuplicateKey", () => {
   });
 
   it("does not take other failures, races included, for duplicates", () => {
-    for (const code of ["ER_LOCK_DEADLOCK", "SQLITE_BUSY", "SQLITE_CONSTRAINT_FOREIGNKEY", "SQLITE_CONSTRAINT_TRIGGER", "ECONNREFUSED"]) {
+    for (const code of [
+      "ER_LOCK_DEADLOCK",
+      "SQLITE_BUSY",
+      "SQLITE_CONSTRAINT_FOREIGNKEY",
+      "SQLITE_CONSTRAINT_TRIGGER",
+      "ECONNREFUSED",
+    ]) {
       expect(isDuplicateKey(withCode(code)), code).toBe(false);
     }
     expect(isDuplicateKey(new Error("Duplicate entry 'x' for key 'PRIMARY'"))).toBe(false);
@@ -95,9 +124,11 @@ describe("sqliteResultCodeName", () => {
 
 describe("isSqliteBusy", () => {
   it("recognises SQLite's busy codes, wrapped or not, and nothing else", () => {
-    for (const code of ["SQLITE_BUSY", "SQLITE_BUSY_SNAPSHOT", "SQLITE_BUSY_TIMEOUT"]) expect(isSqliteBusy(withCode(code)), code).toBe(true);
+    for (const code of ["SQLITE_BUSY", "SQLITE_BUSY_SNAPSHOT", "SQLITE_BUSY_TIMEOUT"])
+      expect(isSqliteBusy(withCode(code)), code).toBe(true);
     expect(isSqliteBusy(new Error("wrapper", { cause: withCode("SQLITE_BUSY_SNAPSHOT") }))).toBe(true);
-    for (const code of ["SQLITE_LOCKED", "SQLITE_CONSTRAINT_UNIQUE", "ER_LOCK_DEADLOCK", "ER_DUP_ENTRY"]) expect(isSqliteBusy(withCode(code)), code).toBe(false);
+    for (const code of ["SQLITE_LOCKED", "SQLITE_CONSTRAINT_UNIQUE", "ER_LOCK_DEADLOCK", "ER_DUP_ENTRY"])
+      expect(isSqliteBusy(withCode(code)), code).toBe(false);
     expect(isSqliteBusy(new Error("SQLITE_BUSY: database is locked"))).toBe(false);
   });
 });

@@ -11,7 +11,12 @@ import { UpsertAgentDefinitionRequestSchema } from "../../gen/asor/v1/agent_defi
 import type { HostIdentity } from "../../src/domain/host-platform.js";
 import type { Upserted } from "../../src/service/registry-service.js";
 import { createRegistryService } from "../../src/service/registry-service.js";
-import type { AgentDefinitionRepository, StoredDefinition, UpsertKey, WriteTransaction } from "../../src/storage/repository.js";
+import type {
+  AgentDefinitionRepository,
+  StoredDefinition,
+  UpsertKey,
+  WriteTransaction,
+} from "../../src/storage/repository.js";
 
 export function newId(): string {
   return randomBytes(16).toString("hex");
@@ -84,7 +89,12 @@ export interface SaveOptions {
 }
 
 /** Creates or updates `def` in `tenant` with the service's real upsert (as a caller with Setup: Agents), counting how often `write` ran it. */
-export async function save(repository: AgentDefinitionRepository, def: AgentDefinition, tenant = "default", options: SaveOptions = {}): Promise<Saved> {
+export async function save(
+  repository: AgentDefinitionRepository,
+  def: AgentDefinition,
+  tenant = "default",
+  options: SaveOptions = {},
+): Promise<Saved> {
   let attempts = 0;
   const counting = withWriteHook(repository, (tx) => {
     const attempt = ++attempts;
@@ -92,7 +102,11 @@ export async function save(repository: AgentDefinitionRepository, def: AgentDefi
     return after === undefined ? tx : pausing(tx, (call) => after(call, attempt));
   });
   const service = createRegistryService({ repository: counting, host });
-  const upserted = await service.upsert(tenant, create(UpsertAgentDefinitionRequestSchema, { agentCardAndTools: def }), { mayReactivate: true });
+  const upserted = await service.upsert(
+    tenant,
+    create(UpsertAgentDefinitionRequestSchema, { agentCardAndTools: def }),
+    { mayReactivate: true },
+  );
   return { ...upserted, attempts };
 }
 
@@ -100,7 +114,10 @@ export async function save(repository: AgentDefinitionRepository, def: AgentDefi
  * The real repository, with every transaction `write` hands out passed
  * through `hook` first (once per attempt); everything else is delegated as is.
  */
-export function withWriteHook(repository: AgentDefinitionRepository, hook: (tx: WriteTransaction) => WriteTransaction): AgentDefinitionRepository {
+export function withWriteHook(
+  repository: AgentDefinitionRepository,
+  hook: (tx: WriteTransaction) => WriteTransaction,
+): AgentDefinitionRepository {
   return {
     write: (tenant, work) => repository.write(tenant, (tx) => work(hook(tx))),
     get: (tenant, id) => repository.get(tenant, id),
@@ -117,7 +134,10 @@ export function withWriteHook(repository: AgentDefinitionRepository, hook: (tx: 
 }
 
 /** `tx`, with `after` awaited after each of its calls answers. */
-function pausing(tx: WriteTransaction, after: (call: keyof WriteTransaction) => Promise<void> | void): WriteTransaction {
+function pausing(
+  tx: WriteTransaction,
+  after: (call: keyof WriteTransaction) => Promise<void> | void,
+): WriteTransaction {
   return new Proxy(tx, {
     get(target, property) {
       // The real transaction keeps its state in private fields: call its methods on it, not on the proxy.

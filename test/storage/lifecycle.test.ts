@@ -33,16 +33,26 @@ forEachDatabase((db) => {
 
   /** The ids of the agent's versions whose latest flag is set, as stored. */
   const latestOf = async (agentNumber: number): Promise<string[]> =>
-    (await raw.db("agent_definitions").select("id").where({ tenant, agent_number: agentNumber }).andWhere("is_latest", 1)).map((r: { id: string }) => r.id);
+    (
+      await raw
+        .db("agent_definitions")
+        .select("id")
+        .where({ tenant, agent_number: agentNumber })
+        .andWhere("is_latest", 1)
+    ).map((r: { id: string }) => r.id);
 
   /** The agent's versions, newest first, as the versions list answers them. */
-  const versionsOf = async (agentNumber: number): Promise<StoredDefinition[]> => [...(await repo.listVersions(tenant, agentNumber, { limit: 100, offset: 0 })).items];
+  const versionsOf = async (agentNumber: number): Promise<StoredDefinition[]> => [
+    ...(await repo.listVersions(tenant, agentNumber, { limit: 100, offset: 0 })).items,
+  ];
 
   it("keeps exactly one latest version per agent while many writers add versions to it at once", async () => {
     const name = `Crowded ${db.name}`;
     const first = await save(repo, definition({ name, version: "0" }));
     const agent = first.stored.agent.number;
-    const saved = await Promise.all(Array.from({ length: 12 }, (_, i) => save(repo, definition({ name, version: String(i + 1) }))));
+    const saved = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => save(repo, definition({ name, version: String(i + 1) }))),
+    );
     expect(new Set(saved.map((s) => s.stored.agent.number))).toEqual(new Set([agent]));
     const versions = await versionsOf(agent);
     expect(versions).toHaveLength(13);
@@ -59,7 +69,12 @@ forEachDatabase((db) => {
         const versions = await tx.findVersionsForUpdate(agent);
         return tx.setStatus(versions, "DEACTIVATED", null);
       });
-    await Promise.all([deactivateAll(), save(repo, definition({ name, version: "1" })), deactivateAll(), save(repo, definition({ name, version: "2" }))]);
+    await Promise.all([
+      deactivateAll(),
+      save(repo, definition({ name, version: "1" })),
+      deactivateAll(),
+      save(repo, definition({ name, version: "2" })),
+    ]);
     const versions = await versionsOf(agent.number);
     const expected = versions.find((v) => v.status !== "DEACTIVATED");
     expect(await latestOf(agent.number)).toEqual(expected === undefined ? [] : [expected.id]);
@@ -121,11 +136,28 @@ forEachDatabase((db) => {
       const created = ["2024-01-02 03:04:05.678", "2024-02-03 04:05:06.789", "2024-03-04 05:06:07.891"];
       const ids: string[] = [];
       try {
-        await direct.db.migrate.latest({ migrationSource: { ...migrationSource, getMigrations: async () => migrations.slice(0, before0008) }, tableName: "knex_migrations" });
+        await direct.db.migrate.latest({
+          migrationSource: { ...migrationSource, getMigrations: async () => migrations.slice(0, before0008) },
+          tableName: "knex_migrations",
+        });
         expect(await direct.db.schema.hasColumn("agent_definitions", "is_latest")).toBe(false);
         await direct.db("agents").insert([
-          { tenant, number: 1, reference_id: "Agent_ID=AGENT-1", provider_id: "Provider=Acme", name: "Old one", created_at: created[0] },
-          { tenant, number: 2, reference_id: "Agent_ID=AGENT-2", provider_id: "Provider=Acme", name: "Old two", created_at: created[0] },
+          {
+            tenant,
+            number: 1,
+            reference_id: "Agent_ID=AGENT-1",
+            provider_id: "Provider=Acme",
+            name: "Old one",
+            created_at: created[0],
+          },
+          {
+            tenant,
+            number: 2,
+            reference_id: "Agent_ID=AGENT-2",
+            provider_id: "Provider=Acme",
+            name: "Old two",
+            created_at: created[0],
+          },
         ]);
         // Agent 1 has three versions (seq 1, 3, 4); agent 2 one (seq 2).
         const rows = [
@@ -137,7 +169,9 @@ forEachDatabase((db) => {
         for (const row of rows) {
           const id = newId();
           ids.push(id);
-          const { document, binary } = encodeDefinition(withIds(definition({ name: row.name, version: row.version }), id, `Agent_ID=AGENT-${row.agent}`));
+          const { document, binary } = encodeDefinition(
+            withIds(definition({ name: row.name, version: row.version }), id, `Agent_ID=AGENT-${row.agent}`),
+          );
           await direct.db("agent_definitions").insert({
             id,
             seq: row.seq,
@@ -160,7 +194,14 @@ forEachDatabase((db) => {
       const migrated = await createSqlRepository(older());
       try {
         const read = await Promise.all(ids.map((id) => migrated.get(tenant, id)));
-        expect(read.map((d) => [d?.revision, d?.status, d?.statusMessage, d?.statusChangedAt.getTime() === d?.createdAt.getTime()])).toEqual(Array(4).fill([1, "ACTIVE", null, true]));
+        expect(
+          read.map((d) => [
+            d?.revision,
+            d?.status,
+            d?.statusMessage,
+            d?.statusChangedAt.getTime() === d?.createdAt.getTime(),
+          ]),
+        ).toEqual(Array(4).fill([1, "ACTIVE", null, true]));
         expect(read.map((d) => d?.latest)).toEqual([false, true, false, true]);
         expect((await migrated.getNewestByReference(tenant, "Agent_ID=AGENT-1"))?.id).toBe(ids[3]);
         // And the service writes on from there: a new version of agent 1 takes the flag.

@@ -8,9 +8,17 @@
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
-import { ListAgentDefinitionsRequestSchema, ListAgentDefinitionVersionsRequestSchema, UpsertAgentDefinitionRequestSchema } from "../../gen/asor/v1/agent_definition_service_pb.js";
+import {
+  ListAgentDefinitionsRequestSchema,
+  ListAgentDefinitionVersionsRequestSchema,
+  UpsertAgentDefinitionRequestSchema,
+} from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { unfilteredQuery } from "../../src/domain/list-query.js";
-import { createRegistryService, type DefinitionPage, type RegistryService } from "../../src/service/registry-service.js";
+import {
+  createRegistryService,
+  type DefinitionPage,
+  type RegistryService,
+} from "../../src/service/registry-service.js";
 import { buildSearch } from "../../src/storage/queries/search.js";
 import type { AgentDefinitionRepository, StoredDefinition } from "../../src/storage/repository.js";
 import { openDatabase } from "../../src/storage/run/connection.js";
@@ -57,7 +65,10 @@ forEachDatabase((db) => {
     for (const [i, size] of sizes.entries()) {
       // Every definition a version of one agent (one name and provider), so the versions list pages them too.
       const def = sized(i, size);
-      const { stored } = await service.upsert(tenant, create(UpsertAgentDefinitionRequestSchema, { agentCardAndTools: def }));
+      const { stored } = await service.upsert(
+        tenant,
+        create(UpsertAgentDefinitionRequestSchema, { agentCardAndTools: def }),
+      );
       created.push(stored);
     }
   });
@@ -96,7 +107,14 @@ forEachDatabase((db) => {
   }
 
   const list = (init: ListInit) => (pageToken: string | undefined) =>
-    service.list(tenant, create(ListAgentDefinitionsRequestSchema, { limit: 100, ...init, ...(pageToken === undefined ? {} : { pageToken }) }));
+    service.list(
+      tenant,
+      create(ListAgentDefinitionsRequestSchema, {
+        limit: 100,
+        ...init,
+        ...(pageToken === undefined ? {} : { pageToken }),
+      }),
+    );
 
   it("cuts a list page at the budget and leads on to every definition by its token", async () => {
     const pages = await allPages(list({}));
@@ -127,7 +145,9 @@ forEachDatabase((db) => {
     });
     it("by updatedAt, newest first", async () => {
       const pages = await allPages(list({ orderBy: "updatedAt desc" }));
-      const expected = [...created].sort((a, b) => b.updatedAt.getTime() - a.updatedAt.getTime() || created.indexOf(b) - created.indexOf(a));
+      const expected = [...created].sort(
+        (a, b) => b.updatedAt.getTime() - a.updatedAt.getTime() || created.indexOf(b) - created.indexOf(a),
+      );
       expectBudgeted(pages, expected);
     });
     it("filtered by a keyword", async () => {
@@ -154,7 +174,14 @@ forEachDatabase((db) => {
   it("cuts a versions page at the budget too", async () => {
     const [first] = created;
     const pages = await allPages((pageToken) =>
-      service.listVersions(tenant, create(ListAgentDefinitionVersionsRequestSchema, { id: first?.id, limit: 100, ...(pageToken === undefined ? {} : { pageToken }) })),
+      service.listVersions(
+        tenant,
+        create(ListAgentDefinitionVersionsRequestSchema, {
+          id: first?.id,
+          limit: 100,
+          ...(pageToken === undefined ? {} : { pageToken }),
+        }),
+      ),
     );
     expect(pages.length).toBeGreaterThan(3);
     expectBudgeted(pages, [...created].reverse());

@@ -46,7 +46,11 @@ function definitionNamed(name: string, tag: string) {
 }
 
 /** A search the gate holds: filtered and ordered by name, it reads every match (queries/search.ts isBounded). */
-const byTag: ListQuery = { ...unfilteredQuery(100, 0), terms: [{ kind: "tag", values: ["gated"] }], order: { key: "name", descending: false } };
+const byTag: ListQuery = {
+  ...unfilteredQuery(100, 0),
+  terms: [{ kind: "tag", values: ["gated"] }],
+  order: { key: "name", descending: false },
+};
 /** The same filter in creation order: an index range of about a page and a total from the counters, never gated. */
 const byTagBounded: ListQuery = { ...byTag, order: { key: "createdAt", descending: false } };
 
@@ -142,7 +146,9 @@ describe("Gate", () => {
     const gate = new Gate(1, 1);
     const admitted: string[] = [];
     expect(gate.tryTake("a")).toBe(true);
-    const waiters = ["a1", "a2", "a3", "b1", "c1", "b2"].map((name) => gate.take(name.slice(0, 1)).then(() => admitted.push(name)));
+    const waiters = ["a1", "a2", "a3", "b1", "c1", "b2"].map((name) =>
+      gate.take(name.slice(0, 1)).then(() => admitted.push(name)),
+    );
     while (admitted.length < waiters.length) {
       const before = admitted.length;
       gate.release(admitted.at(-1)?.slice(0, 1) ?? "a");
@@ -162,8 +168,16 @@ describe("isBounded: which searches pass the gate", () => {
     ["the unfiltered list, latest only", { ...plain, latest: true }, true],
     ["one tag, in creation order", { ...plain, terms: [tag] }, true],
     ["two providers (one each, counted)", { ...plain, terms: [{ kind: "provider", values: ["a", "b"] }] }, true],
-    ["two tags (a definition may carry both: counted one by one)", { ...plain, terms: [{ kind: "tag", values: ["x", "y"] }] }, false],
-    ["one tag by name (sorts every match)", { ...plain, terms: [tag], order: { key: "name", descending: false } }, false],
+    [
+      "two tags (a definition may carry both: counted one by one)",
+      { ...plain, terms: [{ kind: "tag", values: ["x", "y"] }] },
+      false,
+    ],
+    [
+      "one tag by name (sorts every match)",
+      { ...plain, terms: [tag], order: { key: "name", descending: false } },
+      false,
+    ],
     ["two filters", { ...plain, terms: [tag, { kind: "provider", values: ["a"] }] }, false],
     ["keywords", { ...plain, words: ["quasar"] }, false],
     ["updatedSince", { ...plain, updatedSince: new Date(0) }, false],
@@ -176,14 +190,22 @@ describe("isBounded: which searches pass the gate", () => {
 
 describe("isStatementTimeout", () => {
   it("knows MariaDB's max_statement_time (1969) and MySQL's MAX_EXECUTION_TIME (3024), also wrapped, and nothing else", () => {
-    const mariadb = Object.assign(new Error("Query execution was interrupted (max_statement_time exceeded)"), { errno: 1969, sqlState: "70100" });
-    const mysql = Object.assign(new Error("maximum statement execution time exceeded"), { code: "ER_QUERY_TIMEOUT", errno: 3024 });
+    const mariadb = Object.assign(new Error("Query execution was interrupted (max_statement_time exceeded)"), {
+      errno: 1969,
+      sqlState: "70100",
+    });
+    const mysql = Object.assign(new Error("maximum statement execution time exceeded"), {
+      code: "ER_QUERY_TIMEOUT",
+      errno: 3024,
+    });
     for (const error of [mariadb, mysql, new Error("knex", { cause: mysql })]) {
       expect(isStatementTimeout(error)).toBe(true);
       // Elsewhere than a search (a server-wide limit), such an error is the database failing us, not a bug.
       expect(classifyDriverError(error)).toBe("unavailable");
     }
-    expect(isStatementTimeout(Object.assign(new Error("killed"), { code: "ER_QUERY_INTERRUPTED", errno: 1317 }))).toBe(false);
+    expect(isStatementTimeout(Object.assign(new Error("killed"), { code: "ER_QUERY_INTERRUPTED", errno: 1317 }))).toBe(
+      false,
+    );
     expect(isStatementTimeout(new Error("x"))).toBe(false);
   });
 });
@@ -198,15 +220,32 @@ forEachDatabase((db) => {
   let other: StoredDefinition;
 
   beforeAll(async () => {
-    gated = await createSqlRepository({ ...target(), timeoutMillis: 30_000, search: { maxConcurrent: 2, timeoutMillis: 0 } });
-    limited = await createSqlRepository({ ...target(), timeoutMillis: 30_000, search: { maxConcurrent: 2, timeoutMillis: 200 } });
+    gated = await createSqlRepository({
+      ...target(),
+      timeoutMillis: 30_000,
+      search: { maxConcurrent: 2, timeoutMillis: 0 },
+    });
+    limited = await createSqlRepository({
+      ...target(),
+      timeoutMillis: 30_000,
+      search: { maxConcurrent: 2, timeoutMillis: 200 },
+    });
     const service = createRegistryService({ repository: gated, host });
-    const upsert = async (name: string, tag: string) => (await service.upsert(tenant, create(UpsertAgentDefinitionRequestSchema, { agentCardAndTools: definitionNamed(name, tag) }))).stored;
+    const upsert = async (name: string, tag: string) =>
+      (
+        await service.upsert(
+          tenant,
+          create(UpsertAgentDefinitionRequestSchema, { agentCardAndTools: definitionNamed(name, tag) }),
+        )
+      ).stored;
     for (const name of tagged) stored.push(await upsert(name, "gated"));
     other = await upsert("Dog", "other");
     // A second tenant with the same tag, for the gate's lines per tenant.
     await gated.createTenant(otherTenant, "OTHER-");
-    await service.upsert(otherTenant, create(UpsertAgentDefinitionRequestSchema, { agentCardAndTools: definitionNamed("Easy", "gated") }));
+    await service.upsert(
+      otherTenant,
+      create(UpsertAgentDefinitionRequestSchema, { agentCardAndTools: definitionNamed("Easy", "gated") }),
+    );
   });
 
   afterAll(async () => {
@@ -276,9 +315,10 @@ forEachDatabase((db) => {
 
       /** Search statements of `name`'s tenant at the server (the statements carry their bindings as text). */
       const atServerFor = async (name: string): Promise<number> => {
-        const [rows] = await locker.query("SELECT COUNT(*) AS n FROM information_schema.processlist WHERE db = DATABASE() AND id <> CONNECTION_ID() AND command = 'Query' AND info LIKE ?", [
-          `%t.name = '${name}'%`,
-        ]);
+        const [rows] = await locker.query(
+          "SELECT COUNT(*) AS n FROM information_schema.processlist WHERE db = DATABASE() AND id <> CONNECTION_ID() AND command = 'Query' AND info LIKE ?",
+          [`%t.name = '${name}'%`],
+        );
         return Number((rows as Array<{ n: number | string }>)[0]?.n ?? 0);
       };
 
@@ -322,7 +362,11 @@ forEachDatabase((db) => {
       });
 
       it("admits another tenant's search before the queued searches of a tenant holding all its slots", async () => {
-        const fair = await createSqlRepository({ ...target(), timeoutMillis: 30_000, search: { maxConcurrent: 3, maxPerTenant: 2, timeoutMillis: 0 } });
+        const fair = await createSqlRepository({
+          ...target(),
+          timeoutMillis: 30_000,
+          search: { maxConcurrent: 3, maxPerTenant: 2, timeoutMillis: 0 },
+        });
         let searches: Array<ReturnType<typeof tracked<ListResult>>> = [];
         await locker.query("LOCK TABLES definition_terms WRITE");
         try {
@@ -331,7 +375,10 @@ forEachDatabase((db) => {
           // The third slot is free, but the tenant holds its two: its other searches wait at the gate.
           const theOther = tracked(fair.search(otherTenant, byTag));
           searches.push(theOther);
-          await until("the other tenant's search reaches the server", async () => (await atServerFor(otherTenant)) === 1);
+          await until(
+            "the other tenant's search reaches the server",
+            async () => (await atServerFor(otherTenant)) === 1,
+          );
           expect(await atServerFor(tenant)).toBe(2);
           expect(fair.poolStats()).toMatchObject({ used: 3, pendingAcquires: 0 });
         } finally {
@@ -346,9 +393,15 @@ forEachDatabase((db) => {
       it("gives a search one time budget: its count statement gets what its page statement left, not a fresh SEARCH_TIMEOUT_MS", async () => {
         const limitMillis = 10_000;
         const spentMillis = 600;
-        const one = await createSqlRepository({ ...target(), timeoutMillis: 30_000, search: { maxConcurrent: 1, timeoutMillis: limitMillis } });
+        const one = await createSqlRepository({
+          ...target(),
+          timeoutMillis: 30_000,
+          search: { maxConcurrent: 1, timeoutMillis: limitMillis },
+        });
         const url = target().databaseUrl as string;
-        const [agents, terms, text] = await Promise.all([1, 2, 3].map(() => createConnection(mysqlConnectionOptions(url))));
+        const [agents, terms, text] = await Promise.all(
+          [1, 2, 3].map(() => createConnection(mysqlConnectionOptions(url))),
+        );
         /** The time limit of the statement at the server that counts alone (a keyword search's count after an empty page), in seconds. */
         const countLimit = async (): Promise<number | undefined> => {
           const [rows] = await locker.query(
@@ -371,12 +424,18 @@ forEachDatabase((db) => {
           await new Promise((resolve) => setTimeout(resolve, spentMillis));
           await agents?.query("UNLOCK TABLES");
           // The page is answered (empty); the other tenant's search takes the slot and waits for definition_terms.
-          await until("the other tenant's search waits at the server", async () => (await atServerFor(otherTenant)) === 1);
+          await until(
+            "the other tenant's search waits at the server",
+            async () => (await atServerFor(otherTenant)) === 1,
+          );
           // Its count needs definition_text: held, it shows at the server with the time limit it was given.
           await text?.query("LOCK TABLES definition_text WRITE");
           await terms?.query("UNLOCK TABLES");
           let seconds: number | undefined;
-          await until("the keyword search's count waits at the server", async () => (seconds = await countLimit()) !== undefined);
+          await until(
+            "the keyword search's count waits at the server",
+            async () => (seconds = await countLimit()) !== undefined,
+          );
           expect(seconds).toBeLessThanOrEqual((limitMillis - spentMillis) / 1000);
         } finally {
           for (const session of [agents, terms, text]) await session?.query("UNLOCK TABLES").catch(() => undefined);

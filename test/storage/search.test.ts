@@ -7,7 +7,11 @@ import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
 import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
-import { ListAgentDefinitionsRequestSchema, ListAgentDefinitionVersionsRequestSchema, UpsertAgentDefinitionRequestSchema } from "../../gen/asor/v1/agent_definition_service_pb.js";
+import {
+  ListAgentDefinitionsRequestSchema,
+  ListAgentDefinitionVersionsRequestSchema,
+  UpsertAgentDefinitionRequestSchema,
+} from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { RegistryError } from "../../src/domain/errors.js";
 import { createRegistryService, type RegistryService } from "../../src/service/registry-service.js";
 import { migrationSource } from "../../src/storage/migrations/index.js";
@@ -31,7 +35,14 @@ function agent(fields: {
   description?: string;
   overview?: string;
   externalAgentId?: string;
-  skills: Array<{ id: string; name?: string; description?: string; tags?: string[]; mode?: string; resources?: string[] }>;
+  skills: Array<{
+    id: string;
+    name?: string;
+    description?: string;
+    tags?: string[];
+    mode?: string;
+    resources?: string[];
+  }>;
 }): AgentDefinition {
   return create(AgentDefinitionSchema, {
     name: fields.name,
@@ -42,10 +53,19 @@ function agent(fields: {
     ...(fields.platform === undefined ? {} : { platform: { id: fields.platform } }),
     ...(fields.overview === undefined ? {} : { overview: fields.overview }),
     ...(fields.externalAgentId === undefined ? {} : { externalAgentId: fields.externalAgentId }),
-    skills: fields.skills.map((s) => ({ id: s.id, name: s.name ?? s.id, description: s.description ?? "Does it.", tags: (s.tags ?? []).map((tag) => ({ tag })) })),
+    skills: fields.skills.map((s) => ({
+      id: s.id,
+      name: s.name ?? s.id,
+      description: s.description ?? "Does it.",
+      tags: (s.tags ?? []).map((tag) => ({ tag })),
+    })),
     hostConfig: fields.skills
       .filter((s) => s.mode !== undefined)
-      .map((s) => ({ skillId: s.id, executionMode: { id: s.mode }, hostResources: (s.resources ?? []).map((id) => ({ toolName: "T", description: "D", agentResource: { id } })) })),
+      .map((s) => ({
+        skillId: s.id,
+        executionMode: { id: s.mode },
+        hostResources: (s.resources ?? []).map((id) => ({ toolName: "T", description: "D", agentResource: { id } })),
+      })),
   });
 }
 
@@ -56,23 +76,60 @@ const fixtures = [
     platform: "Platform=OTHER",
     externalAgentId: "ext-alpha",
     description: "Analyzes customer sentiment",
-    skills: [{ id: "sentiment", name: "Sentiment Analysis", tags: ["cognitive", "support"], mode: "Mode=Ambient", resources: ["res-1"] }],
+    skills: [
+      {
+        id: "sentiment",
+        name: "Sentiment Analysis",
+        tags: ["cognitive", "support"],
+        mode: "Mode=Ambient",
+        resources: ["res-1"],
+      },
+    ],
   }),
   agent({
     name: "Beta",
     version: "2.0.0",
     platform: "Platform=CLOUD",
     description: "Routes tickets",
-    skills: [{ id: "routing", name: "Ticket Routing", description: "Routes customer tickets", tags: ["integration"], mode: "Mode=Delegate", resources: ["res-2"] }],
+    skills: [
+      {
+        id: "routing",
+        name: "Ticket Routing",
+        description: "Routes customer tickets",
+        tags: ["integration"],
+        mode: "Mode=Delegate",
+        resources: ["res-2"],
+      },
+    ],
   }),
   agent({
     name: "Gamma",
     provider: "Provider=Other",
     overview: "Zebra crossing café",
-    skills: [{ id: "sentiment", name: "Mood", description: "Reads the customer", tags: ["support"], mode: "Mode=Delegate", resources: ["res-1", "res-2"] }],
+    skills: [
+      {
+        id: "sentiment",
+        name: "Mood",
+        description: "Reads the customer",
+        tags: ["support"],
+        mode: "Mode=Delegate",
+        resources: ["res-1", "res-2"],
+      },
+    ],
   }),
-  agent({ name: "Delta", provider: "Provider=Other", description: "Nothing in common", skills: [{ id: "misc", tags: ["Support"] }] }),
-  agent({ name: "Alpha", version: "2.0.0", platform: "Platform=OTHER", description: "Analyzes customer sentiment, better", skills: [{ id: "sentiment", tags: ["cognitive"] }] }),
+  agent({
+    name: "Delta",
+    provider: "Provider=Other",
+    description: "Nothing in common",
+    skills: [{ id: "misc", tags: ["Support"] }],
+  }),
+  agent({
+    name: "Alpha",
+    version: "2.0.0",
+    platform: "Platform=OTHER",
+    description: "Analyzes customer sentiment, better",
+    skills: [{ id: "sentiment", tags: ["cognitive"] }],
+  }),
   agent({ name: "Epsilon", description: "The end of the list", skills: [{ id: "misc" }] }),
 ];
 
@@ -84,8 +141,10 @@ forEachDatabase((db) => {
   /** The stored fixtures, by "name version". */
   const stored = new Map<string, StoredDefinition>();
 
-  const upsert = async (def: AgentDefinition, inTenant = tenant) => (await service.upsert(inTenant, create(UpsertAgentDefinitionRequestSchema, { agentCardAndTools: def }))).stored;
-  const list = (init: ListInit, inTenant = tenant) => service.list(inTenant, create(ListAgentDefinitionsRequestSchema, init));
+  const upsert = async (def: AgentDefinition, inTenant = tenant) =>
+    (await service.upsert(inTenant, create(UpsertAgentDefinitionRequestSchema, { agentCardAndTools: def }))).stored;
+  const list = (init: ListInit, inTenant = tenant) =>
+    service.list(inTenant, create(ListAgentDefinitionsRequestSchema, init));
   /** "name version" of each definition of a page, in order. */
   const keys = (page: { data: readonly StoredDefinition[] }) =>
     page.data.map((s) => {
@@ -135,7 +194,11 @@ forEachDatabase((db) => {
 
   describe("filters", () => {
     const cases: Array<[string, ListInit, string[]]> = [
-      ["no filter: every status but DEACTIVATED, oldest first", {}, ["Alpha 1.0.0", "Beta 2.0.0", "Gamma 1.0.0", "Delta 1.0.0", "Alpha 2.0.0"]],
+      [
+        "no filter: every status but DEACTIVATED, oldest first",
+        {},
+        ["Alpha 1.0.0", "Beta 2.0.0", "Gamma 1.0.0", "Delta 1.0.0", "Alpha 2.0.0"],
+      ],
       ["name", { name: ["Alpha"] }, ["Alpha 1.0.0", "Alpha 2.0.0"]],
       ["name given twice ORs", { name: ["Alpha", "Delta"] }, ["Alpha 1.0.0", "Delta 1.0.0", "Alpha 2.0.0"]],
       ["name compares exactly", { name: ["alpha"] }, []],
@@ -144,29 +207,53 @@ forEachDatabase((db) => {
       ["version", { version: ["2.0.0"] }, ["Beta 2.0.0", "Alpha 2.0.0"]],
       ["tag", { tag: ["support"] }, ["Alpha 1.0.0", "Gamma 1.0.0"]],
       ["tag compares exactly", { tag: ["Support"] }, ["Delta 1.0.0"]],
-      ["tag given twice ORs, each definition once", { tag: ["support", "cognitive"] }, ["Alpha 1.0.0", "Gamma 1.0.0", "Alpha 2.0.0"]],
+      [
+        "tag given twice ORs, each definition once",
+        { tag: ["support", "cognitive"] },
+        ["Alpha 1.0.0", "Gamma 1.0.0", "Alpha 2.0.0"],
+      ],
       ["skillId", { skillId: ["sentiment"] }, ["Alpha 1.0.0", "Gamma 1.0.0", "Alpha 2.0.0"]],
       ["executionMode", { executionMode: ["Mode=Delegate"] }, ["Beta 2.0.0", "Gamma 1.0.0"]],
       ["resource", { resource: ["res-2"] }, ["Beta 2.0.0", "Gamma 1.0.0"]],
       ["externalAgentID", { externalAgentId: ["ext-alpha"] }, ["Alpha 1.0.0"]],
       ["status", { status: ["DEPRECATED"] }, ["Beta 2.0.0"]],
       ["status DEACTIVATED", { status: ["DEACTIVATED"] }, ["Epsilon 1.0.0"]],
-      ["status ALL", { status: ["ALL"] }, ["Alpha 1.0.0", "Beta 2.0.0", "Gamma 1.0.0", "Delta 1.0.0", "Alpha 2.0.0", "Epsilon 1.0.0"]],
-      ["status given twice ORs", { status: ["ACTIVE", "DEACTIVATED"] }, ["Alpha 1.0.0", "Gamma 1.0.0", "Delta 1.0.0", "Alpha 2.0.0", "Epsilon 1.0.0"]],
+      [
+        "status ALL",
+        { status: ["ALL"] },
+        ["Alpha 1.0.0", "Beta 2.0.0", "Gamma 1.0.0", "Delta 1.0.0", "Alpha 2.0.0", "Epsilon 1.0.0"],
+      ],
+      [
+        "status given twice ORs",
+        { status: ["ACTIVE", "DEACTIVATED"] },
+        ["Alpha 1.0.0", "Gamma 1.0.0", "Delta 1.0.0", "Alpha 2.0.0", "Epsilon 1.0.0"],
+      ],
       ["latest", { latest: true }, ["Beta 2.0.0", "Gamma 1.0.0", "Delta 1.0.0", "Alpha 2.0.0"]],
-      ["latest=false is no filter", { latest: false }, ["Alpha 1.0.0", "Beta 2.0.0", "Gamma 1.0.0", "Delta 1.0.0", "Alpha 2.0.0"]],
+      [
+        "latest=false is no filter",
+        { latest: false },
+        ["Alpha 1.0.0", "Beta 2.0.0", "Gamma 1.0.0", "Delta 1.0.0", "Alpha 2.0.0"],
+      ],
       ["q: one word, a word's beginning", { q: "sentim" }, ["Alpha 1.0.0", "Alpha 2.0.0"]],
       ["q: case-insensitive, in a skill's name", { q: "TICKET" }, ["Beta 2.0.0"]],
       ["q: every word must appear", { q: "customer reads" }, ["Gamma 1.0.0"]],
       ["q: in the overview, accents kept", { q: "café zebra" }, ["Gamma 1.0.0"]],
       ["q: in a tag", { q: "integration" }, ["Beta 2.0.0"]],
-      ["q: words shorter than 3 are ignored", { q: "a customer of" }, ["Alpha 1.0.0", "Beta 2.0.0", "Gamma 1.0.0", "Alpha 2.0.0"]],
+      [
+        "q: words shorter than 3 are ignored",
+        { q: "a customer of" },
+        ["Alpha 1.0.0", "Beta 2.0.0", "Gamma 1.0.0", "Alpha 2.0.0"],
+      ],
       ["q: no match", { q: "nowhere" }, []],
       ["q and a filter", { q: "customer", provider: ["Provider=Acme"] }, ["Alpha 1.0.0", "Beta 2.0.0", "Alpha 2.0.0"]],
       ["q and latest", { q: "customer", latest: true }, ["Beta 2.0.0", "Gamma 1.0.0", "Alpha 2.0.0"]],
       ["q and status", { q: "end", status: ["ALL"] }, ["Epsilon 1.0.0"]],
       ["two filters AND", { tag: ["support"], provider: ["Provider=Acme"] }, ["Alpha 1.0.0"]],
-      ["three filters AND", { skillId: ["sentiment"], version: ["2.0.0"], platform: ["Platform=OTHER"] }, ["Alpha 2.0.0"]],
+      [
+        "three filters AND",
+        { skillId: ["sentiment"], version: ["2.0.0"], platform: ["Platform=OTHER"] },
+        ["Alpha 2.0.0"],
+      ],
       ["filter and latest", { name: ["Alpha"], latest: true }, ["Alpha 2.0.0"]],
       ["filter and status", { provider: ["Provider=Acme"], status: ["DEPRECATED"] }, ["Beta 2.0.0"]],
       ["resource and executionMode", { resource: ["res-1"], executionMode: ["Mode=Delegate"] }, ["Gamma 1.0.0"]],
@@ -199,7 +286,11 @@ forEachDatabase((db) => {
       const page = await list({ updatedSince: gamma.updatedAt.toISOString(), limit: 100 });
       expect(keys(page)).toEqual(["Beta 2.0.0", "Gamma 1.0.0", "Delta 1.0.0", "Alpha 2.0.0"]);
       expect(page.total).toBe(4);
-      const withFilter = await list({ updatedSince: gamma.updatedAt.toISOString(), provider: ["Provider=Acme"], limit: 100 });
+      const withFilter = await list({
+        updatedSince: gamma.updatedAt.toISOString(),
+        provider: ["Provider=Acme"],
+        limit: 100,
+      });
       expect(keys(withFilter)).toEqual(["Beta 2.0.0", "Alpha 2.0.0"]);
       const withQ = await list({ updatedSince: new Date(gamma.updatedAt.getTime() + 1).toISOString(), q: "customer" });
       expect(keys(withQ)).toEqual(["Beta 2.0.0", "Alpha 2.0.0"]);
@@ -230,7 +321,12 @@ forEachDatabase((db) => {
     it("follows an update: the old terms and words go, the new ones come", async () => {
       const before = await list({ tag: ["renamed"] });
       expect(before.total).toBe(0);
-      const def = agent({ name: "Delta", provider: "Provider=Other", description: "Quokka now", skills: [{ id: "misc", tags: ["renamed"] }] });
+      const def = agent({
+        name: "Delta",
+        provider: "Provider=Other",
+        description: "Quokka now",
+        skills: [{ id: "misc", tags: ["renamed"] }],
+      });
       await upsert(def);
       expect(keys(await list({ tag: ["renamed"] }))).toEqual(["Delta 1.0.0"]);
       expect((await list({ tag: ["Support"] })).total).toBe(0);
@@ -246,15 +342,36 @@ forEachDatabase((db) => {
       const created = ["Alpha 1.0.0", "Beta 2.0.0", "Gamma 1.0.0", "Delta 1.0.0", "Alpha 2.0.0"];
       expect(keys(await list({ orderBy: "createdAt" }))).toEqual(created);
       expect(keys(await list({ orderBy: "createdAt desc" }))).toEqual([...created].reverse());
-      expect(keys(await list({ orderBy: "name" }))).toEqual(["Alpha 1.0.0", "Alpha 2.0.0", "Beta 2.0.0", "Delta 1.0.0", "Gamma 1.0.0"]);
-      expect(keys(await list({ orderBy: "name desc" }))).toEqual(["Gamma 1.0.0", "Delta 1.0.0", "Beta 2.0.0", "Alpha 2.0.0", "Alpha 1.0.0"]);
+      expect(keys(await list({ orderBy: "name" }))).toEqual([
+        "Alpha 1.0.0",
+        "Alpha 2.0.0",
+        "Beta 2.0.0",
+        "Delta 1.0.0",
+        "Gamma 1.0.0",
+      ]);
+      expect(keys(await list({ orderBy: "name desc" }))).toEqual([
+        "Gamma 1.0.0",
+        "Delta 1.0.0",
+        "Beta 2.0.0",
+        "Alpha 2.0.0",
+        "Alpha 1.0.0",
+      ]);
       // Beta's status changes raised its updatedAt past the others'.
       const updated = await list({ orderBy: "updatedAt" });
       const byUpdate = [...updated.data].sort((a, b) => a.updatedAt.getTime() - b.updatedAt.getTime());
       expect(updated.data.map((d) => d.id)).toEqual(byUpdate.map((d) => d.id));
       expect(keys(await list({ orderBy: "updatedAt desc" }))).toEqual(keys(updated).reverse());
-      expect(keys(await list({ orderBy: "name", tag: ["support", "cognitive"] }))).toEqual(["Alpha 1.0.0", "Alpha 2.0.0", "Gamma 1.0.0"]);
-      expect(keys(await list({ orderBy: "name desc", q: "customer" }))).toEqual(["Gamma 1.0.0", "Beta 2.0.0", "Alpha 2.0.0", "Alpha 1.0.0"]);
+      expect(keys(await list({ orderBy: "name", tag: ["support", "cognitive"] }))).toEqual([
+        "Alpha 1.0.0",
+        "Alpha 2.0.0",
+        "Gamma 1.0.0",
+      ]);
+      expect(keys(await list({ orderBy: "name desc", q: "customer" }))).toEqual([
+        "Gamma 1.0.0",
+        "Beta 2.0.0",
+        "Alpha 2.0.0",
+        "Alpha 1.0.0",
+      ]);
     });
   });
 
@@ -316,7 +433,9 @@ forEachDatabase((db) => {
       for (const [request, inTenant] of bad) {
         const error = await errorOf(list(request, inTenant));
         expect(error.code, JSON.stringify(request)).toBe("INVALID_PAGE_TOKEN");
-        expect(error.issues).toEqual([expect.objectContaining({ code: "INVALID_PAGE_TOKEN", field: "pageToken", path: "pageToken" })]);
+        expect(error.issues).toEqual([
+          expect.objectContaining({ code: "INVALID_PAGE_TOKEN", field: "pageToken", path: "pageToken" }),
+        ]);
       }
       // The page size may change along a walk.
       expect((await list({ limit: 5, tag: ["support"], pageToken: nextPageToken })).data).toHaveLength(1);
@@ -325,13 +444,20 @@ forEachDatabase((db) => {
     it("pages an agent's versions by token, newest first", async () => {
       const alpha = stored.get("Alpha 1.0.0")!;
       for (const version of ["3.0.0", "4.0.0"]) await upsert(agent({ name: "Alpha", version, skills: [{ id: "x" }] }));
-      const versions = (init: object) => service.listVersions(tenant, create(ListAgentDefinitionVersionsRequestSchema, { id: alpha.agent.referenceId, ...init }));
+      const versions = (init: object) =>
+        service.listVersions(
+          tenant,
+          create(ListAgentDefinitionVersionsRequestSchema, { id: alpha.agent.referenceId, ...init }),
+        );
       const first = await versions({ limit: 3 });
       expect([first.total, keys(first)]).toEqual([4, ["Alpha 4.0.0", "Alpha 3.0.0", "Alpha 2.0.0"]]);
       const second = await versions({ limit: 3, pageToken: first.nextPageToken });
       expect([second.total, keys(second), second.nextPageToken]).toEqual([4, ["Alpha 1.0.0"], undefined]);
       const gamma = stored.get("Gamma 1.0.0")!;
-      const otherAgent = service.listVersions(tenant, create(ListAgentDefinitionVersionsRequestSchema, { id: gamma.id, pageToken: first.nextPageToken }));
+      const otherAgent = service.listVersions(
+        tenant,
+        create(ListAgentDefinitionVersionsRequestSchema, { id: gamma.id, pageToken: first.nextPageToken }),
+      );
       expect((await errorOf(otherAgent)).code).toBe("INVALID_PAGE_TOKEN");
       expect((await errorOf(versions({ offset: 1, pageToken: first.nextPageToken }))).code).toBe("INVALID_PAGE_TOKEN");
       const { nextPageToken: listToken } = await list({ limit: 1 });
@@ -347,12 +473,17 @@ forEachDatabase((db) => {
      */
     const groups = async (table: string, columns: readonly string[], counters: boolean) => {
       const query = raw.db(table).where({ tenant }).select(columns).groupBy(columns);
-      const rows = (await (counters ? query.sum({ n: "n" }) : query.count({ n: "*" }))) as Array<Record<string, unknown>>;
-      const key = (row: Record<string, unknown>) => columns.map((c) => (c === "is_latest" ? Number(row[c]) : String(row[c]))).join(" ");
+      const rows = (await (counters ? query.sum({ n: "n" }) : query.count({ n: "*" }))) as Array<
+        Record<string, unknown>
+      >;
+      const key = (row: Record<string, unknown>) =>
+        columns.map((c) => (c === "is_latest" ? Number(row[c]) : String(row[c]))).join(" ");
       return Object.fromEntries(rows.filter((r) => Number(r.n) !== 0).map((r) => [key(r), Number(r.n)]));
     };
     const expectCountersExact = async () => {
-      expect(await groups("definition_counts", ["status", "is_latest"], true)).toEqual(await groups("agent_definitions", ["status", "is_latest"], false));
+      expect(await groups("definition_counts", ["status", "is_latest"], true)).toEqual(
+        await groups("agent_definitions", ["status", "is_latest"], false),
+      );
       const termColumns = ["kind", "value", "status", "is_latest"];
       const terms = await groups("definition_terms", termColumns, false);
       expect(Object.keys(terms).length).toBeGreaterThan(0);
@@ -369,7 +500,9 @@ forEachDatabase((db) => {
       await expectCountersExact();
       expect([(await list({ tag: ["doomed"] })).total, (await list({ tag: ["fated"] })).total]).toEqual([0, 1]);
       await upsert(agent({ name: "Zeta", skills: [{ id: "z", tags: ["doomed"] }] }));
-      await repo.write(tenant, async (tx) => tx.setStatus([(await tx.findByIdForUpdate(extra.id))!], "DEACTIVATED", null));
+      await repo.write(tenant, async (tx) =>
+        tx.setStatus([(await tx.findByIdForUpdate(extra.id))!], "DEACTIVATED", null),
+      );
       await expectCountersExact();
       expect((await list({ tag: ["doomed"] })).total).toBe(0);
       expect((await list({ tag: ["doomed"], status: ["DEACTIVATED"] })).total).toBe(1);
@@ -377,7 +510,9 @@ forEachDatabase((db) => {
       await expectCountersExact();
       expect((await list({ tag: ["doomed"], status: ["ALL"] })).total).toBe(0);
       expect((await list({ q: "zeta", status: ["ALL"] })).total).toBe(0);
-      expect(await raw.db("definition_terms").where({ value: "doomed" }).count({ n: "*" }).first()).toMatchObject({ n: 0 });
+      expect(await raw.db("definition_terms").where({ value: "doomed" }).count({ n: "*" }).first()).toMatchObject({
+        n: 0,
+      });
     });
 
     it("indexes the definitions stored before the migration when it runs", async () => {
@@ -392,7 +527,10 @@ forEachDatabase((db) => {
       expect(await raw.db.schema.hasTable("definition_terms")).toBe(false);
       // Delta far past Gamma, in Gamma's shard: the counters' backfill goes by ranges of seqs, and
       // both ranges must add into the same counter row (version 1.0.0, ACTIVE, latest, that shard).
-      const seqOf = async (name: string) => Number(((await raw.db("agent_definitions").where({ tenant, name }).first("seq")) as { seq: number | string }).seq);
+      const seqOf = async (name: string) =>
+        Number(
+          ((await raw.db("agent_definitions").where({ tenant, name }).first("seq")) as { seq: number | string }).seq,
+        );
       await raw
         .db("agent_definitions")
         .where({ tenant, name: "Delta" })

@@ -6,7 +6,12 @@ import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js"
 import { RegistryError } from "../../src/domain/errors.js";
 import { unfilteredQuery } from "../../src/domain/list-query.js";
 import { migrateToLatest, migrateToNothing } from "../../src/storage/migrations/index.js";
-import type { AgentDefinitionRepository, AgentRef, StoredDefinition, WriteTransaction } from "../../src/storage/repository.js";
+import type {
+  AgentDefinitionRepository,
+  AgentRef,
+  StoredDefinition,
+  WriteTransaction,
+} from "../../src/storage/repository.js";
 import { defaultSequencePrefix, defaultTenant } from "../../src/storage/repository.js";
 import type { Database } from "../../src/storage/run/connection.js";
 import { openDatabase } from "../../src/storage/run/connection.js";
@@ -128,7 +133,10 @@ forEachDatabase((db) => {
       expect(await createAgents("seq-one", ["c"])).toEqual([{ number: 3, referenceId: "Agent_ID=ONE-3" }]);
       expect((await repo.getTenant("seq-one"))?.nextAgentNumber).toBe(4);
       expect((await repo.getTenant("seq-two"))?.nextAgentNumber).toBe(3);
-      expect(await repo.write("seq-one", (tx) => tx.findAgentByName("Provider=Acme", "c"))).toEqual({ number: 3, referenceId: "Agent_ID=ONE-3" });
+      expect(await repo.write("seq-one", (tx) => tx.findAgentByName("Provider=Acme", "c"))).toEqual({
+        number: 3,
+        referenceId: "Agent_ID=ONE-3",
+      });
       expect(await repo.write("seq-one", (tx) => tx.findAgentByName("Provider=Acme", "C"))).toBeUndefined();
     });
 
@@ -141,7 +149,9 @@ forEachDatabase((db) => {
 
     it("refuses to number an agent in a tenant without a sequence generator, writing nothing", async () => {
       await repo.createTenant("no-seq", null);
-      await expect(repo.write("no-seq", (tx) => tx.createAgent("Provider=Acme", "x"))).rejects.toThrow(/no agent id sequence generator/);
+      await expect(repo.write("no-seq", (tx) => tx.createAgent("Provider=Acme", "x"))).rejects.toThrow(
+        /no agent id sequence generator/,
+      );
       expect(await count("agents", { tenant: "no-seq" })).toBe(0);
       expect((await repo.getTenant("no-seq"))?.nextAgentNumber).toBe(1);
     });
@@ -222,12 +232,14 @@ forEachDatabase((db) => {
       expect(new Set(results.map((r) => r.stored.id)).size).toBe(names.length);
       expect(new Set(results.map((r) => r.stored.agent.number)).size).toBe(names.length);
       const versions = [];
-      for (const version of ["1.0.0", "1.0.0 ", "1.0.0\t"]) versions.push(await save(repo, definition({ name: "Exact v", version })));
+      for (const version of ["1.0.0", "1.0.0 ", "1.0.0\t"])
+        versions.push(await save(repo, definition({ name: "Exact v", version })));
       expect(versions.map((r) => r.created)).toEqual([true, true, true]);
       // Versions of one name and provider are one agent.
       expect(new Set(versions.map((r) => r.stored.agent.number)).size).toBe(1);
       const providers = [];
-      for (const id of ["Provider=Acme", "provider=acme"]) providers.push(await save(repo, definition({ name: "Exact p", provider: { id } })));
+      for (const id of ["Provider=Acme", "provider=acme"])
+        providers.push(await save(repo, definition({ name: "Exact p", provider: { id } })));
       expect(providers.map((r) => r.created)).toEqual([true, true]);
       expect(new Set(providers.map((r) => r.stored.agent.number)).size).toBe(2);
     });
@@ -258,7 +270,10 @@ forEachDatabase((db) => {
       const original = await save(repo, definition({ name: "Stable id", description: "original" }));
       const moved = repo.write(tenant, async (tx) => {
         const existing = await tx.findByKey(keyOf(fromJsonBytes(original.stored)));
-        await tx.update(existing!, withIds(definition({ name: "Stable id", description: "moved" }), newId(), existing!.agent.referenceId));
+        await tx.update(
+          existing!,
+          withIds(definition({ name: "Stable id", description: "moved" }), newId(), existing!.agent.referenceId),
+        );
       });
       await expect(moved).rejects.toThrow(/existing instance/);
       expect(fromJsonBytes((await repo.get(tenant, original.stored.id))!).description).toBe("original");
@@ -298,18 +313,26 @@ forEachDatabase((db) => {
       await expect(repo.search("nope", unfilteredQuery(10, 0))).rejects.toMatchObject(missing);
       await expect(repo.search("nope", unfilteredQuery(0, 0))).rejects.toMatchObject(missing);
       await expect(repo.listVersions("nope", 1, { limit: 10, offset: 0 })).rejects.toMatchObject(missing);
-      await expect(repo.listVersions("nope", Number.MAX_VALUE, { limit: 10, offset: 0 })).rejects.toMatchObject(missing);
+      await expect(repo.listVersions("nope", Number.MAX_VALUE, { limit: 10, offset: 0 })).rejects.toMatchObject(
+        missing,
+      );
       // Names are exact: another case is another (missing) tenant.
       await expect(repo.get("Default", newId())).rejects.toMatchObject({ code: "TENANT_NOT_FOUND" });
       await expect(repo.get("nope", newId())).rejects.toBeInstanceOf(RegistryError);
     });
 
     it("answers both encodings byte for byte as written, from every read", async () => {
-      const { stored } = await save(repo, definition({ name: "Encodings", description: 'Ünïcødé 🤖 and "quotes"', externalAgentId: "ext-encodings" }));
+      const { stored } = await save(
+        repo,
+        definition({ name: "Encodings", description: 'Ünïcødé 🤖 and "quotes"', externalAgentId: "ext-encodings" }),
+      );
       // What was written: protobuf JSON of the message, its empty lists shown as [], and the binary of the same message.
       const message = fromBinaryBytes(stored);
       expect(equals(AgentDefinitionSchema, fromJsonBytes(stored), message)).toBe(true);
-      expect(JSON.parse(new TextDecoder().decode(stored.json))).toMatchObject({ hostConfig: [], defaultInputModes: [] });
+      expect(JSON.parse(new TextDecoder().decode(stored.json))).toMatchObject({
+        hostConfig: [],
+        defaultInputModes: [],
+      });
       expect(bytes(stored.binary)).toEqual(bytes(toBinary(AgentDefinitionSchema, fromJsonBytes(stored))));
       const reads: Array<StoredDefinition | undefined> = [
         await repo.get(tenant, stored.id),
@@ -321,7 +344,13 @@ forEachDatabase((db) => {
         expect(read).toBeDefined();
         expect(bytes(read!.json)).toEqual(bytes(stored.json));
         expect(bytes(read!.binary)).toEqual(bytes(stored.binary));
-        expect(read).toMatchObject({ id: stored.id, tenant, agent: stored.agent, createdAt: stored.createdAt, updatedAt: stored.updatedAt });
+        expect(read).toMatchObject({
+          id: stored.id,
+          tenant,
+          agent: stored.agent,
+          createdAt: stored.createdAt,
+          updatedAt: stored.updatedAt,
+        });
       }
       // Reads hand the driver's bytes over as they are: no string to encode on the way out.
       expect(reads[0]!.json).toBeInstanceOf(Uint8Array);
@@ -346,7 +375,10 @@ forEachDatabase((db) => {
       expect(equals(AgentDefinitionSchema, fromBinaryBytes(got!), read)).toBe(true);
       expect(bytes(got!.json)).toEqual(bytes(created.stored.json));
       // A different emoji is a different key, agent and externalAgentID, not a collation-equal one.
-      const other = await save(repo, definition({ ...fields, name: fields.name.replace("🤖", "👾"), externalAgentId: "ext-👾" }));
+      const other = await save(
+        repo,
+        definition({ ...fields, name: fields.name.replace("🤖", "👾"), externalAgentId: "ext-👾" }),
+      );
       expect(other.created).toBe(true);
       expect(other.stored.agent.number).not.toBe(created.stored.agent.number);
     });
@@ -452,7 +484,9 @@ forEachDatabase((db) => {
     beforeAll(async () => {
       await repo.createTenant(versioned, "V-");
       for (const version of ["1.0", "1.1", "2.0"]) {
-        ids[version] = (await save(repo, definition({ name: "Lineage", version, description: `v${version}` }), versioned)).stored.id;
+        ids[version] = (
+          await save(repo, definition({ name: "Lineage", version, description: `v${version}` }), versioned)
+        ).stored.id;
       }
       ids.single = (await save(repo, definition({ name: "Single" }), versioned)).stored.id;
       // Updating an old version in place does not make it the newest.
@@ -479,7 +513,9 @@ forEachDatabase((db) => {
       expect(first.items.every((r) => r.agent.referenceId === "Agent_ID=V-1")).toBe(true);
       expect(await repo.listVersions(versioned, 1, { limit: 0, offset: 0 })).toEqual({ total: 3, items: [] });
       expect(await repo.listVersions(versioned, 1, { limit: 5, offset: 9 })).toEqual({ total: 3, items: [] });
-      expect((await repo.listVersions(versioned, 2, { limit: 5, offset: 0 })).items.map((r) => r.id)).toEqual([ids.single]);
+      expect((await repo.listVersions(versioned, 2, { limit: 5, offset: 0 })).items.map((r) => r.id)).toEqual([
+        ids.single,
+      ]);
       expect(await repo.listVersions(versioned, 3, { limit: 5, offset: 0 })).toEqual({ total: 0, items: [] });
       expect(await repo.listVersions("default", 1_000_000, { limit: 5, offset: 0 })).toEqual({ total: 0, items: [] });
     });
@@ -609,7 +645,10 @@ forEachDatabase((db) => {
 
 describe("an unreachable MySQL server", () => {
   it("fails the start with UNAVAILABLE, not a raw driver error", async () => {
-    const attempt = createSqlRepository({ databaseUrl: "mysql://root@127.0.0.1:1/asor", dataDir: "/nonexistent-unused" });
+    const attempt = createSqlRepository({
+      databaseUrl: "mysql://root@127.0.0.1:1/asor",
+      dataDir: "/nonexistent-unused",
+    });
     await expect(attempt).rejects.toBeInstanceOf(RegistryError);
     await expect(attempt).rejects.toMatchObject({ code: "UNAVAILABLE" });
   });

@@ -55,17 +55,31 @@ describe("the embedded database's client on Node and Deno", () => {
 
   it("classifies a unique or primary key violation as a retryable duplicate key, with better-sqlite3's code", () => {
     for (const runtime of ["node", "deno"]) {
-      expect(outcomes[runtime]!.uniqueViolation, runtime).toEqual({ code: "SQLITE_CONSTRAINT_UNIQUE", kind: "retryable", duplicateKey: true });
-      expect(outcomes[runtime]!.primaryKeyViolation, runtime).toEqual({ code: "SQLITE_CONSTRAINT_PRIMARYKEY", kind: "retryable", duplicateKey: true });
+      expect(outcomes[runtime]!.uniqueViolation, runtime).toEqual({
+        code: "SQLITE_CONSTRAINT_UNIQUE",
+        kind: "retryable",
+        duplicateKey: true,
+      });
+      expect(outcomes[runtime]!.primaryKeyViolation, runtime).toEqual({
+        code: "SQLITE_CONSTRAINT_PRIMARYKEY",
+        kind: "retryable",
+        duplicateKey: true,
+      });
     }
   });
 
   it("classifies a write lock held by another connection (SQLITE_BUSY) as retryable", () => {
-    for (const runtime of ["node", "deno"]) expect(outcomes[runtime]!.busy, runtime).toEqual({ code: "SQLITE_BUSY", kind: "retryable", duplicateKey: false });
+    for (const runtime of ["node", "deno"])
+      expect(outcomes[runtime]!.busy, runtime).toEqual({ code: "SQLITE_BUSY", kind: "retryable", duplicateKey: false });
   });
 
   it("classifies a file that cannot grow (SQLITE_FULL, as on a full disk) as unavailable", () => {
-    for (const runtime of ["node", "deno"]) expect(outcomes[runtime]!.full, runtime).toEqual({ code: "SQLITE_FULL", kind: "unavailable", duplicateKey: false });
+    for (const runtime of ["node", "deno"])
+      expect(outcomes[runtime]!.full, runtime).toEqual({
+        code: "SQLITE_FULL",
+        kind: "unavailable",
+        duplicateKey: false,
+      });
   });
 
   it("reads BLOBs back byte for byte", () => {

@@ -12,7 +12,8 @@ import { createSqliteSearchPool } from "../../src/storage/run/sqlite-search-work
 
 const [filename] = process.argv.slice(2);
 if (filename === undefined) throw new Error("usage: sqlite-search-worker.deno.ts <sqlite file>");
-const slow = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < ?) SELECT COUNT(*) AS total FROM c";
+const slow =
+  "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < ?) SELECT COUNT(*) AS total FROM c";
 // node:sqlite under Deno (sqlite-client.ts).
 const Database = sqliteDriver();
 const main = new Database(filename, { readonly: true });
@@ -53,8 +54,22 @@ try {
     (error: Error) => error.name,
   );
   const afterStop = await stopping.run("SELECT 1 AS one", []);
-  const [row] = (await unlimited.run("SELECT CAST(document AS BLOB) AS json FROM agent_definitions", [])) as [{ json: unknown }];
-  console.log(JSON.stringify({ deno: "Deno" in globalThis, readAnsweredFirst, slowTotal, timedOut, aborted: await aborted, next, endlessStopped, afterStop, bytes: Buffer.isBuffer(row.json) }));
+  const [row] = (await unlimited.run("SELECT CAST(document AS BLOB) AS json FROM agent_definitions", [])) as [
+    { json: unknown },
+  ];
+  console.log(
+    JSON.stringify({
+      deno: "Deno" in globalThis,
+      readAnsweredFirst,
+      slowTotal,
+      timedOut,
+      aborted: await aborted,
+      next,
+      endlessStopped,
+      afterStop,
+      bytes: Buffer.isBuffer(row.json),
+    }),
+  );
 } finally {
   await unlimited.close();
   await limited.close();

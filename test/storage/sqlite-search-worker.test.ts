@@ -22,7 +22,11 @@ import { SEARCH_ALIVE } from "../../src/storage/queries/sql-functions.js";
 import type { AgentDefinitionRepository, StoredDefinition } from "../../src/storage/repository.js";
 import { openDatabase, sqliteFileName } from "../../src/storage/run/connection.js";
 import { type SearchRunner, searchRunner } from "../../src/storage/run/searches.js";
-import { createSqliteSearchPool, SearchStatementTimeout, type SqliteSearchPool } from "../../src/storage/run/sqlite-search-worker.js";
+import {
+  createSqliteSearchPool,
+  SearchStatementTimeout,
+  type SqliteSearchPool,
+} from "../../src/storage/run/sqlite-search-worker.js";
 import { createSqlRepository } from "../../src/storage/sql-repository.js";
 import { testDatabases, useFreshDatabase } from "../support/databases.js";
 import { definition, save } from "./fixtures.js";
@@ -31,13 +35,19 @@ const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const sqlite = testDatabases()[0]!;
 
 /** Counts `n` rows: about a second per 10,000,000 here, finite, and costly in the way a search is (not bounded). */
-const slow = { sql: "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < ?) SELECT COUNT(*) AS total FROM c", bindings: [20_000_000] };
+const slow = {
+  sql: "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < ?) SELECT COUNT(*) AS total FROM c",
+  bindings: [20_000_000],
+};
 
 /**
  * A statement with the searches' cancellation point (SEARCH_ALIVE, called once per row as every
  * costly search calls it): without it, it would count for days.
  */
-const endless = { sql: `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE ${SEARCH_ALIVE}() AND x < ?) SELECT COUNT(*) AS total FROM c`, bindings: [1e15] };
+const endless = {
+  sql: `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE ${SEARCH_ALIVE}() AND x < ?) SELECT COUNT(*) AS total FROM c`,
+  bindings: [1e15],
+};
 
 /**
  * A statement that starts a pool's worker: the time limit counts from the
@@ -122,7 +132,9 @@ describe("SQLite searches on worker threads", () => {
     const error = await rejection(limited(slow.sql, slow.bindings, { tenant: "default" }));
     expect(error).toBeInstanceOf(RegistryError);
     expect((error as RegistryError).code).toBe("UNAVAILABLE");
-    expect((error as RegistryError).message).toMatch(/^The search took longer than the limit of 0\.1 seconds and was stopped; narrow it/);
+    expect((error as RegistryError).message).toMatch(
+      /^The search took longer than the limit of 0\.1 seconds and was stopped; narrow it/,
+    );
     expect((error as RegistryError).message).not.toMatch(/select|recursive/i);
   });
 
@@ -142,8 +154,13 @@ describe("SQLite searches on worker threads", () => {
     // An hour per statement, but the search's deadline is near: the statement gets what is left of it.
     const hourly = runner({ timeoutMillis: 3_600_000 });
     await hourly(warmUp, [], { tenant: "default" });
-    const error = await rejection(hourly(endless.sql, endless.bindings, { tenant: "default", deadline: Date.now() + 200 }));
-    expect(error).toMatchObject({ code: "UNAVAILABLE", message: expect.stringMatching(/^The search took longer than the limit/) });
+    const error = await rejection(
+      hourly(endless.sql, endless.bindings, { tenant: "default", deadline: Date.now() + 200 }),
+    );
+    expect(error).toMatchObject({
+      code: "UNAVAILABLE",
+      message: expect.stringMatching(/^The search took longer than the limit/),
+    });
   });
 
   it("stops a statement at its time limit where it calls the cancellation point, so its worker serves the next", async () => {
@@ -196,7 +213,9 @@ describe("SQLite searches on worker threads", () => {
     waiting.abort(new Error("this one too"));
     await expect(first).rejects.toThrow("the client went away");
     await expect(second).rejects.toThrow("this one too");
-    await expect(searches.run("SELECT 1 AS one", [], AbortSignal.abort(new Error("already gone")))).rejects.toThrow("already gone");
+    await expect(searches.run("SELECT 1 AS one", [], AbortSignal.abort(new Error("already gone")))).rejects.toThrow(
+      "already gone",
+    );
     expect(await searches.run("SELECT COUNT(*) AS total FROM agent_definitions", [])).toEqual([{ total: 1 }]);
   });
 

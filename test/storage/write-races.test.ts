@@ -19,7 +19,11 @@ const report = process.env.RACE_STATS === "1";
 /** The writes' attempts as `max`, and how many needed more than one. */
 function attemptStats(results: readonly Saved[]): { max: number; retried: number; total: number } {
   const attempts = results.map((r) => r.attempts);
-  return { max: Math.max(...attempts), retried: attempts.filter((a) => a > 1).length, total: attempts.reduce((a, b) => a + b, 0) };
+  return {
+    max: Math.max(...attempts),
+    retried: attempts.filter((a) => a > 1).length,
+    total: attempts.reduce((a, b) => a + b, 0),
+  };
 }
 
 forEachDatabase((db) => {
@@ -47,7 +51,9 @@ forEachDatabase((db) => {
 
   it("numbers 100 new agents created at once 1..100, without gaps or repeats", async () => {
     await repo.createTenant("hundred", "H-");
-    const results = await Promise.all(Array.from({ length: 100 }, (_, i) => save(repo, definition({ name: `New ${i}` }), "hundred")));
+    const results = await Promise.all(
+      Array.from({ length: 100 }, (_, i) => save(repo, definition({ name: `New ${i}` }), "hundred")),
+    );
     log("100 new agents, one pool", results);
     const numbers = results.map((r) => r.stored.agent.number).sort((a, b) => a - b);
     expect(numbers).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
@@ -56,15 +62,23 @@ forEachDatabase((db) => {
       expect(fromJsonBytes(stored).referenceId).toBe(stored.agent.referenceId);
     }
     expect((await repo.getTenant("hundred"))?.nextAgentNumber).toBe(101);
-    const rows = (await raw.db("agents").where({ tenant: "hundred" }).select("number")) as Array<{ number: number | string }>;
+    const rows = (await raw.db("agents").where({ tenant: "hundred" }).select("number")) as Array<{
+      number: number | string;
+    }>;
     expect(rows.map((r) => Number(r.number)).sort((a, b) => a - b)).toEqual(numbers);
   });
 
   it("numbers 100 new agents created at once from two processes 1..100", async () => {
     await repo.createTenant("hundred-2", "H2-");
-    const results = await Promise.all(Array.from({ length: 100 }, (_, i) => save(i % 2 === 0 ? repo : second, definition({ name: `New ${i}` }), "hundred-2")));
+    const results = await Promise.all(
+      Array.from({ length: 100 }, (_, i) =>
+        save(i % 2 === 0 ? repo : second, definition({ name: `New ${i}` }), "hundred-2"),
+      ),
+    );
     log("100 new agents, two pools", results);
-    expect(results.map((r) => r.stored.agent.number).sort((a, b) => a - b)).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
+    expect(results.map((r) => r.stored.agent.number).sort((a, b) => a - b)).toEqual(
+      Array.from({ length: 100 }, (_, i) => i + 1),
+    );
     expect((await repo.getTenant("hundred-2"))?.nextAgentNumber).toBe(101);
   });
 
@@ -81,7 +95,10 @@ forEachDatabase((db) => {
       },
     });
     await lookedUp;
-    const results = await Promise.all([first, save(second, definition({ name: "Twin", version: "2.0" }), "same-agent")]);
+    const results = await Promise.all([
+      first,
+      save(second, definition({ name: "Twin", version: "2.0" }), "same-agent"),
+    ]);
     log("same new agent", results);
     // MySQL: the second waits in findAgentByName until the first commits, then finds its agent.
     // SQLite: whichever writes second fails with SQLITE_BUSY, retries and finds the agent.
@@ -97,7 +114,11 @@ forEachDatabase((db) => {
 
   it("makes 20 writers of one new agent's versions share it", async () => {
     await repo.createTenant("many-versions", "M-");
-    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => save(i % 2 === 0 ? repo : second, definition({ name: "Shared", version: `${i}.0` }), "many-versions")));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        save(i % 2 === 0 ? repo : second, definition({ name: "Shared", version: `${i}.0` }), "many-versions"),
+      ),
+    );
     log("20 versions of one new agent, two pools", results);
     expect(new Set(results.map((r) => r.stored.agent.referenceId))).toEqual(new Set(["Agent_ID=M-1"]));
     expect((await repo.listVersions("many-versions", 1, { limit: 100, offset: 0 })).total).toBe(20);
@@ -130,7 +151,9 @@ forEachDatabase((db) => {
     expect((settled[lost] as PromiseRejectedResult).reason).toMatchObject({ code: "A3015" });
     expect(attempts[lost]).toBeGreaterThan(1);
     const winner = [first, other][won]!.stored.agent.number;
-    expect(await raw.db("agent_external_ids").where({ tenant: "claims" }).select("agent_number")).toEqual([{ agent_number: winner }]);
+    expect(await raw.db("agent_external_ids").where({ tenant: "claims" }).select("agent_number")).toEqual([
+      { agent_number: winner },
+    ]);
     // The loser's version was not stored.
     expect(await raw.db("agent_definitions").where({ tenant: "claims", version: "2.0" })).toHaveLength(1);
   });
@@ -140,14 +163,26 @@ forEachDatabase((db) => {
     // 10 keys: 5 agents with 2 versions each.
     const results = await Promise.all(
       Array.from({ length: 200 }, (_, i) =>
-        save(i % 2 === 0 ? repo : second, definition({ name: `Busy ${i % 5}`, version: `${(i % 10) < 5 ? 1 : 2}.0`, description: `writer ${i}`, externalAgentId: `ext-${i % 5}` }), "busy"),
+        save(
+          i % 2 === 0 ? repo : second,
+          definition({
+            name: `Busy ${i % 5}`,
+            version: `${(i % 10) < 5 ? 1 : 2}.0`,
+            description: `writer ${i}`,
+            externalAgentId: `ext-${i % 5}`,
+          }),
+          "busy",
+        ),
       ),
     );
     log("200 writers on 10 keys, two pools", results);
     expect(results.filter((r) => r.created)).toHaveLength(10);
     expect(new Set(results.map((r) => r.stored.id)).size).toBe(10);
     expect(await raw.db("agent_definitions").where({ tenant: "busy" })).toHaveLength(10);
-    const agents = (await raw.db("agents").where({ tenant: "busy" }).select("number", "name")) as Array<{ number: number | string; name: string }>;
+    const agents = (await raw.db("agents").where({ tenant: "busy" }).select("number", "name")) as Array<{
+      number: number | string;
+      name: string;
+    }>;
     expect(agents.map((a) => Number(a.number)).sort()).toEqual([1, 2, 3, 4, 5]);
     expect(new Set(agents.map((a) => a.name)).size).toBe(5);
     expect(await raw.db("agent_external_ids").where({ tenant: "busy" })).toHaveLength(5);
@@ -156,7 +191,9 @@ forEachDatabase((db) => {
   });
 
   it("ends with one instance when many writers race on one key in one pool", async () => {
-    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => save(repo, definition({ name: "Raced", description: `writer ${i}` }))));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => save(repo, definition({ name: "Raced", description: `writer ${i}` }))),
+    );
     log("20 writers on one key, one pool", results);
     expect(results.filter((r) => r.created)).toHaveLength(1);
     expect(new Set(results.map((r) => r.stored.id)).size).toBe(1);

@@ -16,7 +16,12 @@ const strings = { type: "array", items: { type: "string" } };
 const mediaTypes = { type: "array", items: { type: "string", pattern: "^[^/\\s]+/[^/\\s]+$" } };
 const securityRequirement = {
   type: "object",
-  properties: { schemes: { type: "object", additionalProperties: { type: "object", properties: { list: strings }, additionalProperties: false } } },
+  properties: {
+    schemes: {
+      type: "object",
+      additionalProperties: { type: "object", properties: { list: strings }, additionalProperties: false },
+    },
+  },
   additionalProperties: false,
 };
 
@@ -24,7 +29,16 @@ export const A2A_AGENT_CARD_SCHEMA = {
   $schema: "https://json-schema.org/draft/2020-12/schema",
   $id: "urn:a2a:v1.0:AgentCard",
   type: "object",
-  required: ["name", "description", "supportedInterfaces", "version", "capabilities", "defaultInputModes", "defaultOutputModes", "skills"],
+  required: [
+    "name",
+    "description",
+    "supportedInterfaces",
+    "version",
+    "capabilities",
+    "defaultInputModes",
+    "defaultOutputModes",
+    "skills",
+  ],
   properties: {
     name: { type: "string" },
     description: { type: "string" },
@@ -74,7 +88,12 @@ export const A2A_AGENT_CARD_SCHEMA = {
     },
     AgentExtension: {
       type: "object",
-      properties: { uri: { type: "string" }, description: { type: "string" }, required: { type: "boolean" }, params: { type: "object" } },
+      properties: {
+        uri: { type: "string" },
+        description: { type: "string" },
+        required: { type: "boolean" },
+        params: { type: "object" },
+      },
       additionalProperties: false,
     },
     AgentSkill: {
@@ -105,7 +124,9 @@ export const A2A_AGENT_CARD_SCHEMA = {
 export function a2aAgentCardValidator(): ValidateFunction {
   const ajv = new Ajv2020({ allErrors: true, strict: true });
   // ajv-formats is CommonJS: its default export is the plugin, or holds it.
-  const addFormats = ((formats as unknown as { default?: typeof formats }).default ?? formats) as unknown as (a: Ajv2020) => void;
+  const addFormats = ((formats as unknown as { default?: typeof formats }).default ?? formats) as unknown as (
+    a: Ajv2020,
+  ) => void;
   addFormats(ajv);
   return ajv.compile(A2A_AGENT_CARD_SCHEMA);
 }

@@ -26,7 +26,12 @@ export function exampleCard(version = "1.0.0"): Record<string, unknown> {
         tags: ["cognitive"],
         outputModes: ["application/json"],
       },
-      { id: "ticket_routing", name: "Intelligent Ticket Routing", description: "Routes customer tickets to appropriate departments", tags: ["integration"] },
+      {
+        id: "ticket_routing",
+        name: "Intelligent Ticket Routing",
+        description: "Routes customer tickets to appropriate departments",
+        tags: ["integration"],
+      },
     ],
   };
 }
@@ -36,7 +41,9 @@ export function fullCard(tag: string): Record<string, unknown> {
   return {
     name: `Full Agent ${tag}`,
     description: "Has every member",
-    supportedInterfaces: [{ url: "https://agents.example.com/full", protocolBinding: "JSONRPC", protocolVersion: "1.0" }],
+    supportedInterfaces: [
+      { url: "https://agents.example.com/full", protocolBinding: "JSONRPC", protocolVersion: "1.0" },
+    ],
     provider: { organization: "Acme", url: "https://agents.example.com" },
     version: "1.0.0",
     documentationUrl: "https://agents.example.com/docs",
@@ -45,7 +52,16 @@ export function fullCard(tag: string): Record<string, unknown> {
     capabilities: { pushNotifications: true, streaming: false, extendedAgentCard: false },
     defaultInputModes: ["text/plain"],
     defaultOutputModes: ["text/plain"],
-    skills: [{ id: "s1", name: "Skill one", description: "The one thing", tags: ["one"], inputModes: ["text/plain"], outputModes: ["application/json"] }],
+    skills: [
+      {
+        id: "s1",
+        name: "Skill one",
+        description: "The one thing",
+        tags: ["one"],
+        inputModes: ["text/plain"],
+        outputModes: ["application/json"],
+      },
+    ],
   };
 }
 
@@ -54,7 +70,9 @@ export function minimalCard(): Record<string, unknown> {
   return {
     name: "Minimal Agent",
     description: "Does one thing",
-    supportedInterfaces: [{ url: "https://agents.example.com/minimal", protocolBinding: "JSONRPC", protocolVersion: "1.0" }],
+    supportedInterfaces: [
+      { url: "https://agents.example.com/minimal", protocolBinding: "JSONRPC", protocolVersion: "1.0" },
+    ],
     provider: { organization: "Acme", url: "https://agents.example.com" },
     version: "1.0.0",
     capabilities: {},

@@ -17,7 +17,11 @@ export interface AuthorizedProcess extends ServerProcess {
  * Starts the service as a child process (under `runtime`) on `database` with `env`, so a
  * test can tell a crash (the process gone) from an error answer.
  */
-export async function spawnAuthorizedServer(database: FreshDatabase, env: Record<string, string> = {}, runtime: Runtime = "node"): Promise<AuthorizedProcess> {
+export async function spawnAuthorizedServer(
+  database: FreshDatabase,
+  env: Record<string, string> = {},
+  runtime: Runtime = "node",
+): Promise<AuthorizedProcess> {
   const server = await spawnServer(
     {
       DATA_DIR: database.dataDir,

@@ -9,6 +9,12 @@ export function capturingLogger(): Logger & { lines: Record<string, any>[] } {
   const write =
     (level: string) =>
     (message: string, fields: Record<string, unknown> = {}) =>
-      void lines.push(JSON.parse(JSON.stringify({ level, message, ...fields }, (_k, v) => (v instanceof Error ? { name: v.name, message: v.message, stack: v.stack } : v))));
+      void lines.push(
+        JSON.parse(
+          JSON.stringify({ level, message, ...fields }, (_k, v) =>
+            v instanceof Error ? { name: v.name, message: v.message, stack: v.stack } : v,
+          ),
+        ),
+      );
   return { lines, info: write("info"), warn: write("warn"), error: write("error") };
 }

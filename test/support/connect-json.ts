@@ -7,7 +7,9 @@ export interface ConnectJsonAnswer {
   /** The response body as JSON: the message, or Connect's error `{code, message, details}`. */
   readonly body: any;
   /** The `asor.v1.ValidationError` detail of an error, as JSON, if it has one. */
-  readonly validation: { error: string; errors?: { error: string; code: string; field?: string; path?: string }[] } | undefined;
+  readonly validation:
+    | { error: string; errors?: { error: string; code: string; field?: string; path?: string }[] }
+    | undefined;
 }
 
 /**
@@ -15,7 +17,12 @@ export interface ConnectJsonAnswer {
  * RPC as `application/json`, the way a hand-written Connect client would,
  * so tests can send JSON no generated client would produce.
  */
-export async function postConnectJson(baseUrl: string, authorization: string, rpc: string, body: string | Uint8Array): Promise<ConnectJsonAnswer> {
+export async function postConnectJson(
+  baseUrl: string,
+  authorization: string,
+  rpc: string,
+  body: string | Uint8Array,
+): Promise<ConnectJsonAnswer> {
   const res = await fetch(`${baseUrl}/${rpc}`, {
     method: "POST",
     headers: { "content-type": "application/json", "connect-protocol-version": "1", authorization },
@@ -23,9 +30,16 @@ export async function postConnectJson(baseUrl: string, authorization: string, rp
   });
   const text = await res.text();
   const json = text === "" ? undefined : JSON.parse(text);
-  const detail = (json?.details as { type: string; value: string }[] | undefined)?.find((d) => d.type === "asor.v1.ValidationError");
+  const detail = (json?.details as { type: string; value: string }[] | undefined)?.find(
+    (d) => d.type === "asor.v1.ValidationError",
+  );
   const validation =
-    detail === undefined ? undefined : (toJson(ValidationErrorSchema, fromBinary(ValidationErrorSchema, Buffer.from(detail.value, "base64"))) as ConnectJsonAnswer["validation"]);
+    detail === undefined
+      ? undefined
+      : (toJson(
+          ValidationErrorSchema,
+          fromBinary(ValidationErrorSchema, Buffer.from(detail.value, "base64")),
+        ) as ConnectJsonAnswer["validation"]);
   return { status: res.status, body: json, validation };
 }
 

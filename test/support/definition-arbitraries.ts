@@ -7,7 +7,8 @@
 import fc from "fast-check";
 
 /** Any Unicode text (4-byte characters, NUL, controls, RTL, combining marks), between `min` and `max` code points. */
-export const text = (max: number, min = 0): fc.Arbitrary<string> => fc.string({ unit: "binary", minLength: min, maxLength: max });
+export const text = (max: number, min = 0): fc.Arbitrary<string> =>
+  fc.string({ unit: "binary", minLength: min, maxLength: max });
 
 /** Text without whitespace (JavaScript's `\s`, a superset of RE2's), for the value of a `<key>=<value>` id. */
 const word = (max: number): fc.Arbitrary<string> =>
@@ -49,7 +50,10 @@ const hostResource = withOptional(
   {
     tool_name: text(1000, 1),
     description: text(10000, 1),
-    agent_resource: withOptional({ id: text(255, 1), descriptor: text(1000), type: fc.constant("AGENT_ACTION") }, ["descriptor", "type"]),
+    agent_resource: withOptional({ id: text(255, 1), descriptor: text(1000), type: fc.constant("AGENT_ACTION") }, [
+      "descriptor",
+      "type",
+    ]),
     tools: fc.array(fc.record({ id: text(255, 1) }), { minLength: 1, maxLength: 3 }),
   },
   ["agent_resource", "tools"],
@@ -87,7 +91,10 @@ export function validDefinition(unique: () => string): fc.Arbitrary<Record<strin
         provider: fc.record({ id: reference("Provider") }),
         platform: fc.record({ id: reference("Platform").filter((id) => id !== "Platform=HOST") }),
         skills,
-        capabilities: fc.record({ pushNotifications: fc.boolean(), streaming: fc.boolean(), stateTransitionHistory: fc.boolean() }, { requiredKeys: [] }),
+        capabilities: fc.record(
+          { pushNotifications: fc.boolean(), streaming: fc.boolean(), stateTransitionHistory: fc.boolean() },
+          { requiredKeys: [] },
+        ),
         overview: text(10000),
         iconUrl: url,
         documentationUrl: url,
@@ -121,7 +128,18 @@ export function validDefinition(unique: () => string): fc.Arbitrary<Record<strin
 }
 
 /** Members the contract requires, as paths into a valid definition. */
-const REQUIRED = ["name", "description", "url", "version", "provider", "provider.id", "skills", "skills[0].id", "skills[0].name", "skills[0].description"];
+const REQUIRED = [
+  "name",
+  "description",
+  "url",
+  "version",
+  "provider",
+  "provider.id",
+  "skills",
+  "skills[0].id",
+  "skills[0].name",
+  "skills[0].description",
+];
 
 /** String members and their limits, as paths present in every valid definition. */
 const LIMITED = [
@@ -184,13 +202,25 @@ export function brokenDefinition(unique: () => string): fc.Arbitrary<BrokenDefin
         return { kind, value: copy };
       });
     return fc.oneof(
-      fc.constantFrom(...REQUIRED).chain((path) => mutate(`without ${path}`, (c) => void delete parentOf(c, path)[0][parentOf(c, path)[1]])),
+      fc
+        .constantFrom(...REQUIRED)
+        .chain((path) => mutate(`without ${path}`, (c) => void delete parentOf(c, path)[0][parentOf(c, path)[1]])),
       fc
         .tuple(fc.constantFrom(...LIMITED), fc.integer({ min: 1, max: 40 }))
-        .chain(([[path, max], extra]) => mutate(`${path} too long`, (c) => void (parentOf(c, path)[0][parentOf(c, path)[1]] = "x".repeat(max + extra)))),
+        .chain(([[path, max], extra]) =>
+          mutate(
+            `${path} too long`,
+            (c) => void (parentOf(c, path)[0][parentOf(c, path)[1]] = "x".repeat(max + extra)),
+          ),
+        ),
       fc
-        .tuple(fc.constantFrom(...strings), fc.oneof(fc.integer(), fc.boolean(), fc.array(fc.string(), { maxLength: 2 }), fc.object({ maxDepth: 1 })))
-        .chain(([path, wrong]) => mutate(`${path} of the wrong type`, (c) => void (parentOf(c, path)[0][parentOf(c, path)[1]] = wrong))),
+        .tuple(
+          fc.constantFrom(...strings),
+          fc.oneof(fc.integer(), fc.boolean(), fc.array(fc.string(), { maxLength: 2 }), fc.object({ maxDepth: 1 })),
+        )
+        .chain(([path, wrong]) =>
+          mutate(`${path} of the wrong type`, (c) => void (parentOf(c, path)[0][parentOf(c, path)[1]] = wrong)),
+        ),
       fc
         .tuple(
           fc.constantFrom(...objects.map(([p]) => p)),
@@ -223,8 +253,23 @@ export function brokenDefinition(unique: () => string): fc.Arbitrary<BrokenDefin
           c.hostConfig = [{ skillId: ghost, executionMode: { id: "Mode=Ambient" } }];
         }),
       ),
-      fc.integer({ min: 51, max: 60 }).chain((n) => mutate("too many tags", (c) => void (c.skills[0].tags = Array.from({ length: n }, (_, i) => ({ tag: `t${i}` }))))),
-      fc.integer({ min: 101, max: 105 }).chain((n) => mutate("too many skills", (c) => void (c.skills = Array.from({ length: n }, (_, i) => ({ id: `s${i}`, name: "n", description: "d" }))))),
+      fc
+        .integer({ min: 51, max: 60 })
+        .chain((n) =>
+          mutate(
+            "too many tags",
+            (c) => void (c.skills[0].tags = Array.from({ length: n }, (_, i) => ({ tag: `t${i}` }))),
+          ),
+        ),
+      fc
+        .integer({ min: 101, max: 105 })
+        .chain((n) =>
+          mutate(
+            "too many skills",
+            (c) =>
+              void (c.skills = Array.from({ length: n }, (_, i) => ({ id: `s${i}`, name: "n", description: "d" }))),
+          ),
+        ),
       fc
         .string({ maxLength: 30 })
         .filter((u) => !u.includes(":"))
@@ -244,14 +289,28 @@ export function brokenText(unique: () => string): fc.Arbitrary<{ kind: string; b
   return validDefinition(unique).chain((def) => {
     const json = JSON.stringify(def);
     return fc.oneof(
-      fc.integer({ min: 0, max: json.length - 1 }).map((n) => ({ kind: `cut at ${n}`, bytes: encode(json.slice(0, n)) })),
-      fc.constantFrom("name", "description", "url", "version", "skills").map((key) => ({ kind: `${key} twice`, bytes: encode(`{"${key}":${JSON.stringify(def[key])},${json.slice(1)}`) })),
-      fc.integer({ min: 33, max: 5000 }).map((depth) => ({ kind: `nested ${depth} deep`, bytes: encode(`{"deep":${"[".repeat(depth)}${"]".repeat(depth)},${json.slice(1)}`) })),
+      fc
+        .integer({ min: 0, max: json.length - 1 })
+        .map((n) => ({ kind: `cut at ${n}`, bytes: encode(json.slice(0, n)) })),
+      fc.constantFrom("name", "description", "url", "version", "skills").map((key) => ({
+        kind: `${key} twice`,
+        bytes: encode(`{"${key}":${JSON.stringify(def[key])},${json.slice(1)}`),
+      })),
+      fc.integer({ min: 33, max: 5000 }).map((depth) => ({
+        kind: `nested ${depth} deep`,
+        bytes: encode(`{"deep":${"[".repeat(depth)}${"]".repeat(depth)},${json.slice(1)}`),
+      })),
       fc.constantFrom([0xff], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0x80], [0xf8, 0x88, 0x80, 0x80, 0x80]).map((bad) => {
         const at = json.indexOf('"', json.indexOf('"name"') + 7) + 1;
-        return { kind: `invalid UTF-8 ${bad}`, bytes: new Uint8Array([...encode(json.slice(0, at)), ...bad, ...encode(json.slice(at))]) };
+        return {
+          kind: `invalid UTF-8 ${bad}`,
+          bytes: new Uint8Array([...encode(json.slice(0, at)), ...bad, ...encode(json.slice(at))]),
+        };
       }),
-      fc.constantFrom("\\ud800", "\\udfff", "\\ud83d\\u0041").map((escaped) => ({ kind: `lone surrogate ${escaped}`, bytes: encode(json.replace('"name":"', `"name":"${escaped}`)) })),
+      fc.constantFrom("\\ud800", "\\udfff", "\\ud83d\\u0041").map((escaped) => ({
+        kind: `lone surrogate ${escaped}`,
+        bytes: encode(json.replace('"name":"', `"name":"${escaped}`)),
+      })),
       fc.uint8Array({ maxLength: 200 }).map((bytes) => ({ kind: "random bytes", bytes })),
     );
   });

@@ -8,7 +8,9 @@ import { readFileSync } from "node:fs";
  * SIGTERM and SIGINT on to Deno and exits with Deno's exit code.
  */
 export function startDenoCommand(): string[] {
-  const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { scripts: Record<string, string> };
+  const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as {
+    scripts: Record<string, string>;
+  };
   const script = pkg.scripts["start:deno"];
   if (script === undefined) throw new Error("package.json has no start:deno script");
   return script.split(/\s+/);

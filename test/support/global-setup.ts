@@ -25,7 +25,9 @@ export default async function setup(project: TestProject): Promise<void> {
   if (process.env.CI === "true") {
     throw new Error(`MySQL suite cannot run under CI: no MySQL server at ${where} (${problem}). Set TEST_MYSQL_URL.`);
   }
-  process.stderr.write(`\n*** MySQL suite SKIPPED: no MySQL server at ${where} (${problem}); set TEST_MYSQL_URL. ***\n\n`);
+  process.stderr.write(
+    `\n*** MySQL suite SKIPPED: no MySQL server at ${where} (${problem}); set TEST_MYSQL_URL. ***\n\n`,
+  );
   project.provide("mysqlUrl", null);
 }
 

@@ -1,4 +1,12 @@
-import { createRegistry, type DescMessage, type DescService, fromBinary, type Message, type MessageShape, toBinary } from "@bufbuild/protobuf";
+import {
+  createRegistry,
+  type DescMessage,
+  type DescService,
+  fromBinary,
+  type Message,
+  type MessageShape,
+  toBinary,
+} from "@bufbuild/protobuf";
 import { BinaryReader } from "@bufbuild/protobuf/wire";
 import { AnySchema, anyUnpack } from "@bufbuild/protobuf/wkt";
 import * as grpc from "@grpc/grpc-js";
@@ -35,7 +43,12 @@ export function createGrpcJsClient(service: DescService, address: string, author
     grpc.Client;
   return {
     /** Calls `method`, sending `authorization` (the client's, unless given). */
-    call<O extends DescMessage>(method: string, request: Message, _output?: O, metadata = authorizationMetadata(authorization)): Promise<MessageShape<O>> {
+    call<O extends DescMessage>(
+      method: string,
+      request: Message,
+      _output?: O,
+      metadata = authorizationMetadata(authorization),
+    ): Promise<MessageShape<O>> {
       return new Promise((resolve, reject) => {
         const fn = client[method];
         if (fn === undefined) throw new Error(`no method ${method}`);

@@ -19,13 +19,17 @@ export interface Import {
   readonly statement: string;
 }
 
-const fromClause = /^[ \t]*(?:import|export)\s+(type\s+)?((?:[\w$]+\s*,\s*)?(?:\{[^}]*\}|\*(?:\s+as\s+[\w$]+)?|[\w$]+))\s+from\s*["']([^"']+)["']/gm;
+const fromClause =
+  /^[ \t]*(?:import|export)\s+(type\s+)?((?:[\w$]+\s*,\s*)?(?:\{[^}]*\}|\*(?:\s+as\s+[\w$]+)?|[\w$]+))\s+from\s*["']([^"']+)["']/gm;
 const bare = /^[ \t]*import\s*["']([^"']+)["']/gm;
 const dynamic = /\bimport\(\s*["']([^"']+)["']\s*\)/g;
 
 /** The imports (and re-exports) of the TypeScript `source` of the repository file `file`. */
 export function importsOf(file: string, source: string): Import[] {
-  const target = (specifier: string): string => (specifier.startsWith(".") ? relative(root, resolve(root, dirname(file), specifier)).replace(/\.js$/, ".ts") : specifier);
+  const target = (specifier: string): string =>
+    specifier.startsWith(".")
+      ? relative(root, resolve(root, dirname(file), specifier)).replace(/\.js$/, ".ts")
+      : specifier;
   const found: Import[] = [];
   for (const [statement, type, clause = "", specifier = ""] of source.matchAll(fromClause)) {
     const named = /\{([^}]*)\}/.exec(clause)?.[1] ?? "";

@@ -15,7 +15,11 @@ import { createConnection } from "mysql2/promise";
 /** Where the server binaries are, or undefined when MariaDB is not installed. */
 export function mariadbBinaries(): { server: string; installDb: string } | undefined {
   const server = ["/usr/sbin/mariadbd", "/usr/bin/mariadbd", "/usr/local/bin/mariadbd"].find(existsSync);
-  const installDb = ["/usr/bin/mariadb-install-db", "/usr/local/bin/mariadb-install-db", "/usr/bin/mysql_install_db"].find(existsSync);
+  const installDb = [
+    "/usr/bin/mariadb-install-db",
+    "/usr/local/bin/mariadb-install-db",
+    "/usr/bin/mysql_install_db",
+  ].find(existsSync);
   return server === undefined || installDb === undefined ? undefined : { server, installDb };
 }
 
@@ -53,7 +57,13 @@ export async function startMariadbInstance(): Promise<MariadbInstance> {
   const dir = await mkdtemp(join(tmpdir(), "asor-mariadb-"));
   const dataDir = join(dir, "data");
   const user = userInfo().username;
-  await promisify(execFile)(binaries.installDb, ["--no-defaults", `--datadir=${dataDir}`, `--user=${user}`, "--auth-root-authentication-method=normal", "--skip-test-db"]);
+  await promisify(execFile)(binaries.installDb, [
+    "--no-defaults",
+    `--datadir=${dataDir}`,
+    `--user=${user}`,
+    "--auth-root-authentication-method=normal",
+    "--skip-test-db",
+  ]);
   const port = await freePort();
   let child: ChildProcess | undefined;
   const log: string[] = [];
@@ -67,7 +77,8 @@ export async function startMariadbInstance(): Promise<MariadbInstance> {
         await connection.end();
         return;
       } catch (error) {
-        if (child?.exitCode !== null || Date.now() > deadline) throw new Error(`mariadbd did not come up on ${port}: ${String(error)}\n${log.join("").slice(-2000)}`);
+        if (child?.exitCode !== null || Date.now() > deadline)
+          throw new Error(`mariadbd did not come up on ${port}: ${String(error)}\n${log.join("").slice(-2000)}`);
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
     }

@@ -61,7 +61,8 @@ export interface TestIssuer {
   close(): Promise<void>;
 }
 
-const basic = (client: { clientId: string; clientSecret: string }): string => `Basic ${btoa(`${encodeURIComponent(client.clientId)}:${encodeURIComponent(client.clientSecret)}`)}`;
+const basic = (client: { clientId: string; clientSecret: string }): string =>
+  `Basic ${btoa(`${encodeURIComponent(client.clientId)}:${encodeURIComponent(client.clientSecret)}`)}`;
 
 export async function startOidcProvider(clients: readonly TestClient[]): Promise<TestIssuer> {
   const { privateKey } = await generateKeyPair("ES256", { extractable: true });
@@ -112,7 +113,10 @@ export async function startOidcProvider(clients: readonly TestClient[]): Promise
     features: {
       devInteractions: { enabled: false },
       clientCredentials: { enabled: true },
-      introspection: { enabled: true, allowedPolicy: async (_ctx, client) => client.clientId === introspector.clientId },
+      introspection: {
+        enabled: true,
+        allowedPolicy: async (_ctx, client) => client.clientId === introspector.clientId,
+      },
       revocation: { enabled: true, allowedPolicy: async (_ctx, client, token) => client.clientId === token.clientId },
       resourceIndicators: {
         enabled: true,
@@ -151,7 +155,11 @@ export async function startOidcProvider(clients: readonly TestClient[]): Promise
   });
   server.on("request", provider.callback());
 
-  const post = async (path: string, client: { clientId: string; clientSecret: string }, body: Record<string, string>): Promise<Response> =>
+  const post = async (
+    path: string,
+    client: { clientId: string; clientSecret: string },
+    body: Record<string, string>,
+  ): Promise<Response> =>
     fetch(`${issuer}${path}`, {
       method: "POST",
       headers: { authorization: basic(client), "content-type": "application/x-www-form-urlencoded" },
@@ -170,7 +178,8 @@ export async function startOidcProvider(clients: readonly TestClient[]): Promise
       if (options.scope !== undefined) body.scope = options.scope;
       const response = await post("/token", client, body);
       const json = (await response.json()) as { access_token?: string; error?: string; error_description?: string };
-      if (!response.ok || json.access_token === undefined) throw new Error(`token request failed: ${response.status} ${json.error}: ${json.error_description}`);
+      if (!response.ok || json.access_token === undefined)
+        throw new Error(`token request failed: ${response.status} ${json.error}: ${json.error_description}`);
       return json.access_token;
     },
     async idToken(client, subject) {

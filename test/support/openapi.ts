@@ -9,7 +9,18 @@ export function committedOpenApi(): Record<string, any> {
 
 const DOCUMENT_ID = "urn:asor:openapi";
 /** The members of an OpenAPI document beside its schemas: known to Ajv as annotations, so strict mode checks everything else. */
-const OPENAPI_MEMBERS = ["openapi", "info", "jsonSchemaDialect", "servers", "paths", "webhooks", "components", "security", "tags", "externalDocs"];
+const OPENAPI_MEMBERS = [
+  "openapi",
+  "info",
+  "jsonSchemaDialect",
+  "servers",
+  "paths",
+  "webhooks",
+  "components",
+  "security",
+  "tags",
+  "externalDocs",
+];
 
 /** The JSON pointer of a place in the document, as a URI fragment. */
 function fragment(tokens: readonly string[]): string {
@@ -33,11 +44,14 @@ export interface ResponseCheck {
 export function createOpenApiChecker(document: Record<string, any>) {
   const ajv = new Ajv2020({ allErrors: true, strict: true });
   // ajv-formats is CommonJS: its default export is the plugin, or holds it.
-  const addFormats = ((formats as unknown as { default?: typeof formats }).default ?? formats) as unknown as (a: Ajv2020) => void;
+  const addFormats = ((formats as unknown as { default?: typeof formats }).default ?? formats) as unknown as (
+    a: Ajv2020,
+  ) => void;
   addFormats(ajv);
   ajv.addVocabulary(OPENAPI_MEMBERS);
   ajv.addSchema({ ...document, $id: DOCUMENT_ID });
-  const at = (tokens: readonly string[]): ValidateFunction => ajv.compile({ $ref: `${DOCUMENT_ID}#${fragment(tokens)}` });
+  const at = (tokens: readonly string[]): ValidateFunction =>
+    ajv.compile({ $ref: `${DOCUMENT_ID}#${fragment(tokens)}` });
 
   /** The document's path template for a concrete path, e.g. `/asor/v1/agentDefinition/{id}`. */
   function templateOf(pathname: string): string {
@@ -45,7 +59,8 @@ export function createOpenApiChecker(document: Record<string, any>) {
       const pattern = template.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\{[^}]+\}/g, "[^/]+");
       return new RegExp(`^${pattern}$`).test(pathname);
     });
-    if (matches.length !== 1) throw new Error(`${pathname} matches ${matches.length} paths of the document: ${matches.join(", ")}`);
+    if (matches.length !== 1)
+      throw new Error(`${pathname} matches ${matches.length} paths of the document: ${matches.join(", ")}`);
     return matches[0] as string;
   }
 
@@ -71,7 +86,9 @@ export function createOpenApiChecker(document: Record<string, any>) {
       }
       return {
         operationId: operation.operationId,
-        requiredHeaders: Object.entries(response.headers ?? {}).flatMap(([name, h]: [string, any]) => (h.required ? [name.toLowerCase()] : [])),
+        requiredHeaders: Object.entries(response.headers ?? {}).flatMap(([name, h]: [string, any]) =>
+          h.required ? [name.toLowerCase()] : [],
+        ),
         // A response without content (304) has no schema: only an absent body passes.
         validate: response.content === undefined ? noBody() : at([...tokens, "content", "application/json", "schema"]),
       };
@@ -85,7 +102,8 @@ export function createOpenApiChecker(document: Record<string, any>) {
       return at(["paths", template, method.toLowerCase(), "parameters", String(index), "schema"]);
     },
     /** A component response, e.g. `MethodNotAllowed`. */
-    componentResponse: (name: string): ValidateFunction => at(["components", "responses", name, "content", "application/json", "schema"]),
+    componentResponse: (name: string): ValidateFunction =>
+      at(["components", "responses", name, "content", "application/json", "schema"]),
   };
 }
 
@@ -105,20 +123,30 @@ export const WIDEST_CHARACTER = "\u{1D49C}";
  * pattern takes its value from `patterned`, by parameter name (its longest form: the caller checks
  * it against the schema); any other string or array needs a maxLength or maxItems, else this throws.
  */
-export function longestRequestLine(document: Record<string, any>, method: string, template: string, patterned: Readonly<Record<string, string>>): string {
+export function longestRequestLine(
+  document: Record<string, any>,
+  method: string,
+  template: string,
+  patterned: Readonly<Record<string, string>>,
+): string {
   const operation = document.paths[template][method.toLowerCase()];
   let pathname = template;
   const query: string[] = [];
   for (const parameter of operation.parameters as { name: string; in: string; schema: Record<string, any> }[]) {
     if (parameter.in === "header") continue;
     const values = longestValues(parameter.name, parameter.schema, patterned);
-    if (parameter.in === "path") pathname = pathname.replace(`{${parameter.name}}`, encodeURIComponent(values[0] as string));
+    if (parameter.in === "path")
+      pathname = pathname.replace(`{${parameter.name}}`, encodeURIComponent(values[0] as string));
     else for (const value of values) query.push(`${parameter.name}=${encodeURIComponent(value)}`);
   }
   return `${method.toUpperCase()} ${pathname}${query.length > 0 ? `?${query.join("&")}` : ""} HTTP/1.1`;
 }
 
-function longestValues(name: string, schema: Record<string, any>, patterned: Readonly<Record<string, string>>): string[] {
+function longestValues(
+  name: string,
+  schema: Record<string, any>,
+  patterned: Readonly<Record<string, string>>,
+): string[] {
   if (schema.type === "array") {
     if (schema.maxItems === undefined) throw new Error(`${name} has no maxItems: no query with it is bounded`);
     return Array.from({ length: schema.maxItems }, () => longestValues(name, schema.items, patterned)).flat();
@@ -130,7 +158,10 @@ function longestValues(name: string, schema: Record<string, any>, patterned: Rea
   if (schema.type === "boolean") return ["false"];
   if (schema.type === "integer") {
     const int32 = schema.format === "int32";
-    const bounds = [schema.minimum ?? (int32 ? -(2 ** 31) : undefined), schema.maximum ?? (int32 ? 2 ** 31 - 1 : undefined)];
+    const bounds = [
+      schema.minimum ?? (int32 ? -(2 ** 31) : undefined),
+      schema.maximum ?? (int32 ? 2 ** 31 - 1 : undefined),
+    ];
     if (bounds.includes(undefined)) throw new Error(`${name} is an unbounded integer`);
     return [bounds.map(String).reduce((a, b) => (b.length > a.length ? b : a))];
   }

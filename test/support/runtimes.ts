@@ -36,7 +36,11 @@ export function forEachRuntimeAndDatabase(body: (db: TestDatabase, runtime: Runt
 }
 
 /** A server for the enclosing suite on a fresh database, under `runtime`; gone after the suite. */
-export function useServerUnder(runtime: Runtime, db: TestDatabase, env: Record<string, string> = {}): () => ReachableServer {
+export function useServerUnder(
+  runtime: Runtime,
+  db: TestDatabase,
+  env: Record<string, string> = {},
+): () => ReachableServer {
   if (runtime === "node") return useServer(db, env);
   let database: FreshDatabase | undefined;
   let server: (ReachableServer & { stop(): Promise<unknown> }) | undefined;
@@ -55,12 +59,26 @@ export function useServerUnder(runtime: Runtime, db: TestDatabase, env: Record<s
 }
 
 /** Starts the service as a process under `runtime` on `database`, with tokens from the local issuer it made in DATA_DIR. */
-export async function startServerProcess(database: FreshDatabase, env: Record<string, string>, runtime: Runtime, nodeFlags: readonly string[] = []): Promise<ReachableServer & ServerProcess> {
-  const processEnv = { DATA_DIR: database.dataDir, ...(database.databaseUrl ? { DATABASE_URL: database.databaseUrl } : {}), ...env };
+export async function startServerProcess(
+  database: FreshDatabase,
+  env: Record<string, string>,
+  runtime: Runtime,
+  nodeFlags: readonly string[] = [],
+): Promise<ReachableServer & ServerProcess> {
+  const processEnv = {
+    DATA_DIR: database.dataDir,
+    ...(database.databaseUrl ? { DATABASE_URL: database.databaseUrl } : {}),
+    ...env,
+  };
   const server = await spawnServer(processEnv, runtime, nodeFlags);
   // The process made its local issuer key in DATA_DIR on start; tokens signed with it are accepted.
   const issuer = await openLocalIssuer(localIssuerKeyFile(database.dataDir), parseConfig(processEnv).auth);
-  const bearer: TestServer["bearer"] = async ({ tenant = "default", domains = ALL_DOMAINS, ttlSeconds, platformAdmin = false } = {}) =>
+  const bearer: TestServer["bearer"] = async ({
+    tenant = "default",
+    domains = ALL_DOMAINS,
+    ttlSeconds,
+    platformAdmin = false,
+  } = {}) =>
     `Bearer ${await issuer.issue({ domains, platformAdmin, ...(tenant === null ? {} : { tenant }), ...(ttlSeconds === undefined ? {} : { ttlSeconds }) })}`;
   return { ...server, authorization: await bearer({ platformAdmin: true }), bearer };
 }

@@ -21,18 +21,25 @@ export type Runtime = "node" | "deno";
 export const RUNTIMES: readonly Runtime[] = ["node", "deno"];
 
 /** The V8 flags `npm start` runs the service with (package.json `config.nodeFlags`), for tests of its memory bounds. */
-export const PRODUCTION_NODE_FLAGS: readonly string[] = (packageJson as { config: { nodeFlags: string } }).config.nodeFlags.split(" ");
+export const PRODUCTION_NODE_FLAGS: readonly string[] = (
+  packageJson as { config: { nodeFlags: string } }
+).config.nodeFlags.split(" ");
 
 /**
  * Starts `src/main/node.ts` in a child process on a free port with `env`, under
  * `runtime` (Deno as `npm run start:deno` runs it), and resolves once it logs
  * that it listens. `nodeFlags` go to node (e.g. PRODUCTION_NODE_FLAGS).
  */
-export function spawnServer(env: Record<string, string>, runtime: Runtime = "node", nodeFlags: readonly string[] = []): Promise<ServerProcess> {
+export function spawnServer(
+  env: Record<string, string>,
+  runtime: Runtime = "node",
+  nodeFlags: readonly string[] = [],
+): Promise<ServerProcess> {
   // node itself, with tsx as a loader: the tsx CLI relays signals through a parent process that
   // SIGKILLs the server when it does not acknowledge within 30 ms (a busy event loop), which
   // would defeat the graceful shutdown under test.
-  const [command, ...args] = runtime === "deno" ? startDenoCommand() : [process.execPath, ...nodeFlags, "--import", "tsx", "src/main/node.ts"];
+  const [command, ...args] =
+    runtime === "deno" ? startDenoCommand() : [process.execPath, ...nodeFlags, "--import", "tsx", "src/main/node.ts"];
   // Deno compiles the TypeScript on its first start (about 4 s; later starts take it from its cache).
   const startTimeoutMs = runtime === "deno" ? 120_000 : 30_000;
   const child = spawn(command!, args, {
@@ -43,7 +50,10 @@ export function spawnServer(env: Record<string, string>, runtime: Runtime = "nod
   child.stderr?.on("data", (chunk: Buffer) => stderr.push(chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start in ${startTimeoutMs / 1000} s: ${stderr.join("")}`)), startTimeoutMs);
+    const timer = setTimeout(
+      () => reject(new Error(`server did not start in ${startTimeoutMs / 1000} s: ${stderr.join("")}`)),
+      startTimeoutMs,
+    );
     child.once("exit", (code) => reject(new Error(`server exited with ${code}: ${stderr.join("")}`)));
     const lines = createInterface({ input: child.stdout! });
     lines.on("line", (line) => {

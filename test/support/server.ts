@@ -26,7 +26,12 @@ export interface TestServer {
    * `Bearer <token>` from the server's local development issuer; `tenant: null`
    * leaves the tenant claim out; `platformAdmin` sets the platform admin claim.
    */
-  bearer(claims?: { tenant?: string | null; domains?: readonly string[]; ttlSeconds?: number; platformAdmin?: boolean }): Promise<string>;
+  bearer(claims?: {
+    tenant?: string | null;
+    domains?: readonly string[];
+    ttlSeconds?: number;
+    platformAdmin?: boolean;
+  }): Promise<string>;
 }
 
 /** Starts a server on port 0 against `database` (logging to `logger`, else nowhere); stop it with the returned function. */
@@ -52,7 +57,12 @@ export async function startServer(
   const node = createNodeServer(app);
   const port = await listen(node.server, 0, "127.0.0.1");
   const issuer = await openLocalIssuer(keyStore, config.auth);
-  const bearer: TestServer["bearer"] = async ({ tenant = "default", domains = ALL_DOMAINS, ttlSeconds, platformAdmin = false } = {}) =>
+  const bearer: TestServer["bearer"] = async ({
+    tenant = "default",
+    domains = ALL_DOMAINS,
+    ttlSeconds,
+    platformAdmin = false,
+  } = {}) =>
     `Bearer ${await issuer.issue({ domains, platformAdmin, ...(tenant === null ? {} : { tenant }), ...(ttlSeconds === undefined ? {} : { ttlSeconds }) })}`;
   return {
     app,

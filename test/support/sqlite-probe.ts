@@ -22,7 +22,11 @@ async function outcome(name: string, attempt: () => Promise<unknown>): Promise<v
     await attempt();
     outcomes[name] = "succeeded";
   } catch (error: unknown) {
-    outcomes[name] = { code: (error as { code?: unknown }).code, kind: classifyDriverError(error), duplicateKey: isDuplicateKey(error) };
+    outcomes[name] = {
+      code: (error as { code?: unknown }).code,
+      kind: classifyDriverError(error),
+      duplicateKey: isDuplicateKey(error),
+    };
   }
 }
 

@@ -24,7 +24,17 @@ export interface WriteBurst {
  * another to `url` until stopped: a steady burst of writes to break the
  * database under.
  */
-export function startWriteBurst({ url, authorization, writers, prefix }: { url: string; authorization: string; writers: number; prefix: string }): WriteBurst {
+export function startWriteBurst({
+  url,
+  authorization,
+  writers,
+  prefix,
+}: {
+  url: string;
+  authorization: string;
+  writers: number;
+  prefix: string;
+}): WriteBurst {
   const outcomes: WriteOutcome[] = [];
   const waiters = new Set<() => void>();
   let stopped = false;

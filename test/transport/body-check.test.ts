@@ -5,12 +5,22 @@ import { RegistryError } from "../../src/domain/errors.js";
 import { checkJsonBody, messageOfCheckedJson } from "../../src/transport/body-check.js";
 
 const bytes = (text: string) => new TextEncoder().encode(text);
-const valid = { name: "A", description: "D", url: "https://a.example.com", version: "1", provider: { id: "Provider=Acme" }, skills: [{ id: "s", name: "S", description: "D" }] };
+const valid = {
+  name: "A",
+  description: "D",
+  url: "https://a.example.com",
+  version: "1",
+  provider: { id: "Provider=Acme" },
+  skills: [{ id: "s", name: "S", description: "D" }],
+};
 
 /** The problem of a check that must refuse: its summary and items. */
 function refused(check: ReturnType<typeof checkJsonBody>) {
   expect(check.problem).toBeInstanceOf(RegistryError);
-  return { message: check.problem?.message, issues: check.problem?.issues.map(({ code, field, path }) => ({ code, field, path })) };
+  return {
+    message: check.problem?.message,
+    issues: check.problem?.issues.map(({ code, field, path }) => ({ code, field, path })),
+  };
 }
 
 describe("the one body check", () => {
@@ -23,7 +33,9 @@ describe("the one body check", () => {
     ["an empty body", bytes("  \n"), "The body is empty; a JSON object was expected."],
     ["text that is not JSON", bytes('{"name":'), /^The body is not valid JSON: /],
   ])("refuses %s as MALFORMED_JSON, named as the part it was sent as", (_, body, message) => {
-    const { message: summary, issues } = refused(checkJsonBody(body, AgentDefinitionSchema, { sentAs: "agentCardAndTools" }));
+    const { message: summary, issues } = refused(
+      checkJsonBody(body, AgentDefinitionSchema, { sentAs: "agentCardAndTools" }),
+    );
     expect(summary).toMatch(message);
     expect(issues).toEqual([{ code: "MALFORMED_JSON", field: "agentCardAndTools", path: "agentCardAndTools" }]);
   });
@@ -42,7 +54,11 @@ describe("the one body check", () => {
 
   it("gives a whole request's issues inside its body field relative to it, as REST gives the body's own", () => {
     const request = { agentCardAndTools: { ...valid, colour: "red" } };
-    const { message, issues } = refused(checkJsonBody(bytes(JSON.stringify(request)), UpsertAgentDefinitionRequestSchema, { bodyField: "agentCardAndTools" }));
+    const { message, issues } = refused(
+      checkJsonBody(bytes(JSON.stringify(request)), UpsertAgentDefinitionRequestSchema, {
+        bodyField: "agentCardAndTools",
+      }),
+    );
     // One problem: the summary is the problem itself, its message relative too.
     expect(message).toBe("colour is not a member of AgentDefinition.");
     expect(issues).toEqual([{ code: "UNKNOWN_FIELD", field: "colour", path: "colour" }]);
@@ -55,7 +71,9 @@ describe("the one body check", () => {
 
   it("takes proto names only when asked (Connect JSON), never for REST", () => {
     const body = bytes(JSON.stringify({ ...valid, external_agent_id: "x" }));
-    expect(refused(checkJsonBody(body, AgentDefinitionSchema)).issues).toEqual([{ code: "UNKNOWN_FIELD", field: "external_agent_id", path: "external_agent_id" }]);
+    expect(refused(checkJsonBody(body, AgentDefinitionSchema)).issues).toEqual([
+      { code: "UNKNOWN_FIELD", field: "external_agent_id", path: "external_agent_id" },
+    ]);
     expect(checkJsonBody(body, AgentDefinitionSchema, { protoNames: true }).problem).toBeUndefined();
   });
 

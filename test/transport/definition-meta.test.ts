@@ -4,7 +4,13 @@ import { AgentDefinitionSchema, RegistryMetaSchema } from "../../gen/asor/v1/age
 import { ListAgentDefinitionsResponseSchema } from "../../gen/asor/v1/agent_definition_service_pb.js";
 import type { StoredDefinition } from "../../src/domain/records.js";
 import { encodeDefinition } from "../../src/storage/rows.js";
-import { definitionWithMeta, jsonWithMeta, metaJson, metaMessage, pageJson } from "../../src/transport/definition-meta.js";
+import {
+  definitionWithMeta,
+  jsonWithMeta,
+  metaJson,
+  metaMessage,
+  pageJson,
+} from "../../src/transport/definition-meta.js";
 
 function stored(overrides: Partial<StoredDefinition> = {}): StoredDefinition {
   const definition = create(AgentDefinitionSchema, {

@@ -18,26 +18,50 @@ describe("callerError", () => {
   it("logs a refusal by design at warn, once per interval with its count, never as an error line per request", () => {
     vi.useFakeTimers();
     const logger = capturingLogger();
-    for (let i = 0; i < 50; i++) callerError(tooManyIntrospections(), logger, "asor.v1.AgentDefinitionService/ListAgentDefinitions");
-    for (let i = 0; i < 3; i++) callerError(refusal("The registry is busy with other searches; try again later."), logger, "asor.v1.AgentDefinitionService/ListAgentDefinitions");
+    for (let i = 0; i < 50; i++)
+      callerError(tooManyIntrospections(), logger, "asor.v1.AgentDefinitionService/ListAgentDefinitions");
+    for (let i = 0; i < 3; i++)
+      callerError(
+        refusal("The registry is busy with other searches; try again later."),
+        logger,
+        "asor.v1.AgentDefinitionService/ListAgentDefinitions",
+      );
     expect(logger.lines).toEqual([]);
     vi.advanceTimersByTime(REFUSAL_LOG_INTERVAL_MS);
     expect(logger.lines).toEqual([
-      expect.objectContaining({ level: "warn", message: "requests refused", code: "UNAVAILABLE", reason: expect.stringMatching(/Too many unknown opaque tokens/), count: 50 }),
-      expect.objectContaining({ level: "warn", message: "requests refused", code: "UNAVAILABLE", reason: expect.stringMatching(/busy with other searches/), count: 3 }),
+      expect.objectContaining({
+        level: "warn",
+        message: "requests refused",
+        code: "UNAVAILABLE",
+        reason: expect.stringMatching(/Too many unknown opaque tokens/),
+        count: 50,
+      }),
+      expect.objectContaining({
+        level: "warn",
+        message: "requests refused",
+        code: "UNAVAILABLE",
+        reason: expect.stringMatching(/busy with other searches/),
+        count: 3,
+      }),
     ]);
     // The next interval starts with the next refusal, and counts from zero.
     vi.advanceTimersByTime(REFUSAL_LOG_INTERVAL_MS * 3);
     expect(logger.lines).toHaveLength(2);
     callerError(tooManyIntrospections(), logger, "asor.v1.TenantAdminService/ListTenants");
     vi.advanceTimersByTime(REFUSAL_LOG_INTERVAL_MS);
-    expect(logger.lines.slice(2)).toEqual([expect.objectContaining({ level: "warn", count: 1, procedures: ["asor.v1.TenantAdminService/ListTenants"] })]);
+    expect(logger.lines.slice(2)).toEqual([
+      expect.objectContaining({ level: "warn", count: 1, procedures: ["asor.v1.TenantAdminService/ListTenants"] }),
+    ]);
   });
 
   it("counts a request refused at the edge and again inside its RPC once", () => {
     vi.useFakeTimers();
     const logger = capturingLogger();
-    const record = createRequestRecord({ method: "POST", path: "/asor.v1.AgentDefinitionService/ListAgentDefinitions", requestIdHeader: null });
+    const record = createRequestRecord({
+      method: "POST",
+      path: "/asor.v1.AgentDefinitionService/ListAgentDefinitions",
+      requestIdHeader: null,
+    });
     callerError(tooManyIntrospections(), logger, "p", { record });
     callerError(tooManyIntrospections(), logger, "p", { record });
     vi.advanceTimersByTime(REFUSAL_LOG_INTERVAL_MS);

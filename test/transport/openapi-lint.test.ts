@@ -6,7 +6,13 @@ import { beforeAll, describe, expect, it } from "vitest";
 const run = promisify(execFile);
 
 /** Offline: no usage data (Redocly's telemetry), no update check, no install-time analytics. */
-const OFFLINE = { ...process.env, REDOCLY_TELEMETRY: "off", REDOCLY_SUPPRESS_UPDATE_NOTICE: "true", SCARF_ANALYTICS: "false", DO_NOT_TRACK: "1" };
+const OFFLINE = {
+  ...process.env,
+  REDOCLY_TELEMETRY: "off",
+  REDOCLY_SUPPRESS_UPDATE_NOTICE: "true",
+  SCARF_ANALYTICS: "false",
+  DO_NOT_TRACK: "1",
+};
 
 /** One problem a linter reports: which linter, its rule, where (a JSON pointer), how bad. */
 interface Problem {
@@ -30,7 +36,9 @@ async function stdoutOf(command: string, args: string[]): Promise<string> {
 /** Redocly CLI's recommended rules (redocly.yaml at the root). */
 async function redocly(): Promise<Problem[]> {
   const out = await stdoutOf("node_modules/@redocly/cli/bin/cli.js", ["lint", "gen/openapi.json", "--format=json"]);
-  const report = JSON.parse(out) as { problems: { ruleId: string; severity: string; location: { pointer: string }[] }[] };
+  const report = JSON.parse(out) as {
+    problems: { ruleId: string; severity: string; location: { pointer: string }[] }[];
+  };
   return report.problems.map((p) => ({
     linter: "redocly",
     rule: p.ruleId,
@@ -41,7 +49,12 @@ async function redocly(): Promise<Problem[]> {
 
 /** Spectral's `spectral:oas` (.spectral.yaml at the root). */
 async function spectral(): Promise<Problem[]> {
-  const out = await stdoutOf("node_modules/@stoplight/spectral-cli/dist/index.js", ["lint", "gen/openapi.json", "--format=json", "--ruleset=.spectral.yaml"]);
+  const out = await stdoutOf("node_modules/@stoplight/spectral-cli/dist/index.js", [
+    "lint",
+    "gen/openapi.json",
+    "--format=json",
+    "--ruleset=.spectral.yaml",
+  ]);
   const report = JSON.parse(out) as { code: string; severity: number; path: string[] }[];
   return report.map((p) => ({
     linter: "spectral",
@@ -58,7 +71,11 @@ const EXPLAINED: readonly { linter: Problem["linter"]; rule: string; at: RegExp 
   { linter: "redocly", rule: "no-unused-components", at: /^#\/components\/responses\/MethodNotAllowed$/ },
   { linter: "spectral", rule: "oas3-unused-component", at: /^#\/components\/responses\/MethodNotAllowed$/ },
   { linter: "redocly", rule: "no-unused-components", at: /^#\/components\/securitySchemes\/OAuth2$/ },
-  { linter: "spectral", rule: "oas3-operation-security-defined", at: /^#\/paths\/[^/]+\/[a-z]+\/security\/\d+\/bearerAuth\/\d+$/ },
+  {
+    linter: "spectral",
+    rule: "oas3-operation-security-defined",
+    at: /^#\/paths\/[^/]+\/[a-z]+\/security\/\d+\/bearerAuth\/\d+$/,
+  },
 ];
 
 /** docs/api.md from its heading "OpenAPI" to the next heading of the same level. */
@@ -75,7 +92,8 @@ describe("gen/openapi.json lints clean", () => {
   beforeAll(async () => {
     problems = (await Promise.all([redocly(), spectral()])).flat();
   });
-  const explanation = (p: Problem) => EXPLAINED.find((e) => e.linter === p.linter && e.rule === p.rule && e.at.test(p.at));
+  const explanation = (p: Problem) =>
+    EXPLAINED.find((e) => e.linter === p.linter && e.rule === p.rule && e.at.test(p.at));
 
   it("both linters ran and found something to say (the explained warnings)", () => {
     expect(problems.some((p) => p.linter === "redocly")).toBe(true);

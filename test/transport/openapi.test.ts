@@ -24,7 +24,11 @@ const run = promisify(execFile);
 
 /** A descriptor image of proto/asor as it is now, built the way `npm run generate` builds gen/asor.binpb. */
 async function imageOfCurrentProto(): Promise<Uint8Array> {
-  await run("node", ["--input-type=module", "-e", 'import { writeProtoDeps } from "./scripts/proto-deps.mjs"; writeProtoDeps(".proto-deps");']);
+  await run("node", [
+    "--input-type=module",
+    "-e",
+    'import { writeProtoDeps } from "./scripts/proto-deps.mjs"; writeProtoDeps(".proto-deps");',
+  ]);
   const dir = await mkdtemp(join(tmpdir(), "asor-openapi-"));
   try {
     await run("node", ["scripts/buf.mjs", "build", ".", "--path", "proto/asor", "--output", join(dir, "asor.binpb")]);
@@ -40,7 +44,9 @@ const schemas = document.components.schemas;
 
 describe("gen/openapi.json", () => {
   it("is what the generator makes from the current proto (run npm run generate when this fails)", async () => {
-    const generated = formatOpenApiDocument(registryOpenApiDocument(await imageOfCurrentProto(), parseConfig({}).adminDomain));
+    const generated = formatOpenApiDocument(
+      registryOpenApiDocument(await imageOfCurrentProto(), parseConfig({}).adminDomain),
+    );
     const committed = await readFile("gen/openapi.json", "utf8");
     expect(JSON.parse(generated)).toEqual(JSON.parse(committed));
     expect(generated).toBe(committed);
@@ -55,7 +61,9 @@ describe("gen/openapi.json", () => {
 
   it("has an operation for every route the REST handler serves, and no other", () => {
     const served = buildRouteTable([AgentDefinitionService, TenantAdminService]).map((r) => `${r.verb} ${r.template}`);
-    const documented = Object.entries(document.paths).flatMap(([path, item]: [string, any]) => Object.keys(item).map((m) => `${m.toUpperCase()} ${path}`));
+    const documented = Object.entries(document.paths).flatMap(([path, item]: [string, any]) =>
+      Object.keys(item).map((m) => `${m.toUpperCase()} ${path}`),
+    );
     expect(documented.sort()).toEqual(served.sort());
     expect(documented).toContain("GET /api/asor/v1/{tenant}/agentDefinition/{id}/versions");
     expect(documented).toContain("POST /asor/v1/admin/tenants");
@@ -66,14 +74,24 @@ describe("the definition's schema", () => {
   const agent = schemas.AgentDefinition;
 
   it("uses the contract's exact JSON names", () => {
-    expect(Object.keys(agent.properties)).toEqual(expect.arrayContaining(["hostConfig", "externalAgentID", "externalTenantID", "iconUrl", "reference_id"]));
-    expect(Object.keys(schemas.HostResource.properties)).toEqual(["id", "tool_name", "description", "agent_resource", "tools"]);
+    expect(Object.keys(agent.properties)).toEqual(
+      expect.arrayContaining(["hostConfig", "externalAgentID", "externalTenantID", "iconUrl", "reference_id"]),
+    );
+    expect(Object.keys(schemas.HostResource.properties)).toEqual([
+      "id",
+      "tool_name",
+      "description",
+      "agent_resource",
+      "tools",
+    ]);
     expect(Object.keys(schemas.SkillResource.properties)).toEqual(["id", "skillId", "executionMode", "hostResources"]);
   });
 
   it("marks exactly the members the service fills in as readOnly", () => {
     const readOnly = Object.entries(schemas).flatMap(([name, schema]: [string, any]) =>
-      Object.entries(schema.properties ?? {}).flatMap(([member, s]: [string, any]) => (s.readOnly ? [`${name}.${member}`] : [])),
+      Object.entries(schema.properties ?? {}).flatMap(([member, s]: [string, any]) =>
+        s.readOnly ? [`${name}.${member}`] : [],
+      ),
     );
     expect(readOnly.sort()).toEqual(
       [
@@ -120,7 +138,11 @@ describe("the definition's schema", () => {
 });
 
 /** Every object of the example with the component schema that describes it, and its JSON path. */
-function objectsOf(value: any, schemaName: string, path: string): { path: string; schemaName: string; object: Record<string, any> }[] {
+function objectsOf(
+  value: any,
+  schemaName: string,
+  path: string,
+): { path: string; schemaName: string; object: Record<string, any> }[] {
   const schema = schemas[schemaName];
   const found = [{ path, schemaName, object: value }];
   for (const [member, memberValue] of Object.entries(value)) {
@@ -129,7 +151,8 @@ function objectsOf(value: any, schemaName: string, path: string): { path: string
     if (ref === undefined) continue;
     const name = ref.replace("#/components/schemas/", "");
     const at = path === "" ? member : `${path}.${member}`;
-    if (Array.isArray(memberValue)) memberValue.forEach((item, i) => found.push(...objectsOf(item, name, `${at}[${i}]`)));
+    if (Array.isArray(memberValue))
+      memberValue.forEach((item, i) => found.push(...objectsOf(item, name, `${at}[${i}]`)));
     else found.push(...objectsOf(memberValue, name, at));
   }
   return found;
@@ -176,7 +199,10 @@ describe("the document and the service agree, member by member of the spec's exa
         const maxLength: number | undefined = schemas[schemaName].properties[member].maxLength;
         if (maxLength === undefined) continue;
         const at = path === "" ? member : `${path}.${member}`;
-        const tooLong = (length: number) => serviceIssues(withMember(example, path, member, "a".repeat(length))).some((i) => i.code === "TOO_LONG" && i.path === at);
+        const tooLong = (length: number) =>
+          serviceIssues(withMember(example, path, member, "a".repeat(length))).some(
+            (i) => i.code === "TOO_LONG" && i.path === at,
+          );
         expect(tooLong(maxLength + 1), `${at} over ${maxLength}`).toBe(true);
         expect(tooLong(maxLength), `${at} at ${maxLength}`).toBe(false);
         checked++;
@@ -188,7 +214,18 @@ describe("the document and the service agree, member by member of the spec's exa
 
 /** Whether the service's list takes a request with these parameters (list-query.ts, the REST and RPC lists' parser). */
 function listTakes(parts: Partial<ListRequestParts>): boolean {
-  const none = { name: [], provider: [], platform: [], version: [], tag: [], skillId: [], executionMode: [], resource: [], externalAgentId: [], status: [] };
+  const none = {
+    name: [],
+    provider: [],
+    platform: [],
+    version: [],
+    tag: [],
+    skillId: [],
+    executionMode: [],
+    resource: [],
+    externalAgentId: [],
+    status: [],
+  };
   try {
     parseListQuery("default", { limit: 20, ...none, ...parts });
     return true;
@@ -205,7 +242,17 @@ describe("the list's query parameters say what the service takes", () => {
     expect(orderBy.enum).toEqual(["createdAt", "createdAt desc", "updatedAt", "updatedAt desc", "name", "name desc"]);
     for (const order of orderBy.enum) expect(listTakes({ orderBy: order }), order).toBe(true);
     const validate = checker.parameter("GET", LIST, "orderBy");
-    for (const near of ["name asc", "Name", "name  desc", "name desc ", " name", "createdAt DESC", "created_at", "updatedAt,name", ""]) {
+    for (const near of [
+      "name asc",
+      "Name",
+      "name  desc",
+      "name desc ",
+      " name",
+      "createdAt DESC",
+      "created_at",
+      "updatedAt,name",
+      "",
+    ]) {
       expect(listTakes({ orderBy: near }), near).toBe(false);
       expect(validate(near), near).toBe(false);
     }
@@ -224,7 +271,11 @@ describe("the list's query parameters say what the service takes", () => {
     const year = fc.integer({ min: 0, max: 9999 }).map((n) => String(n).padStart(4, "0"));
     const nearDateTimes = fc
       .tuple(year, two(19), two(39), fc.constantFrom("T", "t", " "), two(29), two(69), two(69), fraction, offset)
-      .map(([y, mo, d, t, h, mi, sec, f, z]) => ({ text: `${y}-${mo}-${d}${t}${h}:${mi}:${sec}${f}${z}`, day: Number(d), month: Number(mo) }));
+      .map(([y, mo, d, t, h, mi, sec, f, z]) => ({
+        text: `${y}-${mo}-${d}${t}${h}:${mi}:${sec}${f}${z}`,
+        day: Number(d),
+        month: Number(mo),
+      }));
     let allowed = 0;
     fc.assert(
       fc.property(nearDateTimes, ({ text, day, month }) => {
@@ -233,13 +284,17 @@ describe("the list's query parameters say what the service takes", () => {
         if (documented) allowed++;
         // The one difference: the service reads a day past its month's end (April 31) as the next month's.
         const pastMonthEnd = month >= 1 && month <= 12 && day > 28 && day <= 31;
-        expect(documented ? taken : !taken || pastMonthEnd, `${text}: document ${documented}, service ${taken}`).toBe(true);
+        expect(documented ? taken : !taken || pastMonthEnd, `${text}: document ${documented}, service ${taken}`).toBe(
+          true,
+        );
       }),
       { numRuns: 5000, seed: 23 },
     );
     expect(allowed).toBeGreaterThan(10);
-    for (const text of ["2025-01-31T12:00:00Z", "2025-01-31t12:00:00.123456789+05:30"]) expect(validate(text) && listTakes({ updatedSince: text }), text).toBe(true);
-    for (const text of ["2025-01-31", "yesterday", "2025-01-31T12:00:00.1234567890Z"]) expect(validate(text) || listTakes({ updatedSince: text }), text).toBe(false);
+    for (const text of ["2025-01-31T12:00:00Z", "2025-01-31t12:00:00.123456789+05:30"])
+      expect(validate(text) && listTakes({ updatedSince: text }), text).toBe(true);
+    for (const text of ["2025-01-31", "yesterday", "2025-01-31T12:00:00.1234567890Z"])
+      expect(validate(text) || listTakes({ updatedSince: text }), text).toBe(false);
   });
 
   it("pageToken: base64url, as the service reads it", () => {
@@ -270,7 +325,9 @@ const PATTERNED = {
 };
 
 describe("any request line the document allows fits under Node's 16 KiB with room for the headers", () => {
-  const operations = Object.entries(document.paths).flatMap(([template, item]: [string, any]) => Object.keys(item).map((method) => [method.toUpperCase(), template] as const));
+  const operations = Object.entries(document.paths).flatMap(([template, item]: [string, any]) =>
+    Object.keys(item).map((method) => [method.toUpperCase(), template] as const),
+  );
 
   it.each(operations)("%s %s", (method, template) => {
     const line = longestRequestLine(document, method, template, PATTERNED);
@@ -281,7 +338,8 @@ describe("any request line the document allows fits under Node's 16 KiB with roo
     const line = longestRequestLine(document, "GET", "/api/asor/v1/{tenant}/agentDefinition", PATTERNED);
     expect(Buffer.byteLength(line)).toBeGreaterThan(REQUEST_LINE_BUDGET - 2048);
     for (const [name, value] of Object.entries(PATTERNED)) {
-      const [method, pathname] = name === "id" ? ["PUT", `/asor/v1/agentDefinition/${value}`] : ["GET", "/api/asor/v1/default/agentDefinition"];
+      const [method, pathname] =
+        name === "id" ? ["PUT", `/asor/v1/agentDefinition/${value}`] : ["GET", "/api/asor/v1/default/agentDefinition"];
       const validate = checker.parameter(method, pathname, name);
       expect(validate(value), name).toBe(true);
       expect(validate(`${value}0`), `${name} one longer`).toBe(false);

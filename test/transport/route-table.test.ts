@@ -25,8 +25,17 @@ describe("the REST route table", () => {
       "POST /asor/v1/admin/tenants -> CreateTenant",
       "GET /asor/v1/admin/tenants -> ListTenants",
     ]);
-    expect(table.filter((r) => r.verb === "POST").map((r) => r.body)).toEqual(["agent_card_and_tools", "agent_card_and_tools", "*"]);
-    expect(table.filter((r) => r.verb === "PUT" || r.verb === "PATCH").map((r) => r.body)).toEqual(["agent_card_and_tools", "agent_card_and_tools", "status_change", "status_change"]);
+    expect(table.filter((r) => r.verb === "POST").map((r) => r.body)).toEqual([
+      "agent_card_and_tools",
+      "agent_card_and_tools",
+      "*",
+    ]);
+    expect(table.filter((r) => r.verb === "PUT" || r.verb === "PATCH").map((r) => r.body)).toEqual([
+      "agent_card_and_tools",
+      "agent_card_and_tools",
+      "status_change",
+      "status_change",
+    ]);
   });
 
   it("matches path variables and nothing else", () => {

@@ -1,7 +1,10 @@
 import { toJsonString } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
-import { ListAgentDefinitionsResponseSchema, SetAgentDefinitionStatusResponseSchema } from "../../gen/asor/v1/agent_definition_service_pb.js";
+import {
+  ListAgentDefinitionsResponseSchema,
+  SetAgentDefinitionStatusResponseSchema,
+} from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { createStoredJson } from "../../src/transport/stored-json.js";
 
 const bytes = (text: string) => new TextEncoder().encode(text);
@@ -9,8 +12,11 @@ const text = (data: Uint8Array) => new TextDecoder().decode(data);
 
 describe("stored JSON answers through Connect's JSON codec", () => {
   // What Connect's JSON serialization does with an answer: toJsonString, then the encoder.
-  const written = (storedJson: ReturnType<typeof createStoredJson>, schema: Parameters<typeof toJsonString>[0], message: Parameters<typeof toJsonString>[1]) =>
-    storedJson.textEncoder.encode(toJsonString(schema, message));
+  const written = (
+    storedJson: ReturnType<typeof createStoredJson>,
+    schema: Parameters<typeof toJsonString>[0],
+    message: Parameters<typeof toJsonString>[1],
+  ) => storedJson.textEncoder.encode(toJsonString(schema, message));
 
   it.each([
     ["a definition", AgentDefinitionSchema],
@@ -28,7 +34,11 @@ describe("stored JSON answers through Connect's JSON codec", () => {
   it("encodes every other text as UTF-8, also one that names a key without the process's nonce", () => {
     const storedJson = createStoredJson();
     storedJson.standIn(AgentDefinitionSchema, bytes("{}"), new AbortController().signal);
-    for (const other of ['{"id":"~stored-json~0"}', '{"id":"~stored-json~0000000000000000~0"}', '{"code":"not_found","message":"\u{1F916}"}']) {
+    for (const other of [
+      '{"id":"~stored-json~0"}',
+      '{"id":"~stored-json~0000000000000000~0"}',
+      '{"code":"not_found","message":"\u{1F916}"}',
+    ]) {
       expect(text(storedJson.textEncoder.encode(other))).toBe(other);
     }
   });

@@ -13,7 +13,14 @@
  * skipped). `down` writes the JSON back without its empty lists, as
  * protobuf-es's `toJsonString` writes it.
  */
-import { type DescMessage, fromBinary, type JsonObject, type JsonValue, toJson, toJsonString } from "@bufbuild/protobuf";
+import {
+  type DescMessage,
+  fromBinary,
+  type JsonObject,
+  type JsonValue,
+  toJson,
+  toJsonString,
+} from "@bufbuild/protobuf";
 import type { Knex } from "knex";
 import { type AgentDefinition, AgentDefinitionSchema } from "../../../gen/asor/v1/agent_definition_pb.js";
 import type { Migration } from "./index.js";
@@ -29,7 +36,9 @@ export const reencodeEmptyLists: Migration = {
     await rewriteDocuments(db, (binary) => documentOf(fromBinary(AgentDefinitionSchema, binary)));
   },
   async down(db) {
-    await rewriteDocuments(db, (binary) => toJsonString(AgentDefinitionSchema, fromBinary(AgentDefinitionSchema, binary)));
+    await rewriteDocuments(db, (binary) =>
+      toJsonString(AgentDefinitionSchema, fromBinary(AgentDefinitionSchema, binary)),
+    );
   },
 };
 
@@ -61,7 +70,10 @@ function withEmptyLists(desc: DescMessage, json: JsonObject): JsonObject {
     const value = json[field.jsonName];
     if (field.fieldKind === "list") {
       const items = (value ?? []) as JsonValue[];
-      out[field.jsonName] = field.listKind === "message" && hasFieldsInJson(field.message) ? items.map((item) => withEmptyLists(field.message, item as JsonObject)) : items;
+      out[field.jsonName] =
+        field.listKind === "message" && hasFieldsInJson(field.message)
+          ? items.map((item) => withEmptyLists(field.message, item as JsonObject))
+          : items;
     } else if (value === undefined) {
     } else if (field.fieldKind === "message" && hasFieldsInJson(field.message)) {
       out[field.jsonName] = withEmptyLists(field.message, value as JsonObject);
@@ -81,7 +93,11 @@ function hasFieldsInJson(desc: DescMessage): boolean {
 /** Gives every row the JSON `encode` makes of its binary, in batches in insertion order (by the unique seq index). */
 async function rewriteDocuments(db: Knex, encode: (binary: Uint8Array) => string): Promise<void> {
   for (let after: number | string = 0; ; ) {
-    const rows = (await db(table).select(["id", "seq", "document", "document_binary"]).where("seq", ">", after).orderBy("seq", "asc").limit(batchRows)) as Array<{
+    const rows = (await db(table)
+      .select(["id", "seq", "document", "document_binary"])
+      .where("seq", ">", after)
+      .orderBy("seq", "asc")
+      .limit(batchRows)) as Array<{
       id: string;
       seq: number | string;
       /** A Buffer from the LONGBLOB on MySQL, text on SQLite. */
@@ -90,14 +106,21 @@ async function rewriteDocuments(db: Knex, encode: (binary: Uint8Array) => string
     }>;
     if (rows.length === 0) return;
     const changed = rows
-      .map((row) => ({ id: row.id, old: typeof row.document === "string" ? row.document : utf8.decode(row.document), document: encode(row.document_binary) }))
+      .map((row) => ({
+        id: row.id,
+        old: typeof row.document === "string" ? row.document : utf8.decode(row.document),
+        document: encode(row.document_binary),
+      }))
       .filter((row) => row.document !== row.old);
     if (changed.length > 0) {
       // One UPDATE per batch (0006 measured a statement per row at 2.5 times the time). The JSON is
       // bound as a string: MySQL stores its UTF-8 in the LONGBLOB, SQLite keeps TEXT, as inserts do.
       const cases = changed.map(() => "WHEN ? THEN ?").join(" ");
       const ids = changed.map(() => "?").join(", ");
-      await db.raw(`UPDATE ${table} SET document = CASE id ${cases} END WHERE id IN (${ids})`, [...changed.flatMap((row) => [row.id, row.document]), ...changed.map((row) => row.id)]);
+      await db.raw(`UPDATE ${table} SET document = CASE id ${cases} END WHERE id IN (${ids})`, [
+        ...changed.flatMap((row) => [row.id, row.document]),
+        ...changed.map((row) => row.id),
+      ]);
     }
     after = rows[rows.length - 1]!.seq;
   }

@@ -31,7 +31,8 @@ export const addDefinitionLifecycle: Migration = {
     // only backfills (both backfills are idempotent).
     if (!(await db.schema.hasColumn(table, "is_latest"))) await addColumns(db);
     await backfill(db);
-    if (!(await hasIndex(db, table, index))) await db.raw(`CREATE INDEX ${index} ON ${table} (tenant, agent_number, is_latest, seq)`);
+    if (!(await hasIndex(db, table, index)))
+      await db.raw(`CREATE INDEX ${index} ON ${table} (tenant, agent_number, is_latest, seq)`);
   },
   async down(db) {
     if (dialectOf(db) === "mysql") {
@@ -46,7 +47,8 @@ export const addDefinitionLifecycle: Migration = {
       `);
     } else {
       await db.raw(`DROP INDEX IF EXISTS ${index}`);
-      for (const column of ["revision", "status", "status_message", "status_changed_at", "is_latest"]) await db.raw(`ALTER TABLE ${table} DROP COLUMN ${column}`);
+      for (const column of ["revision", "status", "status_message", "status_changed_at", "is_latest"])
+        await db.raw(`ALTER TABLE ${table} DROP COLUMN ${column}`);
     }
   },
 };
@@ -91,6 +93,8 @@ async function backfill(db: Knex): Promise<void> {
     `);
   } else {
     await db.raw(`UPDATE ${table} SET status_changed_at = created_at WHERE status_changed_at = ''`);
-    await db.raw(`UPDATE ${table} SET is_latest = 1 WHERE seq IN (SELECT MAX(seq) FROM ${table} WHERE status <> 'DEACTIVATED' GROUP BY tenant, agent_number)`);
+    await db.raw(
+      `UPDATE ${table} SET is_latest = 1 WHERE seq IN (SELECT MAX(seq) FROM ${table} WHERE status <> 'DEACTIVATED' GROUP BY tenant, agent_number)`,
+    );
   }
 }

@@ -69,11 +69,17 @@ export const addSearchIndex: Migration = {
   },
   async down(db) {
     const mysql = dialectOf(db) === "mysql";
-    for (const trigger of ["tr_agent_definitions_search_insert", "tr_agent_definitions_search_update", "tr_agent_definitions_search_delete"]) {
+    for (const trigger of [
+      "tr_agent_definitions_search_insert",
+      "tr_agent_definitions_search_update",
+      "tr_agent_definitions_search_delete",
+    ]) {
       await db.raw(`DROP TRIGGER IF EXISTS ${trigger}`);
     }
-    for (const table of ["definition_counts", "definition_terms", mysql ? "definition_text" : "definition_fts"]) await db.raw(`DROP TABLE IF EXISTS ${table}`);
-    for (const [name] of listIndexes) await db.raw(mysql ? `DROP INDEX ${name} ON ${definitions}` : `DROP INDEX IF EXISTS ${name}`);
+    for (const table of ["definition_counts", "definition_terms", mysql ? "definition_text" : "definition_fts"])
+      await db.raw(`DROP TABLE IF EXISTS ${table}`);
+    for (const [name] of listIndexes)
+      await db.raw(mysql ? `DROP INDEX ${name} ON ${definitions}` : `DROP INDEX IF EXISTS ${name}`);
   },
 };
 
@@ -128,7 +134,9 @@ async function upMysql(db: Knex): Promise<void> {
   `);
   const bump = (row: "NEW" | "OLD", delta: "+ 1" | "- 1") =>
     `INSERT INTO definition_counts (tenant, status, is_latest, shard, n) VALUES (${row}.tenant, ${row}.status, ${row}.is_latest, ${row}.seq % ${SHARDS}, 0 ${delta}) ON DUPLICATE KEY UPDATE n = n ${delta};`;
-  await db.raw(`CREATE TRIGGER tr_agent_definitions_search_insert AFTER INSERT ON ${definitions} FOR EACH ROW ${bump("NEW", "+ 1")}`);
+  await db.raw(
+    `CREATE TRIGGER tr_agent_definitions_search_insert AFTER INSERT ON ${definitions} FOR EACH ROW ${bump("NEW", "+ 1")}`,
+  );
   await db.raw(`
     CREATE TRIGGER tr_agent_definitions_search_update AFTER UPDATE ON ${definitions} FOR EACH ROW
     BEGIN
@@ -140,8 +148,12 @@ async function upMysql(db: Knex): Promise<void> {
       END IF;
     END
   `);
-  await db.raw(`CREATE TRIGGER tr_agent_definitions_search_delete AFTER DELETE ON ${definitions} FOR EACH ROW ${bump("OLD", "- 1")}`);
-  await db.raw(`ALTER TABLE ${definitions} ${listIndexes.map(([name, columns]) => `ADD INDEX ${name} (${columns})`).join(", ")}`);
+  await db.raw(
+    `CREATE TRIGGER tr_agent_definitions_search_delete AFTER DELETE ON ${definitions} FOR EACH ROW ${bump("OLD", "- 1")}`,
+  );
+  await db.raw(
+    `ALTER TABLE ${definitions} ${listIndexes.map(([name, columns]) => `ADD INDEX ${name} (${columns})`).join(", ")}`,
+  );
 }
 
 async function upSqlite(db: Knex): Promise<void> {
@@ -156,9 +168,13 @@ async function upSqlite(db: Knex): Promise<void> {
       CONSTRAINT pk_definition_terms PRIMARY KEY (seq, kind, value)
     ) WITHOUT ROWID
   `);
-  await db.raw("CREATE INDEX ix_definition_terms_lookup ON definition_terms (tenant, kind, value, seq, status, is_latest)");
+  await db.raw(
+    "CREATE INDEX ix_definition_terms_lookup ON definition_terms (tenant, kind, value, seq, status, is_latest)",
+  );
   // rowid = agent_definitions.seq. unicode61 without diacritics folding: the words are exact (lower case), as on MariaDB.
-  await db.raw("CREATE VIRTUAL TABLE definition_fts USING fts5(body, tenant UNINDEXED, status UNINDEXED, is_latest UNINDEXED, tokenize = 'unicode61 remove_diacritics 0')");
+  await db.raw(
+    "CREATE VIRTUAL TABLE definition_fts USING fts5(body, tenant UNINDEXED, status UNINDEXED, is_latest UNINDEXED, tokenize = 'unicode61 remove_diacritics 0')",
+  );
   await db.raw(`
     CREATE TABLE definition_counts (
       tenant VARCHAR(63) NOT NULL,
@@ -175,7 +191,9 @@ async function upSqlite(db: Knex): Promise<void> {
   `);
   const bump = (row: "NEW" | "OLD", delta: "+ 1" | "- 1") =>
     `INSERT INTO definition_counts (tenant, status, is_latest, shard, n) VALUES (${row}.tenant, ${row}.status, ${row}.is_latest, ${row}.seq % ${SHARDS}, 0 ${delta}) ON CONFLICT (tenant, status, is_latest, shard) DO UPDATE SET n = n ${delta};`;
-  await db.raw(`CREATE TRIGGER tr_agent_definitions_search_insert AFTER INSERT ON ${definitions} BEGIN ${bump("NEW", "+ 1")} END`);
+  await db.raw(
+    `CREATE TRIGGER tr_agent_definitions_search_insert AFTER INSERT ON ${definitions} BEGIN ${bump("NEW", "+ 1")} END`,
+  );
   await db.raw(`
     CREATE TRIGGER tr_agent_definitions_search_update AFTER UPDATE OF status, is_latest ON ${definitions}
     WHEN NOT (OLD.status IS NEW.status AND OLD.is_latest IS NEW.is_latest)
@@ -202,7 +220,11 @@ const utf8 = new TextDecoder("utf-8", { fatal: true });
 async function backfill(db: Knex): Promise<void> {
   const dialect = dialectOf(db);
   for (let after: number | string = 0; ; ) {
-    const rows = (await db(definitions).select(["seq", "tenant", "status", "is_latest", "document"]).where("seq", ">", after).orderBy("seq", "asc").limit(backfillBatch)) as Array<{
+    const rows = (await db(definitions)
+      .select(["seq", "tenant", "status", "is_latest", "document"])
+      .where("seq", ">", after)
+      .orderBy("seq", "asc")
+      .limit(backfillBatch)) as Array<{
       seq: number | string;
       tenant: string;
       status: string;
@@ -216,7 +238,11 @@ async function backfill(db: Knex): Promise<void> {
       status: row.status,
       latest: Boolean(row.is_latest),
       // Frozen (issue 23): what rows.ts's fromDocument did when this shipped; fields a later schema dropped are ignored.
-      definition: fromJsonString(AgentDefinitionSchema, typeof row.document === "string" ? row.document : utf8.decode(row.document), { ignoreUnknownFields: true }),
+      definition: fromJsonString(
+        AgentDefinitionSchema,
+        typeof row.document === "string" ? row.document : utf8.decode(row.document),
+        { ignoreUnknownFields: true },
+      ),
     }));
     await insertSideRows(dialect, (sql, bindings) => db.raw(sql, bindings), unindexed);
     after = rows[rows.length - 1]!.seq;

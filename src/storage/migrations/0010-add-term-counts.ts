@@ -28,7 +28,12 @@ import type { Migration } from "./index.js";
 const SHARDS = 16;
 
 const counts = "definition_term_counts";
-const triggers = ["tr_definition_terms_count_insert", "tr_definition_terms_count_update", "tr_definition_terms_count_delete", "tr_agent_definitions_terms_delete"] as const;
+const triggers = [
+  "tr_definition_terms_count_insert",
+  "tr_definition_terms_count_update",
+  "tr_definition_terms_count_delete",
+  "tr_agent_definitions_terms_delete",
+] as const;
 const droppedIndex = { name: "ix_agent_definitions_tenant_seq", columns: "tenant, seq" } as const;
 
 export const addTermCounts: Migration = {
@@ -42,7 +47,8 @@ export const addTermCounts: Migration = {
     else await createSqlite(db);
     await backfill(db, mysql);
     await createTriggers(db, mysql);
-    if (await hasIndex(db, "agent_definitions", droppedIndex.name)) await db.raw(mysql ? `DROP INDEX ${droppedIndex.name} ON agent_definitions` : `DROP INDEX ${droppedIndex.name}`);
+    if (await hasIndex(db, "agent_definitions", droppedIndex.name))
+      await db.raw(mysql ? `DROP INDEX ${droppedIndex.name} ON agent_definitions` : `DROP INDEX ${droppedIndex.name}`);
   },
   async down(db) {
     for (const trigger of triggers) await db.raw(`DROP TRIGGER IF EXISTS ${trigger}`);
@@ -95,8 +101,12 @@ const backfillSeqs = 20_000;
  * on MySQL; knex's lock and SQLite's single writer on SQLite).
  */
 async function backfill(db: Knex, mysql: boolean): Promise<void> {
-  const [{ top } = { top: 0 }] = (await db("definition_terms").max({ top: "seq" })) as Array<{ top: number | string | null }>;
-  const add = mysql ? "ON DUPLICATE KEY UPDATE n = n + VALUES(n)" : "ON CONFLICT (tenant, kind, value, status, is_latest, shard) DO UPDATE SET n = n + excluded.n";
+  const [{ top } = { top: 0 }] = (await db("definition_terms").max({ top: "seq" })) as Array<{
+    top: number | string | null;
+  }>;
+  const add = mysql
+    ? "ON DUPLICATE KEY UPDATE n = n + VALUES(n)"
+    : "ON CONFLICT (tenant, kind, value, status, is_latest, shard) DO UPDATE SET n = n + excluded.n";
   for (let from = 0; from <= Number(top ?? 0); from += backfillSeqs) {
     // SQLite needs a WHERE in an INSERT ... SELECT with an upsert clause (its parser would read ON as a join's); it has one.
     await db.raw(
@@ -115,8 +125,16 @@ async function createTriggers(db: Knex, mysql: boolean): Promise<void> {
     } n = n ${delta};`;
   // BEGIN ... END on both: MySQL needs it for two statements, SQLite for any.
   const body = (statements: string) => `BEGIN ${statements} END`;
-  await db.raw(`CREATE TRIGGER ${triggers[0]} AFTER INSERT ON definition_terms FOR EACH ROW ${body(bump("NEW", "+ 1"))}`);
-  await db.raw(`CREATE TRIGGER ${triggers[1]} AFTER UPDATE ON definition_terms FOR EACH ROW ${body(`${bump("OLD", "- 1")} ${bump("NEW", "+ 1")}`)}`);
-  await db.raw(`CREATE TRIGGER ${triggers[2]} AFTER DELETE ON definition_terms FOR EACH ROW ${body(bump("OLD", "- 1"))}`);
-  await db.raw(`CREATE TRIGGER ${triggers[3]} BEFORE DELETE ON agent_definitions FOR EACH ROW ${body("DELETE FROM definition_terms WHERE seq = OLD.seq;")}`);
+  await db.raw(
+    `CREATE TRIGGER ${triggers[0]} AFTER INSERT ON definition_terms FOR EACH ROW ${body(bump("NEW", "+ 1"))}`,
+  );
+  await db.raw(
+    `CREATE TRIGGER ${triggers[1]} AFTER UPDATE ON definition_terms FOR EACH ROW ${body(`${bump("OLD", "- 1")} ${bump("NEW", "+ 1")}`)}`,
+  );
+  await db.raw(
+    `CREATE TRIGGER ${triggers[2]} AFTER DELETE ON definition_terms FOR EACH ROW ${body(bump("OLD", "- 1"))}`,
+  );
+  await db.raw(
+    `CREATE TRIGGER ${triggers[3]} BEFORE DELETE ON agent_definitions FOR EACH ROW ${body("DELETE FROM definition_terms WHERE seq = OLD.seq;")}`,
+  );
 }

@@ -96,7 +96,8 @@ export async function migrateToLatest(db: Knex): Promise<void> {
  * hardening that added it; none was released) migrating at the same moment.
  */
 async function releaseStaleKnexLock(db: Knex): Promise<void> {
-  if (await db.schema.hasTable(`${migrationConfig.tableName}_lock`)) await db(`${migrationConfig.tableName}_lock`).update({ is_locked: 0 });
+  if (await db.schema.hasTable(`${migrationConfig.tableName}_lock`))
+    await db(`${migrationConfig.tableName}_lock`).update({ is_locked: 0 });
 }
 
 async function migrateWaitingForKnexLock(db: Knex): Promise<void> {

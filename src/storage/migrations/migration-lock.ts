@@ -22,13 +22,19 @@ const waitSeconds = 1;
 
 /** What this file uses of a mysql2 connection (the folder imports nothing of the runtime's driver.ts). */
 interface MysqlConnection {
-  query(options: { sql: string; timeout: number }, values: unknown[], callback: (error: Error | null, result: unknown) => void): void;
+  query(
+    options: { sql: string; timeout: number },
+    values: unknown[],
+    callback: (error: Error | null, result: unknown) => void,
+  ): void;
 }
 
 function query<T>(connection: MysqlConnection, sql: string, values: unknown[] = []): Promise<T> {
   // Its own timeout: the pool's statement timeout (DATABASE_TIMEOUT_MS) may be shorter than a wait.
   return new Promise((resolve, reject) => {
-    connection.query({ sql, timeout: (waitSeconds + 10) * 1000 }, values, (error, result) => (error === null ? resolve(result as T) : reject(error)));
+    connection.query({ sql, timeout: (waitSeconds + 10) * 1000 }, values, (error, result) =>
+      error === null ? resolve(result as T) : reject(error),
+    );
   });
 }
 
@@ -44,10 +50,15 @@ export async function withMigrationLock<T>(db: Knex, timeoutMillis: number, body
   try {
     const deadline = Date.now() + timeoutMillis;
     for (;;) {
-      const [row] = await query<Array<{ got: number | null }>>(connection, `SELECT GET_LOCK(${LOCK_NAME}, ?) AS got`, [waitSeconds]);
+      const [row] = await query<Array<{ got: number | null }>>(connection, `SELECT GET_LOCK(${LOCK_NAME}, ?) AS got`, [
+        waitSeconds,
+      ]);
       if (row?.got === 1) break;
       if (row?.got !== 0) throw new Error("GET_LOCK failed for the migration lock.");
-      if (Date.now() >= deadline) throw new Error(`Another process has held this database's migration lock for over ${Math.round(timeoutMillis / 1000)} s.`);
+      if (Date.now() >= deadline)
+        throw new Error(
+          `Another process has held this database's migration lock for over ${Math.round(timeoutMillis / 1000)} s.`,
+        );
     }
     try {
       return await body();

@@ -79,6 +79,10 @@ export function readById({ run, statements }: ReadContext, tenant: string, id: s
 }
 
 /** The tenant's row, with the newest instance of the agent with this reference id if there is one. */
-export function readNewestByReference({ run, statements }: ReadContext, tenant: string, referenceId: string): Promise<DefinitionReadRow[]> {
+export function readNewestByReference(
+  { run, statements }: ReadContext,
+  tenant: string,
+  referenceId: string,
+): Promise<DefinitionReadRow[]> {
   return run(statements.newestByReference, [referenceId, tenant]);
 }

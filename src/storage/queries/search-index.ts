@@ -105,7 +105,9 @@ function indexStatements(dialect: Dialect): IndexStatements {
   let statements = statementsByDialect.get(dialect);
   if (statements === undefined) {
     const mysql = dialect === "mysql";
-    const insertText = mysql ? "INSERT INTO definition_text (seq, tenant, status, is_latest, body)" : "INSERT INTO definition_fts (rowid, tenant, status, is_latest, body)";
+    const insertText = mysql
+      ? "INSERT INTO definition_text (seq, tenant, status, is_latest, body)"
+      : "INSERT INTO definition_fts (rowid, tenant, status, is_latest, body)";
     statements = {
       indexed: `SELECT d.seq, d.status, d.is_latest, x.body, NULL AS kind, NULL AS value FROM agent_definitions d ${
         mysql ? "LEFT JOIN definition_text x ON x.seq = d.seq" : "LEFT JOIN definition_fts x ON x.rowid = d.seq"
@@ -113,7 +115,8 @@ function indexStatements(dialect: Dialect): IndexStatements {
         UNION ALL
         SELECT t.seq, NULL, NULL, NULL, t.kind, t.value FROM agent_definitions d JOIN definition_terms t ON t.seq = d.seq WHERE d.tenant = ? AND d.id = ?`,
       deleteTerm: "DELETE FROM definition_terms WHERE seq = ? AND kind = ? AND value = ?",
-      insertTerms: (rows) => `INSERT INTO definition_terms (seq, kind, value, tenant, status, is_latest) VALUES ${Array.from({ length: rows }, () => "(?, ?, ?, ?, ?, ?)").join(", ")}`,
+      insertTerms: (rows) =>
+        `INSERT INTO definition_terms (seq, kind, value, tenant, status, is_latest) VALUES ${Array.from({ length: rows }, () => "(?, ?, ?, ?, ?, ?)").join(", ")}`,
       deleteText: mysql ? undefined : "DELETE FROM definition_fts WHERE rowid = ?",
       upsertText: `${insertText} VALUES (?, ?, ?, ?, ?)${mysql ? " ON DUPLICATE KEY UPDATE body = VALUES(body)" : ""}`,
       insertTexts: (rows) => `${insertText} VALUES ${Array.from({ length: rows }, () => "(?, ?, ?, ?, ?)").join(", ")}`,
@@ -141,7 +144,11 @@ const rowsPerInsert = 1_000;
  * the same functions and statements as the write path. `run` runs one
  * statement with its bindings.
  */
-export async function insertSideRows(dialect: Dialect, run: (sql: string, bindings: WriteBinding[]) => Promise<unknown>, definitions: readonly Unindexed[]): Promise<void> {
+export async function insertSideRows(
+  dialect: Dialect,
+  run: (sql: string, bindings: WriteBinding[]) => Promise<unknown>,
+  definitions: readonly Unindexed[],
+): Promise<void> {
   const sql = indexStatements(dialect);
   const terms: WriteBinding[][] = [];
   const texts: WriteBinding[][] = [];
@@ -181,21 +188,40 @@ interface IndexedRow {
  * statement (one round trip); on SQLite row by row through one prepared
  * statement, so the statement cache holds one shape, not one per count.
  */
-export async function indexDefinition({ session, statements }: WriteContext, tenant: string, id: string, definition: AgentDefinition, inserted?: number): Promise<void> {
+export async function indexDefinition(
+  { session, statements }: WriteContext,
+  tenant: string,
+  id: string,
+  definition: AgentDefinition,
+  inserted?: number,
+): Promise<void> {
   const sql = indexStatements(statements.dialect);
   const fresh = inserted !== undefined;
-  const rows = fresh ? [] : await session.rows<IndexedRow & { kind: number | string | null; value: string | null }>(sql.indexed, [tenant, id, tenant, id]);
-  const row: IndexedRow | undefined = fresh ? { seq: inserted, status: "ACTIVE", is_latest: true, body: null } : rows.find((r) => r.kind === null);
-  if (row === undefined) throw new Error(`Agent definition ${id} of tenant "${tenant}" vanished inside its own write transaction.`);
+  const rows = fresh
+    ? []
+    : await session.rows<IndexedRow & { kind: number | string | null; value: string | null }>(sql.indexed, [
+        tenant,
+        id,
+        tenant,
+        id,
+      ]);
+  const row: IndexedRow | undefined = fresh
+    ? { seq: inserted, status: "ACTIVE", is_latest: true, body: null }
+    : rows.find((r) => r.kind === null);
+  if (row === undefined)
+    throw new Error(`Agent definition ${id} of tenant "${tenant}" vanished inside its own write transaction.`);
   const seq = Number(row.seq);
   const latest = row.is_latest ? 1 : 0;
 
   let terms = searchTermsOf(definition);
   if (!fresh) {
     const wanted = new Set(terms.map(termKey));
-    const indexed = rows.flatMap((r) => (r.kind === null || r.value === null ? [] : [{ kind: Number(r.kind), value: r.value }]));
+    const indexed = rows.flatMap((r) =>
+      r.kind === null || r.value === null ? [] : [{ kind: Number(r.kind), value: r.value }],
+    );
     const have = new Set(indexed.map(termKey));
-    for (const old of indexed) if (!wanted.has(termKey(old))) await session.change(sql.deleteTerm, [seq, old.kind, old.value]);
+    for (const old of indexed)
+      if (!wanted.has(termKey(old))) await session.change(sql.deleteTerm, [seq, old.kind, old.value]);
     terms = terms.filter((t) => !have.has(termKey(t)));
   }
   const termRow = (term: SearchTerm): WriteBinding[] => [seq, term.kind, term.value, tenant, row.status, latest];

@@ -106,7 +106,13 @@ function matchQuery(dialect: Dialect, words: readonly string[]): string {
  * Kinds a definition has at most one value of: the counters of several values
  * of these add up to the number of definitions that carry any of them.
  */
-const singleValued: ReadonlySet<TermFilter["kind"]> = new Set(["name", "provider", "platform", "version", "externalAgentID"]);
+const singleValued: ReadonlySet<TermFilter["kind"]> = new Set([
+  "name",
+  "provider",
+  "platform",
+  "version",
+  "externalAgentID",
+]);
 
 /**
  * Whether the counters of definition_term_counts (0010) answer the total of
@@ -126,9 +132,17 @@ export function buildSearch(dialect: Dialect, tenant: string, query: ListQuery, 
   // x: the table the seqs come from; o: the row that holds the order value and updated_at.
   const x = source === "text" ? (mysql ? "x" : "definition_fts") : "x";
   const seqOf = source === "text" && !mysql ? `${x}.rowid` : `${x}.seq`;
-  const from = source === "text" ? (mysql ? "definition_text x" : "definition_fts") : source === "terms" ? "definition_terms x" : "agent_definitions x";
+  const from =
+    source === "text"
+      ? mysql
+        ? "definition_text x"
+        : "definition_fts"
+      : source === "terms"
+        ? "definition_terms x"
+        : "agent_definitions x";
   // The page needs the definition's row for its order value; the count only for updatedSince.
-  const joinsDefinition = (counting: boolean) => source !== "definitions" && ((!counting && key !== "createdAt") || query.updatedSince !== undefined);
+  const joinsDefinition = (counting: boolean) =>
+    source !== "definitions" && ((!counting && key !== "createdAt") || query.updatedSince !== undefined);
   const o = source === "definitions" ? "x" : "o";
   const orderColumn = key === "updatedAt" ? `${o}.updated_at` : key === "name" ? `${o}.name` : seqOf;
   // More than one value of the driving filter can match one definition twice.
@@ -139,9 +153,14 @@ export function buildSearch(dialect: Dialect, tenant: string, query: ListQuery, 
     const sql = new Sql().add(`FROM ${from}`);
     if (joinsDefinition(counting)) sql.add(`JOIN agent_definitions o ON o.seq = ${seqOf}`);
     sql.add("WHERE");
-    if (source === "text") sql.add(mysql ? "MATCH (x.body) AGAINST (? IN BOOLEAN MODE) AND" : "definition_fts MATCH ? AND", matchQuery(dialect, query.words));
+    if (source === "text")
+      sql.add(
+        mysql ? "MATCH (x.body) AGAINST (? IN BOOLEAN MODE) AND" : "definition_fts MATCH ? AND",
+        matchQuery(dialect, query.words),
+      );
     sql.add(`${x}.tenant = ?`, tenant);
-    if (source === "terms" && driverTerm !== undefined) sql.add("AND x.kind = ? AND x.value", TERM_KINDS[driverTerm.kind]).in(driverTerm.values);
+    if (source === "terms" && driverTerm !== undefined)
+      sql.add("AND x.kind = ? AND x.value", TERM_KINDS[driverTerm.kind]).in(driverTerm.values);
     sql.add(`AND ${x}.status`).in(query.statuses);
     if (query.latest) sql.add(`AND ${x}.is_latest = 1`);
     if (query.updatedSince !== undefined) sql.add(`AND ${o}.updated_at >= ?`, toDatabaseTimestamp(query.updatedSince));
@@ -149,17 +168,37 @@ export function buildSearch(dialect: Dialect, tenant: string, query: ListQuery, 
     if (!mysql) sql.add(`AND ${SEARCH_ALIVE}()`);
     const rest = source === "text" ? query.terms : otherTerms;
     rest.forEach((term, i) => {
-      sql.add(`AND EXISTS (SELECT 1 FROM definition_terms e${i} WHERE e${i}.seq = ${seqOf} AND e${i}.kind = ? AND e${i}.value`, TERM_KINDS[term.kind]).in(term.values).add(")");
+      sql
+        .add(
+          `AND EXISTS (SELECT 1 FROM definition_terms e${i} WHERE e${i}.seq = ${seqOf} AND e${i}.kind = ? AND e${i}.value`,
+          TERM_KINDS[term.kind],
+        )
+        .in(term.values)
+        .add(")");
     });
     return sql;
   };
 
   const total = new Sql();
   if (source === "definitions" && query.updatedSince === undefined && query.terms.length === 0) {
-    total.add("SELECT COALESCE(SUM(n), 0) FROM definition_counts WHERE tenant = ? AND status", tenant).in(query.statuses);
+    total
+      .add("SELECT COALESCE(SUM(n), 0) FROM definition_counts WHERE tenant = ? AND status", tenant)
+      .in(query.statuses);
     if (query.latest) total.add("AND is_latest = 1");
-  } else if (source === "terms" && driverTerm !== undefined && otherTerms.length === 0 && query.updatedSince === undefined && countable(driverTerm)) {
-    total.add("SELECT COALESCE(SUM(n), 0) FROM definition_term_counts WHERE tenant = ? AND kind = ? AND value", tenant, TERM_KINDS[driverTerm.kind]).in(driverTerm.values);
+  } else if (
+    source === "terms" &&
+    driverTerm !== undefined &&
+    otherTerms.length === 0 &&
+    query.updatedSince === undefined &&
+    countable(driverTerm)
+  ) {
+    total
+      .add(
+        "SELECT COALESCE(SUM(n), 0) FROM definition_term_counts WHERE tenant = ? AND kind = ? AND value",
+        tenant,
+        TERM_KINDS[driverTerm.kind],
+      )
+      .in(driverTerm.values);
     total.add("AND status").in(query.statuses);
     if (query.latest) total.add("AND is_latest = 1");
   } else {
@@ -175,7 +214,10 @@ export function buildSearch(dialect: Dialect, tenant: string, query: ListQuery, 
   const onePass = mysql && source === "text";
   const page = matches(false);
   const rows = onePass
-    ? new Sql().add(`FROM (SELECT ${seqOf} AS seq, COUNT(*) OVER () AS total${key === "createdAt" ? "" : `, ${orderColumn} AS k`} ${page.sql}) m WHERE 1 = 1`, ...page.bindings)
+    ? new Sql().add(
+        `FROM (SELECT ${seqOf} AS seq, COUNT(*) OVER () AS total${key === "createdAt" ? "" : `, ${orderColumn} AS k`} ${page.sql}) m WHERE 1 = 1`,
+        ...page.bindings,
+      )
     : page;
   const seqAt = onePass ? "m.seq" : seqOf;
   const orderAt = onePass ? (key === "createdAt" ? "m.seq" : "m.k") : orderColumn;
@@ -183,28 +225,59 @@ export function buildSearch(dialect: Dialect, tenant: string, query: ListQuery, 
   const cmp = descending ? "<" : ">";
   if (after !== undefined) {
     if (key === "createdAt" || after.value === undefined) rows.add(`AND ${seqAt} ${cmp} ?`, after.seq);
-    else rows.add(`AND ${orderAt} ${cmp}= ? AND (${orderAt} ${cmp} ? OR ${seqAt} ${cmp} ?)`, after.value, after.value, after.seq);
+    else
+      rows.add(
+        `AND ${orderAt} ${cmp}= ? AND (${orderAt} ${cmp} ? OR ${seqAt} ${cmp} ?)`,
+        after.value,
+        after.value,
+        after.seq,
+      );
   }
   const direction = descending ? "DESC" : "ASC";
-  rows.add(`ORDER BY ${key === "createdAt" ? "" : `${orderAt} ${direction}, `}${seqAt} ${direction} LIMIT ? OFFSET ?`, query.limit + 1, after === undefined ? query.offset : 0);
+  rows.add(
+    `ORDER BY ${key === "createdAt" ? "" : `${orderAt} ${direction}, `}${seqAt} ${direction} LIMIT ? OFFSET ?`,
+    query.limit + 1,
+    after === undefined ? query.offset : 0,
+  );
   const ordered = key === "createdAt" ? "" : `, ${orderAt} AS k`;
   const selected = onePass ? `m.seq AS seq, m.total AS total${ordered}` : `${distinct}${seqOf} AS seq${ordered}`;
 
-  const totalColumn: Statement = onePass ? { sql: "p.total", bindings: [] } : { sql: `(${total.sql})`, bindings: total.bindings };
+  const totalColumn: Statement = onePass
+    ? { sql: "p.total", bindings: [] }
+    : { sql: `(${total.sql})`, bindings: total.bindings };
   const pageOrder = key === "createdAt" ? [`seq ${direction}`] : [`k ${direction}`, `seq ${direction}`];
-  const sql = pageStatement(dialect, tenant, totalColumn, { sql: `SELECT ${selected} ${rows.sql}`, bindings: rows.bindings }, { order: pageOrder, maxBytes });
+  const sql = pageStatement(
+    dialect,
+    tenant,
+    totalColumn,
+    { sql: `SELECT ${selected} ${rows.sql}`, bindings: rows.bindings },
+    { order: pageOrder, maxBytes },
+  );
   // An empty page carries no count from the one pass: the caller asks for it alone.
   const countAlone = onePass ? { sql: `SELECT (${total.sql}) AS total`, bindings: total.bindings } : undefined;
   return { ...sql, ...(countAlone === undefined ? {} : { countAlone }) };
 }
 
 /** A page of one agent's versions, newest first, after the position `after` (exclusive) when given; all versions are counted. */
-export function buildVersions(dialect: Dialect, tenant: string, agentNumber: number, page: { limit: number; offset: number; after?: Position | undefined }, maxBytes: number): Statement {
+export function buildVersions(
+  dialect: Dialect,
+  tenant: string,
+  agentNumber: number,
+  page: { limit: number; offset: number; after?: Position | undefined },
+  maxBytes: number,
+): Statement {
   const { limit, offset, after } = page;
-  const seqs = new Sql().add("SELECT seq FROM agent_definitions WHERE tenant = ? AND agent_number = ?", tenant, agentNumber);
+  const seqs = new Sql().add(
+    "SELECT seq FROM agent_definitions WHERE tenant = ? AND agent_number = ?",
+    tenant,
+    agentNumber,
+  );
   if (after !== undefined) seqs.add("AND seq < ?", after.seq);
   seqs.add("ORDER BY seq DESC LIMIT ? OFFSET ?", limit + 1, after === undefined ? offset : 0);
-  const total = { sql: "(SELECT COUNT(*) FROM agent_definitions WHERE tenant = ? AND agent_number = ?)", bindings: [tenant, agentNumber] };
+  const total = {
+    sql: "(SELECT COUNT(*) FROM agent_definitions WHERE tenant = ? AND agent_number = ?)",
+    bindings: [tenant, agentNumber],
+  };
   return pageStatement(dialect, tenant, total, seqs, { order: ["seq DESC"], maxBytes });
 }
 
@@ -239,12 +312,23 @@ function documentBytes(dialect: Dialect, alias: string): string {
  * the first two rows are read whatever their sizes, so a page always answers
  * at least one definition. pageWithNext makes the cut on the bytes it holds.
  */
-function pageStatement(dialect: Dialect, tenant: string, total: Statement, seqs: Statement, budget: PageBudget): Statement {
+function pageStatement(
+  dialect: Dialect,
+  tenant: string,
+  total: Statement,
+  seqs: Statement,
+  budget: PageBudget,
+): Statement {
   const order = budget.order.map((column) => `s.${column}`).join(", ");
   const bytes = documentBytes(dialect, "z");
   const sized = new Sql()
-    .add(`SELECT w.* FROM (SELECT s.*, SUM(${bytes}) OVER (ORDER BY ${order} ROWS UNBOUNDED PRECEDING) - ${bytes} AS bytes_before,`)
-    .add(`ROW_NUMBER() OVER (ORDER BY ${order}) AS n FROM (${seqs.sql}) s JOIN agent_definitions z ON z.seq = s.seq) w`, ...seqs.bindings)
+    .add(
+      `SELECT w.* FROM (SELECT s.*, SUM(${bytes}) OVER (ORDER BY ${order} ROWS UNBOUNDED PRECEDING) - ${bytes} AS bytes_before,`,
+    )
+    .add(
+      `ROW_NUMBER() OVER (ORDER BY ${order}) AS n FROM (${seqs.sql}) s JOIN agent_definitions z ON z.seq = s.seq) w`,
+      ...seqs.bindings,
+    )
     .add("WHERE w.bytes_before <= ? OR w.n <= 2", budget.maxBytes);
   const sql = new Sql()
     .add(`SELECT ${total.sql} AS total, d.seq, d.name AS order_name, ${readColumns(dialect)}`, ...total.bindings)

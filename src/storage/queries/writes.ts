@@ -15,7 +15,15 @@
  */
 
 import type { UpsertKey } from "../repository.js";
-import type { AgentExternalIdRow, AgentRow, DatabaseInteger, DefinitionReadRow, InstanceRow, NewAgentDefinitionRow, TenantRow } from "../rows.js";
+import type {
+  AgentExternalIdRow,
+  AgentRow,
+  DatabaseInteger,
+  DefinitionReadRow,
+  InstanceRow,
+  NewAgentDefinitionRow,
+  TenantRow,
+} from "../rows.js";
 import { fromDatabaseInteger } from "../rows.js";
 import type { Dialect } from "../run/connection.js";
 import type { WriteBinding, WriteSession } from "../run/writes.js";
@@ -29,7 +37,9 @@ import { agents, definitions, externalIds, tenants } from "./tables.js";
 // driver on the transaction's one connection (run/writes.ts), with bindings only.
 
 /** A row as a write inserts it: its integer columns as numbers, its creation time as toDatabaseTimestamp's text. */
-export type NewRow<Row, Integers extends keyof Row> = Omit<Row, Integers | "created_at"> & { readonly [K in Integers]: number } & { readonly created_at: string };
+export type NewRow<Row, Integers extends keyof Row> = Omit<Row, Integers | "created_at"> & {
+  readonly [K in Integers]: number;
+} & { readonly created_at: string };
 
 /** Where a statement of a write transaction runs: its session, and the statements built for its dialect. */
 export interface WriteContext {
@@ -89,7 +99,9 @@ export function writeStatements(dialect: Dialect): WriteStatements {
   const locked = mysql ? " FOR UPDATE" : "";
   // MySQL assigns seq by AUTO_INCREMENT; SQLite only auto-increments a primary key,
   // and its single writer makes MAX + 1 race-free (the unique index guards it anyway).
-  const seq = mysql ? { column: "", value: "" } : { column: "seq, ", value: `(SELECT COALESCE(MAX(seq), 0) + 1 FROM ${definitions}), ` };
+  const seq = mysql
+    ? { column: "", value: "" }
+    : { column: "seq, ", value: `(SELECT COALESCE(MAX(seq), 0) + 1 FROM ${definitions}), ` };
   const instanceColumns =
     "d.id, d.tenant, d.agent_number, d.name, d.provider_id, d.version, d.created_at, d.updated_at, d.revision, d.status, d.status_message, d.status_changed_at, d.is_latest, d.document_binary";
   const instances = `SELECT ${instanceColumns}, a.reference_id FROM ${definitions} d JOIN ${agents} a ON a.tenant = d.tenant AND a.number = d.agent_number`;
@@ -130,7 +142,10 @@ export function writeStatements(dialect: Dialect): WriteStatements {
 }
 
 /** The tenant row, read as the transaction begins, or undefined. */
-export async function findTenantIn({ session, statements }: WriteContext, name: string): Promise<TenantRow | undefined> {
+export async function findTenantIn(
+  { session, statements }: WriteContext,
+  name: string,
+): Promise<TenantRow | undefined> {
   const [row] = await session.rows<TenantRow>(statements.tenant, [name]);
   return row;
 }
@@ -144,7 +159,8 @@ export async function findTenantIn({ session, statements }: WriteContext, name: 
 export async function takeAgentNumber({ session, statements }: WriteContext, tenant: string): Promise<number> {
   if (statements.dialect === "mysql") {
     const { affectedRows, insertId } = await session.change(statements.takeAgentNumber, [tenant]);
-    if (affectedRows !== 1) throw new Error(`Expected to raise the agent sequence of tenant "${tenant}" once, raised ${affectedRows}.`);
+    if (affectedRows !== 1)
+      throw new Error(`Expected to raise the agent sequence of tenant "${tenant}" once, raised ${affectedRows}.`);
     return insertId - 1;
   }
   const [row] = await session.rows<Pick<TenantRow, "next_agent_number">>(statements.takeAgentNumber, [tenant]);
@@ -161,7 +177,11 @@ export async function findAgentByNameForUpdate(
   providerId: string,
   name: string,
 ): Promise<Pick<AgentRow, "number" | "reference_id"> | undefined> {
-  const [row] = await session.rows<Pick<AgentRow, "number" | "reference_id">>(statements.agentByName, [tenant, providerId, name]);
+  const [row] = await session.rows<Pick<AgentRow, "number" | "reference_id">>(statements.agentByName, [
+    tenant,
+    providerId,
+    name,
+  ]);
   return row;
 }
 
@@ -178,14 +198,29 @@ export async function lockSequenceAndFindAgent(
   providerId: string,
   name: string,
 ): Promise<Pick<AgentRow, "number" | "reference_id"> | undefined> {
-  const [row] = await session.rows<{ number: AgentRow["number"] | null; reference_id: string | null }>(statements.lockSequenceAndFindAgent, [providerId, name, tenant]);
+  const [row] = await session.rows<{ number: AgentRow["number"] | null; reference_id: string | null }>(
+    statements.lockSequenceAndFindAgent,
+    [providerId, name, tenant],
+  );
   if (row === undefined) throw new Error(`Tenant "${tenant}" vanished inside its own write transaction.`);
-  return row.number === null || row.reference_id === null ? undefined : { number: row.number, reference_id: row.reference_id };
+  return row.number === null || row.reference_id === null
+    ? undefined
+    : { number: row.number, reference_id: row.reference_id };
 }
 
 /** Inserts an agent; a second agent with the same provider and name fails with a duplicate key. */
-export async function insertAgent({ session, statements }: WriteContext, row: NewRow<AgentRow, "number">): Promise<void> {
-  await session.change(statements.insertAgent, [row.tenant, row.number, row.reference_id, row.provider_id, row.name, row.created_at]);
+export async function insertAgent(
+  { session, statements }: WriteContext,
+  row: NewRow<AgentRow, "number">,
+): Promise<void> {
+  await session.change(statements.insertAgent, [
+    row.tenant,
+    row.number,
+    row.reference_id,
+    row.provider_id,
+    row.name,
+    row.created_at,
+  ]);
 }
 
 // ---- external ids, inside a write ----
@@ -197,13 +232,26 @@ export async function findExternalIdOwnerForUpdate(
   providerId: string,
   externalAgentId: string,
 ): Promise<Pick<AgentExternalIdRow, "agent_number"> | undefined> {
-  const [row] = await session.rows<Pick<AgentExternalIdRow, "agent_number">>(statements.externalIdOwner, [tenant, providerId, externalAgentId]);
+  const [row] = await session.rows<Pick<AgentExternalIdRow, "agent_number">>(statements.externalIdOwner, [
+    tenant,
+    providerId,
+    externalAgentId,
+  ]);
   return row;
 }
 
 /** Records a claim; a claim of the same externalAgentID fails with a duplicate key. */
-export async function insertExternalId({ session, statements }: WriteContext, row: NewRow<AgentExternalIdRow, "agent_number">): Promise<void> {
-  await session.change(statements.insertExternalId, [row.tenant, row.provider_id, row.external_agent_id, row.agent_number, row.created_at]);
+export async function insertExternalId(
+  { session, statements }: WriteContext,
+  row: NewRow<AgentExternalIdRow, "agent_number">,
+): Promise<void> {
+  await session.change(statements.insertExternalId, [
+    row.tenant,
+    row.provider_id,
+    row.external_agent_id,
+    row.agent_number,
+    row.created_at,
+  ]);
 }
 
 // ---- definitions, inside a write ----
@@ -218,38 +266,65 @@ export async function insertExternalId({ session, statements }: WriteContext, ro
  * under READ COMMITTED: a racing insert of the same key fails on the unique
  * index and its work runs again.
  */
-export async function findByKeyForUpdate({ session, statements }: WriteContext, tenant: string, key: UpsertKey): Promise<InstanceRow | undefined> {
-  const [row] = await session.rows<Omit<InstanceRow, "reference_id"> & { reference_id: string | null }>(statements.instanceByKey, [tenant, key.name, key.providerId, key.version]);
+export async function findByKeyForUpdate(
+  { session, statements }: WriteContext,
+  tenant: string,
+  key: UpsertKey,
+): Promise<InstanceRow | undefined> {
+  const [row] = await session.rows<Omit<InstanceRow, "reference_id"> & { reference_id: string | null }>(
+    statements.instanceByKey,
+    [tenant, key.name, key.providerId, key.version],
+  );
   if (row === undefined) return undefined;
-  if (row.reference_id === null) throw new Error(`Agent ${String(row.agent_number)} of definition ${row.id} is missing.`);
+  if (row.reference_id === null)
+    throw new Error(`Agent ${String(row.agent_number)} of definition ${row.id} is missing.`);
   return { ...row, reference_id: row.reference_id };
 }
 
 /** The instance with this id in this tenant. */
-export async function findInstanceById({ session, statements }: WriteContext, tenant: string, id: string): Promise<InstanceRow | undefined> {
+export async function findInstanceById(
+  { session, statements }: WriteContext,
+  tenant: string,
+  id: string,
+): Promise<InstanceRow | undefined> {
   const [row] = await session.rows<InstanceRow>(statements.instanceById, [tenant, id]);
   return row;
 }
 
 /** The newest instance (highest seq) of the agent with this reference id. */
-export async function findNewestInstanceByReference({ session, statements }: WriteContext, tenant: string, referenceId: string): Promise<InstanceRow | undefined> {
+export async function findNewestInstanceByReference(
+  { session, statements }: WriteContext,
+  tenant: string,
+  referenceId: string,
+): Promise<InstanceRow | undefined> {
   const [row] = await session.rows<InstanceRow>(statements.newestInstanceByReference, [tenant, referenceId]);
   return row;
 }
 
 /** The instance with this id, locked on MySQL (the definition row only, as findByKeyForUpdate). */
-export async function findInstanceByIdForUpdate({ session, statements }: WriteContext, tenant: string, id: string): Promise<InstanceRow | undefined> {
+export async function findInstanceByIdForUpdate(
+  { session, statements }: WriteContext,
+  tenant: string,
+  id: string,
+): Promise<InstanceRow | undefined> {
   const [row] = await session.rows<InstanceRow>(statements.instanceByIdForUpdate, [tenant, id]);
   return row === undefined ? undefined : withReference(row);
 }
 
 /** Every version of an agent, newest first, locked on MySQL. */
-export async function findInstancesOfAgentForUpdate({ session, statements }: WriteContext, tenant: string, agentNumber: number): Promise<InstanceRow[]> {
-  return (await session.rows<InstanceRow>(statements.instancesOfAgentForUpdate, [tenant, agentNumber])).map(withReference);
+export async function findInstancesOfAgentForUpdate(
+  { session, statements }: WriteContext,
+  tenant: string,
+  agentNumber: number,
+): Promise<InstanceRow[]> {
+  return (await session.rows<InstanceRow>(statements.instancesOfAgentForUpdate, [tenant, agentNumber])).map(
+    withReference,
+  );
 }
 
 function withReference(row: InstanceRow): InstanceRow {
-  if (row.reference_id === null) throw new Error(`Agent ${String(row.agent_number)} of definition ${row.id} is missing.`);
+  if (row.reference_id === null)
+    throw new Error(`Agent ${String(row.agent_number)} of definition ${row.id} is missing.`);
   return row;
 }
 
@@ -259,25 +334,42 @@ function withReference(row: InstanceRow): InstanceRow {
  * change) takes it first, so two of them never decide on the flag from
  * snapshots that miss each other. SQLite's writers run one at a time anyway.
  */
-export async function lockAgent({ session, statements }: WriteContext, tenant: string, agentNumber: number): Promise<void> {
+export async function lockAgent(
+  { session, statements }: WriteContext,
+  tenant: string,
+  agentNumber: number,
+): Promise<void> {
   if (statements.dialect !== "mysql") return;
   const rows = await session.rows<{ number: DatabaseInteger }>(statements.lockAgent, [tenant, agentNumber]);
-  if (rows.length !== 1) throw new Error(`Agent ${agentNumber} of tenant "${tenant}" vanished inside a write transaction.`);
+  if (rows.length !== 1)
+    throw new Error(`Agent ${agentNumber} of tenant "${tenant}" vanished inside a write transaction.`);
 }
 
 /** Clears the latest flag of every version of the agent: a new version is about to take it. */
-export async function clearLatest({ session, statements }: WriteContext, tenant: string, agentNumber: number): Promise<void> {
+export async function clearLatest(
+  { session, statements }: WriteContext,
+  tenant: string,
+  agentNumber: number,
+): Promise<void> {
   await session.change(statements.clearLatest, [tenant, agentNumber]);
 }
 
 /** The id of the agent's newest version that is not DEACTIVATED; undefined when every version is. */
-export async function newestLiveOfAgent({ session, statements }: WriteContext, tenant: string, agentNumber: number): Promise<string | undefined> {
+export async function newestLiveOfAgent(
+  { session, statements }: WriteContext,
+  tenant: string,
+  agentNumber: number,
+): Promise<string | undefined> {
   const [newest] = await session.rows<{ id: string }>(statements.newestLiveOfAgent, [tenant, agentNumber]);
   return newest?.id;
 }
 
 /** Puts the latest flag on the agent's newest version that is not DEACTIVATED (none when all are) and answers its id. */
-export async function refreshLatest(context: WriteContext, tenant: string, agentNumber: number): Promise<string | undefined> {
+export async function refreshLatest(
+  context: WriteContext,
+  tenant: string,
+  agentNumber: number,
+): Promise<string | undefined> {
   const newest = await newestLiveOfAgent(context, tenant, agentNumber);
   const id = newest ?? "";
   await context.session.change(context.statements.setLatest, [id, tenant, agentNumber, id]);
@@ -291,18 +383,33 @@ export async function updateStatus(
   id: string,
   change: { readonly status: string; readonly status_message: string | null; readonly at: string },
 ): Promise<void> {
-  const { affectedRows } = await session.change(statements.updateStatus, [change.status, change.status_message, change.at, change.at, tenant, id]);
-  if (affectedRows !== 1) throw new Error(`Expected to set the status of one agent definition row, set ${affectedRows}.`);
+  const { affectedRows } = await session.change(statements.updateStatus, [
+    change.status,
+    change.status_message,
+    change.at,
+    change.at,
+    tenant,
+    id,
+  ]);
+  if (affectedRows !== 1)
+    throw new Error(`Expected to set the status of one agent definition row, set ${affectedRows}.`);
 }
 
 /** A stored definition as the hot reads answer it, read inside the write (for a status change's answer). */
-export async function readStoredInWrite({ session, statements }: WriteContext, tenant: string, id: string): Promise<DefinitionReadRow | undefined> {
+export async function readStoredInWrite(
+  { session, statements }: WriteContext,
+  tenant: string,
+  id: string,
+): Promise<DefinitionReadRow | undefined> {
   const [row] = await session.rows<DefinitionReadRow>(statements.storedById, [tenant, id]);
   return row;
 }
 
 /** Inserts a new row and answers its seq: MySQL's insert id, SQLite's `RETURNING seq` (MySQL has no RETURNING). */
-export async function insertDefinition({ session, statements }: WriteContext, row: NewAgentDefinitionRow): Promise<number> {
+export async function insertDefinition(
+  { session, statements }: WriteContext,
+  row: NewAgentDefinitionRow,
+): Promise<number> {
   const bindings: WriteBinding[] = [
     row.id,
     row.tenant,
@@ -330,6 +437,12 @@ export async function updateDocument(
   id: string,
   content: Pick<NewAgentDefinitionRow, "document" | "document_binary" | "updated_at">,
 ): Promise<void> {
-  const { affectedRows } = await session.change(statements.updateDocument, [content.document, content.document_binary, content.updated_at, tenant, id]);
+  const { affectedRows } = await session.change(statements.updateDocument, [
+    content.document,
+    content.document_binary,
+    content.updated_at,
+    tenant,
+    id,
+  ]);
   if (affectedRows !== 1) throw new Error(`Expected to update one agent definition row, updated ${affectedRows}.`);
 }

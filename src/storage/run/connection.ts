@@ -72,7 +72,10 @@ export function isMariaDb(version: string): boolean {
 export async function openDatabase(options: StorageOptions): Promise<Database> {
   if (options.databaseUrl !== undefined && options.databaseUrl !== "") {
     const timeoutMillis = options.timeoutMillis ?? defaultTimeoutMillis;
-    return { db: knex(mysqlConfig(options.databaseUrl, timeoutMillis, options.statementTimeoutMillis ?? timeoutMillis)), dialect: "mysql" };
+    return {
+      db: knex(mysqlConfig(options.databaseUrl, timeoutMillis, options.statementTimeoutMillis ?? timeoutMillis)),
+      dialect: "mysql",
+    };
   }
   // Owner only: the database holds every tenant's definitions. A directory that exists keeps its mode.
   await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
@@ -133,10 +136,13 @@ function mysqlConfig(databaseUrl: string, timeoutMillis: number, statementTimeou
             // instead of by a statement before every BEGIN (run/writes.ts). It changes nothing for
             // the other statements, each a transaction of its own: either level reads a statement's
             // rows as committed when it started.
-            connection.query("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED", (isolationError: Error | null) => {
-              if (isolationError === null) withStatementTimeout(connection, statementTimeoutMillis);
-              done(isolationError, connection);
-            });
+            connection.query(
+              "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
+              (isolationError: Error | null) => {
+                if (isolationError === null) withStatementTimeout(connection, statementTimeoutMillis);
+                done(isolationError, connection);
+              },
+            );
           },
         );
       },

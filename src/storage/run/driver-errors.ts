@@ -83,7 +83,8 @@ function classifyOne(error: object): DriverErrorKind {
     if (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED")) return "retryable";
     // The embedded database's file cannot be read, written or opened (a failing or full disk):
     // unavailable, as a database server that went away is, not a bug of ours.
-    if (code.startsWith("SQLITE_IOERR") || code.startsWith("SQLITE_CANTOPEN") || code === "SQLITE_FULL") return "unavailable";
+    if (code.startsWith("SQLITE_IOERR") || code.startsWith("SQLITE_CANTOPEN") || code === "SQLITE_FULL")
+      return "unavailable";
   }
   if (typeof errno === "number") {
     if (unavailableErrnos.has(errno)) return "unavailable";

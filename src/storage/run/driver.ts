@@ -10,7 +10,11 @@ import type { Knex } from "knex";
 /** The part of a mysql2 connection the runners use. */
 export interface MysqlConnection {
   /** A statement, or one with its own `timeout` (connection.ts lets it replace the pool's statement timeout). */
-  query(sql: string | { sql: string; timeout: number }, bindings: readonly unknown[], callback: (error: Error | null, result: unknown) => void): unknown;
+  query(
+    sql: string | { sql: string; timeout: number },
+    bindings: readonly unknown[],
+    callback: (error: Error | null, result: unknown) => void,
+  ): unknown;
   /** Closes the socket at once; the pool then drops the connection. */
   destroy(): void;
   /** The server's id of the connection's thread (`CONNECTION_ID()`), what `KILL QUERY` names; null before the handshake. */
@@ -35,7 +39,10 @@ export type WithConnection = <T>(use: (connection: unknown) => Promise<T> | T) =
 
 /** Borrows connections from `db`'s pool. */
 export function pooledConnections(db: Knex): WithConnection {
-  const client = db.client as { acquireConnection(): Promise<unknown>; releaseConnection(connection: unknown): Promise<unknown> };
+  const client = db.client as {
+    acquireConnection(): Promise<unknown>;
+    releaseConnection(connection: unknown): Promise<unknown>;
+  };
   return async (use) => {
     // knex's pool: a connection it finds broken (mysql2 marks fatal errors) is replaced on acquire.
     const connection = await client.acquireConnection();
@@ -48,7 +55,11 @@ export function pooledConnections(db: Knex): WithConnection {
 }
 
 /** Runs one statement on a mysql2 connection and answers what the driver does: rows, or the OK packet. */
-export function mysqlQuery(connection: MysqlConnection, sql: string | { sql: string; timeout: number }, bindings: readonly unknown[]): Promise<unknown> {
+export function mysqlQuery(
+  connection: MysqlConnection,
+  sql: string | { sql: string; timeout: number },
+  bindings: readonly unknown[],
+): Promise<unknown> {
   return new Promise((resolve, reject) => {
     connection.query(sql, bindings, (error, result) => (error === null ? resolve(result) : reject(error)));
   });

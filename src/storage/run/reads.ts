@@ -24,8 +24,12 @@ import { mysqlQuery, pooledConnections, sqliteStatements } from "./driver.js";
 export function driverRunner(db: Knex, dialect: Dialect): RunRead {
   const withConnection = pooledConnections(db);
   if (dialect === "mysql") {
-    return (sql, bindings) => withConnection(async (connection) => (await mysqlQuery(connection as MysqlConnection, sql, bindings)) as DefinitionReadRow[]);
+    return (sql, bindings) =>
+      withConnection(
+        async (connection) => (await mysqlQuery(connection as MysqlConnection, sql, bindings)) as DefinitionReadRow[],
+      );
   }
   const statement = sqliteStatements();
-  return (sql, bindings) => withConnection((connection) => statement(connection as SqliteConnection, sql).all(bindings) as DefinitionReadRow[]);
+  return (sql, bindings) =>
+    withConnection((connection) => statement(connection as SqliteConnection, sql).all(bindings) as DefinitionReadRow[]);
 }

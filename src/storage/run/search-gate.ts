@@ -27,8 +27,10 @@ export class Gate {
 
   /** `limit` slots in all, at most `perTenant` (default: all of them) held by one tenant. */
   constructor(limit: number, perTenant: number = limit) {
-    if (!Number.isInteger(limit) || limit < 1) throw new Error(`A gate needs a whole number of slots, at least 1, not ${limit}.`);
-    if (!Number.isInteger(perTenant) || perTenant < 1) throw new Error(`A gate needs a whole number of slots per tenant, at least 1, not ${perTenant}.`);
+    if (!Number.isInteger(limit) || limit < 1)
+      throw new Error(`A gate needs a whole number of slots, at least 1, not ${limit}.`);
+    if (!Number.isInteger(perTenant) || perTenant < 1)
+      throw new Error(`A gate needs a whole number of slots per tenant, at least 1, not ${perTenant}.`);
     this.#free = limit;
     this.#perTenant = Math.min(perTenant, limit);
   }

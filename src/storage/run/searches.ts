@@ -167,7 +167,10 @@ export function searchRunner(db: Knex, dialect: Dialect, limits: SearchLimits = 
     const pool = createSqliteSearchPool(sqliteFile(db), { workers: sqliteWorkers, timeoutMillis });
     const run: RunSearch = async (sql, bindings, call) => {
       if (call.signal?.aborted === true) throw call.signal.reason;
-      if (call.bounded === true) return withConnection((connection) => (connection as SqliteConnection).prepare(sql).all(bindings) as SearchRow[]);
+      if (call.bounded === true)
+        return withConnection(
+          (connection) => (connection as SqliteConnection).prepare(sql).all(bindings) as SearchRow[],
+        );
       const deadline = deadlineOf(call);
       try {
         return await gated(call, deadline, () => {
@@ -182,7 +185,8 @@ export function searchRunner(db: Knex, dialect: Dialect, limits: SearchLimits = 
     };
     return Object.assign(run, { waiting, close: () => pool.close() });
   }
-  const kill = (threadId: number) => withConnection((connection) => mysqlQuery(connection as MysqlConnection, `KILL QUERY ${threadId}`, []));
+  const kill = (threadId: number) =>
+    withConnection((connection) => mysqlQuery(connection as MysqlConnection, `KILL QUERY ${threadId}`, []));
   let server: Promise<ServerKind> | undefined;
   const run: RunSearch = async (sql, bindings, call) => {
     const deadline = deadlineOf(call);
@@ -206,7 +210,10 @@ export function searchRunner(db: Knex, dialect: Dialect, limits: SearchLimits = 
             connection as MysqlConnection,
             call.signal,
             kill,
-            () => mysqlQuery(connection as MysqlConnection, { sql: limited, timeout: driverMillis }, bindings) as Promise<SearchRow[]>,
+            () =>
+              mysqlQuery(connection as MysqlConnection, { sql: limited, timeout: driverMillis }, bindings) as Promise<
+                SearchRow[]
+              >,
           );
         }),
       );
@@ -256,7 +263,12 @@ async function waitAtGate(gate: Gate, tenant: string, signal: AbortSignal | unde
  * statement had just ended) leaves it as it was: MariaDB and MySQL clear it
  * before the thread's next statement.
  */
-async function killable<T>(connection: MysqlConnection, signal: AbortSignal | undefined, kill: (threadId: number) => Promise<unknown>, query: () => Promise<T>): Promise<T> {
+async function killable<T>(
+  connection: MysqlConnection,
+  signal: AbortSignal | undefined,
+  kill: (threadId: number) => Promise<unknown>,
+  query: () => Promise<T>,
+): Promise<T> {
   if (signal === undefined) return query();
   if (signal.aborted) throw signal.reason;
   const threadId = connection.threadId;
@@ -289,7 +301,8 @@ async function serverKind(db: Knex): Promise<ServerKind> {
  * MySQL's optimizer hint `MAX_EXECUTION_TIME` (milliseconds; ER_QUERY_TIMEOUT, 3024).
  */
 function withTimeLimit(kind: ServerKind, sql: string, millis: number): string {
-  if (!sql.startsWith("SELECT ")) throw new Error(`A search statement must be a SELECT to be time-limited: ${sql.slice(0, 40)}`);
+  if (!sql.startsWith("SELECT "))
+    throw new Error(`A search statement must be a SELECT to be time-limited: ${sql.slice(0, 40)}`);
   if (kind === "mariadb") return `SET STATEMENT max_statement_time = ${millis / 1000} FOR ${sql}`;
   return `SELECT /*+ MAX_EXECUTION_TIME(${millis}) */ ${sql.slice("SELECT ".length)}`;
 }

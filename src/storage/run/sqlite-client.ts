@@ -61,7 +61,10 @@ export function sqliteClient(): typeof Knex.Client {
 
 /** The part of a better-sqlite3 `Database` that a connection opened outside knex uses. */
 export interface SqliteDatabase {
-  prepare(sql: string): { all(bindings: readonly unknown[]): unknown[]; iterate(bindings: readonly unknown[]): IterableIterator<unknown> };
+  prepare(sql: string): {
+    all(bindings: readonly unknown[]): unknown[];
+    iterate(bindings: readonly unknown[]): IterableIterator<unknown>;
+  };
   pragma(source: string): unknown[];
   /** Registers a SQL function (better-sqlite3's `function`). */
   function(name: string, options: { deterministic: boolean }, fn: () => unknown): unknown;
@@ -73,7 +76,10 @@ export interface SqliteDatabase {
  * over `node:sqlite`), for a connection that knex's pool does not hold: the
  * search workers' read-only ones (sqlite-search-worker.ts).
  */
-export function sqliteDriver(): new (filename: string, options?: { readonly?: boolean; fileMustExist?: boolean }) => SqliteDatabase {
+export function sqliteDriver(): new (
+  filename: string,
+  options?: { readonly?: boolean; fileMustExist?: boolean },
+) => SqliteDatabase {
   if (!usesNodeSqlite) return require("better-sqlite3");
   const { DatabaseSync } = require("node:sqlite") as { DatabaseSync: DatabaseSyncConstructor };
   return nodeSqliteDriver(DatabaseSync);

@@ -19,7 +19,10 @@ export interface SearchRequest {
 }
 
 /** What the worker answers: readiness once, then one answer per request. */
-export type SearchReply = { readonly ready: true } | { readonly rows: Record<string, unknown>[] } | { readonly error: { readonly message: string; readonly code?: string | undefined } };
+export type SearchReply =
+  | { readonly ready: true }
+  | { readonly rows: Record<string, unknown>[] }
+  | { readonly error: { readonly message: string; readonly code?: string | undefined } };
 
 /** The worker's data: the database file, and where the pool writes the id of a statement to stop. */
 export interface SearchWorkerData {
@@ -31,7 +34,8 @@ export interface SearchWorkerData {
 /** The message of the error that ends a stopped statement (the pool has answered its caller already). */
 export const STOPPED = "search statement stopped";
 
-if (parentPort === null) throw new Error("sqlite-search-thread runs as a worker thread (sqlite-search-worker.ts starts it).");
+if (parentPort === null)
+  throw new Error("sqlite-search-thread runs as a worker thread (sqlite-search-worker.ts starts it).");
 const port = parentPort;
 
 /** An error as the main thread rebuilds it: its message and SQLite code (driver-errors.ts classifies by code). */
@@ -47,7 +51,12 @@ function transferable(rows: Record<string, unknown>[]): ArrayBuffer[] {
     for (const [column, value] of Object.entries(row)) {
       if (!(value instanceof Uint8Array)) continue;
       let bytes = value;
-      if (bytes.byteOffset !== 0 || bytes.byteLength !== bytes.buffer.byteLength || buffers.has(bytes.buffer as ArrayBuffer) || !(bytes.buffer instanceof ArrayBuffer)) {
+      if (
+        bytes.byteOffset !== 0 ||
+        bytes.byteLength !== bytes.buffer.byteLength ||
+        buffers.has(bytes.buffer as ArrayBuffer) ||
+        !(bytes.buffer instanceof ArrayBuffer)
+      ) {
         bytes = Uint8Array.prototype.slice.call(value);
         row[column] = bytes;
       }

@@ -106,14 +106,18 @@ function workerEntry(): { readonly source: URL | string; readonly eval: boolean 
   // Deno runs TypeScript itself, and its workers resolve imports as the main thread does.
   if (!fromSources || "Deno" in globalThis) return { source: url, eval: false };
   const tsx = JSON.stringify(import.meta.resolve("tsx/esm/api"));
-  return { source: `import(${tsx}).then(({ register }) => { register(); return import(${JSON.stringify(url.href)}); });`, eval: true };
+  return {
+    source: `import(${tsx}).then(({ register }) => { register(); return import(${JSON.stringify(url.href)}); });`,
+    eval: true,
+  };
 }
 
 /** Makes Buffers of the byte values a worker sent: structured cloning answers plain Uint8Arrays. */
 function asBuffers(rows: Record<string, unknown>[]): Record<string, unknown>[] {
   for (const row of rows) {
     for (const [column, value] of Object.entries(row)) {
-      if (value instanceof Uint8Array && !Buffer.isBuffer(value)) row[column] = Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+      if (value instanceof Uint8Array && !Buffer.isBuffer(value))
+        row[column] = Buffer.from(value.buffer, value.byteOffset, value.byteLength);
     }
   }
   return rows;
@@ -130,7 +134,8 @@ function rebuilt({ message, code }: { message: string; code?: string | undefined
  * (unreferenced while idle, so an idle pool keeps no process alive) until close().
  */
 export function createSqliteSearchPool(filename: string, options: SqliteSearchPoolOptions): SqliteSearchPool {
-  if (!Number.isInteger(options.workers) || options.workers < 1) throw new Error(`A search pool needs a whole number of workers, at least 1, not ${options.workers}.`);
+  if (!Number.isInteger(options.workers) || options.workers < 1)
+    throw new Error(`A search pool needs a whole number of workers, at least 1, not ${options.workers}.`);
   const entry = workerEntry();
   const slots = new Set<Slot>();
   const waiting: Job[] = [];
@@ -152,7 +157,10 @@ export function createSqliteSearchPool(filename: string, options: SqliteSearchPo
 
   const spawn = (): void => {
     const stop = new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT);
-    const worker = new Worker(entry.source, { eval: entry.eval, workerData: { filename, stop } satisfies SearchWorkerData });
+    const worker = new Worker(entry.source, {
+      eval: entry.eval,
+      workerData: { filename, stop } satisfies SearchWorkerData,
+    });
     const slot: Slot = { worker, stop: new Int32Array(stop), ready: false, job: undefined };
     slots.add(slot);
     worker.on("message", (reply: SearchReply) => {

@@ -56,7 +56,8 @@ function mysqlTransactions(withConnection: ReturnType<typeof pooledConnections>)
     withConnection(async (pooled) => {
       const connection = pooled as MysqlConnection;
       const session: WriteSession = {
-        rows: async <T>(sql: string, bindings: readonly WriteBinding[]) => (await mysqlQuery(connection, sql, bindings)) as T[],
+        rows: async <T>(sql: string, bindings: readonly WriteBinding[]) =>
+          (await mysqlQuery(connection, sql, bindings)) as T[],
         change: async (sql, bindings) => {
           const { affectedRows, insertId } = (await mysqlQuery(connection, sql, bindings)) as Changed;
           return { affectedRows, insertId };
@@ -87,7 +88,8 @@ function sqliteTransactions(withConnection: ReturnType<typeof pooledConnections>
       // Deferred, as knex began it: the write lock is taken by the first write, and a snapshot
       // another process has written past since fails it with SQLITE_BUSY, which is retried.
       const session: WriteSession = {
-        rows: async <T>(sql: string, bindings: readonly WriteBinding[]) => statement(connection, sql).all(bindings) as T[],
+        rows: async <T>(sql: string, bindings: readonly WriteBinding[]) =>
+          statement(connection, sql).all(bindings) as T[],
         change: async (sql, bindings) => {
           const { changes, lastInsertRowid } = statement(connection, sql).run(bindings);
           return { affectedRows: changes, insertId: Number(lastInsertRowid) };

@@ -1,6 +1,18 @@
-import { type DescEnum, type DescField, type DescMessage, getOption, type JsonObject, type JsonValue, ScalarType, toJson } from "@bufbuild/protobuf";
+import {
+  type DescEnum,
+  type DescField,
+  type DescMessage,
+  getOption,
+  type JsonObject,
+  type JsonValue,
+  ScalarType,
+  toJson,
+} from "@bufbuild/protobuf";
 import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
-import { FieldRulesSchema, field as fieldRulesExtension } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
+import {
+  FieldRulesSchema,
+  field as fieldRulesExtension,
+} from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
 import { leadingComment } from "./proto-comments.js";
 
 /**
@@ -104,11 +116,17 @@ function ruleKeywords(rules: JsonObject, where: string): JsonObject {
   for (const [kind, value] of Object.entries(rules)) {
     if (kind === "required") continue; // the parent's `required` list, below
     const table = RULES_BY_KIND[kind];
-    if (table === undefined) throw new Error(`${where}: protovalidate rules "${kind}" have no OpenAPI form; teach src/transport/openapi/message-schemas.ts`);
+    if (table === undefined)
+      throw new Error(
+        `${where}: protovalidate rules "${kind}" have no OpenAPI form; teach src/transport/openapi/message-schemas.ts`,
+      );
     for (const [rule, ruleValue] of Object.entries(value as JsonObject)) {
       if (kind === "repeated" && rule === "items") continue; // applied to the items' schema
       const keyword = table[rule];
-      if (keyword === undefined) throw new Error(`${where}: protovalidate rule "${kind}.${rule}" has no OpenAPI form; teach src/transport/openapi/message-schemas.ts`);
+      if (keyword === undefined)
+        throw new Error(
+          `${where}: protovalidate rule "${kind}.${rule}" has no OpenAPI form; teach src/transport/openapi/message-schemas.ts`,
+        );
       Object.assign(out, keyword(ruleValue));
     }
   }
@@ -133,14 +151,16 @@ export function createMessageSchemas(names: Readonly<Record<string, string>> = {
   function componentName(desc: DescMessage): string {
     const name = names[desc.typeName] ?? desc.name;
     const owner = owners.get(name);
-    if (owner !== undefined && owner !== desc.typeName) throw new Error(`${owner} and ${desc.typeName} would both be the component ${name}`);
+    if (owner !== undefined && owner !== desc.typeName)
+      throw new Error(`${owner} and ${desc.typeName} would both be the component ${name}`);
     owners.set(name, desc.typeName);
     return name;
   }
 
   function ref(desc: DescMessage): JsonObject {
     if (desc.typeName === "google.protobuf.Timestamp") return { type: "string", format: "date-time" };
-    if (desc.typeName.startsWith("google.protobuf.")) throw new Error(`${desc.typeName} has no OpenAPI form yet; teach src/transport/openapi/message-schemas.ts`);
+    if (desc.typeName.startsWith("google.protobuf."))
+      throw new Error(`${desc.typeName} has no OpenAPI form yet; teach src/transport/openapi/message-schemas.ts`);
     const name = componentName(desc);
     if (!components.has(name)) {
       components.set(name, {}); // reserved first: messages may refer to themselves
@@ -167,7 +187,11 @@ export function createMessageSchemas(names: Readonly<Record<string, string>> = {
       case "list": {
         const repeated = (rules.repeated ?? {}) as JsonObject;
         const itemRules = (repeated.items ?? {}) as JsonObject;
-        schema = { type: "array", items: valueSchema(desc, desc.listKind, itemRules), ...ruleKeywords({ repeated }, where) };
+        schema = {
+          type: "array",
+          items: valueSchema(desc, desc.listKind, itemRules),
+          ...ruleKeywords({ repeated }, where),
+        };
         if (rules.required === true) schema.minItems = Math.max(Number(schema.minItems ?? 0), 1);
         break;
       }
@@ -179,7 +203,13 @@ export function createMessageSchemas(names: Readonly<Record<string, string>> = {
         // `required` on a field without presence means "not empty" to protovalidate.
         const closed = schema.enum !== undefined || schema.const !== undefined;
         const implicit = desc.presence === FeatureSet_FieldPresence.IMPLICIT;
-        if (rules.required === true && !closed && desc.fieldKind === "scalar" && desc.scalar === ScalarType.STRING && implicit) {
+        if (
+          rules.required === true &&
+          !closed &&
+          desc.fieldKind === "scalar" &&
+          desc.scalar === ScalarType.STRING &&
+          implicit
+        ) {
           schema.minLength = Math.max(Number(schema.minLength ?? 0), 1);
         }
         // On an enum without presence it means "not the zero value", so the document does not offer it.
@@ -190,7 +220,11 @@ export function createMessageSchemas(names: Readonly<Record<string, string>> = {
       }
     }
     const description = leadingComment(desc);
-    return { ...schema, ...(description === "" ? {} : { description }), ...(READ_ONLY.test(description) ? { readOnly: true } : {}) };
+    return {
+      ...schema,
+      ...(description === "" ? {} : { description }),
+      ...(READ_ONLY.test(description) ? { readOnly: true } : {}),
+    };
   }
 
   function messageSchema(desc: DescMessage): JsonObject {

@@ -6,7 +6,13 @@ import { HEADER_FIELDS } from "../rest/rest-request.js";
 import { buildRouteTable, type RestRoute } from "../rest/route-table.js";
 import { createMessageSchemas, type MessageSchemas } from "./message-schemas.js";
 import { leadingComment } from "./proto-comments.js";
-import { FILTER_VALUE_LENGTH, FILTER_VALUES, KEYWORDS_LENGTH, REQUEST_LINE_BUDGET, refineQuerySchema } from "./query-parameters.js";
+import {
+  FILTER_VALUE_LENGTH,
+  FILTER_VALUES,
+  KEYWORDS_LENGTH,
+  REQUEST_LINE_BUDGET,
+  refineQuerySchema,
+} from "./query-parameters.js";
 
 export interface OpenApiOptions {
   /** The services whose `google.api.http` bindings make up the REST surface. */
@@ -21,7 +27,8 @@ export interface OpenApiOptions {
 const ERROR = "ERROR_MODEL_REFERENCE";
 const VALIDATION_ERROR = "VALIDATION_ERROR_MODEL_REFERENCE";
 
-const SUMMARY = "The REST surface of the agent definition registry: register Agent Definitions (create or update on name + provider + version) and read them back.";
+const SUMMARY =
+  "The REST surface of the agent definition registry: register Agent Definitions (create or update on name + provider + version) and read them back.";
 
 const DESCRIPTION = `${SUMMARY}
 
@@ -36,17 +43,28 @@ Errors carry a stable \`code\` (clients branch on the code, never on the message
 A request's line and headers together must fit in 16 KiB (Node's \`--max-http-header-size\`); a longer one is refused with 431. The limits of the list's query parameters here are those under which any query this document allows keeps its request line within ${REQUEST_LINE_BUDGET / 1024} KiB, every character percent-encoded at its longest, leaving the rest to the headers, \`Authorization\` included: ${FILTER_VALUES} values of up to ${FILTER_VALUE_LENGTH} characters for each exact filter, \`q\` up to ${KEYWORDS_LENGTH}. The service takes more (20 values of up to 255 characters a filter, \`q\` up to 500, as over gRPC and Connect) while the request fits.`;
 
 /** Where the paths are: relative to the document's own address, as the service serves it. */
-const SERVERS = [{ url: "/", description: "The service that serves this document at `/openapi.json`: every path is relative to its origin." }];
+const SERVERS = [
+  {
+    url: "/",
+    description: "The service that serves this document at `/openapi.json`: every path is relative to its origin.",
+  },
+];
 
 function validationResponse(description: string, headers: JsonObject = {}): JsonObject {
-  return { description, ...(Object.keys(headers).length > 0 ? { headers } : {}), content: { "application/json": { schema: { $ref: `#/components/schemas/${VALIDATION_ERROR}` } } } };
+  return {
+    description,
+    ...(Object.keys(headers).length > 0 ? { headers } : {}),
+    content: { "application/json": { schema: { $ref: `#/components/schemas/${VALIDATION_ERROR}` } } },
+  };
 }
 
 function errorResponse(description: string): JsonObject {
   return { description, content: { "application/json": { schema: { $ref: `#/components/schemas/${ERROR}` } } } };
 }
 
-const challenge = (description: string): JsonObject => ({ "WWW-Authenticate": { description, required: true, schema: { type: "string" } } });
+const challenge = (description: string): JsonObject => ({
+  "WWW-Authenticate": { description, required: true, schema: { type: "string" } },
+});
 
 /** The component name of each error status of the REST surface. */
 const RESPONSE_NAMES: Readonly<Record<number, string>> = {
@@ -69,7 +87,8 @@ const RESPONSE_NAMES: Readonly<Record<number, string>> = {
 /** Which operations can answer a status; every operation can answer the others. */
 const APPLIES: Readonly<Record<number, (route: RestRoute) => boolean>> = {
   // Only requests that name something can miss it: a path variable, or a tenant.
-  404: (route) => route.segments.some((s) => "variable" in s) || route.method.input.fields.some((f) => f.name === "tenant"),
+  404: (route) =>
+    route.segments.some((s) => "variable" in s) || route.method.input.fields.some((f) => f.name === "tenant"),
   // Only writes can collide with other writes or with what exists.
   409: (route) => route.method.idempotency !== MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS,
   // Only requests with a condition (If-Match, If-None-Match: *) can fail it.
@@ -87,7 +106,12 @@ const APPLIES: Readonly<Record<number, (route: RestRoute) => boolean>> = {
  * table (src/domain/errors.ts): its codes and their meanings, its body shape,
  * the Bearer challenge of 401 and 403. 405 is METHOD_NOT_ALLOWED below.
  */
-const ERROR_RESPONSES: readonly { status: number; name: string; response: JsonObject; applies(route: RestRoute): boolean }[] = (() => {
+const ERROR_RESPONSES: readonly {
+  status: number;
+  name: string;
+  response: JsonObject;
+  applies(route: RestRoute): boolean;
+}[] = (() => {
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of Object.keys(ERRORS) as ErrorCode[]) {
     const status = ERRORS[code].http;
@@ -95,19 +119,26 @@ const ERROR_RESPONSES: readonly { status: number; name: string; response: JsonOb
   }
   return [...byStatus].map(([status, codes]) => {
     const name = RESPONSE_NAMES[status];
-    if (name === undefined) throw new Error(`The error table answers ${status}, which the OpenAPI document has no name for.`);
+    if (name === undefined)
+      throw new Error(`The error table answers ${status}, which the OpenAPI document has no name for.`);
     const description = codes.map((code) => `\`${code}\`: ${ERRORS[code].meaning}`).join(" ");
     const example = new RegistryError(codes[0] as ErrorCode, "");
     const header = challengeOf(example);
-    const response = example.row.body === "validation" ? validationResponse(description, header === undefined ? {} : challenge(`\`${header}\``)) : errorResponse(description);
+    const response =
+      example.row.body === "validation"
+        ? validationResponse(description, header === undefined ? {} : challenge(`\`${header}\``))
+        : errorResponse(description);
     return { status, name, response, applies: APPLIES[status] ?? (() => true) };
   });
 })();
 
 /** Not an answer of any operation here: of a path of this document called with a method it does not list. */
-const METHOD_NOT_ALLOWED = validationResponse(`\`METHOD_NOT_ALLOWED\`: ${ERRORS.METHOD_NOT_ALLOWED.meaning} \`Allow\` lists the methods it serves.`, {
-  Allow: { description: "The methods the path serves.", required: true, schema: { type: "string" } },
-});
+const METHOD_NOT_ALLOWED = validationResponse(
+  `\`METHOD_NOT_ALLOWED\`: ${ERRORS.METHOD_NOT_ALLOWED.meaning} \`Allow\` lists the methods it serves.`,
+  {
+    Allow: { description: "The methods the path serves.", required: true, schema: { type: "string" } },
+  },
+);
 
 const SECURITY_SCHEMES = {
   bearerAuth: {
@@ -142,7 +173,10 @@ function parameter(schemas: MessageSchemas, field: DescField, where: "path" | "q
     in: where,
     ...(description === "" ? {} : { description }),
     required: where === "path" || schemas.isRequired(field),
-    schema: where === "query" ? refineQuerySchema(field, withoutAnnotations(schemas.field(field))) : withoutAnnotations(schemas.field(field)),
+    schema:
+      where === "query"
+        ? refineQuerySchema(field, withoutAnnotations(schemas.field(field)))
+        : withoutAnnotations(schemas.field(field)),
   };
 }
 
@@ -157,7 +191,11 @@ function parameters(schemas: MessageSchemas, route: RestRoute): JsonObject[] {
   const path = inPath.map((name) => parameter(schemas, byName(name), "path"));
   if (route.body === "*") return path;
   const query = input.fields.filter(
-    (f) => (f.fieldKind === "scalar" || (f.fieldKind === "list" && f.listKind === "scalar")) && !inPath.includes(f.name) && f.name !== route.body && HEADER_FIELDS[f.name] === undefined,
+    (f) =>
+      (f.fieldKind === "scalar" || (f.fieldKind === "list" && f.listKind === "scalar")) &&
+      !inPath.includes(f.name) &&
+      f.name !== route.body &&
+      HEADER_FIELDS[f.name] === undefined,
   );
   return [...path, ...query.map((f) => parameter(schemas, f, "query")), ...headerParameters(route)];
 }
@@ -171,12 +209,19 @@ function headerParameters(route: RestRoute): JsonObject[] {
       headers.push({
         name: header,
         in: "header",
-        description: "Write only if the definition's current ETag is one of these (`*`: if it exists); else 412, nothing written.",
+        description:
+          "Write only if the definition's current ETag is one of these (`*`: if it exists); else 412, nothing written.",
         required: false,
         schema: { type: "string" },
       });
     } else if (header === "If-None-Match") {
-      headers.push({ name: header, in: "header", description: "`*`: create only; 412 when the key exists, nothing written.", required: false, schema: { type: "string", const: "*" } });
+      headers.push({
+        name: header,
+        in: "header",
+        description: "`*`: create only; 412 when the key exists, nothing written.",
+        required: false,
+        schema: { type: "string", const: "*" },
+      });
     }
   }
   if (route.verb === "GET" && readsWithEtag(route)) {
@@ -191,7 +236,11 @@ function headerParameters(route: RestRoute): JsonObject[] {
   return headers;
 }
 
-const ETAG_HEADER: JsonObject = { description: "The strong ETag of this revision of the definition: the same as `meta.etag`.", required: true, schema: { type: "string" } };
+const ETAG_HEADER: JsonObject = {
+  description: "The strong ETag of this revision of the definition: the same as `meta.etag`.",
+  required: true,
+  schema: { type: "string" },
+};
 
 /** Whether a read's answer carries an ETag, so If-None-Match can answer 304. */
 function readsWithEtag(route: RestRoute): boolean {
@@ -212,8 +261,11 @@ function requestBody(schemas: MessageSchemas, route: RestRoute): JsonObject {
   const input = route.method.input;
   const field = input.fields.find((f) => f.name === route.body);
   if (route.body === "*" && route.segments.some((s) => "variable" in s))
-    throw new Error(`${route.method.name}: a "*" body beside path variables needs a schema without them; teach the generator`);
-  const target: DescMessage | undefined = route.body === "*" ? input : field?.fieldKind === "message" ? field.message : undefined;
+    throw new Error(
+      `${route.method.name}: a "*" body beside path variables needs a schema without them; teach the generator`,
+    );
+  const target: DescMessage | undefined =
+    route.body === "*" ? input : field?.fieldKind === "message" ? field.message : undefined;
   if (target === undefined) throw new Error(`${route.method.name}: body ${route.body} must be a message`);
   const part = field?.jsonName ?? "body";
   const schema = schemas.ref(target);
@@ -233,9 +285,14 @@ function requestBody(schemas: MessageSchemas, route: RestRoute): JsonObject {
 /** The headers of a read's answer by its message: the caching headers A2A v1.0 asks of agent card endpoints. */
 const READ_HEADERS: Readonly<Record<string, JsonObject>> = {
   "asor.v1.AgentCard": {
-    ETag: { description: "A strong validator of the card: it changes whenever the definition does.", required: true, schema: { type: "string" } },
+    ETag: {
+      description: "A strong validator of the card: it changes whenever the definition does.",
+      required: true,
+      schema: { type: "string" },
+    },
     "Cache-Control": {
-      description: "`private, no-cache`: the caller may keep the card but revalidates it with its ETag (`If-None-Match`) before each reuse.",
+      description:
+        "`private, no-cache`: the caller may keep the card but revalidates it with its ETag (`If-None-Match`) before each reuse.",
       required: true,
       schema: { type: "string" },
     },
@@ -252,22 +309,38 @@ function success(schemas: MessageSchemas, route: RestRoute): [string, JsonObject
       "200",
       {
         description: `A version's id: the ${definition.name} as stored now, with its ETag. An \`Agent_ID=...\`: the ${output.name}, every version of the agent, newest first.`,
-        headers: { ETag: { ...ETAG_HEADER, required: false, description: "With a version's id: its strong ETag, as `meta.etag`." } },
+        headers: {
+          ETag: {
+            ...ETAG_HEADER,
+            required: false,
+            description: "With a version's id: its strong ETag, as `meta.etag`.",
+          },
+        },
         content: { "application/json": { schema: { oneOf: [schemas.ref(definition), schemas.ref(output)] } } },
       },
     ];
   }
   const content = { "application/json": { schema: schemas.ref(output) } };
   const readHeaders = output.typeName === DEFINITION ? { ETag: ETAG_HEADER } : READ_HEADERS[output.typeName];
-  if (route.verb !== "POST") return ["200", { description: `The ${output.name}.`, ...(readHeaders === undefined ? {} : { headers: readHeaders }), content }];
-  const id = output.fields.find((f) => f.jsonName === "id" && f.fieldKind === "scalar" && f.scalar === ScalarType.STRING);
+  if (route.verb !== "POST")
+    return [
+      "200",
+      { description: `The ${output.name}.`, ...(readHeaders === undefined ? {} : { headers: readHeaders }), content },
+    ];
+  const id = output.fields.find(
+    (f) => f.jsonName === "id" && f.fieldKind === "scalar" && f.scalar === ScalarType.STRING,
+  );
   if (id === undefined) return ["201", { description: `The ${output.name} as stored.`, content }];
   return [
     "201",
     {
       description: `The ${output.name} as stored, with its \`id\` and read-only members.`,
       headers: {
-        Location: { description: "This path followed by `/{id}`: where the stored instance is read back.", required: true, schema: { type: "string" } },
+        Location: {
+          description: "This path followed by `/{id}`: where the stored instance is read back.",
+          required: true,
+          schema: { type: "string" },
+        },
         ...(output.typeName === DEFINITION ? { ETag: ETAG_HEADER } : {}),
       },
       content,
@@ -279,7 +352,8 @@ function success(schemas: MessageSchemas, route: RestRoute): [string, JsonObject
 function domainsOf(policy: Policy, route: RestRoute): readonly string[] {
   const procedure = `${route.method.parent.typeName}/${route.method.name}`;
   const domains = policy.get(procedure);
-  if (domains === undefined || domains.length === 0) throw new Error(`${procedure} has a REST binding but no security domains in the policy`);
+  if (domains === undefined || domains.length === 0)
+    throw new Error(`${procedure} has a REST binding but no security domains in the policy`);
   return domains;
 }
 
@@ -292,9 +366,13 @@ function operation(schemas: MessageSchemas, policy: Policy, route: RestRoute, op
   const [status, ok] = success(schemas, route);
   const responses: JsonObject = { [status]: ok };
   if (route.verb === "GET" && readsWithEtag(route)) {
-    responses["304"] = { description: "If-None-Match names the current ETag: not modified, no body.", headers: { ETag: ETAG_HEADER } };
+    responses["304"] = {
+      description: "If-None-Match names the current ETag: not modified, no body.",
+      headers: { ETag: ETAG_HEADER },
+    };
   }
-  for (const e of ERROR_RESPONSES) if (e.applies(route)) responses[String(e.status)] = { $ref: `#/components/responses/${e.name}` };
+  for (const e of ERROR_RESPONSES)
+    if (e.applies(route)) responses[String(e.status)] = { $ref: `#/components/responses/${e.name}` };
   return {
     operationId,
     tags: [route.method.parent.name],
@@ -318,7 +396,10 @@ function operation(schemas: MessageSchemas, policy: Policy, route: RestRoute, op
  * the same document.
  */
 export function createOpenApiDocument({ services, policy, errorBodies }: OpenApiOptions): JsonObject {
-  const schemas = createMessageSchemas({ [errorBodies.error.typeName]: ERROR, [errorBodies.validation.typeName]: VALIDATION_ERROR });
+  const schemas = createMessageSchemas({
+    [errorBodies.error.typeName]: ERROR,
+    [errorBodies.validation.typeName]: VALIDATION_ERROR,
+  });
   schemas.ref(errorBodies.validation);
   schemas.ref(errorBodies.error);
   const paths: Record<string, JsonObject> = {};
@@ -338,7 +419,10 @@ export function createOpenApiDocument({ services, policy, errorBodies }: OpenApi
     paths,
     components: {
       schemas: schemas.components(),
-      responses: { ...Object.fromEntries(ERROR_RESPONSES.map((e) => [e.name, e.response])), MethodNotAllowed: METHOD_NOT_ALLOWED },
+      responses: {
+        ...Object.fromEntries(ERROR_RESPONSES.map((e) => [e.name, e.response])),
+        MethodNotAllowed: METHOD_NOT_ALLOWED,
+      },
       securitySchemes: SECURITY_SCHEMES,
     },
   };

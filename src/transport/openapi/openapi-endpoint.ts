@@ -8,6 +8,10 @@ import { formatOpenApiDocument } from "./openapi-document.js";
  * committed gen/openapi.json; it is answered as that file's text, byte for byte.
  */
 export function createOpenApiEndpoint(document: unknown): HttpEndpoint {
-  const answer = { status: 200, headers: { "content-type": JSON_CONTENT_TYPE }, body: utf8(formatOpenApiDocument(document)) };
+  const answer = {
+    status: 200,
+    headers: { "content-type": JSON_CONTENT_TYPE },
+    body: utf8(formatOpenApiDocument(document)),
+  };
   return { path: "/openapi.json", handle: readOnly(async () => answer) };
 }

@@ -7,19 +7,43 @@ type Commented = DescMessage | DescField | DescService | DescMethod;
 function locationOf(desc: Commented): { file: DescFile; path: number[] } {
   switch (desc.kind) {
     case "message": {
-      if (desc.parent === undefined) return { file: desc.file, path: [FileDescriptorProtoSchema.field.messageType.number, desc.file.proto.messageType.indexOf(desc.proto)] };
+      if (desc.parent === undefined)
+        return {
+          file: desc.file,
+          path: [FileDescriptorProtoSchema.field.messageType.number, desc.file.proto.messageType.indexOf(desc.proto)],
+        };
       const parent = locationOf(desc.parent);
-      return { file: parent.file, path: [...parent.path, DescriptorProtoSchema.field.nestedType.number, desc.parent.proto.nestedType.indexOf(desc.proto)] };
+      return {
+        file: parent.file,
+        path: [
+          ...parent.path,
+          DescriptorProtoSchema.field.nestedType.number,
+          desc.parent.proto.nestedType.indexOf(desc.proto),
+        ],
+      };
     }
     case "field": {
       const parent = locationOf(desc.parent);
-      return { file: parent.file, path: [...parent.path, DescriptorProtoSchema.field.field.number, desc.parent.proto.field.indexOf(desc.proto)] };
+      return {
+        file: parent.file,
+        path: [...parent.path, DescriptorProtoSchema.field.field.number, desc.parent.proto.field.indexOf(desc.proto)],
+      };
     }
     case "service":
-      return { file: desc.file, path: [FileDescriptorProtoSchema.field.service.number, desc.file.proto.service.indexOf(desc.proto)] };
+      return {
+        file: desc.file,
+        path: [FileDescriptorProtoSchema.field.service.number, desc.file.proto.service.indexOf(desc.proto)],
+      };
     case "rpc": {
       const parent = locationOf(desc.parent);
-      return { file: parent.file, path: [...parent.path, ServiceDescriptorProtoSchema.field.method.number, desc.parent.proto.method.indexOf(desc.proto)] };
+      return {
+        file: parent.file,
+        path: [
+          ...parent.path,
+          ServiceDescriptorProtoSchema.field.method.number,
+          desc.parent.proto.method.indexOf(desc.proto),
+        ],
+      };
     }
   }
 }
@@ -32,7 +56,9 @@ function locationOf(desc: Commented): { file: DescFile; path: number[] } {
  */
 export function leadingComment(desc: Commented): string {
   const { file, path } = locationOf(desc);
-  const location = file.proto.sourceCodeInfo?.location.find((l) => l.path.length === path.length && l.path.every((n, i) => n === path[i]));
+  const location = file.proto.sourceCodeInfo?.location.find(
+    (l) => l.path.length === path.length && l.path.every((n, i) => n === path[i]),
+  );
   const text = (location?.leadingComments ?? "").trim();
   if (text === "") return "";
   return text

@@ -45,7 +45,19 @@ const pageToken: Refinement = { schema: { pattern: "^[A-Za-z0-9_-]*$" } };
 const LIST = "asor.v1.ListAgentDefinitionsRequest";
 
 const REFINEMENTS: Readonly<Record<string, Refinement>> = {
-  ...Object.fromEntries(["name", "provider", "platform", "version", "tag", "skill_id", "execution_mode", "resource", "external_agent_id"].map((name) => [`${LIST}.${name}`, filter])),
+  ...Object.fromEntries(
+    [
+      "name",
+      "provider",
+      "platform",
+      "version",
+      "tag",
+      "skill_id",
+      "execution_mode",
+      "resource",
+      "external_agent_id",
+    ].map((name) => [`${LIST}.${name}`, filter]),
+  ),
   [`${LIST}.q`]: { schema: { maxLength: KEYWORDS_LENGTH } },
   [`${LIST}.order_by`]: { schema: { enum: ORDER_BY }, drop: ["maxLength"] },
   // 35: the longest form the pattern takes (nine digits of a second, an offset).

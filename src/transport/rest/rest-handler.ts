@@ -9,14 +9,25 @@ import { buildRouteTable, matchRoute, type RestRoute } from "./route-table.js";
 
 /** A request's REST route: the binding and its path variables, or the verbs its path takes (405). */
 export type RestMatch =
-  | { readonly route: RestRoute; readonly operation: Operation; readonly vars: ReadonlyMap<string, string>; readonly allowed?: undefined }
+  | {
+      readonly route: RestRoute;
+      readonly operation: Operation;
+      readonly vars: ReadonlyMap<string, string>;
+      readonly allowed?: undefined;
+    }
   | { readonly allowed: readonly string[]; readonly route?: undefined };
 
 export interface RestSurface {
   /** The REST route of `verb` on `pathname`; undefined when the path is not part of the REST surface. */
   match(verb: string, pathname: string): RestMatch | undefined;
   /** Runs an admitted request's operation and answers it; a failure is thrown for the edge to answer and record. */
-  serve(match: RestMatch & { route: RestRoute }, call: Call, query: URLSearchParams, parts: RestRequestParts, pathname: string): Promise<HttpAnswer>;
+  serve(
+    match: RestMatch & { route: RestRoute },
+    call: Call,
+    query: URLSearchParams,
+    parts: RestRequestParts,
+    pathname: string,
+  ): Promise<HttpAnswer>;
 }
 
 export interface RestSurfaceOptions {
@@ -49,7 +60,8 @@ export function createRestSurface({ operations, maxBodyBytes }: RestSurfaceOptio
       const input = await decodeRestRequest(route, vars, query, parts, maxBodyBytes);
       const result = await runOperation(operation, call, input);
       // Decided before the answer's body is built: a 304 needs only the ETag.
-      const unchanged = route.verb === "GET" && parts.ifNoneMatch !== undefined ? notModified(result, parts.ifNoneMatch) : undefined;
+      const unchanged =
+        route.verb === "GET" && parts.ifNoneMatch !== undefined ? notModified(result, parts.ifNoneMatch) : undefined;
       return unchanged ?? restAnswer(result, route.method.output, route.verb, pathname);
     },
   };
@@ -63,7 +75,11 @@ export function createRestSurface({ operations, maxBodyBytes }: RestSurfaceOptio
  */
 function notModified(result: Result, ifNoneMatch: string): HttpAnswer | undefined {
   const headers: Record<string, string> | undefined =
-    result.kind === "definition" ? { etag: etagOf(result.stored) } : result.kind === "card" ? { etag: result.etag, "cache-control": AGENT_CARD_CACHE_CONTROL } : undefined;
+    result.kind === "definition"
+      ? { etag: etagOf(result.stored) }
+      : result.kind === "card"
+        ? { etag: result.etag, "cache-control": AGENT_CARD_CACHE_CONTROL }
+        : undefined;
   if (headers?.etag === undefined || !ifNoneMatchMatches(parseEntityTags(ifNoneMatch), headers.etag)) return undefined;
   return { status: 304, headers, body: null };
 }

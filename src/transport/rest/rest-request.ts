@@ -34,7 +34,12 @@ export interface RestRequestParts {
 export const HEADER_FIELDS: Readonly<Record<string, string>> = { etag: "If-Match", create_only: "If-None-Match" };
 
 /** A conditional header's issue: it is named as the field, since REST takes these fields from it. */
-const headerIssue = (header: string, message: string): Issue => ({ code: "INVALID_VALUE", message, field: header, path: header });
+const headerIssue = (header: string, message: string): Issue => ({
+  code: "INVALID_VALUE",
+  message,
+  field: header,
+  path: header,
+});
 
 /**
  * Sets the header-bound fields of the route's input from the request's
@@ -44,7 +49,12 @@ const headerIssue = (header: string, message: string): Issue => ({ code: "INVALI
  * rather than ignore it (`If-None-Match` on PUT and PATCH). GETs use
  * `If-None-Match` for 304 (rest-handler.ts) and ignore `If-Match`.
  */
-function fieldsFromHeaders(route: RestRoute, parts: RestRequestParts, bound: Set<string>, init: Record<string, unknown>): Issue[] {
+function fieldsFromHeaders(
+  route: RestRoute,
+  parts: RestRequestParts,
+  bound: Set<string>,
+  init: Record<string, unknown>,
+): Issue[] {
   const issues: Issue[] = [];
   const fields = route.method.input.fields.filter((f) => HEADER_FIELDS[f.name] !== undefined);
   for (const field of fields) bound.add(field.name);
@@ -56,14 +66,24 @@ function fieldsFromHeaders(route: RestRoute, parts: RestRequestParts, bound: Set
     if (etag === undefined) {
       if (write) issues.push(headerIssue("If-Match", `${route.method.name} takes no If-Match; leave the header out.`));
     } else if (tags !== "*" && tags.length === 0) {
-      issues.push(headerIssue("If-Match", "If-Match is empty: send the ETag the write must match (meta.etag), or *, or leave the header out."));
+      issues.push(
+        headerIssue(
+          "If-Match",
+          "If-Match is empty: send the ETag the write must match (meta.etag), or *, or leave the header out.",
+        ),
+      );
     } else {
       init[etag.localName] = parts.ifMatch;
     }
   }
   if (parts.ifNoneMatch !== undefined && write) {
     if (createOnly === undefined) {
-      issues.push(headerIssue("If-None-Match", `${route.method.name} takes no If-None-Match: it changes what exists; use If-Match for a conditional write.`));
+      issues.push(
+        headerIssue(
+          "If-None-Match",
+          `${route.method.name} takes no If-None-Match: it changes what exists; use If-Match for a conditional write.`,
+        ),
+      );
     } else if (parseEntityTags(parts.ifNoneMatch) === "*") {
       init[createOnly.localName] = true;
     } else {
@@ -95,7 +115,11 @@ export function mediaTypeOf(contentType: string | undefined): string {
  * The bytes of the `part` of a multipart/form-data body, sent as a field or a
  * file. Other parts are refused by name, so nothing is silently dropped.
  */
-export async function multipartPart(contentType: string, bytes: Uint8Array<ArrayBuffer>, part: string): Promise<Uint8Array> {
+export async function multipartPart(
+  contentType: string,
+  bytes: Uint8Array<ArrayBuffer>,
+  part: string,
+): Promise<Uint8Array> {
   let form: FormData;
   try {
     form = await new Response(bytes, { headers: { "content-type": contentType } }).formData();
@@ -105,12 +129,21 @@ export async function multipartPart(contentType: string, bytes: Uint8Array<Array
   }
   const extra = createIssueCollector();
   for (const k of form.keys()) {
-    if (k !== part) extra.add(() => ({ code: "UNKNOWN_FIELD", message: `Part "${k}" is not part of the contract; send the definition as part "${part}".`, field: k, path: k }));
+    if (k !== part)
+      extra.add(() => ({
+        code: "UNKNOWN_FIELD",
+        message: `Part "${k}" is not part of the contract; send the definition as part "${part}".`,
+        field: k,
+        path: k,
+      }));
   }
   if (extra.count > 0) throw invalid(extra.issues(), "The multipart body has unknown parts.");
   const values = form.getAll(part);
   if (values.length !== 1) {
-    const message = values.length === 0 ? `The multipart body needs the part "${part}".` : `The multipart body has ${values.length} parts "${part}"; send one.`;
+    const message =
+      values.length === 0
+        ? `The multipart body needs the part "${part}".`
+        : `The multipart body has ${values.length} parts "${part}"; send one.`;
     throw invalid([issueAt(part, "REQUIRED", message)], message);
   }
   const value = values[0] as FormDataEntryValue;
@@ -120,7 +153,8 @@ export async function multipartPart(contentType: string, bytes: Uint8Array<Array
 /** The message the body holds, or the request's own fields when the body is `*`: read, then through the one body check. */
 async function decodeBody(route: RestRoute, parts: RestRequestParts, maxBodyBytes: number): Promise<Message> {
   const field = route.method.input.fields.find((f) => f.name === route.body);
-  const target: DescMessage | undefined = route.body === "*" ? route.method.input : field?.fieldKind === "message" ? field.message : undefined;
+  const target: DescMessage | undefined =
+    route.body === "*" ? route.method.input : field?.fieldKind === "message" ? field.message : undefined;
   if (target === undefined) throw new Error(`body field ${route.body} of ${route.method.name} must be a message`);
   const partName = field?.jsonName ?? "body";
   let bytes: Uint8Array;
@@ -131,7 +165,9 @@ async function decodeBody(route: RestRoute, parts: RestRequestParts, maxBodyByte
   } else {
     const what = field === undefined ? "the request body" : `the body (${partName})`;
     const message = `Send ${what} as application/json, or as multipart/form-data with the part "${partName}"${parts.mediaType ? `, not ${parts.mediaType}` : ""}.`;
-    throw new RegistryError("UNSUPPORTED_MEDIA_TYPE", message, [{ code: "UNSUPPORTED_MEDIA_TYPE", message, field: "Content-Type" }]);
+    throw new RegistryError("UNSUPPORTED_MEDIA_TYPE", message, [
+      { code: "UNSUPPORTED_MEDIA_TYPE", message, field: "Content-Type" },
+    ]);
   }
   // The body is the body field's message itself: its issues' paths are relative to it already.
   const checked = checkJsonBody(bytes, target, { sentAs: partName });
@@ -140,7 +176,13 @@ async function decodeBody(route: RestRoute, parts: RestRequestParts, maxBodyByte
 }
 
 /** Sets path variables and query parameters on the request, reporting every bad one. */
-function fieldsFromUrl(route: RestRoute, vars: ReadonlyMap<string, string>, query: URLSearchParams, bound: Set<string>, init: Record<string, unknown>): Issue[] {
+function fieldsFromUrl(
+  route: RestRoute,
+  vars: ReadonlyMap<string, string>,
+  query: URLSearchParams,
+  bound: Set<string>,
+  init: Record<string, unknown>,
+): Issue[] {
   const issues: Issue[] = [];
   for (const [name, raw] of vars) {
     const field = route.method.input.fields.find((f) => f.name === name);
@@ -149,27 +191,45 @@ function fieldsFromUrl(route: RestRoute, vars: ReadonlyMap<string, string>, quer
     try {
       init[field.localName] = decodeURIComponent(raw);
     } catch {
-      issues.push(issueAt(field.jsonName, "INVALID_VALUE", `The path segment for ${field.jsonName} is not valid percent-encoding.`));
+      issues.push(
+        issueAt(
+          field.jsonName,
+          "INVALID_VALUE",
+          `The path segment for ${field.jsonName} is not valid percent-encoding.`,
+        ),
+      );
     }
   }
   const lists = new Set<string>();
   for (const [key, value] of query) {
     const field = route.method.input.fields.find((f) => f.jsonName === key || f.name === key);
     // A repeated string field takes the parameter any number of times, each value an item (grpc-gateway's rule).
-    if (field?.fieldKind === "list" && field.listKind === "scalar" && field.scalar === ScalarType.STRING && (!bound.has(field.name) || lists.has(field.name))) {
+    if (
+      field?.fieldKind === "list" &&
+      field.listKind === "scalar" &&
+      field.scalar === ScalarType.STRING &&
+      (!bound.has(field.name) || lists.has(field.name))
+    ) {
       bound.add(field.name);
       lists.add(field.name);
       ((init[field.localName] ??= []) as string[]).push(value);
       continue;
     }
     if (field === undefined || bound.has(field.name) || field.fieldKind !== "scalar") {
-      issues.push({ code: "UNKNOWN_FIELD", message: `Query parameter "${key}" is not accepted here.`, field: key, path: key });
+      issues.push({
+        code: "UNKNOWN_FIELD",
+        message: `Query parameter "${key}" is not accepted here.`,
+        field: key,
+        path: key,
+      });
       continue;
     }
     bound.add(field.name);
     if (field.scalar === ScalarType.BOOL) {
       if (value !== "true" && value !== "false") {
-        issues.push(issueAt(field.jsonName, "INVALID_TYPE", `${field.jsonName} must be true or false, not "${value}".`));
+        issues.push(
+          issueAt(field.jsonName, "INVALID_TYPE", `${field.jsonName} must be true or false, not "${value}".`),
+        );
         continue;
       }
       init[field.localName] = value === "true";
@@ -196,7 +256,13 @@ function fieldsFromUrl(route: RestRoute, vars: ReadonlyMap<string, string>, quer
  * The RPC's input message for a REST request: body, then path variables,
  * then query parameters. Every problem is a RegistryError naming its field.
  */
-export async function decodeRestRequest(route: RestRoute, vars: ReadonlyMap<string, string>, query: URLSearchParams, parts: RestRequestParts, maxBodyBytes: number): Promise<Message> {
+export async function decodeRestRequest(
+  route: RestRoute,
+  vars: ReadonlyMap<string, string>,
+  query: URLSearchParams,
+  parts: RestRequestParts,
+  maxBodyBytes: number,
+): Promise<Message> {
   const init: Record<string, unknown> = {};
   const bound = new Set<string>();
   if (route.body !== "") {

@@ -25,13 +25,18 @@ function withTopLevelDefaults(desc: DescMessage, body: JsonObject): JsonObject {
   for (const field of desc.fields) {
     if (body[field.jsonName] !== undefined) continue;
     if (field.fieldKind === "list") body[field.jsonName] = [];
-    else if (field.fieldKind === "scalar") body[field.jsonName] = field.scalar === ScalarType.STRING ? "" : field.scalar === ScalarType.BOOL ? false : 0;
+    else if (field.fieldKind === "scalar")
+      body[field.jsonName] = field.scalar === ScalarType.STRING ? "" : field.scalar === ScalarType.BOOL ? false : 0;
   }
   return body;
 }
 
 /** One definition: its stored JSON with `meta`, and its `ETag`. */
-function definitionAnswer(status: number, stored: StoredDefinition, headers: Readonly<Record<string, string>> = {}): HttpAnswer {
+function definitionAnswer(
+  status: number,
+  stored: StoredDefinition,
+  headers: Readonly<Record<string, string>> = {},
+): HttpAnswer {
   return { status, headers: { ...JSON_HEADERS, etag: etagOf(stored), ...headers }, body: jsonWithMeta(stored) };
 }
 
@@ -60,9 +65,17 @@ export function restAnswer(result: Result, output: DescMessage, verb: string, pa
       };
     }
     case "message":
-      return { status, headers: JSON_HEADERS, body: utf8(JSON.stringify(withTopLevelDefaults(output, toJson(output, result.message) as JsonObject))) };
+      return {
+        status,
+        headers: JSON_HEADERS,
+        body: utf8(JSON.stringify(withTopLevelDefaults(output, toJson(output, result.message) as JsonObject))),
+      };
     case "card":
       // A2A v1.0 asks agent card endpoints for Cache-Control and an ETag.
-      return { status, headers: { ...JSON_HEADERS, etag: result.etag, "cache-control": AGENT_CARD_CACHE_CONTROL }, body: utf8(JSON.stringify(agentCardJson(result.card))) };
+      return {
+        status,
+        headers: { ...JSON_HEADERS, etag: result.etag, "cache-control": AGENT_CARD_CACHE_CONTROL },
+        body: utf8(JSON.stringify(agentCardJson(result.card))),
+      };
   }
 }

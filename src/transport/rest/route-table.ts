@@ -30,14 +30,16 @@ function parseTemplate(template: string, method: DescMethod): Segment[] {
         }
         return { variable: name };
       }
-      if (part === "" || /[{}*]/.test(part)) throw new Error(`${method.name}: unsupported segment "${part}" in "${template}"`);
+      if (part === "" || /[{}*]/.test(part))
+        throw new Error(`${method.name}: unsupported segment "${part}" in "${template}"`);
       return { literal: part };
     });
 }
 
 function bindingOf(rule: HttpRule, method: DescMethod): Omit<RestRoute, "segments"> & { segments: Segment[] } {
   const { case: verb, value } = rule.pattern;
-  if (verb === undefined || verb === "custom") throw new Error(`${method.name}: unsupported http rule ${verb ?? "(none)"}`);
+  if (verb === undefined || verb === "custom")
+    throw new Error(`${method.name}: unsupported http rule ${verb ?? "(none)"}`);
   if (rule.body !== "" && rule.body !== "*" && !method.input.fields.some((f) => f.name === rule.body)) {
     throw new Error(`${method.name}: body "${rule.body}" is not a field of ${method.input.typeName}`);
   }
@@ -60,7 +62,8 @@ export function buildRouteTable(services: readonly DescService[]): RestRoute[] {
         const route = bindingOf(binding, method);
         const shape = `${route.verb} ${route.segments.map((s) => ("literal" in s ? s.literal : "{}")).join("/")}`;
         const other = seen.get(shape);
-        if (other !== undefined) throw new Error(`${method.name} and ${other} both bind ${route.verb} ${route.template}`);
+        if (other !== undefined)
+          throw new Error(`${method.name} and ${other} both bind ${route.verb} ${route.template}`);
         seen.set(shape, method.name);
         routes.push(route);
       }

@@ -17,7 +17,8 @@ const tenant = "default";
 const migration = "0006-add-definition-binary";
 
 /** A document column as text: LONGBLOB (a Buffer) on MySQL from 0006 on, TEXT on SQLite. */
-const text = (document: string | Uint8Array): string => (typeof document === "string" ? document : new TextDecoder().decode(document));
+const text = (document: string | Uint8Array): string =>
+  typeof document === "string" ? document : new TextDecoder().decode(document);
 
 forEachDatabase((db) => {
   const older = useFreshDatabase(db);
@@ -37,12 +38,27 @@ forEachDatabase((db) => {
         const definitions = [];
         for (let n = 1; n <= rows; n++) {
           const referenceId = `Agent_ID=AGENT-${n}`;
-          const def = withIds(definition({ name: `Old ${n}`, description: n % 2 === 0 ? "Ünïcødé 🤖" : "old", externalAgentId: `ext-${n}` }), newId(), referenceId);
+          const def = withIds(
+            definition({
+              name: `Old ${n}`,
+              description: n % 2 === 0 ? "Ünïcødé 🤖" : "old",
+              externalAgentId: `ext-${n}`,
+            }),
+            newId(),
+            referenceId,
+          );
           let document = toJsonString(AgentDefinitionSchema, def);
           // A field a later schema dropped: ignored, not a failed migration.
           if (n === 7) document = `${document.slice(0, -1)},"droppedField":"x"}`;
           written.set(def.id, { document, binary: toBinary(AgentDefinitionSchema, def) });
-          agents.push({ tenant, number: n, reference_id: referenceId, provider_id: "Provider=Acme", name: def.name, created_at: now });
+          agents.push({
+            tenant,
+            number: n,
+            reference_id: referenceId,
+            provider_id: "Provider=Acme",
+            name: def.name,
+            created_at: now,
+          });
           definitions.push({
             id: def.id,
             seq: n,
@@ -83,8 +99,13 @@ forEachDatabase((db) => {
           )) as [Array<{ type: string }>];
           expect(column?.type).toBe("longtext");
         }
-        const undone = (await direct.db("agent_definitions").select("id", "document")) as Array<{ id: string; document: string }>;
-        expect(undone.map((row) => [row.id, text(row.document)])).toEqual(undone.map((row) => [row.id, written.get(row.id)?.document]));
+        const undone = (await direct.db("agent_definitions").select("id", "document")) as Array<{
+          id: string;
+          document: string;
+        }>;
+        expect(undone.map((row) => [row.id, text(row.document)])).toEqual(
+          undone.map((row) => [row.id, written.get(row.id)?.document]),
+        );
       } finally {
         await direct.db.destroy();
       }

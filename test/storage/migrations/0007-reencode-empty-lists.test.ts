@@ -6,7 +6,11 @@
  */
 import { create, equals, fromJsonString, toBinary, toJsonString } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
-import { type AgentDefinition, AgentDefinitionSchema, SkillResourceSchema } from "../../../gen/asor/v1/agent_definition_pb.js";
+import {
+  type AgentDefinition,
+  AgentDefinitionSchema,
+  SkillResourceSchema,
+} from "../../../gen/asor/v1/agent_definition_pb.js";
 import { openDatabase } from "../../../src/storage/run/connection.js";
 import { createSqlRepository } from "../../../src/storage/sql-repository.js";
 import { forEachDatabase, useFreshDatabase } from "../../support/databases.js";
@@ -17,7 +21,8 @@ const tenant = "default";
 const migration = "0007-reencode-empty-lists";
 
 /** A document column as text: LONGBLOB (a Buffer) on MySQL, TEXT on SQLite. */
-const text = (document: string | Uint8Array): string => (typeof document === "string" ? document : new TextDecoder().decode(document));
+const text = (document: string | Uint8Array): string =>
+  typeof document === "string" ? document : new TextDecoder().decode(document);
 
 /** The smallest definition, and its JSON as 0007 writes it: the frozen encoding, byte for byte. */
 const tiny = create(AgentDefinitionSchema, {
@@ -51,15 +56,35 @@ forEachDatabase((db) => {
         const definitions = [];
         for (let n = 1; n <= rows; n++) {
           const referenceId = `Agent_ID=AGENT-${n}`;
-          const def = n === 1 ? tiny : withIds(definition({ name: `Old ${n}`, description: n % 2 === 0 ? "Ünïcødé 🤖" : "old" }), newId(), referenceId);
+          const def =
+            n === 1
+              ? tiny
+              : withIds(
+                  definition({ name: `Old ${n}`, description: n % 2 === 0 ? "Ünïcødé 🤖" : "old" }),
+                  newId(),
+                  referenceId,
+                );
           if (n % 3 === 0) {
             const mode = { id: "Mode=Delegate" };
-            def.hostConfig = [create(SkillResourceSchema, { skillId: "file", executionMode: mode, hostResources: [{ toolName: "tool", description: "d" }] })];
+            def.hostConfig = [
+              create(SkillResourceSchema, {
+                skillId: "file",
+                executionMode: mode,
+                hostResources: [{ toolName: "tool", description: "d" }],
+              }),
+            ];
           }
           const binary = toBinary(AgentDefinitionSchema, def);
           const document = toJsonString(AgentDefinitionSchema, def);
           written.set(def.id, { def, document, binary });
-          agents.push({ tenant, number: n, reference_id: referenceId, provider_id: "Provider=Acme", name: def.name, created_at: now });
+          agents.push({
+            tenant,
+            number: n,
+            reference_id: referenceId,
+            provider_id: "Provider=Acme",
+            name: def.name,
+            created_at: now,
+          });
           definitions.push({
             id: def.id,
             seq: n,
@@ -100,14 +125,18 @@ forEachDatabase((db) => {
           // By what was written, not by what came back: a hostConfig the migration lost must fail here.
           if (def.hostConfig.length > 0) expect(json.hostConfig[0].hostResources[0].tools).toEqual([]);
           else expect(json.hostConfig).toEqual([]);
-          expect(equals(AgentDefinitionSchema, fromJsonString(AgentDefinitionSchema, text(row.document)), def)).toBe(true);
+          expect(equals(AgentDefinitionSchema, fromJsonString(AgentDefinitionSchema, text(row.document)), def)).toBe(
+            true,
+          );
           expect(bytes(row.document_binary)).toEqual(bytes(binary));
         }
         expect(text(migrated.find((row) => row.id === tiny.id)!.document)).toBe(tinyAfter0007);
 
         await migrateDown(direct.db, migration);
         const undone = await stored();
-        expect(undone.map((row) => [row.id, text(row.document)])).toEqual(undone.map((row) => [row.id, written.get(row.id)?.document]));
+        expect(undone.map((row) => [row.id, text(row.document)])).toEqual(
+          undone.map((row) => [row.id, written.get(row.id)?.document]),
+        );
         expect(undone.every((row) => bytes(row.document_binary).equals(bytes(written.get(row.id)!.binary)))).toBe(true);
       } finally {
         await direct.db.destroy();

@@ -13,7 +13,14 @@ import { AgentDefinitionSchema } from "../../../gen/asor/v1/agent_definition_pb.
 import { openDatabase } from "../../../src/storage/run/connection.js";
 import { forEachDatabase, useFreshDatabase } from "../../support/databases.js";
 import { definition, newId, withIds } from "../fixtures.js";
-import { migrateDown, migrateToJustBefore, migrateUp, type SeededDefinition, schemaNames, seedDefinitionsAt0008 } from "./steps.js";
+import {
+  migrateDown,
+  migrateToJustBefore,
+  migrateUp,
+  type SeededDefinition,
+  schemaNames,
+  seedDefinitionsAt0008,
+} from "./steps.js";
 
 const migration = "0009-add-search-index";
 
@@ -30,7 +37,12 @@ const rich = create(AgentDefinitionSchema, {
   platform: { id: "Platform=X" },
   externalAgentId: "ext-1",
   skills: [
-    { id: "file", name: "File", description: "Files one report.", tags: [{ tag: "Finance" }, { tag: "finance" }, { tag: "Finance" }] },
+    {
+      id: "file",
+      name: "File",
+      description: "Files one report.",
+      tags: [{ tag: "Finance" }, { tag: "finance" }, { tag: "Finance" }],
+    },
     { id: "audit", name: "Audit", description: "" },
   ],
   hostConfig: [
@@ -59,14 +71,21 @@ const richTerms = [
   [8, "Res=1"],
   [9, "ext-1"],
 ];
-const richText = "ledger bot files ünïcødé reports fast über 2 agents file files one report finance finance finance audit";
+const richText =
+  "ledger bot files ünïcødé reports fast über 2 agents file files one report finance finance finance audit";
 
 /** More definitions than one backfill batch (500), and more terms than one insert (1,000 rows). */
 const bulk = 1_050;
 
 const seeded: SeededDefinition[] = [
   { seq: 3, tenant: "default", def: rich },
-  { seq: 5, tenant: "other", def: withIds(definition({ name: "Retired" }), newId(), "Agent_ID=O-5"), status: "DEACTIVATED", latest: false },
+  {
+    seq: 5,
+    tenant: "other",
+    def: withIds(definition({ name: "Retired" }), newId(), "Agent_ID=O-5"),
+    status: "DEACTIVATED",
+    latest: false,
+  },
   ...Array.from({ length: bulk }, (_, i) => ({
     seq: 100 + i,
     tenant: "default",
@@ -75,8 +94,16 @@ const seeded: SeededDefinition[] = [
   })),
 ];
 
-const listIndexes = ["ix_agent_definitions_list_created", "ix_agent_definitions_list_name", "ix_agent_definitions_list_updated"];
-const triggers = ["tr_agent_definitions_search_delete", "tr_agent_definitions_search_insert", "tr_agent_definitions_search_update"];
+const listIndexes = [
+  "ix_agent_definitions_list_created",
+  "ix_agent_definitions_list_name",
+  "ix_agent_definitions_list_updated",
+];
+const triggers = [
+  "tr_agent_definitions_search_delete",
+  "tr_agent_definitions_search_insert",
+  "tr_agent_definitions_search_update",
+];
 
 async function rows<T>(db: Knex, sql: string): Promise<T[]> {
   const result: unknown = await db.raw(sql);
@@ -97,10 +124,15 @@ forEachDatabase((db) => {
 
         await migrateUp(direct.db, migration);
         type Term = { seq: number; kind: number; value: string; tenant: string; status: string; is_latest: number };
-        const terms = await rows<Term>(direct.db, "SELECT seq, kind, value, tenant, status, is_latest FROM definition_terms ORDER BY seq, kind, value");
+        const terms = await rows<Term>(
+          direct.db,
+          "SELECT seq, kind, value, tenant, status, is_latest FROM definition_terms ORDER BY seq, kind, value",
+        );
         const termsOf = (seq: number) => terms.filter((t) => Number(t.seq) === seq);
         expect(termsOf(3).map((t) => [Number(t.kind), t.value])).toEqual(richTerms);
-        expect(termsOf(3).every((t) => t.tenant === "default" && t.status === "ACTIVE" && Number(t.is_latest) === 1)).toBe(true);
+        expect(
+          termsOf(3).every((t) => t.tenant === "default" && t.status === "ACTIVE" && Number(t.is_latest) === 1),
+        ).toBe(true);
         // Status and is_latest are copied from the row: the triggers keep them from here on.
         expect(termsOf(5).map((t) => [Number(t.kind), t.value, t.tenant, t.status, Number(t.is_latest)])).toEqual([
           [1, "Retired", "other", "DEACTIVATED", 0],
@@ -139,7 +171,11 @@ forEachDatabase((db) => {
           direct.db,
           "SELECT tenant, status, is_latest, shard, n FROM definition_counts",
         );
-        expect(new Map(counts.map((c) => [`${c.tenant} ${c.status} ${Number(c.is_latest)} ${Number(c.shard)}`, Number(c.n)]))).toEqual(expected);
+        expect(
+          new Map(
+            counts.map((c) => [`${c.tenant} ${c.status} ${Number(c.is_latest)} ${Number(c.shard)}`, Number(c.n)]),
+          ),
+        ).toEqual(expected);
 
         const made = await schemaNames(direct.db, "agent_definitions");
         expect(made.indexes).toEqual(expect.arrayContaining(listIndexes));
@@ -152,7 +188,9 @@ forEachDatabase((db) => {
         const left = await schemaNames(direct.db, "agent_definitions");
         expect(left.indexes.filter((name) => listIndexes.includes(name))).toEqual([]);
         expect(left.triggers).toEqual([]);
-        expect(Number(((await direct.db("agent_definitions").count({ n: "*" }).first()) as { n: number | string }).n)).toBe(seeded.length);
+        expect(
+          Number(((await direct.db("agent_definitions").count({ n: "*" }).first()) as { n: number | string }).n),
+        ).toBe(seeded.length);
       } finally {
         await direct.db.destroy();
       }

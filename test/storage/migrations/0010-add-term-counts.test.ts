@@ -10,7 +10,14 @@ import { describe, expect, it } from "vitest";
 import { openDatabase } from "../../../src/storage/run/connection.js";
 import { forEachDatabase, useFreshDatabase } from "../../support/databases.js";
 import { definition, newId, withIds } from "../fixtures.js";
-import { migrateDown, migrateToJustBefore, migrateUp, type SeededDefinition, schemaNames, seedDefinitionsAt0008 } from "./steps.js";
+import {
+  migrateDown,
+  migrateToJustBefore,
+  migrateUp,
+  type SeededDefinition,
+  schemaNames,
+  seedDefinitionsAt0008,
+} from "./steps.js";
 
 const migration = "0010-add-term-counts";
 
@@ -64,16 +71,32 @@ forEachDatabase((db) => {
           expected.set(key, (expected.get(key) ?? 0) + 1);
         }
         expect(expected.get("default 5 tag-0 ACTIVE 1 3")).toBe(2); // seq 3 and seq 20,019
-        const counts = await rows<{ tenant: string; kind: number; value: string; status: string; is_latest: number; shard: number; n: number }>(
-          direct.db,
-          "SELECT tenant, kind, value, status, is_latest, shard, n FROM definition_term_counts",
+        const counts = await rows<{
+          tenant: string;
+          kind: number;
+          value: string;
+          status: string;
+          is_latest: number;
+          shard: number;
+          n: number;
+        }>(direct.db, "SELECT tenant, kind, value, status, is_latest, shard, n FROM definition_term_counts");
+        const got = new Map(
+          counts.map((c) => [
+            `${c.tenant} ${Number(c.kind)} ${c.value} ${c.status} ${Number(c.is_latest)} ${Number(c.shard)}`,
+            Number(c.n),
+          ]),
         );
-        const got = new Map(counts.map((c) => [`${c.tenant} ${Number(c.kind)} ${c.value} ${c.status} ${Number(c.is_latest)} ${Number(c.shard)}`, Number(c.n)]));
         expect(got).toEqual(expected);
         const after = await schemaNames(direct.db, "agent_definitions");
         expect(after.indexes).not.toContain("ix_agent_definitions_tenant_seq");
         expect(after.triggers).toEqual(
-          [...before.triggers, "tr_agent_definitions_terms_delete", "tr_definition_terms_count_delete", "tr_definition_terms_count_insert", "tr_definition_terms_count_update"].sort(),
+          [
+            ...before.triggers,
+            "tr_agent_definitions_terms_delete",
+            "tr_definition_terms_count_delete",
+            "tr_definition_terms_count_insert",
+            "tr_definition_terms_count_update",
+          ].sort(),
         );
 
         await migrateDown(direct.db, migration);

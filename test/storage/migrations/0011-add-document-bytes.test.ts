@@ -18,7 +18,11 @@ const seeded: SeededDefinition[] = Array.from({ length: 5 }, (_, i) => ({
   seq: i + 1,
   tenant: "default",
   // Multi-byte characters: bytes, not characters, are counted.
-  def: withIds(definition({ name: `Agent ${i + 1}`, description: "Ünïcødé 🤖".repeat(i * 40) }), newId(), `Agent_ID=AGENT-${i + 1}`),
+  def: withIds(
+    definition({ name: `Agent ${i + 1}`, description: "Ünïcødé 🤖".repeat(i * 40) }),
+    newId(),
+    `Agent_ID=AGENT-${i + 1}`,
+  ),
 }));
 
 forEachDatabase((db) => {
@@ -38,7 +42,9 @@ forEachDatabase((db) => {
             id: string;
             document_bytes: number | string;
           }>;
-          expect(sized.map((row) => [row.id, Number(row.document_bytes)])).toEqual(seeded.map(({ def }) => [def.id, Buffer.byteLength(toJsonString(AgentDefinitionSchema, def))]));
+          expect(sized.map((row) => [row.id, Number(row.document_bytes)])).toEqual(
+            seeded.map(({ def }) => [def.id, Buffer.byteLength(toJsonString(AgentDefinitionSchema, def))]),
+          );
         } else {
           expect(Object.keys(await direct.db("agent_definitions").columnInfo()).sort()).toEqual(columns);
         }

@@ -12,7 +12,12 @@ import { importsOf, sourcesUnder } from "../../support/imports.js";
 const migrationsDir = "src/storage/migrations";
 
 /** What a migration may import besides the files of its own folder. */
-const allowedInMigrations = new Set(["knex", "@bufbuild/protobuf", "node:buffer", "gen/asor/v1/agent_definition_pb.ts"]);
+const allowedInMigrations = new Set([
+  "knex",
+  "@bufbuild/protobuf",
+  "node:buffer",
+  "gen/asor/v1/agent_definition_pb.ts",
+]);
 
 /** What runtime code may import of the folder: the entry that runs the migrations. */
 const runtimeEntry = { file: `${migrationsDir}/index.ts`, names: ["migrateToLatest"] };
@@ -55,16 +60,29 @@ describe("the migrations' imports", () => {
   it("are read from every form of import statement, and a break of each rule is caught", () => {
     const migration = `${migrationsDir}/0099-example.ts`;
     const sources = [
-      { path: migration, source: 'import type { Knex } from "knex";\nimport type { Migration } from "./index.js";\nimport { dialectOf } from "./dialect.js";' },
+      {
+        path: migration,
+        source:
+          'import type { Knex } from "knex";\nimport type { Migration } from "./index.js";\nimport { dialectOf } from "./dialect.js";',
+      },
       { path: migration, source: 'import { encodeDefinition, fromDocument } from "../rows.js";' },
       { path: migration, source: 'import {\n  insertSideRows,\n  type Unindexed,\n} from "../search-index.js";' },
       { path: migration, source: 'import { migrations } from "./index.js";' },
       { path: migration, source: 'export { wordsOf } from "../../domain/list-query.js";' },
       { path: migration, source: 'const rows = await import("../rows.js");' },
       { path: "src/storage/knex-repository.ts", source: 'import { migrateToLatest } from "./migrations/index.js";' },
-      { path: "src/storage/knex-repository.ts", source: 'export { defaultTenant } from "./migrations/0002-seed-default-tenant.js";' },
-      { path: "src/storage/list-search.ts", source: 'import { isMariaDb, serverVersion } from "./migrations/dialect.js";' },
-      { path: "src/storage/queries.ts", source: 'import { migrateToLatest, migrations } from "./migrations/index.js";' },
+      {
+        path: "src/storage/knex-repository.ts",
+        source: 'export { defaultTenant } from "./migrations/0002-seed-default-tenant.js";',
+      },
+      {
+        path: "src/storage/list-search.ts",
+        source: 'import { isMariaDb, serverVersion } from "./migrations/dialect.js";',
+      },
+      {
+        path: "src/storage/queries.ts",
+        source: 'import { migrateToLatest, migrations } from "./migrations/index.js";',
+      },
       { path: "src/storage/queries.ts", source: 'import * as all from "./migrations/index.js";' },
     ];
     expect(importViolations(sources)).toEqual([

@@ -88,13 +88,19 @@ export async function seedDefinitionsAt0008(db: Knex, rows: readonly SeededDefin
 /** The names of the triggers, and of the indexes of `table`, that the database holds. */
 export async function schemaNames(db: Knex, table: string): Promise<{ indexes: string[]; triggers: string[] }> {
   if (db.client.dialect === "mysql") {
-    const [indexes] = (await db.raw("SELECT DISTINCT INDEX_NAME AS name FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?", [table])) as [
-      Array<{ name: string }>,
-    ];
-    const [triggers] = (await db.raw("SELECT TRIGGER_NAME AS name FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE()")) as [Array<{ name: string }>];
+    const [indexes] = (await db.raw(
+      "SELECT DISTINCT INDEX_NAME AS name FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?",
+      [table],
+    )) as [Array<{ name: string }>];
+    const [triggers] = (await db.raw(
+      "SELECT TRIGGER_NAME AS name FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE()",
+    )) as [Array<{ name: string }>];
     return { indexes: indexes.map((row) => row.name).sort(), triggers: triggers.map((row) => row.name).sort() };
   }
-  const indexes = (await db.raw("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL", [table])) as Array<{
+  const indexes = (await db.raw(
+    "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL",
+    [table],
+  )) as Array<{
     name: string;
   }>;
   const triggers = (await db.raw("SELECT name FROM sqlite_master WHERE type = 'trigger'")) as Array<{ name: string }>;

@@ -86,9 +86,17 @@ function textOf(definition: AgentDefinition): string {
 const rowsPerInsert = 1_000;
 
 /** Writes the terms and text of `definitions`, in multi-row inserts; `run` runs one statement. */
-export async function insertSideRows(dialect: Dialect, run: (sql: string, bindings: Knex.Value[]) => Promise<unknown>, definitions: readonly Unindexed[]): Promise<void> {
-  const insertText = dialect === "mysql" ? "INSERT INTO definition_text (seq, tenant, status, is_latest, body)" : "INSERT INTO definition_fts (rowid, tenant, status, is_latest, body)";
-  const values = (rows: number, columns: number) => Array.from({ length: rows }, () => `(${Array.from({ length: columns }, () => "?").join(", ")})`).join(", ");
+export async function insertSideRows(
+  dialect: Dialect,
+  run: (sql: string, bindings: Knex.Value[]) => Promise<unknown>,
+  definitions: readonly Unindexed[],
+): Promise<void> {
+  const insertText =
+    dialect === "mysql"
+      ? "INSERT INTO definition_text (seq, tenant, status, is_latest, body)"
+      : "INSERT INTO definition_fts (rowid, tenant, status, is_latest, body)";
+  const values = (rows: number, columns: number) =>
+    Array.from({ length: rows }, () => `(${Array.from({ length: columns }, () => "?").join(", ")})`).join(", ");
   const terms: Knex.Value[][] = [];
   const texts: Knex.Value[][] = [];
   for (const { seq, tenant, status, latest, definition } of definitions) {
@@ -98,7 +106,10 @@ export async function insertSideRows(dialect: Dialect, run: (sql: string, bindin
   }
   for (let at = 0; at < terms.length; at += rowsPerInsert) {
     const chunk = terms.slice(at, at + rowsPerInsert);
-    await run(`INSERT INTO definition_terms (seq, kind, value, tenant, status, is_latest) VALUES ${values(chunk.length, 6)}`, chunk.flat());
+    await run(
+      `INSERT INTO definition_terms (seq, kind, value, tenant, status, is_latest) VALUES ${values(chunk.length, 6)}`,
+      chunk.flat(),
+    );
   }
   for (let at = 0; at < texts.length; at += rowsPerInsert) {
     const chunk = texts.slice(at, at + rowsPerInsert);
