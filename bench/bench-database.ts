@@ -125,7 +125,8 @@ export async function settleDatabase(
     const deadline = Date.now() + 120_000;
     for (let quiet = 0; quiet < 10 && Date.now() < deadline; ) {
       const [rows] = await c.query(
-        "SELECT ID AS id, TIME AS seconds FROM information_schema.PROCESSLIST WHERE DB = ? AND COMMAND = 'Query' AND ID <> CONNECTION_ID()",
+        "SELECT ID AS id, TIME AS seconds FROM information_schema.PROCESSLIST WHERE DB = ? AND COMMAND = 'Query' " +
+          "AND ID <> CONNECTION_ID()",
         [name],
       );
       const running = rows as { id: number; seconds: number }[];

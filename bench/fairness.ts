@@ -161,7 +161,8 @@ async function withAdmin<T>(
 function statementsRunning(options: FairnessOptions): Promise<number> {
   return withAdmin(options, async (c) => {
     const [rows] = await c.query(
-      "SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE DB = ? AND COMMAND = 'Query' AND ID <> CONNECTION_ID()",
+      "SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE DB = ? AND COMMAND = 'Query' AND ID <> " +
+        "CONNECTION_ID()",
       [options.database],
     );
     return Number((rows as { n: number | string }[])[0]?.n ?? 0);
@@ -187,10 +188,13 @@ export function fairnessReport(
     "",
     "| | requests | errors | p50 ms | p99 ms | max ms |",
     "|---|---:|---:|---:|---:|---:|",
-    `| saturating tenant | ${result.saturating.requests} | ${result.saturating.errors} | ${f(result.saturating.p50)} | | |`,
-    `| other tenant | ${result.other.requests} | ${result.other.errors} | ${f(result.other.p50)} | ${f(result.other.p99)} | ${f(result.other.max)} |`,
+    `| saturating tenant | ${result.saturating.requests} | ${result.saturating.errors} | ` +
+      `${f(result.saturating.p50)} | | |`,
+    `| other tenant | ${result.other.requests} | ${result.other.errors} | ${f(result.other.p50)} | ` +
+      `${f(result.other.p99)} | ${f(result.other.max)} |`,
     "",
-    `${result.resets} HTTP/2 searches reset after their HEADERS: ${result.runningAtOnce} statements running at MariaDB right after, ${result.runningAfter} ${AFTER_RESETS_MILLIS / 1000} s later.`,
+    `${result.resets} HTTP/2 searches reset after their HEADERS: ${result.runningAtOnce} statements running at ` +
+      `MariaDB right after, ${result.runningAfter} ${AFTER_RESETS_MILLIS / 1000} s later.`,
     ...(result.other.firstError === undefined
       ? []
       : ["", `The other tenant's first error: ${result.other.firstError}`]),

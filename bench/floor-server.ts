@@ -65,11 +65,13 @@ function openMysql(url: URL): FloorDatabase {
     // The service's pool size (knex: max 10).
     connectionLimit: 10,
   });
-  // The service's session: strict mode, READ COMMITTED for writes (set once per connection here, per transaction there).
+  // The service's session: strict mode, READ COMMITTED for writes (set once per connection here, per
+  // transaction there).
   pool.pool.on("connection", (connection) => {
     // Queued on the connection ahead of any query the pool hands it out for.
     connection.query(
-      "SET SESSION sql_mode = CONCAT_WS(',', NULLIF(@@SESSION.sql_mode, ''), 'STRICT_ALL_TABLES'), SESSION innodb_lock_wait_timeout = 10, time_zone = '+00:00'",
+      "SET SESSION sql_mode = CONCAT_WS(',', NULLIF(@@SESSION.sql_mode, ''), 'STRICT_ALL_TABLES'), SESSION " +
+        "innodb_lock_wait_timeout = 10, time_zone = '+00:00'",
     );
     connection.query("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
   });

@@ -45,11 +45,15 @@ export async function heldBodies(
   const idleRssMib = mib(rssKib(service.pid));
   resetPeakRss(service.pid);
   const head = Buffer.from(
-    `POST /api/asor/v1/bench/agentDefinition HTTP/1.1\r\nHost: bench\r\nAuthorization: ${authorization}\r\nContent-Type: application/json\r\nContent-Length: ${HELD_DECLARED}\r\n\r\n`,
+    `POST /api/asor/v1/bench/agentDefinition HTTP/1.1\r\nHost: bench\r\nAuthorization: ` +
+      `${authorization}\r\nContent-Type: application/json\r\nContent-Length: ${HELD_DECLARED}\r\n\r\n`,
   );
   // One body prefix for all: `{"name": "xxx...`, never closed.
   const body = Buffer.concat([Buffer.from('{"name": "'), Buffer.alloc(HELD_SENT - 10, "x")]);
-  /** Each client: its socket, the status of the answer it got ("none" yet), whether its bytes were all written, whether it was closed while holding on. */
+  /**
+   * Each client: its socket, the status of the answer it got ("none" yet), whether its bytes were all
+   * written, whether it was closed while holding on.
+   */
   const clients: { socket: Socket; status: string; written: boolean; closedWhileHolding: boolean }[] = [];
   let holding = true;
   const open = (): Promise<void> =>
@@ -70,7 +74,8 @@ export async function heldBodies(
         const match = /^HTTP\/1\.1 (\d{3})/.exec(received);
         if (match !== null) client.status = match[1]!;
       });
-      // Resolved once the bytes are handed to the socket: a service that does not read them leaves them in the kernel's buffers.
+      // Resolved once the bytes are handed to the socket: a service that does not read them leaves them in
+      // the kernel's buffers.
       socket.once("connect", () => {
         socket.write(head);
         socket.write(body, () => {
@@ -106,7 +111,8 @@ export async function heldBodies(
   }, 1_000);
   try {
     log(
-      `held bodies: opening ${options.sockets} sockets, each sending ${HELD_SENT} of a declared ${HELD_DECLARED} bytes; idle RSS ${idleRssMib.toFixed(0)} MiB`,
+      `held bodies: opening ${options.sockets} sockets, each sending ${HELD_SENT} of a declared ${HELD_DECLARED} ` +
+        `bytes; idle RSS ${idleRssMib.toFixed(0)} MiB`,
     );
     // In batches, as a flood of clients would arrive.
     for (let i = 0; i < options.sockets; i += 50)
@@ -151,7 +157,8 @@ export function heldBodiesReport(result: HeldBodiesResult, budgetMib: number): {
     .map(([status, n]) => `${n} × ${status === "none" ? "no answer" : status}`)
     .join(", ");
   const markdown = [
-    "| sockets | idle RSS | peak RSS | RSS after the hold | RSS 5 s after | target (idle + budget + 64 MiB) | answers during the hold | closed by the service | /healthz |",
+    "| sockets | idle RSS | peak RSS | RSS after the hold | RSS 5 s after | target (idle + budget + 64 MiB) | " +
+      "answers during the hold | closed by the service | /healthz |",
     "|---|---|---|---|---|---|---|---|---|",
     `| ${result.sockets} | ${result.idleRssMib.toFixed(0)} MiB | ${result.peakRssMib.toFixed(0)} MiB | ${result.heldRssMib.toFixed(0)} MiB | ${result.afterRssMib.toFixed(0)} MiB | ${target.toFixed(0)} MiB ${met ? "met" : "**missed**"} | ${answers} | ${result.closedByServer}${result.refused > 0 ? ` (+${result.refused} refused)` : ""} | ${result.healthzFailures} failed, worst ${result.healthzWorstMs.toFixed(0)} ms |`,
   ].join("\n");

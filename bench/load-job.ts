@@ -16,7 +16,10 @@ export interface LoadJob {
   /** `Bearer <token>`: one token for every request, so its verification is part of what is measured. */
   readonly authorization: string;
   readonly tenant: string;
-  /** Requests in flight at once: HTTP/1.1 connections (REST, Connect) or concurrent calls on one HTTP/2 channel (gRPC). */
+  /**
+   * Requests in flight at once: HTTP/1.1 connections (REST, Connect) or concurrent calls on one HTTP/2
+   * channel (gRPC).
+   */
   readonly connections: number;
   /** Load before the measurement, discarded. */
   readonly warmupSeconds: number;

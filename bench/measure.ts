@@ -17,7 +17,10 @@ export interface Measurement extends LoadResult {
   readonly databaseCpu: number;
   /** How busy both cores were over the window, in % of the machine (others' work included). */
   readonly machineBusy: number;
-  /** CPU used by everything else on the machine (other users' work, the kernel's loopback traffic), in % of one core. */
+  /**
+   * CPU used by everything else on the machine (other users' work, the kernel's loopback traffic), in % of
+   * one core.
+   */
   readonly othersCpu: number;
   /** The server's peak RSS within the window, MiB. */
   readonly peakRssMib: number;

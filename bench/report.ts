@@ -172,7 +172,8 @@ export function markdownReport(
   info: RunInfo,
 ): string {
   return [
-    `Run ${info.started}: ${info.database}; ${info.machine}; load average before the run ${info.loadBefore.toFixed(2)}; ${info.options}.`,
+    `Run ${info.started}: ${info.database}; ${info.machine}; load average before the run ` +
+      `${info.loadBefore.toFixed(2)}; ${info.options}.`,
     "",
     "### Service (REST) against its floor",
     "",

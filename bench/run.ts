@@ -52,8 +52,8 @@ async function main(options: BenchOptions): Promise<number> {
   const cleanup: (() => Promise<unknown>)[] = [];
   let failures = 0;
   try {
-    // What production runs: the compiled entry (built first when stale), or, for a --service checkout from before the build, its source under tsx.
-    // --deno: what npm run start:deno runs (the sources, no build).
+    // What production runs: the compiled entry (built first when stale), or, for a --service checkout from
+    // before the build, its source under tsx. --deno: what npm run start:deno runs (the sources, no build).
     const serviceProcess = options.deno
       ? denoServiceCommand({ DATA_DIR: dataDir })
       : serviceCommand(options.serviceDir);
@@ -157,8 +157,9 @@ async function main(options: BenchOptions): Promise<number> {
       `service pid ${service.pid} on ${service.baseUrl}; floor pid ${floor.pid} on ${floor.baseUrl}; load generator pid ${load.pid}; database pids ${databasePids.join(",") || "(embedded)"}`,
     );
 
-    // Nothing of one scenario may run into the next: requests the server accepted before the load generator stopped are
-    // still being served, and (MariaDB) their queries still run. SQLite has no process list: the server going idle tells.
+    // Nothing of one scenario may run into the next: requests the server accepted before the load generator
+    // stopped are still being served, and (MariaDB) their queries still run. SQLite has no process list: the
+    // server going idle tells.
     const settle = async (pid: number): Promise<number> => {
       const killed = await settleDatabase(database, options.sqlite ? undefined : options.mysqlUrl, options.database);
       if (!(await untilIdle(pid)))
@@ -174,7 +175,8 @@ async function main(options: BenchOptions): Promise<number> {
       await seeder.topUp(size);
       // The other tenant: a thousand definitions of its own.
       const other = { tenant: "bench-other", size: 1_000 };
-      // Made through the service (a platform operator's token), so a --service checkout with other migrations works too.
+      // Made through the service (a platform operator's token), so a --service checkout with other migrations
+      // works too.
       const operator = `Bearer ${await issuer.issue({ domains: ["Setup: Tenants"], ttlSeconds: 600 })}`;
       const created = await fetch(`${service.baseUrl}/asor.v1.TenantAdminService/CreateTenant`, {
         method: "POST",
@@ -187,7 +189,8 @@ async function main(options: BenchOptions): Promise<number> {
       await otherSeeder.topUp(other.size);
       await otherSeeder.close();
       log(`fairness: seeded ${size} + ${other.size} definitions in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-      const otherAuthorization = `Bearer ${await issuer.issue({ tenant: other.tenant, domains: DOMAINS, ttlSeconds: 3 * 3600 })}`;
+      const otherAuthorization =
+        `Bearer ` + `${await issuer.issue({ tenant: other.tenant, domains: DOMAINS, ttlSeconds: 3 * 3600 })}`;
       const result = await runFairness({
         baseUrl: service.baseUrl,
         saturating: { path: `/api/asor/v1/${TENANT}/agentDefinition`, authorization },
@@ -285,7 +288,9 @@ async function main(options: BenchOptions): Promise<number> {
       database: database.description,
       machine,
       started: started.toISOString().slice(0, 16).replace("T", " "),
-      options: `${options.connections} connections, ${options.warmupSeconds} s warm-up + ${options.durationSeconds} s per scenario`,
+      options:
+        `${options.connections} connections, ${options.warmupSeconds} s warm-up + ` +
+        `${options.durationSeconds} s per scenario`,
       listTotals,
       loadBefore,
     });
@@ -317,8 +322,10 @@ async function main(options: BenchOptions): Promise<number> {
 function describe(scenario: Scenario, definitions: number, m: Measurement): string {
   const f = (value: number, digits = 0): string => (Number.isFinite(value) ? value.toFixed(digits) : "-");
   return (
-    `${scenario.id.padEnd(26)} @${String(definitions).padStart(6)}: ${f(m.rps).padStart(5)} rps, p50 ${f(m.p50, 2)} ms, p99 ${f(m.p99, 2)} ms, ` +
-    `${m.errors} errors; CPU server ${f(m.serverCpu)}% db ${f(m.databaseCpu)}% client ${f(m.clientCpu)}% others ${f(m.othersCpu)}%; peak RSS ${f(m.peakRssMib)} MiB`
+    `${scenario.id.padEnd(26)} @${String(definitions).padStart(6)}: ${f(m.rps).padStart(5)} rps, p50 ` +
+    `${f(m.p50, 2)} ms, p99 ${f(m.p99, 2)} ms, ` +
+    `${m.errors} errors; CPU server ${f(m.serverCpu)}% db ${f(m.databaseCpu)}% client ${f(m.clientCpu)}% others ` +
+    `${f(m.othersCpu)}%; peak RSS ${f(m.peakRssMib)} MiB`
   );
 }
 
@@ -330,7 +337,8 @@ async function checkRoundTrip(service: ServerProcess, authorization: string, see
     headers: { authorization },
   });
   const body = await response.text();
-  // The registry's `meta` (status, revision, timestamps) is spliced into answers from its own columns, never stored in the document.
+  // The registry's `meta` (status, revision, timestamps) is spliced into answers from its own columns, never
+  // stored in the document.
   const withoutMeta = (text: string): string => {
     try {
       const { meta: _meta, ...rest } = JSON.parse(text) as Record<string, unknown>;
@@ -345,12 +353,17 @@ async function checkRoundTrip(service: ServerProcess, authorization: string, see
     let at = 0;
     while (at < got.length && got[at] === want[at]) at++;
     throw new Error(
-      `A seeded definition does not read back as written: GET ${expected.id} answered ${response.status}, differing at ${at}: ${got.slice(Math.max(0, at - 100), at + 200)} instead of ${want.slice(Math.max(0, at - 100), at + 200)}`,
+      `A seeded definition does not read back as written: GET ${expected.id} answered ${response.status}, ` +
+        `differing at ${at}: ${got.slice(Math.max(0, at - 100), at + 200)} instead of ` +
+        `${want.slice(Math.max(0, at - 100), at + 200)}`,
     );
   }
 }
 
-/** How deep the search-deep scenario's page is: the page after this many pages, each reached by the previous one's token. */
+/**
+ * How deep the search-deep scenario's page is: the page after this many pages, each reached by the previous
+ * one's token.
+ */
 const DEEP_PAGES = 500;
 
 /**
@@ -395,7 +408,8 @@ async function searchQuery(
       }
       if (token === undefined) throw new Error("The list has one page only: no token to go deep with.");
       log(
-        `  search-deep: the page ${depth} tokens deep (rows ${depth * PAGE + 1}-${(depth + 1) * PAGE} of ${definitions})`,
+        `  search-deep: the page ${depth} tokens deep (rows ${depth * PAGE + 1}-${(depth + 1) * PAGE} of ` +
+          `${definitions})`,
       );
       return `pageToken=${token}`;
     }

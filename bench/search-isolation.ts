@@ -1,16 +1,16 @@
 /**
- * Issue 25, item 2: costly searches on the embedded SQLite database must not
- * hold up the rest of the process. Seeds `--size` definitions in the tenant
- * `bench` (bench/seed.ts), posts one definition in the tenant `default`, then
- * runs `--clients` loops of the costliest list shape (a `q` that every seeded
- * definition matches, ordered by name: the full-text matches are all read,
- * counted and sorted) for `--duration` seconds, while one sampler after the
- * other asks `/healthz` and GETs the other tenant's definition by id. Prints
- * the samplers' p50/p99/max and the searches' outcomes.
+ * Issue 25, item 2: costly searches on the embedded SQLite database must not hold up the rest of the process.
+ * Seeds `--size` definitions in the tenant `bench` (bench/seed.ts), posts one definition in the tenant
+ * `default`, then runs `--clients` loops of the costliest list shape (a `q` that every seeded definition
+ * matches, ordered by name: the full-text matches are all read, counted and sorted) for `--duration` seconds,
+ * while one sampler after the other asks `/healthz` and GETs the other tenant's definition by id. Prints the
+ * samplers' p50/p99/max and the searches' outcomes.
  *
- *   node --import tsx bench/search-isolation.ts [--size 80000] [--clients 8] [--duration 20] [--service <checkout>] [--workers n]
+ *   node --import tsx bench/search-isolation.ts [--size 80000] [--clients 8] [--duration 20] [--service
+ * <checkout>] [--workers n]
  *
- * `--workers` sets SEARCH_SQLITE_WORKERS; `--service` runs another checkout's service (bench/processes.ts serviceCommand), e.g. main for "before".
+ * `--workers` sets SEARCH_SQLITE_WORKERS; `--service` runs another checkout's service (bench/processes.ts
+ * serviceCommand), e.g. main for "before".
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";

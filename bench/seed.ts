@@ -17,9 +17,15 @@ import { agentReferenceId, encodeDefinition, toDatabaseTimestamp } from "../src/
 import { type Dialect, openDatabase } from "../src/storage/run/connection.js";
 import { BENCH_PROVIDER, BENCH_VERSION, benchDefinition } from "./definition.js";
 
-/** Rows per batch: about 5 MB of documents (JSON, and binary written as hex), well under MariaDB's default 16 MB max_allowed_packet. */
+/**
+ * Rows per batch: about 5 MB of documents (JSON, and binary written as hex), well under MariaDB's default 16
+ * MB max_allowed_packet.
+ */
 const batchSize = 1000;
-/** Rows per INSERT statement on SQLite: knex writes a multi-row insert as a compound SELECT, which SQLite caps at 500 terms. */
+/**
+ * Rows per INSERT statement on SQLite: knex writes a multi-row insert as a compound SELECT, which SQLite caps
+ * at 500 terms.
+ */
 const sqliteRowsPerInsert = 400;
 
 /**
@@ -55,7 +61,10 @@ export interface Seeder {
    * first page holds agents 1 to 20, a last page the newest).
    */
   sample(n: number): Promise<{ ids: string[]; names: string[] }>;
-  /** Deletes the definitions and agents the create scenarios made (their names start with `prefix`), so the next size starts exact. */
+  /**
+   * Deletes the definitions and agents the create scenarios made (their names start with `prefix`), so the
+   * next size starts exact.
+   */
   removeCreated(prefix: string): Promise<number>;
   close(): Promise<void>;
 }
@@ -231,7 +240,10 @@ export async function openSeeder(options: {
   };
 }
 
-/** The tenant's sequence row; locked on MySQL inside a transaction, so a seeding batch takes numbers as the service does. */
+/**
+ * The tenant's sequence row; locked on MySQL inside a transaction, so a seeding batch takes numbers as the
+ * service does.
+ */
 async function lockTenant(
   tx: Knex | Knex.Transaction,
   dialect: Dialect,

@@ -29,7 +29,10 @@ export function outDir() {
   return resolve(ROOT, JSON.parse(readFileSync(join(ROOT, CONFIG), "utf8")).compilerOptions.outDir);
 }
 
-/** The newest modification time (ms) of the inputs: files and directories (a deleted or renamed file changes its directory). */
+/**
+ * The newest modification time (ms) of the inputs: files and directories (a deleted or renamed file changes
+ * its directory).
+ */
 function newestInput() {
   let newest = 0;
   const visit = (path) => {

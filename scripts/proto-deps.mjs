@@ -1,14 +1,11 @@
-// Puts the imports of our protos where buf.yaml expects them (.proto-deps/):
-// google/api/annotations.proto and http.proto copied from google-proto-files,
-// grpc/reflection/{v1,v1alpha}/reflection.proto and grpc/health/v1/health.proto
-// copied from @grpc/reflection and grpc-health-check, and buf/validate/validate.proto written back out from the file descriptor that
-// @bufbuild/protovalidate embeds, so that `buf` can compile our protos offline
-// (no npm package ships the .proto itself, and the BSR is out of reach).
-//
-// Only the structure is printed: messages, fields, oneofs, enums, extension
-// ranges and the extensions themselves. Options on validate.proto's own
-// elements (its CEL rule definitions) are left out: they do not change how our
-// annotations are encoded, and at run time protovalidate uses its own embedded
+// Puts the imports of our protos where buf.yaml expects them (.proto-deps/): google/api/annotations.proto and
+// http.proto copied from google-proto-files, grpc/reflection/{v1,v1alpha}/reflection.proto and
+// grpc/health/v1/health.proto copied from @grpc/reflection and grpc-health-check, and
+// buf/validate/validate.proto written back out from the file descriptor that @bufbuild/protovalidate embeds,
+// so that `buf` can compile our protos offline (no npm package ships the .proto itself, and the BSR is out of
+// reach).  Only the structure is printed: messages, fields, oneofs, enums, extension ranges and the
+// extensions themselves. Options on validate.proto's own elements (its CEL rule definitions) are left out:
+// they do not change how our annotations are encoded, and at run time protovalidate uses its own embedded
 // descriptor, not this file.
 import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";

@@ -40,7 +40,10 @@ export interface App {
   readonly requests: RequestTracker;
   readonly repository: AgentDefinitionRepository;
   readonly authenticator: Authenticator;
-  /** The request body bytes all requests hold at once (MAX_BUFFERED_BODY_BYTES); a runtime's adapter reads every body through it. */
+  /**
+   * The request body bytes all requests hold at once (MAX_BUFFERED_BODY_BYTES); a runtime's adapter reads
+   * every body through it.
+   */
   readonly bodyBudget: BodyBudget;
   /** The service's metrics, for what a runtime's adapter counts itself (connections refused). */
   readonly metrics: Metrics;

@@ -40,9 +40,15 @@ export interface Config {
   readonly databaseTimeoutMs: number;
   /** The slow-client bounds of the Node server, so stalled clients cannot hold connections. */
   readonly http: {
-    /** `HTTP_HEADERS_TIMEOUT_MS`, default 20000: a connection's first bytes and a request's headers must arrive within it. */
+    /**
+     * `HTTP_HEADERS_TIMEOUT_MS`, default 20000: a connection's first bytes and a request's headers must
+     * arrive within it.
+     */
     readonly headersTimeoutMs: number;
-    /** `HTTP_REQUEST_TIMEOUT_MS`, default 60000: a whole request (headers and body; an HTTP/2 stream's body) must arrive within it. */
+    /**
+     * `HTTP_REQUEST_TIMEOUT_MS`, default 60000: a whole request (headers and body; an HTTP/2 stream's body)
+     * must arrive within it.
+     */
     readonly requestTimeoutMs: number;
     /**
      * `HTTP_BODY_TIMEOUT_MS`, default 10000 (at most HTTP_REQUEST_TIMEOUT_MS): a request's body must have
@@ -56,13 +62,25 @@ export interface Config {
   };
   /** The list's searches, gated and time-limited so they cannot take the database pool from reads and writes. */
   readonly search: {
-    /** `SEARCH_MAX_CONCURRENT`, default 4: search statements on the database at once (below the pool's MYSQL_POOL_SIZE); others queue. */
+    /**
+     * `SEARCH_MAX_CONCURRENT`, default 4: search statements on the database at once (below the pool's
+     * MYSQL_POOL_SIZE); others queue.
+     */
     readonly maxConcurrent: number;
-    /** `SEARCH_MAX_PER_TENANT`, default 2, at most SEARCH_MAX_CONCURRENT: one tenant's search statements at once; freed slots go round-robin between waiting tenants. */
+    /**
+     * `SEARCH_MAX_PER_TENANT`, default 2, at most SEARCH_MAX_CONCURRENT: one tenant's search statements at
+     * once; freed slots go round-robin between waiting tenants.
+     */
     readonly maxPerTenant: number;
-    /** `SEARCH_TIMEOUT_MS`, default 10000, 0 for none: one search's time budget (its wait at the gate and all its statements); MySQL/MariaDB stop a statement at it, SQLite answers 503 without waiting for it. */
+    /**
+     * `SEARCH_TIMEOUT_MS`, default 10000, 0 for none: one search's time budget (its wait at the gate and all
+     * its statements); MySQL/MariaDB stop a statement at it, SQLite answers 503 without waiting for it.
+     */
     readonly timeoutMs: number;
-    /** `SEARCH_SQLITE_WORKERS`, default one less than the cores (1 to 4): SQLite only, the worker threads that run costly search statements off the event loop. */
+    /**
+     * `SEARCH_SQLITE_WORKERS`, default one less than the cores (1 to 4): SQLite only, the worker threads that
+     * run costly search statements off the event loop.
+     */
     readonly sqliteWorkers: number;
   };
   /**
@@ -71,7 +89,10 @@ export interface Config {
    * or at this budget, whichever comes first, and always holds at least one.
    */
   readonly pageMaxBytes: number;
-  /** `HEALTH_MAX_WATCHES`, default 1000: gRPC `Health/Watch` streams open at once; more are refused (RESOURCE_EXHAUSTED). */
+  /**
+   * `HEALTH_MAX_WATCHES`, default 1000: gRPC `Health/Watch` streams open at once; more are refused
+   * (RESOURCE_EXHAUSTED).
+   */
   readonly healthMaxWatches: number;
   /** `HEALTH_MAX_WATCHES_PER_CONNECTION`, default 10: `Health/Watch` streams one connection may have open at once. */
   readonly healthMaxWatchesPerConnection: number;
@@ -112,7 +133,8 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
   const maxBufferedBodyBytes = integer("MAX_BUFFERED_BODY_BYTES", 16 * 1024 * 1024, 1024, 4 * 1024 * 1024 * 1024);
   if (maxBufferedBodyBytes < maxBodyBytes)
     problems.push(
-      `MAX_BUFFERED_BODY_BYTES (${maxBufferedBodyBytes}) must be at least MAX_BODY_BYTES (${maxBodyBytes}), or no body of the largest size is ever read`,
+      `MAX_BUFFERED_BODY_BYTES (${maxBufferedBodyBytes}) must be at least MAX_BODY_BYTES (${maxBodyBytes}), or no ` +
+        `body of the largest size is ever read`,
     );
   const maxConnections = integer("MAX_CONNECTIONS", 1_000, 1, 1_000_000);
   const databaseTimeoutMs = integer("DATABASE_TIMEOUT_MS", 10_000, 100, 600_000);
@@ -139,7 +161,8 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
   };
   if (search.maxConcurrent >= MYSQL_POOL_SIZE) {
     problems.push(
-      `SEARCH_MAX_CONCURRENT (${search.maxConcurrent}) must be below the database pool's ${MYSQL_POOL_SIZE} connections, so searches always leave some to reads and writes`,
+      `SEARCH_MAX_CONCURRENT (${search.maxConcurrent}) must be below the database pool's ${MYSQL_POOL_SIZE} ` +
+        `connections, so searches always leave some to reads and writes`,
     );
   }
   if (search.maxPerTenant > search.maxConcurrent) {
@@ -157,7 +180,8 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
   // Node refuses a headers timeout longer than the request timeout it is part of.
   if (http.headersTimeoutMs > http.requestTimeoutMs)
     problems.push(
-      `HTTP_HEADERS_TIMEOUT_MS (${http.headersTimeoutMs}) must not exceed HTTP_REQUEST_TIMEOUT_MS (${http.requestTimeoutMs})`,
+      `HTTP_HEADERS_TIMEOUT_MS (${http.headersTimeoutMs}) must not exceed HTTP_REQUEST_TIMEOUT_MS ` +
+        `(${http.requestTimeoutMs})`,
     );
   const shutdownTimeoutMs = integer("SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000);
   const databaseUrl = env.DATABASE_URL === "" ? undefined : env.DATABASE_URL;

@@ -176,7 +176,8 @@ export function parseAuthConfig(env: Readonly<Record<string, string | undefined>
         issuer = undefined;
       } else if (issuer.protocol === "http:" && !allowHttpIssuer) {
         problems.push(
-          `AUTH_ISSUER "${issuer.href}" uses http://; set AUTH_ALLOW_HTTP_ISSUER=true to allow that (never in production)`,
+          `AUTH_ISSUER "${issuer.href}" uses http://; set AUTH_ALLOW_HTTP_ISSUER=true to allow that (never in ` +
+            `production)`,
         );
       } else if (issuer.protocol !== "https:" && issuer.protocol !== "http:") {
         problems.push(`AUTH_ISSUER must be an https:// URL, not ${issuer.protocol}//...`);
@@ -227,7 +228,8 @@ export function parseAuthConfig(env: Readonly<Record<string, string | undefined>
       problems.push('AUTH_ALGORITHMS must not contain "none": unsigned tokens are never accepted');
     else if (/^HS/i.test(algorithm))
       problems.push(
-        `AUTH_ALGORITHMS must not contain ${algorithm}: HMAC is refused (it would let a published public key sign tokens)`,
+        `AUTH_ALGORITHMS must not contain ${algorithm}: HMAC is refused (it would let a published public key sign ` +
+          `tokens)`,
       );
     else if (!ASYMMETRIC_ALGORITHMS.includes(algorithm))
       problems.push(`AUTH_ALGORITHMS: unknown algorithm "${algorithm}" (use ${ASYMMETRIC_ALGORITHMS.join(", ")})`);
@@ -318,7 +320,9 @@ export function isLoopbackHost(host: string): boolean {
 export function devIssuerProblem(host: string, config: AuthConfig): string | undefined {
   if (config.issuer !== undefined || config.allowDevIssuer || isLoopbackHost(host)) return undefined;
   return (
-    `HOST "${host}" is not a loopback address and AUTH_ISSUER is unset: set AUTH_ISSUER to your identity provider's URL ` +
-    "(or, for a shared test machine only, AUTH_ALLOW_DEV_ISSUER=true to serve the local development issuer, whose key file mints any token)"
+    `HOST "${host}" is not a loopback address and AUTH_ISSUER is unset: set AUTH_ISSUER to your identity ` +
+    `provider's URL ` +
+    "(or, for a shared test machine only, AUTH_ALLOW_DEV_ISSUER=true to serve the local development issuer, whose " +
+    "key file mints any token)"
   );
 }

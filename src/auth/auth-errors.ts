@@ -13,7 +13,10 @@ export function issuerUnavailable(cause: unknown, token: string): RegistryError 
   return stackless(refusal(message, scrub(cause, token)));
 }
 
-/** 503: too many opaque tokens not yet cached are being introspected; the issuer is spared (AUTH_INTROSPECTION_MAX_PER_SECOND). */
+/**
+ * 503: too many opaque tokens not yet cached are being introspected; the issuer is spared
+ * (AUTH_INTROSPECTION_MAX_PER_SECOND).
+ */
 export function tooManyIntrospections(): RegistryError {
   // Not the issuer's failure: nothing to log but the refusal itself.
   return stackless(refusal("Too many unknown opaque tokens are being checked at the moment; try again shortly."));
@@ -40,7 +43,10 @@ export function scrub(error: unknown, token: string): Error {
   return copy;
 }
 
-/** Authentication could not be set up at start-up (discovery failed, the issuer's metadata lacks an endpoint, the local key is unusable). */
+/**
+ * Authentication could not be set up at start-up (discovery failed, the issuer's metadata lacks an endpoint,
+ * the local key is unusable).
+ */
 export class AuthSetupError extends Error {
   override readonly name = "AuthSetupError";
   constructor(

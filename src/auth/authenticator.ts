@@ -98,7 +98,9 @@ async function localAuthenticator(
   });
   const where = deps.keyStore.location ?? "the data directory";
   return authenticatorFrom({
-    description: `local development issuer (key in ${where}); get a token with npm run token -- --tenant <tenant> --domains "Development,Setup: Agents"`,
+    description:
+      `local development issuer (key in ${where}); get a token with npm run token -- --tenant <tenant> ` +
+      `--domains "Development,Setup: Agents"`,
     verifier,
     introspector: undefined,
     introspectionCacheSeconds: 0,
@@ -184,7 +186,10 @@ async function resourceServer(
   });
 }
 
-/** What an authenticator is made of. createAuthenticator assembles one per mode; tests assemble their own to count verifications. */
+/**
+ * What an authenticator is made of. createAuthenticator assembles one per mode; tests assemble their own to
+ * count verifications.
+ */
 export interface AuthenticatorParts {
   readonly description: string;
   readonly verifier: JwtVerifier;
@@ -195,7 +200,10 @@ export interface AuthenticatorParts {
   readonly mapping: ClaimMapping;
   /** The clock of the token cache, in ms since the epoch; the same one the verifier and introspector use. */
   readonly now: () => number;
-  /** Bounds of the token cache; default TOKEN_CACHE_MAX_ENTRIES entries and TOKEN_CACHE_MAX_AGE_MS (also the ceiling). */
+  /**
+   * Bounds of the token cache; default TOKEN_CACHE_MAX_ENTRIES entries and TOKEN_CACHE_MAX_AGE_MS (also the
+   * ceiling).
+   */
   readonly cache?: { readonly maxEntries?: number; readonly maxAgeMs?: number };
 }
 
@@ -216,14 +224,16 @@ export function authenticatorFrom(parts: AuthenticatorParts): Authenticator {
     description,
     async authenticate(authorization) {
       const token = bearerToken(authorization);
-      // The key is the hash of the whole token: any other byte (signature, payload, audience) misses and is checked in full.
+      // The key is the hash of the whole token: any other byte (signature, payload, audience) misses and is
+      // checked in full.
       const key = tokenKey(token);
       const cached = cache.get(key);
       if (cached !== undefined) return copyOf(cached);
       if (looksLikeJwt(token)) {
         const claims = await verifier.verify(token);
         const principal = principalFromClaims(claims, mapping);
-        // The verifier requires exp; without one (a verifier that does not) nothing is cached rather than something unbounded.
+        // The verifier requires exp; without one (a verifier that does not) nothing is cached rather than
+        // something unbounded.
         if (typeof claims.exp === "number") cache.set(key, principal, { notAfterMs: claims.exp * 1000 });
         return copyOf(principal);
       }
@@ -242,7 +252,10 @@ export function authenticatorFrom(parts: AuthenticatorParts): Authenticator {
   };
 }
 
-/** A Principal of its own for each request: what one request does with its domains cannot change what the cache hands the next. */
+/**
+ * A Principal of its own for each request: what one request does with its domains cannot change what the
+ * cache hands the next.
+ */
 function copyOf(principal: Principal): Principal {
   return {
     subject: principal.subject,

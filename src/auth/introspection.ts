@@ -69,7 +69,8 @@ export function createIntrospector(options: IntrospectorOptions): Introspector {
       }
       if (requireIssAud && (answer.iss === undefined || answer.aud === undefined)) {
         throw unauthenticated(
-          "The issuer's introspection answer does not name its issuer and audience (iss, aud), so the token cannot be taken as meant for this service.",
+          "The issuer's introspection answer does not name its issuer and audience (iss, aud), so the token cannot " +
+            "be taken as meant for this service.",
         );
       }
       if (answer.iss !== undefined && answer.iss !== issuer)

@@ -65,7 +65,10 @@ export interface RemoteKeysOptions {
   readonly now?: () => number;
 }
 
-/** The issuer's key set could not be fetched or read; the verifier answers 503. Its message names the reason, never a token. */
+/**
+ * The issuer's key set could not be fetched or read; the verifier answers 503. Its message names the reason,
+ * never a token.
+ */
 export class JwksUnavailableError extends Error {
   override readonly name = "JwksUnavailableError";
   readonly code = "ERR_JWKS_UNAVAILABLE";
@@ -102,7 +105,8 @@ export function remoteKeys(jwksUri: URL, options: RemoteKeysOptions = {}): JWTVe
       });
     } catch (error: unknown) {
       throw new JwksUnavailableError(
-        `The issuer's key set at ${jwksUri.href} could not be fetched: ${error instanceof Error ? error.message : String(error)}`,
+        `The issuer's key set at ${jwksUri.href} could not be fetched: ` +
+          `${error instanceof Error ? error.message : String(error)}`,
       );
     }
     if (response.status !== 200) {
@@ -117,7 +121,10 @@ export function remoteKeys(jwksUri: URL, options: RemoteKeysOptions = {}): JWTVe
       throw new JwksUnavailableError(`The issuer's key set at ${jwksUri.href} is not a JSON Web Key Set.`);
     }
   };
-  /** Fetches the keys unless the cooldown forbids it; true when fresh keys arrived, false when it was not allowed. Throws when the fetch failed. */
+  /**
+   * Fetches the keys unless the cooldown forbids it; true when fresh keys arrived, false when it was not
+   * allowed. Throws when the fetch failed.
+   */
   const refresh = async (): Promise<boolean> => {
     if (pending === undefined) {
       if (now() - attemptedAt < cooldownMs) return false;
@@ -172,9 +179,15 @@ export function looksLikeJwt(token: string): boolean {
   }
 }
 
-/** The `typ` values of an access token once normalized (lower case, no `application/`): RFC 9068's, and the generic one some issuers use. */
+/**
+ * The `typ` values of an access token once normalized (lower case, no `application/`): RFC 9068's, and the
+ * generic one some issuers use.
+ */
 const ACCESS_TOKEN_TYPES = new Set(["at+jwt", "jwt"]);
-/** Claims only an ID token carries (OpenID Connect Core §2, §3.3.2.11): one of them marks a token as not an access token. */
+/**
+ * Claims only an ID token carries (OpenID Connect Core §2, §3.3.2.11): one of them marks a token as not an
+ * access token.
+ */
 const ID_TOKEN_CLAIMS = ["nonce", "at_hash", "c_hash", "s_hash"];
 
 export function createJwtVerifier(options: JwtVerifierOptions): JwtVerifier {

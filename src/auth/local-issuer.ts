@@ -139,7 +139,8 @@ export function developmentIssuerWarning(
   description: string,
 ): [string, Record<string, unknown>] {
   return [
-    "the local development issuer is on: whoever can read its key file mints any token for any tenant; set AUTH_ISSUER for anything but development",
+    "the local development issuer is on: whoever can read its key file mints any token for any tenant; set " +
+      "AUTH_ISSUER for anything but development",
     { host: config.host, auth: description },
   ];
 }

@@ -40,7 +40,8 @@ export function principalFromClaims(claims: Readonly<Record<string, unknown>>, m
   const tenantValue = claims[mapping.tenantClaim];
   if (tenantValue !== undefined && (typeof tenantValue !== "string" || tenantValue === "")) {
     throw unauthenticated(
-      `The bearer token's "${mapping.tenantClaim}" claim is not a tenant name (a non-empty string); leave it out or name the tenant.`,
+      `The bearer token's "${mapping.tenantClaim}" claim is not a tenant name (a non-empty string); leave it out ` +
+        `or name the tenant.`,
     );
   }
   const tenant = tenantValue ?? null;

@@ -38,7 +38,10 @@ const CARD_FORMAT = "card1";
 
 const types = (modes: readonly MimeType[]): string[] => modes.map((m) => m.type);
 
-/** The provider's website: its `href` when it has one, else the origin of the agent's `url` (or the `url` itself when it has none, as a URN). */
+/**
+ * The provider's website: its `href` when it has one, else the origin of the agent's `url` (or the `url`
+ * itself when it has none, as a URN).
+ */
 function providerUrl(def: AgentDefinition): string {
   if (def.provider?.href) return def.provider.href;
   try {

@@ -9,7 +9,10 @@ import { type DescMethod, getOption } from "@bufbuild/protobuf";
 import { http } from "../../gen/google/api/annotations_pb.js";
 import { type Issue, RegistryError } from "./errors.js";
 
-/** The JSON name of the one request field `method` takes as its body; undefined for no body or the whole request (`*`). */
+/**
+ * The JSON name of the one request field `method` takes as its body; undefined for no body or the whole
+ * request (`*`).
+ */
 export function bodyFieldOf(method: DescMethod): string | undefined {
   const body = getOption(method, http).body;
   if (body === "" || body === "*") return undefined;

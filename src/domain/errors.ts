@@ -84,13 +84,15 @@ export const ERRORS = {
     body: "validation",
     meaning: "The token lacks the security domain the operation needs, or is for another tenant.",
   },
-  // 403 like PERMISSION_DENIED, with a code of its own: the caller holds the operation's domain, but not for this version's state.
+  // 403 like PERMISSION_DENIED, with a code of its own: the caller holds the operation's domain, but not for
+  // this version's state.
   AGENT_DEACTIVATED: {
     http: 403,
     grpc: "PermissionDenied",
     body: "validation",
     meaning:
-      "The write would change a DEACTIVATED version or add a version to an agent whose versions are all DEACTIVATED; that needs the security domain Setup: Agents.",
+      "The write would change a DEACTIVATED version or add a version to an agent whose versions are all " +
+      "DEACTIVATED; that needs the security domain Setup: Agents.",
   },
   NOT_FOUND: {
     http: 404,
@@ -112,7 +114,8 @@ export const ERRORS = {
     body: "validation",
     meaning: "A tenant with that name has already been set up.",
   },
-  // The version exists (GET by id reads it) but is withdrawn: its card is gone, not missing. gRPC: the state forbids it (AIP-193).
+  // The version exists (GET by id reads it) but is withdrawn: its card is gone, not missing. gRPC: the state
+  // forbids it (AIP-193).
   CARD_DEACTIVATED: {
     http: 410,
     grpc: "FailedPrecondition",
@@ -132,15 +135,18 @@ export const ERRORS = {
     grpc: "FailedPrecondition",
     body: "validation",
     meaning:
-      "If-Match (or the request's etag) no longer matches the definition, or If-None-Match: * met an existing one; nothing was written.",
+      "If-Match (or the request's etag) no longer matches the definition, or If-None-Match: * met an existing one; " +
+      "nothing was written.",
   },
-  // The client took longer to send its body than the service waits: RFC 9110's 408; over gRPC the stream is cancelled instead.
+  // The client took longer to send its body than the service waits: RFC 9110's 408; over gRPC the stream is
+  // cancelled instead.
   REQUEST_TIMEOUT: {
     http: 408,
     grpc: "DeadlineExceeded",
     body: "validation",
     meaning:
-      "The request did not arrive whole in time (its headers within HTTP_HEADERS_TIMEOUT_MS, all of it within HTTP_REQUEST_TIMEOUT_MS, its body within HTTP_BODY_TIMEOUT_MS of its headers); the connection is closed.",
+      "The request did not arrive whole in time (its headers within HTTP_HEADERS_TIMEOUT_MS, all of it within " +
+      "HTTP_REQUEST_TIMEOUT_MS, its body within HTTP_BODY_TIMEOUT_MS of its headers); the connection is closed.",
   },
   // Refused by Node's HTTP/1.1 parser before the request could be read: past --max-http-header-size
   // (16 KiB by default) for the request line and headers, or bytes that are no HTTP request at all.
@@ -150,7 +156,8 @@ export const ERRORS = {
     grpc: "ResourceExhausted",
     body: "validation",
     meaning:
-      "The request line and headers are larger than the server reads (16 KiB by default): shorten the query (docs/api.md, OpenAPI).",
+      "The request line and headers are larger than the server reads (16 KiB by default): shorten the query " +
+      "(docs/api.md, OpenAPI).",
   },
   MALFORMED_REQUEST: {
     http: 400,
@@ -192,7 +199,8 @@ export const ERRORS = {
     grpc: "Unavailable",
     body: "error",
     meaning:
-      "The database became unreachable while committing the write, so it may or may not have been saved; retry (the upsert is idempotent).",
+      "The database became unreachable while committing the write, so it may or may not have been saved; retry " +
+      "(the upsert is idempotent).",
   },
 } as const satisfies Record<string, ErrorRow>;
 
@@ -225,7 +233,8 @@ export const ISSUE_CODES = {
   MALFORMED_MULTIPART: "The body is not valid multipart/form-data.",
   MALFORMED_COMPRESSION: "The compressed message cannot be decompressed with the encoding it names.",
   MORE_ISSUES:
-    "The request has more problems than one answer lists (100 items at most); this last item says how many were left out.",
+    "The request has more problems than one answer lists (100 items at most); this last item says how many were " +
+    "left out.",
 } as const satisfies Record<string, string>;
 
 /** The code of one problem in `errors`: an issue code, or a whole-request code repeated for its one item. */
@@ -267,7 +276,10 @@ export const MAX_ISSUES = 100;
 /** The most characters of an issue's message, path or field; longer ones are cut (they quote the client's input). */
 const MAX_ISSUE_TEXT = 256;
 
-/** The most UTF-8 bytes the listed issues take together, so every error answer stays small (Connect sends them twice, binary and JSON). */
+/**
+ * The most UTF-8 bytes the listed issues take together, so every error answer stays small (Connect sends them
+ * twice, binary and JSON).
+ */
 const MAX_ISSUE_BYTES = 16 * 1024;
 
 /** The UTF-8 length of `text`, without encoding it (a surrogate pair counts 6, a little over its 4). */
@@ -303,7 +315,10 @@ export interface IssueCollector {
   addAll(issues: Iterable<Issue>): IssueCollector;
   /** Says that checking stopped early: more problems may exist than were counted. */
   stoppedEarly(): void;
-  /** The kept issues; when any were left out, the last gives way to a MORE_ISSUES item, so never more than MAX_ISSUES. */
+  /**
+   * The kept issues; when any were left out, the last gives way to a MORE_ISSUES item, so never more than
+   * MAX_ISSUES.
+   */
   issues(): readonly Issue[];
 }
 
@@ -423,7 +438,10 @@ export class RegistryError extends Error {
 /** The message a caller sees for anything unexpected; the error itself goes to the log only. */
 export const INTERNAL_MESSAGE = "An internal error occurred; it has been logged.";
 
-/** The error a caller sees for `err`: itself when deliberate, else INTERNAL (the original stays as its cause, for the log). */
+/**
+ * The error a caller sees for `err`: itself when deliberate, else INTERNAL (the original stays as its cause,
+ * for the log).
+ */
 export function asRegistryError(err: unknown): RegistryError {
   return err instanceof RegistryError ? err : new RegistryError("INTERNAL", INTERNAL_MESSAGE, [], { cause: err });
 }
@@ -532,7 +550,8 @@ export function forbidden(message: string): RegistryError {
 /** 431: the request line and headers are past what the HTTP parser reads. */
 export function headersTooLarge(): RegistryError {
   const message =
-    "The request line and headers are too large for the server to read; shorten the query (each list filter's values, q).";
+    "The request line and headers are too large for the server to read; shorten the query (each list filter's " +
+    "values, q).";
   return new RegistryError("HEADERS_TOO_LARGE", message, [{ code: "HEADERS_TOO_LARGE", message }]);
 }
 
@@ -561,7 +580,8 @@ export function overloaded(limit: number): RegistryError {
 /** 408: Node's parser did not get the request's headers, or all of it, within its timeouts. */
 export function requestTimedOut(): RegistryError {
   const message =
-    "The request did not arrive whole in time (HTTP_HEADERS_TIMEOUT_MS, HTTP_REQUEST_TIMEOUT_MS); the connection is closed.";
+    "The request did not arrive whole in time (HTTP_HEADERS_TIMEOUT_MS, HTTP_REQUEST_TIMEOUT_MS); the connection " +
+    "is closed.";
   return new RegistryError("REQUEST_TIMEOUT", message, [{ code: "REQUEST_TIMEOUT", message }]);
 }
 
@@ -611,19 +631,27 @@ export function writeConflict(cause: unknown): RegistryError {
  */
 export function outcomeUnknown(cause: unknown): RegistryError {
   const message =
-    "The registry's database became unavailable while saving the definition; it may or may not have been saved. Send it again.";
+    "The registry's database became unavailable while saving the definition; it may or may not have been saved. " +
+    "Send it again.";
   return new RegistryError("OUTCOME_UNKNOWN", message, [], { cause });
 }
 
-/** 403 AGENT_DEACTIVATED: `what` (a deactivated version, or a new version of a deactivated agent) needs Setup: Agents. */
+/**
+ * 403 AGENT_DEACTIVATED: `what` (a deactivated version, or a new version of a deactivated agent) needs Setup:
+ * Agents.
+ */
 export function deactivatedWrite(what: string): RegistryError {
-  const message = `${what} is DEACTIVATED; only a caller with the security domain "Setup: Agents" may write to it (reactivate it with PATCH .../status).`;
+  const message =
+    `${what} is DEACTIVATED; only a caller with the security domain "Setup: Agents" may write to it ` +
+    `(reactivate it with PATCH .../status).`;
   return new RegistryError("AGENT_DEACTIVATED", message);
 }
 
 /** 410 CARD_DEACTIVATED: the version `id` is DEACTIVATED, so its agent card is not served. */
 export function cardDeactivated(id: string): RegistryError {
-  const message = `Agent definition ${id} is DEACTIVATED: its agent card is not served. GET the definition by id to read it, or reactivate it.`;
+  const message =
+    `Agent definition ${id} is DEACTIVATED: its agent card is not served. GET the definition by id ` +
+    `to read it, or reactivate it.`;
   return new RegistryError("CARD_DEACTIVATED", message, [
     { code: "CARD_DEACTIVATED", message, field: "id", path: "id" },
   ]);

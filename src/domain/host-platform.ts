@@ -14,7 +14,8 @@ export function hostPlatformIssues(def: AgentDefinition, host: HostIdentity): Is
     issueAt(
       "platform.id",
       "A161",
-      `platform.id "${host.platformId}" is the host system, which a third-party agent cannot select; choose another platform (Platform=OTHER if none fits).`,
+      `platform.id "${host.platformId}" is the host system, which a third-party agent cannot select; choose ` +
+        `another platform (Platform=OTHER if none fits).`,
     ),
   ];
 }

@@ -34,7 +34,10 @@ export function parseEntityTags(value: string): EntityTagCondition {
     .map((tag) => (tag.startsWith('"') || tag.startsWith("W/") ? tag : `"${tag}"`));
 }
 
-/** `If-Match` (strong comparison: a weak tag never matches): whether `current` satisfies it; an absent version satisfies nothing. */
+/**
+ * `If-Match` (strong comparison: a weak tag never matches): whether `current` satisfies it; an absent version
+ * satisfies nothing.
+ */
 export function ifMatchHolds(
   condition: EntityTagCondition,
   current: Pick<InstanceRef, "id" | "revision"> | undefined,
@@ -86,7 +89,8 @@ export function checkIfMatch(
 export function checkCreateOnly(createOnly: boolean, current: Pick<InstanceRef, "id" | "revision"> | undefined): void {
   if (!createOnly || current === undefined) return;
   throw preconditionFailed(
-    `If-None-Match: * asks to create only, but this name, provider and version is already ${current.id} (ETag ${etagOf(current)}).`,
+    `If-None-Match: * asks to create only, but this name, provider and version is already ${current.id} (ETag ` +
+      `${etagOf(current)}).`,
     "createOnly",
   );
 }

@@ -148,7 +148,8 @@ export function parseListQuery(tenant: string, request: ListRequestParts): ListQ
         issueAt(
           "orderBy",
           "INVALID_VALUE",
-          `orderBy must be createdAt, updatedAt or name, each optionally followed by " desc"; not "${request.orderBy}".`,
+          `orderBy must be createdAt, updatedAt or name, each optionally followed by " desc"; not ` +
+            `"${request.orderBy}".`,
         ),
       );
     else order = { key: match[1] as OrderKey, descending: match[2] !== undefined };
@@ -268,7 +269,8 @@ export function readPageToken(token: string, binding: string): Position {
   }
   if (b !== binding)
     throw invalidPageToken(
-      "pageToken was made for another tenant, filter or order; send the same parameters as for the page it came with, or start without it.",
+      "pageToken was made for another tenant, filter or order; send the same parameters as for the page it came " +
+        "with, or start without it.",
     );
   return v === undefined ? { seq: s } : { seq: s, value: v };
 }

@@ -94,6 +94,9 @@ export interface PoolStats {
   readonly pendingAcquires: number;
   /** The most connections the pool opens. */
   readonly max: number;
-  /** Costly searches waiting at the search gate (SEARCH_MAX_CONCURRENT, SEARCH_MAX_PER_TENANT), holding no connection. */
+  /**
+   * Costly searches waiting at the search gate (SEARCH_MAX_CONCURRENT, SEARCH_MAX_PER_TENANT), holding no
+   * connection.
+   */
   readonly searchesWaiting: number;
 }

@@ -18,7 +18,10 @@ export function newDefinitionId(): string {
 /** A version's id as the registry issues it: 32 lowercase hex characters (the one pattern of it). */
 export const INSTANCE_ID = /^[0-9a-f]{32}$/;
 
-/** An instance reference (`provider.id`, `platform.id`, `executionMode.id`): an instance id, or a non-whitespace `<key>=<value>`. */
+/**
+ * An instance reference (`provider.id`, `platform.id`, `executionMode.id`): an instance id, or a
+ * non-whitespace `<key>=<value>`.
+ */
 export const INSTANCE_REFERENCE = new RegExp(`^(?:${INSTANCE_ID.source.slice(1, -1)}|[^\\s=]+=\\S+)$`);
 
 /** The forms of the id that names a version or an agent. */
@@ -90,7 +93,9 @@ export function planUpsert(facts: UpsertFacts): UpsertPlan {
   }
   const existing = facts.existingAgent;
   if (existing !== undefined && linked !== undefined && linked.number !== existing.number) {
-    const message = `id names agent ${linked.referenceId}, but this name, provider and version is already a version of ${existing.referenceId}.`;
+    const message =
+      `id names agent ${linked.referenceId}, but this name, provider and version is already a ` +
+      `version of ${existing.referenceId}.`;
     throw new RegistryError("VALIDATION_FAILED", message, [issueAt("id", "AGENT_MISMATCH", message)]);
   }
   const agent = existing ?? linked ?? facts.agentByName ?? "new";

@@ -122,7 +122,10 @@ function boundedCopy(
   return copy as unknown as Message;
 }
 
-/** Whether `message` has a list of messages over its `max_items`, or more list items than LISTED_ITEMS_BUDGET in all. */
+/**
+ * Whether `message` has a list of messages over its `max_items`, or more list items than LISTED_ITEMS_BUDGET
+ * in all.
+ */
 function needsBounding(desc: DescMessage, message: Message, budget: { left: number }): boolean {
   const source = message as unknown as Record<string, unknown>;
   for (const field of desc.fields) {

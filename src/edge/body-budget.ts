@@ -29,7 +29,10 @@ export interface BodyBudget {
 }
 
 export interface BodyShare {
-  /** `body`, counted: reading it throws OVERLOADED (a RegistryError) where it would take the process past the budget. */
+  /**
+   * `body`, counted: reading it throws OVERLOADED (a RegistryError) where it would take the process past the
+   * budget.
+   */
   count(body: AsyncIterable<Uint8Array>): AsyncIterable<Uint8Array>;
   /** Gives the request's bytes back; only the first call counts. */
   release(): void;

@@ -45,7 +45,10 @@ export interface EdgeRequest {
   body(): AsyncIterable<Uint8Array>;
   /** The request in Connect's universal form, for the RPC router. */
   universal(contextValues: ContextValues): UniversalServerRequest;
-  /** Whether the client has closed the request before its answer was sent (a failure then is no fault of the service). */
+  /**
+   * Whether the client has closed the request before its answer was sent (a failure then is no fault of the
+   * service).
+   */
   clientGone?(): boolean;
   /**
    * Aborts when the client goes away before its answer was sent (a closed

@@ -60,7 +60,10 @@ function edgeRequest(req: NodeRequest, res: NodeResponse, share: BodyShare): Edg
   };
 }
 
-/** `body`, its registry errors (the budget's OVERLOADED) turned into the ConnectError Connect answers in the request's protocol. */
+/**
+ * `body`, its registry errors (the budget's OVERLOADED) turned into the ConnectError Connect answers in the
+ * request's protocol.
+ */
 async function* rpcErrors(body: AsyncIterable<Uint8Array>): AsyncIterable<Uint8Array> {
   try {
     yield* body;
@@ -183,14 +186,16 @@ export function createNodeEdge(app: App): NodeEdge {
       Number.isSafeInteger(length) && length >= 0 ? length : undefined,
       app.config.maxBodyBytes,
     );
-    // The request is over once its answer is sent or its stream closed, however it ended (answered, failed, the client
-    // gone): its body bytes go back to the budget. (An HTTP/2 stream whose client has not ended its body closes only later.)
+    // The request is over once its answer is sent or its stream closed, however it ended (answered, failed,
+    // the client gone): its body bytes go back to the budget. (An HTTP/2 stream whose client has not ended
+    // its body closes only later.)
     res.once("finish", share.release);
     res.once("close", () => {
       share.release();
       if (h1 !== undefined) h1Answers.delete(h1);
       const status = grpcStatus();
-      // An HTTP/2 client that resets its stream mid-request may see its answer "finish" into the closed stream: it left all the same.
+      // An HTTP/2 client that resets its stream mid-request may see its answer "finish" into the closed
+      // stream: it left all the same.
       const completed = res.writableFinished && !requestCutOff(req);
       app.requests.finish(record, {
         status: res.statusCode,

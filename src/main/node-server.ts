@@ -105,7 +105,8 @@ export function createNodeServer(app: App): NodeServer {
     const timer = setTimeout(() => {
       if (req.complete) return;
       if (res.headersSent) return void req.socket.destroy();
-      // Connection: close: the server closes the connection once the answer is out; a client that does not read it is not waited for.
+      // Connection: close: the server closes the connection once the answer is out; a client that does not
+      // read it is not waited for.
       res.setHeader("connection", "close");
       writeAnswer(res, errorAnswer(bodyTimedOut(bodyTimeoutMs)));
       setTimeout(() => req.socket.destroy(), 1_000).unref();
@@ -134,7 +135,8 @@ export function createNodeServer(app: App): NodeServer {
     const peekDeadline = setTimeout(() => socket.destroy(), headersTimeoutMs);
     socket.once("close", () => clearTimeout(peekDeadline));
     const onData = (chunk: Buffer): void => {
-      // The first chunk as it is (it may be 64 KiB of a body, on every connection at once): copied only to join a second.
+      // The first chunk as it is (it may be 64 KiB of a body, on every connection at once): copied only to
+      // join a second.
       seen = seen.length === 0 ? chunk : Buffer.concat([seen, chunk]);
       const n = Math.min(seen.length, H2_PREFACE.length);
       const isH2 = seen.subarray(0, n).equals(H2_PREFACE.subarray(0, n));

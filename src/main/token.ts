@@ -1,16 +1,18 @@
-// The token command: prints a bearer token from the local development issuer,
-// `npm run token -- --tenant default --domains "Development,Setup: Agents" [--ttl 3600] [--subject developer] [--platform-admin]`.
+// The token command: prints a bearer token from the local development issuer, `npm run token -- --tenant
+// default --domains "Development,Setup: Agents" [--ttl 3600] [--subject developer] [--platform-admin]`.
 // Without --tenant the token is a platform operator's (the tenant admin RPCs): it carries the platform admin
-// claim, as --platform-admin sets it on a tenant's token.
-// Only for the embedded default (no AUTH_ISSUER); the key is made in DATA_DIR on first use.
-// The token alone goes to stdout, so `TOKEN=$(npm run -s token -- ...)` works.
+// claim, as --platform-admin sets it on a tenant's token. Only for the embedded default (no AUTH_ISSUER); the
+// key is made in DATA_DIR on first use. The token alone goes to stdout, so `TOKEN=$(npm run -s token -- ...)`
+// works.
 import { parseArgs } from "node:util";
 import { parseAuthConfig } from "../auth/auth-config.js";
 import { openLocalIssuer } from "../auth/local-issuer.js";
 import { ConfigError, parseConfig } from "../config.js";
 import { localIssuerKeyFile } from "./local-issuer-key-file.js";
 
-const USAGE = `usage: npm run token -- [--tenant <tenant>] [--domains "Development,Setup: Agents"] [--ttl <seconds>] [--subject <sub>] [--platform-admin]`;
+const USAGE =
+  `usage: npm run token -- [--tenant <tenant>] [--domains "Development,Setup: Agents"] [--ttl ` +
+  `<seconds>] [--subject <sub>] [--platform-admin]`;
 
 /** The command line, parsed (throws on an unknown or malformed option). */
 function parseOptions(argv: string[]) {
@@ -54,7 +56,8 @@ async function main(argv: string[]): Promise<number> {
   }
   if (config.issuer !== undefined) {
     console.error(
-      `AUTH_ISSUER is set (${config.issuer.href}): get a token from that issuer. npm run token only serves the local development issuer.`,
+      `AUTH_ISSUER is set (${config.issuer.href}): get a token from that issuer. npm run token only serves the ` +
+        `local development issuer.`,
     );
     return 1;
   }
@@ -62,7 +65,8 @@ async function main(argv: string[]): Promise<number> {
   const ttl = Number(values.ttl);
   if (!Number.isInteger(ttl) || ttl <= 0 || ttl > config.maxTokenLifetimeSeconds) {
     console.error(
-      `--ttl must be a whole number of seconds from 1 to ${config.maxTokenLifetimeSeconds} (AUTH_MAX_TOKEN_LIFETIME_SECONDS), not "${values.ttl}"\n${USAGE}`,
+      `--ttl must be a whole number of seconds from 1 to ${config.maxTokenLifetimeSeconds} ` +
+        `(AUTH_MAX_TOKEN_LIFETIME_SECONDS), not "${values.ttl}"\n${USAGE}`,
     );
     return 2;
   }

@@ -29,7 +29,10 @@ const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
  * when scraped), and Node's default process metrics, in a registry of their
  * own so that several apps in one process (the tests) do not collide.
  */
-/** What the metrics read of the body budget (src/edge/body-budget.ts): the bytes held now, the bodies refused so far. */
+/**
+ * What the metrics read of the body budget (src/edge/body-budget.ts): the bytes held now, the bodies refused
+ * so far.
+ */
 export interface BodyBudgetStats {
   readonly used: number;
   readonly refused: number;
@@ -46,7 +49,9 @@ export function createMetrics({
   collectDefaultMetrics({ register: registry });
   const requests = new Counter({
     name: "asor_requests_total",
-    help: "Requests answered, by protocol, operation (RPC or endpoint) and code (RPC code, or HTTP status for REST and plain HTTP).",
+    help:
+      "Requests answered, by protocol, operation (RPC or endpoint) and code (RPC code, or HTTP status for REST " +
+      "and plain HTTP).",
     labelNames: ["protocol", "operation", "code"] as const,
     registers: [registry],
   });
@@ -92,7 +97,9 @@ export function createMetrics({
     });
     new Counter({
       name: "asor_body_budget_refusals_total",
-      help: "Request bodies refused with 503 OVERLOADED because they would have taken the process past MAX_BUFFERED_BODY_BYTES.",
+      help:
+        "Request bodies refused with 503 OVERLOADED because they would have taken the process past " +
+        "MAX_BUFFERED_BODY_BYTES.",
       registers: [registry],
       collect() {
         this.reset();

@@ -1,6 +1,9 @@
 import { Code, type ContextValues, createContextKey } from "@connectrpc/connect";
 
-/** How a request reached the registry: the REST transcoder, an RPC protocol, or a plain HTTP endpoint (probes, /metrics). */
+/**
+ * How a request reached the registry: the REST transcoder, an RPC protocol, or a plain HTTP endpoint (probes,
+ * /metrics).
+ */
 export type Protocol = "rest" | "grpc" | "grpc-web" | "connect" | "http";
 
 /**

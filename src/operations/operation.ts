@@ -97,7 +97,8 @@ export function admit(operation: Operation, principal: Principal): void {
   if (platform !== undefined && !principal.platformAdmin) {
     const whose = principal.tenant === null ? "not one without it" : `not one for tenant "${principal.tenant}"`;
     throw forbidden(
-      `${operation.method.name} acts on every tenant: it needs a platform operator's token ("${platform.adminClaim}": true), ${whose}.`,
+      `${operation.method.name} acts on every tenant: it needs a platform operator's token ` +
+        `("${platform.adminClaim}": true), ${whose}.`,
     );
   }
 }
@@ -122,7 +123,9 @@ export interface Tenancy {
 export function resolveTenant(requested: string, call: Call, tenancy: Tenancy): string {
   if (call.principal.tenant === null && !tenancy.noTenantClaimUsesDefault) {
     throw forbidden(
-      `The caller's token has no "${tenancy.tenantClaim}" claim, so it acts on no tenant (AUTH_NO_TENANT_CLAIM_USES_DEFAULT is off); ask the issuer for a token with a "${tenancy.tenantClaim}" claim.`,
+      `The caller's token has no "${tenancy.tenantClaim}" claim, so it acts on no tenant ` +
+        `(AUTH_NO_TENANT_CLAIM_USES_DEFAULT is off); ask the issuer for a token with a "${tenancy.tenantClaim}" ` +
+        `claim.`,
     );
   }
   const own = call.principal.tenant ?? tenancy.defaultTenant;
@@ -133,7 +136,10 @@ export function resolveTenant(requested: string, call: Call, tenancy: Tenancy): 
   return tenant;
 }
 
-/** What the edge knows of a caller before the operation runs: admitted, or the error to answer with (for RPCs, also a refused message). */
+/**
+ * What the edge knows of a caller before the operation runs: admitted, or the error to answer with (for RPCs,
+ * also a refused message).
+ */
 export type Admission =
   | { readonly call: Call; readonly error?: undefined }
   | { readonly call?: undefined; readonly error: RegistryError };

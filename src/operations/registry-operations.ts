@@ -27,7 +27,10 @@ export interface RegistryOperationsOptions {
   readonly defaultTenant: string;
   /** The security domain of the tenant admin RPCs. */
   readonly adminDomain: string;
-  /** The claims that scope a caller (AuthConfig): its tenant, the platform admin flag, and what a token without a tenant claim may do. */
+  /**
+   * The claims that scope a caller (AuthConfig): its tenant, the platform admin flag, and what a token
+   * without a tenant claim may do.
+   */
   readonly claims: {
     readonly tenantClaim: string;
     readonly platformAdminClaim: string;
@@ -90,7 +93,8 @@ export function createRegistryOperations({
   ): Operation => {
     const domains = policy.get(`${method.parent.typeName}/${method.name}`);
     if (domains === undefined) throw new Error(`${method.parent.typeName}/${method.name} has no policy.`);
-    // The service's issues name whole requests' paths; every surface gives them relative to the body, as the client sent it.
+    // The service's issues name whole requests' paths; every surface gives them relative to the body, as the
+    // client sent it.
     const bodyField = bodyFieldOf(method);
     const relative: Operation<In>["run"] = (call, input) =>
       run(call, input).catch((error: unknown) => {

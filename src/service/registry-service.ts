@@ -69,7 +69,10 @@ export interface AgentCardAnswer {
  * read it from the caller's token. Absent: the least (a caller that may not reactivate).
  */
 export interface WriteAuthority {
-  /** May change DEACTIVATED versions and add versions to an agent whose versions all are (Setup: Agents, the domain of PATCH .../status). */
+  /**
+   * May change DEACTIVATED versions and add versions to an agent whose versions all are (Setup: Agents, the
+   * domain of PATCH .../status).
+   */
   readonly mayReactivate: boolean;
 }
 
@@ -81,7 +84,10 @@ export interface RegistryService {
   list(tenant: string, request: ListAgentDefinitionsRequest, work?: Work): Promise<DefinitionPage>;
   get(tenant: string, request: GetAgentDefinitionRequest): Promise<StoredDefinition>;
   listVersions(tenant: string, request: ListAgentDefinitionVersionsRequest, work?: Work): Promise<DefinitionPage>;
-  /** The A2A agent card of the version GET reads for the same id; 410 CARD_DEACTIVATED when that version is DEACTIVATED. */
+  /**
+   * The A2A agent card of the version GET reads for the same id; 410 CARD_DEACTIVATED when that version is
+   * DEACTIVATED.
+   */
   agentCard(tenant: string, request: GetAgentCardRequest): Promise<AgentCardAnswer>;
   upsert(tenant: string, request: UpsertAgentDefinitionRequest, authority?: WriteAuthority): Promise<Upserted>;
   /** PUT: replaces the content of one version, by its id (KEY_CHANGED when the key would change). */
@@ -139,7 +145,10 @@ export function createRegistryService({ repository, host }: RegistryServiceOptio
   const linkedAgent = async (tx: WriteTransaction, id: string): Promise<AgentRef | "unknown"> =>
     (await findInWrite(tx, id))?.agent ?? "unknown";
 
-  /** A PUT's or POST's definition, checked as a whole (its request's rules, then across fields, then the host platform rule). */
+  /**
+   * A PUT's or POST's definition, checked as a whole (its request's rules, then across fields, then the host
+   * platform rule).
+   */
   const validDefinition = <Desc extends DescMessage>(
     schema: Desc,
     request: MessageShape<Desc> & { readonly agentCardAndTools?: AgentDefinition },
@@ -286,7 +295,8 @@ export function createRegistryService({ repository, host }: RegistryServiceOptio
           issueAt(
             "etag",
             "INVALID_VALUE",
-            "If-Match (etag) names one version's revision; it cannot apply to every version of an agent. Use a version's id.",
+            "If-Match (etag) names one version's revision; it cannot apply to every version of an agent. Use a " +
+              "version's id.",
           ),
         ]);
       }

@@ -139,7 +139,10 @@ export interface AgentDefinitionRepository {
    * have no effects outside the transaction.
    */
   write<T>(tenant: string, work: (tx: WriteTransaction) => Promise<T>): Promise<T>;
-  /** The instance with this 32-hex id in this tenant, or undefined; `TENANT_NOT_FOUND` when the tenant does not exist. */
+  /**
+   * The instance with this 32-hex id in this tenant, or undefined; `TENANT_NOT_FOUND` when the tenant does
+   * not exist.
+   */
   get(tenant: string, id: string): Promise<StoredDefinition | undefined>;
   /**
    * The version the agent's `Agent_ID=...` reference id names: its newest that is not DEACTIVATED,
@@ -148,7 +151,10 @@ export interface AgentDefinitionRepository {
   getNewestByReference(tenant: string, referenceId: string): Promise<StoredDefinition | undefined>;
   /** A page of the versions of agent `agentNumber`, newest first; `TENANT_NOT_FOUND` as get. */
   listVersions(tenant: string, agentNumber: number, page: Page, work?: Work): Promise<ListResult>;
-  /** A page of the tenant's definitions that match `query` (filters, keywords, order, keyset), with `next`; `TENANT_NOT_FOUND` as get. */
+  /**
+   * A page of the tenant's definitions that match `query` (filters, keywords, order, keyset), with `next`;
+   * `TENANT_NOT_FOUND` as get.
+   */
   search(tenant: string, query: ListQuery, work?: Work): Promise<ListResult>;
   /** The tenant's setup, or undefined when it has not been set up. */
   getTenant(tenant: string): Promise<Tenant | undefined>;

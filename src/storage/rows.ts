@@ -87,7 +87,10 @@ export interface NewAgentDefinitionRow {
   readonly provider_id: string;
   readonly version: string;
   readonly agent_number: number;
-  /** Protobuf JSON as `encodeDefinition` wrote it: a string, which MySQL stores as its UTF-8 (a LONGBLOB) and SQLite as TEXT. */
+  /**
+   * Protobuf JSON as `encodeDefinition` wrote it: a string, which MySQL stores as its UTF-8 (a LONGBLOB) and
+   * SQLite as TEXT.
+   */
   readonly document: string;
   /** Protobuf binary, as a Buffer (the drivers bind Buffers as bytes, not other Uint8Arrays). */
   readonly document_binary: Buffer;

@@ -52,7 +52,8 @@ import { type SearchLimits, type SearchRunner, searchDeadline, searchRunner } fr
 import type { RunTransaction } from "./run/writes.js";
 import { transactionRunner } from "./run/writes.js";
 
-// The defaults and bounds of storage's settings, for config.ts (the layers above see this module and repository.ts only).
+// The defaults and bounds of storage's settings, for config.ts (the layers above see this module and
+// repository.ts only).
 export { defaultPageMaxBytes } from "./queries/search.js";
 export type { StorageOptions } from "./run/connection.js";
 export { MYSQL_POOL_SIZE } from "./run/connection.js";
@@ -151,7 +152,10 @@ class SqlRepository implements AgentDefinitionRepository {
   /** The write transaction: BEGIN, SQL built here once, COMMIT, through the driver (run/writes.ts). */
   readonly #transaction: RunTransaction;
   readonly #writes: WriteStatements;
-  /** The list's searches and keyset pages (queries/search.ts, run/searches.ts): SQL built per request, run through the driver. */
+  /**
+   * The list's searches and keyset pages (queries/search.ts, run/searches.ts): SQL built per request, run
+   * through the driver.
+   */
   readonly #search: SearchRunner;
   readonly #searchLimits: SearchLimits;
   readonly #dialect: Database["dialect"];

@@ -60,7 +60,10 @@ export class SqlWriteTransaction implements WriteTransaction {
   #ended = false;
   /** The first race or connection failure of a statement; it dooms the whole attempt. */
   #failure: { readonly error: unknown } | undefined;
-  /** Agents whose row this transaction holds locked (MySQL), so their latest flag is ours to move without asking again. */
+  /**
+   * Agents whose row this transaction holds locked (MySQL), so their latest flag is ours to move without
+   * asking again.
+   */
   readonly #lockedAgents = new Set<number>();
   /** Agents this transaction created: they have no other versions whose latest flag would need clearing. */
   readonly #createdAgents = new Set<number>();

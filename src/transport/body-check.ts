@@ -19,9 +19,15 @@ export interface BodyCheckOptions {
    * the whole request (an RPC's): issues inside it are given relative to it.
    */
   readonly bodyField?: string | undefined;
-  /** Also accept the proto names of members (`external_agent_id`), as Connect JSON does; REST takes the JSON names only. */
+  /**
+   * Also accept the proto names of members (`external_agent_id`), as Connect JSON does; REST takes the JSON
+   * names only.
+   */
   readonly protoNames?: boolean | undefined;
-  /** The name the body is sent under (REST's `agentCardAndTools` part), given as the field of a problem with the body as a whole. */
+  /**
+   * The name the body is sent under (REST's `agentCardAndTools` part), given as the field of a problem with
+   * the body as a whole.
+   */
   readonly sentAs?: string | undefined;
 }
 
@@ -62,7 +68,10 @@ export function checkJsonBody(bytes: Uint8Array, desc: DescMessage, options: Bod
   return issues.length === 0 ? { value: parsed.value as JsonValue } : refuse(issues);
 }
 
-/** The message of a checked JSON value; a rule of protobuf JSON the check does not know is still the request's fault, never a 500. */
+/**
+ * The message of a checked JSON value; a rule of protobuf JSON the check does not know is still the request's
+ * fault, never a 500.
+ */
 export function messageOfCheckedJson<Desc extends DescMessage>(desc: Desc, value: JsonValue): MessageShape<Desc> {
   try {
     return fromJson(desc, value);

@@ -30,7 +30,8 @@ export function callerError(
 ): RegistryError {
   const error = asRegistryError(err);
   if (context.clientGone === true && !(err instanceof RegistryError)) return error;
-  // A refusal by design (rate limit, busy gate, issuer down, drain) is the service working: counted, not an error per request.
+  // A refusal by design (rate limit, busy gate, issuer down, drain) is the service working: counted, not an
+  // error per request.
   if (error.designed) {
     if (context.record?.failureLogged !== true) refusalsOf(logger).count(error, procedure);
     if (context.record !== undefined) context.record.failureLogged = true;

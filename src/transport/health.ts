@@ -75,7 +75,8 @@ export function createHealthRoutes({
         const onConnection = connection === undefined ? 0 : (perConnection.get(connection) ?? 0);
         if (onConnection >= maxWatchesPerConnection) {
           throw new ConnectError(
-            `at most ${maxWatchesPerConnection} health watches may be open on one connection; use Check, or watch again later`,
+            `at most ${maxWatchesPerConnection} health watches may be open on one connection; use Check, or watch ` +
+              `again later`,
             Code.ResourceExhausted,
           );
         }

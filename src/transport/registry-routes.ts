@@ -14,7 +14,10 @@ import { errorInterceptor } from "./connect-errors.js";
 import { definitionWithMeta, jsonWithMeta, pageJson } from "./definition-meta.js";
 import { createStoredJson, type StoredJson } from "./stored-json.js";
 
-/** Where the edge leaves its verdict for the RPC: the admitted call, or the error to answer with (401/403, a bad message). */
+/**
+ * Where the edge leaves its verdict for the RPC: the admitted call, or the error to answer with (401/403, a
+ * bad message).
+ */
 export const verdictKey = createContextKey<Admission | undefined>(undefined, {
   description: "the edge's verdict on the caller and the message",
 });
@@ -26,7 +29,8 @@ function callOf(ctx: HandlerContext): Call {
       "A registry RPC ran without the edge's verdict: it must be served through an edge (src/edge/edge.ts).",
     );
   if (verdict.error !== undefined) throw verdict.error;
-  // Connect's signal: the client leaving (the edge's request signal), a cancel, and the call's deadline (`grpc-timeout`, `connect-timeout-ms`).
+  // Connect's signal: the client leaving (the edge's request signal), a cancel, and the call's deadline
+  // (`grpc-timeout`, `connect-timeout-ms`).
   return { ...verdict.call, signal: ctx.signal };
 }
 
@@ -94,7 +98,8 @@ export function createRegistryRoutes({ operations, logger }: RegistryRoutesOptio
           const result = await runOperation(operation, callOf(ctx), req as never);
           // A single definition's ETag, as REST sends it (the same value as its meta.etag).
           if (result.kind === "definition") ctx.responseHeader.set("etag", etagOf(result.stored));
-          // An agent card's caching headers, as REST sends them: a Connect GET is cached by HTTP caches like a REST one.
+          // An agent card's caching headers, as REST sends them: a Connect GET is cached by HTTP caches like
+          // a REST one.
           if (result.kind === "card") {
             ctx.responseHeader.set("etag", result.etag);
             ctx.responseHeader.set("cache-control", AGENT_CARD_CACHE_CONTROL);

@@ -62,7 +62,10 @@ function envelope(data: Uint8Array): Uint8Array {
   return out;
 }
 
-/** The data of the one envelope of a unary request, and whether it is compressed; undefined for anything else (Connect then decides). */
+/**
+ * The data of the one envelope of a unary request, and whether it is compressed; undefined for anything else
+ * (Connect then decides).
+ */
 function unenvelope(bytes: Uint8Array): { data: Uint8Array; compressed: boolean } | undefined {
   if (bytes.byteLength < 5 || (bytes[0] !== 0 && bytes[0] !== 1)) return undefined;
   const length = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getUint32(1);
@@ -115,12 +118,16 @@ export function createMessageCheck(
     } catch (err) {
       if (err instanceof ConnectError && err.code === Code.ResourceExhausted)
         return { problem: tooLarge(maxBodyBytes) };
-      const message = `The message cannot be decompressed as ${compression.name}: it is not valid ${compression.name} data.`;
+      const message =
+        `The message cannot be decompressed as ${compression.name}: it is not valid ` + `${compression.name} data.`;
       return { problem: refuse("MALFORMED_COMPRESSION", message) };
     }
   };
 
-  /** The compression a request names, null for none, undefined for one the router does not accept (Connect answers that). */
+  /**
+   * The compression a request names, null for none, undefined for one the router does not accept (Connect
+   * answers that).
+   */
   const compressionOf = (name: string | null): Compression | null | undefined => {
     if (name === null || name === "identity") return null;
     return compressions.find((c) => c.name === name);
@@ -172,7 +179,8 @@ export function createMessageCheck(
     if (problem !== undefined) return { request: emptyQuery(req), problem };
     if (compression === null) return { request: req, problem };
     // Connect is handed the inflated message: it is not decompressed twice.
-    url.searchParams.set("message", base64Encode(data, "url")); // base64url without padding, as Connect GET's `base64=1` takes it
+    // base64url without padding, as Connect GET's `base64=1` takes it
+    url.searchParams.set("message", base64Encode(data, "url"));
     url.searchParams.set("base64", "1");
     url.searchParams.delete("compression");
     return { request: { ...req, url: url.toString() }, problem };
@@ -256,7 +264,10 @@ export function createMessageCheck(
   };
 }
 
-/** Base64url (or standard base64), padded or not; what cannot be decoded is taken as one bad byte, which fails the check. */
+/**
+ * Base64url (or standard base64), padded or not; what cannot be decoded is taken as one bad byte, which fails
+ * the check.
+ */
 function fromBase64Url(text: string): Uint8Array {
   try {
     const binary = atob(

@@ -64,7 +64,10 @@ function stringField(message: DescMessage): DescField | undefined {
   return message.fields.find((f) => f.fieldKind === "scalar" && f.scalar === ScalarType.STRING);
 }
 
-/** How a stand-in of `output` carries its key: in a string field of its own, else in one item of a list of messages that have one. */
+/**
+ * How a stand-in of `output` carries its key: in a string field of its own, else in one item of a list of
+ * messages that have one.
+ */
 function carrierOf(output: DescMessage): (key: string) => object {
   const own = stringField(output);
   if (own !== undefined) return (key) => ({ [own.localName]: key });

@@ -29,14 +29,19 @@ describe("parseAuthConfig", () => {
     });
   });
 
-  it("lets a token without the tenant claim act on the default tenant only in the development mode, unless told", () => {
-    expect(parseAuthConfig({ AUTH_ISSUER: "https://i.example" }).config.noTenantClaimUsesDefault).toBe(false);
-    expect(
-      parseAuthConfig({ AUTH_ISSUER: "https://i.example", AUTH_NO_TENANT_CLAIM_USES_DEFAULT: "true" }).config
-        .noTenantClaimUsesDefault,
-    ).toBe(true);
-    expect(parseAuthConfig({ AUTH_NO_TENANT_CLAIM_USES_DEFAULT: "false" }).config.noTenantClaimUsesDefault).toBe(false);
-  });
+  it(
+    "lets a token without the tenant claim act on the default tenant only in the development mode, unless " + "told",
+    () => {
+      expect(parseAuthConfig({ AUTH_ISSUER: "https://i.example" }).config.noTenantClaimUsesDefault).toBe(false);
+      expect(
+        parseAuthConfig({ AUTH_ISSUER: "https://i.example", AUTH_NO_TENANT_CLAIM_USES_DEFAULT: "true" }).config
+          .noTenantClaimUsesDefault,
+      ).toBe(true);
+      expect(parseAuthConfig({ AUTH_NO_TENANT_CLAIM_USES_DEFAULT: "false" }).config.noTenantClaimUsesDefault).toBe(
+        false,
+      );
+    },
+  );
 
   it("reads the token-check settings, listing bad values", () => {
     const { config, problems } = parseAuthConfig({

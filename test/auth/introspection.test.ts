@@ -37,7 +37,10 @@ const environment = (secret: string, extra: Record<string, string> = {}) => ({
   ...extra,
 });
 
-/** An authenticator for the test issuer with its own clock (ms) and a count of the requests to the introspection endpoint. */
+/**
+ * An authenticator for the test issuer with its own clock (ms) and a count of the requests to the
+ * introspection endpoint.
+ */
 interface Rig {
   readonly authenticator: Authenticator;
   readonly clock: { ms: number };
@@ -115,16 +118,19 @@ describe("opaque tokens through introspection", () => {
     expect(authenticator.description).not.toContain(issuer.introspector.clientSecret);
   });
 
-  it("answers 503, without the token or the secret, when the issuer refuses the introspection credentials", async () => {
-    const wrongSecret = "wrong-secret-0123456789abcdef";
-    const { authenticator } = await rig({}, wrongSecret);
-    const token = await issuer.token(client, { resource: OPAQUE_RESOURCE });
-    const error = await rejection(authenticator.authenticate(bearer(token)));
-    expect(error.code).toBe("UNAVAILABLE");
-    expect(shown(error)).not.toContain(token);
-    expect(shown(error)).not.toContain(wrongSecret);
-    expect(authenticator.description).not.toContain(wrongSecret);
-  });
+  it(
+    "answers 503, without the token or the secret, when the issuer refuses the introspection " + "credentials",
+    async () => {
+      const wrongSecret = "wrong-secret-0123456789abcdef";
+      const { authenticator } = await rig({}, wrongSecret);
+      const token = await issuer.token(client, { resource: OPAQUE_RESOURCE });
+      const error = await rejection(authenticator.authenticate(bearer(token)));
+      expect(error.code).toBe("UNAVAILABLE");
+      expect(shown(error)).not.toContain(token);
+      expect(shown(error)).not.toContain(wrongSecret);
+      expect(authenticator.description).not.toContain(wrongSecret);
+    },
+  );
 });
 
 describe("the introspection cache (AUTH_INTROSPECTION_CACHE_SECONDS)", () => {

@@ -157,20 +157,23 @@ describe("npm run token", () => {
     expect(claims.exp - claims.iat).toBe(120);
   });
 
-  it("prints no token longer-lived than the service accepts (AUTH_MAX_TOKEN_LIFETIME_SECONDS, 24 h by default)", async () => {
-    const dir = await dataDir();
-    const tooLong = await run("node_modules/.bin/tsx", ["src/main/token.ts", "--tenant", "t1", "--ttl", "86401"], {
-      env: env(dir),
-    }).catch((e: unknown) => e as { code: number; stderr: string; stdout: string });
-    expect(tooLong).toMatchObject({ code: 2, stdout: "" });
-    expect((tooLong as { stderr: string }).stderr).toContain("from 1 to 86400 (AUTH_MAX_TOKEN_LIFETIME_SECONDS)");
-    const { stdout } = await run("node_modules/.bin/tsx", ["src/main/token.ts", "--tenant", "t1", "--ttl", "7200"], {
-      env: { ...env(dir), AUTH_MAX_TOKEN_LIFETIME_SECONDS: "7200" },
-    });
-    const [, payload] = stdout.trim().split(".");
-    const claims = JSON.parse(Buffer.from(payload ?? "", "base64url").toString()) as { exp: number; iat: number };
-    expect(claims.exp - claims.iat).toBe(7200);
-  });
+  it(
+    "prints no token longer-lived than the service accepts (AUTH_MAX_TOKEN_LIFETIME_SECONDS, 24 h by " + "default)",
+    async () => {
+      const dir = await dataDir();
+      const tooLong = await run("node_modules/.bin/tsx", ["src/main/token.ts", "--tenant", "t1", "--ttl", "86401"], {
+        env: env(dir),
+      }).catch((e: unknown) => e as { code: number; stderr: string; stdout: string });
+      expect(tooLong).toMatchObject({ code: 2, stdout: "" });
+      expect((tooLong as { stderr: string }).stderr).toContain("from 1 to 86400 (AUTH_MAX_TOKEN_LIFETIME_SECONDS)");
+      const { stdout } = await run("node_modules/.bin/tsx", ["src/main/token.ts", "--tenant", "t1", "--ttl", "7200"], {
+        env: { ...env(dir), AUTH_MAX_TOKEN_LIFETIME_SECONDS: "7200" },
+      });
+      const [, payload] = stdout.trim().split(".");
+      const claims = JSON.parse(Buffer.from(payload ?? "", "base64url").toString()) as { exp: number; iat: number };
+      expect(claims.exp - claims.iat).toBe(7200);
+    },
+  );
 
   it("sets the platform admin claim with --platform-admin", async () => {
     const dir = await dataDir();

@@ -50,30 +50,39 @@ describe("principalFromClaims", () => {
     expect(principalFromClaims({ client_id: "app" }, mapping).subject).toBe("app");
   });
 
-  it("has a null tenant only when the claim is absent; one that is there but not a non-empty string is refused (401)", () => {
-    expect(principalFromClaims({ sub: "a" }, mapping).tenant).toBeNull();
-    for (const tenant of ["", null, 7, true, ["acme"], {}]) {
-      expect(() => principalFromClaims({ sub: "a", tenant }, mapping), JSON.stringify(tenant)).toThrow(
-        /"tenant" claim is not a tenant name/,
-      );
-    }
-  });
+  it(
+    "has a null tenant only when the claim is absent; one that is there but not a non-empty string is refused " +
+      "(401)",
+    () => {
+      expect(principalFromClaims({ sub: "a" }, mapping).tenant).toBeNull();
+      for (const tenant of ["", null, 7, true, ["acme"], {}]) {
+        expect(() => principalFromClaims({ sub: "a", tenant }, mapping), JSON.stringify(tenant)).toThrow(
+          /"tenant" claim is not a tenant name/,
+        );
+      }
+    },
+  );
 
-  it("marks a platform admin only by the configured claim set to true, refusing (401) a claim that is not a boolean", () => {
-    expect(principalFromClaims({ sub: "a", platform_admin: true }, mapping).platformAdmin).toBe(true);
-    expect(principalFromClaims({ sub: "a", platform_admin: false }, mapping).platformAdmin).toBe(false);
-    expect(principalFromClaims({ sub: "a" }, mapping).platformAdmin).toBe(false);
-    expect(
-      principalFromClaims({ sub: "a", ops: true, platform_admin: true }, { ...mapping, platformAdminClaim: "ops" })
-        .platformAdmin,
-    ).toBe(true);
-    expect(
-      principalFromClaims({ sub: "a", platform_admin: true }, { ...mapping, platformAdminClaim: "ops" }).platformAdmin,
-    ).toBe(false);
-    expect(() => principalFromClaims({ sub: "a", platform_admin: "true" }, mapping)).toThrow(
-      /"platform_admin" claim is not true or false/,
-    );
-  });
+  it(
+    "marks a platform admin only by the configured claim set to true, refusing (401) a claim that is not a " +
+      "boolean",
+    () => {
+      expect(principalFromClaims({ sub: "a", platform_admin: true }, mapping).platformAdmin).toBe(true);
+      expect(principalFromClaims({ sub: "a", platform_admin: false }, mapping).platformAdmin).toBe(false);
+      expect(principalFromClaims({ sub: "a" }, mapping).platformAdmin).toBe(false);
+      expect(
+        principalFromClaims({ sub: "a", ops: true, platform_admin: true }, { ...mapping, platformAdminClaim: "ops" })
+          .platformAdmin,
+      ).toBe(true);
+      expect(
+        principalFromClaims({ sub: "a", platform_admin: true }, { ...mapping, platformAdminClaim: "ops" })
+          .platformAdmin,
+      ).toBe(false);
+      expect(() => principalFromClaims({ sub: "a", platform_admin: "true" }, mapping)).toThrow(
+        /"platform_admin" claim is not true or false/,
+      );
+    },
+  );
 
   it("refuses (401) a domains claim that is neither a list of names nor a string", () => {
     const thrown = (() => {

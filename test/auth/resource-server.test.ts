@@ -54,14 +54,17 @@ const validClaims = () => ({
 });
 
 describe("accepted tokens", () => {
-  it("accepts a client_credentials JWT access token from the issuer and maps its tenant and domains claims", async () => {
-    const token = await issuer.token(agentsAdmin);
-    expect(token.split(".")).toHaveLength(3);
-    const principal = await authenticator.authenticate(`Bearer ${token}`);
-    expect(principal.subject).toBe("agents-admin");
-    expect(principal.tenant).toBe("acme");
-    expect([...principal.domains]).toEqual(["Development"]);
-  });
+  it(
+    "accepts a client_credentials JWT access token from the issuer and maps its tenant and domains " + "claims",
+    async () => {
+      const token = await issuer.token(agentsAdmin);
+      expect(token.split(".")).toHaveLength(3);
+      const principal = await authenticator.authenticate(`Bearer ${token}`);
+      expect(principal.subject).toBe("agents-admin");
+      expect(principal.tenant).toBe("acme");
+      expect([...principal.domains]).toEqual(["Development"]);
+    },
+  );
 
   it("grants the domains of the token's scopes through the scope-to-domain map", async () => {
     const readOnly = await authenticator.authenticate(
@@ -92,7 +95,8 @@ describe("accepted tokens", () => {
 
   it("says which mode is in force, naming the issuer and audience and no secret", () => {
     expect(authenticator.description).toBe(
-      `OAuth2 resource server for ${issuer.issuer} (audience "asor"; JWT via JWKS, RS256/PS256/ES256/EdDSA; introspection off)`,
+      `OAuth2 resource server for ${issuer.issuer} (audience "asor"; JWT via JWKS, RS256/PS256/ES256/EdDSA; ` +
+        `introspection off)`,
     );
   });
 });

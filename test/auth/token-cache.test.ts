@@ -309,28 +309,34 @@ describe("the cache inside createAuthenticator, with an injected clock", () => {
   });
   afterAll(() => issuer?.close());
 
-  it("local development issuer: a cached token is refused once past its exp; a forged twin or one for another audience never", async () => {
-    const store = memoryKeyStore();
-    const clock = { ms: Date.now() };
-    const { config } = parseAuthConfig({ AUTH_CLOCK_SKEW_SECONDS: "0" });
-    const authenticator = await createAuthenticator(config, { keyStore: store, now: () => clock.ms });
-    const jwk = JSON.parse(store.stored()) as JWK;
-    const key = (await importJWK(jwk, "ES256")) as CryptoKey;
-    const exp = Math.floor(clock.ms / 1000) + 30;
-    const claims = { iss: LOCAL_ISSUER, aud: "asor", sub: "developer", tenant: "default", exp };
-    const token = await sign(key, jwk.kid, claims);
-    expect((await authenticator.authenticate(bearer(token))).tenant).toBe("default");
-    const forged = tamper(token, (c) => {
-      c.tenant = "other";
-    });
-    expect((await rejection(authenticator.authenticate(bearer(forged)))).message).toMatch(/signature is not valid/);
-    const elsewhere = await sign(key, jwk.kid, { ...claims, aud: "another-service" });
-    expect((await rejection(authenticator.authenticate(bearer(elsewhere)))).message).toMatch(/wrong audience/);
-    clock.ms = exp * 1000 - 1;
-    expect((await authenticator.authenticate(bearer(token))).tenant).toBe("default");
-    clock.ms = exp * 1000;
-    expect((await rejection(authenticator.authenticate(bearer(token)))).message).toBe("The bearer token has expired.");
-  });
+  it(
+    "local development issuer: a cached token is refused once past its exp; a forged twin or one for another " +
+      "audience never",
+    async () => {
+      const store = memoryKeyStore();
+      const clock = { ms: Date.now() };
+      const { config } = parseAuthConfig({ AUTH_CLOCK_SKEW_SECONDS: "0" });
+      const authenticator = await createAuthenticator(config, { keyStore: store, now: () => clock.ms });
+      const jwk = JSON.parse(store.stored()) as JWK;
+      const key = (await importJWK(jwk, "ES256")) as CryptoKey;
+      const exp = Math.floor(clock.ms / 1000) + 30;
+      const claims = { iss: LOCAL_ISSUER, aud: "asor", sub: "developer", tenant: "default", exp };
+      const token = await sign(key, jwk.kid, claims);
+      expect((await authenticator.authenticate(bearer(token))).tenant).toBe("default");
+      const forged = tamper(token, (c) => {
+        c.tenant = "other";
+      });
+      expect((await rejection(authenticator.authenticate(bearer(forged)))).message).toMatch(/signature is not valid/);
+      const elsewhere = await sign(key, jwk.kid, { ...claims, aud: "another-service" });
+      expect((await rejection(authenticator.authenticate(bearer(elsewhere)))).message).toMatch(/wrong audience/);
+      clock.ms = exp * 1000 - 1;
+      expect((await authenticator.authenticate(bearer(token))).tenant).toBe("default");
+      clock.ms = exp * 1000;
+      expect((await rejection(authenticator.authenticate(bearer(token)))).message).toBe(
+        "The bearer token has expired.",
+      );
+    },
+  );
 
   it("resource server: a cached token signed by the issuer is refused once past its exp", async () => {
     const clock = { ms: Date.now() };

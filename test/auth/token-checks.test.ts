@@ -15,7 +15,10 @@ import {
 } from "../support/oidc-provider.js";
 import { newKey, now, rejection, sign } from "./forge.js";
 
-/** A client whose id is the API's audience: its ID tokens name `aud: asor`, the confusion RFC 9068's typ guards against. */
+/**
+ * A client whose id is the API's audience: its ID tokens name `aud: asor`, the confusion RFC 9068's typ
+ * guards against.
+ */
 const sameNameClient: TestClient = { clientId: AUDIENCE, clientSecret: "asor-client-secret-0123456789" };
 const worker: TestClient = {
   clientId: "worker",
@@ -77,15 +80,19 @@ describe("ID tokens presented as access tokens", () => {
     expect((await authenticator.authenticate(bearer(await issuer.token(worker)))).tenant).toBe("acme");
   });
 
-  it("with AUTH_REQUIRE_AT_JWT_TYP=false accepts a JWT typed JWT, and still refuses the real ID token by its claims", async () => {
-    const { authenticator } = await rig({ AUTH_REQUIRE_AT_JWT_TYP: "false" });
-    const plain = await sign(issuer.signingKey, issuer.kid, claims(), { typ: "JWT" });
-    expect((await authenticator.authenticate(bearer(plain))).tenant).toBe("acme");
-    const idToken = await issuer.idToken(sameNameClient, "alice");
-    expect((await rejection(authenticator.authenticate(bearer(idToken)))).message).toMatch(/not an access token/);
-    const otherType = await sign(issuer.signingKey, issuer.kid, claims(), { typ: "logout+jwt" });
-    expect((await rejection(authenticator.authenticate(bearer(otherType)))).message).toMatch(/not an access token/);
-  });
+  it(
+    "with AUTH_REQUIRE_AT_JWT_TYP=false accepts a JWT typed JWT, and still refuses the real ID token by its " +
+      "claims",
+    async () => {
+      const { authenticator } = await rig({ AUTH_REQUIRE_AT_JWT_TYP: "false" });
+      const plain = await sign(issuer.signingKey, issuer.kid, claims(), { typ: "JWT" });
+      expect((await authenticator.authenticate(bearer(plain))).tenant).toBe("acme");
+      const idToken = await issuer.idToken(sameNameClient, "alice");
+      expect((await rejection(authenticator.authenticate(bearer(idToken)))).message).toMatch(/not an access token/);
+      const otherType = await sign(issuer.signingKey, issuer.kid, claims(), { typ: "logout+jwt" });
+      expect((await rejection(authenticator.authenticate(bearer(otherType)))).message).toMatch(/not an access token/);
+    },
+  );
 
   it("by default refuses a JWT typed JWT, even from the trusted key", async () => {
     const { authenticator } = await rig();
@@ -126,25 +133,28 @@ describe("issue time and lifetime", () => {
 });
 
 describe("introspection answers", () => {
-  it("refuses a bare {active: true}, and an answer without aud, unless AUTH_INTROSPECTION_REQUIRE_ISS_AUD=false", async () => {
-    const strict = await rig(introspecting());
-    const token = await issuer.token(worker, { resource: OPAQUE_RESOURCE });
-    issuer.faults.introspectionAnswer = () => ({ active: true });
-    expect((await rejection(strict.authenticator.authenticate(bearer(token)))).message).toMatch(
-      /does not name its issuer and audience/,
-    );
-    issuer.faults.introspectionAnswer = ({ aud: _aud, ...answer }) => answer;
-    expect((await rejection(strict.authenticator.authenticate(bearer(token)))).message).toMatch(
-      /does not name its issuer and audience/,
-    );
+  it(
+    "refuses a bare {active: true}, and an answer without aud, unless " + "AUTH_INTROSPECTION_REQUIRE_ISS_AUD=false",
+    async () => {
+      const strict = await rig(introspecting());
+      const token = await issuer.token(worker, { resource: OPAQUE_RESOURCE });
+      issuer.faults.introspectionAnswer = () => ({ active: true });
+      expect((await rejection(strict.authenticator.authenticate(bearer(token)))).message).toMatch(
+        /does not name its issuer and audience/,
+      );
+      issuer.faults.introspectionAnswer = ({ aud: _aud, ...answer }) => answer;
+      expect((await rejection(strict.authenticator.authenticate(bearer(token)))).message).toMatch(
+        /does not name its issuer and audience/,
+      );
 
-    const lax = await rig({ ...introspecting(), AUTH_INTROSPECTION_REQUIRE_ISS_AUD: "false" });
-    expect((await lax.authenticator.authenticate(bearer(token))).tenant).toBe("acme");
-    // What the answer does carry is still checked.
-    issuer.faults.introspectionAnswer = (answer) => ({ ...answer, aud: "another-api" });
-    const other = await issuer.token(worker, { resource: OPAQUE_RESOURCE });
-    expect((await rejection(lax.authenticator.authenticate(bearer(other)))).message).toMatch(/wrong audience/);
-  });
+      const lax = await rig({ ...introspecting(), AUTH_INTROSPECTION_REQUIRE_ISS_AUD: "false" });
+      expect((await lax.authenticator.authenticate(bearer(token))).tenant).toBe("acme");
+      // What the answer does carry is still checked.
+      issuer.faults.introspectionAnswer = (answer) => ({ ...answer, aud: "another-api" });
+      const other = await issuer.token(worker, { resource: OPAQUE_RESOURCE });
+      expect((await rejection(lax.authenticator.authenticate(bearer(other)))).message).toMatch(/wrong audience/);
+    },
+  );
 
   it("accepts the issuer's full answers, which name both", async () => {
     const { authenticator } = await rig(introspecting());
@@ -177,42 +187,50 @@ describe("a flood of random opaque tokens", () => {
 });
 
 describe("a failing JWKS endpoint", () => {
-  it("is asked once per cooldown however many tokens with unknown kids arrive, each answered 503 without a stack trace", async () => {
-    const { authenticator, clock } = await rig();
-    issuer.faults.jwksDown = true;
-    const before = issuer.requests("/jwks");
-    for (let i = 0; i < 25; i++) {
-      const { privateKey } = await newKey();
-      const token = await sign(privateKey, `random-kid-${i}`, claims());
-      const error = await rejection(authenticator.authenticate(bearer(token)));
-      expect(error.code).toBe("UNAVAILABLE");
-      expect(error.stack).toBeUndefined();
-      expect((error.cause as Error).stack).toBeUndefined();
-    }
-    expect(issuer.requests("/jwks") - before).toBe(1);
-    // The issuer's own tokens wait for the same cooldown (no keys yet), then pass once the endpoint is back.
-    const real = await issuer.token(worker);
-    expect((await rejection(authenticator.authenticate(bearer(real)))).code).toBe("UNAVAILABLE");
-    expect(issuer.requests("/jwks") - before).toBe(1);
-    issuer.faults.jwksDown = false;
-    clock.ms += 10_000;
-    expect((await authenticator.authenticate(bearer(real))).tenant).toBe("acme");
-    expect(issuer.requests("/jwks") - before).toBe(2);
-  });
+  it(
+    "is asked once per cooldown however many tokens with unknown kids arrive, each answered 503 without a stack " +
+      "trace",
+    async () => {
+      const { authenticator, clock } = await rig();
+      issuer.faults.jwksDown = true;
+      const before = issuer.requests("/jwks");
+      for (let i = 0; i < 25; i++) {
+        const { privateKey } = await newKey();
+        const token = await sign(privateKey, `random-kid-${i}`, claims());
+        const error = await rejection(authenticator.authenticate(bearer(token)));
+        expect(error.code).toBe("UNAVAILABLE");
+        expect(error.stack).toBeUndefined();
+        expect((error.cause as Error).stack).toBeUndefined();
+      }
+      expect(issuer.requests("/jwks") - before).toBe(1);
+      // The issuer's own tokens wait for the same cooldown (no keys yet), then pass once the endpoint is back.
+      const real = await issuer.token(worker);
+      expect((await rejection(authenticator.authenticate(bearer(real)))).code).toBe("UNAVAILABLE");
+      expect(issuer.requests("/jwks") - before).toBe(1);
+      issuer.faults.jwksDown = false;
+      clock.ms += 10_000;
+      expect((await authenticator.authenticate(bearer(real))).tenant).toBe("acme");
+      expect(issuer.requests("/jwks") - before).toBe(2);
+    },
+  );
 
-  it("keeps verifying with the keys it has while the endpoint fails, refusing only tokens that would need a refetch", async () => {
-    const { authenticator, clock } = await rig();
-    expect((await authenticator.authenticate(bearer(await issuer.token(worker)))).tenant).toBe("acme");
-    const before = issuer.requests("/jwks");
-    issuer.faults.jwksDown = true;
-    clock.ms += 11_000;
-    const { privateKey } = await newKey();
-    for (let i = 0; i < 10; i++) {
-      expect(
-        (await rejection(authenticator.authenticate(bearer(await sign(privateKey, `rotated-${i}`, claims()))))).code,
-      ).toBe("UNAVAILABLE");
+  it(
+    "keeps verifying with the keys it has while the endpoint fails, refusing only tokens that would need a " +
+      "refetch",
+    async () => {
+      const { authenticator, clock } = await rig();
       expect((await authenticator.authenticate(bearer(await issuer.token(worker)))).tenant).toBe("acme");
-    }
-    expect(issuer.requests("/jwks") - before).toBe(1);
-  });
+      const before = issuer.requests("/jwks");
+      issuer.faults.jwksDown = true;
+      clock.ms += 11_000;
+      const { privateKey } = await newKey();
+      for (let i = 0; i < 10; i++) {
+        expect(
+          (await rejection(authenticator.authenticate(bearer(await sign(privateKey, `rotated-${i}`, claims()))))).code,
+        ).toBe("UNAVAILABLE");
+        expect((await authenticator.authenticate(bearer(await issuer.token(worker)))).tenant).toBe("acme");
+      }
+      expect(issuer.requests("/jwks") - before).toBe(1);
+    },
+  );
 });

@@ -29,13 +29,20 @@ describe("the A2A agent card of a definition", () => {
     expect(cardOf(exampleDefinition())).toEqual(exampleCard());
   });
 
-  it("renders the definition with every member: icon, documentation, all three capabilities, a skill's own modes", () => {
-    expect(cardOf(fullDefinition("card"))).toEqual(fullCard("card"));
-  });
+  it(
+    "renders the definition with every member: icon, documentation, all three capabilities, a skill's own " + "modes",
+    () => {
+      expect(cardOf(fullDefinition("card"))).toEqual(fullCard("card"));
+    },
+  );
 
-  it("renders the minimal definition with A2A's required members: default modes text/plain, empty capabilities, empty tags", () => {
-    expect(cardOf(minimalDefinition())).toEqual(minimalCard());
-  });
+  it(
+    "renders the minimal definition with A2A's required members: default modes text/plain, empty capabilities, " +
+      "empty tags",
+    () => {
+      expect(cardOf(minimalDefinition())).toEqual(minimalCard());
+    },
+  );
 
   it.each([
     ["the spec's example", exampleDefinition()],
@@ -46,26 +53,34 @@ describe("the A2A agent card of a definition", () => {
     expect(validate(card), JSON.stringify(validate.errors)).toBe(true);
   });
 
-  it("needs agentCardJson's required lists: protobuf JSON alone leaves a skill without tags without its required `tags`", () => {
-    const plain = toJson(AgentCardSchema, renderAgentCard(stored(minimalDefinition())));
-    expect(validate(plain)).toBe(false);
-    expect(validate.errors?.map((e) => `${e.instancePath} ${e.message}`)).toEqual([
-      "/skills/0 must have required property 'tags'",
-    ]);
-  });
+  it(
+    "needs agentCardJson's required lists: protobuf JSON alone leaves a skill without tags without its required " +
+      "`tags`",
+    () => {
+      const plain = toJson(AgentCardSchema, renderAgentCard(stored(minimalDefinition())));
+      expect(validate(plain)).toBe(false);
+      expect(validate.errors?.map((e) => `${e.instancePath} ${e.message}`)).toEqual([
+        "/skills/0 must have required property 'tags'",
+      ]);
+    },
+  );
 
-  it("keeps the port of the agent's url in the provider's url, and takes the provider's href when the definition has one", () => {
-    expect(cardOf(minimalDefinition({ url: "http://127.0.0.1:9000/a2a" })).provider).toEqual({
-      organization: "Acme",
-      url: "http://127.0.0.1:9000",
-    });
-    const withHref = stored(minimalDefinition());
-    if (withHref.provider) withHref.provider.href = "https://acme.example/about";
-    expect(agentCardJson(renderAgentCard(withHref)).provider).toEqual({
-      organization: "Acme",
-      url: "https://acme.example/about",
-    });
-  });
+  it(
+    "keeps the port of the agent's url in the provider's url, and takes the provider's href when the definition " +
+      "has one",
+    () => {
+      expect(cardOf(minimalDefinition({ url: "http://127.0.0.1:9000/a2a" })).provider).toEqual({
+        organization: "Acme",
+        url: "http://127.0.0.1:9000",
+      });
+      const withHref = stored(minimalDefinition());
+      if (withHref.provider) withHref.provider.href = "https://acme.example/about";
+      expect(agentCardJson(renderAgentCard(withHref)).provider).toEqual({
+        organization: "Acme",
+        url: "https://acme.example/about",
+      });
+    },
+  );
 
   it("names a provider with a 32-hex host id by that id, and uses a URN agent url itself as the provider's url", () => {
     const card = cardOf(

@@ -28,35 +28,39 @@ describe("configuration", () => {
     expect((err as ConfigError).problems).toHaveLength(4);
   });
 
-  it("bounds the database and slow clients by default, and refuses a headers timeout longer than the request timeout", () => {
-    expect(parseConfig({})).toMatchObject({
-      databaseTimeoutMs: 10_000,
-      http: { headersTimeoutMs: 20_000, requestTimeoutMs: 60_000, http2IdleTimeoutMs: 120_000 },
-    });
-    expect(
-      parseConfig({
-        DATABASE_TIMEOUT_MS: "1500",
-        HTTP_HEADERS_TIMEOUT_MS: "1000",
-        HTTP_REQUEST_TIMEOUT_MS: "2000",
-        HTTP2_IDLE_TIMEOUT_MS: "3000",
-      }),
-    ).toMatchObject({
-      databaseTimeoutMs: 1500,
-      http: { headersTimeoutMs: 1000, requestTimeoutMs: 2000, http2IdleTimeoutMs: 3000 },
-    });
-    const problems = (() => {
-      try {
-        parseConfig({ DATABASE_TIMEOUT_MS: "0", HTTP_HEADERS_TIMEOUT_MS: "5000", HTTP_REQUEST_TIMEOUT_MS: "4000" });
-      } catch (e) {
-        return (e as ConfigError).problems;
-      }
-      return [];
-    })();
-    expect(problems).toEqual([
-      expect.stringContaining("DATABASE_TIMEOUT_MS"),
-      expect.stringContaining("HTTP_HEADERS_TIMEOUT_MS (5000) must not exceed"),
-    ]);
-  });
+  it(
+    "bounds the database and slow clients by default, and refuses a headers timeout longer than the request " +
+      "timeout",
+    () => {
+      expect(parseConfig({})).toMatchObject({
+        databaseTimeoutMs: 10_000,
+        http: { headersTimeoutMs: 20_000, requestTimeoutMs: 60_000, http2IdleTimeoutMs: 120_000 },
+      });
+      expect(
+        parseConfig({
+          DATABASE_TIMEOUT_MS: "1500",
+          HTTP_HEADERS_TIMEOUT_MS: "1000",
+          HTTP_REQUEST_TIMEOUT_MS: "2000",
+          HTTP2_IDLE_TIMEOUT_MS: "3000",
+        }),
+      ).toMatchObject({
+        databaseTimeoutMs: 1500,
+        http: { headersTimeoutMs: 1000, requestTimeoutMs: 2000, http2IdleTimeoutMs: 3000 },
+      });
+      const problems = (() => {
+        try {
+          parseConfig({ DATABASE_TIMEOUT_MS: "0", HTTP_HEADERS_TIMEOUT_MS: "5000", HTTP_REQUEST_TIMEOUT_MS: "4000" });
+        } catch (e) {
+          return (e as ConfigError).problems;
+        }
+        return [];
+      })();
+      expect(problems).toEqual([
+        expect.stringContaining("DATABASE_TIMEOUT_MS"),
+        expect.stringContaining("HTTP_HEADERS_TIMEOUT_MS (5000) must not exceed"),
+      ]);
+    },
+  );
 
   it("gates searches below the database pool's size and limits their time, refusing settings that would not", () => {
     expect(parseConfig({}).search).toEqual({
@@ -92,7 +96,8 @@ describe("configuration", () => {
     };
     expect(problems({ SEARCH_MAX_CONCURRENT: "10", SEARCH_TIMEOUT_MS: "-1" })).toEqual([
       expect.stringContaining("SEARCH_TIMEOUT_MS must be an integer from 0 to"),
-      `SEARCH_MAX_CONCURRENT (10) must be below the database pool's 10 connections, so searches always leave some to reads and writes`,
+      `SEARCH_MAX_CONCURRENT (10) must be below the database pool's 10 connections, so searches always leave some ` +
+        `to reads and writes`,
     ]);
     expect(problems({ SEARCH_MAX_CONCURRENT: "0" })).toEqual([
       expect.stringContaining("SEARCH_MAX_CONCURRENT must be an integer from 1 to"),
@@ -109,38 +114,42 @@ describe("configuration", () => {
     ]);
   });
 
-  it("bounds the memory clients hold by default (bytes in flight, connections, body time, watches per connection), refusing settings that contradict", () => {
-    expect(parseConfig({})).toMatchObject({
-      maxBufferedBodyBytes: 16 * 1024 * 1024,
-      maxConnections: 1000,
-      healthMaxWatchesPerConnection: 10,
-      http: { bodyTimeoutMs: 10_000 },
-    });
-    // The body deadline is within the request's: a shorter request timeout shortens the default.
-    expect(parseConfig({ HTTP_REQUEST_TIMEOUT_MS: "2000", HTTP_HEADERS_TIMEOUT_MS: "1000" }).http.bodyTimeoutMs).toBe(
-      2000,
-    );
-    const problems = (env: Record<string, string>) => {
-      try {
-        parseConfig(env);
-      } catch (e) {
-        return (e as ConfigError).problems;
-      }
-      return [];
-    };
-    expect(
-      problems({
-        MAX_BUFFERED_BODY_BYTES: "2048",
-        MAX_BODY_BYTES: "4096",
-        HTTP_BODY_TIMEOUT_MS: "70000",
-        MAX_CONNECTIONS: "0",
-      }),
-    ).toEqual([
-      expect.stringContaining("MAX_BUFFERED_BODY_BYTES (2048) must be at least MAX_BODY_BYTES (4096)"),
-      expect.stringContaining("MAX_CONNECTIONS must be an integer from 1 to"),
-      "HTTP_BODY_TIMEOUT_MS (70000) must not exceed HTTP_REQUEST_TIMEOUT_MS (60000)",
-    ]);
-  });
+  it(
+    "bounds the memory clients hold by default (bytes in flight, connections, body time, watches per connection), " +
+      "refusing settings that contradict",
+    () => {
+      expect(parseConfig({})).toMatchObject({
+        maxBufferedBodyBytes: 16 * 1024 * 1024,
+        maxConnections: 1000,
+        healthMaxWatchesPerConnection: 10,
+        http: { bodyTimeoutMs: 10_000 },
+      });
+      // The body deadline is within the request's: a shorter request timeout shortens the default.
+      expect(parseConfig({ HTTP_REQUEST_TIMEOUT_MS: "2000", HTTP_HEADERS_TIMEOUT_MS: "1000" }).http.bodyTimeoutMs).toBe(
+        2000,
+      );
+      const problems = (env: Record<string, string>) => {
+        try {
+          parseConfig(env);
+        } catch (e) {
+          return (e as ConfigError).problems;
+        }
+        return [];
+      };
+      expect(
+        problems({
+          MAX_BUFFERED_BODY_BYTES: "2048",
+          MAX_BODY_BYTES: "4096",
+          HTTP_BODY_TIMEOUT_MS: "70000",
+          MAX_CONNECTIONS: "0",
+        }),
+      ).toEqual([
+        expect.stringContaining("MAX_BUFFERED_BODY_BYTES (2048) must be at least MAX_BODY_BYTES (4096)"),
+        expect.stringContaining("MAX_CONNECTIONS must be an integer from 1 to"),
+        "HTTP_BODY_TIMEOUT_MS (70000) must not exceed HTTP_REQUEST_TIMEOUT_MS (60000)",
+      ]);
+    },
+  );
 
   it("never shows the database password", () => {
     const config = parseConfig({ DATABASE_URL: "mysql://app:s3cret@db.internal:3307/registry" });

@@ -8,16 +8,20 @@ import { toConnectError } from "../../src/transport/connect-errors.js";
 const codes = Object.keys(ERRORS) as ErrorCode[];
 
 describe("the error table", () => {
-  it("gives every code a real gRPC code, an HTTP error status and the contract's body shape for it (docs/contract.md, Errors)", () => {
-    for (const code of codes) {
-      const row = ERRORS[code];
-      expect(Code[row.grpc], code).toBeTypeOf("number");
-      expect(row.http, code).toBeGreaterThanOrEqual(400);
-      // 4xx carry the validation error body, anything else the plain one.
-      expect(row.body, code).toBe(row.http < 500 ? "validation" : "error");
-      expect(row.meaning.length, code).toBeGreaterThan(10);
-    }
-  });
+  it(
+    "gives every code a real gRPC code, an HTTP error status and the contract's body shape for it " +
+      "(docs/contract.md, Errors)",
+    () => {
+      for (const code of codes) {
+        const row = ERRORS[code];
+        expect(Code[row.grpc], code).toBeTypeOf("number");
+        expect(row.http, code).toBeGreaterThanOrEqual(400);
+        // 4xx carry the validation error body, anything else the plain one.
+        expect(row.body, code).toBe(row.http < 500 ? "validation" : "error");
+        expect(row.meaning.length, code).toBeGreaterThan(10);
+      }
+    },
+  );
 
   it.each(codes)("answers %s the same way over REST and the RPCs", (code) => {
     const err = new RegistryError(code, `${code} happened`, [
@@ -53,8 +57,12 @@ describe("the error table", () => {
     expect(errorAnswer(new RegistryError("NOT_FOUND", "no")).headers["www-authenticate"]).toBeUndefined();
   });
 
-  it("answers a too-large body 413 over REST and RESOURCE_EXHAUSTED over the RPCs, a wrong media type 415 and INVALID_ARGUMENT", () => {
-    expect(ERRORS.PAYLOAD_TOO_LARGE).toMatchObject({ http: 413, grpc: "ResourceExhausted" });
-    expect(ERRORS.UNSUPPORTED_MEDIA_TYPE).toMatchObject({ http: 415, grpc: "InvalidArgument" });
-  });
+  it(
+    "answers a too-large body 413 over REST and RESOURCE_EXHAUSTED over the RPCs, a wrong media type 415 and " +
+      "INVALID_ARGUMENT",
+    () => {
+      expect(ERRORS.PAYLOAD_TOO_LARGE).toMatchObject({ http: 413, grpc: "ResourceExhausted" });
+      expect(ERRORS.UNSUPPORTED_MEDIA_TYPE).toMatchObject({ http: 415, grpc: "InvalidArgument" });
+    },
+  );
 });

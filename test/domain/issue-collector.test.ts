@@ -62,7 +62,8 @@ describe("the issue cap", () => {
     expect(merged).toHaveLength(100);
     expect(problemCount(merged)).toBe(151);
     expect(merged.at(-1)?.message).toBe(
-      "Checking stopped early: at least 52 more problems were left out; fix the ones listed and send the request again.",
+      "Checking stopped early: at least 52 more problems were left out; fix the ones listed and send the request " +
+        "again.",
     );
   });
 

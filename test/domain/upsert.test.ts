@@ -89,12 +89,15 @@ describe("deactivation as a control", () => {
     expect(verdict({ existingAgent: agent(3) })).toBe("ok");
   });
 
-  it("refuses such a caller a new version of an agent whose versions are all DEACTIVATED, linked or found by name", () => {
-    expect(verdict({ linkedAgent: agent(2), agentDeactivated: true })).toBe("AGENT_DEACTIVATED");
-    expect(verdict({ agentByName: agent(5), agentDeactivated: true })).toBe("AGENT_DEACTIVATED");
-    expect(verdict({ agentByName: agent(5), agentDeactivated: true, mayReactivate: true })).toBe("ok");
-    expect(verdict({ agentByName: agent(5) })).toBe("ok");
-  });
+  it(
+    "refuses such a caller a new version of an agent whose versions are all DEACTIVATED, linked or found by " + "name",
+    () => {
+      expect(verdict({ linkedAgent: agent(2), agentDeactivated: true })).toBe("AGENT_DEACTIVATED");
+      expect(verdict({ agentByName: agent(5), agentDeactivated: true })).toBe("AGENT_DEACTIVATED");
+      expect(verdict({ agentByName: agent(5), agentDeactivated: true, mayReactivate: true })).toBe("ok");
+      expect(verdict({ agentByName: agent(5) })).toBe("ok");
+    },
+  );
 
   it("says nothing of a new agent, and leaves the other refusals first", () => {
     expect(verdict({ agentDeactivated: true })).toBe("ok");

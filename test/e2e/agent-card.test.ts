@@ -87,26 +87,33 @@ forEachDatabase((db) => {
       expect(a2aCard(await res.json())).toEqual({ ...minimalCard(), name: "Card Minimal Agent" });
     });
 
-    it("carries a strong ETag and a Cache-Control that revalidates with it (no max-age), as A2A asks of agent card endpoints", async () => {
-      const res = await getCard(`${base}/${stored.example.id}/agentCard`);
-      expect(res.headers.get("etag")).toMatch(/^"[!#-~]+"$/);
-      expect(res.headers.get("cache-control")).toBe("private, no-cache");
-      const other = await getCard(`${base}/${stored.full.id}/agentCard`);
-      expect(other.headers.get("etag")).not.toBe(res.headers.get("etag"));
-    });
+    it(
+      "carries a strong ETag and a Cache-Control that revalidates with it (no max-age), as A2A asks of agent card " +
+        "endpoints",
+      async () => {
+        const res = await getCard(`${base}/${stored.example.id}/agentCard`);
+        expect(res.headers.get("etag")).toMatch(/^"[!#-~]+"$/);
+        expect(res.headers.get("cache-control")).toBe("private, no-cache");
+        const other = await getCard(`${base}/${stored.full.id}/agentCard`);
+        expect(other.headers.get("etag")).not.toBe(res.headers.get("etag"));
+      },
+    );
 
-    it("answers a GET whose If-None-Match names the card's ETag 304 without a body, and one naming another 200", async () => {
-      const first = await getCard(`${base}/${stored.example.id}/agentCard`);
-      const etag = first.headers.get("etag") as string;
-      const again = await getCard(`${base}/${stored.example.id}/agentCard`, { "if-none-match": etag });
-      expect(again.status).toBe(304);
-      expect(await again.text()).toBe("");
-      expect(again.headers.get("etag")).toBe(etag);
-      expect(again.headers.get("cache-control")).toBe(first.headers.get("cache-control"));
-      const stale = await getCard(`${base}/${stored.example.id}/agentCard`, { "if-none-match": '"card1-stale"' });
-      expect(stale.status).toBe(200);
-      expect(a2aCard(await stale.json()).name).toBe("Card Example Agent");
-    });
+    it(
+      "answers a GET whose If-None-Match names the card's ETag 304 without a body, and one naming another " + "200",
+      async () => {
+        const first = await getCard(`${base}/${stored.example.id}/agentCard`);
+        const etag = first.headers.get("etag") as string;
+        const again = await getCard(`${base}/${stored.example.id}/agentCard`, { "if-none-match": etag });
+        expect(again.status).toBe(304);
+        expect(await again.text()).toBe("");
+        expect(again.headers.get("etag")).toBe(etag);
+        expect(again.headers.get("cache-control")).toBe(first.headers.get("cache-control"));
+        const stale = await getCard(`${base}/${stored.example.id}/agentCard`, { "if-none-match": '"card1-stale"' });
+        expect(stale.status).toBe(200);
+        expect(a2aCard(await stale.json()).name).toBe("Card Example Agent");
+      },
+    );
 
     it("answers 404 NOT_FOUND for an unknown id and an unknown Agent_ID", async () => {
       for (const id of [UNKNOWN_ID, "Agent_ID=AGENT-999999"]) {
@@ -155,32 +162,36 @@ forEachDatabase((db) => {
       expect(byFirstId.headers.get("etag")).not.toBe(byReference.headers.get("etag"));
     });
 
-    it("follows the agent's status: a deactivated version's card is gone (410 CARD_DEACTIVATED), and Agent_ID=... passes over it", async () => {
-      const first = await post(example("Card Status Agent", "1.0.0"));
-      const second = await post(example("Card Status Agent", "2.0.0"));
-      const before = await getCard(`${T}/${second.id}/agentCard`);
-      expect(before.status).toBe(200);
-      expect((await deactivate(second.id)).status).toBe(200);
-      // Also to a client revalidating the card it has: no 304 for a withdrawn card.
-      for (const headers of [{}, { "if-none-match": before.headers.get("etag") as string }] as Record<
-        string,
-        string
-      >[]) {
-        const after = await getCard(`${T}/${second.id}/agentCard`, headers);
-        expect(after.status).toBe(410);
-        expect(await after.json()).toMatchObject({
-          errors: [expect.objectContaining({ code: "CARD_DEACTIVATED", field: "id" })],
-        });
-      }
-      // The definition itself stays readable by id.
-      expect((await getCard(`${T}/${second.id}`)).status).toBe(200);
-      const byReference = await getCard(`${T}/${encodeURIComponent(first.reference_id)}/agentCard`);
-      expect(a2aCard(await byReference.json()).version).toBe("1.0.0");
-      expect(byReference.headers.get("etag")).toBe((await getCard(`${T}/${first.id}/agentCard`)).headers.get("etag"));
-      // Every version off: the reference names the newest of all, whose card is gone too.
-      expect((await deactivate(encodeURIComponent(first.reference_id))).status).toBe(200);
-      expect((await getCard(`${T}/${encodeURIComponent(first.reference_id)}/agentCard`)).status).toBe(410);
-    });
+    it(
+      "follows the agent's status: a deactivated version's card is gone (410 CARD_DEACTIVATED), and Agent_ID=... " +
+        "passes over it",
+      async () => {
+        const first = await post(example("Card Status Agent", "1.0.0"));
+        const second = await post(example("Card Status Agent", "2.0.0"));
+        const before = await getCard(`${T}/${second.id}/agentCard`);
+        expect(before.status).toBe(200);
+        expect((await deactivate(second.id)).status).toBe(200);
+        // Also to a client revalidating the card it has: no 304 for a withdrawn card.
+        for (const headers of [{}, { "if-none-match": before.headers.get("etag") as string }] as Record<
+          string,
+          string
+        >[]) {
+          const after = await getCard(`${T}/${second.id}/agentCard`, headers);
+          expect(after.status).toBe(410);
+          expect(await after.json()).toMatchObject({
+            errors: [expect.objectContaining({ code: "CARD_DEACTIVATED", field: "id" })],
+          });
+        }
+        // The definition itself stays readable by id.
+        expect((await getCard(`${T}/${second.id}`)).status).toBe(200);
+        const byReference = await getCard(`${T}/${encodeURIComponent(first.reference_id)}/agentCard`);
+        expect(a2aCard(await byReference.json()).version).toBe("1.0.0");
+        expect(byReference.headers.get("etag")).toBe((await getCard(`${T}/${first.id}/agentCard`)).headers.get("etag"));
+        // Every version off: the reference names the newest of all, whose card is gone too.
+        expect((await deactivate(encodeURIComponent(first.reference_id))).status).toBe(200);
+        expect((await getCard(`${T}/${encodeURIComponent(first.reference_id)}/agentCard`)).status).toBe(410);
+      },
+    );
 
     it("changes the card and its ETag when the definition changes, and keeps both while it does not", async () => {
       const def = example("Card Change Agent");
@@ -240,34 +251,38 @@ forEachDatabase((db) => {
       }
     });
 
-    it("answers FAILED_PRECONDITION with CARD_DEACTIVATED for a deactivated version over gRPC and Connect, as REST answers 410", async () => {
-      const { id } = await post(example("Card Withdrawn Agent"));
-      expect((await deactivate(id)).status).toBe(200);
-      const client = createGrpcJsClient(AgentDefinitionService, `127.0.0.1:${server().port}`, server().authorization);
-      try {
-        const err = (await client
-          .call("getAgentCard", create(GetAgentCardRequestSchema, { id }))
-          .catch((e: ServiceError) => e)) as ServiceError;
-        expect(err.code).toBe(grpcStatus.FAILED_PRECONDITION);
-        expect(toJson(ValidationErrorSchema, grpcErrorDetails(err)[0] as never)).toMatchObject({
-          errors: [expect.objectContaining({ code: "CARD_DEACTIVATED" })],
-        });
-      } finally {
-        client.close();
-      }
-      const connect = createClient(
-        AgentDefinitionService,
-        createConnectTransport({
-          baseUrl: server().baseUrl,
-          httpVersion: "1.1",
-          useHttpGet: true,
-          interceptors: [withAuthorization(server().authorization)],
-        }),
-      );
-      expect(ConnectError.from(await connect.getAgentCard({ id }).catch((e: unknown) => e)).code).toBe(
-        Code.FailedPrecondition,
-      );
-    });
+    it(
+      "answers FAILED_PRECONDITION with CARD_DEACTIVATED for a deactivated version over gRPC and Connect, as REST " +
+        "answers 410",
+      async () => {
+        const { id } = await post(example("Card Withdrawn Agent"));
+        expect((await deactivate(id)).status).toBe(200);
+        const client = createGrpcJsClient(AgentDefinitionService, `127.0.0.1:${server().port}`, server().authorization);
+        try {
+          const err = (await client
+            .call("getAgentCard", create(GetAgentCardRequestSchema, { id }))
+            .catch((e: ServiceError) => e)) as ServiceError;
+          expect(err.code).toBe(grpcStatus.FAILED_PRECONDITION);
+          expect(toJson(ValidationErrorSchema, grpcErrorDetails(err)[0] as never)).toMatchObject({
+            errors: [expect.objectContaining({ code: "CARD_DEACTIVATED" })],
+          });
+        } finally {
+          client.close();
+        }
+        const connect = createClient(
+          AgentDefinitionService,
+          createConnectTransport({
+            baseUrl: server().baseUrl,
+            httpVersion: "1.1",
+            useHttpGet: true,
+            interceptors: [withAuthorization(server().authorization)],
+          }),
+        );
+        expect(ConnectError.from(await connect.getAgentCard({ id }).catch((e: unknown) => e)).code).toBe(
+          Code.FailedPrecondition,
+        );
+      },
+    );
 
     it("sends ETag and Cache-Control with a Connect GET, like the REST answer", async () => {
       const client = createClient(

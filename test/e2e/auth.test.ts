@@ -129,15 +129,18 @@ describe("with an OpenID provider on loopback", () => {
     }
   });
 
-  it("accepts an opaque token through introspection, and refuses it once revoked (no introspection cache)", async () => {
-    const opaque = await issuer.token(writer, { resource: OPAQUE_RESOURCE });
-    expect(opaque.split(".")).toHaveLength(1);
-    expect((await rest(`Bearer ${opaque}`)).status).toBe(200);
-    await issuer.revoke(writer, opaque);
-    const refused = await rest(`Bearer ${opaque}`);
-    expect(refused.status).toBe(401);
-    expect((await refused.json()).errors[0].error).toMatch(/not active/);
-  });
+  it(
+    "accepts an opaque token through introspection, and refuses it once revoked (no introspection " + "cache)",
+    async () => {
+      const opaque = await issuer.token(writer, { resource: OPAQUE_RESOURCE });
+      expect(opaque.split(".")).toHaveLength(1);
+      expect((await rest(`Bearer ${opaque}`)).status).toBe(200);
+      await issuer.revoke(writer, opaque);
+      const refused = await rest(`Bearer ${opaque}`);
+      expect(refused.status).toBe(401);
+      expect((await refused.json()).errors[0].error).toMatch(/not active/);
+    },
+  );
 
   it("answers 401 with a Bearer challenge and the validation error body, never echoing the token", async () => {
     const good = await issuer.token(writer);
@@ -166,110 +169,121 @@ describe("with an OpenID provider on loopback", () => {
     }
   });
 
-  it("refuses a token without the tenant claim (403, naming the claim) on every agent operation, by default with an issuer", async () => {
-    const bearer = `Bearer ${await issuer.token(operator)}`;
-    for (const path of [DEFINITIONS, "/asor/v1/agentDefinition"]) {
-      const res = await rest(bearer, {}, path);
-      expect(res.status, path).toBe(403);
-      expect((await res.json()).errors[0].error, path).toMatch(/no "tenant" claim/);
-    }
-    const connect = createClient(
-      AgentDefinitionService,
-      createConnectTransport({
-        baseUrl: server.baseUrl,
-        httpVersion: "1.1",
-        interceptors: [withAuthorization(bearer)],
-      }),
-    );
-    const err = (await connect.listAgentDefinitions({}).catch((e: unknown) => e)) as ConnectError;
-    expect(err.code).toBe(Code.PermissionDenied);
-    expect(err.rawMessage).toMatch(/no "tenant" claim/);
-  });
-
-  it("lets a token without the tenant claim act on the default tenant where AUTH_NO_TENANT_CLAIM_USES_DEFAULT=true", async () => {
-    const other = await testDatabases()[0]!.create();
-    const lenient = await startServer(other, { ...issuerEnv(), AUTH_NO_TENANT_CLAIM_USES_DEFAULT: "true" });
-    try {
+  it(
+    "refuses a token without the tenant claim (403, naming the claim) on every agent operation, by default with " +
+      "an issuer",
+    async () => {
       const bearer = `Bearer ${await issuer.token(operator)}`;
-      expect((await fetch(`${lenient.baseUrl}${DEFINITIONS}`, { headers: { authorization: bearer } })).status).toBe(
-        200,
-      );
-      expect(
-        (await fetch(`${lenient.baseUrl}/api/asor/v1/beta/agentDefinition`, { headers: { authorization: bearer } }))
-          .status,
-      ).toBe(403);
-    } finally {
-      await lenient.stop();
-      await other.cleanup();
-    }
-  });
-
-  it("refuses the tenant admin RPCs to a tenant's own admin token, and admits a platform operator's on every surface", async () => {
-    const admin = (bearer: string) =>
-      createClient(
-        TenantAdminService,
+      for (const path of [DEFINITIONS, "/asor/v1/agentDefinition"]) {
+        const res = await rest(bearer, {}, path);
+        expect(res.status, path).toBe(403);
+        expect((await res.json()).errors[0].error, path).toMatch(/no "tenant" claim/);
+      }
+      const connect = createClient(
+        AgentDefinitionService,
         createConnectTransport({
           baseUrl: server.baseUrl,
           httpVersion: "1.1",
           interceptors: [withAuthorization(bearer)],
         }),
       );
-    const scoped = `Bearer ${await issuer.token(acmeAdmin)}`;
-    const listed = await rest(scoped, {}, "/asor/v1/admin/tenants");
-    expect(listed.status).toBe(403);
-    expect((await listed.json()).errors[0].error).toMatch(/acts on every tenant.*not one for tenant "acme"/);
-    const created = await rest(
-      scoped,
-      {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ name: "evil", sequencePrefix: "E-" }),
-      },
-      "/asor/v1/admin/tenants",
-    );
-    expect(created.status).toBe(403);
-    expect(
-      (
-        (await admin(scoped)
-          .listTenants({})
-          .catch((e: unknown) => e)) as ConnectError
-      ).code,
-    ).toBe(Code.PermissionDenied);
-    expect(
-      (
-        (await admin(scoped)
-          .createTenant({ name: "evil2" })
-          .catch((e: unknown) => e)) as ConnectError
-      ).code,
-    ).toBe(Code.PermissionDenied);
-    const grpc = createGrpcJsClient(TenantAdminService, `127.0.0.1:${server.port}`, scoped);
-    try {
-      const err = (await grpc
-        .call("listTenants", create(ListTenantsRequestSchema, {}))
-        .catch((e: unknown) => e)) as ServiceError;
-      expect(err.code).toBe(grpcStatus.PERMISSION_DENIED);
-    } finally {
-      grpc.close();
-    }
+      const err = (await connect.listAgentDefinitions({}).catch((e: unknown) => e)) as ConnectError;
+      expect(err.code).toBe(Code.PermissionDenied);
+      expect(err.rawMessage).toMatch(/no "tenant" claim/);
+    },
+  );
 
-    // A token that only lacks a tenant claim is no platform operator's.
-    const bare = `Bearer ${await issuer.token(untenanted)}`;
-    const refused = (await admin(bare)
-      .listTenants({})
-      .catch((e: unknown) => e)) as ConnectError;
-    expect(refused.code).toBe(Code.PermissionDenied);
-    expect(refused.rawMessage).toMatch(/"platform_admin": true/);
-    expect((await rest(bare, {}, "/asor/v1/admin/tenants")).status).toBe(403);
-    const platform = `Bearer ${await issuer.token(operator)}`;
-    expect((await admin(platform).createTenant({ name: "made-by-operator", sequencePrefix: "OP-" })).name).toBe(
-      "made-by-operator",
-    );
-    const flagged = `Bearer ${await issuer.token(acmePlatform)}`;
-    const names = (await admin(flagged).listTenants({})).tenants.map((t) => t.name);
-    expect(names).toContain("made-by-operator");
-    expect(names).not.toContain("evil");
-    expect(names).not.toContain("evil2");
-  });
+  it(
+    "lets a token without the tenant claim act on the default tenant where " + "AUTH_NO_TENANT_CLAIM_USES_DEFAULT=true",
+    async () => {
+      const other = await testDatabases()[0]!.create();
+      const lenient = await startServer(other, { ...issuerEnv(), AUTH_NO_TENANT_CLAIM_USES_DEFAULT: "true" });
+      try {
+        const bearer = `Bearer ${await issuer.token(operator)}`;
+        expect((await fetch(`${lenient.baseUrl}${DEFINITIONS}`, { headers: { authorization: bearer } })).status).toBe(
+          200,
+        );
+        expect(
+          (await fetch(`${lenient.baseUrl}/api/asor/v1/beta/agentDefinition`, { headers: { authorization: bearer } }))
+            .status,
+        ).toBe(403);
+      } finally {
+        await lenient.stop();
+        await other.cleanup();
+      }
+    },
+  );
+
+  it(
+    "refuses the tenant admin RPCs to a tenant's own admin token, and admits a platform operator's on every " +
+      "surface",
+    async () => {
+      const admin = (bearer: string) =>
+        createClient(
+          TenantAdminService,
+          createConnectTransport({
+            baseUrl: server.baseUrl,
+            httpVersion: "1.1",
+            interceptors: [withAuthorization(bearer)],
+          }),
+        );
+      const scoped = `Bearer ${await issuer.token(acmeAdmin)}`;
+      const listed = await rest(scoped, {}, "/asor/v1/admin/tenants");
+      expect(listed.status).toBe(403);
+      expect((await listed.json()).errors[0].error).toMatch(/acts on every tenant.*not one for tenant "acme"/);
+      const created = await rest(
+        scoped,
+        {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ name: "evil", sequencePrefix: "E-" }),
+        },
+        "/asor/v1/admin/tenants",
+      );
+      expect(created.status).toBe(403);
+      expect(
+        (
+          (await admin(scoped)
+            .listTenants({})
+            .catch((e: unknown) => e)) as ConnectError
+        ).code,
+      ).toBe(Code.PermissionDenied);
+      expect(
+        (
+          (await admin(scoped)
+            .createTenant({ name: "evil2" })
+            .catch((e: unknown) => e)) as ConnectError
+        ).code,
+      ).toBe(Code.PermissionDenied);
+      const grpc = createGrpcJsClient(TenantAdminService, `127.0.0.1:${server.port}`, scoped);
+      try {
+        const err = (await grpc
+          .call("listTenants", create(ListTenantsRequestSchema, {}))
+          .catch((e: unknown) => e)) as ServiceError;
+        expect(err.code).toBe(grpcStatus.PERMISSION_DENIED);
+      } finally {
+        grpc.close();
+      }
+
+      // A token that only lacks a tenant claim is no platform operator's.
+      const bare = `Bearer ${await issuer.token(untenanted)}`;
+      const refused = (await admin(bare)
+        .listTenants({})
+        .catch((e: unknown) => e)) as ConnectError;
+      expect(refused.code).toBe(Code.PermissionDenied);
+      expect(refused.rawMessage).toMatch(/"platform_admin": true/);
+      expect((await rest(bare, {}, "/asor/v1/admin/tenants")).status).toBe(403);
+      const platform = `Bearer ${await issuer.token(operator)}`;
+      expect((await admin(platform).createTenant({ name: "made-by-operator", sequencePrefix: "OP-" })).name).toBe(
+        "made-by-operator",
+      );
+      const flagged = `Bearer ${await issuer.token(acmePlatform)}`;
+      const names = (await admin(flagged).listTenants({})).tenants.map((t) => t.name);
+      expect(names).toContain("made-by-operator");
+      expect(names).not.toContain("evil");
+      expect(names).not.toContain("evil2");
+    },
+  );
 
   it("answers UNAUTHENTICATED over gRPC and Connect with the same detail", async () => {
     const grpc = createGrpcJsClient(AgentDefinitionService, `127.0.0.1:${server.port}`);
@@ -455,30 +469,34 @@ forEachDatabase((db) => {
       expect((await rest("/asor/v1/admin/tenants", flagged)).status).toBe(200);
     });
 
-    it("refuses (401) a tenant claim of \"\" or null on every operation, the tenant admin RPCs too: neither is 'no tenant', nor a platform operator", async () => {
-      const issuer = await openLocalIssuer(localIssuerKeyFile(server().app.config.dataDir), server().app.config.auth);
-      for (const tenant of ["", null]) {
-        // The issuer's request type says string; null is what a broken identity provider sends.
-        const token = `Bearer ${await issuer.issue({ tenant: tenant as string, domains: ["Development", "Setup: Agents", "Setup: Tenants"] })}`;
-        const res = await rest(DEFINITIONS, token);
-        expect(res.status, String(tenant)).toBe(401);
-        expect((await res.json()).errors[0]).toMatchObject({
-          code: "UNAUTHENTICATED",
-          error: expect.stringMatching(/"tenant" claim is not a tenant name/),
-        });
-        expect((await rest("/asor/v1/admin/tenants", token)).status).toBe(401);
-        const admin = createClient(
-          TenantAdminService,
-          createConnectTransport({
-            baseUrl: server().baseUrl,
-            httpVersion: "1.1",
-            interceptors: [withAuthorization(token)],
-          }),
-        );
-        expect(await denied(admin.listTenants({}))).toBe(Code.Unauthenticated);
-        expect(await denied((await connect(token)).listAgentDefinitions({}))).toBe(Code.Unauthenticated);
-      }
-    });
+    it(
+      'refuses (401) a tenant claim of "" or null on every operation, the tenant admin RPCs too: neither is \'no ' +
+        "tenant', nor a platform operator",
+      async () => {
+        const issuer = await openLocalIssuer(localIssuerKeyFile(server().app.config.dataDir), server().app.config.auth);
+        for (const tenant of ["", null]) {
+          // The issuer's request type says string; null is what a broken identity provider sends.
+          const token = `Bearer ${await issuer.issue({ tenant: tenant as string, domains: ["Development", "Setup: Agents", "Setup: Tenants"] })}`;
+          const res = await rest(DEFINITIONS, token);
+          expect(res.status, String(tenant)).toBe(401);
+          expect((await res.json()).errors[0]).toMatchObject({
+            code: "UNAUTHENTICATED",
+            error: expect.stringMatching(/"tenant" claim is not a tenant name/),
+          });
+          expect((await rest("/asor/v1/admin/tenants", token)).status).toBe(401);
+          const admin = createClient(
+            TenantAdminService,
+            createConnectTransport({
+              baseUrl: server().baseUrl,
+              httpVersion: "1.1",
+              interceptors: [withAuthorization(token)],
+            }),
+          );
+          expect(await denied(admin.listTenants({}))).toBe(Code.Unauthenticated);
+          expect(await denied((await connect(token)).listAgentDefinitions({}))).toBe(Code.Unauthenticated);
+        }
+      },
+    );
 
     it("limits a token without a tenant claim to the default tenant", async () => {
       const untenanted = await server().bearer({ tenant: null, domains: ["Setup: Agents"] });

@@ -53,7 +53,8 @@ function expectCapped(errors: readonly { code: string; error: string }[], leftOu
 
 forEachDatabase((db) => {
   describe("a 1 MB body of 170,000 duplicate keys, against a service process", () => {
-    it("is answered under 64 KiB over REST and Connect, the process grows by less than 50 MiB, and /healthz keeps answering", async () => {
+    it("is answered under 64 KiB over REST and Connect, the process grows by less than 50 MiB, and /healthz keeps " +
+      "answering", async () => {
       const database = await db.create();
       const service = await spawnAuthorizedServer(database);
       try {
@@ -70,7 +71,8 @@ forEachDatabase((db) => {
         const postConnect = (text: string) =>
           postConnectJson(service.baseUrl, service.authorization, UPSERT_RPC, `{"agentCardAndTools":${text}}`);
 
-        // Warm-up: the same paths with a small broken body, so the measurement sees the broken body, not the code loading.
+        // Warm-up: the same paths with a small broken body, so the measurement sees the broken body, not the
+        // code loading.
         for (let i = 0; i < 3; i++) {
           expect((await postRest('{"a":0,"a":0}')).status).toBe(400);
           expect((await postConnect('{"a":0,"a":0}')).status).toBe(400);
@@ -137,17 +139,20 @@ forEachDatabase((db) => {
         body,
       });
 
-    it("500 unknown members: REST lists 99 of them and says 401 more were left out; the message counts all 500", async () => {
-      const def: Record<string, unknown> = minimalDefinition({ name: "Unknown Members" });
-      for (let i = 0; i < 500; i++) def[`unknown${i}`] = i;
-      const res = await post(JSON.stringify(def));
-      const body = await res.json();
-      expect(res.status).toBe(400);
-      expect(body.error).toBe("The request has 500 problems.");
-      expect(body.errors.slice(0, 99).every((e: any) => e.code === "UNKNOWN_FIELD")).toBe(true);
-      expect(body.errors[0]).toMatchObject({ field: "unknown0", path: "unknown0" });
-      expectCapped(body.errors, 401);
-    });
+    it(
+      "500 unknown members: REST lists 99 of them and says 401 more were left out; the message counts all " + "500",
+      async () => {
+        const def: Record<string, unknown> = minimalDefinition({ name: "Unknown Members" });
+        for (let i = 0; i < 500; i++) def[`unknown${i}`] = i;
+        const res = await post(JSON.stringify(def));
+        const body = await res.json();
+        expect(res.status).toBe(400);
+        expect(body.error).toBe("The request has 500 problems.");
+        expect(body.errors.slice(0, 99).every((e: any) => e.code === "UNKNOWN_FIELD")).toBe(true);
+        expect(body.errors[0]).toMatchObject({ field: "unknown0", path: "unknown0" });
+        expectCapped(body.errors, 401);
+      },
+    );
 
     it("500 unknown members over Connect: the ValidationError detail is capped the same way", async () => {
       const def: Record<string, unknown> = minimalDefinition({ name: "Unknown Members Connect" });
@@ -180,25 +185,29 @@ forEachDatabase((db) => {
       expectCapped(body.errors, 15_000 - 99);
     });
 
-    it("300,000 empty skills (within 1 MB) are answered small, listing the list's excess and the first broken items", async () => {
-      const text = JSON.stringify(minimalDefinition({ name: "Empty Skills" })).replace(
-        /"skills":\[[^\]]*\]/,
-        `"skills":[${Array(300_000).fill("{}").join(",")}]`,
-      );
-      expect(text.length).toBeLessThan(ONE_MB);
-      const res = await post(text);
-      const answer = await res.text();
-      expect(res.status).toBe(400);
-      expect(Buffer.byteLength(answer)).toBeLessThan(SMALL);
-      const body = JSON.parse(answer);
-      expect(body.errors).toEqual(
-        expect.arrayContaining([expect.objectContaining({ code: "TOO_MANY", path: "skills" })]),
-      );
-      expect(body.errors).toEqual(
-        expect.arrayContaining([expect.objectContaining({ code: "REQUIRED", path: "skills[0].id" })]),
-      );
-      expectCapped(body.errors);
-    });
+    it(
+      "300,000 empty skills (within 1 MB) are answered small, listing the list's excess and the first broken " +
+        "items",
+      async () => {
+        const text = JSON.stringify(minimalDefinition({ name: "Empty Skills" })).replace(
+          /"skills":\[[^\]]*\]/,
+          `"skills":[${Array(300_000).fill("{}").join(",")}]`,
+        );
+        expect(text.length).toBeLessThan(ONE_MB);
+        const res = await post(text);
+        const answer = await res.text();
+        expect(res.status).toBe(400);
+        expect(Buffer.byteLength(answer)).toBeLessThan(SMALL);
+        const body = JSON.parse(answer);
+        expect(body.errors).toEqual(
+          expect.arrayContaining([expect.objectContaining({ code: "TOO_MANY", path: "skills" })]),
+        );
+        expect(body.errors).toEqual(
+          expect.arrayContaining([expect.objectContaining({ code: "REQUIRED", path: "skills[0].id" })]),
+        );
+        expectCapped(body.errors);
+      },
+    );
 
     it("a key of 900,000 characters named in an issue is cut short, so the answer stays small", async () => {
       const res = await post(JSON.stringify({ ...minimalDefinition({ name: "Long Key" }), ["k".repeat(900_000)]: 1 }));
@@ -208,56 +217,64 @@ forEachDatabase((db) => {
       expect(JSON.parse(text).errors[0].code).toBe("UNKNOWN_FIELD");
     });
 
-    it("issues quoting long multibyte values are cut, so the Connect answer (detail twice: binary and JSON) stays under 64 KiB", async () => {
-      const id = "\u4e2d".repeat(250);
-      const def = minimalDefinition({
-        name: "Wide Duplicates",
-        skills: Array.from({ length: 100 }, () => ({ id, name: "n", description: "d" })),
-      });
-      const res = await fetch(`${server().baseUrl}/${UPSERT_RPC}`, {
-        method: "POST",
-        headers: {
-          "content-type": "application/json",
-          "connect-protocol-version": "1",
-          authorization: server().authorization,
-        },
-        body: JSON.stringify({ agentCardAndTools: def }),
-      });
-      const text = await res.text();
-      expect(res.status).toBe(400);
-      expect(Buffer.byteLength(text)).toBeLessThan(SMALL);
-      expect(JSON.parse(text).details[0].debug.errors[0]).toMatchObject({
-        code: "DUPLICATE_SKILL_ID",
-        path: "skills[1].id",
-      });
-    });
+    it(
+      "issues quoting long multibyte values are cut, so the Connect answer (detail twice: binary and JSON) stays " +
+        "under 64 KiB",
+      async () => {
+        const id = "\u4e2d".repeat(250);
+        const def = minimalDefinition({
+          name: "Wide Duplicates",
+          skills: Array.from({ length: 100 }, () => ({ id, name: "n", description: "d" })),
+        });
+        const res = await fetch(`${server().baseUrl}/${UPSERT_RPC}`, {
+          method: "POST",
+          headers: {
+            "content-type": "application/json",
+            "connect-protocol-version": "1",
+            authorization: server().authorization,
+          },
+          body: JSON.stringify({ agentCardAndTools: def }),
+        });
+        const text = await res.text();
+        expect(res.status).toBe(400);
+        expect(Buffer.byteLength(text)).toBeLessThan(SMALL);
+        expect(JSON.parse(text).details[0].debug.errors[0]).toMatchObject({
+          code: "DUPLICATE_SKILL_ID",
+          path: "skills[1].id",
+        });
+      },
+    );
 
-    it("gRPC (@grpc/grpc-js): a binary message with 50,000 unknown fields gets INVALID_ARGUMENT with at most 100 items", async () => {
-      const agentCardAndTools = create(AgentDefinitionSchema, {
-        ...minimalDefinition({ name: "Unknown Binary" }),
-        provider: { id: "Provider=Acme" },
-      } as never);
-      agentCardAndTools.$unknown = Array.from({ length: 50_000 }, (_, i) => ({
-        no: 1000 + i,
-        wireType: 0,
-        data: new Uint8Array([1]),
-      }));
-      const client = createGrpcJsClient(AgentDefinitionService, `127.0.0.1:${server().port}`, server().authorization);
-      try {
-        const err = (await client
-          .call("upsertAgentDefinition", create(UpsertAgentDefinitionRequestSchema, { agentCardAndTools }))
-          .catch((e: unknown) => e)) as ServiceError;
-        expect(err.code).toBe(3); // INVALID_ARGUMENT
-        const detail = grpcErrorDetails(err).find((d) => d.$typeName === "asor.v1.ValidationError") as
-          | ValidationError
-          | undefined;
-        expect(detail?.errors[0]).toMatchObject({ code: "UNKNOWN_FIELD", path: "#1000" });
-        expect(detail?.errors.length).toBeLessThanOrEqual(MAX_ITEMS);
-        expect(detail?.errors.at(-1)?.code).toBe("MORE_ISSUES");
-        expect(detail?.errors.at(-1)?.error).toContain(`${50_000 - 99} more problems were left out`);
-      } finally {
-        client.close();
-      }
-    });
+    it(
+      "gRPC (@grpc/grpc-js): a binary message with 50,000 unknown fields gets INVALID_ARGUMENT with at most 100 " +
+        "items",
+      async () => {
+        const agentCardAndTools = create(AgentDefinitionSchema, {
+          ...minimalDefinition({ name: "Unknown Binary" }),
+          provider: { id: "Provider=Acme" },
+        } as never);
+        agentCardAndTools.$unknown = Array.from({ length: 50_000 }, (_, i) => ({
+          no: 1000 + i,
+          wireType: 0,
+          data: new Uint8Array([1]),
+        }));
+        const client = createGrpcJsClient(AgentDefinitionService, `127.0.0.1:${server().port}`, server().authorization);
+        try {
+          const err = (await client
+            .call("upsertAgentDefinition", create(UpsertAgentDefinitionRequestSchema, { agentCardAndTools }))
+            .catch((e: unknown) => e)) as ServiceError;
+          expect(err.code).toBe(3); // INVALID_ARGUMENT
+          const detail = grpcErrorDetails(err).find((d) => d.$typeName === "asor.v1.ValidationError") as
+            | ValidationError
+            | undefined;
+          expect(detail?.errors[0]).toMatchObject({ code: "UNKNOWN_FIELD", path: "#1000" });
+          expect(detail?.errors.length).toBeLessThanOrEqual(MAX_ITEMS);
+          expect(detail?.errors.at(-1)?.code).toBe("MORE_ISSUES");
+          expect(detail?.errors.at(-1)?.error).toContain(`${50_000 - 99} more problems were left out`);
+        } finally {
+          client.close();
+        }
+      },
+    );
   });
 });

@@ -80,7 +80,8 @@ describe.skipIf(mariadb === undefined || mariadb.skip)("on mariadb: a search who
   /** The registry's statements at the server now (every other session of this database). */
   const atServer = async (): Promise<number> => {
     const [rows] = await locker.query(
-      "SELECT COUNT(*) AS n FROM information_schema.processlist WHERE db = DATABASE() AND id <> CONNECTION_ID() AND command = 'Query'",
+      "SELECT COUNT(*) AS n FROM information_schema.processlist WHERE db = DATABASE() AND id <> CONNECTION_ID() " +
+        "AND command = 'Query'",
     );
     return Number((rows as Array<{ n: number | string }>)[0]?.n ?? 0);
   };
@@ -96,63 +97,74 @@ describe.skipIf(mariadb === undefined || mariadb.skip)("on mariadb: a search who
     }
   };
 
-  it("HTTP/1.1: a request cancelled while it waits at the gate leaves the line, and the one behind it is served next", async () => {
-    let next: Promise<Response> | undefined;
-    const holder = new AbortController();
-    await withTableLocked(async () => {
-      void fetch(`${server.baseUrl}${COSTLY}`, {
-        headers: { authorization: server.authorization },
-        signal: holder.signal,
-      }).catch(() => undefined);
-      await until("the first search runs at the server", async () => (await atServer()) === 1);
-      const leaving = new AbortController();
-      void fetch(`${server.baseUrl}${COSTLY}`, {
-        headers: { authorization: server.authorization },
-        signal: leaving.signal,
-      }).catch(() => undefined);
-      await until("the second search waits at the gate", () => waitingAtGate() === 1);
-      next = fetch(`${server.baseUrl}${COSTLY}`, { headers: { authorization: server.authorization } });
-      await until("the third search waits behind it", () => waitingAtGate() === 2);
-      leaving.abort();
-      // Out of the line while the first search still holds the only slot.
-      await until("the cancelled search left the line", () => waitingAtGate() === 1);
-      expect(await atServer()).toBe(1);
-      // The holder leaves too: its statement is killed and its slot goes to the search behind.
-      holder.abort();
-      await until("the next search reaches the server", async () => waitingAtGate() === 0 && (await atServer()) === 1);
-    });
-    const res = await (next as Promise<Response>);
-    expect(res.status).toBe(200);
-    expect(((await res.json()) as { total: number }).total).toBe(3);
-  });
+  it(
+    "HTTP/1.1: a request cancelled while it waits at the gate leaves the line, and the one behind it is served " +
+      "next",
+    async () => {
+      let next: Promise<Response> | undefined;
+      const holder = new AbortController();
+      await withTableLocked(async () => {
+        void fetch(`${server.baseUrl}${COSTLY}`, {
+          headers: { authorization: server.authorization },
+          signal: holder.signal,
+        }).catch(() => undefined);
+        await until("the first search runs at the server", async () => (await atServer()) === 1);
+        const leaving = new AbortController();
+        void fetch(`${server.baseUrl}${COSTLY}`, {
+          headers: { authorization: server.authorization },
+          signal: leaving.signal,
+        }).catch(() => undefined);
+        await until("the second search waits at the gate", () => waitingAtGate() === 1);
+        next = fetch(`${server.baseUrl}${COSTLY}`, { headers: { authorization: server.authorization } });
+        await until("the third search waits behind it", () => waitingAtGate() === 2);
+        leaving.abort();
+        // Out of the line while the first search still holds the only slot.
+        await until("the cancelled search left the line", () => waitingAtGate() === 1);
+        expect(await atServer()).toBe(1);
+        // The holder leaves too: its statement is killed and its slot goes to the search behind.
+        holder.abort();
+        await until(
+          "the next search reaches the server",
+          async () => waitingAtGate() === 0 && (await atServer()) === 1,
+        );
+      });
+      const res = await (next as Promise<Response>);
+      expect(res.status).toBe(200);
+      expect(((await res.json()) as { total: number }).total).toBe(3);
+    },
+  );
 
-  it("HTTP/2: a REST search whose stream is reset (RST_STREAM) is killed at the server, and its 499 is logged once it stopped", async () => {
-    await withTableLocked(async () => {
-      const session = connectHttp2(server.baseUrl);
-      session.on("error", () => undefined);
-      try {
-        const stream = session.request({
-          ":method": "GET",
-          ":path": COSTLY,
-          authorization: server.authorization,
-          "x-request-id": "reset-search",
-        });
-        stream.on("error", () => undefined);
-        stream.resume();
-        await until("the search runs at the server", async () => (await atServer()) === 1);
-        stream.close(http2.NGHTTP2_CANCEL);
-        await until("the statement is gone from the server", async () => (await atServer()) === 0);
-      } finally {
-        session.destroy();
-      }
-    });
-    await until("the access line is written", () =>
-      logger.lines.some((l) => l.message === "request" && l.requestId === "reset-search"),
-    );
-    const line = logger.lines.find((l) => l.message === "request" && l.requestId === "reset-search");
-    expect(line).toMatchObject({ level: "info", status: 499 });
-    expect(logger.lines.filter((l) => l.level === "error")).toEqual([]);
-  });
+  it(
+    "HTTP/2: a REST search whose stream is reset (RST_STREAM) is killed at the server, and its 499 is logged once " +
+      "it stopped",
+    async () => {
+      await withTableLocked(async () => {
+        const session = connectHttp2(server.baseUrl);
+        session.on("error", () => undefined);
+        try {
+          const stream = session.request({
+            ":method": "GET",
+            ":path": COSTLY,
+            authorization: server.authorization,
+            "x-request-id": "reset-search",
+          });
+          stream.on("error", () => undefined);
+          stream.resume();
+          await until("the search runs at the server", async () => (await atServer()) === 1);
+          stream.close(http2.NGHTTP2_CANCEL);
+          await until("the statement is gone from the server", async () => (await atServer()) === 0);
+        } finally {
+          session.destroy();
+        }
+      });
+      await until("the access line is written", () =>
+        logger.lines.some((l) => l.message === "request" && l.requestId === "reset-search"),
+      );
+      const line = logger.lines.find((l) => l.message === "request" && l.requestId === "reset-search");
+      expect(line).toMatchObject({ level: "info", status: 499 });
+      expect(logger.lines.filter((l) => l.level === "error")).toEqual([]);
+    },
+  );
 
   describe("gRPC (@grpc/grpc-js)", () => {
     let client: grpc.Client & Record<string, (...args: unknown[]) => grpc.ClientUnaryCall>;

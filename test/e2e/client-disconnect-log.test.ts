@@ -105,14 +105,17 @@ forEachDatabase((db) => {
       },
     );
 
-    it("gRPC over HTTP/2, the stream cancelled mid-message: one info access line with status 499, no error", async () => {
-      const from = logger.lines.length;
-      await h2Midway(server.baseUrl, server.authorization, "gone-grpc");
-      const { access, alarms } = await outcome("gone-grpc", from);
-      expect(alarms).toEqual([]);
-      expect(access).toHaveLength(1);
-      expect(access[0]).toMatchObject({ level: "info", status: 499, code: "canceled" });
-    });
+    it(
+      "gRPC over HTTP/2, the stream cancelled mid-message: one info access line with status 499, no " + "error",
+      async () => {
+        const from = logger.lines.length;
+        await h2Midway(server.baseUrl, server.authorization, "gone-grpc");
+        const { access, alarms } = await outcome("gone-grpc", from);
+        expect(alarms).toEqual([]);
+        expect(access).toHaveLength(1);
+        expect(access[0]).toMatchObject({ level: "info", status: 499, code: "canceled" });
+      },
+    );
 
     it("the service serves the next request as usual", async () => {
       const res = await fetch(`${server.baseUrl}/api/asor/v1/default/agentDefinition`, {

@@ -74,22 +74,25 @@ for (const db of testDatabases()) {
         data: any[];
       }>;
 
-    it("200 concurrent POSTs over 10 keys make exactly 10 instances, each with the content of one request", async () => {
-      const requests = Array.from({ length: 200 }, (_, i) =>
-        minimalDefinition({ name: `Key ${i % 10}`, description: `request ${i}` }),
-      );
-      const answers = await Promise.all(requests.map((def, i) => post(i, "keys", def)));
-      expect(answers.filter((a) => a.status !== 201)).toEqual([]);
-      const { total, data } = await listAll("keys");
-      expect(total).toBe(10);
-      for (const instance of data) {
-        const sent = requests.filter((r) => r.name === instance.name).map((r) => r.description);
-        expect(sent).toContain(instance.description);
-      }
-      // Every answer for a key names the one instance that holds it.
-      const idOf = new Map(data.map((d) => [d.name, d.id]));
-      for (const a of answers) expect(a.body.id).toBe(idOf.get(a.body.name));
-    });
+    it(
+      "200 concurrent POSTs over 10 keys make exactly 10 instances, each with the content of one " + "request",
+      async () => {
+        const requests = Array.from({ length: 200 }, (_, i) =>
+          minimalDefinition({ name: `Key ${i % 10}`, description: `request ${i}` }),
+        );
+        const answers = await Promise.all(requests.map((def, i) => post(i, "keys", def)));
+        expect(answers.filter((a) => a.status !== 201)).toEqual([]);
+        const { total, data } = await listAll("keys");
+        expect(total).toBe(10);
+        for (const instance of data) {
+          const sent = requests.filter((r) => r.name === instance.name).map((r) => r.description);
+          expect(sent).toContain(instance.description);
+        }
+        // Every answer for a key names the one instance that holds it.
+        const idOf = new Map(data.map((d) => [d.name, d.id]));
+        for (const a of answers) expect(a.body.id).toBe(idOf.get(a.body.name));
+      },
+    );
 
     it("two agents racing for one externalAgentID: exactly one wins, the other gets A3015", async () => {
       for (let round = 0; round < 10; round++) {

@@ -56,7 +56,8 @@ function logLines(child: ChildProcess): Record<string, unknown>[] {
 }
 
 describe("npm run start:deno", () => {
-  it("starts as a new user starts it, right after npm ci: through npm, nothing cached, no DATABASE_URL, serving the embedded database", async () => {
+  it("starts as a new user starts it, right after npm ci: through npm, nothing cached, no DATABASE_URL, serving " +
+    "the embedded database", async () => {
     const home = await mkdtemp(join(tmpdir(), "asor-deno-first-"));
     const dataDir = join(home, "data"); // not there yet: the service makes it
     // Its own process group, so the test can stop npm, its shell, the launcher and Deno together.
@@ -145,37 +146,53 @@ describe("npm run start:deno", () => {
       }
     });
 
-    it("serves reflection (buf curl without a schema), gRPC health, the probes, /metrics and /openapi.json without a token", async () => {
-      const { stdout } = await run(
-        "node",
-        ["scripts/buf.mjs", "curl", "--protocol", "grpc", "--http2-prior-knowledge", "--list-methods", server.baseUrl],
-        { cwd: ROOT },
-      );
-      expect(stdout).toContain("asor.v1.AgentDefinitionService/GetAgentDefinition");
-      const health = createClient(Health, createConnectTransport({ baseUrl: server.baseUrl, httpVersion: "2" }));
-      expect((await health.check(create(HealthCheckRequestSchema, {}))).status).toBe(
-        HealthCheckResponse_ServingStatus.SERVING,
-      );
-      for (const path of ["/healthz", "/readyz", "/metrics", "/openapi.json"])
-        expect((await fetch(`${server.baseUrl}${path}`)).status, path).toBe(200);
-      expect(await (await fetch(`${server.baseUrl}/metrics`)).text()).toMatch(/^asor_requests_total\{/m);
-    });
+    it(
+      "serves reflection (buf curl without a schema), gRPC health, the probes, /metrics and /openapi.json without " +
+        "a token",
+      async () => {
+        const { stdout } = await run(
+          "node",
+          [
+            "scripts/buf.mjs",
+            "curl",
+            "--protocol",
+            "grpc",
+            "--http2-prior-knowledge",
+            "--list-methods",
+            server.baseUrl,
+          ],
+          { cwd: ROOT },
+        );
+        expect(stdout).toContain("asor.v1.AgentDefinitionService/GetAgentDefinition");
+        const health = createClient(Health, createConnectTransport({ baseUrl: server.baseUrl, httpVersion: "2" }));
+        expect((await health.check(create(HealthCheckRequestSchema, {}))).status).toBe(
+          HealthCheckResponse_ServingStatus.SERVING,
+        );
+        for (const path of ["/healthz", "/readyz", "/metrics", "/openapi.json"])
+          expect((await fetch(`${server.baseUrl}${path}`)).status, path).toBe(200);
+        expect(await (await fetch(`${server.baseUrl}/metrics`)).text()).toMatch(/^asor_requests_total\{/m);
+      },
+    );
 
-    it("runs with network, environment, read access to the code and the data dir, write access to the data dir only", async () => {
-      // The launcher (node scripts/deno.mjs) runs Deno as its one child: read Deno's own command line.
-      const [denoPid] = (await readFile(`/proc/${server.child.pid}/task/${server.child.pid}/children`, "utf8"))
-        .trim()
-        .split(/\s+/);
-      const argv = (await readFile(`/proc/${denoPid}/cmdline`, "utf8")).split("\0").filter((arg) => arg !== "");
-      const flags = argv.filter((arg) => arg.startsWith("--allow") || arg === "-A");
-      expect(flags).toEqual([
-        "--allow-net",
-        "--allow-env",
-        `--allow-read=${["src", "gen", "node_modules"].map((dir) => join(ROOT, dir)).join(",")},${database.dataDir}`,
-        `--allow-write=${database.dataDir}`,
-      ]);
-      expect(argv.at(-1)).toBe(join(ROOT, "src/main/node.ts"));
-    });
+    it(
+      "runs with network, environment, read access to the code and the data dir, write access to the data dir " +
+        "only",
+      async () => {
+        // The launcher (node scripts/deno.mjs) runs Deno as its one child: read Deno's own command line.
+        const [denoPid] = (await readFile(`/proc/${server.child.pid}/task/${server.child.pid}/children`, "utf8"))
+          .trim()
+          .split(/\s+/);
+        const argv = (await readFile(`/proc/${denoPid}/cmdline`, "utf8")).split("\0").filter((arg) => arg !== "");
+        const flags = argv.filter((arg) => arg.startsWith("--allow") || arg === "-A");
+        expect(flags).toEqual([
+          "--allow-net",
+          "--allow-env",
+          `--allow-read=${["src", "gen", "node_modules"].map((dir) => join(ROOT, dir)).join(",")},${database.dataDir}`,
+          `--allow-write=${database.dataDir}`,
+        ]);
+        expect(argv.at(-1)).toBe(join(ROOT, "src/main/node.ts"));
+      },
+    );
   });
 
   it("shares one SQLite file with Node: each runtime reads what the other wrote, over REST and gRPC", async () => {

@@ -15,7 +15,10 @@ const SKILL_LISTS = ["tags", "inputModes", "outputModes"];
 const HOST_CONFIG_LISTS = ["hostResources"];
 const HOST_RESOURCE_LISTS = ["tools"];
 
-/** A definition whose every list, at every level, is sent empty (skills needs one item; that item's lists are empty). */
+/**
+ * A definition whose every list, at every level, is sent empty (skills needs one item; that item's lists are
+ * empty).
+ */
 const withEmptyLists = (name: string) =>
   minimalDefinition({
     name,
@@ -50,32 +53,35 @@ forEachDatabase((db) => {
       }
     });
 
-    it("carries every list member of the contract at every nesting level, also when the client left it out", async () => {
-      const def = minimalDefinition({
-        name: "Nested Lists Agent",
-        skills: [{ id: "s1", name: "Skill one", description: "The one thing" }],
-        hostConfig: [
-          {
-            skillId: "s1",
-            executionMode: { id: "Mode=Delegate" },
-            hostResources: [{ tool_name: "A tool", description: "Does it" }],
-          },
-        ],
-      });
-      const created = await post(def);
-      expect(created.status).toBe(201);
-      const { id } = await created.json();
-      const read = await (await get(id)).json();
-      for (const member of DEFINITION_LISTS) expect(read, member).toHaveProperty([member], expect.any(Array));
-      for (const member of SKILL_LISTS) expect(read.skills[0], member).toHaveProperty([member], []);
-      for (const member of HOST_CONFIG_LISTS)
-        expect(read.hostConfig[0], member).toHaveProperty([member], expect.any(Array));
-      for (const member of HOST_RESOURCE_LISTS)
-        expect(read.hostConfig[0].hostResources[0], member).toHaveProperty([member], []);
-      // Optional scalars keep their presence rules: never sent, never answered.
-      expect(read).not.toHaveProperty("overview");
-      expect(read).not.toHaveProperty("capabilities");
-    });
+    it(
+      "carries every list member of the contract at every nesting level, also when the client left it " + "out",
+      async () => {
+        const def = minimalDefinition({
+          name: "Nested Lists Agent",
+          skills: [{ id: "s1", name: "Skill one", description: "The one thing" }],
+          hostConfig: [
+            {
+              skillId: "s1",
+              executionMode: { id: "Mode=Delegate" },
+              hostResources: [{ tool_name: "A tool", description: "Does it" }],
+            },
+          ],
+        });
+        const created = await post(def);
+        expect(created.status).toBe(201);
+        const { id } = await created.json();
+        const read = await (await get(id)).json();
+        for (const member of DEFINITION_LISTS) expect(read, member).toHaveProperty([member], expect.any(Array));
+        for (const member of SKILL_LISTS) expect(read.skills[0], member).toHaveProperty([member], []);
+        for (const member of HOST_CONFIG_LISTS)
+          expect(read.hostConfig[0], member).toHaveProperty([member], expect.any(Array));
+        for (const member of HOST_RESOURCE_LISTS)
+          expect(read.hostConfig[0].hostResources[0], member).toHaveProperty([member], []);
+        // Optional scalars keep their presence rules: never sent, never answered.
+        expect(read).not.toHaveProperty("overview");
+        expect(read).not.toHaveProperty("capabilities");
+      },
+    );
 
     it("shows the empty lists in a page of definitions too", async () => {
       await post(withEmptyLists("Empty Lists In A Page"));
@@ -87,35 +93,39 @@ forEachDatabase((db) => {
       expect(item.skills[0].tags).toEqual([]);
     });
 
-    it("answers Connect JSON with the empty lists as sent, as REST does, which a Connect client reads as the empty lists sent", async () => {
-      const { id } = await (await post(withEmptyLists("Empty Lists Over Connect"))).json();
-      const res = await fetch(`${server().baseUrl}/asor.v1.AgentDefinitionService/GetAgentDefinition`, {
-        method: "POST",
-        headers: {
-          authorization: server().authorization,
-          "content-type": "application/json",
-          "connect-protocol-version": "1",
-        },
-        body: JSON.stringify({ id }),
-      });
-      expect(res.status).toBe(200);
-      // The stored JSON, as REST answers it (README, Decisions): a protobuf JSON parser reads `[]` as an empty list.
-      const body = await res.json();
-      expect(body.id).toBe(id);
-      expect(body.hostConfig).toEqual([]);
-      const client = createClient(
-        AgentDefinitionService,
-        createConnectTransport({
-          baseUrl: server().baseUrl,
-          httpVersion: "1.1",
-          useBinaryFormat: false,
-          interceptors: [withAuthorization(server().authorization)],
-        }),
-      );
-      const parsed = await client.getAgentDefinition({ id });
-      expect(parsed.id).toBe(id);
-      expect(parsed.hostConfig).toEqual([]);
-      expect(parsed.skills[0]?.tags).toEqual([]);
-    });
+    it(
+      "answers Connect JSON with the empty lists as sent, as REST does, which a Connect client reads as the empty " +
+        "lists sent",
+      async () => {
+        const { id } = await (await post(withEmptyLists("Empty Lists Over Connect"))).json();
+        const res = await fetch(`${server().baseUrl}/asor.v1.AgentDefinitionService/GetAgentDefinition`, {
+          method: "POST",
+          headers: {
+            authorization: server().authorization,
+            "content-type": "application/json",
+            "connect-protocol-version": "1",
+          },
+          body: JSON.stringify({ id }),
+        });
+        expect(res.status).toBe(200);
+        // The stored JSON, as REST answers it (README, Decisions): a protobuf JSON parser reads `[]` as an empty list.
+        const body = await res.json();
+        expect(body.id).toBe(id);
+        expect(body.hostConfig).toEqual([]);
+        const client = createClient(
+          AgentDefinitionService,
+          createConnectTransport({
+            baseUrl: server().baseUrl,
+            httpVersion: "1.1",
+            useBinaryFormat: false,
+            interceptors: [withAuthorization(server().authorization)],
+          }),
+        );
+        const parsed = await client.getAgentDefinition({ id });
+        expect(parsed.id).toBe(id);
+        expect(parsed.hostConfig).toEqual([]);
+        expect(parsed.skills[0]?.tags).toEqual([]);
+      },
+    );
   });
 });

@@ -18,7 +18,10 @@ import { useServer } from "../support/server.js";
 
 const PATH = "/api/asor/v1/default/agentDefinition";
 
-/** SQL that would do damage if it were ever spliced into a statement, and characters that mean something to LIKE, knex or drivers. */
+/**
+ * SQL that would do damage if it were ever spliced into a statement, and characters that mean something to
+ * LIKE, knex or drivers.
+ */
 const SQL_TEXTS = [
   "Robert'); DROP TABLE agent_definitions;--",
   "' OR '1'='1",
@@ -30,7 +33,10 @@ const SQL_TEXTS = [
   "back\\slash \\' \\\" \\n",
 ];
 
-/** Text that breaks naive handling of Unicode: 4-byte characters, joiners, bidi controls, combining marks, separators. */
+/**
+ * Text that breaks naive handling of Unicode: 4-byte characters, joiners, bidi controls, combining marks,
+ * separators.
+ */
 const UNICODE_TEXTS = [
   "Emoji 😀🚀🧪 and 4-byte 𝔘𝔫𝔦𝔠𝔬𝔡𝔢",
   "Family 👩‍👩‍👧‍👦 flag 🇳🇿 skin 👍🏽",
@@ -104,16 +110,19 @@ forEachDatabase((db) => {
       await roundTrip(everywhere(`sql ${SQL_TEXTS.indexOf(text)}`, text));
     });
 
-    it("change nothing in the database: every table is still there and the same key still updates in place", async () => {
-      const def = everywhere("sql again", SQL_TEXTS[0]!);
-      const first = await roundTrip(def);
-      const second = await roundTrip({ ...def, description: "second" });
-      expect(second.id).toBe(first.id);
-      const list = await (
-        await fetch(`${server().baseUrl}${PATH}?limit=100`, { headers: { authorization: server().authorization } })
-      ).json();
-      expect(list.total).toBeGreaterThanOrEqual(SQL_TEXTS.length + 1);
-    });
+    it(
+      "change nothing in the database: every table is still there and the same key still updates in " + "place",
+      async () => {
+        const def = everywhere("sql again", SQL_TEXTS[0]!);
+        const first = await roundTrip(def);
+        const second = await roundTrip({ ...def, description: "second" });
+        expect(second.id).toBe(first.id);
+        const list = await (
+          await fetch(`${server().baseUrl}${PATH}?limit=100`, { headers: { authorization: server().authorization } })
+        ).json();
+        expect(list.total).toBeGreaterThanOrEqual(SQL_TEXTS.length + 1);
+      },
+    );
 
     it("in a path id or a tenant are a 404 or a 400, never a match", async () => {
       const get = (path: string) =>
@@ -229,31 +238,35 @@ forEachDatabase((db) => {
       expect((await res.json()).errors).toEqual([expect.objectContaining({ code: "MALFORMED_JSON" })]);
     });
 
-    it("protobuf binary (Connect and gRPC): a string with invalid UTF-8 is INVALID_ARGUMENT with MALFORMED_PROTOBUF, not a 500, not stored with U+FFFD", async () => {
-      const request = create(UpsertAgentDefinitionRequestSchema, {
-        agentCardAndTools: fromJson(AgentDefinitionSchema, minimalDefinition({ name: "Binary XXXX" })),
-      });
-      const bytes = Buffer.from(toBinary(UpsertAgentDefinitionRequestSchema, request));
-      bytes.set([0xff, 0xfe, 0xc0, 0xaf], bytes.indexOf("XXXX"));
-      const res = await fetch(`${server().baseUrl}/${UPSERT_RPC}`, {
-        method: "POST",
-        headers: { ...headers("application/proto"), "connect-protocol-version": "1" },
-        body: bytes,
-      });
-      expect(res.status).toBe(400);
-      const body = await res.json();
-      expect(body.code).toBe("invalid_argument");
-      const detail = fromBinary(ValidationErrorSchema, Buffer.from(body.details[0].value, "base64"));
-      expect(detail.errors.map((e) => e.code)).toEqual(["MALFORMED_PROTOBUF"]);
+    it(
+      "protobuf binary (Connect and gRPC): a string with invalid UTF-8 is INVALID_ARGUMENT with " +
+        "MALFORMED_PROTOBUF, not a 500, not stored with U+FFFD",
+      async () => {
+        const request = create(UpsertAgentDefinitionRequestSchema, {
+          agentCardAndTools: fromJson(AgentDefinitionSchema, minimalDefinition({ name: "Binary XXXX" })),
+        });
+        const bytes = Buffer.from(toBinary(UpsertAgentDefinitionRequestSchema, request));
+        bytes.set([0xff, 0xfe, 0xc0, 0xaf], bytes.indexOf("XXXX"));
+        const res = await fetch(`${server().baseUrl}/${UPSERT_RPC}`, {
+          method: "POST",
+          headers: { ...headers("application/proto"), "connect-protocol-version": "1" },
+          body: bytes,
+        });
+        expect(res.status).toBe(400);
+        const body = await res.json();
+        expect(body.code).toBe("invalid_argument");
+        const detail = fromBinary(ValidationErrorSchema, Buffer.from(body.details[0].value, "base64"));
+        expect(detail.errors.map((e) => e.code)).toEqual(["MALFORMED_PROTOBUF"]);
 
-      const grpc = await rawGrpcCall(server().baseUrl, server().authorization, UPSERT_RPC, bytes);
-      expect(grpc?.code).toBe(Code.InvalidArgument);
-      expect(grpc?.findDetails(ValidationErrorSchema)[0]?.errors.map((e) => e.code)).toEqual(["MALFORMED_PROTOBUF"]);
-      const list = await (
-        await fetch(`${server().baseUrl}${PATH}?limit=100`, { headers: { authorization: server().authorization } })
-      ).json();
-      expect(list.data.map((d: any) => d.name).filter((n: string) => n.startsWith("Binary"))).toEqual([]);
-    });
+        const grpc = await rawGrpcCall(server().baseUrl, server().authorization, UPSERT_RPC, bytes);
+        expect(grpc?.code).toBe(Code.InvalidArgument);
+        expect(grpc?.findDetails(ValidationErrorSchema)[0]?.errors.map((e) => e.code)).toEqual(["MALFORMED_PROTOBUF"]);
+        const list = await (
+          await fetch(`${server().baseUrl}${PATH}?limit=100`, { headers: { authorization: server().authorization } })
+        ).json();
+        expect(list.data.map((d: any) => d.name).filter((n: string) => n.startsWith("Binary"))).toEqual([]);
+      },
+    );
 
     it.each([
       ["a lone high surrogate", "\\ud800"],

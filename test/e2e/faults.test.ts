@@ -31,7 +31,8 @@ if (!haveMariadb && process.env.CI === "true")
 /** What the database holds for a burst, and how it compares with what the clients were told. */
 async function reconcile(mariadb: MariadbInstance, prefix: string, outcomes: readonly WriteOutcome[]) {
   const rows = await mariadb.query<{ name: string; skills: number }[]>(
-    `SELECT name, JSON_LENGTH(document, '$.skills') AS skills FROM faults.agent_definitions WHERE name LIKE '${prefix} %'`,
+    `SELECT name, JSON_LENGTH(document, '$.skills') AS skills FROM faults.agent_definitions WHERE name LIKE ` +
+      `'${prefix} %'`,
   );
   const found = new Set(rows.map((r) => r.name));
   const acknowledged = new Set(outcomes.filter((o) => o.status === 201).map((o) => o.name));
@@ -122,7 +123,8 @@ describe.skipIf(!haveMariadb).each(RUNTIMES)(
       return { outcomes, acknowledged, found, inDoubt };
     };
 
-    it("killed during a burst of writes: requests fail fast with 503, the service recovers when it is back, and every 201 is stored", async () => {
+    it("killed during a burst of writes: requests fail fast with 503, the service recovers when it is back, and " +
+      "every 201 is stored", async () => {
       const { outcomes, acknowledged, found } = await burstThrough(
         "Killed",
         () => mariadb.kill(),
@@ -135,7 +137,8 @@ describe.skipIf(!haveMariadb).each(RUNTIMES)(
       expect(numbers.map((r) => Number(r.number))).toEqual(numbers.map((_, i) => i + 1));
     }, 120_000);
 
-    it(`stalled (SIGSTOP) during a burst of writes: every request ends within ${LONGEST_MS} ms, the service recovers, and every 201 is stored`, async () => {
+    it(`stalled (SIGSTOP) during a burst of writes: every request ends within ${LONGEST_MS} ms, the service ` +
+      `recovers, and every 201 is stored`, async () => {
       const { outcomes } = await burstThrough(
         "Stalled",
         () => mariadb.pause(),
@@ -146,7 +149,8 @@ describe.skipIf(!haveMariadb).each(RUNTIMES)(
       expect(numbers.map((r) => Number(r.number))).toEqual(numbers.map((_, i) => i + 1));
     }, 120_000);
 
-    it("a write hung at COMMIT is OUTCOME_UNKNOWN (the database may still commit it); hung before COMMIT it is UNAVAILABLE and rolled back", async () => {
+    it("a write hung at COMMIT is OUTCOME_UNKNOWN (the database may still commit it); hung before COMMIT it is " +
+      "UNAVAILABLE and rolled back", async () => {
       await mariadb.query("CREATE DATABASE doubt CHARACTER SET utf8mb4");
       const repo = await createSqlRepository({ databaseUrl: mariadb.url("doubt"), dataDir, timeoutMillis: 1000 });
       const agents = async (name: string) =>
@@ -218,7 +222,8 @@ describe.each(RUNTIMES)("slow and stalled clients, on sqlite, under %s", (runtim
     HTTP2_IDLE_TIMEOUT_MS: String(IDLE_MS),
   });
 
-  it("slowloris headers, never-ending bodies and silent connections are cut off after their timeouts while others are served at once", async () => {
+  it("slowloris headers, never-ending bodies and silent connections are cut off after their timeouts while others " +
+    "are served at once", async () => {
     const { port, authorization } = server();
     const open = (): Promise<Socket> =>
       new Promise((resolve) => {
@@ -240,7 +245,8 @@ describe.each(RUNTIMES)("slow and stalled clients, on sqlite, under %s", (runtim
       let answer = "";
       socket.on("data", (chunk) => (answer += chunk.toString()));
       socket.write(
-        `POST ${PATH} HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{`,
+        `POST ${PATH} HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\nContent-Type: ` +
+          `application/json\r\nContent-Length: 100000\r\n\r\n{`,
       );
       timers.push(setInterval(() => socket.writable && socket.write(" "), 200));
       return () => answer;
@@ -305,59 +311,64 @@ forEachRuntimeAndDatabase((db, runtime) => {
   describe("clients that disconnect mid-request", () => {
     const server = useServerUnder(runtime, db);
 
-    it("leave nothing half-written: each stored definition is whole, and none whose body was cut off is stored", async () => {
-      const { port, authorization } = server();
-      const sent = new Map<string, Record<string, any>>();
-      const cutOff = new Set<string>();
-      await Promise.all(
-        Array.from({ length: 60 }, async (_, i) => {
-          const def = minimalDefinition({
-            name: `Cut ${i}`,
-            skills: Array.from({ length: 20 }, (_, s) => ({
-              id: `s${s}`,
-              name: `Skill ${s}`,
-              description: "x".repeat(200),
-            })),
-          });
-          const body = Buffer.from(JSON.stringify(def));
-          const head = `POST ${PATH} HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`;
-          const socket = connect(port, "127.0.0.1");
-          socket.on("error", () => undefined);
-          await new Promise((resolve) => socket.once("connect", resolve));
-          if (i % 3 === 0) {
-            // Gone halfway through the body.
-            socket.write(head);
-            socket.write(body.subarray(0, Math.floor((body.length * (i + 1)) / 61)));
-            cutOff.add(def.name);
-          } else {
-            // Gone right after the whole request, while the write may be running.
-            socket.write(head);
-            socket.write(body);
-            sent.set(def.name, def);
-            await new Promise((resolve) => setTimeout(resolve, i % 3 === 1 ? 0 : i % 7));
-          }
-          socket.destroy();
-        }),
-      );
-      // Let the writes of departed clients finish.
-      await new Promise((resolve) => setTimeout(resolve, 1000));
-      const stored: any[] = [];
-      for (let offset = 0; ; offset += 100) {
-        const page = await (
-          await fetch(`${server().baseUrl}${PATH}?limit=100&offset=${offset}`, { headers: { authorization } })
-        ).json();
-        stored.push(...page.data);
-        if (page.data.length < 100) break;
-      }
-      const cut = stored.filter((d) => d.name.startsWith("Cut "));
-      expect(cut.filter((d) => cutOff.has(d.name))).toEqual([]);
-      for (const d of cut) expect(withoutReadOnly(d)).toEqual(sent.get(d.name));
-      const after = await fetch(`${server().baseUrl}${PATH}`, {
-        method: "POST",
-        headers: { authorization, "content-type": "application/json" },
-        body: JSON.stringify(minimalDefinition({ name: "After Cuts" })),
-      });
-      expect(after.status).toBe(201);
-    });
+    it(
+      "leave nothing half-written: each stored definition is whole, and none whose body was cut off is " + "stored",
+      async () => {
+        const { port, authorization } = server();
+        const sent = new Map<string, Record<string, any>>();
+        const cutOff = new Set<string>();
+        await Promise.all(
+          Array.from({ length: 60 }, async (_, i) => {
+            const def = minimalDefinition({
+              name: `Cut ${i}`,
+              skills: Array.from({ length: 20 }, (_, s) => ({
+                id: `s${s}`,
+                name: `Skill ${s}`,
+                description: "x".repeat(200),
+              })),
+            });
+            const body = Buffer.from(JSON.stringify(def));
+            const head =
+              `POST ${PATH} HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\nContent-Type: ` +
+              `application/json\r\nContent-Length: ${body.length}\r\n\r\n`;
+            const socket = connect(port, "127.0.0.1");
+            socket.on("error", () => undefined);
+            await new Promise((resolve) => socket.once("connect", resolve));
+            if (i % 3 === 0) {
+              // Gone halfway through the body.
+              socket.write(head);
+              socket.write(body.subarray(0, Math.floor((body.length * (i + 1)) / 61)));
+              cutOff.add(def.name);
+            } else {
+              // Gone right after the whole request, while the write may be running.
+              socket.write(head);
+              socket.write(body);
+              sent.set(def.name, def);
+              await new Promise((resolve) => setTimeout(resolve, i % 3 === 1 ? 0 : i % 7));
+            }
+            socket.destroy();
+          }),
+        );
+        // Let the writes of departed clients finish.
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        const stored: any[] = [];
+        for (let offset = 0; ; offset += 100) {
+          const page = await (
+            await fetch(`${server().baseUrl}${PATH}?limit=100&offset=${offset}`, { headers: { authorization } })
+          ).json();
+          stored.push(...page.data);
+          if (page.data.length < 100) break;
+        }
+        const cut = stored.filter((d) => d.name.startsWith("Cut "));
+        expect(cut.filter((d) => cutOff.has(d.name))).toEqual([]);
+        for (const d of cut) expect(withoutReadOnly(d)).toEqual(sent.get(d.name));
+        const after = await fetch(`${server().baseUrl}${PATH}`, {
+          method: "POST",
+          headers: { authorization, "content-type": "application/json" },
+          body: JSON.stringify(minimalDefinition({ name: "After Cuts" })),
+        });
+        expect(after.status).toBe(201);
+      },
+    );
   });
 });

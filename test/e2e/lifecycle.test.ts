@@ -201,17 +201,20 @@ forEachDatabase((db) => {
       expect((await get(created.id)).body).toEqual(updated.body);
     });
 
-    it("with a current If-Match writes; with a stale one answers 412 PRECONDITION_FAILED and writes nothing", async () => {
-      const created = (await post(fresh())).body;
-      const ok = await put(created.id, { ...created, description: "One" }, { "if-match": created.meta.etag });
-      expect(ok.status).toBe(200);
-      const stale = await put(created.id, { ...created, description: "Two" }, { "if-match": created.meta.etag });
-      expect(stale.status).toBe(412);
-      expect(stale.body.errors).toEqual([expect.objectContaining({ code: "PRECONDITION_FAILED", field: "etag" })]);
-      const read = (await get(created.id)).body;
-      expect(read.description).toBe("One");
-      expect(read.meta.revision).toBe(2);
-    });
+    it(
+      "with a current If-Match writes; with a stale one answers 412 PRECONDITION_FAILED and writes " + "nothing",
+      async () => {
+        const created = (await post(fresh())).body;
+        const ok = await put(created.id, { ...created, description: "One" }, { "if-match": created.meta.etag });
+        expect(ok.status).toBe(200);
+        const stale = await put(created.id, { ...created, description: "Two" }, { "if-match": created.meta.etag });
+        expect(stale.status).toBe(412);
+        expect(stale.body.errors).toEqual([expect.objectContaining({ code: "PRECONDITION_FAILED", field: "etag" })]);
+        const read = (await get(created.id)).body;
+        expect(read.description).toBe("One");
+        expect(read.meta.revision).toBe(2);
+      },
+    );
 
     it("lets exactly one of two racing PUTs with the same If-Match win", async () => {
       const created = (await post(fresh())).body;
@@ -313,40 +316,48 @@ forEachDatabase((db) => {
   });
 
   describe("strict conditions", () => {
-    it("answers 400 to a present but empty If-Match on POST, PUT and PATCH (a client's unset variable), and writes nothing", async () => {
-      const created = (await post(fresh())).body;
-      for (const empty of ["", " ", " , "]) {
-        const answers = [
-          await post({ ...created, description: "Unconditional?" }, { "if-match": empty }),
-          await put(created.id, { ...created, description: "Unconditional?" }, { "if-match": empty }),
-          await patch(created.id, { status: "DEPRECATED" }, { "if-match": empty }),
-        ];
-        for (const answer of answers) {
-          expect(answer.status, answer.text).toBe(400);
-          expect(answer.body.errors).toEqual([expect.objectContaining({ code: "INVALID_VALUE", field: "If-Match" })]);
+    it(
+      "answers 400 to a present but empty If-Match on POST, PUT and PATCH (a client's unset variable), and writes " +
+        "nothing",
+      async () => {
+        const created = (await post(fresh())).body;
+        for (const empty of ["", " ", " , "]) {
+          const answers = [
+            await post({ ...created, description: "Unconditional?" }, { "if-match": empty }),
+            await put(created.id, { ...created, description: "Unconditional?" }, { "if-match": empty }),
+            await patch(created.id, { status: "DEPRECATED" }, { "if-match": empty }),
+          ];
+          for (const answer of answers) {
+            expect(answer.status, answer.text).toBe(400);
+            expect(answer.body.errors).toEqual([expect.objectContaining({ code: "INVALID_VALUE", field: "If-Match" })]);
+          }
         }
-      }
-      expect((await get(created.id)).body.meta.etag).toBe(created.meta.etag);
-    });
+        expect((await get(created.id)).body.meta.etag).toBe(created.meta.etag);
+      },
+    );
 
-    it("answers 400 to If-None-Match on PUT and PATCH, * or a tag, as on a POST with anything but *, and writes nothing", async () => {
-      const created = (await post(fresh())).body;
-      for (const value of ["*", created.meta.etag]) {
-        for (const answer of [
-          await put(created.id, { ...created, description: "Changed" }, { "if-none-match": value }),
-          await patch(created.id, { status: "DEPRECATED" }, { "if-none-match": value }),
-        ]) {
-          expect(answer.status, answer.text).toBe(400);
-          expect(answer.body.errors).toEqual([
-            expect.objectContaining({ code: "INVALID_VALUE", field: "If-None-Match" }),
-          ]);
+    it(
+      "answers 400 to If-None-Match on PUT and PATCH, * or a tag, as on a POST with anything but *, and writes " +
+        "nothing",
+      async () => {
+        const created = (await post(fresh())).body;
+        for (const value of ["*", created.meta.etag]) {
+          for (const answer of [
+            await put(created.id, { ...created, description: "Changed" }, { "if-none-match": value }),
+            await patch(created.id, { status: "DEPRECATED" }, { "if-none-match": value }),
+          ]) {
+            expect(answer.status, answer.text).toBe(400);
+            expect(answer.body.errors).toEqual([
+              expect.objectContaining({ code: "INVALID_VALUE", field: "If-None-Match" }),
+            ]);
+          }
         }
-      }
-      expect((await post({ ...created, description: "Changed" }, { "if-none-match": created.meta.etag })).status).toBe(
-        400,
-      );
-      expect((await get(created.id)).body.meta.etag).toBe(created.meta.etag);
-    });
+        expect(
+          (await post({ ...created, description: "Changed" }, { "if-none-match": created.meta.etag })).status,
+        ).toBe(400);
+        expect((await get(created.id)).body.meta.etag).toBe(created.meta.etag);
+      },
+    );
 
     it("still reads a GET's If-None-Match for 304 and ignores its If-Match", async () => {
       const created = (await post(fresh())).body;
@@ -364,29 +375,32 @@ forEachDatabase((db) => {
       return [v1, v2, v3] as const;
     };
 
-    it("PATCH by id sets one version's status and message, raising its revision; answers it with its ETag", async () => {
-      const created = (await post(fresh())).body;
-      const set = await patch(created.id, { status: "DEPRECATED", statusMessage: "Use v2" });
-      expect(set.status).toBe(200);
-      expect(set.body.id).toBe(created.id);
-      expect(set.body.meta).toMatchObject({
-        status: "DEPRECATED",
-        statusMessage: "Use v2",
-        revision: 2,
-        latest: true,
-        createdAt: created.meta.createdAt,
-      });
-      expect(Date.parse(set.body.meta.statusChangedAt)).toBeGreaterThanOrEqual(
-        Date.parse(created.meta.statusChangedAt),
-      );
-      expect(set.body.meta.updatedAt).toBe(set.body.meta.statusChangedAt);
-      expect(set.headers.get("etag")).toBe(`"${created.id}-2"`);
-      // Deprecated versions stay listed; a later change without a message drops the old one.
-      expect(await listedIds()).toContain(created.id);
-      const back = await patch(created.id, { status: "ACTIVE" });
-      expect(back.body.meta).toMatchObject({ status: "ACTIVE", revision: 3 });
-      expect(back.body.meta.statusMessage).toBeUndefined();
-    });
+    it(
+      "PATCH by id sets one version's status and message, raising its revision; answers it with its " + "ETag",
+      async () => {
+        const created = (await post(fresh())).body;
+        const set = await patch(created.id, { status: "DEPRECATED", statusMessage: "Use v2" });
+        expect(set.status).toBe(200);
+        expect(set.body.id).toBe(created.id);
+        expect(set.body.meta).toMatchObject({
+          status: "DEPRECATED",
+          statusMessage: "Use v2",
+          revision: 2,
+          latest: true,
+          createdAt: created.meta.createdAt,
+        });
+        expect(Date.parse(set.body.meta.statusChangedAt)).toBeGreaterThanOrEqual(
+          Date.parse(created.meta.statusChangedAt),
+        );
+        expect(set.body.meta.updatedAt).toBe(set.body.meta.statusChangedAt);
+        expect(set.headers.get("etag")).toBe(`"${created.id}-2"`);
+        // Deprecated versions stay listed; a later change without a message drops the old one.
+        expect(await listedIds()).toContain(created.id);
+        const back = await patch(created.id, { status: "ACTIVE" });
+        expect(back.body.meta).toMatchObject({ status: "ACTIVE", revision: 3 });
+        expect(back.body.meta.statusMessage).toBeUndefined();
+      },
+    );
 
     it("PATCH with a stale If-Match answers 412 and sets nothing", async () => {
       const created = (await post(fresh())).body;
@@ -419,66 +433,81 @@ forEachDatabase((db) => {
       ]);
     });
 
-    it("PATCH by Agent_ID= sets every version in one go and answers {total, data}; the reference then names the newest of all", async () => {
-      const [v1, v2, v3] = await agentOfThree();
-      const set = await patch(v1.reference_id, { status: "DEACTIVATED", statusMessage: "Retired" });
-      expect(set.status).toBe(200);
-      expect(set.headers.get("etag")).toBeNull();
-      expect(set.body.total).toBe(3);
-      expect(
-        set.body.data.map((d: any) => [d.id, d.meta.status, d.meta.statusMessage, d.meta.revision, d.meta.latest]),
-      ).toEqual([
-        [v3.id, "DEACTIVATED", "Retired", 2, false],
-        [v2.id, "DEACTIVATED", "Retired", 2, false],
-        [v1.id, "DEACTIVATED", "Retired", 2, false],
-      ]);
-      const listed = await listedIds();
-      for (const v of [v1, v2, v3]) expect(listed).not.toContain(v.id);
-      const byReference = await get(v1.reference_id);
-      expect(byReference.body.id).toBe(v3.id);
-      expect(byReference.body.meta.status).toBe("DEACTIVATED");
-      // Reactivating the oldest makes it the one the reference names.
-      await patch(v1.id, { status: "ACTIVE" });
-      const after = await get(v1.reference_id);
-      expect(after.body.id).toBe(v1.id);
-      expect(after.body.meta).toMatchObject({ status: "ACTIVE", latest: true, revision: 3 });
-    });
+    it(
+      "PATCH by Agent_ID= sets every version in one go and answers {total, data}; the reference then names the " +
+        "newest of all",
+      async () => {
+        const [v1, v2, v3] = await agentOfThree();
+        const set = await patch(v1.reference_id, { status: "DEACTIVATED", statusMessage: "Retired" });
+        expect(set.status).toBe(200);
+        expect(set.headers.get("etag")).toBeNull();
+        expect(set.body.total).toBe(3);
+        expect(
+          set.body.data.map((d: any) => [d.id, d.meta.status, d.meta.statusMessage, d.meta.revision, d.meta.latest]),
+        ).toEqual([
+          [v3.id, "DEACTIVATED", "Retired", 2, false],
+          [v2.id, "DEACTIVATED", "Retired", 2, false],
+          [v1.id, "DEACTIVATED", "Retired", 2, false],
+        ]);
+        const listed = await listedIds();
+        for (const v of [v1, v2, v3]) expect(listed).not.toContain(v.id);
+        const byReference = await get(v1.reference_id);
+        expect(byReference.body.id).toBe(v3.id);
+        expect(byReference.body.meta.status).toBe("DEACTIVATED");
+        // Reactivating the oldest makes it the one the reference names.
+        await patch(v1.id, { status: "ACTIVE" });
+        const after = await get(v1.reference_id);
+        expect(after.body.id).toBe(v1.id);
+        expect(after.body.meta).toMatchObject({ status: "ACTIVE", latest: true, revision: 3 });
+      },
+    );
 
-    it("a POST to a deactivated version's key updates its content and keeps its status; a new version becomes latest", async () => {
-      const [v1, v2] = await agentOfThree();
-      await patch(v1.reference_id, { status: "DEACTIVATED" });
-      const updated = await post({ ...v2, description: "Patched while off" });
-      expect(updated.status).toBe(201);
-      expect(updated.body.id).toBe(v2.id);
-      expect(updated.body.meta).toMatchObject({ status: "DEACTIVATED", revision: 3, latest: false });
-      expect(await listedIds()).not.toContain(v2.id);
-      const v4 = (await post({ ...v1, id: v1.reference_id, version: "4" })).body;
-      expect(v4.meta).toMatchObject({ status: "ACTIVE", latest: true });
-      expect((await get(v1.reference_id)).body.id).toBe(v4.id);
-    });
+    it(
+      "a POST to a deactivated version's key updates its content and keeps its status; a new version becomes " +
+        "latest",
+      async () => {
+        const [v1, v2] = await agentOfThree();
+        await patch(v1.reference_id, { status: "DEACTIVATED" });
+        const updated = await post({ ...v2, description: "Patched while off" });
+        expect(updated.status).toBe(201);
+        expect(updated.body.id).toBe(v2.id);
+        expect(updated.body.meta).toMatchObject({ status: "DEACTIVATED", revision: 3, latest: false });
+        expect(await listedIds()).not.toContain(v2.id);
+        const v4 = (await post({ ...v1, id: v1.reference_id, version: "4" })).body;
+        expect(v4.meta).toMatchObject({ status: "ACTIVE", latest: true });
+        expect((await get(v1.reference_id)).body.id).toBe(v4.id);
+      },
+    );
 
     describe("deactivation is a control: Development cannot undo it", () => {
       const DEVELOPMENT = ["Development"];
       const SETUP = ["Setup: Agents"];
 
-      it("refuses a new version of an agent whose versions are all DEACTIVATED (by name and by id) to Development, 403 AGENT_DEACTIVATED; Setup: Agents may", async () => {
-        const [v1] = await agentOfThree();
-        await patch(v1.reference_id, { status: "DEACTIVATED" });
-        const byName = await call("POST", "", { body: { ...v1, id: undefined, version: "4" }, domains: DEVELOPMENT });
-        expect(byName.status).toBe(403);
-        expect(byName.body).toMatchObject({ errors: [expect.objectContaining({ code: "AGENT_DEACTIVATED" })] });
-        const byReference = await call("POST", "", {
-          body: { ...v1, id: v1.reference_id, version: "4" },
-          domains: DEVELOPMENT,
-        });
-        expect(byReference.status).toBe(403);
-        // Nothing was written: the agent is still off, its card still withdrawn.
-        expect((await get(v1.reference_id)).body.meta).toMatchObject({ status: "DEACTIVATED", latest: false });
-        expect((await call("GET", `/${encodeURIComponent(v1.reference_id)}/versions`)).body.total).toBe(3);
-        const revived = await call("POST", "", { body: { ...v1, id: v1.reference_id, version: "4" }, domains: SETUP });
-        expect(revived.status).toBe(201);
-        expect(revived.body.meta).toMatchObject({ status: "ACTIVE", latest: true });
-      });
+      it(
+        "refuses a new version of an agent whose versions are all DEACTIVATED (by name and by id) to Development, " +
+          "403 AGENT_DEACTIVATED; Setup: Agents may",
+        async () => {
+          const [v1] = await agentOfThree();
+          await patch(v1.reference_id, { status: "DEACTIVATED" });
+          const byName = await call("POST", "", { body: { ...v1, id: undefined, version: "4" }, domains: DEVELOPMENT });
+          expect(byName.status).toBe(403);
+          expect(byName.body).toMatchObject({ errors: [expect.objectContaining({ code: "AGENT_DEACTIVATED" })] });
+          const byReference = await call("POST", "", {
+            body: { ...v1, id: v1.reference_id, version: "4" },
+            domains: DEVELOPMENT,
+          });
+          expect(byReference.status).toBe(403);
+          // Nothing was written: the agent is still off, its card still withdrawn.
+          expect((await get(v1.reference_id)).body.meta).toMatchObject({ status: "DEACTIVATED", latest: false });
+          expect((await call("GET", `/${encodeURIComponent(v1.reference_id)}/versions`)).body.total).toBe(3);
+          const revived = await call("POST", "", {
+            body: { ...v1, id: v1.reference_id, version: "4" },
+            domains: SETUP,
+          });
+          expect(revived.status).toBe(201);
+          expect(revived.body.meta).toMatchObject({ status: "ACTIVE", latest: true });
+        },
+      );
 
       it("admits Development's new version while one version of the agent is not DEACTIVATED", async () => {
         const [v1, , v3] = await agentOfThree();
@@ -490,26 +519,30 @@ forEachDatabase((db) => {
         expect(added.status).toBe(201);
       });
 
-      it("refuses Development a PUT or a POST to the key of a DEACTIVATED version, and writes nothing; Setup: Agents may", async () => {
-        const [v1, v2] = await agentOfThree();
-        const off = (await patch(v2.id, { status: "DEACTIVATED" })).body;
-        const put = await call("PUT", `/${v2.id}`, {
-          body: { ...v2, description: "Sneaked in" },
-          domains: DEVELOPMENT,
-        });
-        expect(put.status).toBe(403);
-        expect(put.body).toMatchObject({ errors: [expect.objectContaining({ code: "AGENT_DEACTIVATED" })] });
-        const posted = await call("POST", "", { body: { ...v2, description: "Sneaked in" }, domains: DEVELOPMENT });
-        expect(posted.status).toBe(403);
-        expect((await get(v2.id)).body.meta.etag).toBe(off.meta.etag);
-        // An ACTIVE version of the same agent stays Development's to change.
-        expect(
-          (await call("PUT", `/${v1.id}`, { body: { ...v1, description: "Fine" }, domains: DEVELOPMENT })).status,
-        ).toBe(200);
-        const setup = await call("PUT", `/${v2.id}`, { body: { ...v2, description: "By Setup" }, domains: SETUP });
-        expect(setup.status).toBe(200);
-        expect(setup.body).toMatchObject({ description: "By Setup", meta: { status: "DEACTIVATED" } });
-      });
+      it(
+        "refuses Development a PUT or a POST to the key of a DEACTIVATED version, and writes nothing; Setup: " +
+          "Agents may",
+        async () => {
+          const [v1, v2] = await agentOfThree();
+          const off = (await patch(v2.id, { status: "DEACTIVATED" })).body;
+          const put = await call("PUT", `/${v2.id}`, {
+            body: { ...v2, description: "Sneaked in" },
+            domains: DEVELOPMENT,
+          });
+          expect(put.status).toBe(403);
+          expect(put.body).toMatchObject({ errors: [expect.objectContaining({ code: "AGENT_DEACTIVATED" })] });
+          const posted = await call("POST", "", { body: { ...v2, description: "Sneaked in" }, domains: DEVELOPMENT });
+          expect(posted.status).toBe(403);
+          expect((await get(v2.id)).body.meta.etag).toBe(off.meta.etag);
+          // An ACTIVE version of the same agent stays Development's to change.
+          expect(
+            (await call("PUT", `/${v1.id}`, { body: { ...v1, description: "Fine" }, domains: DEVELOPMENT })).status,
+          ).toBe(200);
+          const setup = await call("PUT", `/${v2.id}`, { body: { ...v2, description: "By Setup" }, domains: SETUP });
+          expect(setup.status).toBe(200);
+          expect(setup.body).toMatchObject({ description: "By Setup", meta: { status: "DEACTIVATED" } });
+        },
+      );
     });
 
     it("needs Setup: Agents; Development alone is refused", async () => {

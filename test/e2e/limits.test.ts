@@ -110,34 +110,40 @@ forEachRuntimeAndDatabase((db, runtime) => {
       );
     });
 
-    it("the whole upsert key and externalAgentID at their limits at once fit the database's unique indexes", async () => {
-      const def = fullDefinition("key");
-      Object.assign(def, {
-        name: WIDE.repeat(255),
-        version: WIDE.repeat(128),
-        externalAgentID: `${WIDE.repeat(254)}k`,
-      });
-      def.provider.id = `Provider=${WIDE.repeat(246)}`;
-      const first = await post(def);
-      expect(first.status).toBe(201);
-      // The same key again is an update of the same instance: the index compared all of it.
-      const again = await post({ ...def, description: "updated" });
-      expect(again.status).toBe(201);
-      expect((await again.json()).id).toBe((await first.json()).id);
-    });
+    it(
+      "the whole upsert key and externalAgentID at their limits at once fit the database's unique " + "indexes",
+      async () => {
+        const def = fullDefinition("key");
+        Object.assign(def, {
+          name: WIDE.repeat(255),
+          version: WIDE.repeat(128),
+          externalAgentID: `${WIDE.repeat(254)}k`,
+        });
+        def.provider.id = `Provider=${WIDE.repeat(246)}`;
+        const first = await post(def);
+        expect(first.status).toBe(201);
+        // The same key again is an update of the same instance: the index compared all of it.
+        const again = await post({ ...def, description: "updated" });
+        expect(again.status).toBe(201);
+        expect((await again.json()).id).toBe((await first.json()).id);
+      },
+    );
 
-    it("a definition id of 255 characters gets past the length check (it names no agent); 256 is TOO_LONG", async () => {
-      await expectRefused(
-        await post(minimalDefinition({ name: "Id Limit", id: "x".repeat(255) })),
-        "UNKNOWN_AGENT",
-        "id",
-      );
-      await expectRefused(await post(minimalDefinition({ name: "Id Limit", id: "x".repeat(256) })), "TOO_LONG", "id");
-      const get = (id: string) =>
-        fetch(`${server().baseUrl}${PATH}/${id}`, { headers: { authorization: server().authorization } });
-      expect((await get("x".repeat(255))).status).toBe(404);
-      await expectRefused(await get("x".repeat(256)), "TOO_LONG", "id");
-    });
+    it(
+      "a definition id of 255 characters gets past the length check (it names no agent); 256 is " + "TOO_LONG",
+      async () => {
+        await expectRefused(
+          await post(minimalDefinition({ name: "Id Limit", id: "x".repeat(255) })),
+          "UNKNOWN_AGENT",
+          "id",
+        );
+        await expectRefused(await post(minimalDefinition({ name: "Id Limit", id: "x".repeat(256) })), "TOO_LONG", "id");
+        const get = (id: string) =>
+          fetch(`${server().baseUrl}${PATH}/${id}`, { headers: { authorization: server().authorization } });
+        expect((await get("x".repeat(255))).status).toBe(404);
+        await expectRefused(await get("x".repeat(256)), "TOO_LONG", "id");
+      },
+    );
   });
 
   describe("counts", () => {
@@ -180,19 +186,25 @@ forEachRuntimeAndDatabase((db, runtime) => {
   });
 
   describe("JSON structure", () => {
-    /** A valid definition with an unknown member `x` holding `depth - 1` nested arrays, so the body nests `depth` deep. */
+    /**
+     * A valid definition with an unknown member `x` holding `depth - 1` nested arrays, so the body nests
+     * `depth` deep.
+     */
     const nested = (depth: number) =>
       JSON.stringify(minimalDefinition({ name: "Deep" })).replace(
         /}$/,
         `,"x":${"[".repeat(depth - 1)}${"]".repeat(depth - 1)}}`,
       );
 
-    it(`nesting ${MAX_JSON_DEPTH} deep is parsed (then refused for its unknown member); one deeper is TOO_DEEP`, async () => {
-      const parsed = await expectRefused(await post(nested(MAX_JSON_DEPTH)), "UNKNOWN_FIELD", "x");
-      expect(parsed.errors.map((e: any) => e.code)).not.toContain("TOO_DEEP");
-      const body = await expectRefused(await post(nested(MAX_JSON_DEPTH + 1)), "TOO_DEEP");
-      expect(body.errors[0].path).toBe(`x${"[0]".repeat(MAX_JSON_DEPTH - 1)}`);
-    });
+    it(
+      `nesting ${MAX_JSON_DEPTH} deep is parsed (then refused for its unknown member); one deeper is ` + `TOO_DEEP`,
+      async () => {
+        const parsed = await expectRefused(await post(nested(MAX_JSON_DEPTH)), "UNKNOWN_FIELD", "x");
+        expect(parsed.errors.map((e: any) => e.code)).not.toContain("TOO_DEEP");
+        const body = await expectRefused(await post(nested(MAX_JSON_DEPTH + 1)), "TOO_DEEP");
+        expect(body.errors[0].path).toBe(`x${"[0]".repeat(MAX_JSON_DEPTH - 1)}`);
+      },
+    );
 
     it("a body nested a million deep is refused as TOO_DEEP at once, and the service carries on", async () => {
       const started = Date.now();
@@ -223,25 +235,29 @@ forEachRuntimeAndDatabase((db, runtime) => {
       expect(res.status).toBe(201);
     });
 
-    it("Connect JSON refuses duplicate members and excessive nesting with the same codes, paths relative to the definition", async () => {
-      const rpc = (body: string) => postConnectJson(server().baseUrl, server().authorization, UPSERT_RPC, body);
-      const def = JSON.stringify(minimalDefinition({ name: "Connect Twice" }));
-      const twice = await rpc(`{"agentCardAndTools":${def.replace(/}$/, ',"name":"again"}')}}`);
-      expect(twice.status).toBe(400);
-      expect(twice.body.code).toBe("invalid_argument");
-      expect(twice.validation?.errors).toEqual([
-        expect.objectContaining({ code: "DUPLICATE_KEY", path: "name", field: "name" }),
-      ]);
+    it(
+      "Connect JSON refuses duplicate members and excessive nesting with the same codes, paths relative to the " +
+        "definition",
+      async () => {
+        const rpc = (body: string) => postConnectJson(server().baseUrl, server().authorization, UPSERT_RPC, body);
+        const def = JSON.stringify(minimalDefinition({ name: "Connect Twice" }));
+        const twice = await rpc(`{"agentCardAndTools":${def.replace(/}$/, ',"name":"again"}')}}`);
+        expect(twice.status).toBe(400);
+        expect(twice.body.code).toBe("invalid_argument");
+        expect(twice.validation?.errors).toEqual([
+          expect.objectContaining({ code: "DUPLICATE_KEY", path: "name", field: "name" }),
+        ]);
 
-      const deep = (depth: number) =>
-        `{"agentCardAndTools":${def.replace(/}$/, `,"x":${"[".repeat(depth - 2)}${"]".repeat(depth - 2)}}`)}}`;
-      const atLimit = await rpc(deep(MAX_JSON_DEPTH));
-      expect(atLimit.validation?.errors).toEqual([expect.objectContaining({ code: "UNKNOWN_FIELD", path: "x" })]);
-      const over = await rpc(deep(MAX_JSON_DEPTH + 1));
-      expect(over.status).toBe(400);
-      expect(over.validation?.errors).toEqual([expect.objectContaining({ code: "TOO_DEEP" })]);
-      expect((await rpc(`{"agentCardAndTools":${def}}`)).status).toBe(200);
-    });
+        const deep = (depth: number) =>
+          `{"agentCardAndTools":${def.replace(/}$/, `,"x":${"[".repeat(depth - 2)}${"]".repeat(depth - 2)}}`)}}`;
+        const atLimit = await rpc(deep(MAX_JSON_DEPTH));
+        expect(atLimit.validation?.errors).toEqual([expect.objectContaining({ code: "UNKNOWN_FIELD", path: "x" })]);
+        const over = await rpc(deep(MAX_JSON_DEPTH + 1));
+        expect(over.status).toBe(400);
+        expect(over.validation?.errors).toEqual([expect.objectContaining({ code: "TOO_DEEP" })]);
+        expect((await rpc(`{"agentCardAndTools":${def}}`)).status).toBe(200);
+      },
+    );
 
     it("a Connect GET whose JSON message names a member twice is DUPLICATE_KEY too", async () => {
       const message = encodeURIComponent('{"id":"0123456789abcdef0123456789abcdef","id":"Agent_ID=AGENT-1"}');
@@ -295,15 +311,18 @@ forEachRuntimeAndDatabase((db, runtime) => {
       expect(res.status).toBe(413);
     });
 
-    it(`Connect JSON: ${LIMIT} bytes are accepted, ${LIMIT + 1} are RESOURCE_EXHAUSTED with PAYLOAD_TOO_LARGE`, async () => {
-      const rpc = (body: string) => postConnectJson(small().baseUrl, small().authorization, UPSERT_RPC, body);
-      expect(
-        (await rpc(padded({ agentCardAndTools: minimalDefinition({ name: "Size Connect" }) }, LIMIT))).status,
-      ).toBe(200);
-      const over = await rpc(padded({ agentCardAndTools: minimalDefinition({ name: "Size Connect" }) }, LIMIT + 1));
-      expect(over.body.code).toBe("resource_exhausted");
-      expect(over.validation?.errors).toEqual([expect.objectContaining({ code: "PAYLOAD_TOO_LARGE" })]);
-    });
+    it(
+      `Connect JSON: ${LIMIT} bytes are accepted, ${LIMIT + 1} are RESOURCE_EXHAUSTED with ` + `PAYLOAD_TOO_LARGE`,
+      async () => {
+        const rpc = (body: string) => postConnectJson(small().baseUrl, small().authorization, UPSERT_RPC, body);
+        expect(
+          (await rpc(padded({ agentCardAndTools: minimalDefinition({ name: "Size Connect" }) }, LIMIT))).status,
+        ).toBe(200);
+        const over = await rpc(padded({ agentCardAndTools: minimalDefinition({ name: "Size Connect" }) }, LIMIT + 1));
+        expect(over.body.code).toBe("resource_exhausted");
+        expect(over.validation?.errors).toEqual([expect.objectContaining({ code: "PAYLOAD_TOO_LARGE" })]);
+      },
+    );
 
     /** An upsert request whose binary encoding is exactly `bytes` long (the description takes the slack). */
     const binaryOfSize = (bytes: number) => {
@@ -348,35 +367,38 @@ forEachRuntimeAndDatabase((db, runtime) => {
       },
     );
 
-    it("a chunked body over the limit does not stop a service process (it did: Readable.toWeb threw after cancel)", async () => {
-      const database = await db.create();
-      const child = await spawnAuthorizedServer(database, { MAX_BODY_BYTES: String(LIMIT) }, runtime);
-      try {
-        for (let round = 0; round < 3; round++) {
-          const chunk = new TextEncoder().encode(" ".repeat(1000));
-          let sent = 0;
-          const body = new ReadableStream<Uint8Array>({
-            pull(controller) {
-              controller.enqueue(chunk);
-              if (++sent > 50) controller.close();
-            },
-          });
-          const res = await fetch(`${child.baseUrl}${PATH}`, {
-            method: "POST",
-            headers: { authorization: child.authorization, "content-type": "application/json" },
-            body,
-            duplex: "half",
-          } as RequestInit);
-          expect(res.status).toBe(413);
+    it(
+      "a chunked body over the limit does not stop a service process (it did: Readable.toWeb threw after " + "cancel)",
+      async () => {
+        const database = await db.create();
+        const child = await spawnAuthorizedServer(database, { MAX_BODY_BYTES: String(LIMIT) }, runtime);
+        try {
+          for (let round = 0; round < 3; round++) {
+            const chunk = new TextEncoder().encode(" ".repeat(1000));
+            let sent = 0;
+            const body = new ReadableStream<Uint8Array>({
+              pull(controller) {
+                controller.enqueue(chunk);
+                if (++sent > 50) controller.close();
+              },
+            });
+            const res = await fetch(`${child.baseUrl}${PATH}`, {
+              method: "POST",
+              headers: { authorization: child.authorization, "content-type": "application/json" },
+              body,
+              duplex: "half",
+            } as RequestInit);
+            expect(res.status).toBe(413);
+          }
+          const after = await fetch(`${child.baseUrl}${PATH}`, { headers: { authorization: child.authorization } });
+          expect(after.status).toBe(200);
+          expect(child.alive()).toBe(true);
+        } finally {
+          await child.stop();
+          await database.cleanup();
         }
-        const after = await fetch(`${child.baseUrl}${PATH}`, { headers: { authorization: child.authorization } });
-        expect(after.status).toBe(200);
-        expect(child.alive()).toBe(true);
-      } finally {
-        await child.stop();
-        await database.cleanup();
-      }
-    });
+      },
+    );
 
     it("a refused body leaves the service answering others at once", async () => {
       const results = await Promise.all([

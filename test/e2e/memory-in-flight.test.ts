@@ -55,7 +55,10 @@ function open(port: number): Promise<Socket> {
 const closed = (socket: Socket): Promise<void> =>
   socket.closed ? Promise.resolve() : new Promise((resolve) => socket.once("close", () => resolve()));
 
-/** The first answer on `socket`, once its headers and Content-Length body have arrived; undefined if the socket closes first. */
+/**
+ * The first answer on `socket`, once its headers and Content-Length body have arrived; undefined if the
+ * socket closes first.
+ */
 function answerOn(socket: Socket): Promise<RawAnswer | undefined> {
   return new Promise((resolve) => {
     let received = Buffer.alloc(0);
@@ -94,7 +97,8 @@ async function partialPost(
   const socket = await open(port);
   const answer = answerOn(socket);
   socket.write(
-    `POST ${PATH} HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\nContent-Type: application/json\r\nContent-Length: ${declared}\r\n\r\n`,
+    `POST ${PATH} HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\nContent-Type: ` +
+      `application/json\r\nContent-Length: ${declared}\r\n\r\n`,
   );
   socket.write(`{"name": "${"x".repeat(sent - 11)}`);
   return { socket, answer };
@@ -107,7 +111,10 @@ function h2session(baseUrl: string): ClientHttp2Session {
   return session;
 }
 
-/** What an HTTP/2 stream received: its status, headers and trailers together, and its body; once the server ended it (the client may still be sending) or it closed. */
+/**
+ * What an HTTP/2 stream received: its status, headers and trailers together, and its body; once the server
+ * ended it (the client may still be sending) or it closed.
+ */
 function streamResult(
   stream: ClientHttp2Stream,
 ): Promise<{ status: number; headers: Headers; body: Buffer; rstCode: number }> {
@@ -138,95 +145,101 @@ forEachDatabase((db) => {
     // Three whole bodies at the limit, and not one byte more.
     const server = useServer(db, { MAX_BODY_BYTES: String(BODY), MAX_BUFFERED_BODY_BYTES: String(3 * BODY) });
 
-    it("answers a body that would pass it 503 OVERLOADED on REST, Connect and gRPC, over HTTP/1.1 and HTTP/2, and gives it back when the holders leave", async () => {
-      const { port, baseUrl, authorization, app } = server();
-      // Three clients send part of a declared 64 KiB body and stop: their bodies are reserved whole.
-      const holders = await Promise.all([0, 1, 2].map(() => partialPost(port, authorization, BODY, 30_000)));
-      await expect.poll(() => app.bodyBudget.used).toBe(3 * BODY);
+    it(
+      "answers a body that would pass it 503 OVERLOADED on REST, Connect and gRPC, over HTTP/1.1 and HTTP/2, and " +
+        "gives it back when the holders leave",
+      async () => {
+        const { port, baseUrl, authorization, app } = server();
+        // Three clients send part of a declared 64 KiB body and stop: their bodies are reserved whole.
+        const holders = await Promise.all([0, 1, 2].map(() => partialPost(port, authorization, BODY, 30_000)));
+        await expect.poll(() => app.bodyBudget.used).toBe(3 * BODY);
 
-      // HTTP/1.1 REST, a partial body too: 503 in the spec's error shape, with Retry-After, while the client still holds on.
-      const late = await partialPost(port, authorization, BODY, 30_000);
-      const refused = await late.answer;
-      expect(refused?.status).toBe(503);
-      expect(refused?.headers["retry-after"]).toBe("1");
-      expect(JSON.parse(refused?.body ?? "")).toEqual({ error: expect.any(String), code: "OVERLOADED" });
-      // Nothing more of a refused body is read: the connection is closed after the answer.
-      expect(refused?.headers.connection).toBe("close");
-      await closed(late.socket);
-      // A whole small body finds no room either.
-      const small = await fetch(`${baseUrl}${PATH}`, {
-        method: "POST",
-        headers: { authorization, "content-type": "application/json" },
-        body: JSON.stringify(minimalDefinition({ name: "No Room" })),
-      });
-      expect(small.status).toBe(503);
-      expect(await small.json()).toEqual({ error: expect.any(String), code: "OVERLOADED" });
+        // HTTP/1.1 REST, a partial body too: 503 in the spec's error shape, with Retry-After, while the client
+        // still holds on.
+        const late = await partialPost(port, authorization, BODY, 30_000);
+        const refused = await late.answer;
+        expect(refused?.status).toBe(503);
+        expect(refused?.headers["retry-after"]).toBe("1");
+        expect(JSON.parse(refused?.body ?? "")).toEqual({ error: expect.any(String), code: "OVERLOADED" });
+        // Nothing more of a refused body is read: the connection is closed after the answer.
+        expect(refused?.headers.connection).toBe("close");
+        await closed(late.socket);
+        // A whole small body finds no room either.
+        const small = await fetch(`${baseUrl}${PATH}`, {
+          method: "POST",
+          headers: { authorization, "content-type": "application/json" },
+          body: JSON.stringify(minimalDefinition({ name: "No Room" })),
+        });
+        expect(small.status).toBe(503);
+        expect(await small.json()).toEqual({ error: expect.any(String), code: "OVERLOADED" });
 
-      // HTTP/2: REST with a partial body, and a gRPC call whose message has not all arrived.
-      const session = h2session(baseUrl);
-      const rest = session.request({
-        ":method": "POST",
-        ":path": PATH,
-        authorization,
-        "content-type": "application/json",
-        "content-length": String(BODY),
-      });
-      const restResult = streamResult(rest);
-      rest.write(`{"name": "${"x".repeat(1000)}`);
-      const grpc = session.request({
-        ":method": "POST",
-        ":path": UPSERT,
-        authorization,
-        "content-type": "application/grpc",
-        te: "trailers",
-      });
-      const grpcResult = streamResult(grpc);
-      const envelope = Buffer.alloc(5 + 1000);
-      envelope.writeUInt32BE(BODY - 5, 1);
-      grpc.write(envelope);
-      const restClosed = new Promise((resolve) => rest.once("close", () => resolve(rest.rstCode)));
-      const h2rest = await restResult;
-      expect(h2rest.status).toBe(503);
-      // The stream is reset without error once answered (RFC 9113 §8.1): the client stops sending, the connection stays.
-      expect(await restClosed).toBe(http2.NGHTTP2_NO_ERROR);
-      expect(h2rest.headers.get("retry-after")).toBe("1");
-      expect(JSON.parse(h2rest.body.toString())).toEqual({ error: expect.any(String), code: "OVERLOADED" });
-      const h2grpc = await grpcResult;
-      const grpcError = findTrailerError(h2grpc.headers);
-      expect(grpcError?.code).toBe(Code.Unavailable);
-      const detail = grpcError?.details.find((d) => "type" in d && d.type === "asor.v1.Error") as
-        | { value: Uint8Array }
-        | undefined;
-      expect(detail && fromBinary(ErrorSchema, detail.value).code).toBe("OVERLOADED");
+        // HTTP/2: REST with a partial body, and a gRPC call whose message has not all arrived.
+        const session = h2session(baseUrl);
+        const rest = session.request({
+          ":method": "POST",
+          ":path": PATH,
+          authorization,
+          "content-type": "application/json",
+          "content-length": String(BODY),
+        });
+        const restResult = streamResult(rest);
+        rest.write(`{"name": "${"x".repeat(1000)}`);
+        const grpc = session.request({
+          ":method": "POST",
+          ":path": UPSERT,
+          authorization,
+          "content-type": "application/grpc",
+          te: "trailers",
+        });
+        const grpcResult = streamResult(grpc);
+        const envelope = Buffer.alloc(5 + 1000);
+        envelope.writeUInt32BE(BODY - 5, 1);
+        grpc.write(envelope);
+        const restClosed = new Promise((resolve) => rest.once("close", () => resolve(rest.rstCode)));
+        const h2rest = await restResult;
+        expect(h2rest.status).toBe(503);
+        // The stream is reset without error once answered (RFC 9113 §8.1): the client stops sending, the
+        // connection stays.
+        expect(await restClosed).toBe(http2.NGHTTP2_NO_ERROR);
+        expect(h2rest.headers.get("retry-after")).toBe("1");
+        expect(JSON.parse(h2rest.body.toString())).toEqual({ error: expect.any(String), code: "OVERLOADED" });
+        const h2grpc = await grpcResult;
+        const grpcError = findTrailerError(h2grpc.headers);
+        expect(grpcError?.code).toBe(Code.Unavailable);
+        const detail = grpcError?.details.find((d) => "type" in d && d.type === "asor.v1.Error") as
+          | { value: Uint8Array }
+          | undefined;
+        expect(detail && fromBinary(ErrorSchema, detail.value).code).toBe("OVERLOADED");
 
-      // Connect over HTTP/1.1, a whole small message.
-      const connectAnswer = await postConnectJson(
-        baseUrl,
-        authorization,
-        UPSERT_RPC,
-        JSON.stringify({ agentCardAndTools: minimalDefinition({ name: "No Room Either" }) }),
-      );
-      expect(connectAnswer.status).toBe(503);
-      expect(connectAnswer.body.code).toBe("unavailable");
-      const connectDetail = (connectAnswer.body.details as { type: string; value: string }[]).find(
-        (d) => d.type === "asor.v1.Error",
-      );
-      expect(connectDetail && fromBinary(ErrorSchema, Buffer.from(connectDetail.value, "base64")).code).toBe(
-        "OVERLOADED",
-      );
+        // Connect over HTTP/1.1, a whole small message.
+        const connectAnswer = await postConnectJson(
+          baseUrl,
+          authorization,
+          UPSERT_RPC,
+          JSON.stringify({ agentCardAndTools: minimalDefinition({ name: "No Room Either" }) }),
+        );
+        expect(connectAnswer.status).toBe(503);
+        expect(connectAnswer.body.code).toBe("unavailable");
+        const connectDetail = (connectAnswer.body.details as { type: string; value: string }[]).find(
+          (d) => d.type === "asor.v1.Error",
+        );
+        expect(connectDetail && fromBinary(ErrorSchema, Buffer.from(connectDetail.value, "base64")).code).toBe(
+          "OVERLOADED",
+        );
 
-      // The holders leave: every byte they held goes back, and the same request is served.
-      for (const holder of holders) holder.socket.destroy();
-      late.socket.destroy();
-      await expect.poll(() => app.bodyBudget.used).toBe(0);
-      const after = await fetch(`${baseUrl}${PATH}`, {
-        method: "POST",
-        headers: { authorization, "content-type": "application/json" },
-        body: JSON.stringify(minimalDefinition({ name: "Room Again" })),
-      });
-      expect(after.status).toBe(201);
-      expect(app.bodyBudget.used).toBe(0);
-    });
+        // The holders leave: every byte they held goes back, and the same request is served.
+        for (const holder of holders) holder.socket.destroy();
+        late.socket.destroy();
+        await expect.poll(() => app.bodyBudget.used).toBe(0);
+        const after = await fetch(`${baseUrl}${PATH}`, {
+          method: "POST",
+          headers: { authorization, "content-type": "application/json" },
+          body: JSON.stringify(minimalDefinition({ name: "Room Again" })),
+        });
+        expect(after.status).toBe(201);
+        expect(app.bodyBudget.used).toBe(0);
+      },
+    );
 
     it("counts a body without Content-Length as it arrives, and refuses it where it passes the budget", async () => {
       const { port, baseUrl, authorization, app } = server();
@@ -236,7 +249,8 @@ forEachDatabase((db) => {
       const socket = await open(port);
       const answer = answerOn(socket);
       socket.write(
-        `POST ${PATH} HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`,
+        `POST ${PATH} HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\nContent-Type: ` +
+          `application/json\r\nTransfer-Encoding: chunked\r\n\r\n`,
       );
       const chunk = (text: string): string => `${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n`;
       socket.write(chunk(`{"name": "${"x".repeat(40_000 - 10)}`));
@@ -264,22 +278,26 @@ describe("on sqlite", () => {
     // The body deadline is far below the request's (60 s by default), which alone would let these clients hold on.
     const server = useServer(sqlite, { HTTP_BODY_TIMEOUT_MS: "500" });
 
-    it("HTTP/1.1: a body that stops mid-way, or comes a byte at a time, is answered 408 REQUEST_TIMEOUT and its connection closed", async () => {
-      const { port, authorization } = server();
-      const stalled = await partialPost(port, authorization, 10_000, 100);
-      const trickling = await partialPost(port, authorization, 10_000, 100);
-      const timer = setInterval(() => trickling.socket.writable && trickling.socket.write("x"), 50);
-      try {
-        for (const client of [stalled, trickling]) {
-          const answer = await client.answer;
-          expect(answer?.status).toBe(408);
-          expect(JSON.parse(answer?.body ?? "").errors[0].code).toBe("REQUEST_TIMEOUT");
-          await closed(client.socket);
+    it(
+      "HTTP/1.1: a body that stops mid-way, or comes a byte at a time, is answered 408 REQUEST_TIMEOUT and its " +
+        "connection closed",
+      async () => {
+        const { port, authorization } = server();
+        const stalled = await partialPost(port, authorization, 10_000, 100);
+        const trickling = await partialPost(port, authorization, 10_000, 100);
+        const timer = setInterval(() => trickling.socket.writable && trickling.socket.write("x"), 50);
+        try {
+          for (const client of [stalled, trickling]) {
+            const answer = await client.answer;
+            expect(answer?.status).toBe(408);
+            expect(JSON.parse(answer?.body ?? "").errors[0].code).toBe("REQUEST_TIMEOUT");
+            await closed(client.socket);
+          }
+        } finally {
+          clearInterval(timer);
         }
-      } finally {
-        clearInterval(timer);
-      }
-    });
+      },
+    );
 
     it("HTTP/2: a stream whose body stops mid-way is cancelled, and the connection serves others", async () => {
       const { baseUrl, authorization } = server();
@@ -312,47 +330,54 @@ describe("on sqlite", () => {
   describe("the connection cap", () => {
     const server = useServer(sqlite, { MAX_CONNECTIONS: "4" });
 
-    it("closes a connection past MAX_CONNECTIONS at once, counts it, and accepts again once one has closed", async () => {
-      const { port, baseUrl, app } = server();
-      const held = await Promise.all([0, 1, 2, 3].map(() => open(port)));
-      const extra = await open(port);
-      // Nothing is read from it: it is closed while the first four, as silent, stay open.
-      await closed(extra);
-      for (const socket of held) expect(socket.closed).toBe(false);
-      expect((await app.metrics.render()).body).toMatch(/^asor_connections_refused_total 1$/m);
-      // One of the four leaves: once the server has seen it go, a new connection is served.
-      held[0]!.destroy();
-      await expect
-        .poll(async () => {
-          try {
-            return (await fetch(`${baseUrl}/healthz`)).status;
-          } catch {
-            return "closed";
-          }
-        })
-        .toBe(200);
-    });
+    it(
+      "closes a connection past MAX_CONNECTIONS at once, counts it, and accepts again once one has " + "closed",
+      async () => {
+        const { port, baseUrl, app } = server();
+        const held = await Promise.all([0, 1, 2, 3].map(() => open(port)));
+        const extra = await open(port);
+        // Nothing is read from it: it is closed while the first four, as silent, stay open.
+        await closed(extra);
+        for (const socket of held) expect(socket.closed).toBe(false);
+        expect((await app.metrics.render()).body).toMatch(/^asor_connections_refused_total 1$/m);
+        // One of the four leaves: once the server has seen it go, a new connection is served.
+        held[0]!.destroy();
+        await expect
+          .poll(async () => {
+            try {
+              return (await fetch(`${baseUrl}/healthz`)).status;
+            } catch {
+              return "closed";
+            }
+          })
+          .toBe(200);
+      },
+    );
   });
 
   describe("the protocol peek", () => {
     const server = useServer(sqlite, { HTTP_HEADERS_TIMEOUT_MS: "400" });
 
-    it("closes a connection that sends HTTP/2's preface a byte at a time at its one deadline, not an idle timeout each byte restarts", async () => {
-      const { port } = server();
-      const socket = await open(port);
-      const preface = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
-      let sent = 0;
-      // Every byte comes well within the deadline of the one before; all but the last 50 ms apart.
-      const timer = setInterval(() => {
-        if (sent < preface.length - 1 && socket.writable) socket.write(preface.subarray(sent, ++sent));
-      }, 50);
-      try {
-        await closed(socket);
-      } finally {
-        clearInterval(timer);
-      }
-      expect(sent).toBeLessThan(preface.length - 1);
-    });
+    it(
+      "closes a connection that sends HTTP/2's preface a byte at a time at its one deadline, not an idle timeout " +
+        "each byte restarts",
+      async () => {
+        const { port } = server();
+        const socket = await open(port);
+        const preface = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+        let sent = 0;
+        // Every byte comes well within the deadline of the one before; all but the last 50 ms apart.
+        const timer = setInterval(() => {
+          if (sent < preface.length - 1 && socket.writable) socket.write(preface.subarray(sent, ++sent));
+        }, 50);
+        try {
+          await closed(socket);
+        } finally {
+          clearInterval(timer);
+        }
+        expect(sent).toBeLessThan(preface.length - 1);
+      },
+    );
   });
 
   describe("Health/Watch per connection", () => {

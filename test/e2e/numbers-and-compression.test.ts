@@ -147,23 +147,29 @@ forEachDatabase((db) => {
       }
     });
 
-    it("a gzip Connect JSON message passes the same guard: a member given twice is DUPLICATE_KEY, an unknown one UNKNOWN_FIELD at its path", async () => {
-      const def = JSON.stringify(minimalDefinition({ name: "Gzip Twice" }));
-      const twice = await connectCall(
-        server(),
-        gzipSync(`{"agentCardAndTools":${def.replace(/}$/, ',"name":"again"}')}}`),
-        { "content-encoding": "gzip" },
-      );
-      expect(twice.status).toBe(400);
-      expect(twice.validation?.errors).toEqual([expect.objectContaining({ code: "DUPLICATE_KEY", path: "name" })]);
-      const unknown = await connectCall(
-        server(),
-        gzipSync(`{"agentCardAndTools":${def.replace(/}$/, ',"colour":"red"}')}}`),
-        { "content-encoding": "gzip" },
-      );
-      expect(unknown.status).toBe(400);
-      expect(unknown.validation?.errors).toEqual([expect.objectContaining({ code: "UNKNOWN_FIELD", path: "colour" })]);
-    });
+    it(
+      "a gzip Connect JSON message passes the same guard: a member given twice is DUPLICATE_KEY, an unknown one " +
+        "UNKNOWN_FIELD at its path",
+      async () => {
+        const def = JSON.stringify(minimalDefinition({ name: "Gzip Twice" }));
+        const twice = await connectCall(
+          server(),
+          gzipSync(`{"agentCardAndTools":${def.replace(/}$/, ',"name":"again"}')}}`),
+          { "content-encoding": "gzip" },
+        );
+        expect(twice.status).toBe(400);
+        expect(twice.validation?.errors).toEqual([expect.objectContaining({ code: "DUPLICATE_KEY", path: "name" })]);
+        const unknown = await connectCall(
+          server(),
+          gzipSync(`{"agentCardAndTools":${def.replace(/}$/, ',"colour":"red"}')}}`),
+          { "content-encoding": "gzip" },
+        );
+        expect(unknown.status).toBe(400);
+        expect(unknown.validation?.errors).toEqual([
+          expect.objectContaining({ code: "UNKNOWN_FIELD", path: "colour" }),
+        ]);
+      },
+    );
 
     it("a Connect GET with compression=gzip passes the same guard", async () => {
       const message = gzipSync('{"id":"0123456789abcdef0123456789abcdef","id":"Agent_ID=AGENT-1"}').toString(
@@ -186,28 +192,31 @@ forEachDatabase((db) => {
       expect(detailCodes(err)).toEqual(["MALFORMED_PROTOBUF"]);
     });
 
-    it("a broken gzip message is the client's error (MALFORMED_COMPRESSION), not INTERNAL, over Connect and gRPC", async () => {
-      const broken = gzipSync(
-        JSON.stringify({ agentCardAndTools: minimalDefinition({ name: "Broken Gzip" }) }),
-      ).subarray(0, 40);
-      const connect = await connectCall(server(), broken, { "content-encoding": "gzip" });
-      expect(connect.status).toBe(400);
-      expect(connect.body.code).toBe("invalid_argument");
-      expect(connect.validation?.errors).toEqual([expect.objectContaining({ code: "MALFORMED_COMPRESSION" })]);
-      const garbage = await connectCall(server(), "not gzip at all", { "content-encoding": "gzip" });
-      expect(garbage.status).toBe(400);
-      expect(garbage.validation?.errors).toEqual([expect.objectContaining({ code: "MALFORMED_COMPRESSION" })]);
+    it(
+      "a broken gzip message is the client's error (MALFORMED_COMPRESSION), not INTERNAL, over Connect and " + "gRPC",
+      async () => {
+        const broken = gzipSync(
+          JSON.stringify({ agentCardAndTools: minimalDefinition({ name: "Broken Gzip" }) }),
+        ).subarray(0, 40);
+        const connect = await connectCall(server(), broken, { "content-encoding": "gzip" });
+        expect(connect.status).toBe(400);
+        expect(connect.body.code).toBe("invalid_argument");
+        expect(connect.validation?.errors).toEqual([expect.objectContaining({ code: "MALFORMED_COMPRESSION" })]);
+        const garbage = await connectCall(server(), "not gzip at all", { "content-encoding": "gzip" });
+        expect(garbage.status).toBe(400);
+        expect(garbage.validation?.errors).toEqual([expect.objectContaining({ code: "MALFORMED_COMPRESSION" })]);
 
-      const grpc = await grpcCall(server(), 1, gzipSync(upsertBinary("Broken Gzip gRPC")).subarray(0, 20), {
-        "grpc-encoding": "gzip",
-      });
-      expect(grpc?.code).toBe(Code.InvalidArgument);
-      expect(detailCodes(grpc)).toEqual(["MALFORMED_COMPRESSION"]);
-      // Marked compressed, but naming no encoding.
-      const unnamed = await grpcCall(server(), 1, gzipSync(upsertBinary("Unnamed Gzip")));
-      expect(unnamed?.code).toBe(Code.InvalidArgument);
-      expect(detailCodes(unnamed)).toEqual(["MALFORMED_COMPRESSION"]);
-    });
+        const grpc = await grpcCall(server(), 1, gzipSync(upsertBinary("Broken Gzip gRPC")).subarray(0, 20), {
+          "grpc-encoding": "gzip",
+        });
+        expect(grpc?.code).toBe(Code.InvalidArgument);
+        expect(detailCodes(grpc)).toEqual(["MALFORMED_COMPRESSION"]);
+        // Marked compressed, but naming no encoding.
+        const unnamed = await grpcCall(server(), 1, gzipSync(upsertBinary("Unnamed Gzip")));
+        expect(unnamed?.code).toBe(Code.InvalidArgument);
+        expect(detailCodes(unnamed)).toEqual(["MALFORMED_COMPRESSION"]);
+      },
+    );
 
     it("a zip bomb is refused as too large (PAYLOAD_TOO_LARGE) over Connect, Connect GET and gRPC", async () => {
       // 64 MiB of spaces inside valid JSON: a few dozen KiB compressed.

@@ -12,7 +12,10 @@ const C = "/asor/v1/agentDefinition";
 const ADMIN = "/asor/v1/admin/tenants";
 const UNKNOWN_ID = "0123456789abcdef0123456789abcdef";
 
-/** Who calls: the default tenant with every domain, no token, a token without domains, a token of a tenant that was never set up. */
+/**
+ * Who calls: the default tenant with every domain, no token, a token without domains, a token of a tenant
+ * that was never set up.
+ */
 type Caller = "all" | "none" | "no-domains" | "unknown-tenant";
 
 /** One call of the REST surface whose answer is checked against the document. */
@@ -38,7 +41,10 @@ const tenantName = `openapi-${randomBytes(4).toString("hex")}`;
 /** The definition the suite creates first; `{id}` is its id, `{reference}` its agent's. */
 const FIXTURE = { ...exampleDefinition(), version: "openapi-fixture" };
 
-/** For every operation: its success, and each error status a client meets (400, 401, 403, 404, 415, and 413, 409 where listed). */
+/**
+ * For every operation: its success, and each error status a client meets (400, 401, 403, 404, 415, and 413,
+ * 409 where listed).
+ */
 const SCENARIOS: Scenario[] = [
   ...[T, C].flatMap((base): Scenario[] => [
     { name: "lists", method: "GET", path: `${base}?limit=5`, status: 200 },
@@ -393,7 +399,10 @@ const SCENARIOS: Scenario[] = [
   },
 ];
 
-/** The statuses every operation must be seen answering, where the document lists them (500, 503 and an upsert's 409 cannot be caused on purpose). */
+/**
+ * The statuses every operation must be seen answering, where the document lists them (500, 503 and an
+ * upsert's 409 cannot be caused on purpose).
+ */
 const MUST_SEE = (status: number) => status < 300 || [304, 400, 401, 403, 404, 412, 413, 415].includes(status);
 
 // The shapes of answers do not depend on the database: SQLite only.
@@ -493,7 +502,10 @@ describe("the document's limits and the server's agree", () => {
     expect(res.status, await res.text()).toBe(201);
   });
 
-  /** The longest list request the document allows in `tenant`: every parameter at its longest, a page token of 1,024 characters or none. */
+  /**
+   * The longest list request the document allows in `tenant`: every parameter at its longest, a page token of
+   * 1,024 characters or none.
+   */
   const longest = (template: string, pageToken: string): string => {
     const patterned = { tenant, updatedSince: "2000-01-01T00:00:00.123456789+00:00", pageToken };
     const line = longestRequestLine(document, "GET", template, patterned);

@@ -40,7 +40,10 @@ let counter = 0;
 /** A tag unique in this run: keeps upsert keys and externalAgentIDs of different cases apart. */
 const unique = () => `P${++counter}`;
 
-/** Checks the spec's validation error body: `{error, errors: [{error, code, field?, path?}]}` with documented codes only. */
+/**
+ * Checks the spec's validation error body: `{error, errors: [{error, code, field?, path?}]}` with documented
+ * codes only.
+ */
 function expectValidationBody(body: any, context: string): void {
   expect(typeof body?.error, context).toBe("string");
   expect(Array.isArray(body.errors) && body.errors.length > 0, context).toBe(true);
@@ -90,94 +93,115 @@ describe("generated definitions, on sqlite", () => {
     );
   });
 
-  it(`Connect (JSON and binary): ${RUNS.connectValid} valid definitions come back exactly as sent, and REST reads the same`, async () => {
-    const clients = [false, true].map((useBinaryFormat) =>
-      createClient(
-        AgentDefinitionService,
-        createConnectTransport({
-          baseUrl: server().baseUrl,
-          httpVersion: "1.1",
-          useBinaryFormat,
-          interceptors: [withAuthorization(server().authorization)],
+  it(
+    `Connect (JSON and binary): ${RUNS.connectValid} valid definitions come back exactly as sent, and REST reads ` +
+      `the same`,
+    async () => {
+      const clients = [false, true].map((useBinaryFormat) =>
+        createClient(
+          AgentDefinitionService,
+          createConnectTransport({
+            baseUrl: server().baseUrl,
+            httpVersion: "1.1",
+            useBinaryFormat,
+            interceptors: [withAuthorization(server().authorization)],
+          }),
+        ),
+      );
+      await fc.assert(
+        fc.asyncProperty(validDefinition(unique), fc.boolean(), async (def, binary) => {
+          const request = create(UpsertAgentDefinitionRequestSchema, {
+            agentCardAndTools: fromJson(AgentDefinitionSchema, def),
+          });
+          const created = await clients[binary ? 1 : 0]!.upsertAgentDefinition(request);
+          expect(withoutReadOnly(toJson(AgentDefinitionSchema, created) as Record<string, any>)).toEqual(def);
+          expect(withoutReadOnly(await getRest(created.id))).toEqual(def);
         }),
-      ),
-    );
-    await fc.assert(
-      fc.asyncProperty(validDefinition(unique), fc.boolean(), async (def, binary) => {
-        const request = create(UpsertAgentDefinitionRequestSchema, {
-          agentCardAndTools: fromJson(AgentDefinitionSchema, def),
-        });
-        const created = await clients[binary ? 1 : 0]!.upsertAgentDefinition(request);
-        expect(withoutReadOnly(toJson(AgentDefinitionSchema, created) as Record<string, any>)).toEqual(def);
-        expect(withoutReadOnly(await getRest(created.id))).toEqual(def);
-      }),
-      { numRuns: RUNS.connectValid },
-    );
-  });
+        { numRuns: RUNS.connectValid },
+      );
+    },
+  );
 
-  it(`REST: ${RUNS.restInvalid} definitions broken against the contract are each a 4xx in the spec's shape`, async () => {
-    await fc.assert(
-      fc.asyncProperty(brokenDefinition(unique), async ({ kind, value }) => {
-        await expectRestRefusal(await postRest(JSON.stringify(value)), kind);
-      }),
-      { numRuns: RUNS.restInvalid },
-    );
-  });
+  it(
+    `REST: ${RUNS.restInvalid} definitions broken against the contract are each a 4xx in the spec's ` + `shape`,
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(brokenDefinition(unique), async ({ kind, value }) => {
+          await expectRestRefusal(await postRest(JSON.stringify(value)), kind);
+        }),
+        { numRuns: RUNS.restInvalid },
+      );
+    },
+  );
 
-  it(`REST: ${RUNS.restText} bodies broken below JSON (syntax, duplicates, depth, encoding) are each a 4xx in the spec's shape`, async () => {
-    await fc.assert(
-      fc.asyncProperty(brokenText(unique), async ({ kind, bytes }) => {
-        await expectRestRefusal(await postRest(bytes), kind);
-      }),
-      { numRuns: RUNS.restText },
-    );
-  });
+  it(
+    `REST: ${RUNS.restText} bodies broken below JSON (syntax, duplicates, depth, encoding) are each a 4xx in the ` +
+      `spec's shape`,
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(brokenText(unique), async ({ kind, bytes }) => {
+          await expectRestRefusal(await postRest(bytes), kind);
+        }),
+        { numRuns: RUNS.restText },
+      );
+    },
+  );
 
-  it(`Connect JSON: ${RUNS.connectInvalid} broken definitions are each a 4xx with the ValidationError detail`, async () => {
-    await fc.assert(
-      fc.asyncProperty(brokenDefinition(unique), async ({ kind, value }) => {
-        expectConnectRefusal(
-          await postConnectJson(
-            server().baseUrl,
-            server().authorization,
-            UPSERT_RPC,
-            JSON.stringify({ agentCardAndTools: value }),
-          ),
-          kind,
-        );
-      }),
-      { numRuns: RUNS.connectInvalid },
-    );
-  });
+  it(
+    `Connect JSON: ${RUNS.connectInvalid} broken definitions are each a 4xx with the ValidationError ` + `detail`,
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(brokenDefinition(unique), async ({ kind, value }) => {
+          expectConnectRefusal(
+            await postConnectJson(
+              server().baseUrl,
+              server().authorization,
+              UPSERT_RPC,
+              JSON.stringify({ agentCardAndTools: value }),
+            ),
+            kind,
+          );
+        }),
+        { numRuns: RUNS.connectInvalid },
+      );
+    },
+  );
 
-  it(`Connect JSON: ${RUNS.connectText} bodies broken below JSON are each a 4xx with the ValidationError detail`, async () => {
-    const prefix = new TextEncoder().encode('{"agentCardAndTools":');
-    await fc.assert(
-      fc.asyncProperty(brokenText(unique), async ({ kind, bytes }) => {
-        const body = new Uint8Array([...prefix, ...bytes, 0x7d]);
-        expectConnectRefusal(await postConnectJson(server().baseUrl, server().authorization, UPSERT_RPC, body), kind);
-      }),
-      { numRuns: RUNS.connectText },
-    );
-  });
+  it(
+    `Connect JSON: ${RUNS.connectText} bodies broken below JSON are each a 4xx with the ValidationError ` + `detail`,
+    async () => {
+      const prefix = new TextEncoder().encode('{"agentCardAndTools":');
+      await fc.assert(
+        fc.asyncProperty(brokenText(unique), async ({ kind, bytes }) => {
+          const body = new Uint8Array([...prefix, ...bytes, 0x7d]);
+          expectConnectRefusal(await postConnectJson(server().baseUrl, server().authorization, UPSERT_RPC, body), kind);
+        }),
+        { numRuns: RUNS.connectText },
+      );
+    },
+  );
 
-  it(`Connect binary: ${RUNS.binaryGarbage} random messages are each a 4xx with the ValidationError detail, never INTERNAL`, async () => {
-    await fc.assert(
-      fc.asyncProperty(fc.uint8Array({ maxLength: 300 }), async (bytes) => {
-        const res = await fetch(`${server().baseUrl}/${UPSERT_RPC}`, {
-          method: "POST",
-          headers: { ...headers(), "content-type": "application/proto", "connect-protocol-version": "1" },
-          body: bytes,
-        });
-        const body = await res.json();
-        const context = `${Buffer.from(bytes).toString("hex")}: ${res.status} ${JSON.stringify(body)}`;
-        expect(res.status >= 400 && res.status < 500, context).toBe(true);
-        expect(
-          body.details?.map((d: any) => d.type),
-          context,
-        ).toContain("asor.v1.ValidationError");
-      }),
-      { numRuns: RUNS.binaryGarbage },
-    );
-  });
+  it(
+    `Connect binary: ${RUNS.binaryGarbage} random messages are each a 4xx with the ValidationError detail, never ` +
+      `INTERNAL`,
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(fc.uint8Array({ maxLength: 300 }), async (bytes) => {
+          const res = await fetch(`${server().baseUrl}/${UPSERT_RPC}`, {
+            method: "POST",
+            headers: { ...headers(), "content-type": "application/proto", "connect-protocol-version": "1" },
+            body: bytes,
+          });
+          const body = await res.json();
+          const context = `${Buffer.from(bytes).toString("hex")}: ${res.status} ${JSON.stringify(body)}`;
+          expect(res.status >= 400 && res.status < 500, context).toBe(true);
+          expect(
+            body.details?.map((d: any) => d.type),
+            context,
+          ).toContain("asor.v1.ValidationError");
+        }),
+        { numRuns: RUNS.binaryGarbage },
+      );
+    },
+  );
 });

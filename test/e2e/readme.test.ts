@@ -19,7 +19,10 @@ describe("the README's examples, run as written against a running server", () =>
   const server = useServer(sqlite!);
   const onTestServer = (line: string) => line.replaceAll("http://127.0.0.1:8080", server().baseUrl);
 
-  /** Runs README lines after its `export TOKEN=...` line, in the server's data directory (whose issuer signs the token). */
+  /**
+   * Runs README lines after its `export TOKEN=...` line, in the server's data directory (whose issuer signs
+   * the token).
+   */
   const runWithToken = async (line: string) => {
     const [tokenLine] = readmeCommands("export TOKEN=");
     expect(tokenLine).toBeDefined();

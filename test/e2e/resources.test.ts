@@ -83,37 +83,40 @@ describe("Health/Watch", () => {
     await database?.cleanup();
   });
 
-  it("refuses a watch beyond HEALTH_MAX_WATCHES with RESOURCE_EXHAUSTED, and admits one again once a watch ends", async () => {
-    const first = new AbortController();
-    const second = new AbortController();
-    const third = new AbortController();
-    const retries: AbortController[] = [];
-    try {
-      expect(await openWatch(server.baseUrl, first.signal)).toBe(Status.SERVING);
-      expect(await openWatch(server.baseUrl, second.signal)).toBe(Status.SERVING);
-      const refused = await openWatch(server.baseUrl, third.signal);
-      expect(refused).toBeInstanceOf(ConnectError);
-      expect((refused as ConnectError).code).toBe(Code.ResourceExhausted);
-      // Check is not a watch: it is answered whatever the number of watches.
-      expect(
-        (await createClient(Health, createGrpcTransport({ baseUrl: server.baseUrl })).check({ service: "" })).status,
-      ).toBe(Status.SERVING);
+  it(
+    "refuses a watch beyond HEALTH_MAX_WATCHES with RESOURCE_EXHAUSTED, and admits one again once a watch " + "ends",
+    async () => {
+      const first = new AbortController();
+      const second = new AbortController();
+      const third = new AbortController();
+      const retries: AbortController[] = [];
+      try {
+        expect(await openWatch(server.baseUrl, first.signal)).toBe(Status.SERVING);
+        expect(await openWatch(server.baseUrl, second.signal)).toBe(Status.SERVING);
+        const refused = await openWatch(server.baseUrl, third.signal);
+        expect(refused).toBeInstanceOf(ConnectError);
+        expect((refused as ConnectError).code).toBe(Code.ResourceExhausted);
+        // Check is not a watch: it is answered whatever the number of watches.
+        expect(
+          (await createClient(Health, createGrpcTransport({ baseUrl: server.baseUrl })).check({ service: "" })).status,
+        ).toBe(Status.SERVING);
 
-      first.abort();
-      await expect
-        .poll(
-          async () => {
-            const retry = new AbortController();
-            retries.push(retry);
-            return openWatch(server.baseUrl, retry.signal);
-          },
-          { timeout: 10_000 },
-        )
-        .toBe(Status.SERVING);
-    } finally {
-      for (const c of [first, second, third, ...retries]) c.abort();
-    }
-  });
+        first.abort();
+        await expect
+          .poll(
+            async () => {
+              const retry = new AbortController();
+              retries.push(retry);
+              return openWatch(server.baseUrl, retry.signal);
+            },
+            { timeout: 10_000 },
+          )
+          .toBe(Status.SERVING);
+      } finally {
+        for (const c of [first, second, third, ...retries]) c.abort();
+      }
+    },
+  );
 });
 
 /** A TCP proxy to MariaDB that counts the `SELECT 1` statements sent through it. */
@@ -203,38 +206,45 @@ describe("DATA_DIR and the SQLite files", () => {
       })
     ).status;
 
-  it("creates DATA_DIR readable by its owner only (0700), and the database with its -wal and -shm files 0600", async () => {
-    const dataDir = join(root, "fresh", "data");
-    const server = await startOn(dataDir);
-    try {
-      expect(await write(server, "Mode Agent")).toBe(201);
-      expect(await mode(join(root, "fresh"))).toBe(0o700);
-      expect(await mode(dataDir)).toBe(0o700);
-      for (const file of ["registry.sqlite", "registry.sqlite-wal", "registry.sqlite-shm", "dev-issuer.jwk"]) {
-        expect(await mode(join(dataDir, file)), file).toBe(0o600);
+  it(
+    "creates DATA_DIR readable by its owner only (0700), and the database with its -wal and -shm files " + "0600",
+    async () => {
+      const dataDir = join(root, "fresh", "data");
+      const server = await startOn(dataDir);
+      try {
+        expect(await write(server, "Mode Agent")).toBe(201);
+        expect(await mode(join(root, "fresh"))).toBe(0o700);
+        expect(await mode(dataDir)).toBe(0o700);
+        for (const file of ["registry.sqlite", "registry.sqlite-wal", "registry.sqlite-shm", "dev-issuer.jwk"]) {
+          expect(await mode(join(dataDir, file)), file).toBe(0o600);
+        }
+      } finally {
+        await server.stop();
       }
-    } finally {
-      await server.stop();
-    }
-  });
+    },
+  );
 
-  it("keeps working on an existing DATA_DIR and database made with wider modes, and narrows the database files to 0600", async () => {
-    const dataDir = join(root, "existing");
-    await mkdir(dataDir, { mode: 0o755 });
-    await chmod(dataDir, 0o755);
-    // An empty file is an empty SQLite database; as a previous version (or umask 022) left it.
-    await writeFile(join(dataDir, "registry.sqlite"), "", { mode: 0o644 });
-    await chmod(join(dataDir, "registry.sqlite"), 0o644);
-    const server = await startOn(dataDir);
-    try {
-      expect(await write(server, "Existing Dir Agent")).toBe(201);
-      // A directory that exists keeps its mode (README); only the database files are narrowed.
-      expect(await mode(dataDir)).toBe(0o755);
-      for (const file of ["registry.sqlite", "registry.sqlite-wal", "registry.sqlite-shm"]) {
-        expect(await mode(join(dataDir, file)), file).toBe(0o600);
+  it(
+    "keeps working on an existing DATA_DIR and database made with wider modes, and narrows the database files to " +
+      "0600",
+    async () => {
+      const dataDir = join(root, "existing");
+      await mkdir(dataDir, { mode: 0o755 });
+      await chmod(dataDir, 0o755);
+      // An empty file is an empty SQLite database; as a previous version (or umask 022) left it.
+      await writeFile(join(dataDir, "registry.sqlite"), "", { mode: 0o644 });
+      await chmod(join(dataDir, "registry.sqlite"), 0o644);
+      const server = await startOn(dataDir);
+      try {
+        expect(await write(server, "Existing Dir Agent")).toBe(201);
+        // A directory that exists keeps its mode (README); only the database files are narrowed.
+        expect(await mode(dataDir)).toBe(0o755);
+        for (const file of ["registry.sqlite", "registry.sqlite-wal", "registry.sqlite-shm"]) {
+          expect(await mode(join(dataDir, file)), file).toBe(0o600);
+        }
+      } finally {
+        await server.stop();
       }
-    } finally {
-      await server.stop();
-    }
-  });
+    },
+  );
 });

@@ -162,23 +162,26 @@ forEachRuntimeAndDatabase((db, runtime) => {
       expect(body.errors[0].error).toMatch(/must be a JSON object/);
     });
 
-    it("accepts multipart/form-data with the definition in the part agentCardAndTools, as a field or a file", async () => {
-      const asField = new FormData();
-      asField.set("agentCardAndTools", JSON.stringify(minimalDefinition({ name: "Multipart Field" })));
-      const r1 = await fetch(url(TENANT_PATH), authed({ method: "POST", body: asField }));
-      expect(r1.status).toBe(201);
-      expect((await r1.json()).name).toBe("Multipart Field");
+    it(
+      "accepts multipart/form-data with the definition in the part agentCardAndTools, as a field or a " + "file",
+      async () => {
+        const asField = new FormData();
+        asField.set("agentCardAndTools", JSON.stringify(minimalDefinition({ name: "Multipart Field" })));
+        const r1 = await fetch(url(TENANT_PATH), authed({ method: "POST", body: asField }));
+        expect(r1.status).toBe(201);
+        expect((await r1.json()).name).toBe("Multipart Field");
 
-      const asFile = new FormData();
-      asFile.set(
-        "agentCardAndTools",
-        new Blob([JSON.stringify(minimalDefinition({ name: "Multipart File" }))], { type: "application/json" }),
-        "agent.json",
-      );
-      const r2 = await fetch(url(TENANT_PATH), authed({ method: "POST", body: asFile }));
-      expect(r2.status).toBe(201);
-      expect((await r2.json()).name).toBe("Multipart File");
-    });
+        const asFile = new FormData();
+        asFile.set(
+          "agentCardAndTools",
+          new Blob([JSON.stringify(minimalDefinition({ name: "Multipart File" }))], { type: "application/json" }),
+          "agent.json",
+        );
+        const r2 = await fetch(url(TENANT_PATH), authed({ method: "POST", body: asFile }));
+        expect(r2.status).toBe(201);
+        expect((await r2.json()).name).toBe("Multipart File");
+      },
+    );
 
     it("rejects a multipart body without the part, or with other parts, naming them", async () => {
       const missing = new FormData();

@@ -256,34 +256,37 @@ forEachDatabase((db) => {
       ]);
     });
 
-    it("pages by token, and refuses a token reused with other filters, another tenant, offset, or malformed", async () => {
-      const first = await getJson(`${collection(tenant)}?limit=2&tag=support&tag=cognitive`, tenant);
-      expect(keys(first.body.data)).toEqual(["Alpha 1.0.0", "Gamma 1.0.0"]);
-      const pageToken = first.body.nextPageToken as string;
-      expect(pageToken).toMatch(/^[A-Za-z0-9_-]+$/);
-      const second = await getJson(
-        `${collection(tenant)}?limit=2&tag=cognitive&tag=support&pageToken=${pageToken}`,
-        tenant,
-      );
-      expect([keys(second.body.data), second.body.total, second.body.nextPageToken]).toEqual([
-        ["Alpha 2.0.0"],
-        3,
-        undefined,
-      ]);
-      for (const [url, t] of [
-        [`${collection(tenant)}?tag=support&pageToken=${pageToken}`, tenant],
-        [`${collection(tenant)}?tag=support&tag=cognitive&orderBy=name&pageToken=${pageToken}`, tenant],
-        [`${collection(tenant)}?tag=support&tag=cognitive&offset=2&pageToken=${pageToken}`, tenant],
-        [`${collection(walkTenant)}?tag=support&tag=cognitive&pageToken=${pageToken}`, walkTenant],
-        [`${collection(tenant)}?pageToken=%21%21`, tenant],
-      ] as const) {
-        const { status, body } = await getJson(url, t);
-        expect(status, url).toBe(400);
-        expect(body.errors).toEqual([
-          expect.objectContaining({ code: "INVALID_PAGE_TOKEN", field: "pageToken", path: "pageToken" }),
+    it(
+      "pages by token, and refuses a token reused with other filters, another tenant, offset, or " + "malformed",
+      async () => {
+        const first = await getJson(`${collection(tenant)}?limit=2&tag=support&tag=cognitive`, tenant);
+        expect(keys(first.body.data)).toEqual(["Alpha 1.0.0", "Gamma 1.0.0"]);
+        const pageToken = first.body.nextPageToken as string;
+        expect(pageToken).toMatch(/^[A-Za-z0-9_-]+$/);
+        const second = await getJson(
+          `${collection(tenant)}?limit=2&tag=cognitive&tag=support&pageToken=${pageToken}`,
+          tenant,
+        );
+        expect([keys(second.body.data), second.body.total, second.body.nextPageToken]).toEqual([
+          ["Alpha 2.0.0"],
+          3,
+          undefined,
         ]);
-      }
-    });
+        for (const [url, t] of [
+          [`${collection(tenant)}?tag=support&pageToken=${pageToken}`, tenant],
+          [`${collection(tenant)}?tag=support&tag=cognitive&orderBy=name&pageToken=${pageToken}`, tenant],
+          [`${collection(tenant)}?tag=support&tag=cognitive&offset=2&pageToken=${pageToken}`, tenant],
+          [`${collection(walkTenant)}?tag=support&tag=cognitive&pageToken=${pageToken}`, walkTenant],
+          [`${collection(tenant)}?pageToken=%21%21`, tenant],
+        ] as const) {
+          const { status, body } = await getJson(url, t);
+          expect(status, url).toBe(400);
+          expect(body.errors).toEqual([
+            expect.objectContaining({ code: "INVALID_PAGE_TOKEN", field: "pageToken", path: "pageToken" }),
+          ]);
+        }
+      },
+    );
 
     it("pages an agent's versions by token", async () => {
       const { body } = await getJson(`${collection(tenant)}?name=Alpha&limit=1`, tenant);

@@ -178,12 +178,15 @@ for (const [db, runtime] of runtimesAndDatabases()) {
       expect(results.goaway!.lastStreamId).toBeGreaterThanOrEqual(results.goaway!.streamId);
     });
 
-    it("answers an HTTP/1.1 request that arrives during the drain with 503, the error body and Connection: close", () => {
-      const [head = "", body = ""] = results.drainingH1!.split("\r\n\r\n");
-      expect(head.split("\r\n")[0]).toBe("HTTP/1.1 503 Service Unavailable");
-      expect(head.toLowerCase()).toContain("\r\nconnection: close");
-      expect(JSON.parse(body)).toMatchObject({ code: "UNAVAILABLE", error: expect.any(String) });
-    });
+    it(
+      "answers an HTTP/1.1 request that arrives during the drain with 503, the error body and Connection: " + "close",
+      () => {
+        const [head = "", body = ""] = results.drainingH1!.split("\r\n\r\n");
+        expect(head.split("\r\n")[0]).toBe("HTTP/1.1 503 Service Unavailable");
+        expect(head.toLowerCase()).toContain("\r\nconnection: close");
+        expect(JSON.parse(body)).toMatchObject({ code: "UNAVAILABLE", error: expect.any(String) });
+      },
+    );
 
     it("stops accepting connections as soon as the drain begins", () => {
       expect(results.newConnection).toBe("ECONNREFUSED");

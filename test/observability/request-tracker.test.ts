@@ -91,32 +91,37 @@ describe("the request tracker", () => {
     },
   );
 
-  it("writes the line of a client that left once its operation's work settles, with the duration of that work", async () => {
-    const { logger, requests } = tracker();
-    const record = requests.start({
-      method: "GET",
-      path: "/api/asor/v1/default/agentDefinition",
-      requestIdHeader: "left-mid-search",
-    });
-    record.protocol = "rest";
-    let finishWork: (result: Result) => void = () => undefined;
-    const operation = { run: () => new Promise<Result>((resolve) => (finishWork = resolve)) } as unknown as Operation;
-    const work = runOperation(operation, { principal: {} as never, record }, {} as never);
-    // The connection closes while the search still runs: no line yet.
-    requests.finish(record, { status: 200, completed: false });
-    expect(logger.lines).toEqual([]);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    const settledAt = performance.now();
-    finishWork({ kind: "message", message: {} as never });
-    await work;
-    await new Promise((resolve) => setImmediate(resolve));
-    expect(logger.lines).toEqual([
-      expect.objectContaining({ level: "info", message: "request", requestId: "left-mid-search", status: 499 }),
-    ]);
-    // The line counts the work up to its end, not the moment the client left.
-    expect(logger.lines[0]?.durationMs).toBeGreaterThanOrEqual(Math.floor((settledAt - record.startedAt) * 100) / 100);
-    expect(record.work).toBeUndefined();
-  });
+  it(
+    "writes the line of a client that left once its operation's work settles, with the duration of that " + "work",
+    async () => {
+      const { logger, requests } = tracker();
+      const record = requests.start({
+        method: "GET",
+        path: "/api/asor/v1/default/agentDefinition",
+        requestIdHeader: "left-mid-search",
+      });
+      record.protocol = "rest";
+      let finishWork: (result: Result) => void = () => undefined;
+      const operation = { run: () => new Promise<Result>((resolve) => (finishWork = resolve)) } as unknown as Operation;
+      const work = runOperation(operation, { principal: {} as never, record }, {} as never);
+      // The connection closes while the search still runs: no line yet.
+      requests.finish(record, { status: 200, completed: false });
+      expect(logger.lines).toEqual([]);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const settledAt = performance.now();
+      finishWork({ kind: "message", message: {} as never });
+      await work;
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(logger.lines).toEqual([
+        expect.objectContaining({ level: "info", message: "request", requestId: "left-mid-search", status: 499 }),
+      ]);
+      // The line counts the work up to its end, not the moment the client left.
+      expect(logger.lines[0]?.durationMs).toBeGreaterThanOrEqual(
+        Math.floor((settledAt - record.startedAt) * 100) / 100,
+      );
+      expect(record.work).toBeUndefined();
+    },
+  );
 
   it("writes the line at once when the operation settled before the answer ended", async () => {
     const { logger, requests } = tracker();

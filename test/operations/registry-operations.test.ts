@@ -165,30 +165,34 @@ describe("the registry operations, in memory", () => {
     }
   });
 
-  it("admits to the tenant admin operations only platform operators: callers with the platform admin claim, not those only without a tenant claim", () => {
-    const listTenants = op(TenantAdminService.method.listTenants);
-    const admin = (tenant: string | null, platformAdmin: boolean) => ({
-      subject: "t",
-      tenant,
-      domains: new Set(["Setup: Tenants"]),
-      platformAdmin,
-    });
-    expect(() => admit(listTenants, admin(null, true))).not.toThrow();
-    expect(() => admit(listTenants, admin("acme", true))).not.toThrow();
-    expect(() => admit(listTenants, admin("acme", false))).toThrow(
-      /acts on every tenant.*"platform_admin": true.*not one for tenant "acme"/,
-    );
-    expect(() => admit(listTenants, admin(null, false))).toThrow(
-      /acts on every tenant.*"platform_admin": true.*not one without it/,
-    );
-    // The agent operations are the tenant's own: the tenant claim is what scopes them.
-    expect(() =>
-      admit(op(AgentDefinitionService.method.listAgentDefinitions), {
-        ...admin("acme", false),
-        domains: new Set(["Development"]),
-      }),
-    ).not.toThrow();
-  });
+  it(
+    "admits to the tenant admin operations only platform operators: callers with the platform admin claim, not " +
+      "those only without a tenant claim",
+    () => {
+      const listTenants = op(TenantAdminService.method.listTenants);
+      const admin = (tenant: string | null, platformAdmin: boolean) => ({
+        subject: "t",
+        tenant,
+        domains: new Set(["Setup: Tenants"]),
+        platformAdmin,
+      });
+      expect(() => admit(listTenants, admin(null, true))).not.toThrow();
+      expect(() => admit(listTenants, admin("acme", true))).not.toThrow();
+      expect(() => admit(listTenants, admin("acme", false))).toThrow(
+        /acts on every tenant.*"platform_admin": true.*not one for tenant "acme"/,
+      );
+      expect(() => admit(listTenants, admin(null, false))).toThrow(
+        /acts on every tenant.*"platform_admin": true.*not one without it/,
+      );
+      // The agent operations are the tenant's own: the tenant claim is what scopes them.
+      expect(() =>
+        admit(op(AgentDefinitionService.method.listAgentDefinitions), {
+          ...admin("acme", false),
+          domains: new Set(["Development"]),
+        }),
+      ).not.toThrow();
+    },
+  );
 
   it("sets up tenants through the admin operations", async () => {
     const createTenant = op(TenantAdminService.method.createTenant);

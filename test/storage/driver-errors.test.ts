@@ -41,11 +41,21 @@ describe("classifyDriverError", () => {
     expect(classifyDriverError(poolTimeout)).toBe("unavailable");
   });
 
-  it("reports the embedded database's file failing to be read, written or opened (SQLite I/O, full, cannot open) as unavailable", () => {
-    for (const code of ["SQLITE_IOERR", "SQLITE_IOERR_WRITE", "SQLITE_IOERR_FSYNC", "SQLITE_FULL", "SQLITE_CANTOPEN"]) {
-      expect(classifyDriverError(withCode(code)), code).toBe("unavailable");
-    }
-  });
+  it(
+    "reports the embedded database's file failing to be read, written or opened (SQLite I/O, full, cannot open) " +
+      "as unavailable",
+    () => {
+      for (const code of [
+        "SQLITE_IOERR",
+        "SQLITE_IOERR_WRITE",
+        "SQLITE_IOERR_FSYNC",
+        "SQLITE_FULL",
+        "SQLITE_CANTOPEN",
+      ]) {
+        expect(classifyDriverError(withCode(code)), code).toBe("unavailable");
+      }
+    },
+  );
 
   it("reports a mysql2 error marked fatal (a command on a closed connection has no code) as unavailable", () => {
     expect(

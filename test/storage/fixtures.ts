@@ -48,7 +48,10 @@ export function keyOf(def: AgentDefinition): UpsertKey {
   return { name: def.name, providerId: def.provider?.id ?? "", version: def.version };
 }
 
-/** `def` with an instance id and its agent's reference id, for tests that call WriteTransaction.insert/update themselves. */
+/**
+ * `def` with an instance id and its agent's reference id, for tests that call WriteTransaction.insert/update
+ * themselves.
+ */
 export function withIds(def: AgentDefinition, id: string, referenceId: string): AgentDefinition {
   const copy = clone(AgentDefinitionSchema, def);
   copy.id = id;
@@ -88,7 +91,10 @@ export interface SaveOptions {
   readonly after?: (call: keyof WriteTransaction, attempt: number) => Promise<void> | void;
 }
 
-/** Creates or updates `def` in `tenant` with the service's real upsert (as a caller with Setup: Agents), counting how often `write` ran it. */
+/**
+ * Creates or updates `def` in `tenant` with the service's real upsert (as a caller with Setup: Agents),
+ * counting how often `write` ran it.
+ */
 export async function save(
   repository: AgentDefinitionRepository,
   def: AgentDefinition,
@@ -152,7 +158,10 @@ function pausing(
   });
 }
 
-/** Resolves once `parties` callers are waiting on it; rejects after `timeoutMillis` so a broken race fails instead of hanging. */
+/**
+ * Resolves once `parties` callers are waiting on it; rejects after `timeoutMillis` so a broken race fails
+ * instead of hanging.
+ */
 export function barrier(parties: number, timeoutMillis = 10_000): () => Promise<void> {
   let waiting = 0;
   let release!: () => void;

@@ -75,30 +75,34 @@ function tracked<T>(promise: Promise<T>): { promise: Promise<T>; settled: () => 
 }
 
 describe("Gate", () => {
-  it("lets `limit` holders in, queues the rest first come first served, and hands each released slot to the first in line", async () => {
-    const gate = new Gate(2);
-    expect(gate.tryTake("t")).toBe(true);
-    await gate.take("t");
-    expect(gate.tryTake("t")).toBe(false);
-    const order: number[] = [];
-    const waiters = [1, 2, 3].map((n) => gate.take("t").then(() => order.push(n)));
-    expect(gate.waiting).toBe(3);
-    gate.release("t");
-    await waiters[0];
-    expect(order).toEqual([1]);
-    // A newcomer does not overtake the line.
-    expect(gate.tryTake("t")).toBe(false);
-    gate.release("t");
-    gate.release("t");
-    await Promise.all(waiters);
-    expect(order).toEqual([1, 2, 3]);
-    expect(gate.waiting).toBe(0);
-    gate.release("t");
-    gate.release("t");
-    expect(gate.tryTake("t")).toBe(true);
-    expect(gate.tryTake("t")).toBe(true);
-    expect(gate.tryTake("t")).toBe(false);
-  });
+  it(
+    "lets `limit` holders in, queues the rest first come first served, and hands each released slot to the first " +
+      "in line",
+    async () => {
+      const gate = new Gate(2);
+      expect(gate.tryTake("t")).toBe(true);
+      await gate.take("t");
+      expect(gate.tryTake("t")).toBe(false);
+      const order: number[] = [];
+      const waiters = [1, 2, 3].map((n) => gate.take("t").then(() => order.push(n)));
+      expect(gate.waiting).toBe(3);
+      gate.release("t");
+      await waiters[0];
+      expect(order).toEqual([1]);
+      // A newcomer does not overtake the line.
+      expect(gate.tryTake("t")).toBe(false);
+      gate.release("t");
+      gate.release("t");
+      await Promise.all(waiters);
+      expect(order).toEqual([1, 2, 3]);
+      expect(gate.waiting).toBe(0);
+      gate.release("t");
+      gate.release("t");
+      expect(gate.tryTake("t")).toBe(true);
+      expect(gate.tryTake("t")).toBe(true);
+      expect(gate.tryTake("t")).toBe(false);
+    },
+  );
 
   it("takes a waiter whose signal aborts out of the line, with the signal's reason", async () => {
     const gate = new Gate(1);
@@ -189,25 +193,29 @@ describe("isBounded: which searches pass the gate", () => {
 });
 
 describe("isStatementTimeout", () => {
-  it("knows MariaDB's max_statement_time (1969) and MySQL's MAX_EXECUTION_TIME (3024), also wrapped, and nothing else", () => {
-    const mariadb = Object.assign(new Error("Query execution was interrupted (max_statement_time exceeded)"), {
-      errno: 1969,
-      sqlState: "70100",
-    });
-    const mysql = Object.assign(new Error("maximum statement execution time exceeded"), {
-      code: "ER_QUERY_TIMEOUT",
-      errno: 3024,
-    });
-    for (const error of [mariadb, mysql, new Error("knex", { cause: mysql })]) {
-      expect(isStatementTimeout(error)).toBe(true);
-      // Elsewhere than a search (a server-wide limit), such an error is the database failing us, not a bug.
-      expect(classifyDriverError(error)).toBe("unavailable");
-    }
-    expect(isStatementTimeout(Object.assign(new Error("killed"), { code: "ER_QUERY_INTERRUPTED", errno: 1317 }))).toBe(
-      false,
-    );
-    expect(isStatementTimeout(new Error("x"))).toBe(false);
-  });
+  it(
+    "knows MariaDB's max_statement_time (1969) and MySQL's MAX_EXECUTION_TIME (3024), also wrapped, and nothing " +
+      "else",
+    () => {
+      const mariadb = Object.assign(new Error("Query execution was interrupted (max_statement_time exceeded)"), {
+        errno: 1969,
+        sqlState: "70100",
+      });
+      const mysql = Object.assign(new Error("maximum statement execution time exceeded"), {
+        code: "ER_QUERY_TIMEOUT",
+        errno: 3024,
+      });
+      for (const error of [mariadb, mysql, new Error("knex", { cause: mysql })]) {
+        expect(isStatementTimeout(error)).toBe(true);
+        // Elsewhere than a search (a server-wide limit), such an error is the database failing us, not a bug.
+        expect(classifyDriverError(error)).toBe("unavailable");
+      }
+      expect(
+        isStatementTimeout(Object.assign(new Error("killed"), { code: "ER_QUERY_INTERRUPTED", errno: 1317 })),
+      ).toBe(false);
+      expect(isStatementTimeout(new Error("x"))).toBe(false);
+    },
+  );
 });
 
 forEachDatabase((db) => {
@@ -283,83 +291,96 @@ forEachDatabase((db) => {
       /** Statements of this database that wait for definition_terms' metadata lock. */
       const waitingAtServer = async (): Promise<number> => {
         const [rows] = await locker.query(
-          "SELECT COUNT(*) AS n FROM information_schema.processlist WHERE db = DATABASE() AND id <> CONNECTION_ID() AND state = 'Waiting for table metadata lock' AND info LIKE '%definition_terms%'",
+          "SELECT COUNT(*) AS n FROM information_schema.processlist WHERE db = DATABASE() AND id <> " +
+            "CONNECTION_ID() AND state = 'Waiting for table metadata lock' AND info LIKE '%definition_terms%'",
         );
         return Number((rows as Array<{ n: number | string }>)[0]?.n ?? 0);
       };
 
-      it("lets SEARCH_MAX_CONCURRENT searches reach the server and queues the others without a connection, while a read by id goes through", async () => {
-        await locker.query("LOCK TABLES definition_terms WRITE");
-        let searches: Array<ReturnType<typeof tracked<ListResult>>> = [];
-        try {
-          searches = [1, 2, 3].map(() => tracked(gated.search(tenant, byTag)));
-          await until("two searches wait at the server", async () => (await waitingAtServer()) >= 2);
-          // The third holds no pooled connection: it waits in the gate, not in the pool or at the server.
-          expect(gated.poolStats()).toMatchObject({ used: 2, pendingAcquires: 0 });
-          // Reads that do not touch the locked table are not held up by the searches.
-          const read = await gated.get(tenant, other.id);
-          expect(read?.id).toBe(other.id);
-          expect(await waitingAtServer()).toBe(2);
-          expect(gated.poolStats()).toMatchObject({ used: 2, pendingAcquires: 0 });
-          expect(searches.map((s) => s.settled())).toEqual([false, false, false]);
-          // A bounded search does not queue behind them: it reaches the server (and waits there for the lock).
-          searches.push(tracked(gated.search(tenant, byTagBounded)));
-          await until("the bounded search waits at the server too", async () => (await waitingAtServer()) >= 3);
-          expect(gated.poolStats()).toMatchObject({ used: 3, pendingAcquires: 0 });
-        } finally {
-          await locker.query("UNLOCK TABLES");
-        }
-        for (const page of await Promise.all(searches.map((s) => s.promise))) expectTagged(page);
-        expect(await waitingAtServer()).toBe(0);
-      });
+      it(
+        "lets SEARCH_MAX_CONCURRENT searches reach the server and queues the others without a connection, while a " +
+          "read by id goes through",
+        async () => {
+          await locker.query("LOCK TABLES definition_terms WRITE");
+          let searches: Array<ReturnType<typeof tracked<ListResult>>> = [];
+          try {
+            searches = [1, 2, 3].map(() => tracked(gated.search(tenant, byTag)));
+            await until("two searches wait at the server", async () => (await waitingAtServer()) >= 2);
+            // The third holds no pooled connection: it waits in the gate, not in the pool or at the server.
+            expect(gated.poolStats()).toMatchObject({ used: 2, pendingAcquires: 0 });
+            // Reads that do not touch the locked table are not held up by the searches.
+            const read = await gated.get(tenant, other.id);
+            expect(read?.id).toBe(other.id);
+            expect(await waitingAtServer()).toBe(2);
+            expect(gated.poolStats()).toMatchObject({ used: 2, pendingAcquires: 0 });
+            expect(searches.map((s) => s.settled())).toEqual([false, false, false]);
+            // A bounded search does not queue behind them: it reaches the server (and waits there for the lock).
+            searches.push(tracked(gated.search(tenant, byTagBounded)));
+            await until("the bounded search waits at the server too", async () => (await waitingAtServer()) >= 3);
+            expect(gated.poolStats()).toMatchObject({ used: 3, pendingAcquires: 0 });
+          } finally {
+            await locker.query("UNLOCK TABLES");
+          }
+          for (const page of await Promise.all(searches.map((s) => s.promise))) expectTagged(page);
+          expect(await waitingAtServer()).toBe(0);
+        },
+      );
 
       /** Search statements of `name`'s tenant at the server (the statements carry their bindings as text). */
       const atServerFor = async (name: string): Promise<number> => {
         const [rows] = await locker.query(
-          "SELECT COUNT(*) AS n FROM information_schema.processlist WHERE db = DATABASE() AND id <> CONNECTION_ID() AND command = 'Query' AND info LIKE ?",
+          "SELECT COUNT(*) AS n FROM information_schema.processlist WHERE db = DATABASE() AND id <> " +
+            "CONNECTION_ID() AND command = 'Query' AND info LIKE ?",
           [`%t.name = '${name}'%`],
         );
         return Number((rows as Array<{ n: number | string }>)[0]?.n ?? 0);
       };
 
-      it("takes a search whose caller leaves while it waits at the gate out of the line, with the signal's reason", async () => {
-        await locker.query("LOCK TABLES definition_terms WRITE");
-        let held: Array<ReturnType<typeof tracked<ListResult>>> = [];
-        try {
-          held = [1, 2].map(() => tracked(gated.search(tenant, byTag)));
-          await until("two searches wait at the server", async () => (await waitingAtServer()) >= 2);
-          const leaving = new AbortController();
-          const waiting = tracked(gated.search(tenant, byTag, { signal: leaving.signal }));
-          const next = tracked(gated.search(tenant, byTag));
-          leaving.abort(new Error("the client left"));
-          // Out of the line while the two ahead of it still hold their slots.
-          await expect(waiting.promise).rejects.toThrow("the client left");
-          expect(next.settled()).toBe(false);
-          held.push(next);
-        } finally {
-          await locker.query("UNLOCK TABLES");
-        }
-        for (const page of await Promise.all(held.map((s) => s.promise))) expectTagged(page);
-      });
+      it(
+        "takes a search whose caller leaves while it waits at the gate out of the line, with the signal's " + "reason",
+        async () => {
+          await locker.query("LOCK TABLES definition_terms WRITE");
+          let held: Array<ReturnType<typeof tracked<ListResult>>> = [];
+          try {
+            held = [1, 2].map(() => tracked(gated.search(tenant, byTag)));
+            await until("two searches wait at the server", async () => (await waitingAtServer()) >= 2);
+            const leaving = new AbortController();
+            const waiting = tracked(gated.search(tenant, byTag, { signal: leaving.signal }));
+            const next = tracked(gated.search(tenant, byTag));
+            leaving.abort(new Error("the client left"));
+            // Out of the line while the two ahead of it still hold their slots.
+            await expect(waiting.promise).rejects.toThrow("the client left");
+            expect(next.settled()).toBe(false);
+            held.push(next);
+          } finally {
+            await locker.query("UNLOCK TABLES");
+          }
+          for (const page of await Promise.all(held.map((s) => s.promise))) expectTagged(page);
+        },
+      );
 
-      it("kills a running search statement whose caller leaves (KILL QUERY), and its connection serves the next search", async () => {
-        await locker.query("LOCK TABLES definition_terms WRITE");
-        try {
-          const leaving = new AbortController();
-          const running = tracked(gated.search(tenant, byTag, { signal: leaving.signal }));
-          await until("the search waits at the server", async () => (await waitingAtServer()) >= 1);
-          leaving.abort(new Error("the client left"));
-          await expect(running.promise).rejects.toThrow("the client left");
-          // Gone from the server while the lock it waited for is still held.
-          await until("the statement is gone from the server", async () => (await atServerFor(tenant)) === 0);
-          expect(gated.poolStats()).toMatchObject({ used: 0, pendingAcquires: 0 });
-        } finally {
-          await locker.query("UNLOCK TABLES");
-        }
-        // Every pooled connection, the one whose statement was killed among them, answers.
-        const pages = await Promise.all(Array.from({ length: 4 }, () => gated.search(tenant, byTag)));
-        for (const page of pages) expectTagged(page);
-      });
+      it(
+        "kills a running search statement whose caller leaves (KILL QUERY), and its connection serves the next " +
+          "search",
+        async () => {
+          await locker.query("LOCK TABLES definition_terms WRITE");
+          try {
+            const leaving = new AbortController();
+            const running = tracked(gated.search(tenant, byTag, { signal: leaving.signal }));
+            await until("the search waits at the server", async () => (await waitingAtServer()) >= 1);
+            leaving.abort(new Error("the client left"));
+            await expect(running.promise).rejects.toThrow("the client left");
+            // Gone from the server while the lock it waited for is still held.
+            await until("the statement is gone from the server", async () => (await atServerFor(tenant)) === 0);
+            expect(gated.poolStats()).toMatchObject({ used: 0, pendingAcquires: 0 });
+          } finally {
+            await locker.query("UNLOCK TABLES");
+          }
+          // Every pooled connection, the one whose statement was killed among them, answers.
+          const pages = await Promise.all(Array.from({ length: 4 }, () => gated.search(tenant, byTag)));
+          for (const page of pages) expectTagged(page);
+        },
+      );
 
       it("admits another tenant's search before the queued searches of a tenant holding all its slots", async () => {
         const fair = await createSqlRepository({
@@ -390,85 +411,97 @@ forEachDatabase((db) => {
         await fair.close();
       });
 
-      it("gives a search one time budget: its count statement gets what its page statement left, not a fresh SEARCH_TIMEOUT_MS", async () => {
-        const limitMillis = 10_000;
-        const spentMillis = 600;
-        const one = await createSqlRepository({
-          ...target(),
-          timeoutMillis: 30_000,
-          search: { maxConcurrent: 1, timeoutMillis: limitMillis },
-        });
-        const url = target().databaseUrl as string;
-        const [agents, terms, text] = await Promise.all(
-          [1, 2, 3].map(() => createConnection(mysqlConnectionOptions(url))),
-        );
-        /** The time limit of the statement at the server that counts alone (a keyword search's count after an empty page), in seconds. */
-        const countLimit = async (): Promise<number | undefined> => {
-          const [rows] = await locker.query(
-            "SELECT info FROM information_schema.processlist WHERE db = DATABASE() AND command = 'Query' AND info LIKE '%max_statement_time%COUNT(%' AND info NOT LIKE '%FROM tenants%'",
+      it(
+        "gives a search one time budget: its count statement gets what its page statement left, not a fresh " +
+          "SEARCH_TIMEOUT_MS",
+        async () => {
+          const limitMillis = 10_000;
+          const spentMillis = 600;
+          const one = await createSqlRepository({
+            ...target(),
+            timeoutMillis: 30_000,
+            search: { maxConcurrent: 1, timeoutMillis: limitMillis },
+          });
+          const url = target().databaseUrl as string;
+          const [agents, terms, text] = await Promise.all(
+            [1, 2, 3].map(() => createConnection(mysqlConnectionOptions(url))),
           );
-          const info = (rows as Array<{ info: string }>)[0]?.info;
-          const seconds = info?.match(/max_statement_time = ([0-9.]+)/)?.[1];
-          return seconds === undefined ? undefined : Number(seconds);
-        };
-        let keyword: ReturnType<typeof tracked<ListResult>> | undefined;
-        let holder: ReturnType<typeof tracked<ListResult>> | undefined;
-        try {
-          // The keyword search's page waits for `agents`; another tenant's search waits at the gate behind it.
-          await agents?.query("LOCK TABLES agents WRITE");
-          await terms?.query("LOCK TABLES definition_terms WRITE");
-          keyword = tracked(one.search(tenant, { ...unfilteredQuery(20, 0), words: ["nothingmatchesthis"] }));
-          await until("the keyword search's page waits at the server", async () => (await atServerFor(tenant)) === 1);
-          holder = tracked(one.search(otherTenant, byTag));
-          // The page statement spends part of the budget waiting.
-          await new Promise((resolve) => setTimeout(resolve, spentMillis));
-          await agents?.query("UNLOCK TABLES");
-          // The page is answered (empty); the other tenant's search takes the slot and waits for definition_terms.
-          await until(
-            "the other tenant's search waits at the server",
-            async () => (await atServerFor(otherTenant)) === 1,
-          );
-          // Its count needs definition_text: held, it shows at the server with the time limit it was given.
-          await text?.query("LOCK TABLES definition_text WRITE");
-          await terms?.query("UNLOCK TABLES");
-          let seconds: number | undefined;
-          await until(
-            "the keyword search's count waits at the server",
-            async () => (seconds = await countLimit()) !== undefined,
-          );
-          expect(seconds).toBeLessThanOrEqual((limitMillis - spentMillis) / 1000);
-        } finally {
-          for (const session of [agents, terms, text]) await session?.query("UNLOCK TABLES").catch(() => undefined);
-        }
-        expect((await keyword?.promise)?.total).toBe(0);
-        expect((await holder?.promise)?.total).toBe(1);
-        for (const session of [agents, terms, text]) await session?.end();
-        await one.close();
-      });
+          /**
+           * The time limit of the statement at the server that counts alone (a keyword search's count after an
+           * empty page), in seconds.
+           */
+          const countLimit = async (): Promise<number | undefined> => {
+            const [rows] = await locker.query(
+              "SELECT info FROM information_schema.processlist WHERE db = DATABASE() AND command = 'Query' AND info " +
+                "LIKE '%max_statement_time%COUNT(%' AND info NOT LIKE '%FROM tenants%'",
+            );
+            const info = (rows as Array<{ info: string }>)[0]?.info;
+            const seconds = info?.match(/max_statement_time = ([0-9.]+)/)?.[1];
+            return seconds === undefined ? undefined : Number(seconds);
+          };
+          let keyword: ReturnType<typeof tracked<ListResult>> | undefined;
+          let holder: ReturnType<typeof tracked<ListResult>> | undefined;
+          try {
+            // The keyword search's page waits for `agents`; another tenant's search waits at the gate behind it.
+            await agents?.query("LOCK TABLES agents WRITE");
+            await terms?.query("LOCK TABLES definition_terms WRITE");
+            keyword = tracked(one.search(tenant, { ...unfilteredQuery(20, 0), words: ["nothingmatchesthis"] }));
+            await until("the keyword search's page waits at the server", async () => (await atServerFor(tenant)) === 1);
+            holder = tracked(one.search(otherTenant, byTag));
+            // The page statement spends part of the budget waiting.
+            await new Promise((resolve) => setTimeout(resolve, spentMillis));
+            await agents?.query("UNLOCK TABLES");
+            // The page is answered (empty); the other tenant's search takes the slot and waits for definition_terms.
+            await until(
+              "the other tenant's search waits at the server",
+              async () => (await atServerFor(otherTenant)) === 1,
+            );
+            // Its count needs definition_text: held, it shows at the server with the time limit it was given.
+            await text?.query("LOCK TABLES definition_text WRITE");
+            await terms?.query("UNLOCK TABLES");
+            let seconds: number | undefined;
+            await until(
+              "the keyword search's count waits at the server",
+              async () => (seconds = await countLimit()) !== undefined,
+            );
+            expect(seconds).toBeLessThanOrEqual((limitMillis - spentMillis) / 1000);
+          } finally {
+            for (const session of [agents, terms, text]) await session?.query("UNLOCK TABLES").catch(() => undefined);
+          }
+          expect((await keyword?.promise)?.total).toBe(0);
+          expect((await holder?.promise)?.total).toBe(1);
+          for (const session of [agents, terms, text]) await session?.end();
+          await one.close();
+        },
+      );
 
-      it("stops a search at SEARCH_TIMEOUT_MS with UNAVAILABLE and a message without SQL; searches work again after", async () => {
-        await locker.query("LOCK TABLES definition_terms WRITE");
-        let error: unknown;
-        try {
-          error = await limited.search(tenant, byTag).then(
-            () => undefined,
-            (e: unknown) => e,
-          );
-        } finally {
-          await locker.query("UNLOCK TABLES");
-        }
-        expect(error).toBeInstanceOf(RegistryError);
-        const registryError = error as RegistryError;
-        expect(registryError.code).toBe("UNAVAILABLE");
-        expect(registryError.message).toMatch(/longer than the limit of 0\.2 seconds.*narrow it with filters/);
-        // What the caller gets: the message and the code, no SQL, no stack.
-        const body = errorBody(registryError);
-        expect(Object.keys(body).sort()).toEqual(["code", "error"]);
-        expect(JSON.stringify(body)).not.toMatch(/select|definition_terms|statement_time|tenants|\bat \w/i);
-        expectTagged(await limited.search(tenant, byTag));
-        // The connection the server interrupted is still good: every pooled connection answers.
-        const pages = await Promise.all(Array.from({ length: 4 }, () => limited.search(tenant, byTag)));
-        for (const page of pages) expectTagged(page);
-      });
+      it(
+        "stops a search at SEARCH_TIMEOUT_MS with UNAVAILABLE and a message without SQL; searches work again " +
+          "after",
+        async () => {
+          await locker.query("LOCK TABLES definition_terms WRITE");
+          let error: unknown;
+          try {
+            error = await limited.search(tenant, byTag).then(
+              () => undefined,
+              (e: unknown) => e,
+            );
+          } finally {
+            await locker.query("UNLOCK TABLES");
+          }
+          expect(error).toBeInstanceOf(RegistryError);
+          const registryError = error as RegistryError;
+          expect(registryError.code).toBe("UNAVAILABLE");
+          expect(registryError.message).toMatch(/longer than the limit of 0\.2 seconds.*narrow it with filters/);
+          // What the caller gets: the message and the code, no SQL, no stack.
+          const body = errorBody(registryError);
+          expect(Object.keys(body).sort()).toEqual(["code", "error"]);
+          expect(JSON.stringify(body)).not.toMatch(/select|definition_terms|statement_time|tenants|\bat \w/i);
+          expectTagged(await limited.search(tenant, byTag));
+          // The connection the server interrupted is still good: every pooled connection answers.
+          const pages = await Promise.all(Array.from({ length: 4 }, () => limited.search(tenant, byTag)));
+          for (const page of pages) expectTagged(page);
+        },
+      );
     });
 });

@@ -119,26 +119,29 @@ forEachDatabase((db) => {
       return refs;
     }
 
-    it("numbers a tenant's agents 1, 2, 3 with reference ids from its prefix, independently of other tenants", async () => {
-      await repo.createTenant("seq-one", "ONE-");
-      await repo.createTenant("seq-two", "TWO/");
-      expect(await createAgents("seq-one", ["a", "b"])).toEqual([
-        { number: 1, referenceId: "Agent_ID=ONE-1" },
-        { number: 2, referenceId: "Agent_ID=ONE-2" },
-      ]);
-      expect(await createAgents("seq-two", ["a", "b"])).toEqual([
-        { number: 1, referenceId: "Agent_ID=TWO/1" },
-        { number: 2, referenceId: "Agent_ID=TWO/2" },
-      ]);
-      expect(await createAgents("seq-one", ["c"])).toEqual([{ number: 3, referenceId: "Agent_ID=ONE-3" }]);
-      expect((await repo.getTenant("seq-one"))?.nextAgentNumber).toBe(4);
-      expect((await repo.getTenant("seq-two"))?.nextAgentNumber).toBe(3);
-      expect(await repo.write("seq-one", (tx) => tx.findAgentByName("Provider=Acme", "c"))).toEqual({
-        number: 3,
-        referenceId: "Agent_ID=ONE-3",
-      });
-      expect(await repo.write("seq-one", (tx) => tx.findAgentByName("Provider=Acme", "C"))).toBeUndefined();
-    });
+    it(
+      "numbers a tenant's agents 1, 2, 3 with reference ids from its prefix, independently of other " + "tenants",
+      async () => {
+        await repo.createTenant("seq-one", "ONE-");
+        await repo.createTenant("seq-two", "TWO/");
+        expect(await createAgents("seq-one", ["a", "b"])).toEqual([
+          { number: 1, referenceId: "Agent_ID=ONE-1" },
+          { number: 2, referenceId: "Agent_ID=ONE-2" },
+        ]);
+        expect(await createAgents("seq-two", ["a", "b"])).toEqual([
+          { number: 1, referenceId: "Agent_ID=TWO/1" },
+          { number: 2, referenceId: "Agent_ID=TWO/2" },
+        ]);
+        expect(await createAgents("seq-one", ["c"])).toEqual([{ number: 3, referenceId: "Agent_ID=ONE-3" }]);
+        expect((await repo.getTenant("seq-one"))?.nextAgentNumber).toBe(4);
+        expect((await repo.getTenant("seq-two"))?.nextAgentNumber).toBe(3);
+        expect(await repo.write("seq-one", (tx) => tx.findAgentByName("Provider=Acme", "c"))).toEqual({
+          number: 3,
+          referenceId: "Agent_ID=ONE-3",
+        });
+        expect(await repo.write("seq-one", (tx) => tx.findAgentByName("Provider=Acme", "C"))).toBeUndefined();
+      },
+    );
 
     it("hands the work the tenant as it was when the transaction began", async () => {
       await repo.createTenant("seen", "SEEN-");
@@ -326,7 +329,8 @@ forEachDatabase((db) => {
         repo,
         definition({ name: "Encodings", description: 'Ünïcødé 🤖 and "quotes"', externalAgentId: "ext-encodings" }),
       );
-      // What was written: protobuf JSON of the message, its empty lists shown as [], and the binary of the same message.
+      // What was written: protobuf JSON of the message, its empty lists shown as [], and the binary of the
+      // same message.
       const message = fromBinaryBytes(stored);
       expect(equals(AgentDefinitionSchema, fromJsonBytes(stored), message)).toBe(true);
       expect(JSON.parse(new TextDecoder().decode(stored.json))).toMatchObject({

@@ -47,7 +47,9 @@ try {
   setTimeout(() => leaving.abort(new Error("gone")), 10);
   const next = await unlimited.run("SELECT COUNT(*) AS total FROM agent_definitions", []);
   // A statement with the cancellation point is stopped at its limit: the one worker answers the next.
-  const endless = `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE ${SEARCH_ALIVE}() AND x < ?) SELECT COUNT(*) AS total FROM c`;
+  const endless =
+    `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE ${SEARCH_ALIVE}() AND x < ` +
+    `?) SELECT COUNT(*) AS total FROM c`;
   await stopping.run("SELECT 1 AS one", []);
   const endlessStopped = await stopping.run(endless, [1e15]).then(
     () => "answered",

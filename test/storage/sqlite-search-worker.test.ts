@@ -45,7 +45,9 @@ const slow = {
  * costly search calls it): without it, it would count for days.
  */
 const endless = {
-  sql: `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE ${SEARCH_ALIVE}() AND x < ?) SELECT COUNT(*) AS total FROM c`,
+  sql:
+    `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE ${SEARCH_ALIVE}() AND x < ?) SELECT ` +
+    `COUNT(*) AS total FROM c`,
   bindings: [1e15],
 };
 
@@ -163,13 +165,16 @@ describe("SQLite searches on worker threads", () => {
     });
   });
 
-  it("stops a statement at its time limit where it calls the cancellation point, so its worker serves the next", async () => {
-    const searches = pool(200);
-    await searches.run(warmUp, []);
-    await expect(searches.run(endless.sql, endless.bindings)).rejects.toBeInstanceOf(SearchStatementTimeout);
-    // The one worker is free again: were the statement still counting, this would time out behind it.
-    expect(await searches.run("SELECT 1 AS one", [])).toEqual([{ one: 1 }]);
-  });
+  it(
+    "stops a statement at its time limit where it calls the cancellation point, so its worker serves the " + "next",
+    async () => {
+      const searches = pool(200);
+      await searches.run(warmUp, []);
+      await expect(searches.run(endless.sql, endless.bindings)).rejects.toBeInstanceOf(SearchStatementTimeout);
+      // The one worker is free again: were the statement still counting, this would time out behind it.
+      expect(await searches.run("SELECT 1 AS one", [])).toEqual([{ one: 1 }]);
+    },
+  );
 
   it("stops a statement whose caller left (its signal aborted), so its worker serves the next", async () => {
     const searches = pool(0);
@@ -184,50 +189,68 @@ describe("SQLite searches on worker threads", () => {
     expect(await searches.run("SELECT 1 AS one", [])).toEqual([{ one: 1 }]);
   });
 
-  it("stops the service's own costly statements: a keyword search calls the cancellation point per candidate row", async () => {
-    const page = await repository.search("default", { ...unfilteredQuery(10, 0), words: ["quasar"] });
-    expect(page.total).toBe(1);
-    const { buildSearch } = await import("../../src/storage/queries/search.js");
-    const { sql } = buildSearch("sqlite", "default", { ...unfilteredQuery(10, 0), words: ["quasar"] }, 4 * 1024 * 1024);
-    expect(sql.match(new RegExp(`${SEARCH_ALIVE}\\(\\)`, "g"))?.length).toBeGreaterThanOrEqual(2);
-  });
+  it(
+    "stops the service's own costly statements: a keyword search calls the cancellation point per candidate " + "row",
+    async () => {
+      const page = await repository.search("default", { ...unfilteredQuery(10, 0), words: ["quasar"] });
+      expect(page.total).toBe(1);
+      const { buildSearch } = await import("../../src/storage/queries/search.js");
+      const { sql } = buildSearch(
+        "sqlite",
+        "default",
+        { ...unfilteredQuery(10, 0), words: ["quasar"] },
+        4 * 1024 * 1024,
+      );
+      expect(sql.match(new RegExp(`${SEARCH_ALIVE}\\(\\)`, "g"))?.length).toBeGreaterThanOrEqual(2);
+    },
+  );
 
-  it("counts the time limit from the hand-over: a statement without the cancellation point runs on after its caller is answered, and one waiting behind it is answered at its limit too", async () => {
-    const searches = pool(200);
-    await searches.run(warmUp, []);
-    await expect(searches.run(slow.sql, slow.bindings)).rejects.toBeInstanceOf(SearchStatementTimeout);
-    // The one worker is still counting: this one never gets it within its limit.
-    await expect(searches.run("SELECT 1 AS one", [])).rejects.toBeInstanceOf(SearchStatementTimeout);
-  });
+  it(
+    "counts the time limit from the hand-over: a statement without the cancellation point runs on after its " +
+      "caller is answered, and one waiting behind it is answered at its limit too",
+    async () => {
+      const searches = pool(200);
+      await searches.run(warmUp, []);
+      await expect(searches.run(slow.sql, slow.bindings)).rejects.toBeInstanceOf(SearchStatementTimeout);
+      // The one worker is still counting: this one never gets it within its limit.
+      await expect(searches.run("SELECT 1 AS one", [])).rejects.toBeInstanceOf(SearchStatementTimeout);
+    },
+  );
 
-  it("answers a statement whose signal aborts with the signal's reason, running or waiting, and serves the next", async () => {
-    const searches = pool(0);
-    await searches.run(warmUp, []);
-    const running = new AbortController();
-    const waiting = new AbortController();
-    const first = searches.run(slow.sql, slow.bindings, running.signal);
-    const second = searches.run(slow.sql, slow.bindings, waiting.signal);
-    // The read by id is answered while the first runs (and the second waits for the one worker).
-    expect((await repository.get("default", stored.id))?.id).toBe(stored.id);
-    running.abort(new Error("the client went away"));
-    waiting.abort(new Error("this one too"));
-    await expect(first).rejects.toThrow("the client went away");
-    await expect(second).rejects.toThrow("this one too");
-    await expect(searches.run("SELECT 1 AS one", [], AbortSignal.abort(new Error("already gone")))).rejects.toThrow(
-      "already gone",
-    );
-    expect(await searches.run("SELECT COUNT(*) AS total FROM agent_definitions", [])).toEqual([{ total: 1 }]);
-  });
+  it(
+    "answers a statement whose signal aborts with the signal's reason, running or waiting, and serves the " + "next",
+    async () => {
+      const searches = pool(0);
+      await searches.run(warmUp, []);
+      const running = new AbortController();
+      const waiting = new AbortController();
+      const first = searches.run(slow.sql, slow.bindings, running.signal);
+      const second = searches.run(slow.sql, slow.bindings, waiting.signal);
+      // The read by id is answered while the first runs (and the second waits for the one worker).
+      expect((await repository.get("default", stored.id))?.id).toBe(stored.id);
+      running.abort(new Error("the client went away"));
+      waiting.abort(new Error("this one too"));
+      await expect(first).rejects.toThrow("the client went away");
+      await expect(second).rejects.toThrow("this one too");
+      await expect(searches.run("SELECT 1 AS one", [], AbortSignal.abort(new Error("already gone")))).rejects.toThrow(
+        "already gone",
+      );
+      expect(await searches.run("SELECT COUNT(*) AS total FROM agent_definitions", [])).toEqual([{ total: 1 }]);
+    },
+  );
 
-  it("close() ends the workers, a busy one included, answers what runs UNAVAILABLE and refuses later statements", async () => {
-    const searches = pool(0);
-    expect(await searches.run("SELECT 1 AS one", [])).toEqual([{ one: 1 }]);
-    const running = searches.run(slow.sql, slow.bindings);
-    const closed = await searches.close().then(() => "closed");
-    expect(closed).toBe("closed");
-    expect(await rejection(running)).toMatchObject({ code: "UNAVAILABLE" });
-    expect(await rejection(searches.run("SELECT 1 AS one", []))).toMatchObject({ code: "UNAVAILABLE" });
-  });
+  it(
+    "close() ends the workers, a busy one included, answers what runs UNAVAILABLE and refuses later " + "statements",
+    async () => {
+      const searches = pool(0);
+      expect(await searches.run("SELECT 1 AS one", [])).toEqual([{ one: 1 }]);
+      const running = searches.run(slow.sql, slow.bindings);
+      const closed = await searches.close().then(() => "closed");
+      expect(closed).toBe("closed");
+      expect(await rejection(running)).toMatchObject({ code: "UNAVAILABLE" });
+      expect(await rejection(searches.run("SELECT 1 AS one", []))).toMatchObject({ code: "UNAVAILABLE" });
+    },
+  );
 
   it("answers an SQLite error of the statement as the driver's error, with its code", async () => {
     const error = await rejection(pool(0).run("SELECT * FROM no_such_table", []));
@@ -245,7 +268,8 @@ describe("SQLite searches on worker threads under Deno", () => {
     await repository.close();
   });
 
-  it("answers the main thread while a statement runs on a worker, answers at the time limit and on abort, and serves the next", async () => {
+  it("answers the main thread while a statement runs on a worker, answers at the time limit and on abort, and " +
+    "serves the next", async () => {
     const { stdout } = await promisify(execFile)(
       process.execPath,
       [

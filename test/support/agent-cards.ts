@@ -48,7 +48,8 @@ export function fullCard(tag: string): Record<string, unknown> {
     version: "1.0.0",
     documentationUrl: "https://agents.example.com/docs",
     iconUrl: "https://agents.example.com/icon.png",
-    // stateTransitionHistory has no A2A v1.0 member; supportsAuthenticatedExtendedCard is extendedAgentCard, false kept.
+    // stateTransitionHistory has no A2A v1.0 member; supportsAuthenticatedExtendedCard is extendedAgentCard,
+    // false kept.
     capabilities: { pushNotifications: true, streaming: false, extendedAgentCard: false },
     defaultInputModes: ["text/plain"],
     defaultOutputModes: ["text/plain"],

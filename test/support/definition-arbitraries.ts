@@ -182,9 +182,14 @@ function parentOf(root: Record<string, any>, path: string): [any, string | numbe
 
 /** Names the contract knows anywhere (JSON and proto names): an unknown member must be none of them. */
 const KNOWN = new Set(
-  "id name description url version provider platform skills capabilities overview iconUrl icon_url documentationUrl documentation_url externalAgentID external_agent_id externalTenantID external_tenant_id defaultInputModes default_input_modes defaultOutputModes default_output_modes supportsAuthenticatedExtendedCard supports_authenticated_extended_card hostConfig host_config reference_id referenceId descriptor href pushNotifications push_notifications streaming stateTransitionHistory state_transition_history type tags inputModes input_modes outputModes output_modes tag skillId skill_id executionMode execution_mode hostResources host_resources tool_name toolName agent_resource agentResource tools".split(
-    " ",
-  ),
+  "id name description url version provider platform skills capabilities overview iconUrl icon_url " +
+    "documentationUrl documentation_url externalAgentID external_agent_id externalTenantID external_tenant_id " +
+    "defaultInputModes default_input_modes defaultOutputModes default_output_modes " +
+    "supportsAuthenticatedExtendedCard supports_authenticated_extended_card hostConfig host_config reference_id " +
+    "referenceId descriptor href pushNotifications push_notifications streaming stateTransitionHistory " +
+    "state_transition_history type tags inputModes input_modes outputModes output_modes tag skillId skill_id " +
+    "executionMode execution_mode hostResources host_resources tool_name toolName agent_resource agentResource " +
+    "tools".split(" "),
 );
 
 /** A definition broken in one way the contract forbids, as a JSON value. */

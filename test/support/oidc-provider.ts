@@ -31,7 +31,10 @@ export interface TestClient {
 export interface IssuerFaults {
   /** The JWKS endpoint answers 503 while true. */
   jwksDown: boolean;
-  /** Rewrites each introspection answer (e.g. to strip `iss` and `aud`); undefined: answered as the provider made it. */
+  /**
+   * Rewrites each introspection answer (e.g. to strip `iss` and `aud`); undefined: answered as the provider
+   * made it.
+   */
   introspectionAnswer: ((answer: Record<string, unknown>) => Record<string, unknown>) | undefined;
 }
 

@@ -8,7 +8,10 @@ export function committedOpenApi(): Record<string, any> {
 }
 
 const DOCUMENT_ID = "urn:asor:openapi";
-/** The members of an OpenAPI document beside its schemas: known to Ajv as annotations, so strict mode checks everything else. */
+/**
+ * The members of an OpenAPI document beside its schemas: known to Ajv as annotations, so strict mode checks
+ * everything else.
+ */
 const OPENAPI_MEMBERS = [
   "openapi",
   "info",
@@ -71,7 +74,10 @@ export function createOpenApiChecker(document: Record<string, any>) {
     requestBody(method: string, pathname: string, mediaType: string): ValidateFunction {
       return at(["paths", templateOf(pathname), method.toLowerCase(), "requestBody", "content", mediaType, "schema"]);
     },
-    /** What the document says a response with `status` to `method pathname` is; throws when it lists no such response. */
+    /**
+     * What the document says a response with `status` to `method pathname` is; throws when it lists no such
+     * response.
+     */
     response(method: string, pathname: string, status: number): ResponseCheck {
       const template = templateOf(pathname);
       const operation = document.paths[template]?.[method.toLowerCase()];
@@ -114,7 +120,10 @@ function noBody(): ValidateFunction {
   return Object.assign((body: unknown) => body === undefined, { errors: null }) as unknown as ValidateFunction;
 }
 
-/** A letter outside the Basic Multilingual Plane (U+1D49C): 4 bytes of UTF-8, 12 percent-encoded, the most a character costs a URL. */
+/**
+ * A letter outside the Basic Multilingual Plane (U+1D49C): 4 bytes of UTF-8, 12 percent-encoded, the most a
+ * character costs a URL.
+ */
 export const WIDEST_CHARACTER = "\u{1D49C}";
 
 /**

@@ -58,7 +58,10 @@ export function useServerUnder(
   };
 }
 
-/** Starts the service as a process under `runtime` on `database`, with tokens from the local issuer it made in DATA_DIR. */
+/**
+ * Starts the service as a process under `runtime` on `database`, with tokens from the local issuer it made in
+ * DATA_DIR.
+ */
 export async function startServerProcess(
   database: FreshDatabase,
   env: Record<string, string>,

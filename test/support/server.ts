@@ -34,7 +34,10 @@ export interface TestServer {
   }): Promise<string>;
 }
 
-/** Starts a server on port 0 against `database` (logging to `logger`, else nowhere); stop it with the returned function. */
+/**
+ * Starts a server on port 0 against `database` (logging to `logger`, else nowhere); stop it with the returned
+ * function.
+ */
 export async function startServer(
   database: FreshDatabase,
   env: Record<string, string> = {},

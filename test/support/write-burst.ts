@@ -13,7 +13,10 @@ export interface WriteOutcome {
 
 export interface WriteBurst {
   readonly outcomes: readonly WriteOutcome[];
-  /** Resolves once `predicate` holds for the outcomes so far (checked after each answer), or rejects after `timeoutMs`. */
+  /**
+   * Resolves once `predicate` holds for the outcomes so far (checked after each answer), or rejects after
+   * `timeoutMs`.
+   */
   until(predicate: (outcomes: readonly WriteOutcome[]) => boolean, timeoutMs: number): Promise<void>;
   /** Lets the writers finish their requests in flight and resolves with every outcome. */
   stop(): Promise<WriteOutcome[]>;

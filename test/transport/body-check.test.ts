@@ -77,15 +77,19 @@ describe("the one body check", () => {
     expect(checkJsonBody(body, AgentDefinitionSchema, { protoNames: true }).problem).toBeUndefined();
   });
 
-  it("decodes a checked value, and answers a protobuf JSON rule the check does not know as INVALID_VALUE, not a 500", () => {
-    expect(messageOfCheckedJson(AgentDefinitionSchema, valid).name).toBe("A");
-    let error: unknown;
-    try {
-      messageOfCheckedJson(AgentDefinitionSchema, { ...valid, supportsAuthenticatedExtendedCard: "maybe" });
-    } catch (e) {
-      error = e;
-    }
-    expect(error).toBeInstanceOf(RegistryError);
-    expect((error as RegistryError).issues[0]?.code).toBe("INVALID_VALUE");
-  });
+  it(
+    "decodes a checked value, and answers a protobuf JSON rule the check does not know as INVALID_VALUE, not a " +
+      "500",
+    () => {
+      expect(messageOfCheckedJson(AgentDefinitionSchema, valid).name).toBe("A");
+      let error: unknown;
+      try {
+        messageOfCheckedJson(AgentDefinitionSchema, { ...valid, supportsAuthenticatedExtendedCard: "maybe" });
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toBeInstanceOf(RegistryError);
+      expect((error as RegistryError).issues[0]?.code).toBe("INVALID_VALUE");
+    },
+  );
 });

@@ -91,7 +91,8 @@ describe("meta in answers", () => {
       data: items.map((s) => ({ ...fromBinary(AgentDefinitionSchema, s.binary), meta: metaMessage(s) })),
       nextPageToken: "tok_en-1",
     });
-    // Every member protobuf-es writes, and the stored lists it leaves out when empty (`"skills": []`): any protobuf JSON parser reads them back.
+    // Every member protobuf-es writes, and the stored lists it leaves out when empty (`"skills": []`): any
+    // protobuf JSON parser reads them back.
     expect(json).toMatchObject(toJson(ListAgentDefinitionsResponseSchema, message) as object);
     expect(json.data[0].skills).toEqual([]);
     expect(fromJson(ListAgentDefinitionsResponseSchema, json)).toEqual(message);

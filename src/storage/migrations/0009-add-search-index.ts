@@ -171,7 +171,8 @@ async function upSqlite(db: Knex): Promise<void> {
   await db.raw(
     "CREATE INDEX ix_definition_terms_lookup ON definition_terms (tenant, kind, value, seq, status, is_latest)",
   );
-  // rowid = agent_definitions.seq. unicode61 without diacritics folding: the words are exact (lower case), as on MariaDB.
+  // rowid = agent_definitions.seq. unicode61 without diacritics folding: the words are exact (lower case), as
+  // on MariaDB.
   await db.raw(
     "CREATE VIRTUAL TABLE definition_fts USING fts5(body, tenant UNINDEXED, status UNINDEXED, is_latest UNINDEXED, tokenize = 'unicode61 remove_diacritics 0')",
   );
@@ -237,7 +238,8 @@ async function backfill(db: Knex): Promise<void> {
       tenant: row.tenant,
       status: row.status,
       latest: Boolean(row.is_latest),
-      // Frozen (issue 23): what rows.ts's fromDocument did when this shipped; fields a later schema dropped are ignored.
+      // Frozen (issue 23): what rows.ts's fromDocument did when this shipped; fields a later schema dropped
+      // are ignored.
       definition: fromJsonString(
         AgentDefinitionSchema,
         typeof row.document === "string" ? row.document : utf8.decode(row.document),

@@ -108,7 +108,8 @@ async function backfill(db: Knex, mysql: boolean): Promise<void> {
     ? "ON DUPLICATE KEY UPDATE n = n + VALUES(n)"
     : "ON CONFLICT (tenant, kind, value, status, is_latest, shard) DO UPDATE SET n = n + excluded.n";
   for (let from = 0; from <= Number(top ?? 0); from += backfillSeqs) {
-    // SQLite needs a WHERE in an INSERT ... SELECT with an upsert clause (its parser would read ON as a join's); it has one.
+    // SQLite needs a WHERE in an INSERT ... SELECT with an upsert clause (its parser would read ON as a
+    // join's); it has one.
     await db.raw(
       `INSERT INTO ${counts} (tenant, kind, value, status, is_latest, shard, n)
        SELECT tenant, kind, value, status, is_latest, seq % ${SHARDS}, COUNT(*) FROM definition_terms WHERE seq >= ? AND seq < ?

@@ -43,7 +43,10 @@ export interface ReadStatements {
  */
 export function readColumns(dialect: Dialect): string {
   const json = dialect === "mysql" ? "d.document" : "CAST(d.document AS BLOB)";
-  return `d.id, d.agent_number, a.reference_id, ${json} AS document_json, d.document_binary, d.created_at, d.updated_at, d.revision, d.status, d.status_message, d.status_changed_at, d.is_latest`;
+  return (
+    `d.id, d.agent_number, a.reference_id, ${json} AS document_json, d.document_binary, d.created_at, ` +
+    `d.updated_at, d.revision, d.status, d.status_message, d.status_changed_at, d.is_latest`
+  );
 }
 
 /** Builds the hot reads' SQL for `dialect`; the repository does it once. */

@@ -164,13 +164,15 @@ export function buildSearch(dialect: Dialect, tenant: string, query: ListQuery, 
     sql.add(`AND ${x}.status`).in(query.statuses);
     if (query.latest) sql.add(`AND ${x}.is_latest = 1`);
     if (query.updatedSince !== undefined) sql.add(`AND ${o}.updated_at >= ?`, toDatabaseTimestamp(query.updatedSince));
-    // SQLite's cancellation point, once per candidate row: a search worker stops the statement there (sqlite-client.ts).
+    // SQLite's cancellation point, once per candidate row: a search worker stops the statement there
+    // (sqlite-client.ts).
     if (!mysql) sql.add(`AND ${SEARCH_ALIVE}()`);
     const rest = source === "text" ? query.terms : otherTerms;
     rest.forEach((term, i) => {
       sql
         .add(
-          `AND EXISTS (SELECT 1 FROM definition_terms e${i} WHERE e${i}.seq = ${seqOf} AND e${i}.kind = ? AND e${i}.value`,
+          `AND EXISTS (SELECT 1 FROM definition_terms e${i} WHERE e${i}.seq = ${seqOf} AND e${i}.kind = ? AND ` +
+            `e${i}.value`,
           TERM_KINDS[term.kind],
         )
         .in(term.values)
@@ -258,7 +260,10 @@ export function buildSearch(dialect: Dialect, tenant: string, query: ListQuery, 
   return { ...sql, ...(countAlone === undefined ? {} : { countAlone }) };
 }
 
-/** A page of one agent's versions, newest first, after the position `after` (exclusive) when given; all versions are counted. */
+/**
+ * A page of one agent's versions, newest first, after the position `after` (exclusive) when given; all
+ * versions are counted.
+ */
 export function buildVersions(
   dialect: Dialect,
   tenant: string,
@@ -283,7 +288,10 @@ export function buildVersions(
 
 /** The byte budget of a page: its rows in the page's order, and how many of their JSON bytes it may hold. */
 interface PageBudget {
-  /** The page's order over the columns of its seqs (`seq`, and `k` when ordered by a value), each with its direction. */
+  /**
+   * The page's order over the columns of its seqs (`seq`, and `k` when ordered by a value), each with its
+   * direction.
+   */
   readonly order: readonly string[];
   /** PAGE_MAX_BYTES: the stored JSON bytes a page may hold (pageWithNext cuts it there). */
   readonly maxBytes: number;
@@ -323,7 +331,8 @@ function pageStatement(
   const bytes = documentBytes(dialect, "z");
   const sized = new Sql()
     .add(
-      `SELECT w.* FROM (SELECT s.*, SUM(${bytes}) OVER (ORDER BY ${order} ROWS UNBOUNDED PRECEDING) - ${bytes} AS bytes_before,`,
+      `SELECT w.* FROM (SELECT s.*, SUM(${bytes}) OVER (ORDER BY ${order} ROWS UNBOUNDED PRECEDING) - ${bytes} AS ` +
+        `bytes_before,`,
     )
     .add(
       `ROW_NUMBER() OVER (ORDER BY ${order}) AS n FROM (${seqs.sql}) s JOIN agent_definitions z ON z.seq = s.seq) w`,

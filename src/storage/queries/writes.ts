@@ -60,13 +60,19 @@ export interface WriteStatements {
   readonly instanceByIdForUpdate: string;
   /** Bindings: tenant, agent number. Every version of the agent, newest first; locks them on MySQL. */
   readonly instancesOfAgentForUpdate: string;
-  /** MySQL only. Bindings: tenant, number. Locks the agent's row: what serializes changes to its versions' latest flag. */
+  /**
+   * MySQL only. Bindings: tenant, number. Locks the agent's row: what serializes changes to its versions'
+   * latest flag.
+   */
   readonly lockAgent: string;
   /** Bindings: tenant, agent number. Clears the latest flag of the agent's versions (before a new version takes it). */
   readonly clearLatest: string;
   /** Bindings: tenant, agent number. The id of the agent's newest version that is not DEACTIVATED. */
   readonly newestLiveOfAgent: string;
-  /** Bindings: id, tenant, agent number, id. Sets the latest flag on that version (none for ""), clears it on the others. */
+  /**
+   * Bindings: id, tenant, agent number, id. Sets the latest flag on that version (none for ""), clears it on
+   * the others.
+   */
   readonly setLatest: string;
   /** Bindings: status, status message, status changed at, updated at, tenant, id. Raises the revision. */
   readonly updateStatus: string;
@@ -86,7 +92,10 @@ export interface WriteStatements {
   readonly externalIdOwner: string;
   /** Bindings: tenant, provider id, externalAgentID, agent number, created at. */
   readonly insertExternalId: string;
-  /** Bindings: id, tenant, name, provider id, version, agent number, document, binary, created at, updated at, status changed at, latest. Answers the new row's seq (MySQL: its insertId; SQLite: RETURNING). */
+  /**
+   * Bindings: id, tenant, name, provider id, version, agent number, document, binary, created at, updated at,
+   * status changed at, latest. Answers the new row's seq (MySQL: its insertId; SQLite: RETURNING).
+   */
   readonly insertDefinition: string;
   /** Bindings: document, binary, updated at, tenant, id. Raises the revision. */
   readonly updateDocument: string;
@@ -103,41 +112,70 @@ export function writeStatements(dialect: Dialect): WriteStatements {
     ? { column: "", value: "" }
     : { column: "seq, ", value: `(SELECT COALESCE(MAX(seq), 0) + 1 FROM ${definitions}), ` };
   const instanceColumns =
-    "d.id, d.tenant, d.agent_number, d.name, d.provider_id, d.version, d.created_at, d.updated_at, d.revision, d.status, d.status_message, d.status_changed_at, d.is_latest, d.document_binary";
-  const instances = `SELECT ${instanceColumns}, a.reference_id FROM ${definitions} d JOIN ${agents} a ON a.tenant = d.tenant AND a.number = d.agent_number`;
-  // The agent's reference id by a subquery in locking reads, which then lock the definition rows only (see instanceByKey).
-  const lockedInstances = `SELECT ${instanceColumns}, (SELECT a.reference_id FROM ${agents} a WHERE a.tenant = d.tenant AND a.number = d.agent_number) AS reference_id FROM ${definitions} d`;
+    "d.id, d.tenant, d.agent_number, d.name, d.provider_id, d.version, d.created_at, d.updated_at, d.revision, " +
+    "d.status, d.status_message, d.status_changed_at, d.is_latest, d.document_binary";
+  const instances =
+    `SELECT ${instanceColumns}, a.reference_id FROM ${definitions} d JOIN ${agents} a ON a.tenant ` +
+    `= d.tenant AND a.number = d.agent_number`;
+  // The agent's reference id by a subquery in locking reads, which then lock the definition rows only (see
+  // instanceByKey).
+  const lockedInstances =
+    `SELECT ${instanceColumns}, (SELECT a.reference_id FROM ${agents} a WHERE a.tenant = ` +
+    `d.tenant AND a.number = d.agent_number) AS reference_id FROM ${definitions} d`;
   return {
     dialect,
     tenant: `SELECT name, sequence_prefix, next_agent_number, created_at FROM ${tenants} WHERE name = ? LIMIT 1`,
     // The agent's reference id by a subquery, which a locking read does not lock (MySQL: "a locking
     // read clause in an outer statement does not lock the rows of a table in a nested subquery";
     // checked on MariaDB 10.11 with FOR UPDATE NOWAIT from a second session): see findByKeyForUpdate.
-    instanceByKey: `${lockedInstances} WHERE d.tenant = ? AND d.name = ? AND d.provider_id = ? AND d.version = ? LIMIT 1${locked}`,
+    instanceByKey:
+      `${lockedInstances} WHERE d.tenant = ? AND d.name = ? AND d.provider_id = ? AND d.version = ? ` +
+      `LIMIT 1${locked}`,
     instanceById: `${instances} WHERE d.tenant = ? AND d.id = ? LIMIT 1`,
     instanceByIdForUpdate: `${lockedInstances} WHERE d.tenant = ? AND d.id = ? LIMIT 1${locked}`,
-    instancesOfAgentForUpdate: `${lockedInstances} WHERE d.tenant = ? AND d.agent_number = ? ORDER BY d.seq DESC${locked}`,
+    instancesOfAgentForUpdate:
+      `${lockedInstances} WHERE d.tenant = ? AND d.agent_number = ? ORDER BY d.seq ` + `DESC${locked}`,
     lockAgent: `SELECT number FROM ${agents} WHERE tenant = ? AND number = ?${locked}`,
     clearLatest: `UPDATE ${definitions} SET is_latest = 0 WHERE tenant = ? AND agent_number = ? AND is_latest = 1`,
-    newestLiveOfAgent: `SELECT id FROM ${definitions} WHERE tenant = ? AND agent_number = ? AND status <> 'DEACTIVATED' ORDER BY seq DESC LIMIT 1`,
-    setLatest: `UPDATE ${definitions} SET is_latest = CASE WHEN id = ? THEN 1 ELSE 0 END WHERE tenant = ? AND agent_number = ? AND is_latest <> CASE WHEN id = ? THEN 1 ELSE 0 END`,
-    updateStatus: `UPDATE ${definitions} SET status = ?, status_message = ?, status_changed_at = ?, updated_at = ?, revision = revision + 1 WHERE tenant = ? AND id = ?`,
-    storedById: `SELECT ${readColumns(dialect)} FROM ${definitions} d LEFT JOIN ${agents} a ON a.tenant = d.tenant AND a.number = d.agent_number WHERE d.tenant = ? AND d.id = ?`,
+    newestLiveOfAgent:
+      `SELECT id FROM ${definitions} WHERE tenant = ? AND agent_number = ? AND status <> ` +
+      `'DEACTIVATED' ORDER BY seq DESC LIMIT 1`,
+    setLatest:
+      `UPDATE ${definitions} SET is_latest = CASE WHEN id = ? THEN 1 ELSE 0 END WHERE tenant = ? AND ` +
+      `agent_number = ? AND is_latest <> CASE WHEN id = ? THEN 1 ELSE 0 END`,
+    updateStatus:
+      `UPDATE ${definitions} SET status = ?, status_message = ?, status_changed_at = ?, updated_at = ` +
+      `?, revision = revision + 1 WHERE tenant = ? AND id = ?`,
+    storedById:
+      `SELECT ${readColumns(dialect)} FROM ${definitions} d LEFT JOIN ${agents} a ON a.tenant = d.tenant ` +
+      `AND a.number = d.agent_number WHERE d.tenant = ? AND d.id = ?`,
     newestInstanceByReference: `${instances} WHERE a.tenant = ? AND a.reference_id = ? ORDER BY d.seq DESC LIMIT 1`,
-    agentByName: `SELECT number, reference_id FROM ${agents} WHERE tenant = ? AND provider_id = ? AND name = ? LIMIT 1${locked}`,
+    agentByName:
+      `SELECT number, reference_id FROM ${agents} WHERE tenant = ? AND provider_id = ? AND name = ? ` +
+      `LIMIT 1${locked}`,
     // The tenant's row, locked, and the agent if it exists by now (locked too): one round trip
     // where a lock and a second look took two, both while holding the sequence.
-    lockSequenceAndFindAgent: `SELECT a.number, a.reference_id FROM ${tenants} t LEFT JOIN ${agents} a ON a.tenant = t.name AND a.provider_id = ? AND a.name = ? WHERE t.name = ?${locked}`,
+    lockSequenceAndFindAgent:
+      `SELECT a.number, a.reference_id FROM ${tenants} t LEFT JOIN ${agents} a ON a.tenant ` +
+      `= t.name AND a.provider_id = ? AND a.name = ? WHERE t.name = ?${locked}`,
     // One statement locks the row, raises the number and answers it: MySQL hands the value given to
     // LAST_INSERT_ID(expr) back as the statement's insert id, SQLite answers it with RETURNING.
     takeAgentNumber: mysql
       ? `UPDATE ${tenants} SET next_agent_number = LAST_INSERT_ID(next_agent_number + 1) WHERE name = ?`
       : `UPDATE ${tenants} SET next_agent_number = next_agent_number + 1 WHERE name = ? RETURNING next_agent_number`,
-    insertAgent: `INSERT INTO ${agents} (tenant, number, reference_id, provider_id, name, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-    externalIdOwner: `SELECT agent_number FROM ${externalIds} WHERE tenant = ? AND provider_id = ? AND external_agent_id = ? LIMIT 1${locked}`,
-    insertExternalId: `INSERT INTO ${externalIds} (tenant, provider_id, external_agent_id, agent_number, created_at) VALUES (?, ?, ?, ?, ?)`,
+    insertAgent:
+      `INSERT INTO ${agents} (tenant, number, reference_id, provider_id, name, created_at) VALUES (?, ` +
+      `?, ?, ?, ?, ?)`,
+    externalIdOwner:
+      `SELECT agent_number FROM ${externalIds} WHERE tenant = ? AND provider_id = ? AND ` +
+      `external_agent_id = ? LIMIT 1${locked}`,
+    insertExternalId:
+      `INSERT INTO ${externalIds} (tenant, provider_id, external_agent_id, agent_number, ` +
+      `created_at) VALUES (?, ?, ?, ?, ?)`,
     insertDefinition: `INSERT INTO ${definitions} (${seq.column}id, tenant, name, provider_id, version, agent_number, document, document_binary, created_at, updated_at, revision, status, status_message, status_changed_at, is_latest) VALUES (${seq.value}?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 'ACTIVE', NULL, ?, ?)${mysql ? "" : " RETURNING seq"}`,
-    updateDocument: `UPDATE ${definitions} SET document = ?, document_binary = ?, updated_at = ?, revision = revision + 1 WHERE tenant = ? AND id = ?`,
+    updateDocument:
+      `UPDATE ${definitions} SET document = ?, document_binary = ?, updated_at = ?, revision = ` +
+      `revision + 1 WHERE tenant = ? AND id = ?`,
   };
 }
 
@@ -364,7 +402,10 @@ export async function newestLiveOfAgent(
   return newest?.id;
 }
 
-/** Puts the latest flag on the agent's newest version that is not DEACTIVATED (none when all are) and answers its id. */
+/**
+ * Puts the latest flag on the agent's newest version that is not DEACTIVATED (none when all are) and answers
+ * its id.
+ */
 export async function refreshLatest(
   context: WriteContext,
   tenant: string,

@@ -129,7 +129,8 @@ function mysqlConfig(databaseUrl: string, timeoutMillis: number, statementTimeou
       afterCreate(connection: MysqlConnection, done: (error: Error | null, connection: unknown) => void) {
         // Strict mode so an over-long value fails instead of being truncated into a different key.
         connection.query(
-          `SET SESSION sql_mode = CONCAT_WS(',', NULLIF(@@SESSION.sql_mode, ''), 'STRICT_ALL_TABLES'), SESSION innodb_lock_wait_timeout = ${lockWaitTimeoutSeconds(statementTimeoutMillis)}, time_zone = '+00:00'`,
+          `SET SESSION sql_mode = CONCAT_WS(',', NULLIF(@@SESSION.sql_mode, ''), 'STRICT_ALL_TABLES'), SESSION ` +
+            `innodb_lock_wait_timeout = ${lockWaitTimeoutSeconds(statementTimeoutMillis)}, time_zone = '+00:00'`,
           (error: Error | null) => {
             if (error !== null) return done(error, connection);
             // READ COMMITTED for the write transactions (sql-repository.ts says why), set here once

@@ -17,7 +17,10 @@ export interface MysqlConnection {
   ): unknown;
   /** Closes the socket at once; the pool then drops the connection. */
   destroy(): void;
-  /** The server's id of the connection's thread (`CONNECTION_ID()`), what `KILL QUERY` names; null before the handshake. */
+  /**
+   * The server's id of the connection's thread (`CONNECTION_ID()`), what `KILL QUERY` names; null before the
+   * handshake.
+   */
   readonly threadId: number | null;
 }
 
@@ -30,7 +33,10 @@ export interface SqliteStatement {
 /** The part of a better-sqlite3 connection the runners use. */
 export interface SqliteConnection {
   prepare(sql: string): SqliteStatement;
-  /** True between BEGIN and the end of the transaction, however it ended (SQLite rolls back by itself on some errors). */
+  /**
+   * True between BEGIN and the end of the transaction, however it ended (SQLite rolls back by itself on some
+   * errors).
+   */
   readonly inTransaction: boolean;
 }
 

@@ -22,7 +22,10 @@ export class Gate {
   readonly #perTenant: number;
   /** Slots held, by tenant (tenants holding none are absent). */
   readonly #held = new Map<string, number>();
-  /** Waiters by tenant, each tenant's in arrival order; the Map's order is the rotation (a Map keeps insertion order). */
+  /**
+   * Waiters by tenant, each tenant's in arrival order; the Map's order is the rotation (a Map keeps insertion
+   * order).
+   */
   readonly #waiting = new Map<string, Set<Wake>>();
 
   /** `limit` slots in all, at most `perTenant` (default: all of them) held by one tenant. */
@@ -94,7 +97,10 @@ export class Gate {
     this.#held.set(tenant, this.held(tenant) + 1);
   }
 
-  /** While a slot is free: the first tenant in the rotation below its limit gets it for its first waiter, and goes to the back. */
+  /**
+   * While a slot is free: the first tenant in the rotation below its limit gets it for its first waiter, and
+   * goes to the back.
+   */
   #handOut(): void {
     while (this.#free > 0) {
       let next: [string, Set<Wake>] | undefined;

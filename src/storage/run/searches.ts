@@ -143,7 +143,8 @@ export function searchRunner(db: Knex, dialect: Dialect, limits: SearchLimits = 
     if (call.signal?.aborted === true) throw call.signal.reason;
     if (call.bounded === true) return run();
     if (!gate.tryTake(call.tenant)) {
-      // The wait counts against the budget, and is bounded by the pool's acquire timeout as a wait for a connection would be.
+      // The wait counts against the budget, and is bounded by the pool's acquire timeout as a wait for a
+      // connection would be.
       const waitFor = Math.min(waitMillis, deadline === undefined ? waitMillis : deadline - Date.now());
       await waitAtGate(gate, call.tenant, call.signal, waitFor).catch((error: unknown) => {
         if (call.signal?.aborted === true) throw call.signal.reason;

@@ -69,7 +69,10 @@ function transferable(rows: Record<string, unknown>[]): ArrayBuffer[] {
 /** The id of the statement running; 0 between statements. */
 let running = 0;
 
-/** The read-only connection, or undefined (and the reason posted, and the thread left to end) when it cannot be opened. */
+/**
+ * The read-only connection, or undefined (and the reason posted, and the thread left to end) when it cannot
+ * be opened.
+ */
 function open(): SqliteDatabase | undefined {
   try {
     const Database = sqliteDriver();

@@ -54,11 +54,17 @@ export interface SqliteSearchPool {
    * is closed or a worker cannot open the database.
    */
   run(sql: string, bindings: readonly unknown[], signal?: AbortSignal, timeoutMillis?: number): Promise<unknown[]>;
-  /** Terminates every worker (one still in a statement ends with it); statements running or waiting are answered UNAVAILABLE. */
+  /**
+   * Terminates every worker (one still in a statement ends with it); statements running or waiting are
+   * answered UNAVAILABLE.
+   */
   close(): Promise<void>;
 }
 
-/** A statement not answered within the pool's time limit; run/searches.ts answers it as the MySQL servers' timeouts are. */
+/**
+ * A statement not answered within the pool's time limit; run/searches.ts answers it as the MySQL servers'
+ * timeouts are.
+ */
 export class SearchStatementTimeout extends Error {
   override readonly name = "SearchStatementTimeout";
   constructor(readonly timeoutMillis: number) {

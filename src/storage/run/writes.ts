@@ -26,7 +26,10 @@ export type WriteBinding = string | number | Buffer | null;
 export interface Changed {
   /** Rows matched (MySQL: mysql2 connects with FOUND_ROWS) or changed (SQLite). */
   readonly affectedRows: number;
-  /** MySQL's insert id: the AUTO_INCREMENT value an INSERT took, or the value of `LAST_INSERT_ID(expr)` an UPDATE set. */
+  /**
+   * MySQL's insert id: the AUTO_INCREMENT value an INSERT took, or the value of `LAST_INSERT_ID(expr)` an
+   * UPDATE set.
+   */
   readonly insertId: number;
 }
 

@@ -63,7 +63,10 @@ function enumSchema(desc: DescEnum): JsonObject {
   return { type: "string", enum: desc.values.map((v) => v.name) };
 }
 
-/** JSON Schema keywords for the protovalidate rules of one kind; a rule with no JSON Schema form stops the generator. */
+/**
+ * JSON Schema keywords for the protovalidate rules of one kind; a rule with no JSON Schema form stops the
+ * generator.
+ */
 const STRING_RULES: Record<string, (value: JsonValue) => JsonObject> = {
   minLen: (v) => ({ minLength: Number(v) }),
   maxLen: (v) => ({ maxLength: Number(v) }),
@@ -125,7 +128,8 @@ function ruleKeywords(rules: JsonObject, where: string): JsonObject {
       const keyword = table[rule];
       if (keyword === undefined)
         throw new Error(
-          `${where}: protovalidate rule "${kind}.${rule}" has no OpenAPI form; teach src/transport/openapi/message-schemas.ts`,
+          `${where}: protovalidate rule "${kind}.${rule}" has no OpenAPI form; teach ` +
+            `src/transport/openapi/message-schemas.ts`,
         );
       Object.assign(out, keyword(ruleValue));
     }

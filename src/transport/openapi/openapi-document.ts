@@ -28,7 +28,8 @@ const ERROR = "ERROR_MODEL_REFERENCE";
 const VALIDATION_ERROR = "VALIDATION_ERROR_MODEL_REFERENCE";
 
 const SUMMARY =
-  "The REST surface of the agent definition registry: register Agent Definitions (create or update on name + provider + version) and read them back.";
+  "The REST surface of the agent definition registry: register Agent Definitions (create or update on name + " +
+  "provider + version) and read them back.";
 
 const DESCRIPTION = `${SUMMARY}
 
@@ -146,12 +147,17 @@ const SECURITY_SCHEMES = {
     scheme: "bearer",
     bearerFormat: "JWT",
     description:
-      "An access token from the configured identity provider (`AUTH_ISSUER`: a JWT verified against its keys, or an opaque token introspected), or from the local development issuer (`npm run token`). The names in an operation's requirement are security domains: the token's domains claim, plus what its scopes map to.",
+      "An access token from the configured identity provider (`AUTH_ISSUER`: a JWT verified against its keys, or " +
+      "an opaque token introspected), or from the local development issuer (`npm run token`). The names in an " +
+      "operation's requirement are security domains: the token's domains claim, plus what its scopes map to.",
   },
   OAuth2: {
     type: "oauth2",
     description:
-      "The contract's scheme: OAuth 2.0, implicit flow, authorization URL `{auth_url}/super/authorize`, no scopes. `{auth_url}` is the identity provider's base URL, which differs per deployment: `auth.example.com` below stands for it (an OpenAPI authorization URL must be a URL). Documentation only: the tokens it issues are presented as bearer tokens (`bearerAuth`).",
+      "The contract's scheme: OAuth 2.0, implicit flow, authorization URL `{auth_url}/super/authorize`, no scopes. " +
+      "`{auth_url}` is the identity provider's base URL, which differs per deployment: `auth.example.com` below " +
+      "stands for it (an OpenAPI authorization URL must be a URL). Documentation only: the tokens it issues are " +
+      "presented as bearer tokens (`bearerAuth`).",
     flows: { implicit: { authorizationUrl: "https://auth.example.com/super/authorize", scopes: {} } },
   },
 };
@@ -200,7 +206,10 @@ function parameters(schemas: MessageSchemas, route: RestRoute): JsonObject[] {
   return [...path, ...query.map((f) => parameter(schemas, f, "query")), ...headerParameters(route)];
 }
 
-/** The conditional headers a route takes: its header-bound fields (rest-request.ts), and If-None-Match on a read with an ETag. */
+/**
+ * The conditional headers a route takes: its header-bound fields (rest-request.ts), and If-None-Match on a
+ * read with an ETag.
+ */
 function headerParameters(route: RestRoute): JsonObject[] {
   const headers: JsonObject[] = [];
   for (const field of route.method.input.fields) {
@@ -292,7 +301,8 @@ const READ_HEADERS: Readonly<Record<string, JsonObject>> = {
     },
     "Cache-Control": {
       description:
-        "`private, no-cache`: the caller may keep the card but revalidates it with its ETag (`If-None-Match`) before each reuse.",
+        "`private, no-cache`: the caller may keep the card but revalidates it with its ETag (`If-None-Match`) " +
+        "before each reuse.",
       required: true,
       schema: { type: "string" },
     },
@@ -348,7 +358,10 @@ function success(schemas: MessageSchemas, route: RestRoute): [string, JsonObject
   ];
 }
 
-/** The security domains of the route's RPC, any one of which suffices; an RPC the policy does not name stops the generator. */
+/**
+ * The security domains of the route's RPC, any one of which suffices; an RPC the policy does not name stops
+ * the generator.
+ */
 function domainsOf(policy: Policy, route: RestRoute): readonly string[] {
   const procedure = `${route.method.parent.typeName}/${route.method.name}`;
   const domains = policy.get(procedure);

@@ -150,7 +150,10 @@ export async function multipartPart(
   return typeof value === "string" ? new TextEncoder().encode(value) : new Uint8Array(await value.arrayBuffer());
 }
 
-/** The message the body holds, or the request's own fields when the body is `*`: read, then through the one body check. */
+/**
+ * The message the body holds, or the request's own fields when the body is `*`: read, then through the one
+ * body check.
+ */
 async function decodeBody(route: RestRoute, parts: RestRequestParts, maxBodyBytes: number): Promise<Message> {
   const field = route.method.input.fields.find((f) => f.name === route.body);
   const target: DescMessage | undefined =
