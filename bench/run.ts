@@ -76,20 +76,23 @@ async function main(options: BenchOptions): Promise<number> {
     const issuer = await openLocalIssuer(localIssuerKeyFile(dataDir), parseAuthConfig({}).config);
     const authorization = `Bearer ${await issuer.issue({ tenant: TENANT, domains: DOMAINS, ttlSeconds: 3 * 3600 })}`;
 
+    // The service as configured by default (LOG_LEVEL info: a log line per request, written to a file here).
+    const startService = (nodeArgs: readonly string[] = []) =>
+      startServer(
+        "the service",
+        serviceProcess,
+        "agent definition registry listening",
+        { ...storageEnv, PORT: "0", LOG_LEVEL: "info" },
+        dataDir,
+        nodeArgs,
+      );
+
     if (options.largePages) {
-      const start = () =>
-        startServer(
-          "the service",
-          serviceProcess,
-          "agent definition registry listening",
-          { ...storageEnv, PORT: "0", LOG_LEVEL: "info" },
-          dataDir,
-        );
-      const seeding = await start();
+      const seeding = await startService();
       await seedLargeDefinitions(seeding, authorization, TENANT).finally(() => seeding.stop());
       const rows: LargePagesRow[] = [];
       for (const protocol of LARGE_PAGE_PROTOCOLS) {
-        const row = await largePagesOver(protocol, start, authorization, TENANT);
+        const row = await largePagesOver(protocol, startService, authorization, TENANT);
         log(
           `${protocol}: peak RSS ${row.peakRssMib.toFixed(0)} MiB, ${row.pages} pages, reached ${row.reached.join("/")}${row.survived ? "" : ", the service died"}`,
         );
@@ -101,13 +104,7 @@ async function main(options: BenchOptions): Promise<number> {
     }
 
     if (options.heldBodies !== undefined) {
-      const service = await startServer(
-        "the service",
-        serviceProcess,
-        "agent definition registry listening",
-        { ...storageEnv, PORT: "0", LOG_LEVEL: "info" },
-        dataDir,
-      );
+      const service = await startService();
       cleanup.unshift(() => service.stop());
       const result = await heldBodies(service, options.heldBodies.withoutToken ? "Bearer not-a-token" : authorization, {
         ...options.heldBodies,
@@ -126,18 +123,10 @@ async function main(options: BenchOptions): Promise<number> {
     cleanup.unshift(() => seeder.close());
 
     const cpuProf = options.cpuProf === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", resolve(options.cpuProf)];
-    // The service as configured by default (LOG_LEVEL info: a log line per request, written to a file here).
     log(
       `the service: ${serviceProcess.executable ?? "node"} ${[...cpuProf, ...serviceProcess.args].join(" ")} (in ${serviceProcess.cwd})`,
     );
-    const service = await startServer(
-      "the service",
-      serviceProcess,
-      "agent definition registry listening",
-      { ...storageEnv, PORT: "0", LOG_LEVEL: "info" },
-      dataDir,
-      cpuProf,
-    );
+    const service = await startService(cpuProf);
     cleanup.unshift(() => service.stop());
     const floor = await startServer(
       "the floor server",

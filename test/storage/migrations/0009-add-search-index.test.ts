@@ -17,6 +17,7 @@ import {
   migrateDown,
   migrateToJustBefore,
   migrateUp,
+  rows,
   type SeededDefinition,
   schemaNames,
   seedDefinitionsAt0008,
@@ -104,12 +105,6 @@ const triggers = [
   "tr_agent_definitions_search_insert",
   "tr_agent_definitions_search_update",
 ];
-
-async function rows<T>(db: Knex, sql: string): Promise<T[]> {
-  const result: unknown = await db.raw(sql);
-  // knex.raw answers [rows, fields] on mysql2 and the rows on SQLite.
-  return (db.client.dialect === "mysql" ? (result as [T[]])[0] : result) as T[];
-}
 
 forEachDatabase((db) => {
   const older = useFreshDatabase(db);

@@ -14,6 +14,7 @@ import {
   migrateDown,
   migrateToJustBefore,
   migrateUp,
+  rows,
   type SeededDefinition,
   schemaNames,
   seedDefinitionsAt0008,
@@ -42,12 +43,6 @@ function termsOf({ seq, tenant, def, status = "ACTIVE", latest = true }: SeededD
     { ...copies, kind: 1, value: def.name },
     { ...copies, kind: 5, value: `tag-${seq % 3}` },
   ];
-}
-
-async function rows<T>(db: Knex, sql: string): Promise<T[]> {
-  const result: unknown = await db.raw(sql);
-  // knex.raw answers [rows, fields] on mysql2 and the rows on SQLite.
-  return (db.client.dialect === "mysql" ? (result as [T[]])[0] : result) as T[];
 }
 
 forEachDatabase((db) => {

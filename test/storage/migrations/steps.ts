@@ -106,3 +106,9 @@ export async function schemaNames(db: Knex, table: string): Promise<{ indexes: s
   const triggers = (await db.raw("SELECT name FROM sqlite_master WHERE type = 'trigger'")) as Array<{ name: string }>;
   return { indexes: indexes.map((row) => row.name).sort(), triggers: triggers.map((row) => row.name).sort() };
 }
+
+/** The rows of a raw SELECT: knex.raw answers [rows, fields] on mysql2 and the rows on SQLite. */
+export async function rows<T>(db: Knex, sql: string): Promise<T[]> {
+  const result: unknown = await db.raw(sql);
+  return (db.client.dialect === "mysql" ? (result as [T[]])[0] : result) as T[];
+}
