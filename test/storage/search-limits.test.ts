@@ -382,6 +382,29 @@ forEachDatabase((db) => {
         },
       );
 
+      it(
+        "kills the statements of callers that left even when they hold every pooled connection (KILL goes on a " +
+          "connection of its own)",
+        async () => {
+          await locker.query("LOCK TABLES definition_terms WRITE");
+          try {
+            // Bounded searches skip the gate: ten of them hold all ten pooled connections, waiting for the lock.
+            const leaving = Array.from({ length: 10 }, () => new AbortController());
+            const held = leaving.map((c) => tracked(gated.search(tenant, byTagBounded, { signal: c.signal })));
+            await until("ten searches wait at the server", async () => (await atServerFor(tenant)) === 10);
+            expect(gated.poolStats()).toMatchObject({ used: 10 });
+            for (const c of leaving) c.abort(new Error("the client left"));
+            for (const search of held) await expect(search.promise).rejects.toThrow("the client left");
+            // All killed while the lock is still held: no KILL waited for a pooled connection.
+            await until("every statement is gone from the server", async () => (await atServerFor(tenant)) === 0);
+            expect(gated.poolStats()).toMatchObject({ used: 0, pendingAcquires: 0 });
+          } finally {
+            await locker.query("UNLOCK TABLES");
+          }
+          expectTagged(await gated.search(tenant, byTag));
+        },
+      );
+
       it("admits another tenant's search before the queued searches of a tenant holding all its slots", async () => {
         const fair = await createSqlRepository({
           ...target(),

@@ -186,8 +186,11 @@ export function searchRunner(db: Knex, dialect: Dialect, limits: SearchLimits = 
     };
     return Object.assign(run, { waiting, close: () => pool.close() });
   }
-  const kill = (threadId: number) =>
-    withConnection((connection) => mysqlQuery(connection as MysqlConnection, `KILL QUERY ${threadId}`, []));
+  // KILL goes on a connection of its own, opened for it outside the pool: every pooled connection may be held
+  // by a statement whose caller left, each waiting for its KILL before it gives its connection back (killable),
+  // so a KILL that waited for a pooled connection would wait for itself (seen under the bench's load: a full pool
+  // of abandoned list statements held every connection until the acquire timeout).
+  const kill = (threadId: number) => killOnOwnConnection(db, threadId);
   let server: Promise<ServerKind> | undefined;
   const run: RunSearch = async (sql, bindings, call) => {
     const deadline = deadlineOf(call);
@@ -286,6 +289,20 @@ async function killable<T>(
   } finally {
     signal.removeEventListener("abort", onAbort);
     await killing;
+  }
+}
+
+/** `KILL QUERY <threadId>` on a connection opened for it (knex's raw connection, outside the pool), then closed. */
+async function killOnOwnConnection(db: Knex, threadId: number): Promise<void> {
+  const client = db.client as {
+    acquireRawConnection(): Promise<MysqlConnection>;
+    destroyRawConnection(connection: MysqlConnection): Promise<void>;
+  };
+  const connection = await client.acquireRawConnection();
+  try {
+    await mysqlQuery(connection, `KILL QUERY ${threadId}`, []);
+  } finally {
+    await client.destroyRawConnection(connection).catch(() => undefined);
   }
 }
 
