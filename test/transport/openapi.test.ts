@@ -321,7 +321,7 @@ const PATTERNED = {
   tenant: `T${"t".repeat(62)}`,
   id: "0123456789abcdef0123456789abcdef",
   updatedSince: "2025-01-31T12:00:00.123456789+05:30",
-  pageToken: "A".repeat(1024),
+  pageToken: "A".repeat(4096),
 };
 
 describe("any request line the document allows fits under Node's 16 KiB with room for the headers", () => {
