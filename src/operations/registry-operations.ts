@@ -95,11 +95,15 @@ export function createRegistryOperations({
     if (domains === undefined) throw new Error(`${method.parent.typeName}/${method.name} has no policy.`);
     // The service's issues name whole requests' paths; every surface gives them relative to the body, as the
     // client sent it.
+    // A method without a body field (the reads) runs as it is: no promise more on the hot path.
     const bodyField = bodyFieldOf(method);
-    const relative: Operation<In>["run"] = (call, input) =>
-      run(call, input).catch((error: unknown) => {
-        throw errorRelativeToBody(error, bodyField);
-      });
+    const relative: Operation<In>["run"] =
+      bodyField === undefined
+        ? run
+        : (call, input) =>
+            run(call, input).catch((error: unknown) => {
+              throw errorRelativeToBody(error, bodyField);
+            });
     return {
       method,
       domains,

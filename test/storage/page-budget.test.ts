@@ -25,6 +25,7 @@ import { openDatabase } from "../../src/storage/run/connection.js";
 import { createSqlRepository } from "../../src/storage/sql-repository.js";
 import { forEachDatabase, useFreshDatabase } from "../support/databases.js";
 import { host } from "./fixtures.js";
+import { rows } from "./migrations/steps.js";
 
 const tenant = "default";
 const maxBytes = 24 * 1024;
@@ -161,11 +162,9 @@ forEachDatabase((db) => {
     const raw = await openDatabase(target());
     try {
       const { sql, bindings } = buildSearch(raw.dialect, tenant, unfilteredQuery(100, 0), maxBytes);
-      const result: unknown = await raw.db.raw(sql, [...bindings]);
-      // knex.raw answers [rows, fields] on mysql2 and the rows on SQLite.
-      const rows = (raw.dialect === "mysql" ? (result as [unknown[]])[0] : result) as Array<{ id: string | null }>;
+      const read = await rows<{ id: string | null }>(raw.db, sql, bindings);
       const [first] = await allPages(list({}));
-      expect(rows.filter((row) => row.id !== null)).toHaveLength((first?.data.length ?? 0) + 1);
+      expect(read.filter((row) => row.id !== null)).toHaveLength((first?.data.length ?? 0) + 1);
     } finally {
       await raw.db.destroy();
     }

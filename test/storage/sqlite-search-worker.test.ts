@@ -18,6 +18,7 @@ import type { Knex } from "knex";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RegistryError } from "../../src/domain/errors.js";
 import { unfilteredQuery } from "../../src/domain/list-query.js";
+import { buildSearch } from "../../src/storage/queries/search.js";
 import { SEARCH_ALIVE } from "../../src/storage/queries/sql-functions.js";
 import type { AgentDefinitionRepository, StoredDefinition } from "../../src/storage/repository.js";
 import { openDatabase, sqliteFileName } from "../../src/storage/run/connection.js";
@@ -194,7 +195,6 @@ describe("SQLite searches on worker threads", () => {
     async () => {
       const page = await repository.search("default", { ...unfilteredQuery(10, 0), words: ["quasar"] });
       expect(page.total).toBe(1);
-      const { buildSearch } = await import("../../src/storage/queries/search.js");
       const { sql } = buildSearch(
         "sqlite",
         "default",

@@ -11,7 +11,7 @@ import { openDatabase } from "../../../src/storage/run/connection.js";
 import { createSqlRepository } from "../../../src/storage/sql-repository.js";
 import { forEachDatabase, useFreshDatabase } from "../../support/databases.js";
 import { bytes, definition, fromJsonBytes, newId, save, withIds } from "../fixtures.js";
-import { migrateDown, migrateToJustBefore, migrateUp } from "./steps.js";
+import { migrateDown, migrateToJustBefore, migrateUp, rowsAt0005 } from "./steps.js";
 
 const tenant = "default";
 const migration = "0006-add-definition-binary";
@@ -51,26 +51,9 @@ forEachDatabase((db) => {
           // A field a later schema dropped: ignored, not a failed migration.
           if (n === 7) document = `${document.slice(0, -1)},"droppedField":"x"}`;
           written.set(def.id, { document, binary: toBinary(AgentDefinitionSchema, def) });
-          agents.push({
-            tenant,
-            number: n,
-            reference_id: referenceId,
-            provider_id: "Provider=Acme",
-            name: def.name,
-            created_at: now,
-          });
-          definitions.push({
-            id: def.id,
-            seq: n,
-            tenant,
-            name: def.name,
-            provider_id: "Provider=Acme",
-            version: def.version,
-            agent_number: n,
-            document,
-            created_at: now,
-            updated_at: now,
-          });
+          const { agent, definition: row } = rowsAt0005(n, tenant, def, document, now);
+          agents.push(agent);
+          definitions.push(row);
         }
         await direct.db.batchInsert("agents", agents, 200);
         await direct.db.batchInsert("agent_definitions", definitions, 200);

@@ -15,7 +15,7 @@ import { openDatabase } from "../../../src/storage/run/connection.js";
 import { createSqlRepository } from "../../../src/storage/sql-repository.js";
 import { forEachDatabase, useFreshDatabase } from "../../support/databases.js";
 import { bytes, definition, newId, withIds } from "../fixtures.js";
-import { migrateDown, migrateToJustBefore, migrateUp } from "./steps.js";
+import { migrateDown, migrateToJustBefore, migrateUp, rowsAt0005 } from "./steps.js";
 
 const tenant = "default";
 const migration = "0007-reencode-empty-lists";
@@ -77,27 +77,9 @@ forEachDatabase((db) => {
           const binary = toBinary(AgentDefinitionSchema, def);
           const document = toJsonString(AgentDefinitionSchema, def);
           written.set(def.id, { def, document, binary });
-          agents.push({
-            tenant,
-            number: n,
-            reference_id: referenceId,
-            provider_id: "Provider=Acme",
-            name: def.name,
-            created_at: now,
-          });
-          definitions.push({
-            id: def.id,
-            seq: n,
-            tenant,
-            name: def.name,
-            provider_id: "Provider=Acme",
-            version: def.version,
-            agent_number: n,
-            document,
-            document_binary: Buffer.from(binary),
-            created_at: now,
-            updated_at: now,
-          });
+          const { agent, definition: row } = rowsAt0005(n, tenant, def, document, now);
+          agents.push(agent);
+          definitions.push({ ...row, document_binary: Buffer.from(binary) });
         }
         await direct.db.batchInsert("agents", agents, 200);
         await direct.db.batchInsert("agent_definitions", definitions, 200);

@@ -55,34 +55,54 @@ export interface SeededDefinition {
  */
 export async function seedDefinitionsAt0008(db: Knex, rows: readonly SeededDefinition[]): Promise<void> {
   const at = "2024-01-02 03:04:05.678";
-  const agents = rows.map(({ seq, tenant, def }) => ({
-    tenant,
-    number: seq,
-    reference_id: def.referenceId,
-    provider_id: def.provider?.id ?? "",
-    name: def.name,
-    created_at: at,
-  }));
-  const definitions = rows.map(({ seq, tenant, def, status = "ACTIVE", latest = true }) => ({
-    id: def.id,
-    seq,
-    tenant,
-    name: def.name,
-    provider_id: def.provider?.id ?? "",
-    version: def.version,
-    agent_number: seq,
-    document: toJsonString(AgentDefinitionSchema, def),
-    document_binary: Buffer.from(toBinary(AgentDefinitionSchema, def)),
-    created_at: at,
-    updated_at: at,
-    revision: 1,
-    status,
-    status_message: null,
-    status_changed_at: at,
-    is_latest: latest,
-  }));
-  await db.batchInsert("agents", agents, 200);
-  await db.batchInsert("agent_definitions", definitions, 200);
+  const made = rows.map(({ seq, tenant, def, status = "ACTIVE", latest = true }) => {
+    const { agent, definition } = rowsAt0005(seq, tenant, def, toJsonString(AgentDefinitionSchema, def), at);
+    const lifecycle = { revision: 1, status, status_message: null, status_changed_at: at, is_latest: latest };
+    return {
+      agent,
+      definition: { ...definition, document_binary: Buffer.from(toBinary(AgentDefinitionSchema, def)), ...lifecycle },
+    };
+  });
+  await db.batchInsert(
+    "agents",
+    made.map((m) => m.agent),
+    200,
+  );
+  await db.batchInsert(
+    "agent_definitions",
+    made.map((m) => m.definition),
+    200,
+  );
+}
+
+/**
+ * The `agents` and `agent_definitions` rows of `def` in the shape of 0005 (the JSON `document` alone),
+ * its own agent numbered by `seq`; later shapes add their columns to them.
+ */
+export function rowsAt0005(seq: number, tenant: string, def: AgentDefinition, document: string, at: string) {
+  const provider = def.provider?.id ?? "";
+  return {
+    agent: {
+      tenant,
+      number: seq,
+      reference_id: def.referenceId,
+      provider_id: provider,
+      name: def.name,
+      created_at: at,
+    },
+    definition: {
+      id: def.id,
+      seq,
+      tenant,
+      name: def.name,
+      provider_id: provider,
+      version: def.version,
+      agent_number: seq,
+      document,
+      created_at: at,
+      updated_at: at,
+    },
+  };
 }
 
 /** The names of the triggers, and of the indexes of `table`, that the database holds. */
@@ -108,7 +128,7 @@ export async function schemaNames(db: Knex, table: string): Promise<{ indexes: s
 }
 
 /** The rows of a raw SELECT: knex.raw answers [rows, fields] on mysql2 and the rows on SQLite. */
-export async function rows<T>(db: Knex, sql: string): Promise<T[]> {
-  const result: unknown = await db.raw(sql);
+export async function rows<T>(db: Knex, sql: string, bindings: readonly (string | number)[] = []): Promise<T[]> {
+  const result: unknown = await db.raw(sql, [...bindings]);
   return (db.client.dialect === "mysql" ? (result as [T[]])[0] : result) as T[];
 }
