@@ -8,11 +8,16 @@
  *   stream that replays the bytes the peek read, then relays the socket;
  * - a server that is not listening closes each connection after one answer
  *   (deno#35609): the HTTP/1.1 server is made to say it listens.
- * Node needs neither, and gets neither: its hand-off keeps the socket's
+ * - its HTTP/2 session answers a client's GOAWAY with a GOAWAY of its own,
+ *   and under connection churn that aborts the process inside nghttp2
+ *   (denoland/deno#36788; docs/deno-http2.md): the session keeps quiet
+ *   instead (quietOnPeerGoaway).
+ * Node needs none of it, and gets none: its hand-off keeps the socket's
  * native handle (no JavaScript stream in between). HTTP/2 is handed over as
  * on Node under both runtimes: a replaying stream made no difference there.
  */
 import type { Server } from "node:http";
+import type { Http2Session } from "node:http2";
 import type { Socket } from "node:net";
 import { Duplex } from "node:stream";
 
@@ -22,6 +27,33 @@ export const underDeno = "Deno" in globalThis;
 /** Makes an HTTP server that is handed its connections say it listens, so Deno keeps them alive. */
 export function markListening(server: Server): void {
   Object.defineProperty(server, "listening", { get: () => true, configurable: true });
+}
+
+/**
+ * Stops `session` from answering the peer's GOAWAY with its own. Deno's
+ * node:http2 (2.9.6) calls `session.close()` when a GOAWAY arrives, from
+ * inside nghttp2's receive callback: the GOAWAY it submits there, on a
+ * connection whose client has a stream in flight, aborts the process now and
+ * then (nghttp2's `find_stream_on_goaway_func` assertion, a segfault, or
+ * glibc's `free()` check: memory corrupted in Deno's native session). Every
+ * gRPC client that closes its channel sends that GOAWAY. Nothing is lost by
+ * keeping quiet: the client has said it opens no new stream, its streams in
+ * flight are answered, and it closes the connection once they are, which
+ * ends the session. Returns the session's own `close()`, for the server's
+ * drain (a GOAWAY sent from outside a receive callback, before the client's).
+ */
+export function quietOnPeerGoaway(session: Http2Session): () => void {
+  const close = session.close.bind(session);
+  let peerSaidGoaway = false;
+  // "goaway" is emitted just before the polyfill's close(): the flag is set when close() is called.
+  session.on("goaway", () => {
+    peerSaidGoaway = true;
+  });
+  session.close = (callback?: () => void): void => {
+    if (peerSaidGoaway) return;
+    close(callback);
+  };
+  return () => close();
 }
 
 /**

@@ -5,7 +5,7 @@ import type { Duplex } from "node:stream";
 import type { App } from "../app.js";
 import { bodyTimedOut } from "../domain/errors.js";
 import { errorAnswer } from "../http/http-answer.js";
-import { markListening, replayingSocket, underDeno } from "./deno-socket.js";
+import { markListening, quietOnPeerGoaway, replayingSocket, underDeno } from "./deno-socket.js";
 import { answerParserRefusals } from "./http1-refusals.js";
 import { createNodeEdge, writeAnswer } from "./node-edge.js";
 
@@ -59,13 +59,14 @@ export function createNodeServer(app: App): NodeServer {
     { settings: { maxConcurrentStreams: app.config.http.http2MaxConcurrentStreams } },
     edge.handle,
   );
-  const sessions = new Set<Http2Session>();
+  // Each open session, with what closes it gracefully (GOAWAY, then the streams in flight finish).
+  const sessions = new Map<Http2Session, () => void>();
   h2.on("session", (session) => {
-    sessions.add(session);
+    sessions.set(session, underDeno ? quietOnPeerGoaway(session) : () => session.close());
     session.once("close", () => sessions.delete(session));
     session.setTimeout(http2IdleTimeoutMs, () => session.destroy());
     // A connection accepted before the drain but speaking only now: GOAWAY before any stream.
-    if (draining) session.close();
+    if (draining) sessions.get(session)?.();
   });
 
   // HTTP/2 has no request timeout of its own: a stream whose request body has not ended within the body
@@ -185,13 +186,13 @@ export function createNodeServer(app: App): NodeServer {
           resolve({ cut: 0 });
         });
         edge.drain();
-        for (const session of sessions) session.close();
+        for (const close of sessions.values()) close();
         // Kept-alive connections between requests close now, as Node's own server.close() does.
         // Connections whose first bytes have not arrived yet stay: they will be refused when they speak.
         for (const [socket, busy] of h1Busy) if (busy.requests === 0) socket.destroy();
         timer = setTimeout(() => {
           const cut = sockets.size;
-          for (const session of sessions) session.destroy();
+          for (const session of sessions.keys()) session.destroy();
           for (const socket of sockets) socket.destroy();
           resolve({ cut });
         }, deadlineMs);
