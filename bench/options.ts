@@ -33,7 +33,10 @@ export const USAGE = `usage: npm run bench -- [options]
                         service's RSS is sampled throughout (target: idle + MAX_BUFFERED_BODY_BYTES + 64 MiB)
   --sockets 600         connections of --held-bodies
   --hold 20             seconds --held-bodies holds them
-  --without-token       --held-bodies with a token that fails verification (the service answers 401 before reading)`;
+  --without-token       --held-bodies with a token that fails verification (the service answers 401 before reading)
+  --soak <minutes>      the churn soak instead (issue 19; use with --deno): mixed REST and gRPC with connections opened,
+                        closed mid-call (GOAWAY), abandoned and left idle, for <minutes>; reports whether the service
+                        survived, its RSS, and the calls answered (bench/soak.ts)`;
 
 export interface BenchOptions {
   readonly sqlite: boolean;
@@ -60,6 +63,8 @@ export interface BenchOptions {
   readonly heldBodies:
     | { readonly sockets: number; readonly holdSeconds: number; readonly withoutToken: boolean }
     | undefined;
+  /** The churn soak (bench/soak.ts) instead of the others, for this many minutes. */
+  readonly soakMinutes: number | undefined;
   /** The checkout whose service is run (see serviceCommand in processes.ts); undefined: this one. */
   readonly serviceDir: string | undefined;
 }
@@ -88,6 +93,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
       fairness: { type: "boolean", default: false },
       service: { type: "string" },
       "held-bodies": { type: "boolean", default: false },
+      soak: { type: "string" },
       sockets: { type: "string" },
       hold: { type: "string" },
       "without-token": { type: "boolean", default: false },
@@ -135,6 +141,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     reuse: values.reuse,
     fairness: values.fairness,
     serviceDir: values.service,
+    soakMinutes: values.soak === undefined ? undefined : number("soak", values.soak, 10, 0.1, 600),
     heldBodies: values["held-bodies"]
       ? {
           sockets: number("sockets", values.sockets, 600, 1, 5_000),

@@ -38,6 +38,7 @@ import {
 import { markdownReport, type Row } from "./report.js";
 import { operationOf, type Scenario, type SearchKind, scenariosAt } from "./scenarios.js";
 import { ONE_PERCENT_TAG, ONE_PERCENT_WORD, onePercentOf, openSeeder, type Seeder } from "./seed.js";
+import { soak, soakReport } from "./soak.js";
 
 const TENANT = "bench";
 const DOMAINS = ["Development", "Setup: Agents"];
@@ -117,6 +118,15 @@ async function main(options: BenchOptions): Promise<number> {
       );
       if (service.stderr().trim() !== "") log(`the service's stderr:\n${service.stderr().slice(-4000)}`);
       return met ? 0 : 1;
+    }
+
+    if (options.soakMinutes !== undefined) {
+      const service = await startService();
+      cleanup.unshift(() => service.stop());
+      log(`soak: ${options.deno ? "Deno" : "node"} service pid ${service.pid}, ${options.soakMinutes} min`);
+      const result = await soak(service, authorization, TENANT, { minutes: options.soakMinutes, dataDir, log });
+      console.log(`${options.deno ? "Deno" : "node"}, ${database.description}\n\n${soakReport(result)}`);
+      return result.survived ? 0 : 1;
     }
 
     const seeder = await openSeeder({ databaseUrl: database.databaseUrl, dataDir, tenant: TENANT });
