@@ -39,7 +39,8 @@ export function markListening(server: Server): void {
  * gRPC client that closes its channel sends that GOAWAY. Nothing is lost by
  * keeping quiet: the client has said it opens no new stream, its streams in
  * flight are answered, and it closes the connection once they are, which
- * ends the session. Returns the session's own `close()`, for the server's
+ * ends the session (one that never does is closed by the idle timeout, which
+ * did not crash Deno: docs/deno-http2.md). Returns the session's own `close()`, for the server's
  * drain (a GOAWAY sent from outside a receive callback, before the client's).
  */
 export function quietOnPeerGoaway(session: Http2Session): () => void {
