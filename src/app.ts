@@ -21,11 +21,12 @@ import { createTenantService } from "./service/tenant-service.js";
 import type { AgentDefinitionRepository } from "./storage/repository.js";
 import { createSqlRepository } from "./storage/sql-repository.js";
 import { refusalsOf } from "./transport/failures.js";
+import { createGrpcUnaryHandlers } from "./transport/grpc-unary.js";
 import { createHealthRoutes } from "./transport/health.js";
 import { createOpenApiEndpoint } from "./transport/openapi/openapi-endpoint.js";
 import { createProbeEndpoints } from "./transport/probes.js";
 import { createReflectionRoutes } from "./transport/reflection.js";
-import { createRegistryRoutes } from "./transport/registry-routes.js";
+import { createRegistryImplementations, registryRoutes } from "./transport/registry-routes.js";
 import { createRestSurface } from "./transport/rest/rest-handler.js";
 
 /** The registry, wired and ready to be served by any runtime's adapter. */
@@ -105,9 +106,11 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
   // Every RPC notes its procedure and outcome on the request's record (the access log line).
   // Health and reflection carry no registry data: the edge asks no token for them. error.proto
   // is described too, so clients can decode error details.
+  const implementations = createRegistryImplementations({ operations, logger });
+  const acceptCompression = [...(deps.acceptCompression ?? [])];
   const routes = withInterceptors(
     (router: ConnectRouter) => {
-      createRegistryRoutes({ operations, logger })(router);
+      registryRoutes(implementations)(router);
       createHealthRoutes({
         services: REGISTRY_SERVICES,
         ping,
@@ -125,9 +128,15 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     routes,
     routerOptions: {
       readMaxBytes: config.maxBodyBytes,
-      acceptCompression: [...(deps.acceptCompression ?? [])],
+      acceptCompression,
       compressMinBytes: COMPRESS_MIN_BYTES,
     },
+    // Binary gRPC calls of the registry's RPCs take the lean path, with the same handlers and interceptors.
+    grpc: createGrpcUnaryHandlers(implementations, {
+      acceptCompression,
+      compressMinBytes: COMPRESS_MIN_BYTES,
+      interceptors: [recordInterceptor()],
+    }),
     rest: createRestSurface({ operations, maxBodyBytes: config.maxBodyBytes }),
     // With a METRICS_PORT of its own, /metrics is off the API port: the entrypoint serves it there.
     endpoints: [

@@ -7,6 +7,8 @@
  * Connect, to the REST surface otherwise. The runtime adapter
  * (node-edge.ts, under Node and Deno alike) only translates requests and answers.
  */
+
+import type { DescMethod } from "@bufbuild/protobuf";
 import {
   Code,
   type ConnectRouter,
@@ -29,6 +31,7 @@ import type { Logger } from "../logger.js";
 import { codeName, type RequestRecord, requestRecordKey, rpcProtocolOf } from "../observability/request-record.js";
 import { type Admission, admit, type Operation, type Operations } from "../operations/operation.js";
 import { callerError } from "../transport/failures.js";
+import { type GrpcUnaryHandler, isBinaryGrpc } from "../transport/grpc-unary.js";
 import { verdictKey } from "../transport/registry-routes.js";
 import type { RestSurface } from "../transport/rest/rest-handler.js";
 import { mediaTypeOf } from "../transport/rest/rest-request.js";
@@ -41,8 +44,16 @@ export interface EdgeRequest {
   readonly target: string;
   /** A header's value by its lower-case name; undefined when absent. */
   header(name: string): string | undefined;
+  /** Every header by its lower-case name (no HTTP/2 pseudo-headers; repeated ones joined by ", "). */
+  headers(): Record<string, string>;
   /** The body, as it arrives; read at most once. */
   body(): AsyncIterable<Uint8Array>;
+  /**
+   * The whole body in one piece, when it is at most `limit` bytes (undefined when longer: the rest is left
+   * unread); read at most once, instead of `body()`. Throws the body budget's OVERLOADED, or when the client
+   * goes away mid-body.
+   */
+  bodyBytes(limit: number): Promise<Uint8Array | undefined>;
   /** The request in Connect's universal form, for the RPC router. */
   universal(contextValues: ContextValues): UniversalServerRequest;
   /**
@@ -73,6 +84,8 @@ export interface EdgeOptions {
   readonly endpoints: readonly HttpEndpoint[];
   readonly maxBodyBytes: number;
   readonly logger: Logger;
+  /** The lean gRPC path's handlers (grpc-unary.ts) by request path: binary gRPC calls of the registry's RPCs. */
+  readonly grpc?: ReadonlyMap<string, { readonly method: DescMethod; readonly handle: GrpcUnaryHandler }>;
 }
 
 /** Serves one request; `record` is its access-log record, begun by the runtime adapter. */
@@ -162,9 +175,49 @@ export function createEdge(options: EdgeOptions): Edge {
     return errorAnswer(failure);
   };
 
+  /**
+   * A binary gRPC call on the lean path: admitted as every RPC is, its message read and decoded once, the
+   * verdict left for the handler as Connect's router gets it.
+   */
+  const serveGrpc = async (
+    grpc: { readonly method: DescMethod; readonly handle: GrpcUnaryHandler },
+    req: EdgeRequest,
+    record: RequestRecord,
+  ): Promise<HttpAnswer> => {
+    record.protocol = "grpc";
+    const operation = operations.get(grpc.method) as Operation;
+    const check = checks.get(grpc.method) as MessageCheck;
+    const values = createContextValues().set(requestRecordKey, record);
+    const admission = await admitCaller(req, operation, record);
+    return grpc.handle({
+      header: (name) => req.header(name),
+      headers: () => req.headers(),
+      url: `http://localhost${req.target}`,
+      signal: req.signal,
+      contextValues: values,
+      async message(compression) {
+        if (admission.error !== undefined) {
+          values.set(verdictKey, { error: admission.error });
+          return { problem: admission.error };
+        }
+        const read = await check.grpcMessage(
+          (limit) => req.bodyBytes(limit),
+          req.header("content-length"),
+          compression,
+        );
+        if (read.problem !== undefined) values.set(verdictKey, { error: read.problem });
+        else values.set(verdictKey, { call: admission.call });
+        return read;
+      },
+    });
+  };
+
   return async (req, record) => {
     const q = req.target.indexOf("?");
     const pathname = q === -1 ? req.target : req.target.slice(0, q);
+    const grpc = options.grpc?.get(pathname);
+    if (grpc !== undefined && req.method === "POST" && isBinaryGrpc(req.header("content-type")))
+      return { http: await serveGrpc(grpc, req, record) };
     const rpc = rpcs.get(pathname);
     if (rpc !== undefined) return { rpc: await serveRpc(rpc, req, record) };
     const endpoint = endpoints.get(pathname);

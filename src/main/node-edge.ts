@@ -53,11 +53,76 @@ function edgeRequest(req: NodeRequest, res: NodeResponse, share: BodyShare): Edg
       const value = req.headers[name];
       return Array.isArray(value) ? value.join(", ") : value;
     },
+    headers: () => headerRecord(req),
     body,
+    bodyBytes: (limit) => bodyBytes(req, share, limit),
     universal: (contextValues) => universalRequest(req, contextValues, rpcErrors(body()), signal),
     clientGone: () => clientGone(req, res),
     signal,
   };
+}
+
+/**
+ * The whole body of `req`, read by its events (for a small body, as a gRPC message is, far cheaper than an
+ * async iterator), counted by `share`; undefined past `limit`, the rest left unread (the stream paused).
+ */
+function bodyBytes(req: NodeRequest, share: BodyShare, limit: number): Promise<Uint8Array | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const stop = (): void => {
+      req.off("data", onData);
+      req.off("end", onEnd);
+      req.off("error", onError);
+      req.off("aborted", onAborted);
+    };
+    const onData = (chunk: Buffer): void => {
+      size += chunk.byteLength;
+      try {
+        if (size > limit) {
+          stop();
+          req.pause();
+          resolve(undefined);
+          return;
+        }
+        share.counted(size);
+        chunks.push(chunk);
+      } catch (err) {
+        stop();
+        req.pause();
+        reject(err);
+      }
+    };
+    const onEnd = (): void => {
+      stop();
+      resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
+    };
+    const onError = (err: Error): void => {
+      stop();
+      reject(err);
+    };
+    const onAborted = (): void => onError(new ConnectError("The client closed the request mid-body.", Code.Canceled));
+    try {
+      share.counted(0);
+    } catch (err) {
+      reject(err);
+      return;
+    }
+    req.on("data", onData);
+    req.once("end", onEnd);
+    req.once("error", onError);
+    req.once("aborted", onAborted);
+  });
+}
+
+/** The request's headers as a record: lower-case names, no pseudo-headers, repeated ones joined. */
+function headerRecord(req: NodeRequest): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined || name.startsWith(":")) continue;
+    out[name] = Array.isArray(value) ? value.join(", ") : value;
+  }
+  return out;
 }
 
 /**
@@ -146,12 +211,13 @@ function universalRequest(
   };
 }
 
-/** Writes `answer` whole: status, headers with its content-length, body. */
+/** Writes `answer` whole: status, headers with its content-length (none with trailers), body, trailers. */
 export function writeAnswer(res: NodeResponse, answer: HttpAnswer): void {
   const headers: Record<string, string> = { ...answer.headers };
-  if (answer.body !== null) headers["content-length"] = String(answer.body.byteLength);
+  if (answer.body !== null && answer.trailers === undefined) headers["content-length"] = String(answer.body.byteLength);
   // Both Node response kinds take these calls; their typings differ only in `write`.
   (res as ServerResponse).writeHead(answer.status, headers);
+  if (answer.trailers !== undefined) (res as ServerResponse).addTrailers(answer.trailers);
   (res as ServerResponse).end(answer.body ?? undefined);
 }
 

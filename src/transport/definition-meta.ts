@@ -6,7 +6,7 @@
  * kept encoded; the stored bytes have no `meta` (rows.ts's encodeDefinition
  * drops a sent one).
  */
-import { create } from "@bufbuild/protobuf";
+import { create, toBinary } from "@bufbuild/protobuf";
 import {
   type AgentDefinition,
   AgentDefinitionSchema,
@@ -105,5 +105,48 @@ export function pageJson(
 export function definitionWithMeta(stored: StoredDefinition): AgentDefinition {
   const message = preEncoded(AgentDefinitionSchema, stored.binary);
   message.meta = metaMessage(stored);
+  storedAnswers.set(message, stored.binary);
   return message;
+}
+
+/** The stored bytes behind each answer definitionWithMeta made, for storedAnswerBinary. */
+const storedAnswers = new WeakMap<object, Uint8Array>();
+
+/**
+ * The binary encoding of an answer definitionWithMeta made, after `headroom` bytes left for the caller (a gRPC
+ * envelope's prefix): its `meta`, then the stored bytes as they are, written once into one buffer (toBinary
+ * would copy the stored fields one by one through its writer, growing it as it goes). undefined for any other
+ * message. Only `meta` is read from the message: the stored fields are the stored bytes.
+ */
+export function storedAnswerBinary(message: object, headroom = 0): Uint8Array | undefined {
+  const binary = storedAnswers.get(message);
+  if (binary === undefined) return undefined;
+  const meta = (message as AgentDefinition).meta;
+  const metaBytes = meta === undefined ? undefined : toBinary(RegistryMetaSchema, meta);
+  const prefix = metaBytes === undefined ? [] : [...varint(META_TAG), ...varint(metaBytes.byteLength)];
+  const out = new Uint8Array(headroom + prefix.length + (metaBytes?.byteLength ?? 0) + binary.byteLength);
+  let at = headroom;
+  out.set(prefix, at);
+  at += prefix.length;
+  if (metaBytes !== undefined) {
+    out.set(metaBytes, at);
+    at += metaBytes.byteLength;
+  }
+  out.set(binary, at);
+  return out;
+}
+
+/** `meta`'s tag: its field number, wire type 2 (length-delimited). */
+const META_TAG = (AgentDefinitionSchema.field.meta.number << 3) | 2;
+
+/** An unsigned varint's bytes (for values below 2^31: a tag, a length). */
+function varint(value: number): number[] {
+  const bytes: number[] = [];
+  let rest = value;
+  while (rest > 0x7f) {
+    bytes.push((rest & 0x7f) | 0x80);
+    rest >>>= 7;
+  }
+  bytes.push(rest);
+  return bytes;
 }

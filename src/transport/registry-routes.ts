@@ -3,8 +3,13 @@
  * method is its operation, run with the call the edge admitted. There is no
  * other way in: an RPC reached without the edge's verdict fails.
  */
-import { create, type DescMessage, type DescMethod, type Message } from "@bufbuild/protobuf";
-import { type ConnectRouter, createContextKey, type HandlerContext } from "@connectrpc/connect";
+import { create, type DescMessage, type DescMethod, type DescService, type Message } from "@bufbuild/protobuf";
+import {
+  type ConnectRouter,
+  type ConnectRouterOptions,
+  createContextKey,
+  type HandlerContext,
+} from "@connectrpc/connect";
 import { AGENT_CARD_CACHE_CONTROL } from "../domain/agent-card.js";
 import { etagOf } from "../domain/lifecycle.js";
 import type { Logger } from "../logger.js";
@@ -34,8 +39,12 @@ function callOf(ctx: HandlerContext): Call {
   return { ...verdict.call, signal: ctx.signal };
 }
 
+/** Set by the lean gRPC path (grpc-unary.ts), whose calls are all binary: no header needs reading to know. */
+export const binaryAnswerKey = createContextKey<boolean>(false, { description: "the call reads binary" });
+
 /** Whether the caller reads binary: every content type but JSON's; a Connect GET says so in `encoding`. */
 function answersBinary(ctx: HandlerContext): boolean {
+  if (ctx.values.get(binaryAnswerKey)) return true;
   const type = ctx.requestHeader.get("content-type");
   if (type === null) return new URL(ctx.url).searchParams.get("encoding") === "proto";
   return !/^application\/(?:[a-z-]+\+)?json\b/i.test(type.trim());
@@ -79,8 +88,18 @@ export interface RegistryRoutesOptions {
   readonly logger: Logger;
 }
 
-/** Registers every registry RPC as its operation. */
-export function createRegistryRoutes({ operations, logger }: RegistryRoutesOptions): (router: ConnectRouter) => void {
+/** One registry service as Connect's router takes it: its implementation and its options (the error mapping). */
+export interface RegistryServiceImpl {
+  readonly service: DescService;
+  readonly implementation: Record<string, (req: Message, ctx: HandlerContext) => Promise<Message>>;
+  readonly options: Pick<ConnectRouterOptions, "interceptors" | "jsonOptions">;
+}
+
+/**
+ * Every registry RPC as its operation: the one set of handlers, which Connect's router serves (gRPC-Web, Connect,
+ * gRPC's JSON) and the lean gRPC path (grpc-unary.ts) calls for binary gRPC.
+ */
+export function createRegistryImplementations({ operations, logger }: RegistryRoutesOptions): RegistryServiceImpl[] {
   const storedJson = createStoredJson();
   const options = {
     interceptors: [errorInterceptor(logger)],
@@ -88,26 +107,32 @@ export function createRegistryRoutes({ operations, logger }: RegistryRoutesOptio
     // The encoder writes the stored JSON of the stand-ins responseOf answers.
     jsonOptions: { ignoreUnknownFields: false, textEncoder: storedJson.textEncoder },
   };
-  return (router) => {
-    for (const service of REGISTRY_SERVICES) {
-      const implementation: Record<string, (req: Message, ctx: HandlerContext) => Promise<Message>> = {};
-      for (const method of service.methods) {
-        const operation = operations.get(method);
-        if (operation === undefined) throw new Error(`${service.typeName}/${method.name} has no operation.`);
-        implementation[method.localName] = async (req, ctx) => {
-          const result = await runOperation(operation, callOf(ctx), req as never);
-          // A single definition's ETag, as REST sends it (the same value as its meta.etag).
-          if (result.kind === "definition") ctx.responseHeader.set("etag", etagOf(result.stored));
-          // An agent card's caching headers, as REST sends them: a Connect GET is cached by HTTP caches like
-          // a REST one.
-          if (result.kind === "card") {
-            ctx.responseHeader.set("etag", result.etag);
-            ctx.responseHeader.set("cache-control", AGENT_CARD_CACHE_CONTROL);
-          }
-          return responseOf(method, result, answersBinary(ctx), ctx, storedJson);
-        };
-      }
-      router.service(service, implementation as never, options);
+  return REGISTRY_SERVICES.map((service) => {
+    const implementation: RegistryServiceImpl["implementation"] = {};
+    for (const method of service.methods) {
+      const operation = operations.get(method);
+      if (operation === undefined) throw new Error(`${service.typeName}/${method.name} has no operation.`);
+      implementation[method.localName] = async (req, ctx) => {
+        const result = await runOperation(operation, callOf(ctx), req as never);
+        // A single definition's ETag, as REST sends it (the same value as its meta.etag).
+        if (result.kind === "definition") ctx.responseHeader.set("etag", etagOf(result.stored));
+        // An agent card's caching headers, as REST sends them: a Connect GET is cached by HTTP caches like
+        // a REST one.
+        if (result.kind === "card") {
+          ctx.responseHeader.set("etag", result.etag);
+          ctx.responseHeader.set("cache-control", AGENT_CARD_CACHE_CONTROL);
+        }
+        return responseOf(method, result, answersBinary(ctx), ctx, storedJson);
+      };
     }
+    return { service, implementation, options };
+  });
+}
+
+/** Registers every registry RPC (`implementations`) on Connect's router. */
+export function registryRoutes(implementations: readonly RegistryServiceImpl[]): (router: ConnectRouter) => void {
+  return (router) => {
+    for (const { service, implementation, options } of implementations)
+      router.service(service, implementation as never, options);
   };
 }
