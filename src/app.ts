@@ -21,13 +21,13 @@ import { createTenantService } from "./service/tenant-service.js";
 import type { AgentDefinitionRepository } from "./storage/repository.js";
 import { createSqlRepository } from "./storage/sql-repository.js";
 import { refusalsOf } from "./transport/failures.js";
-import { createGrpcUnaryHandlers } from "./transport/grpc-unary.js";
 import { createHealthRoutes } from "./transport/health.js";
 import { createOpenApiEndpoint } from "./transport/openapi/openapi-endpoint.js";
 import { createProbeEndpoints } from "./transport/probes.js";
 import { createReflectionRoutes } from "./transport/reflection.js";
 import { createRegistryImplementations, registryRoutes } from "./transport/registry-routes.js";
 import { createRestSurface } from "./transport/rest/rest-handler.js";
+import { createUnaryMethods } from "./transport/unary-call.js";
 
 /** The registry, wired and ready to be served by any runtime's adapter. */
 export interface App {
@@ -131,12 +131,10 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
       acceptCompression,
       compressMinBytes: COMPRESS_MIN_BYTES,
     },
-    // Binary gRPC calls of the registry's RPCs take the lean path, with the same handlers and interceptors.
-    grpc: createGrpcUnaryHandlers(implementations, {
-      acceptCompression,
-      compressMinBytes: COMPRESS_MIN_BYTES,
-      interceptors: [recordInterceptor()],
-    }),
+    // Binary gRPC calls and Connect unary POSTs of the registry's RPCs take the lean paths, with the same
+    // handlers and interceptors (the record first, as withInterceptors puts it on the router).
+    unary: createUnaryMethods(implementations, [recordInterceptor()]),
+    lean: { acceptCompression, compressMinBytes: COMPRESS_MIN_BYTES },
     rest: createRestSurface({ operations, maxBodyBytes: config.maxBodyBytes }),
     // With a METRICS_PORT of its own, /metrics is off the API port: the entrypoint serves it there.
     endpoints: [

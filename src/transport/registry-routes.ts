@@ -3,12 +3,21 @@
  * method is its operation, run with the call the edge admitted. There is no
  * other way in: an RPC reached without the edge's verdict fails.
  */
-import { create, type DescMessage, type DescMethod, type DescService, type Message } from "@bufbuild/protobuf";
+import {
+  create,
+  type DescMessage,
+  type DescMethod,
+  type DescService,
+  type JsonReadOptions,
+  type JsonWriteOptions,
+  type Message,
+} from "@bufbuild/protobuf";
 import {
   type ConnectRouter,
   type ConnectRouterOptions,
   createContextKey,
   type HandlerContext,
+  type Interceptor,
 } from "@connectrpc/connect";
 import { AGENT_CARD_CACHE_CONTROL } from "../domain/agent-card.js";
 import { etagOf } from "../domain/lifecycle.js";
@@ -39,12 +48,15 @@ function callOf(ctx: HandlerContext): Call {
   return { ...verdict.call, signal: ctx.signal };
 }
 
-/** Set by the lean gRPC path (grpc-unary.ts), whose calls are all binary: no header needs reading to know. */
-export const binaryAnswerKey = createContextKey<boolean>(false, { description: "the call reads binary" });
+/** Set by the lean unary paths (unary-call.ts), which know the codec: no header needs reading to know it. */
+export const binaryAnswerKey = createContextKey<boolean | undefined>(undefined, {
+  description: "whether the call reads binary",
+});
 
 /** Whether the caller reads binary: every content type but JSON's; a Connect GET says so in `encoding`. */
 function answersBinary(ctx: HandlerContext): boolean {
-  if (ctx.values.get(binaryAnswerKey)) return true;
+  const known = ctx.values.get(binaryAnswerKey);
+  if (known !== undefined) return known;
   const type = ctx.requestHeader.get("content-type");
   if (type === null) return new URL(ctx.url).searchParams.get("encoding") === "proto";
   return !/^application\/(?:[a-z-]+\+)?json\b/i.test(type.trim());
@@ -88,11 +100,19 @@ export interface RegistryRoutesOptions {
   readonly logger: Logger;
 }
 
+/**
+ * Connect's JSON options as its serialization reads them: protobuf-es's, and the text encoder (Connect's
+ * JsonSerializationOptions, which its router options do not name).
+ */
+export type RpcJsonOptions = Partial<JsonReadOptions & JsonWriteOptions> & {
+  readonly textEncoder?: { encode(input?: string): Uint8Array };
+};
+
 /** One registry service as Connect's router takes it: its implementation and its options (the error mapping). */
 export interface RegistryServiceImpl {
   readonly service: DescService;
   readonly implementation: Record<string, (req: Message, ctx: HandlerContext) => Promise<Message>>;
-  readonly options: Pick<ConnectRouterOptions, "interceptors" | "jsonOptions">;
+  readonly options: { readonly interceptors: Interceptor[]; readonly jsonOptions: RpcJsonOptions };
 }
 
 /**

@@ -23,7 +23,7 @@
  * edge's verdict, raised inside the RPC, so Connect encodes the error for the
  * request's own protocol.
  */
-import { type DescMethod, fromBinary, type JsonValue, type Message } from "@bufbuild/protobuf";
+import { type DescMethod, fromBinary, fromJson, type JsonValue, type Message } from "@bufbuild/protobuf";
 import { base64Encode } from "@bufbuild/protobuf/wire";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Compression, UniversalServerRequest } from "@connectrpc/connect/protocol";
@@ -31,6 +31,7 @@ import { bodyFieldOf } from "../domain/body-field.js";
 import { type Issue, invalid, RegistryError, tooLarge } from "../domain/errors.js";
 import { type BodyCheck, checkJsonBody } from "./body-check.js";
 import { concatBytes } from "./bytes.js";
+import type { UnaryMessage } from "./unary-call.js";
 
 /** The request message's encoding, from its content type; undefined for anything the check leaves alone. */
 function formatOf(contentType: string): { binary: boolean; enveloped: boolean } | undefined {
@@ -98,7 +99,22 @@ export interface MessageCheck {
    * inflated with `compression` (the request's `grpc-encoding`; null: none), decoded once. Or the problem with
    * it, or (`failure`) a broken envelope or a client gone mid-body, as Connect would raise them.
    */
-  grpcMessage(read: BodyRead, contentLength: string | undefined, compression: Compression | null): Promise<GrpcMessage>;
+  grpcMessage(
+    read: BodyRead,
+    contentLength: string | undefined,
+    compression: Compression | null,
+  ): Promise<UnaryMessage>;
+  /**
+   * The message of a Connect unary POST, for the lean Connect path (connect-unary.ts): read within the limit,
+   * inflated with `compression` (its `content-encoding`), checked and decoded once (`binary`: protobuf, else
+   * JSON through the one body check). Or the problem with it, or the failure Connect would raise.
+   */
+  connectMessage(
+    read: BodyRead,
+    contentLength: string | undefined,
+    compression: Compression | null,
+    binary: boolean,
+  ): Promise<UnaryMessage>;
 }
 
 /**
@@ -119,12 +135,6 @@ function failedRead(
 
 /** Reads a whole body of at most `limit` bytes; undefined when it is longer (the rest is left unread). */
 export type BodyRead = (limit: number) => Promise<Uint8Array | undefined>;
-
-/** What the lean gRPC path reads of a request: the message, or why there is none. */
-export type GrpcMessage =
-  | { readonly message: Message; readonly problem?: undefined; readonly failure?: undefined }
-  | { readonly message?: undefined; readonly problem: RegistryError; readonly failure?: undefined }
-  | { readonly message?: undefined; readonly problem?: undefined; readonly failure: unknown };
 
 /**
  * The one message of a unary gRPC request's bytes, or the protocol error Connect raises for them (the same codes
@@ -240,6 +250,25 @@ export function createMessageCheck(
     return { bytes: concatBytes(chunks, size) };
   };
 
+  /**
+   * A whole body of at most `limit` bytes, read by `read`; else the problem (too large, refused by the body
+   * budget) or the failure (a client gone mid-body).
+   */
+  const readWhole = async (
+    read: BodyRead,
+    contentLength: string | undefined,
+    limit: number,
+  ): Promise<{ bytes: Uint8Array } | (UnaryMessage & { bytes?: undefined })> => {
+    if (Number(contentLength ?? 0) > limit) return { problem: tooLarge(maxBodyBytes) };
+    let bytes: Uint8Array | undefined;
+    try {
+      bytes = await read(limit);
+    } catch (err) {
+      return failedRead(err);
+    }
+    return bytes === undefined ? { problem: tooLarge(maxBodyBytes) } : { bytes };
+  };
+
   /** The binary message decoded, or the problem with it. */
   const decodeBinary = (data: Uint8Array): { message: Message; problem?: undefined } | { problem: RegistryError } => {
     try {
@@ -290,19 +319,28 @@ export function createMessageCheck(
 
   return {
     async grpcMessage(read, contentLength, compression) {
-      const limit = maxBodyBytes + 5;
-      if (Number(contentLength ?? 0) > limit) return { problem: tooLarge(maxBodyBytes) };
-      let bytes: Uint8Array | undefined;
-      try {
-        bytes = await read(limit);
-      } catch (err) {
-        return failedRead(err);
-      }
-      if (bytes === undefined) return { problem: tooLarge(maxBodyBytes) };
-      const frame = oneEnvelope(bytes);
+      const whole = await readWhole(read, contentLength, maxBodyBytes + 5);
+      if (whole.bytes === undefined) return whole;
+      const frame = oneEnvelope(whole.bytes);
       if ("failure" in frame) return frame;
       const inflated = await inflate(frame, compression);
       return inflated.problem !== undefined ? inflated : decodeBinary(inflated.data);
+    },
+
+    async connectMessage(read, contentLength, compression, binary) {
+      const whole = await readWhole(read, contentLength, maxBodyBytes);
+      if (whole.bytes === undefined) return whole;
+      const inflated = await inflate({ data: whole.bytes, compressed: compression !== null }, compression);
+      if (inflated.problem !== undefined) return inflated;
+      if (binary) return decodeBinary(inflated.data);
+      const json = checkJson(inflated.data);
+      if (json.problem !== undefined) return { problem: json.problem };
+      try {
+        return { message: fromJson(method.input, json.value as JsonValue, { ignoreUnknownFields: false }) };
+      } catch (err) {
+        // What the check lets through, protobuf-es converts; should it not, Connect's own words for it.
+        return { failure: ConnectError.from(err, Code.InvalidArgument) };
+      }
     },
 
     withoutMessage: (req) => (req.method === "GET" ? emptyQuery(req) : emptyBody(req)),

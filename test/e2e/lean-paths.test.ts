@@ -1,14 +1,18 @@
 /**
- * The lean gRPC path (src/transport/grpc-unary.ts): binary gRPC calls of the
- * registry's RPCs are served without Connect's router, and answer what the
- * router answers. Read on the wire (node:http2, headers, envelope and
- * trailers as sent), on both runtimes and both databases:
+ * The lean paths (src/transport/unary-call.ts): binary gRPC calls and Connect
+ * unary POSTs of the registry's RPCs are served without Connect's router, and
+ * answer what the router answers. Read on the wire (node:http2, headers,
+ * envelope and trailers as sent), on both runtimes and both databases. gRPC
+ * (grpc-unary.ts):
  * - the same message bytes and the same error trailers as gRPC-Web, which
  *   the router still serves with the same handlers;
  * - the protocol's own refusals (no message, two, a cut envelope, an unknown
  *   encoding, a malformed timeout), with Connect's codes and words;
  * - gzip in and out: a compressed request, a large answer compressed, a small
  *   one plain under the same negotiated encoding.
+ * Connect (connect-unary.ts): the same JSON and protobuf bytes and the same
+ * error bodies as a Connect GET of the same call (which the router serves),
+ * and the protocol's refusals.
  * Auth once per call is counted in edge.test.ts, a deadline that expires in
  * cancelled-searches.test.ts (both with binary gRPC clients, so on this path).
  */
@@ -35,6 +39,7 @@ const SERVICE = "/asor.v1.AgentDefinitionService";
 
 /** What came back on the wire: headers, the body's bytes, trailers. */
 interface WireAnswer {
+  readonly status: number;
   readonly headers: Record<string, string>;
   readonly body: Buffer;
   readonly trailers: Record<string, string>;
@@ -46,12 +51,15 @@ function post(baseUrl: string, path: string, headers: Record<string, string>, bo
     const session = connect(baseUrl);
     session.on("error", reject);
     const stream = session.request({ ":method": "POST", ":path": path, ...headers });
-    const answer = { headers: {} as Record<string, string>, trailers: {} as Record<string, string> };
+    const answer = { status: 0, headers: {} as Record<string, string>, trailers: {} as Record<string, string> };
     const chunks: Buffer[] = [];
     const take = (into: Record<string, string>, h: Record<string, unknown>): void => {
       for (const [name, value] of Object.entries(h)) if (!name.startsWith(":")) into[name] = String(value);
     };
-    stream.on("response", (h) => take(answer.headers, h));
+    stream.on("response", (h) => {
+      answer.status = Number(h[":status"]);
+      take(answer.headers, h);
+    });
     stream.on("trailers", (h) => take(answer.trailers, h));
     stream.on("data", (chunk: Buffer) => chunks.push(chunk));
     stream.on("error", reject);
@@ -209,6 +217,69 @@ forEachRuntimeAndDatabase((db, runtime) => {
       const small = await grpc("GetAgentDefinition", envelopes(get(id)), headers);
       expect(small.trailers["grpc-status"]).toBe("0");
       expect(unenvelope(small.body).flags).toBe(0);
+    });
+  });
+
+  describe("the lean Connect path", () => {
+    const connectPost = (body: Uint8Array, headers: Record<string, string>) =>
+      post(
+        server().baseUrl,
+        `${SERVICE}/GetAgentDefinition`,
+        { authorization: server().authorization, ...headers },
+        body,
+      );
+    /** The same call as a Connect GET, which Connect's router serves. */
+    const connectGet = async (message: Uint8Array, encoding: "json" | "proto") => {
+      const query = new URLSearchParams({
+        encoding,
+        message: Buffer.from(message).toString("base64url"),
+        base64: "1",
+        connect: "v1",
+      });
+      const res = await fetch(`${server().baseUrl}${SERVICE}/GetAgentDefinition?${query}`, {
+        headers: { authorization: server().authorization },
+      });
+      return { status: res.status, etag: res.headers.get("etag"), body: Buffer.from(await res.arrayBuffer()) };
+    };
+    const json = (value: unknown) => Buffer.from(JSON.stringify(value));
+
+    it("answers the JSON and protobuf bytes and the error bodies a Connect GET answers through the router", async () => {
+      for (const [encoding, body, contentType] of [
+        ["json", json({ id }), "application/json"],
+        ["proto", get(id), "application/proto"],
+      ] as const) {
+        const [lean, routed] = await Promise.all([
+          connectPost(body, { "content-type": contentType }),
+          connectGet(body, encoding),
+        ]);
+        expect(lean.status).toBe(200);
+        expect(lean.headers["content-type"]).toBe(contentType);
+        expect(lean.headers.etag).toBe(routed.etag);
+        expect(lean.body.equals(routed.body)).toBe(true);
+      }
+      const missing = json({ id: "0123456789abcdef0123456789abcdef" });
+      const [lean, routed] = await Promise.all([
+        connectPost(missing, { "content-type": "application/json" }),
+        connectGet(missing, "json"),
+      ]);
+      expect(routed.status).toBe(404);
+      expect(lean.status).toBe(404);
+      expect(JSON.parse(lean.body.toString())).toEqual(JSON.parse(routed.body.toString()));
+      expect(JSON.parse(lean.body.toString()).code).toBe("not_found");
+    });
+
+    it.each([
+      ["an unknown encoding", { "content-encoding": "zstd" }, "unimplemented", "zstd"],
+      ["a malformed timeout", { "connect-timeout-ms": "soon" }, "invalid_argument", "soon"],
+      ["a body that is not JSON", {}, "invalid_argument", "JSON"],
+    ])("refuses %s as Connect's unary handler does", async (label, headers, code, words) => {
+      const body = label === "a body that is not JSON" ? Buffer.from("{") : json({ id });
+      const answer = await connectPost(body, { "content-type": "application/json", ...headers });
+      expect(answer.status).toBe(code === "unimplemented" ? 501 : 400);
+      const error = JSON.parse(answer.body.toString());
+      expect(error.code).toBe(code);
+      expect(error.message).toContain(words);
+      if ("content-encoding" in headers) expect(answer.headers["accept-encoding"]).toBe("gzip,br");
     });
   });
 });
