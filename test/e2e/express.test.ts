@@ -16,6 +16,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
 import { AgentDefinitionService } from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { ValidationErrorSchema } from "../../gen/asor/v1/error_pb.js";
+import { Health, HealthCheckResponse_ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
 import packageJson from "../../package.json" with { type: "json" };
 import type { Authenticator } from "../../src/auth/authenticator.js";
 import { createRegistryMiddleware, type RegistryMiddleware } from "../../src/main/express.js";
@@ -180,6 +181,8 @@ forEachDatabase((db) => {
 
     it("serves the registry's plain endpoints (probes, OpenAPI) and its 405s", async () => {
       expect((await rest("/healthz", {}, null)).status).toBe(200);
+      const health = createClient(Health, createConnectTransport({ baseUrl: host().baseUrl, httpVersion: "1.1" }));
+      expect((await health.check({})).status).toBe(HealthCheckResponse_ServingStatus.SERVING);
       expect((await (await rest("/openapi.json", {}, null)).json()).openapi).toMatch(/^3\./);
       const wrongVerb = await rest(CONTRACT_PATH, { method: "DELETE" });
       expect(wrongVerb.status).toBe(405);
