@@ -1,4 +1,4 @@
-import type { ConnectRouter } from "@connectrpc/connect";
+import { type ConnectRouter, createConnectRouter } from "@connectrpc/connect";
 import type { Compression } from "@connectrpc/connect/protocol";
 import { file_asor_v1_error } from "../gen/asor/v1/error_pb.js";
 import { Health } from "../gen/grpc/health/v1/health_pb.js";
@@ -50,6 +50,12 @@ export interface App {
   readonly metrics: Metrics;
   /** `GET /metrics`: on the API port, or (METRICS_PORT) served by the entrypoint on a port of its own. */
   readonly metricsEndpoint: HttpEndpoint;
+  /**
+   * Whether the edge has something at `pathname` (an RPC, a plain endpoint, a REST binding, whatever its verb
+   * takes): any other path it answers 404. An embedding (the express middleware) hands those to its host's
+   * other routes instead.
+   */
+  serves(pathname: string): boolean;
   /** Logs the refusals counted since the last summary line, and releases the database pool. */
   close(): Promise<void>;
 }
@@ -122,6 +128,13 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     [recordInterceptor()],
   );
 
+  const rest = createRestSurface({ operations, maxBodyBytes: config.maxBodyBytes });
+  // With a METRICS_PORT of its own, /metrics is off the API port: the entrypoint serves it there.
+  const endpoints = [
+    ...createProbeEndpoints(ping),
+    ...(config.metricsPort === undefined ? [metricsEndpoint] : []),
+    createOpenApiEndpoint(openApiDocument),
+  ];
   const edge = createEdge({
     authenticator,
     operations,
@@ -135,16 +148,17 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     // handlers and interceptors (the record first, as withInterceptors puts it on the router).
     unary: createUnaryMethods(implementations, [recordInterceptor()]),
     lean: { acceptCompression, compressMinBytes: COMPRESS_MIN_BYTES },
-    rest: createRestSurface({ operations, maxBodyBytes: config.maxBodyBytes }),
-    // With a METRICS_PORT of its own, /metrics is off the API port: the entrypoint serves it there.
-    endpoints: [
-      ...createProbeEndpoints(ping),
-      ...(config.metricsPort === undefined ? [metricsEndpoint] : []),
-      createOpenApiEndpoint(openApiDocument),
-    ],
+    rest,
+    endpoints,
     maxBodyBytes: config.maxBodyBytes,
     logger,
   });
+  // The paths the edge serves, from the same routes and endpoints it was given: the RPCs' paths are read off a
+  // router that only lists them (it never serves a request).
+  const listing = createConnectRouter();
+  routes(listing);
+  const paths = new Set([...listing.handlers.map((h) => h.requestPath), ...endpoints.map((e) => e.path)]);
+  const serves = (pathname: string): boolean => paths.has(pathname) || rest.match("GET", pathname) !== undefined;
 
   const close = async (): Promise<void> => {
     // The refusals counted since the last summary line are told before the process goes.
@@ -162,6 +176,7 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     bodyBudget,
     metrics,
     metricsEndpoint,
+    serves,
     close,
   };
 }

@@ -3,11 +3,10 @@ import { createServer as createHttp2Server, type Http2Session, constants as http
 import { createServer as createNetServer, type Server, type Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import type { App } from "../app.js";
-import { bodyTimedOut } from "../domain/errors.js";
-import { errorAnswer } from "../http/http-answer.js";
+import { bodyDeadline } from "./body-deadline.js";
 import { markListening, replayingSocket, underDeno } from "./deno-socket.js";
 import { answerParserRefusals } from "./http1-refusals.js";
-import { createNodeEdge, writeAnswer } from "./node-edge.js";
+import { createNodeEdge } from "./node-edge.js";
 
 /** The HTTP/2 connection preface: a connection that starts with it speaks HTTP/2 (gRPC). */
 const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
@@ -86,37 +85,13 @@ export function createNodeServer(app: App): NodeServer {
   // A socket is handed to HTTP/1.1 with its first request's bytes in hand, so it counts as busy from then.
   const h1Busy = new Map<Duplex, { requests: number; awaitingFirst: boolean }>();
   h1.on("request", (req: IncomingMessage, res: ServerResponse) => {
-    bodyDeadline(req, res);
+    bodyDeadline(req, res, bodyTimeoutMs);
     const busy = h1Busy.get(req.socket);
     if (busy === undefined) return;
     if (busy.awaitingFirst) busy.awaitingFirst = false;
     else busy.requests++;
     res.once("close", () => busy.requests--);
   });
-
-  /**
-   * HTTP/1.1: a body must have arrived whole within HTTP_BODY_TIMEOUT_MS of its headers (Node's own request
-   * timeout, from the request's first byte, is far longer). Past it the request is answered 408, if its answer
-   * has not begun, and its connection closed: a client trickling a body or stopping mid-way holds it no longer.
-   */
-  const bodyDeadline = (req: IncomingMessage, res: ServerResponse): void => {
-    // Without Content-Length or Transfer-Encoding an HTTP/1.1 request has no body.
-    if (req.headers["content-length"] === undefined && req.headers["transfer-encoding"] === undefined) return;
-    const timer = setTimeout(() => {
-      if (req.complete) return;
-      if (res.headersSent) return void req.socket.destroy();
-      // Connection: close: the server closes the connection once the answer is out; a client that does not
-      // read it is not waited for.
-      res.setHeader("connection", "close");
-      writeAnswer(res, errorAnswer(bodyTimedOut(bodyTimeoutMs)));
-      setTimeout(() => req.socket.destroy(), 1_000).unref();
-    }, bodyTimeoutMs);
-    const clear = (): void => clearTimeout(timer);
-    req.once("end", clear);
-    req.once("close", clear);
-    // Answered with the body whole (read or not): nothing is left to wait for.
-    res.once("finish", () => req.complete && clear());
-  };
 
   const { maxConnections } = app.config;
   const route = (socket: Socket): void => {
