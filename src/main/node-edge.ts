@@ -294,7 +294,9 @@ export function createNodeEdge(app: App): NodeEdge {
       })
       .catch((err: unknown) => {
         // The client went away, or the answer could not be written: nothing is left to tell it.
-        if (res.headersSent || res.destroyed) return void res.destroy();
+        // (An HTTP/2 answer has no `destroyed` of its own: its stream tells, destroyed when the client left.)
+        const streamGone = (res as Partial<Http2ServerResponse>).stream?.destroyed === true;
+        if (res.headersSent || res.destroyed || streamGone) return void res.destroy();
         writeAnswer(res, errorAnswer(callerError(err, app.logger, record.rpc ?? record.path, { record })));
       });
   };
