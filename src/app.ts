@@ -35,6 +35,11 @@ export interface App {
   readonly logger: Logger;
   /** Every request of every surface, once its runtime's adapter has read it. */
   readonly edge: Edge;
+  /**
+   * The request paths of the registry's unary RPCs, which the lean paths serve (binary gRPC, Connect unary
+   * POSTs): a runtime's adapter may hand their binary gRPC calls to the edge straight from its HTTP/2 stream.
+   */
+  readonly unaryPaths: ReadonlySet<string>;
   /** The operations every surface runs, by method (for in-process use: tests, tools). */
   readonly operations: Operations;
   /** The access log and request metrics: a runtime's adapter starts a record per request and finishes it once. */
@@ -135,6 +140,7 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     ...(config.metricsPort === undefined ? [metricsEndpoint] : []),
     createOpenApiEndpoint(openApiDocument),
   ];
+  const unary = createUnaryMethods(implementations, [recordInterceptor()]);
   const edge = createEdge({
     authenticator,
     operations,
@@ -146,7 +152,7 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     },
     // Binary gRPC calls and Connect unary POSTs of the registry's RPCs take the lean paths, with the same
     // handlers and interceptors (the record first, as withInterceptors puts it on the router).
-    unary: createUnaryMethods(implementations, [recordInterceptor()]),
+    unary,
     lean: { acceptCompression, compressMinBytes: COMPRESS_MIN_BYTES },
     rest,
     endpoints,
@@ -169,6 +175,7 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     config,
     logger,
     edge,
+    unaryPaths: new Set(unary.keys()),
     operations,
     authenticator,
     requests,

@@ -1,12 +1,19 @@
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
-import { createServer as createHttp2Server, type Http2Session, constants as http2Constants } from "node:http2";
+import {
+  createServer as createHttp2Server,
+  type Http2Server,
+  type Http2Session,
+  constants as http2Constants,
+  type IncomingHttpHeaders,
+  type ServerHttp2Stream,
+} from "node:http2";
 import { createServer as createNetServer, type Server, type Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import type { App } from "../app.js";
 import { bodyDeadline } from "./body-deadline.js";
 import { markListening, replayingSocket, underDeno } from "./deno-socket.js";
 import { answerParserRefusals } from "./http1-refusals.js";
-import { createNodeEdge } from "./node-edge.js";
+import { createNodeEdge, type NodeEdge } from "./node-edge.js";
 
 /** The HTTP/2 connection preface: a connection that starts with it speaks HTTP/2 (gRPC). */
 const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
@@ -58,6 +65,7 @@ export function createNodeServer(app: App): NodeServer {
     { settings: { maxConcurrentStreams: app.config.http.http2MaxConcurrentStreams } },
     edge.handle,
   );
+  serveLeanStreams(h2, edge);
   const sessions = new Set<Http2Session>();
   h2.on("session", (session) => {
     sessions.add(session);
@@ -183,5 +191,22 @@ export function listen(server: Server, port: number, host: string): Promise<numb
       const address = server.address();
       resolve(typeof address === "object" && address !== null ? address.port : port);
     });
+  });
+}
+
+/**
+ * Binary gRPC calls of the registry's RPCs are served from their HTTP/2 stream (NodeEdge.handleStream): Node's
+ * compatibility request and response cost what the rest of such a call costs, a tenth of it (BENCHMARKS.md,
+ * "Issue 19"). Every other stream goes on to them as before: the server's own "stream" listener (the one that
+ * makes them, added with the request listener) is called for it. Where the server has no such single listener
+ * (another runtime's node:http2), nothing changes.
+ */
+function serveLeanStreams(h2: Http2Server, edge: NodeEdge): void {
+  const listeners = h2.listeners("stream");
+  const compat = listeners[0] as ((...args: unknown[]) => void) | undefined;
+  if (listeners.length !== 1 || compat === undefined) return;
+  h2.removeListener("stream", compat);
+  h2.on("stream", (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, ...rest: unknown[]) => {
+    if (!edge.handleStream(stream, headers)) compat.call(h2, stream, headers, ...rest);
   });
 }
