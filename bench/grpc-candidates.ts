@@ -10,12 +10,13 @@
  * - connect-node's gRPC handler (what served gRPC before issue 19).
  * What it prints goes into BENCHMARKS.md ("Issue 19").
  */
-import { spawnSync } from "node:child_process";
+import { execFile } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { createServer, type Http2Server, type ServerHttp2Stream } from "node:http2";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { create, fromJson, toBinary } from "@bufbuild/protobuf";
 import { type ConnectRouter, createContextValues } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
@@ -110,7 +111,8 @@ const results: Record<string, number[]> = {};
 for (let round = 0; round < 2; round++) {
   for (const [name, start] of Object.entries(candidates)) {
     const { port, stop } = await start();
-    const run = spawnSync(
+    // Asynchronously: the server answers from this process's event loop.
+    const run = await promisify(execFile)(
       "h2load",
       [
         "-c1",
