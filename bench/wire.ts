@@ -307,10 +307,12 @@ export async function runWire(service: ServerProcess, authorization: string, opt
           break;
         }
       }
+      // A run that completed nothing (the service gone, h2load unable to connect) is a failure, not a zero.
+      if (result.requests === 0 || !Number.isFinite(result.rps)) result = { ...result, failures: result.failures + 1 };
       const run: WireRun = {
         scenario,
         round,
-        rps: result.rps,
+        rps: Number.isFinite(result.rps) ? result.rps : 0,
         p50Ms: percentileMs(result.latenciesUs, 50),
         p99Ms: percentileMs(result.latenciesUs, 99),
         requests: result.requests,
