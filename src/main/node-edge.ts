@@ -332,6 +332,9 @@ export function createNodeEdge(app: App): NodeEdge {
       const value = headers[name];
       return Array.isArray(value) ? value.join(", ") : value;
     };
+    // A stream the client resets with an error code is destroyed with an error: without a listener it would
+    // be the process's (the compatibility layer listens for its own streams). The close below tells what happened.
+    stream.on("error", () => undefined);
     const record = app.requests.start({ method: "POST", path, requestIdHeader: header("x-request-id") });
     const length = Number(headers["content-length"]);
     const share = app.bodyBudget.share(

@@ -16,7 +16,7 @@
  * Auth once per call is counted in edge.test.ts, a deadline that expires in
  * cancelled-searches.test.ts (both with binary gRPC clients, so on this path).
  */
-import { connect } from "node:http2";
+import { connect, constants } from "node:http2";
 import { gunzipSync, gzipSync } from "node:zlib";
 import { create, fromBinary, fromJson, toBinary } from "@bufbuild/protobuf";
 import { Code, createClient } from "@connectrpc/connect";
@@ -169,6 +169,39 @@ forEachRuntimeAndDatabase((db, runtime) => {
       const webTrailers = routedError.body.subarray(5).toString("latin1");
       expect(webTrailers).toContain(`grpc-status-details-bin: ${leanError.trailers["grpc-status-details-bin"]}`);
       expect(webTrailers).toContain(`grpc-message: ${leanError.trailers["grpc-message"]}`);
+    });
+
+    it("survives a client that resets its calls with an error code, mid-body and mid-answer", async () => {
+      const session = connect(server().baseUrl);
+      session.on("error", () => undefined);
+      const headers = {
+        ":method": "POST",
+        ":path": `${SERVICE}/GetAgentDefinition`,
+        "content-type": "application/grpc",
+        te: "trailers",
+        authorization: server().authorization,
+      };
+      const resets = [];
+      for (let i = 0; i < 20; i++) {
+        const stream = session.request(headers);
+        stream.on("error", () => undefined);
+        const closed = new Promise((resolve) => stream.once("close", resolve));
+        if (i % 2 === 0) {
+          // Mid-body: half an envelope, then a reset.
+          stream.write(envelopes(get(id)).subarray(0, 8));
+          stream.close(constants.NGHTTP2_INTERNAL_ERROR);
+        } else {
+          // Mid-answer: the whole request, then a reset as soon as the answer starts.
+          stream.once("response", () => stream.close(constants.NGHTTP2_PROTOCOL_ERROR));
+          stream.end(envelopes(get(id)));
+        }
+        resets.push(closed);
+      }
+      await Promise.all(resets);
+      session.close();
+      // The process is alive and answers.
+      const after = await grpc("GetAgentDefinition", envelopes(get(id)));
+      expect(after.trailers["grpc-status"]).toBe("0");
     });
 
     it.each([
