@@ -31,6 +31,11 @@ export const USAGE = `usage: npm run bench -- [options]
   --held-bodies         the held-bodies scenario instead (issue 25): --sockets connections each send 1,000,000 of a
                         declared 1,048,576-byte body with a valid token, then nothing, for --hold seconds; the
                         service's RSS is sampled throughout (target: idle + MAX_BUFFERED_BODY_BYTES + 64 MiB)
+  --wire                issue 19's doors side by side instead: GET by id over REST, gRPC and Connect JSON (h2load: one
+                        connection, --connections streams), POST of an existing key and of a new agent over REST and gRPC
+                        (one node:http2 connection, bodies made beforehand), --rounds rounds of each in turn; reports
+                        medians, p50/p99, peak RSS and the ratios against issue 19's targets (exit 1 when one is missed)
+  --rounds 3            rounds of --wire
   --sockets 600         connections of --held-bodies
   --hold 20             seconds --held-bodies holds them
   --without-token       --held-bodies with a token that fails verification (the service answers 401 before reading)
@@ -65,6 +70,8 @@ export interface BenchOptions {
     | undefined;
   /** The churn soak (bench/soak.ts) instead of the others, for this many minutes. */
   readonly soakMinutes: number | undefined;
+  /** The wire scenarios (bench/wire.ts) instead, with their rounds. */
+  readonly wire: { readonly rounds: number } | undefined;
   /** The checkout whose service is run (see serviceCommand in processes.ts); undefined: this one. */
   readonly serviceDir: string | undefined;
 }
@@ -74,6 +81,8 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     args: [...argv],
     options: {
       sqlite: { type: "boolean", default: false },
+      wire: { type: "boolean", default: false },
+      rounds: { type: "string" },
       deno: { type: "boolean", default: false },
       smoke: { type: "boolean", default: false },
       sizes: { type: "string" },
@@ -142,6 +151,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     fairness: values.fairness,
     serviceDir: values.service,
     soakMinutes: values.soak === undefined ? undefined : number("soak", values.soak, 10, 0.1, 600),
+    wire: values.wire ? { rounds: number("rounds", values.rounds, 3, 1, 50) } : undefined,
     heldBodies: values["held-bodies"]
       ? {
           sockets: number("sockets", values.sockets, 600, 1, 5_000),

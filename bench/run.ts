@@ -39,6 +39,7 @@ import { markdownReport, type Row } from "./report.js";
 import { operationOf, type Scenario, type SearchKind, scenariosAt } from "./scenarios.js";
 import { ONE_PERCENT_TAG, ONE_PERCENT_WORD, onePercentOf, openSeeder, type Seeder } from "./seed.js";
 import { soak, soakReport } from "./soak.js";
+import { ensureH2load, runWire, wireReport } from "./wire.js";
 
 const TENANT = "bench";
 const DOMAINS = ["Development", "Setup: Agents"];
@@ -121,6 +122,7 @@ async function main(options: BenchOptions): Promise<number> {
     }
 
     if (options.soakMinutes !== undefined) {
+      ensureH2load(log);
       const service = await startService();
       cleanup.unshift(() => service.stop());
       log(`soak: ${options.deno ? "Deno" : "node"} service pid ${service.pid}, ${options.soakMinutes} min`);
@@ -131,6 +133,33 @@ async function main(options: BenchOptions): Promise<number> {
 
     const seeder = await openSeeder({ databaseUrl: database.databaseUrl, dataDir, tenant: TENANT });
     cleanup.unshift(() => seeder.close());
+
+    if (options.wire !== undefined) {
+      ensureH2load(log);
+      await seeder.topUp(options.sizes[0] ?? 1000);
+      const { ids, names } = await seeder.sample(1000);
+      const service = await startService();
+      cleanup.unshift(() => service.stop());
+      const runs = await runWire(service, authorization, {
+        tenant: TENANT,
+        id: ids[0] as string,
+        names,
+        rounds: options.wire.rounds,
+        durationSeconds: options.durationSeconds,
+        warmupSeconds: options.warmupSeconds,
+        streams: options.connections,
+        only: options.only,
+        log,
+      });
+      await seeder.removeCreated("Wire Agent");
+      const { markdown, met } = wireReport(runs);
+      console.log(
+        `The doors side by side (issue 19), ${database.description}, ${options.deno ? "Deno" : "Node"}, service ${serviceProcess.cwd}, ` +
+          `${options.wire.rounds} rounds of ${options.durationSeconds} s, ${options.connections} streams on one connection\n\n${markdown}`,
+      );
+      if (service.stderr().trim() !== "") log(`the service's stderr:\n${service.stderr().slice(-4000)}`);
+      return met ? 0 : 1;
+    }
 
     const cpuProf = options.cpuProf === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", resolve(options.cpuProf)];
     log(

@@ -1,4 +1,4 @@
-import type { ConnectRouter } from "@connectrpc/connect";
+import { type ConnectRouter, createConnectRouter } from "@connectrpc/connect";
 import type { Compression } from "@connectrpc/connect/protocol";
 import { file_asor_v1_error } from "../gen/asor/v1/error_pb.js";
 import { Health } from "../gen/grpc/health/v1/health_pb.js";
@@ -25,8 +25,9 @@ import { createHealthRoutes } from "./transport/health.js";
 import { createOpenApiEndpoint } from "./transport/openapi/openapi-endpoint.js";
 import { createProbeEndpoints } from "./transport/probes.js";
 import { createReflectionRoutes } from "./transport/reflection.js";
-import { createRegistryRoutes } from "./transport/registry-routes.js";
+import { createRegistryImplementations, registryRoutes } from "./transport/registry-routes.js";
 import { createRestSurface } from "./transport/rest/rest-handler.js";
+import { createUnaryMethods } from "./transport/unary-call.js";
 
 /** The registry, wired and ready to be served by any runtime's adapter. */
 export interface App {
@@ -34,6 +35,11 @@ export interface App {
   readonly logger: Logger;
   /** Every request of every surface, once its runtime's adapter has read it. */
   readonly edge: Edge;
+  /**
+   * The request paths of the registry's unary RPCs, which the lean paths serve (binary gRPC, Connect unary
+   * POSTs): a runtime's adapter may hand their binary gRPC calls to the edge straight from its HTTP/2 stream.
+   */
+  readonly unaryPaths: ReadonlySet<string>;
   /** The operations every surface runs, by method (for in-process use: tests, tools). */
   readonly operations: Operations;
   /** The access log and request metrics: a runtime's adapter starts a record per request and finishes it once. */
@@ -49,6 +55,12 @@ export interface App {
   readonly metrics: Metrics;
   /** `GET /metrics`: on the API port, or (METRICS_PORT) served by the entrypoint on a port of its own. */
   readonly metricsEndpoint: HttpEndpoint;
+  /**
+   * Whether the edge has something at `pathname` (an RPC, a plain endpoint, a REST binding, whatever its verb
+   * takes): any other path it answers 404. An embedding (the express middleware) hands those to its host's
+   * other routes instead.
+   */
+  serves(pathname: string): boolean;
   /** Logs the refusals counted since the last summary line, and releases the database pool. */
   close(): Promise<void>;
 }
@@ -105,9 +117,11 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
   // Every RPC notes its procedure and outcome on the request's record (the access log line).
   // Health and reflection carry no registry data: the edge asks no token for them. error.proto
   // is described too, so clients can decode error details.
+  const implementations = createRegistryImplementations({ operations, logger });
+  const acceptCompression = [...(deps.acceptCompression ?? [])];
   const routes = withInterceptors(
     (router: ConnectRouter) => {
-      createRegistryRoutes({ operations, logger })(router);
+      registryRoutes(implementations)(router);
       createHealthRoutes({
         services: REGISTRY_SERVICES,
         ping,
@@ -119,25 +133,38 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     [recordInterceptor()],
   );
 
+  const rest = createRestSurface({ operations, maxBodyBytes: config.maxBodyBytes });
+  // With a METRICS_PORT of its own, /metrics is off the API port: the entrypoint serves it there.
+  const endpoints = [
+    ...createProbeEndpoints(ping),
+    ...(config.metricsPort === undefined ? [metricsEndpoint] : []),
+    createOpenApiEndpoint(openApiDocument),
+  ];
+  const unary = createUnaryMethods(implementations, [recordInterceptor()]);
   const edge = createEdge({
     authenticator,
     operations,
     routes,
     routerOptions: {
       readMaxBytes: config.maxBodyBytes,
-      acceptCompression: [...(deps.acceptCompression ?? [])],
+      acceptCompression,
       compressMinBytes: COMPRESS_MIN_BYTES,
     },
-    rest: createRestSurface({ operations, maxBodyBytes: config.maxBodyBytes }),
-    // With a METRICS_PORT of its own, /metrics is off the API port: the entrypoint serves it there.
-    endpoints: [
-      ...createProbeEndpoints(ping),
-      ...(config.metricsPort === undefined ? [metricsEndpoint] : []),
-      createOpenApiEndpoint(openApiDocument),
-    ],
+    // Binary gRPC calls and Connect unary POSTs of the registry's RPCs take the lean paths, with the same
+    // handlers and interceptors (the record first, as withInterceptors puts it on the router).
+    unary,
+    lean: { acceptCompression, compressMinBytes: COMPRESS_MIN_BYTES },
+    rest,
+    endpoints,
     maxBodyBytes: config.maxBodyBytes,
     logger,
   });
+  // The paths the edge serves, from the same routes and endpoints it was given: the RPCs' paths are read off a
+  // router that only lists them (it never serves a request).
+  const listing = createConnectRouter();
+  routes(listing);
+  const paths = new Set([...listing.handlers.map((h) => h.requestPath), ...endpoints.map((e) => e.path)]);
+  const serves = (pathname: string): boolean => paths.has(pathname) || rest.match("GET", pathname) !== undefined;
 
   const close = async (): Promise<void> => {
     // The refusals counted since the last summary line are told before the process goes.
@@ -148,6 +175,7 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     config,
     logger,
     edge,
+    unaryPaths: new Set(unary.keys()),
     operations,
     authenticator,
     requests,
@@ -155,6 +183,7 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     bodyBudget,
     metrics,
     metricsEndpoint,
+    serves,
     close,
   };
 }

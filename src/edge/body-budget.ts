@@ -34,6 +34,11 @@ export interface BodyShare {
    * budget.
    */
   count(body: AsyncIterable<Uint8Array>): AsyncIterable<Uint8Array>;
+  /**
+   * For a body read chunk by chunk without `count`: before the first chunk, then with the bytes arrived so far
+   * after each; throws OVERLOADED where they would take the process past the budget.
+   */
+  counted(seen: number): void;
   /** Gives the request's bytes back; only the first call counts. */
   release(): void;
   /** Whether reading the body was refused (OVERLOADED): the rest of it is not worth reading either. */
@@ -72,18 +77,23 @@ export function createBodyBudget(limit: number): BodyBudget {
         }
         held += n;
       };
+      const counted = (seen: number): void => {
+        // A declared body is reserved whole before its first byte is read: a client that sends part of it and stops
+        // holds no more than it was allowed, and one that would not fit is refused at once.
+        if (seen === 0 && declared !== undefined && declared > 0) hold(Math.min(declared, reserveAtMost) - held);
+        else hold(seen - held);
+      };
       return {
         get refused() {
           return refusedHere;
         },
+        counted,
         async *count(body) {
-          // A declared body is reserved whole before its first byte is read: a client that sends part of it and stops
-          // holds no more than it was allowed, and one that would not fit is refused at once.
-          if (declared !== undefined && declared > 0) hold(Math.min(declared, reserveAtMost));
+          counted(0);
           let seen = 0;
           for await (const chunk of body) {
             seen += chunk.byteLength;
-            hold(seen - held);
+            counted(seen);
             yield chunk;
           }
         },

@@ -7,6 +7,7 @@
  * Connect, to the REST surface otherwise. The runtime adapter
  * (node-edge.ts, under Node and Deno alike) only translates requests and answers.
  */
+
 import {
   Code,
   type ConnectRouter,
@@ -28,11 +29,14 @@ import type { HttpEndpoint } from "../http/http-endpoint.js";
 import type { Logger } from "../logger.js";
 import { codeName, type RequestRecord, requestRecordKey, rpcProtocolOf } from "../observability/request-record.js";
 import { type Admission, admit, type Operation, type Operations } from "../operations/operation.js";
+import { connectUnaryFormat, serveConnect } from "../transport/connect-unary.js";
 import { callerError } from "../transport/failures.js";
+import { isBinaryGrpc, type LeanOptions, serveGrpc } from "../transport/grpc-unary.js";
 import { verdictKey } from "../transport/registry-routes.js";
 import type { RestSurface } from "../transport/rest/rest-handler.js";
 import { mediaTypeOf } from "../transport/rest/rest-request.js";
 import { createMessageCheck, type MessageCheck } from "../transport/rpc-message.js";
+import type { UnaryCall, UnaryMessage, UnaryMethod } from "../transport/unary-call.js";
 
 /** A request as the edge reads it, whichever runtime received it. */
 export interface EdgeRequest {
@@ -41,8 +45,16 @@ export interface EdgeRequest {
   readonly target: string;
   /** A header's value by its lower-case name; undefined when absent. */
   header(name: string): string | undefined;
+  /** Every header by its lower-case name (no HTTP/2 pseudo-headers; repeated ones joined by ", "). */
+  headers(): Record<string, string>;
   /** The body, as it arrives; read at most once. */
   body(): AsyncIterable<Uint8Array>;
+  /**
+   * The whole body in one piece, when it is at most `limit` bytes (undefined when longer: the rest is left
+   * unread); read at most once, instead of `body()`. Throws the body budget's OVERLOADED, or when the client
+   * goes away mid-body.
+   */
+  bodyBytes(limit: number): Promise<Uint8Array | undefined>;
   /** The request in Connect's universal form, for the RPC router. */
   universal(contextValues: ContextValues): UniversalServerRequest;
   /**
@@ -73,6 +85,13 @@ export interface EdgeOptions {
   readonly endpoints: readonly HttpEndpoint[];
   readonly maxBodyBytes: number;
   readonly logger: Logger;
+  /**
+   * The registry's unary RPCs by request path, for the lean paths (unary-call.ts): binary gRPC calls
+   * (grpc-unary.ts) and Connect unary POSTs (connect-unary.ts) are served there, the rest by Connect's router.
+   */
+  readonly unary?: ReadonlyMap<string, UnaryMethod>;
+  /** The lean paths' compressions and threshold (the router's). */
+  readonly lean?: LeanOptions;
 }
 
 /** Serves one request; `record` is its access-log record, begun by the runtime adapter. */
@@ -162,9 +181,73 @@ export function createEdge(options: EdgeOptions): Edge {
     return errorAnswer(failure);
   };
 
+  /**
+   * A call on a lean path: admitted as every RPC is, its message read and decoded once, the verdict left for
+   * the handler as Connect's router gets it.
+   */
+  const serveLean = async (
+    unary: UnaryMethod,
+    req: EdgeRequest,
+    record: RequestRecord,
+    read: (check: MessageCheck, compression: Compression | null) => Promise<UnaryMessage>,
+    serve: (call: UnaryCall) => Promise<HttpAnswer>,
+  ): Promise<HttpAnswer> => {
+    record.protocol = rpcProtocolOf(req.header("content-type"));
+    const operation = operations.get(unary.method) as Operation;
+    const check = checks.get(unary.method) as MessageCheck;
+    const values = createContextValues().set(requestRecordKey, record);
+    const admission = await admitCaller(req, operation, record);
+    return serve({
+      header: (name) => req.header(name),
+      headers: () => req.headers(),
+      url: `http://localhost${req.target}`,
+      signal: req.signal,
+      contextValues: values,
+      async message(compression) {
+        if (admission.error !== undefined) {
+          values.set(verdictKey, { error: admission.error });
+          return { problem: admission.error };
+        }
+        const message = await read(check, compression);
+        if (message.problem !== undefined) values.set(verdictKey, { error: message.problem });
+        else values.set(verdictKey, { call: admission.call });
+        return message;
+      },
+    });
+  };
+
+  /** The lean path that serves `req`, if one does: a POST of a registry RPC in binary gRPC or Connect unary. */
+  const leanAnswer = (req: EdgeRequest, pathname: string, record: RequestRecord): Promise<HttpAnswer> | undefined => {
+    const unary = req.method === "POST" ? options.unary?.get(pathname) : undefined;
+    const lean = options.lean;
+    if (unary === undefined || lean === undefined) return undefined;
+    const contentType = req.header("content-type");
+    const bytes = (limit: number) => req.bodyBytes(limit);
+    const length = req.header("content-length");
+    if (isBinaryGrpc(contentType))
+      return serveLean(
+        unary,
+        req,
+        record,
+        (check, compression) => check.grpcMessage(bytes, length, compression),
+        (call) => serveGrpc(unary, call, lean),
+      );
+    const connect = connectUnaryFormat(contentType);
+    if (connect === undefined) return undefined;
+    return serveLean(
+      unary,
+      req,
+      record,
+      (check, compression) => check.connectMessage(bytes, length, compression, connect.binary),
+      (call) => serveConnect(unary, call, connect.binary, lean),
+    );
+  };
+
   return async (req, record) => {
     const q = req.target.indexOf("?");
     const pathname = q === -1 ? req.target : req.target.slice(0, q);
+    const lean = leanAnswer(req, pathname, record);
+    if (lean !== undefined) return { http: await lean };
     const rpc = rpcs.get(pathname);
     if (rpc !== undefined) return { rpc: await serveRpc(rpc, req, record) };
     const endpoint = endpoints.get(pathname);

@@ -15,6 +15,11 @@ export interface HttpAnswer {
   readonly headers: Readonly<Record<string, string>>;
   /** null: no body (HEAD, 304). */
   readonly body: Uint8Array | null;
+  /**
+   * Trailers sent after the body (gRPC's status; HTTP/2 only). An answer with trailers has no
+   * `content-length`.
+   */
+  readonly trailers?: Readonly<Record<string, string>>;
 }
 
 export const JSON_CONTENT_TYPE = "application/json; charset=utf-8";

@@ -6,7 +6,14 @@
  * connect-node, a plain answer in one `writeHead` + `end`.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { type Http2ServerRequest, type Http2ServerResponse, constants as http2Constants } from "node:http2";
+import {
+  type Http2ServerRequest,
+  type Http2ServerResponse,
+  constants as http2Constants,
+  type IncomingHttpHeaders,
+  type ServerHttp2Stream,
+} from "node:http2";
+import type { Readable } from "node:stream";
 import { Code, ConnectError, type ContextValues } from "@connectrpc/connect";
 import type { UniversalServerRequest } from "@connectrpc/connect/protocol";
 import { universalResponseToNodeResponse } from "@connectrpc/connect-node";
@@ -19,6 +26,7 @@ import { codeName } from "../observability/request-record.js";
 import { toConnectError } from "../transport/connect-errors.js";
 import { connectionKey } from "../transport/connection.js";
 import { callerError } from "../transport/failures.js";
+import { isBinaryGrpc } from "../transport/grpc-unary.js";
 
 type NodeRequest = IncomingMessage | Http2ServerRequest;
 type NodeResponse = ServerResponse | Http2ServerResponse;
@@ -34,6 +42,12 @@ const LINGER_BYTES = 8 * 1024 * 1024;
 export interface NodeEdge {
   /** Serves one request (the request listener of both Node servers). */
   handle(req: NodeRequest, res: NodeResponse): void;
+  /**
+   * Serves an HTTP/2 stream itself when it is a binary gRPC call of one of the registry's unary RPCs (the lean
+   * gRPC path, without Node's compatibility request and response); false for any other stream, which the
+   * caller hands on to `handle` through them.
+   */
+  handleStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): boolean;
   /**
    * Stops keeping HTTP/1.1 connections alive: answers not yet started close
    * their connection, and later requests are refused with 503 (HTTP/2 drains by GOAWAY).
@@ -53,11 +67,82 @@ function edgeRequest(req: NodeRequest, res: NodeResponse, share: BodyShare): Edg
       const value = req.headers[name];
       return Array.isArray(value) ? value.join(", ") : value;
     },
+    headers: () => headerRecord(req),
     body,
+    bodyBytes: (limit) => bodyBytes(req, share, limit),
     universal: (contextValues) => universalRequest(req, contextValues, rpcErrors(body()), signal),
     clientGone: () => clientGone(req, res),
     signal,
   };
+}
+
+/**
+ * The whole body of `req`, read by its events (for a small body, as a gRPC message is, far cheaper than an
+ * async iterator), counted by `share`; undefined past `limit`, the rest left unread (the stream paused).
+ */
+function bodyBytes(req: Readable, share: BodyShare, limit: number): Promise<Uint8Array | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const stop = (): void => {
+      req.off("data", onData);
+      req.off("end", onEnd);
+      req.off("error", onError);
+      req.off("aborted", onAborted);
+    };
+    const onData = (chunk: Buffer): void => {
+      size += chunk.byteLength;
+      try {
+        if (size > limit) {
+          stop();
+          req.pause();
+          resolve(undefined);
+          return;
+        }
+        share.counted(size);
+        chunks.push(chunk);
+      } catch (err) {
+        stop();
+        req.pause();
+        reject(err);
+      }
+    };
+    const onEnd = (): void => {
+      stop();
+      resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
+    };
+    const onError = (err: Error): void => {
+      stop();
+      reject(err);
+    };
+    const onAborted = (): void => onError(new ConnectError("The client closed the request mid-body.", Code.Canceled));
+    try {
+      share.counted(0);
+    } catch (err) {
+      reject(err);
+      return;
+    }
+    // A body that ended with its headers may have ended before anyone listened (an HTTP/2 stream does): nothing
+    // is left to read.
+    if (req.readableEnded) {
+      resolve(new Uint8Array(0));
+      return;
+    }
+    req.on("data", onData);
+    req.once("end", onEnd);
+    req.once("error", onError);
+    req.once("aborted", onAborted);
+  });
+}
+
+/** The request's headers as a record: lower-case names, no pseudo-headers, repeated ones joined. */
+function headerRecord(req: NodeRequest): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined || name.startsWith(":")) continue;
+    out[name] = Array.isArray(value) ? value.join(", ") : value;
+  }
+  return out;
 }
 
 /**
@@ -146,12 +231,13 @@ function universalRequest(
   };
 }
 
-/** Writes `answer` whole: status, headers with its content-length, body. */
+/** Writes `answer` whole: status, headers with its content-length (none with trailers), body, trailers. */
 export function writeAnswer(res: NodeResponse, answer: HttpAnswer): void {
   const headers: Record<string, string> = { ...answer.headers };
-  if (answer.body !== null) headers["content-length"] = String(answer.body.byteLength);
+  if (answer.body !== null && answer.trailers === undefined) headers["content-length"] = String(answer.body.byteLength);
   // Both Node response kinds take these calls; their typings differ only in `write`.
   (res as ServerResponse).writeHead(answer.status, headers);
+  if (answer.trailers !== undefined) (res as ServerResponse).addTrailers(answer.trailers);
   (res as ServerResponse).end(answer.body ?? undefined);
 }
 
@@ -228,13 +314,94 @@ export function createNodeEdge(app: App): NodeEdge {
       })
       .catch((err: unknown) => {
         // The client went away, or the answer could not be written: nothing is left to tell it.
-        if (res.headersSent || res.destroyed) return void res.destroy();
+        // (An HTTP/2 answer has no `destroyed` of its own: its stream tells, destroyed when the client left.)
+        const streamGone = (res as Partial<Http2ServerResponse>).stream?.destroyed === true;
+        if (res.headersSent || res.destroyed || streamGone) return void res.destroy();
         writeAnswer(res, errorAnswer(callerError(err, app.logger, record.rpc ?? record.path, { record })));
       });
   };
 
+  /** A binary gRPC call served from its HTTP/2 stream: what `handle` does, without the compatibility layer. */
+  const handleStream = (stream: ServerHttp2Stream, headers: IncomingHttpHeaders): boolean => {
+    const target = headers[":path"] ?? "/";
+    const q = target.indexOf("?");
+    const path = q === -1 ? target : target.slice(0, q);
+    if (headers[":method"] !== "POST" || !app.unaryPaths.has(path) || !isBinaryGrpc(headers["content-type"]))
+      return false;
+    const header = (name: string): string | undefined => {
+      const value = headers[name];
+      return Array.isArray(value) ? value.join(", ") : value;
+    };
+    // A stream the client resets with an error code is destroyed with an error: without a listener it would
+    // be the process's (the compatibility layer listens for its own streams). The close below tells what happened.
+    stream.on("error", () => undefined);
+    const record = app.requests.start({ method: "POST", path, requestIdHeader: header("x-request-id") });
+    const length = Number(headers["content-length"]);
+    const share = app.bodyBudget.share(
+      Number.isSafeInteger(length) && length >= 0 ? length : undefined,
+      app.config.maxBodyBytes,
+    );
+    const controller = new AbortController();
+    let answered = false;
+    let grpcStatus: string | undefined;
+    const reset = (): boolean =>
+      (stream.rstCode ?? http2Constants.NGHTTP2_NO_ERROR) !== http2Constants.NGHTTP2_NO_ERROR;
+    stream.once("close", () => {
+      share.release();
+      const completed = answered && !reset();
+      if (!completed)
+        controller.abort(new ConnectError("The client closed the request before it was answered.", Code.Canceled));
+      app.requests.finish(record, {
+        status: 200,
+        completed,
+        wireCode: grpcStatus === undefined ? undefined : codeName(Number(grpcStatus)),
+      });
+    });
+    const req: EdgeRequest = {
+      method: "POST",
+      target,
+      header,
+      headers() {
+        const out: Record<string, string> = {};
+        for (const name of Object.keys(headers)) if (!name.startsWith(":")) out[name] = header(name) as string;
+        return out;
+      },
+      body: () => share.count(stream.iterator({ destroyOnReturn: false })),
+      bodyBytes: (limit) => bodyBytes(stream, share, limit),
+      universal() {
+        throw new Error("A binary gRPC call of a registry RPC is served by the lean gRPC path, not Connect's router.");
+      },
+      clientGone: () => reset() || (stream.destroyed && !answered),
+      signal: controller.signal,
+    };
+    app
+      .edge(req, record)
+      .then(({ http: answer }) => {
+        if (answer === undefined || stream.destroyed) return void stream.destroy();
+        grpcStatus = answer.trailers?.["grpc-status"];
+        const head = { ":status": answer.status, "x-request-id": record.id, ...answer.headers };
+        // A body refused for want of memory is not read on. The stream is not reset after the answer, as the
+        // compatibility path does: a reset right after the trailers reaches the client before them (Node sends
+        // RST_STREAM once the writable side finishes, before it asks for the trailers). Unread, the stream's
+        // flow control stops the client within one window, and a gRPC client ends the call on the trailers;
+        // HTTP_BODY_TIMEOUT_MS cancels what a client keeps open.
+        const trailers = answer.trailers ?? {};
+        stream.respond(head, { waitForTrailers: true });
+        stream.once("wantTrailers", () => stream.sendTrailers(trailers));
+        answered = true;
+        stream.end(answer.body ?? undefined);
+      })
+      .catch((err: unknown) => {
+        // The answer could not be made or written: the stream is reset, the failure logged unless the client left.
+        if (!req.clientGone?.()) callerError(err, app.logger, record.rpc ?? path, { record });
+        stream.destroy();
+      });
+    return true;
+  };
+
   return {
     handle,
+    handleStream,
     drain() {
       draining = true;
       for (const res of h1Answers) if (!res.headersSent) res.setHeader("connection", "close");

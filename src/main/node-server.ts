@@ -1,13 +1,19 @@
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
-import { createServer as createHttp2Server, type Http2Session, constants as http2Constants } from "node:http2";
+import {
+  createServer as createHttp2Server,
+  type Http2Server,
+  type Http2Session,
+  constants as http2Constants,
+  type IncomingHttpHeaders,
+  type ServerHttp2Stream,
+} from "node:http2";
 import { createServer as createNetServer, type Server, type Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import type { App } from "../app.js";
-import { bodyTimedOut } from "../domain/errors.js";
-import { errorAnswer } from "../http/http-answer.js";
+import { bodyDeadline } from "./body-deadline.js";
 import { markListening, quietOnPeerGoaway, replayingSocket, underDeno } from "./deno-socket.js";
 import { answerParserRefusals } from "./http1-refusals.js";
-import { createNodeEdge, writeAnswer } from "./node-edge.js";
+import { createNodeEdge, type NodeEdge } from "./node-edge.js";
 
 /** The HTTP/2 connection preface: a connection that starts with it speaks HTTP/2 (gRPC). */
 const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
@@ -59,6 +65,7 @@ export function createNodeServer(app: App): NodeServer {
     { settings: { maxConcurrentStreams: app.config.http.http2MaxConcurrentStreams } },
     edge.handle,
   );
+  serveLeanStreams(h2, edge);
   // Each open session, with what closes it gracefully (GOAWAY, then the streams in flight finish).
   const sessions = new Map<Http2Session, () => void>();
   h2.on("session", (session) => {
@@ -87,37 +94,13 @@ export function createNodeServer(app: App): NodeServer {
   // A socket is handed to HTTP/1.1 with its first request's bytes in hand, so it counts as busy from then.
   const h1Busy = new Map<Duplex, { requests: number; awaitingFirst: boolean }>();
   h1.on("request", (req: IncomingMessage, res: ServerResponse) => {
-    bodyDeadline(req, res);
+    bodyDeadline(req, res, bodyTimeoutMs);
     const busy = h1Busy.get(req.socket);
     if (busy === undefined) return;
     if (busy.awaitingFirst) busy.awaitingFirst = false;
     else busy.requests++;
     res.once("close", () => busy.requests--);
   });
-
-  /**
-   * HTTP/1.1: a body must have arrived whole within HTTP_BODY_TIMEOUT_MS of its headers (Node's own request
-   * timeout, from the request's first byte, is far longer). Past it the request is answered 408, if its answer
-   * has not begun, and its connection closed: a client trickling a body or stopping mid-way holds it no longer.
-   */
-  const bodyDeadline = (req: IncomingMessage, res: ServerResponse): void => {
-    // Without Content-Length or Transfer-Encoding an HTTP/1.1 request has no body.
-    if (req.headers["content-length"] === undefined && req.headers["transfer-encoding"] === undefined) return;
-    const timer = setTimeout(() => {
-      if (req.complete) return;
-      if (res.headersSent) return void req.socket.destroy();
-      // Connection: close: the server closes the connection once the answer is out; a client that does not
-      // read it is not waited for.
-      res.setHeader("connection", "close");
-      writeAnswer(res, errorAnswer(bodyTimedOut(bodyTimeoutMs)));
-      setTimeout(() => req.socket.destroy(), 1_000).unref();
-    }, bodyTimeoutMs);
-    const clear = (): void => clearTimeout(timer);
-    req.once("end", clear);
-    req.once("close", clear);
-    // Answered with the body whole (read or not): nothing is left to wait for.
-    res.once("finish", () => req.complete && clear());
-  };
 
   const { maxConnections } = app.config;
   const route = (socket: Socket): void => {
@@ -209,5 +192,22 @@ export function listen(server: Server, port: number, host: string): Promise<numb
       const address = server.address();
       resolve(typeof address === "object" && address !== null ? address.port : port);
     });
+  });
+}
+
+/**
+ * Binary gRPC calls of the registry's RPCs are served from their HTTP/2 stream (NodeEdge.handleStream): Node's
+ * compatibility request and response cost what the rest of such a call costs, a tenth of it (BENCHMARKS.md,
+ * "Issue 19"). Every other stream goes on to them as before: the server's own "stream" listener (the one that
+ * makes them, added with the request listener) is called for it. Where the server has no such single listener
+ * (another runtime's node:http2), nothing changes.
+ */
+function serveLeanStreams(h2: Http2Server, edge: NodeEdge): void {
+  const listeners = h2.listeners("stream");
+  const compat = listeners[0] as ((...args: unknown[]) => void) | undefined;
+  if (listeners.length !== 1 || compat === undefined) return;
+  h2.removeListener("stream", compat);
+  h2.on("stream", (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, ...rest: unknown[]) => {
+    if (!edge.handleStream(stream, headers)) compat.call(h2, stream, headers, ...rest);
   });
 }

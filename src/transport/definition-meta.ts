@@ -7,6 +7,7 @@
  * drops a sent one).
  */
 import { create } from "@bufbuild/protobuf";
+import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
 import {
   type AgentDefinition,
   AgentDefinitionSchema,
@@ -105,5 +106,69 @@ export function pageJson(
 export function definitionWithMeta(stored: StoredDefinition): AgentDefinition {
   const message = preEncoded(AgentDefinitionSchema, stored.binary);
   message.meta = metaMessage(stored);
+  storedAnswers.set(message, stored);
   return message;
+}
+
+/** The stored definition behind each answer definitionWithMeta made, for storedAnswerBinary. */
+const storedAnswers = new WeakMap<object, StoredDefinition>();
+
+const META = RegistryMetaSchema.field;
+
+/**
+ * `meta` in protobuf binary, written out here field by field (no message built, no reflection): the same
+ * bytes protobuf-es writes for metaMessage (test/transport/definition-meta.test.ts holds it to that).
+ */
+export function metaBinary(stored: StoredDefinition): Uint8Array {
+  const writer = new BinaryWriter();
+  const text = (no: number, value: string): void => {
+    if (value !== "") writer.tag(no, WireType.LengthDelimited).string(value);
+  };
+  text(META.createdAt.number, instant(stored.createdAt));
+  text(META.updatedAt.number, instant(stored.updatedAt));
+  text(META.statusChangedAt.number, instant(stored.statusChangedAt));
+  if (stored.revision !== 0) writer.tag(META.revision.number, WireType.Varint).int32(stored.revision);
+  // A stored status is never UNSPECIFIED (0, which protobuf-es would leave out).
+  writer.tag(META.status.number, WireType.Varint).int32(DefinitionStatus[stored.status]);
+  // Both optional: present when set, even empty or false.
+  if (stored.statusMessage !== null)
+    writer.tag(META.statusMessage.number, WireType.LengthDelimited).string(stored.statusMessage);
+  writer.tag(META.latest.number, WireType.Varint).bool(stored.latest);
+  text(META.etag.number, etagOf(stored));
+  return writer.finish();
+}
+
+/**
+ * The binary encoding of an answer definitionWithMeta made, after `headroom` bytes left for the caller (a gRPC
+ * envelope's prefix): its `meta`, then the stored bytes as they are, written once into one buffer (toBinary
+ * would copy the stored fields one by one through its writer, growing it as it goes). undefined for any other
+ * message. Nothing is read from the message: its `meta` is written from the stored definition it was made of
+ * (metaBinary), the rest is the stored bytes.
+ */
+export function storedAnswerBinary(message: object, headroom = 0): Uint8Array | undefined {
+  const stored = storedAnswers.get(message);
+  if (stored === undefined) return undefined;
+  const binary = stored.binary;
+  const meta = metaBinary(stored);
+  const prefix = [...varint(META_TAG), ...varint(meta.byteLength)];
+  const out = new Uint8Array(headroom + prefix.length + meta.byteLength + binary.byteLength);
+  out.set(prefix, headroom);
+  out.set(meta, headroom + prefix.length);
+  out.set(binary, headroom + prefix.length + meta.byteLength);
+  return out;
+}
+
+/** `meta`'s tag: its field number, wire type 2 (length-delimited). */
+const META_TAG = (AgentDefinitionSchema.field.meta.number << 3) | 2;
+
+/** An unsigned varint's bytes (for values below 2^31: a tag, a length). */
+function varint(value: number): number[] {
+  const bytes: number[] = [];
+  let rest = value;
+  while (rest > 0x7f) {
+    bytes.push((rest & 0x7f) | 0x80);
+    rest >>>= 7;
+  }
+  bytes.push(rest);
+  return bytes;
 }

@@ -1,4 +1,4 @@
-import { create, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
+import { create, type DescMessage, type Message, type MessageShape } from "@bufbuild/protobuf";
 import { BinaryReader } from "@bufbuild/protobuf/wire";
 
 /**
@@ -10,12 +10,27 @@ import { BinaryReader } from "@bufbuild/protobuf/wire";
  */
 export function preEncoded<Desc extends DescMessage>(desc: Desc, bytes: Uint8Array): MessageShape<Desc> {
   const message = create(desc);
-  const fields: NonNullable<MessageShape<Desc>["$unknown"]> = [];
+  // Split when first read: an answer written from its stored bytes directly (definition-meta.ts's
+  // storedAnswerBinary) never reads them.
+  let fields: MessageShape<Desc>["$unknown"];
+  Object.defineProperty(message, "$unknown", {
+    enumerable: true,
+    configurable: true,
+    get: () => (fields ??= topLevelFields(bytes)),
+    set: (value: MessageShape<Desc>["$unknown"]) => {
+      fields = value;
+    },
+  });
+  return message;
+}
+
+/** Each top-level field of `bytes` as an unknown field: its number, wire type and encoded data. */
+function topLevelFields(bytes: Uint8Array): NonNullable<Message["$unknown"]> {
+  const fields: NonNullable<Message["$unknown"]> = [];
   const reader = new BinaryReader(bytes);
   while (reader.pos < reader.len) {
     const [no, wireType] = reader.tag();
     fields.push({ no, wireType, data: reader.skip(wireType, no) });
   }
-  message.$unknown = fields;
-  return message;
+  return fields;
 }

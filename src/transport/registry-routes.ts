@@ -3,8 +3,22 @@
  * method is its operation, run with the call the edge admitted. There is no
  * other way in: an RPC reached without the edge's verdict fails.
  */
-import { create, type DescMessage, type DescMethod, type Message } from "@bufbuild/protobuf";
-import { type ConnectRouter, createContextKey, type HandlerContext } from "@connectrpc/connect";
+import {
+  create,
+  type DescMessage,
+  type DescMethod,
+  type DescService,
+  type JsonReadOptions,
+  type JsonWriteOptions,
+  type Message,
+} from "@bufbuild/protobuf";
+import {
+  type ConnectRouter,
+  type ConnectRouterOptions,
+  createContextKey,
+  type HandlerContext,
+  type Interceptor,
+} from "@connectrpc/connect";
 import { AGENT_CARD_CACHE_CONTROL } from "../domain/agent-card.js";
 import { etagOf } from "../domain/lifecycle.js";
 import type { Logger } from "../logger.js";
@@ -34,8 +48,15 @@ function callOf(ctx: HandlerContext): Call {
   return { ...verdict.call, signal: ctx.signal };
 }
 
+/** Set by the lean unary paths (unary-call.ts), which know the codec: no header needs reading to know it. */
+export const binaryAnswerKey = createContextKey<boolean | undefined>(undefined, {
+  description: "whether the call reads binary",
+});
+
 /** Whether the caller reads binary: every content type but JSON's; a Connect GET says so in `encoding`. */
 function answersBinary(ctx: HandlerContext): boolean {
+  const known = ctx.values.get(binaryAnswerKey);
+  if (known !== undefined) return known;
   const type = ctx.requestHeader.get("content-type");
   if (type === null) return new URL(ctx.url).searchParams.get("encoding") === "proto";
   return !/^application\/(?:[a-z-]+\+)?json\b/i.test(type.trim());
@@ -79,8 +100,26 @@ export interface RegistryRoutesOptions {
   readonly logger: Logger;
 }
 
-/** Registers every registry RPC as its operation. */
-export function createRegistryRoutes({ operations, logger }: RegistryRoutesOptions): (router: ConnectRouter) => void {
+/**
+ * Connect's JSON options as its serialization reads them: protobuf-es's, and the text encoder (Connect's
+ * JsonSerializationOptions, which its router options do not name).
+ */
+export type RpcJsonOptions = Partial<JsonReadOptions & JsonWriteOptions> & {
+  readonly textEncoder?: { encode(input?: string): Uint8Array };
+};
+
+/** One registry service as Connect's router takes it: its implementation and its options (the error mapping). */
+export interface RegistryServiceImpl {
+  readonly service: DescService;
+  readonly implementation: Record<string, (req: Message, ctx: HandlerContext) => Promise<Message>>;
+  readonly options: { readonly interceptors: Interceptor[]; readonly jsonOptions: RpcJsonOptions };
+}
+
+/**
+ * Every registry RPC as its operation: the one set of handlers, which Connect's router serves (gRPC-Web, Connect,
+ * gRPC's JSON) and the lean gRPC path (grpc-unary.ts) calls for binary gRPC.
+ */
+export function createRegistryImplementations({ operations, logger }: RegistryRoutesOptions): RegistryServiceImpl[] {
   const storedJson = createStoredJson();
   const options = {
     interceptors: [errorInterceptor(logger)],
@@ -88,26 +127,32 @@ export function createRegistryRoutes({ operations, logger }: RegistryRoutesOptio
     // The encoder writes the stored JSON of the stand-ins responseOf answers.
     jsonOptions: { ignoreUnknownFields: false, textEncoder: storedJson.textEncoder },
   };
-  return (router) => {
-    for (const service of REGISTRY_SERVICES) {
-      const implementation: Record<string, (req: Message, ctx: HandlerContext) => Promise<Message>> = {};
-      for (const method of service.methods) {
-        const operation = operations.get(method);
-        if (operation === undefined) throw new Error(`${service.typeName}/${method.name} has no operation.`);
-        implementation[method.localName] = async (req, ctx) => {
-          const result = await runOperation(operation, callOf(ctx), req as never);
-          // A single definition's ETag, as REST sends it (the same value as its meta.etag).
-          if (result.kind === "definition") ctx.responseHeader.set("etag", etagOf(result.stored));
-          // An agent card's caching headers, as REST sends them: a Connect GET is cached by HTTP caches like
-          // a REST one.
-          if (result.kind === "card") {
-            ctx.responseHeader.set("etag", result.etag);
-            ctx.responseHeader.set("cache-control", AGENT_CARD_CACHE_CONTROL);
-          }
-          return responseOf(method, result, answersBinary(ctx), ctx, storedJson);
-        };
-      }
-      router.service(service, implementation as never, options);
+  return REGISTRY_SERVICES.map((service) => {
+    const implementation: RegistryServiceImpl["implementation"] = {};
+    for (const method of service.methods) {
+      const operation = operations.get(method);
+      if (operation === undefined) throw new Error(`${service.typeName}/${method.name} has no operation.`);
+      implementation[method.localName] = async (req, ctx) => {
+        const result = await runOperation(operation, callOf(ctx), req as never);
+        // A single definition's ETag, as REST sends it (the same value as its meta.etag).
+        if (result.kind === "definition") ctx.responseHeader.set("etag", etagOf(result.stored));
+        // An agent card's caching headers, as REST sends them: a Connect GET is cached by HTTP caches like
+        // a REST one.
+        if (result.kind === "card") {
+          ctx.responseHeader.set("etag", result.etag);
+          ctx.responseHeader.set("cache-control", AGENT_CARD_CACHE_CONTROL);
+        }
+        return responseOf(method, result, answersBinary(ctx), ctx, storedJson);
+      };
     }
+    return { service, implementation, options };
+  });
+}
+
+/** Registers every registry RPC (`implementations`) on Connect's router. */
+export function registryRoutes(implementations: readonly RegistryServiceImpl[]): (router: ConnectRouter) => void {
+  return (router) => {
+    for (const { service, implementation, options } of implementations)
+      router.service(service, implementation as never, options);
   };
 }

@@ -23,7 +23,7 @@
  * edge's verdict, raised inside the RPC, so Connect encodes the error for the
  * request's own protocol.
  */
-import { type DescMethod, fromBinary, type JsonValue } from "@bufbuild/protobuf";
+import { type DescMethod, fromBinary, fromJson, type JsonValue, type Message } from "@bufbuild/protobuf";
 import { base64Encode } from "@bufbuild/protobuf/wire";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Compression, UniversalServerRequest } from "@connectrpc/connect/protocol";
@@ -31,6 +31,7 @@ import { bodyFieldOf } from "../domain/body-field.js";
 import { type Issue, invalid, RegistryError, tooLarge } from "../domain/errors.js";
 import { type BodyCheck, checkJsonBody } from "./body-check.js";
 import { concatBytes } from "./bytes.js";
+import type { UnaryMessage } from "./unary-call.js";
 
 /** The request message's encoding, from its content type; undefined for anything the check leaves alone. */
 function formatOf(contentType: string): { binary: boolean; enveloped: boolean } | undefined {
@@ -93,6 +94,65 @@ export interface MessageCheck {
   check(req: UniversalServerRequest): Promise<CheckedRequest>;
   /** `req` with its message replaced by an empty one, unread: for a caller refused before its body is read. */
   withoutMessage(req: UniversalServerRequest): UniversalServerRequest;
+  /**
+   * The message of a binary gRPC request, for the lean gRPC path (grpc-unary.ts): read within the limit,
+   * inflated with `compression` (the request's `grpc-encoding`; null: none), decoded once. Or the problem with
+   * it, or (`failure`) a broken envelope or a client gone mid-body, as Connect would raise them.
+   */
+  grpcMessage(
+    read: BodyRead,
+    contentLength: string | undefined,
+    compression: Compression | null,
+  ): Promise<UnaryMessage>;
+  /**
+   * The message of a Connect unary POST, for the lean Connect path (connect-unary.ts): read within the limit,
+   * inflated with `compression` (its `content-encoding`), checked and decoded once (`binary`: protobuf, else
+   * JSON through the one body check). Or the problem with it, or the failure Connect would raise.
+   */
+  connectMessage(
+    read: BodyRead,
+    contentLength: string | undefined,
+    compression: Compression | null,
+    binary: boolean,
+  ): Promise<UnaryMessage>;
+}
+
+/**
+ * A body read that failed: the body budget's refusal (OVERLOADED) is a problem answered like any other refused
+ * message; anything else (a client gone mid-body) a failure.
+ */
+function failedRead(
+  err: unknown,
+): { problem: RegistryError; failure?: undefined } | { problem?: undefined; failure: unknown } {
+  const refused =
+    err instanceof RegistryError
+      ? err
+      : err instanceof ConnectError && err.cause instanceof RegistryError
+        ? err.cause
+        : undefined;
+  return refused !== undefined ? { problem: refused } : { failure: err };
+}
+
+/** Reads a whole body of at most `limit` bytes; undefined when it is longer (the rest is left unread). */
+export type BodyRead = (limit: number) => Promise<Uint8Array | undefined>;
+
+/**
+ * The one message of a unary gRPC request's bytes, or the protocol error Connect raises for them (the same codes
+ * and words, so either path answers alike).
+ */
+function oneEnvelope(bytes: Uint8Array): { data: Uint8Array; compressed: boolean } | { failure: ConnectError } {
+  if (bytes.byteLength === 0)
+    return { failure: new ConnectError("protocol error: missing input message for unary method", Code.Unimplemented) };
+  const frame = unenvelope(bytes);
+  if (frame !== undefined) return frame;
+  if (bytes.byteLength >= 5 && (bytes[0] === 0 || bytes[0] === 1)) {
+    const length = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getUint32(1);
+    if (bytes.byteLength > 5 + length)
+      return {
+        failure: new ConnectError("protocol error: received extra input message for unary method", Code.Unimplemented),
+      };
+  }
+  return { failure: new ConnectError("protocol error: incomplete envelope", Code.InvalidArgument) };
 }
 
 /** The checks of `method`'s messages: the JSON ones are the one body check (body-check.ts). */
@@ -124,6 +184,19 @@ export function createMessageCheck(
     }
   };
 
+  /** A frame's message, inflated when it is marked compressed, or the problem with it. */
+  const inflate = async (
+    frame: { data: Uint8Array; compressed: boolean },
+    compression: Compression | null,
+  ): Promise<{ data: Uint8Array; problem?: undefined } | { data?: undefined; problem: RegistryError }> => {
+    if (!frame.compressed) return { data: frame.data };
+    if (compression === null) {
+      const message = "The message is marked compressed, but the request names no grpc-encoding to decompress it with.";
+      return { problem: refuse("MALFORMED_COMPRESSION", message) };
+    }
+    return decompress(compression, frame.data);
+  };
+
   /**
    * The compression a request names, null for none, undefined for one the router does not accept (Connect
    * answers that).
@@ -147,15 +220,65 @@ export function createMessageCheck(
     return { ...req, header, body: value !== undefined ? value : once(enveloped ? envelope(data) : data) };
   };
 
-  const checkBinary = (data: Uint8Array): RegistryError | undefined => {
+  /**
+   * The whole body, read within the limit (nothing past it is read), or the problem with it (too large, refused
+   * by the body budget), or the failure of a client gone mid-body.
+   */
+  const readMessageBody = async (
+    body: AsyncIterable<Uint8Array>,
+    contentLength: string | null | undefined,
+    format: { enveloped: boolean },
+  ): Promise<
+    | { bytes: Uint8Array; problem?: undefined; failure?: undefined }
+    | { bytes?: undefined; problem: RegistryError; failure?: undefined }
+    | { bytes?: undefined; problem?: undefined; failure: unknown }
+  > => {
+    const limit = maxBodyBytes + (format.enveloped ? 5 : 0);
+    if (Number(contentLength ?? 0) > limit) return { problem: tooLarge(maxBodyBytes) };
+    const chunks: Uint8Array[] = [];
+    let size = 0;
     try {
-      fromBinary(method.input, data);
-      return undefined;
+      for await (const chunk of body) {
+        size += chunk.byteLength;
+        // Past the limit nothing more is read: the answer is sent and the rest of the body dropped.
+        if (size > limit) return { problem: tooLarge(maxBodyBytes) };
+        chunks.push(chunk);
+      }
+    } catch (err) {
+      return failedRead(err);
+    }
+    return { bytes: concatBytes(chunks, size) };
+  };
+
+  /**
+   * A whole body of at most `limit` bytes, read by `read`; else the problem (too large, refused by the body
+   * budget) or the failure (a client gone mid-body).
+   */
+  const readWhole = async (
+    read: BodyRead,
+    contentLength: string | undefined,
+    limit: number,
+  ): Promise<{ bytes: Uint8Array } | (UnaryMessage & { bytes?: undefined })> => {
+    if (Number(contentLength ?? 0) > limit) return { problem: tooLarge(maxBodyBytes) };
+    let bytes: Uint8Array | undefined;
+    try {
+      bytes = await read(limit);
+    } catch (err) {
+      return failedRead(err);
+    }
+    return bytes === undefined ? { problem: tooLarge(maxBodyBytes) } : { bytes };
+  };
+
+  /** The binary message decoded, or the problem with it. */
+  const decodeBinary = (data: Uint8Array): { message: Message; problem?: undefined } | { problem: RegistryError } => {
+    try {
+      return { message: fromBinary(method.input, data) };
     } catch (err) {
       const message = `The protobuf message cannot be decoded: ${err instanceof Error ? err.message : String(err)}.`;
-      return refuse("MALFORMED_PROTOBUF", message);
+      return { problem: refuse("MALFORMED_PROTOBUF", message) };
     }
   };
+  const checkBinary = (data: Uint8Array): RegistryError | undefined => decodeBinary(data).problem;
 
   const emptyBody = (req: UniversalServerRequest): UniversalServerRequest => {
     const format = formatOf(req.header.get("content-type") ?? "");
@@ -195,6 +318,31 @@ export function createMessageCheck(
   };
 
   return {
+    async grpcMessage(read, contentLength, compression) {
+      const whole = await readWhole(read, contentLength, maxBodyBytes + 5);
+      if (whole.bytes === undefined) return whole;
+      const frame = oneEnvelope(whole.bytes);
+      if ("failure" in frame) return frame;
+      const inflated = await inflate(frame, compression);
+      return inflated.problem !== undefined ? inflated : decodeBinary(inflated.data);
+    },
+
+    async connectMessage(read, contentLength, compression, binary) {
+      const whole = await readWhole(read, contentLength, maxBodyBytes);
+      if (whole.bytes === undefined) return whole;
+      const inflated = await inflate({ data: whole.bytes, compressed: compression !== null }, compression);
+      if (inflated.problem !== undefined) return inflated;
+      if (binary) return decodeBinary(inflated.data);
+      const json = checkJson(inflated.data);
+      if (json.problem !== undefined) return { problem: json.problem };
+      try {
+        return { message: fromJson(method.input, json.value as JsonValue, { ignoreUnknownFields: false }) };
+      } catch (err) {
+        // What the check lets through, protobuf-es converts; should it not, Connect's own words for it.
+        return { failure: ConnectError.from(err, Code.InvalidArgument) };
+      }
+    },
+
     withoutMessage: (req) => (req.method === "GET" ? emptyQuery(req) : emptyBody(req)),
 
     async check(req) {
@@ -205,45 +353,16 @@ export function createMessageCheck(
       if (format === undefined || compression === undefined) return { request: req, problem: undefined };
       if (typeof body !== "object" || body === null || !(Symbol.asyncIterator in body))
         return { request: req, problem: undefined };
-      const overhead = format.enveloped ? 5 : 0;
-      const limit = maxBodyBytes + overhead;
-      if (Number(req.header.get("content-length") ?? 0) > limit)
-        return { request: emptyBody(req), problem: tooLarge(maxBodyBytes) };
-      const chunks: Uint8Array[] = [];
-      let size = 0;
-      try {
-        for await (const chunk of body as AsyncIterable<Uint8Array>) {
-          size += chunk.byteLength;
-          // Past the limit nothing more is read: the answer is sent and the rest of the body dropped.
-          if (size > limit) return { request: emptyBody(req), problem: tooLarge(maxBodyBytes) };
-          chunks.push(chunk);
-        }
-      } catch (err) {
-        // The body budget refused it (OVERLOADED): answered like any other refused message.
-        const refused =
-          err instanceof RegistryError
-            ? err
-            : err instanceof ConnectError && err.cause instanceof RegistryError
-              ? err.cause
-              : undefined;
-        if (refused !== undefined) return { request: emptyBody(req), problem: refused };
-        // The client went away mid-body: Connect meets the same failure where it would have.
-        return { request: { ...req, body: failing(err) }, problem: undefined };
-      }
-      const bytes = concatBytes(chunks, size);
+      const read = await readMessageBody(body as AsyncIterable<Uint8Array>, req.header.get("content-length"), format);
+      if (read.problem !== undefined) return { request: emptyBody(req), problem: read.problem };
+      // The client went away mid-body: Connect meets the same failure where it would have.
+      if (read.bytes === undefined) return { request: { ...req, body: failing(read.failure) }, problem: undefined };
+      const bytes = read.bytes;
       const frame = format.enveloped ? unenvelope(bytes) : { data: bytes, compressed: compression !== null };
       if (frame === undefined) return { request: { ...req, body: once(bytes) }, problem: undefined };
-      if (frame.compressed && compression === null) {
-        const message =
-          "The message is marked compressed, but the request names no grpc-encoding to decompress it with.";
-        return { request: emptyBody(req), problem: refuse("MALFORMED_COMPRESSION", message) };
-      }
-      let data = frame.data;
-      if (frame.compressed && compression !== null) {
-        const inflated = await decompress(compression, data);
-        if (inflated.problem !== undefined) return { request: emptyBody(req), problem: inflated.problem };
-        data = inflated.data;
-      }
+      const inflated = await inflate(frame, compression);
+      if (inflated.problem !== undefined) return { request: emptyBody(req), problem: inflated.problem };
+      const data = inflated.data;
       // An inflated message goes on plain, its encoding header removed: Connect does not inflate it again.
       const plain = frame.compressed;
       if (format.binary) {

@@ -2,7 +2,7 @@ import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import { afterAll, beforeAll } from "vitest";
 import { type App, type AppDeps, createApp } from "../../src/app.js";
 import { openLocalIssuer } from "../../src/auth/local-issuer.js";
-import { parseConfig } from "../../src/config.js";
+import { type Config, parseConfig } from "../../src/config.js";
 import { createLogger, type Logger } from "../../src/logger.js";
 import { localIssuerKeyFile } from "../../src/main/local-issuer-key-file.js";
 import { createNodeServer, listen } from "../../src/main/node-server.js";
@@ -44,29 +44,17 @@ export async function startServer(
   logger?: Logger,
   deps: Pick<AppDeps, "wrapAuthenticator"> = {},
 ): Promise<TestServer & { stop(): Promise<void> }> {
-  const config = parseConfig({
-    PORT: "0",
-    DATA_DIR: database.dataDir,
-    ...(database.databaseUrl ? { DATABASE_URL: database.databaseUrl } : {}),
-    ...env,
-  });
+  const config = testConfig(database, env);
   const keyStore = localIssuerKeyFile(config.dataDir);
   const app = await createApp(config, {
-    logger: logger ?? createLogger(process.env.TEST_LOG_LEVEL === "debug" ? "info" : "silent"),
+    logger: logger ?? testLogger(),
     keyStore,
     acceptCompression: [compressionGzip, compressionBrotli],
     ...deps,
   });
   const node = createNodeServer(app);
   const port = await listen(node.server, 0, "127.0.0.1");
-  const issuer = await openLocalIssuer(keyStore, config.auth);
-  const bearer: TestServer["bearer"] = async ({
-    tenant = "default",
-    domains = ALL_DOMAINS,
-    ttlSeconds,
-    platformAdmin = false,
-  } = {}) =>
-    `Bearer ${await issuer.issue({ domains, platformAdmin, ...(tenant === null ? {} : { tenant }), ...(ttlSeconds === undefined ? {} : { ttlSeconds }) })}`;
+  const bearer = await localBearer(config);
   return {
     app,
     port,
@@ -78,6 +66,28 @@ export async function startServer(
       await app.close();
     },
   };
+}
+
+/** The config of a test registry on `database` (any port), with `env` on top. */
+export function testConfig(database: FreshDatabase, env: Record<string, string> = {}): Config {
+  return parseConfig({
+    PORT: "0",
+    DATA_DIR: database.dataDir,
+    ...(database.databaseUrl ? { DATABASE_URL: database.databaseUrl } : {}),
+    ...env,
+  });
+}
+
+/** The tests' logger: silent, unless TEST_LOG_LEVEL=debug. */
+export function testLogger(): Logger {
+  return createLogger(process.env.TEST_LOG_LEVEL === "debug" ? "info" : "silent");
+}
+
+/** TestServer.bearer for a registry of `config` whose app has started (its local issuer's key is in DATA_DIR). */
+export async function localBearer(config: Config): Promise<TestServer["bearer"]> {
+  const issuer = await openLocalIssuer(localIssuerKeyFile(config.dataDir), config.auth);
+  return async ({ tenant = "default", domains = ALL_DOMAINS, ttlSeconds, platformAdmin = false } = {}) =>
+    `Bearer ${await issuer.issue({ domains, platformAdmin, ...(tenant === null ? {} : { tenant }), ...(ttlSeconds === undefined ? {} : { ttlSeconds }) })}`;
 }
 
 /** A server for the enclosing suite: a fresh database and a server, both gone after it. */

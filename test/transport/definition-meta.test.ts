@@ -7,9 +7,11 @@ import { encodeDefinition } from "../../src/storage/rows.js";
 import {
   definitionWithMeta,
   jsonWithMeta,
+  metaBinary,
   metaJson,
   metaMessage,
   pageJson,
+  storedAnswerBinary,
 } from "../../src/transport/definition-meta.js";
 
 function stored(overrides: Partial<StoredDefinition> = {}): StoredDefinition {
@@ -47,6 +49,23 @@ describe("meta in answers", () => {
     for (const s of [stored(), stored({ statusMessage: null, latest: true, status: "ACTIVE" })]) {
       expect(metaJson(s)).toBe(toJsonString(RegistryMetaSchema, metaMessage(s)));
     }
+  });
+
+  it("writes the binary protobuf-es writes for the same meta, and a stored answer as toBinary writes it", () => {
+    const variants = [
+      stored(),
+      stored({ statusMessage: null, latest: true, status: "ACTIVE" }),
+      stored({ statusMessage: "", revision: 0, status: "DEACTIVATED" }),
+      stored({ revision: 2 ** 31 - 1 }),
+    ];
+    for (const s of variants) {
+      expect(metaBinary(s)).toEqual(toBinary(RegistryMetaSchema, metaMessage(s)));
+      // The answer as the lean paths write it (the stored bytes, meta first) is the message's own encoding.
+      const answer = definitionWithMeta(s);
+      expect(storedAnswerBinary(answer)).toEqual(toBinary(AgentDefinitionSchema, answer));
+      expect(storedAnswerBinary(answer, 5)?.subarray(5)).toEqual(toBinary(AgentDefinitionSchema, answer));
+    }
+    expect(storedAnswerBinary(create(AgentDefinitionSchema))).toBeUndefined();
   });
 
   it("splices meta into the stored JSON as its last member, with the ETag and millisecond instants", () => {

@@ -1,0 +1,111 @@
+/**
+ * The lean gRPC path: binary gRPC unary calls of the registry's RPCs, served
+ * without Connect's universal handler but with the same handlers and
+ * Connect's own protocol helpers (unary-call.ts). Connect's gRPC handler runs
+ * each call through a pipeline of async iterables (split, decompress, parse,
+ * invoke, serialize, compress, join, catch), a universal request and
+ * response, and their conversion to and from Node's; for one message each way
+ * that was the gRPC door's ceiling (BENCHMARKS.md, "Issue 19"). Here a call
+ * is: the message the edge read and decoded once (rpc-message.ts), the
+ * implementation invoked through the same interceptors, and one answer:
+ * headers, one envelope, trailers. What Connect's handler answers, this
+ * answers too: the same content type, `grpc-encoding` negotiation (gzip and br
+ * in and out, answers under COMPRESS_MIN_BYTES plain), `grpc-timeout`
+ * deadlines, and errors as `grpc-status`, `grpc-message` and
+ * `grpc-status-details-bin` trailers with the error's metadata
+ * (setTrailerStatus).
+ *
+ * Only `application/grpc` and `application/grpc+proto` POSTs of the
+ * registry's own methods come here; gRPC's JSON codec, gRPC-Web, health and
+ * reflection stay on Connect's router.
+ */
+import { type DescMethod, type Message, toBinary } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { type Compression, compressionNegotiate, encodeEnvelope, envelopeCompress } from "@connectrpc/connect/protocol";
+import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import type { HttpAnswer } from "../http/http-answer.js";
+import { storedAnswerBinary } from "./definition-meta.js";
+import { handlerContext, invoke, recordOf, type UnaryCall, type UnaryMethod } from "./unary-call.js";
+
+// gRPC's headers, lower-case as the edge reads them (Connect's constants are capitalized).
+const headerAcceptEncoding = "grpc-accept-encoding";
+const headerEncoding = "grpc-encoding";
+const headerTimeout = "grpc-timeout";
+
+/** The protocol as the handler's context names it; the content type of every answer, as Connect's handler sends it. */
+const GRPC = { name: "grpc", contentType: "application/grpc+proto", binary: true } as const;
+
+/** The content types that take the lean path: binary gRPC (a bare `application/grpc` is protobuf). */
+const BINARY_GRPC = /^application\/grpc(?:\+proto)?\s*(?:;|$)/i;
+
+/** Whether a POST with this content type is binary gRPC (the lean path's). */
+export function isBinaryGrpc(contentType: string | undefined): boolean {
+  return contentType !== undefined && BINARY_GRPC.test(contentType);
+}
+
+export interface LeanOptions {
+  /** The compressions accepted and answered with (the router's). */
+  readonly acceptCompression: readonly Compression[];
+  /** Answers smaller than this go uncompressed (the router's compressMinBytes). */
+  readonly compressMinBytes: number;
+}
+
+/**
+ * The answer's one envelope. A stored definition's bytes are written once, behind the envelope's prefix
+ * (storedAnswerBinary); anything else through toBinary. Compressed when it is at least `compressMinBytes`.
+ */
+async function envelopeOf(
+  output: Message,
+  method: DescMethod,
+  compression: Compression | null,
+  compressMinBytes: number,
+): Promise<Uint8Array> {
+  const stored = storedAnswerBinary(output, 5);
+  if (stored !== undefined && (compression === null || stored.byteLength - 5 < compressMinBytes)) {
+    new DataView(stored.buffer, stored.byteOffset, 5).setUint32(1, stored.byteLength - 5);
+    return stored;
+  }
+  const data = stored?.subarray(5) ?? toBinary(method.output, output);
+  const envelope = await envelopeCompress({ flags: 0, data }, compression, compressMinBytes);
+  return encodeEnvelope(envelope.flags, envelope.data);
+}
+
+/** Serves one binary gRPC call of `unary`. */
+export async function serveGrpc(unary: UnaryMethod, call: UnaryCall, options: LeanOptions): Promise<HttpAnswer> {
+  const { method, spec, interceptors } = unary;
+  const timeout = parseTimeout(call.header(headerTimeout) ?? null, Number.MAX_SAFE_INTEGER);
+  const context = handlerContext(method, call, timeout.timeoutMs, GRPC);
+  const compression = compressionNegotiate(
+    [...options.acceptCompression],
+    call.header(headerEncoding) ?? null,
+    call.header(headerAcceptEncoding) ?? null,
+    headerAcceptEncoding,
+  );
+  if (compression.response !== null) context.responseHeader.set(headerEncoding, compression.response.name);
+  let body: Uint8Array | null = null;
+  try {
+    // As Connect's handler raises them: an unknown encoding, then a malformed timeout, before the message.
+    if (compression.error !== undefined) throw compression.error;
+    if (timeout.error !== undefined) throw timeout.error;
+    const read = await call.message(compression.request);
+    if (read.failure !== undefined) throw read.failure;
+    // A refused message (read.problem) was left in the verdict by the edge: the handler raises it.
+    const output = await invoke(spec, context, read.message, interceptors);
+    body = await envelopeOf(output, method, compression.response, options.compressMinBytes);
+    setTrailerStatus(context.responseTrailer, undefined);
+  } catch (err) {
+    body = null;
+    setTrailerStatus(
+      context.responseTrailer,
+      err instanceof ConnectError ? err : new ConnectError("internal error", Code.Internal, undefined, undefined, err),
+    );
+  } finally {
+    context.done();
+  }
+  return {
+    status: 200,
+    headers: recordOf(context.responseHeader),
+    body,
+    trailers: recordOf(context.responseTrailer),
+  };
+}

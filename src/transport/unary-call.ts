@@ -1,0 +1,200 @@
+/**
+ * What the lean unary paths share (grpc-unary.ts for gRPC, connect-unary.ts
+ * for Connect's unary POSTs): the registry's implementations as one entry per
+ * request path, the handler's context, and the call through the same
+ * interceptors Connect's router puts in front of them. Connect's own unary
+ * and gRPC handlers each made a universal request and response around this,
+ * and a linked AbortController per call aborted without a reason when it
+ * ended (a DOMException with a stack: 36 µs a call in the profile, BENCHMARKS.md
+ * "Issue 19"); here the call's signal is the request's own unless a timeout
+ * asks for a deadline.
+ */
+import { create, type DescMethod, type DescMethodUnary, isMessage, type Message } from "@bufbuild/protobuf";
+import {
+  Code,
+  ConnectError,
+  type ContextValues,
+  createMethodImplSpec,
+  type HandlerContext,
+  type Interceptor,
+  type MethodImplSpec,
+  type UnaryRequest,
+  type UnaryResponse,
+} from "@connectrpc/connect";
+import { type Compression, createDeadlineSignal, createLinkedAbortController } from "@connectrpc/connect/protocol";
+import type { RegistryError } from "../domain/errors.js";
+import { binaryAnswerKey, type RegistryServiceImpl, type RpcJsonOptions } from "./registry-routes.js";
+
+/** A unary call as the edge hands it on, once the caller is admitted or refused. */
+export interface UnaryCall {
+  /** A request header by its lower-case name. */
+  header(name: string): string | undefined;
+  /** Every request header (no pseudo-headers), for the handler's context. */
+  headers(): Record<string, string>;
+  /** `http://localhost<path>` */
+  readonly url: string;
+  /** Aborts when the client goes away. */
+  readonly signal: AbortSignal | undefined;
+  /** The request's context values: the record, the edge's verdict. */
+  readonly contextValues: ContextValues;
+  /**
+   * Reads the message with the request's compression (null: none). The edge leaves its verdict for the
+   * handler in contextValues (a refused caller's or message's error is raised inside the RPC).
+   */
+  message(compression: Compression | null): Promise<UnaryMessage>;
+}
+
+/** What a lean path reads of a request: the message, or why there is none. */
+export type UnaryMessage =
+  | { readonly message: Message; readonly problem?: undefined; readonly failure?: undefined }
+  | { readonly message?: undefined; readonly problem: RegistryError; readonly failure?: undefined }
+  | { readonly message?: undefined; readonly problem?: undefined; readonly failure: unknown };
+
+/** One registry method as the lean paths call it. */
+export interface UnaryMethod {
+  readonly method: DescMethod;
+  readonly spec: MethodImplSpec;
+  /** The router's interceptors in front of the service's own, in the router's order. */
+  readonly interceptors: readonly Interceptor[];
+  /** The service's JSON options (the stored-JSON encoder), as Connect's router uses them. */
+  readonly jsonOptions: RpcJsonOptions;
+}
+
+/** Every unary registry method by request path (`/<service>/<method>`), `interceptors` put before the services'. */
+export function createUnaryMethods(
+  implementations: readonly RegistryServiceImpl[],
+  interceptors: readonly Interceptor[],
+): Map<string, UnaryMethod> {
+  const methods = new Map<string, UnaryMethod>();
+  for (const { service, implementation, options } of implementations) {
+    const all = [...interceptors, ...(options.interceptors ?? [])];
+    for (const method of service.methods) {
+      const impl = implementation[method.localName];
+      if (impl === undefined || method.methodKind !== "unary") continue;
+      methods.set(`/${service.typeName}/${method.name}`, {
+        method,
+        spec: createMethodImplSpec(method, impl as never) as MethodImplSpec,
+        interceptors: all,
+        jsonOptions: options.jsonOptions,
+      });
+    }
+  }
+  return methods;
+}
+
+/** Why a call's deadline signal is aborted once it is answered (nothing listens by then; Connect's handler does too). */
+const CALL_OVER = new ConnectError("the call is over", Code.Canceled);
+
+/** Headers as the plain record an answer carries. */
+export function recordOf(headers: Headers): Record<string, string> {
+  const out: Record<string, string> = {};
+  headers.forEach((value, name) => {
+    out[name] = value;
+  });
+  return out;
+}
+
+/** A signal that never aborts, for a call whose adapter gives none. */
+const NEVER = new AbortController().signal;
+
+/**
+ * The handler's context, as Connect's createHandlerContext makes it, less what a call of one message does not
+ * need: its signal is the request's own unless a timeout (`grpc-timeout`, `connect-timeout-ms`) asks for a deadline (then one linked signal, as
+ * Connect links them), and `done` ends the deadline's timer.
+ */
+export function handlerContext(
+  method: DescMethod,
+  call: UnaryCall,
+  timeoutMs: number | undefined,
+  protocol: { readonly name: string; readonly contentType: string; readonly binary: boolean },
+): HandlerContext & { done(): void } {
+  let signal = call.signal ?? NEVER;
+  let done = (): void => {};
+  let remaining = (): number | undefined => undefined;
+  if (timeoutMs !== undefined) {
+    const deadline = createDeadlineSignal(timeoutMs);
+    const linked = createLinkedAbortController(deadline.signal, call.signal);
+    signal = linked.signal;
+    const end = Date.now() + timeoutMs;
+    remaining = () => end - Date.now();
+    // With a reason of its own: an abort without one builds a DOMException with a stack.
+    done = () => {
+      deadline.cleanup();
+      linked.abort(CALL_OVER);
+    };
+  }
+  let requestHeader: Headers | undefined;
+  return {
+    method,
+    service: method.parent,
+    signal,
+    timeoutMs: remaining,
+    requestMethod: "POST",
+    // Made when first read: the registry's handlers read none on these paths (binaryAnswerKey tells them the codec).
+    get requestHeader() {
+      requestHeader ??= new Headers(call.headers());
+      return requestHeader;
+    },
+    responseHeader: new Headers({ "content-type": protocol.contentType }),
+    responseTrailer: new Headers(),
+    protocolName: protocol.name,
+    values: call.contextValues.set(binaryAnswerKey, protocol.binary),
+    url: call.url,
+    done,
+  };
+}
+
+/**
+ * The implementation called through the interceptors, as Connect's invokeUnaryImplementation calls it, but
+ * with the request's headers read only if someone reads them (the request and the context share the one
+ * lazily made Headers; Connect's copies it into each).
+ */
+export async function invoke(
+  spec: MethodImplSpec,
+  context: HandlerContext,
+  input: Message | undefined,
+  interceptors: readonly Interceptor[],
+): Promise<Message> {
+  const method = spec.method as DescMethodUnary;
+  const impl = spec.impl as (req: Message, ctx: HandlerContext) => Promise<Message>;
+  let next: UnaryFn = async (req) => {
+    // As Connect merges them: an interceptor may have replaced the request's values or signal.
+    const ctx =
+      req.contextValues === context.values && req.signal === context.signal
+        ? context
+        : { ...context, values: req.contextValues, signal: req.signal };
+    const output = await impl(req.message, ctx);
+    return {
+      stream: false,
+      message: isMessage(output, method.output) ? output : create(method.output, output),
+      method,
+      service: method.parent,
+      header: context.responseHeader,
+      trailer: context.responseTrailer,
+    };
+  };
+  for (const interceptor of [...interceptors].reverse()) next = interceptor(next as never) as UnaryFn;
+  const request: UnaryRequest = {
+    stream: false,
+    // No message (a refused one): an empty one; the verdict the edge left raises the refusal.
+    message: input ?? create(method.input),
+    method,
+    service: method.parent,
+    requestMethod: "POST",
+    url: context.url,
+    signal: context.signal,
+    get header() {
+      return context.requestHeader;
+    },
+    contextValues: context.values,
+  };
+  const response = await next(request);
+  // An interceptor that answered headers of its own: they go out with the call's.
+  if (response.header !== context.responseHeader)
+    response.header.forEach((value, name) => void context.responseHeader.set(name, value));
+  if (response.trailer !== context.responseTrailer)
+    response.trailer.forEach((value, name) => void context.responseTrailer.set(name, value));
+  return response.message;
+}
+
+type UnaryFn = (req: UnaryRequest) => Promise<UnaryResponse>;
