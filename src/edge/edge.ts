@@ -3,11 +3,12 @@
  * it and whichever surface it speaks. It finds what serves the request (an
  * RPC by its exact path, a plain endpoint, a REST binding), authenticates the
  * caller and admits it to the operation before any body is read, and hands
- * the request on with that verdict: to Connect's router for gRPC, gRPC-Web and
- * Connect, to the REST surface otherwise. The runtime adapter
+ * the request on with that verdict: binary gRPC calls and Connect unary POSTs
+ * of the registry's RPCs to the lean paths (src/transport/unary-call.ts), the
+ * other RPCs (gRPC-Web, Connect GET, gRPC's JSON, health, reflection) to
+ * Connect's router, the rest to the REST surface. The runtime adapter
  * (node-edge.ts, under Node and Deno alike) only translates requests and answers.
  */
-
 import {
   Code,
   type ConnectRouter,

@@ -25,7 +25,7 @@ import {
 import type { HttpAnswer } from "../http/http-answer.js";
 import { storedAnswerBinary } from "./definition-meta.js";
 import type { LeanOptions } from "./grpc-unary.js";
-import { handlerContext, invoke, recordOf, type UnaryCall, type UnaryMethod } from "./unary-call.js";
+import { handlerContext, outputOf, recordOf, type UnaryCall, type UnaryMethod } from "./unary-call.js";
 
 // Connect's unary headers, lower-case as the edge reads them.
 const headerAcceptEncoding = "accept-encoding";
@@ -48,7 +48,7 @@ export async function serveConnect(
   binary: boolean,
   options: LeanOptions,
 ): Promise<HttpAnswer> {
-  const { method, spec, interceptors, jsonOptions } = unary;
+  const { method, jsonOptions } = unary;
   const timeout = parseTimeout(call.header(headerTimeout) ?? null, Number.MAX_SAFE_INTEGER);
   const context = handlerContext(method, call, timeout.timeoutMs, binary ? CONNECT_PROTO : CONNECT_JSON);
   const compression = compressionNegotiate(
@@ -60,13 +60,7 @@ export async function serveConnect(
   let status = 200;
   let body: Uint8Array;
   try {
-    // As Connect's handler raises them: an unknown encoding, then a malformed timeout, before the message.
-    if (compression.error !== undefined) throw compression.error;
-    if (timeout.error !== undefined) throw timeout.error;
-    const read = await call.message(compression.request);
-    if (read.failure !== undefined) throw read.failure;
-    // A refused message (read.problem) was left in the verdict by the edge: the handler raises it.
-    const output = await invoke(spec, context, read.message, interceptors);
+    const output = await outputOf(unary, context, call, compression, timeout);
     body = binary ? (storedAnswerBinary(output) ?? toBinary(method.output, output)) : json(output);
   } catch (err) {
     const error =

@@ -25,7 +25,7 @@ import { type Compression, compressionNegotiate, encodeEnvelope, envelopeCompres
 import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import type { HttpAnswer } from "../http/http-answer.js";
 import { storedAnswerBinary } from "./definition-meta.js";
-import { handlerContext, invoke, recordOf, type UnaryCall, type UnaryMethod } from "./unary-call.js";
+import { handlerContext, outputOf, recordOf, type UnaryCall, type UnaryMethod } from "./unary-call.js";
 
 // gRPC's headers, lower-case as the edge reads them (Connect's constants are capitalized).
 const headerAcceptEncoding = "grpc-accept-encoding";
@@ -72,7 +72,7 @@ async function envelopeOf(
 
 /** Serves one binary gRPC call of `unary`. */
 export async function serveGrpc(unary: UnaryMethod, call: UnaryCall, options: LeanOptions): Promise<HttpAnswer> {
-  const { method, spec, interceptors } = unary;
+  const { method } = unary;
   const timeout = parseTimeout(call.header(headerTimeout) ?? null, Number.MAX_SAFE_INTEGER);
   const context = handlerContext(method, call, timeout.timeoutMs, GRPC);
   const compression = compressionNegotiate(
@@ -84,13 +84,7 @@ export async function serveGrpc(unary: UnaryMethod, call: UnaryCall, options: Le
   if (compression.response !== null) context.responseHeader.set(headerEncoding, compression.response.name);
   let body: Uint8Array | null = null;
   try {
-    // As Connect's handler raises them: an unknown encoding, then a malformed timeout, before the message.
-    if (compression.error !== undefined) throw compression.error;
-    if (timeout.error !== undefined) throw timeout.error;
-    const read = await call.message(compression.request);
-    if (read.failure !== undefined) throw read.failure;
-    // A refused message (read.problem) was left in the verdict by the edge: the handler raises it.
-    const output = await invoke(spec, context, read.message, interceptors);
+    const output = await outputOf(unary, context, call, compression, timeout);
     body = await envelopeOf(output, method, compression.response, options.compressMinBytes);
     setTrailerStatus(context.responseTrailer, undefined);
   } catch (err) {

@@ -198,3 +198,23 @@ export async function invoke(
 }
 
 type UnaryFn = (req: UnaryRequest) => Promise<UnaryResponse>;
+
+/**
+ * The call's answer message: the protocol's own refusals first, as Connect's handlers raise them (an unknown
+ * encoding, then a malformed timeout, before the message), then the message read with the request's
+ * compression and the implementation invoked. A refused message (a problem) was left in the verdict by the
+ * edge: the handler raises it.
+ */
+export async function outputOf(
+  unary: UnaryMethod,
+  context: HandlerContext,
+  call: UnaryCall,
+  compression: { readonly request: Compression | null; readonly error?: ConnectError | undefined },
+  timeout: { readonly error?: ConnectError | undefined },
+): Promise<Message> {
+  if (compression.error !== undefined) throw compression.error;
+  if (timeout.error !== undefined) throw timeout.error;
+  const read = await call.message(compression.request);
+  if (read.failure !== undefined) throw read.failure;
+  return invoke(unary.spec, context, read.message, unary.interceptors);
+}
