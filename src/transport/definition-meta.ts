@@ -7,7 +7,7 @@
  * drops a sent one).
  */
 import { create } from "@bufbuild/protobuf";
-import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
+import { WireType } from "@bufbuild/protobuf/wire";
 import {
   type AgentDefinition,
   AgentDefinitionSchema,
@@ -105,7 +105,16 @@ export function pageJson(
  */
 export function definitionWithMeta(stored: StoredDefinition): AgentDefinition {
   const message = preEncoded(AgentDefinitionSchema, stored.binary);
-  message.meta = metaMessage(stored);
+  // Made when first read: an answer written by storedAnswerBinary writes it from `stored` directly.
+  let meta: RegistryMeta | undefined;
+  Object.defineProperty(message, "meta", {
+    enumerable: true,
+    configurable: true,
+    get: () => (meta ??= metaMessage(stored)),
+    set: (value: RegistryMeta | undefined) => {
+      meta = value;
+    },
+  });
   storedAnswers.set(message, stored);
   return message;
 }
@@ -116,47 +125,97 @@ const storedAnswers = new WeakMap<object, StoredDefinition>();
 const META = RegistryMetaSchema.field;
 
 /**
- * `meta` in protobuf binary, written out here field by field (no message built, no reflection): the same
- * bytes protobuf-es writes for metaMessage (test/transport/definition-meta.test.ts holds it to that).
+ * `meta` in protobuf binary, written out here field by field (no message built, no reflection, no growing
+ * writer): the same bytes protobuf-es writes for metaMessage (test/transport/definition-meta.test.ts holds it
+ * to that).
  */
 export function metaBinary(stored: StoredDefinition): Uint8Array {
-  const writer = new BinaryWriter();
-  const text = (no: number, value: string): void => {
-    if (value !== "") writer.tag(no, WireType.LengthDelimited).string(value);
+  return metaInto(stored, 0).subarray(0);
+}
+
+/**
+ * `meta`'s bytes after `headroom` bytes left free, in a buffer with room for `more` bytes after them; returns
+ * the buffer cut to headroom + meta (its `byteLength`), the room after it still in its ArrayBuffer.
+ */
+function metaInto(stored: StoredDefinition, headroom: number, more = 0): Uint8Array {
+  const message = stored.statusMessage;
+  const etag = etagOf(stored);
+  // Tags and lengths take at most 1 + 5 bytes each; the instants are 24 ASCII bytes; UTF-8 at most 3 a unit.
+  const most = 8 * 6 + 3 * 24 + 10 + 5 + 2 + 3 * (etag.length + (message?.length ?? 0));
+  const out = new Uint8Array(headroom + most + more);
+  let at = headroom;
+  const varint = (value: number): void => {
+    let rest = value >>> 0;
+    while (rest > 0x7f) {
+      out[at++] = (rest & 0x7f) | 0x80;
+      rest >>>= 7;
+    }
+    out[at++] = rest;
+  };
+  const text = (no: number, value: string, always = false): void => {
+    if (value === "" && !always) return;
+    varint((no << 3) | WireType.LengthDelimited);
+    // Its length first, in one byte when it fits (the usual case), else written again after the text.
+    const lengthAt = at++;
+    const { written } = utf8.encodeInto(value, out.subarray(at + 4));
+    if (written < 0x80) {
+      out[lengthAt] = written;
+      out.copyWithin(at, at + 4, at + 4 + written);
+      at += written;
+      return;
+    }
+    at = lengthAt;
+    const bytes = out.slice(lengthAt + 5, lengthAt + 5 + written);
+    varint(written);
+    out.set(bytes, at);
+    at += written;
   };
   text(META.createdAt.number, instant(stored.createdAt));
   text(META.updatedAt.number, instant(stored.updatedAt));
   text(META.statusChangedAt.number, instant(stored.statusChangedAt));
-  if (stored.revision !== 0) writer.tag(META.revision.number, WireType.Varint).int32(stored.revision);
+  if (stored.revision !== 0) {
+    varint((META.revision.number << 3) | WireType.Varint);
+    varint(stored.revision);
+  }
   // A stored status is never UNSPECIFIED (0, which protobuf-es would leave out).
-  writer.tag(META.status.number, WireType.Varint).int32(DefinitionStatus[stored.status]);
+  varint((META.status.number << 3) | WireType.Varint);
+  varint(DefinitionStatus[stored.status]);
   // Both optional: present when set, even empty or false.
-  if (stored.statusMessage !== null)
-    writer.tag(META.statusMessage.number, WireType.LengthDelimited).string(stored.statusMessage);
-  writer.tag(META.latest.number, WireType.Varint).bool(stored.latest);
-  text(META.etag.number, etagOf(stored));
-  return writer.finish();
+  if (message !== null) text(META.statusMessage.number, message, true);
+  varint((META.latest.number << 3) | WireType.Varint);
+  out[at++] = stored.latest ? 1 : 0;
+  text(META.etag.number, etag);
+  return out.subarray(0, at);
 }
+
+const utf8 = new TextEncoder();
 
 /**
  * The binary encoding of an answer definitionWithMeta made, after `headroom` bytes left for the caller (a gRPC
  * envelope's prefix): its `meta`, then the stored bytes as they are, written once into one buffer (toBinary
  * would copy the stored fields one by one through its writer, growing it as it goes). undefined for any other
- * message. Nothing is read from the message: its `meta` is written from the stored definition it was made of
- * (metaBinary), the rest is the stored bytes.
+ * message. Nothing is read from the message: its `meta` is written from the stored definition it was made of,
+ * the rest is the stored bytes.
  */
 export function storedAnswerBinary(message: object, headroom = 0): Uint8Array | undefined {
   const stored = storedAnswers.get(message);
   if (stored === undefined) return undefined;
   const binary = stored.binary;
-  const meta = metaBinary(stored);
-  const prefix = [...varint(META_TAG), ...varint(meta.byteLength)];
-  const out = new Uint8Array(headroom + prefix.length + meta.byteLength + binary.byteLength);
-  out.set(prefix, headroom);
-  out.set(meta, headroom + prefix.length);
-  out.set(binary, headroom + prefix.length + meta.byteLength);
-  return out;
+  // meta's tag and length (room for PREFIX_ROOM bytes), then meta, then the stored bytes.
+  const meta = metaInto(stored, headroom + PREFIX_ROOM, binary.byteLength);
+  const metaLength = meta.byteLength - headroom - PREFIX_ROOM;
+  const prefix = [...varint(META_TAG), ...varint(metaLength)];
+  const start = headroom + PREFIX_ROOM - prefix.length;
+  const out = new Uint8Array(meta.buffer, 0, meta.byteLength + binary.byteLength);
+  out.set(prefix, start);
+  out.set(binary, meta.byteLength);
+  if (start === headroom) return out;
+  // The prefix took fewer bytes than the room left for it: the headroom moves up to meet it.
+  return out.subarray(start - headroom);
 }
+
+/** Room for meta's tag (up to 3 bytes: field numbers below 2^18) and length (up to 2: meta is below 16 KiB). */
+const PREFIX_ROOM = 5;
 
 /** `meta`'s tag: its field number, wire type 2 (length-delimited). */
 const META_TAG = (AgentDefinitionSchema.field.meta.number << 3) | 2;

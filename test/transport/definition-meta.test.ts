@@ -57,6 +57,8 @@ describe("meta in answers", () => {
       stored({ statusMessage: null, latest: true, status: "ACTIVE" }),
       stored({ statusMessage: "", revision: 0, status: "DEACTIVATED" }),
       stored({ revision: 2 ** 31 - 1 }),
+      // A long message (its length and meta's take two bytes), in 4-byte UTF-8.
+      stored({ statusMessage: "\u{1F680}".repeat(100) }),
     ];
     for (const s of variants) {
       expect(metaBinary(s)).toEqual(toBinary(RegistryMetaSchema, metaMessage(s)));
