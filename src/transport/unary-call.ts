@@ -154,8 +154,8 @@ const NEVER = new AbortController().signal;
 
 /**
  * The handler's context, as Connect's createHandlerContext makes it, less what a call of one message does not
- * need: its signal is the request's own unless a timeout (`grpc-timeout`, `connect-timeout-ms`) asks for a deadline (then one linked signal, as
- * Connect links them), and `done` ends the deadline's timer.
+ * need: its signal is the request's own unless a timeout (`grpc-timeout`, `connect-timeout-ms`) asks for a
+ * deadline (then one linked signal, as Connect links them), and `done` ends the deadline's timer.
  */
 export function handlerContext(
   method: DescMethod,
@@ -185,7 +185,7 @@ export function handlerContext(
     signal,
     timeoutMs: remaining,
     requestMethod: "POST",
-    // Made when first read: the registry's handlers read none on these paths (binaryAnswerKey tells them the codec).
+    // Made when first read: the registry's handlers read none here (binaryAnswerKey tells them the codec).
     get requestHeader() {
       requestHeader ??= new Headers(call.headers());
       return requestHeader;
@@ -204,7 +204,7 @@ export function handlerContext(
  * with the request's headers read only if someone reads them (the request and the context share the one
  * lazily made Headers; Connect's copies it into each).
  */
-export async function invoke(
+async function invoke(
   spec: MethodImplSpec,
   context: HandlerContext,
   input: Message | undefined,
