@@ -14,7 +14,6 @@ import {
 } from "@bufbuild/protobuf";
 import {
   type ConnectRouter,
-  type ConnectRouterOptions,
   createContextKey,
   type HandlerContext,
   type Interceptor,
