@@ -153,7 +153,7 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     // Binary gRPC calls and Connect unary POSTs of the registry's RPCs take the lean paths, with the same
     // handlers and interceptors (the record first, as withInterceptors puts it on the router).
     unary,
-    lean: { acceptCompression, compressMinBytes: COMPRESS_MIN_BYTES },
+    lean: { logger, acceptCompression, compressMinBytes: COMPRESS_MIN_BYTES },
     rest,
     endpoints,
     maxBodyBytes: config.maxBodyBytes,

@@ -14,7 +14,6 @@
  * stay on Connect's router.
  */
 import { type Message, toBinary, toJsonString } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
 import { compressionNegotiate } from "@connectrpc/connect/protocol";
 import {
   codeToHttpStatus,
@@ -25,7 +24,7 @@ import {
 import type { HttpAnswer } from "../http/http-answer.js";
 import { storedAnswerBinary } from "./definition-meta.js";
 import type { LeanOptions } from "./grpc-unary.js";
-import { handlerContext, outputOf, recordOf, type UnaryCall, type UnaryMethod } from "./unary-call.js";
+import { failureOf, handlerContext, outputOf, recordOf, type UnaryCall, type UnaryMethod } from "./unary-call.js";
 
 // Connect's unary headers, lower-case as the edge reads them.
 const headerAcceptEncoding = "accept-encoding";
@@ -63,8 +62,7 @@ export async function serveConnect(
     const output = await outputOf(unary, context, call, compression, timeout);
     body = binary ? (storedAnswerBinary(output) ?? toBinary(method.output, output)) : json(output);
   } catch (err) {
-    const error =
-      err instanceof ConnectError ? err : new ConnectError("internal error", Code.Internal, undefined, undefined, err);
+    const error = failureOf(err, unary, call, options.logger);
     status = codeToHttpStatus(error.code);
     context.responseHeader.set("content-type", CONNECT_JSON.contentType);
     error.metadata.forEach((value, name) => void context.responseHeader.set(name, value));
@@ -82,13 +80,12 @@ export async function serveConnect(
   });
   return { status, headers, body };
 
-  /** The answer as JSON, by the service's own options (a stored definition's stand-in writes its stored JSON). */
+  /**
+   * The answer as JSON, by the service's own options (a stored definition's stand-in writes its stored JSON).
+   * A failure here is the service's: failureOf logs it.
+   */
   function json(output: Message): Uint8Array {
-    try {
-      const encoder = jsonOptions.textEncoder ?? new TextEncoder();
-      return encoder.encode(toJsonString(method.output, output, jsonOptions));
-    } catch (err) {
-      throw ConnectError.from(err, Code.Internal);
-    }
+    const encoder = jsonOptions.textEncoder ?? new TextEncoder();
+    return encoder.encode(toJsonString(method.output, output, jsonOptions));
   }
 }

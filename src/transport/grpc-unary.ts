@@ -20,12 +20,12 @@
  * reflection stay on Connect's router.
  */
 import { type DescMethod, type Message, toBinary } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
 import { type Compression, compressionNegotiate, encodeEnvelope, envelopeCompress } from "@connectrpc/connect/protocol";
 import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import type { HttpAnswer } from "../http/http-answer.js";
+import type { Logger } from "../logger.js";
 import { storedAnswerBinary } from "./definition-meta.js";
-import { handlerContext, outputOf, recordOf, type UnaryCall, type UnaryMethod } from "./unary-call.js";
+import { failureOf, handlerContext, outputOf, recordOf, type UnaryCall, type UnaryMethod } from "./unary-call.js";
 
 // gRPC's headers, lower-case as the edge reads them (Connect's constants are capitalized).
 const headerAcceptEncoding = "grpc-accept-encoding";
@@ -44,6 +44,8 @@ export function isBinaryGrpc(contentType: string | undefined): boolean {
 }
 
 export interface LeanOptions {
+  /** Where a failure the interceptors did not see is logged. */
+  readonly logger: Logger;
   /** The compressions accepted and answered with (the router's). */
   readonly acceptCompression: readonly Compression[];
   /** Answers smaller than this go uncompressed (the router's compressMinBytes). */
@@ -89,10 +91,7 @@ export async function serveGrpc(unary: UnaryMethod, call: UnaryCall, options: Le
     setTrailerStatus(context.responseTrailer, undefined);
   } catch (err) {
     body = null;
-    setTrailerStatus(
-      context.responseTrailer,
-      err instanceof ConnectError ? err : new ConnectError("internal error", Code.Internal, undefined, undefined, err),
-    );
+    setTrailerStatus(context.responseTrailer, failureOf(err, unary, call, options.logger));
   } finally {
     context.done();
   }

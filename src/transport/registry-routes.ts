@@ -12,12 +12,7 @@ import {
   type JsonWriteOptions,
   type Message,
 } from "@bufbuild/protobuf";
-import {
-  type ConnectRouter,
-  createContextKey,
-  type HandlerContext,
-  type Interceptor,
-} from "@connectrpc/connect";
+import { type ConnectRouter, createContextKey, type HandlerContext, type Interceptor } from "@connectrpc/connect";
 import { AGENT_CARD_CACHE_CONTROL } from "../domain/agent-card.js";
 import { etagOf } from "../domain/lifecycle.js";
 import type { Logger } from "../logger.js";

@@ -23,6 +23,10 @@ import {
 } from "@connectrpc/connect";
 import { type Compression, createDeadlineSignal, createLinkedAbortController } from "@connectrpc/connect/protocol";
 import type { RegistryError } from "../domain/errors.js";
+import type { Logger } from "../logger.js";
+import { recordOf as requestRecordOf } from "../observability/request-record.js";
+import { toConnectError } from "./connect-errors.js";
+import { callerError } from "./failures.js";
 import { binaryAnswerKey, type RegistryServiceImpl, type RpcJsonOptions } from "./registry-routes.js";
 
 /** A unary call as the edge hands it on, once the caller is admitted or refused. */
@@ -270,6 +274,21 @@ export async function outputOf(
   if (compression.error !== undefined) throw compression.error;
   if (timeout.error !== undefined) throw timeout.error;
   const read = await call.message(compression.request);
-  if (read.failure !== undefined) throw read.failure;
+  // A body that could not be read whole (a broken envelope is Connect's own error; anything else is the
+  // client's connection failing under it): no fault of the service.
+  if (read.failure !== undefined)
+    throw read.failure instanceof ConnectError ? read.failure : ConnectError.from(read.failure, Code.Canceled);
   return invoke(unary.spec, context, read.message, unary.interceptors);
+}
+
+/**
+ * What a failed call answers: a ConnectError as it is (the handlers' own errors were mapped by the error
+ * interceptor); anything else, raised outside the interceptors (writing the answer), INTERNAL with the original
+ * logged once, as the error interceptor logs what it does not know. Connect's own handlers answered it
+ * "internal error" and logged nothing.
+ */
+export function failureOf(err: unknown, unary: UnaryMethod, call: UnaryCall, logger: Logger): ConnectError {
+  if (err instanceof ConnectError) return err;
+  const procedure = `${unary.method.parent.typeName}/${unary.method.name}`;
+  return toConnectError(callerError(err, logger, procedure, { record: requestRecordOf(call.contextValues) }));
 }
