@@ -24,18 +24,12 @@ import * as grpc from "@grpc/grpc-js";
 import { AgentDefinitionSchema } from "../gen/asor/v1/agent_definition_pb.js";
 import { AgentDefinitionService, GetAgentDefinitionRequestSchema } from "../gen/asor/v1/agent_definition_service_pb.js";
 import { benchDefinition } from "./definition.js";
-import { ensureH2load } from "./wire.js";
+import { ensureH2load, envelope } from "./wire.js";
 
 const PATH = "/asor.v1.AgentDefinitionService/GetAgentDefinition";
 const seconds = Number(process.argv[2] ?? 5);
 const definition = fromJson(AgentDefinitionSchema, benchDefinition("Candidate") as never);
 const answer = Buffer.from(toBinary(AgentDefinitionSchema, definition));
-const envelope = (bytes: Uint8Array): Buffer => {
-  const out = Buffer.alloc(5 + bytes.byteLength);
-  out.writeUInt32BE(bytes.byteLength, 1);
-  out.set(bytes, 5);
-  return out;
-};
 const answerEnvelope = envelope(answer);
 const dir = mkdtempSync(join(tmpdir(), "asor-candidates-"));
 const requestFile = join(dir, "request");

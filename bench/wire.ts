@@ -94,7 +94,8 @@ function percentileMs(values: number[], p: number): number {
   return values[Math.min(values.length - 1, Math.floor((p / 100) * values.length))]! / 1000;
 }
 
-const envelope = (message: Uint8Array): Buffer => {
+/** `message` in a gRPC envelope (uncompressed). */
+export const envelope = (message: Uint8Array): Buffer => {
   const out = Buffer.alloc(5 + message.byteLength);
   out.writeUInt32BE(message.byteLength, 1);
   out.set(message, 5);

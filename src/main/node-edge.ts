@@ -63,11 +63,8 @@ function edgeRequest(req: NodeRequest, res: NodeResponse, share: BodyShare): Edg
   return {
     method: req.method ?? "GET",
     target: req.url ?? "/",
-    header(name) {
-      const value = req.headers[name];
-      return Array.isArray(value) ? value.join(", ") : value;
-    },
-    headers: () => headerRecord(req),
+    header: (name) => headerOf(req.headers, name),
+    headers: () => headerRecord(req.headers),
     body,
     bodyBytes: (limit) => bodyBytes(req, share, limit),
     universal: (contextValues) => universalRequest(req, contextValues, rpcErrors(body()), signal),
@@ -135,14 +132,34 @@ function bodyBytes(req: Readable, share: BodyShare, limit: number): Promise<Uint
   });
 }
 
-/** The request's headers as a record: lower-case names, no pseudo-headers, repeated ones joined. */
-function headerRecord(req: NodeRequest): Record<string, string> {
+/** A header's value in Node's header object, repeated ones joined; undefined when absent. */
+function headerOf(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const value = headers[name];
+  return Array.isArray(value) ? value.join(", ") : value;
+}
+
+/** Node's header object as a record: lower-case names, no pseudo-headers, repeated ones joined. */
+function headerRecord(headers: IncomingHttpHeaders): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(req.headers)) {
-    if (value === undefined || name.startsWith(":")) continue;
-    out[name] = Array.isArray(value) ? value.join(", ") : value;
+  for (const name of Object.keys(headers)) {
+    const value = headerOf(headers, name);
+    if (value !== undefined && !name.startsWith(":")) out[name] = value;
   }
   return out;
+}
+
+/** The request's share of the body budget, its declared Content-Length reserved up to the body limit. */
+function bodyShare(app: App, headers: IncomingHttpHeaders): BodyShare {
+  const length = Number(headers["content-length"]);
+  return app.bodyBudget.share(
+    Number.isSafeInteger(length) && length >= 0 ? length : undefined,
+    app.config.maxBodyBytes,
+  );
+}
+
+/** Why a request's signal aborts when its client leaves before the answer was sent. */
+function clientLeftReason(): ConnectError {
+  return new ConnectError("The client closed the request before it was answered.", Code.Canceled);
 }
 
 /**
@@ -171,8 +188,7 @@ function clientLeft(res: NodeResponse): AbortSignal {
   const controller = new AbortController();
   res.once("close", () => {
     // An HTTP/2 stream the client reset reads writableFinished (its stream is done), but was never ended.
-    if (!res.writableFinished || !res.writableEnded)
-      controller.abort(new ConnectError("The client closed the request before it was answered.", Code.Canceled));
+    if (!res.writableFinished || !res.writableEnded) controller.abort(clientLeftReason());
   });
   return controller.signal;
 }
@@ -267,11 +283,7 @@ export function createNodeEdge(app: App): NodeEdge {
     const h1 = req.httpVersionMajor === 1 ? (res as ServerResponse) : undefined;
     if (h1 !== undefined) h1Answers.add(h1);
     const grpcStatus = watchGrpcStatus(res);
-    const length = Number(req.headers["content-length"]);
-    const share = app.bodyBudget.share(
-      Number.isSafeInteger(length) && length >= 0 ? length : undefined,
-      app.config.maxBodyBytes,
-    );
+    const share = bodyShare(app, req.headers);
     // The request is over once its answer is sent or its stream closed, however it ended (answered, failed,
     // the client gone): its body bytes go back to the budget. (An HTTP/2 stream whose client has not ended
     // its body closes only later.)
@@ -328,19 +340,12 @@ export function createNodeEdge(app: App): NodeEdge {
     const path = q === -1 ? target : target.slice(0, q);
     if (headers[":method"] !== "POST" || !app.unaryPaths.has(path) || !isBinaryGrpc(headers["content-type"]))
       return false;
-    const header = (name: string): string | undefined => {
-      const value = headers[name];
-      return Array.isArray(value) ? value.join(", ") : value;
-    };
+    const header = (name: string): string | undefined => headerOf(headers, name);
     // A stream the client resets with an error code is destroyed with an error: without a listener it would
     // be the process's (the compatibility layer listens for its own streams). The close below tells what happened.
     stream.on("error", () => undefined);
     const record = app.requests.start({ method: "POST", path, requestIdHeader: header("x-request-id") });
-    const length = Number(headers["content-length"]);
-    const share = app.bodyBudget.share(
-      Number.isSafeInteger(length) && length >= 0 ? length : undefined,
-      app.config.maxBodyBytes,
-    );
+    const share = bodyShare(app, headers);
     const controller = new AbortController();
     let answered = false;
     let grpcStatus: string | undefined;
@@ -349,8 +354,7 @@ export function createNodeEdge(app: App): NodeEdge {
     stream.once("close", () => {
       share.release();
       const completed = answered && !reset();
-      if (!completed)
-        controller.abort(new ConnectError("The client closed the request before it was answered.", Code.Canceled));
+      if (!completed) controller.abort(clientLeftReason());
       app.requests.finish(record, {
         status: 200,
         completed,
@@ -361,11 +365,7 @@ export function createNodeEdge(app: App): NodeEdge {
       method: "POST",
       target,
       header,
-      headers() {
-        const out: Record<string, string> = {};
-        for (const name of Object.keys(headers)) if (!name.startsWith(":")) out[name] = header(name) as string;
-        return out;
-      },
+      headers: () => headerRecord(headers),
       body: () => share.count(stream.iterator({ destroyOnReturn: false })),
       bodyBytes: (limit) => bodyBytes(stream, share, limit),
       universal() {

@@ -241,19 +241,22 @@ export class SqlWriteTransaction implements WriteTransaction {
       throw new Error(`update() was given id "${definition.id}" for the existing instance "${existing.id}".`);
     }
     const { document, json, binary } = encodeDefinition(definition);
+    /** The stored version as this update leaves it: the new encodings, its lifecycle otherwise as it was. */
+    const answer = (updatedAt: Date, revision: number): StoredDefinition => ({
+      ...lifecycleOf(existing),
+      id: existing.id,
+      tenant: existing.tenant,
+      agent: existing.agent,
+      json,
+      binary,
+      createdAt: existing.createdAt,
+      updatedAt,
+      revision,
+    });
     // The same content again (an idempotent re-registration) is no change: no write, and the
     // revision, updatedAt and so the ETag stay, so the caches of readers stay valid.
     if (Buffer.compare(existing.binary, binary) === 0) {
-      return {
-        ...lifecycleOf(existing),
-        id: existing.id,
-        tenant: existing.tenant,
-        agent: existing.agent,
-        json,
-        binary,
-        createdAt: existing.createdAt,
-        updatedAt: existing.updatedAt,
-      };
+      return answer(existing.updatedAt, existing.revision);
     }
     const now = new Date();
     await this.#run(async (context) => {
@@ -265,20 +268,7 @@ export class SqlWriteTransaction implements WriteTransaction {
       await indexDefinition(context, existing.tenant, existing.id, definition);
     });
     // Status, its message and time, and the latest flag stay: only content changed.
-    return {
-      id: existing.id,
-      tenant: existing.tenant,
-      agent: existing.agent,
-      json,
-      binary,
-      createdAt: existing.createdAt,
-      updatedAt: now,
-      revision: existing.revision + 1,
-      status: existing.status,
-      statusMessage: existing.statusMessage,
-      statusChangedAt: existing.statusChangedAt,
-      latest: existing.latest,
-    };
+    return answer(now, existing.revision + 1);
   }
 
   async setStatus(

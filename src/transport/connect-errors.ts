@@ -8,7 +8,7 @@ import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { ErrorSchema, ValidationErrorSchema } from "../../gen/asor/v1/error_pb.js";
 import { challengeOf, errorBody, RegistryError } from "../domain/errors.js";
 import type { Logger } from "../logger.js";
-import { recordOf } from "../observability/request-record.js";
+import { type RequestRecord, recordOf } from "../observability/request-record.js";
 import { callerError } from "./failures.js";
 
 /** `err` as a ConnectError whose detail carries the same content as the REST body. */
@@ -37,25 +37,32 @@ export function toConnectError(err: RegistryError): ConnectError {
 }
 
 /**
- * Turns every error leaving a registry RPC into the ConnectError a caller may
- * see: the registry's own by its row, Connect's own (a deadline) as they are,
- * anything else INTERNAL with the original logged only.
+ * The ConnectError a caller may see for `err`: the registry's own by its row, Connect's own (a deadline, a
+ * protocol error) as they are, anything else INTERNAL with the original logged only.
  */
+export function callerConnectError(
+  err: unknown,
+  logger: Logger,
+  procedure: string,
+  record: RequestRecord | undefined,
+): ConnectError {
+  if (
+    err instanceof ConnectError &&
+    !(err.cause instanceof RegistryError) &&
+    err.code !== Code.Internal &&
+    err.code !== Code.Unknown
+  )
+    return err;
+  return toConnectError(callerError(err, logger, procedure, { record }));
+}
+
+/** Turns every error leaving a registry RPC into the ConnectError a caller may see (callerConnectError). */
 export function errorInterceptor(logger: Logger): Interceptor {
   return (next) => async (req) => {
     try {
       return await next(req);
     } catch (err) {
-      if (
-        err instanceof ConnectError &&
-        !(err.cause instanceof RegistryError) &&
-        err.code !== Code.Internal &&
-        err.code !== Code.Unknown
-      )
-        throw err;
-      throw toConnectError(
-        callerError(err, logger, `${req.service.typeName}/${req.method.name}`, { record: recordOf(req.contextValues) }),
-      );
+      throw callerConnectError(err, logger, `${req.service.typeName}/${req.method.name}`, recordOf(req.contextValues));
     }
   };
 }

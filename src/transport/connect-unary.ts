@@ -24,7 +24,7 @@ import {
 import type { HttpAnswer } from "../http/http-answer.js";
 import { storedAnswerBinary } from "./definition-meta.js";
 import type { LeanOptions } from "./grpc-unary.js";
-import { failureOf, handlerContext, outputOf, recordOf, type UnaryCall, type UnaryMethod } from "./unary-call.js";
+import { failureOf, handlerContext, outputOf, plainHeaders, type UnaryCall, type UnaryMethod } from "./unary-call.js";
 
 // Connect's unary headers, lower-case as the edge reads them.
 const headerAcceptEncoding = "accept-encoding";
@@ -74,7 +74,7 @@ export async function serveConnect(
     body = await compression.response.compress(body);
     context.responseHeader.set(headerEncoding, compression.response.name);
   }
-  const headers = recordOf(context.responseHeader);
+  const headers = plainHeaders(context.responseHeader);
   context.responseTrailer.forEach((value, name) => {
     headers[`trailer-${name}`] = value;
   });

@@ -25,7 +25,7 @@ import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grp
 import type { HttpAnswer } from "../http/http-answer.js";
 import type { Logger } from "../logger.js";
 import { storedAnswerBinary } from "./definition-meta.js";
-import { failureOf, handlerContext, outputOf, recordOf, type UnaryCall, type UnaryMethod } from "./unary-call.js";
+import { failureOf, handlerContext, outputOf, plainHeaders, type UnaryCall, type UnaryMethod } from "./unary-call.js";
 
 // gRPC's headers, lower-case as the edge reads them (Connect's constants are capitalized).
 const headerAcceptEncoding = "grpc-accept-encoding";
@@ -97,8 +97,8 @@ export async function serveGrpc(unary: UnaryMethod, call: UnaryCall, options: Le
   }
   return {
     status: 200,
-    headers: recordOf(context.responseHeader),
+    headers: plainHeaders(context.responseHeader),
     body,
-    trailers: recordOf(context.responseTrailer),
+    trailers: plainHeaders(context.responseTrailer),
   };
 }

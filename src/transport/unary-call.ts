@@ -24,9 +24,8 @@ import {
 import { type Compression, createDeadlineSignal, createLinkedAbortController } from "@connectrpc/connect/protocol";
 import type { RegistryError } from "../domain/errors.js";
 import type { Logger } from "../logger.js";
-import { recordOf as requestRecordOf } from "../observability/request-record.js";
-import { toConnectError } from "./connect-errors.js";
-import { callerError } from "./failures.js";
+import { recordOf } from "../observability/request-record.js";
+import { callerConnectError } from "./connect-errors.js";
 import { binaryAnswerKey, type RegistryServiceImpl, type RpcJsonOptions } from "./registry-routes.js";
 
 /** A unary call as the edge hands it on, once the caller is admitted or refused. */
@@ -90,7 +89,7 @@ export function createUnaryMethods(
 const CALL_OVER = new ConnectError("the call is over", Code.Canceled);
 
 /** Headers as the plain record an answer carries. */
-export function recordOf(headers: Headers): Record<string, string> {
+export function plainHeaders(headers: Headers): Record<string, string> {
   if (headers instanceof AnswerHeaders) return headers.record();
   const out: Record<string, string> = {};
   headers.forEach((value, name) => {
@@ -283,12 +282,12 @@ export async function outputOf(
 
 /**
  * What a failed call answers: a ConnectError as it is (the handlers' own errors were mapped by the error
- * interceptor); anything else, raised outside the interceptors (writing the answer), INTERNAL with the original
- * logged once, as the error interceptor logs what it does not know. Connect's own handlers answered it
- * "internal error" and logged nothing.
+ * interceptor, Connect's protocol errors are the caller's); anything else, raised outside the interceptors
+ * (writing the answer), as the interceptor answers it (callerConnectError): INTERNAL, the original logged once
+ * and never shown. Connect's own handlers answered such a failure "internal error" and logged nothing.
  */
 export function failureOf(err: unknown, unary: UnaryMethod, call: UnaryCall, logger: Logger): ConnectError {
   if (err instanceof ConnectError) return err;
   const procedure = `${unary.method.parent.typeName}/${unary.method.name}`;
-  return toConnectError(callerError(err, logger, procedure, { record: requestRecordOf(call.contextValues) }));
+  return callerConnectError(err, logger, procedure, recordOf(call.contextValues));
 }
