@@ -21,7 +21,15 @@ export function bodyDeadline(req: IncomingMessage, res: ServerResponse, bodyTime
     writeAnswer(res, errorAnswer(bodyTimedOut(bodyTimeoutMs)));
     setTimeout(() => req.socket.destroy(), 1_000).unref();
   }, bodyTimeoutMs);
-  const clear = (): void => clearTimeout(timer);
+  // A connection that closes ends the wait too. A request answered before its body ended (a 503 of the body budget,
+  // a 401) and then closed emits neither "end" nor "close": without this the timer held it, and every byte of body
+  // read for it, until the deadline (600 refused 1 MB bodies held 37 MiB for 10 s; BENCHMARKS.md, issue 25).
+  const { socket } = req;
+  const clear = (): void => {
+    clearTimeout(timer);
+    socket.off("close", clear);
+  };
+  socket.once("close", clear);
   req.once("end", clear);
   req.once("close", clear);
   // Answered with the body whole (read or not): nothing is left to wait for.

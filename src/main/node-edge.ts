@@ -39,6 +39,14 @@ type NodeResponse = ServerResponse | Http2ServerResponse;
  */
 const LINGER_BYTES = 8 * 1024 * 1024;
 
+/**
+ * How many connections may do so at once. Each linger turns up to LINGER_BYTES into garbage that V8 collects only
+ * when it has a few dozen MiB of it: 600 unauthenticated 1 MB bodies took the process 87 MiB over idle without a
+ * cap, 17 with one (BENCHMARKS.md, issue 25, item 5). Past it an early answer closes its connection instead, as a
+ * body refused by the budget does.
+ */
+const MAX_LINGERING = 16;
+
 export interface NodeEdge {
   /** Serves one request (the request listener of both Node servers). */
   handle(req: NodeRequest, res: NodeResponse): void;
@@ -270,6 +278,24 @@ function discardRest(req: NodeRequest): void {
 export function createNodeEdge(app: App): NodeEdge {
   /** HTTP/1.1 answers in progress, to close their connections once they are sent. */
   const h1Answers = new Set<ServerResponse>();
+  /** Connections reading on and dropping the rest of a body answered early (at most MAX_LINGERING). */
+  let lingering = 0;
+  /** Whether `req`, answered before its body ended, may read the rest on; counted until it ends or closes. */
+  const mayLinger = (req: NodeRequest): boolean => {
+    if (lingering >= MAX_LINGERING) return false;
+    lingering++;
+    let counted = true;
+    const done = (): void => {
+      if (!counted) return;
+      counted = false;
+      lingering--;
+      req.off("end", done);
+      req.socket.off("close", done);
+    };
+    req.once("end", done);
+    req.socket.once("close", done);
+    return true;
+  };
   let draining = false;
 
   const handle = (req: NodeRequest, res: NodeResponse): void => {
@@ -310,19 +336,20 @@ export function createNodeEdge(app: App): NodeEdge {
     }
     app
       .edge(edgeRequest(req, res, share), record)
-      .then((answer) => {
+      .then(async (answer) => {
         // A body refused for want of memory is not read on: the connection closes after the answer (HTTP/1.1),
         // the stream is reset without error once it is sent (HTTP/2, RFC 9113 §8.1), so the client stops sending.
         if (share.refused) {
           if (h1 !== undefined) h1.setHeader("connection", "close");
           else res.once("finish", () => (req as Http2ServerRequest).stream.close(http2Constants.NGHTTP2_NO_ERROR));
         }
-        return answer.rpc !== undefined
-          ? universalResponseToNodeResponse(answer.rpc, res)
-          : writeAnswer(res, answer.http);
-      })
-      .then(() => {
-        if (h1 !== undefined && !req.complete && !share.refused) discardRest(req);
+        // Answered before its body ended (a 401, a 413): the rest is read on and dropped, so that a client still
+        // sending gets the answer, unless MAX_LINGERING connections already do; then the connection closes.
+        const linger = h1 !== undefined && !req.complete && !share.refused && mayLinger(req);
+        if (h1 !== undefined && !req.complete && !share.refused && !linger) h1.setHeader("connection", "close");
+        if (answer.rpc !== undefined) await universalResponseToNodeResponse(answer.rpc, res);
+        else writeAnswer(res, answer.http);
+        if (linger && !req.complete) discardRest(req);
       })
       .catch((err: unknown) => {
         // The client went away, or the answer could not be written: nothing is left to tell it.

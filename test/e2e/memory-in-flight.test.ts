@@ -327,6 +327,27 @@ describe("on sqlite", () => {
     });
   });
 
+  describe("bodies answered before they ended", () => {
+    // The lingering connections are held by their clients for the whole test.
+    const server = useServer(sqlite, { HTTP_BODY_TIMEOUT_MS: "60000" });
+
+    it("reads on and drops the rest on at most 16 connections at once; past them the connection closes", async () => {
+      const { port } = server();
+      // Twenty clients without a valid token declare 1 MB, send 50 KB of it and hold on: each is answered 401.
+      const clients = await Promise.all(
+        Array.from({ length: 20 }, () => partialPost(port, "Bearer not-a-token", 1_048_576, 50_000)),
+      );
+      const answers = await Promise.all(clients.map((c) => c.answer));
+      for (const answer of answers) expect(answer?.status).toBe(401);
+      const closing = clients.filter((_, i) => answers[i]?.headers.connection === "close");
+      // Sixteen keep reading (a client still sending gets its answer), four are told the connection closes...
+      expect(closing).toHaveLength(4);
+      // ...and it does, while their clients still hold on.
+      await Promise.all(closing.map((c) => closed(c.socket)));
+      for (const c of clients) if (!closing.includes(c)) expect(c.socket.closed).toBe(false);
+    });
+  });
+
   describe("the connection cap", () => {
     const server = useServer(sqlite, { MAX_CONNECTIONS: "4" });
 
