@@ -489,8 +489,8 @@ export function challengeOf(err: RegistryError): string | undefined {
 
 // ---- the errors raised in more than one place ----
 
-/** The request is invalid; every issue is listed. */
-export function invalid(issues: readonly Issue[], message = "The request is invalid."): RegistryError {
+/** The request is invalid; every issue is listed, and the message sums them up (problemsMessage) unless given. */
+export function invalid(issues: readonly Issue[], message = problemsMessage(issues)): RegistryError {
   return new RegistryError("VALIDATION_FAILED", message, issues);
 }
 

@@ -14,7 +14,7 @@
  */
 import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
-import { type Issue, issueAt, RegistryError } from "./errors.js";
+import { type Issue, invalid, issueAt, RegistryError } from "./errors.js";
 import { DEFINITION_STATUSES, type DefinitionStatus } from "./records.js";
 
 /** The exact filters, by their JSON (query parameter) names. */
@@ -154,12 +154,7 @@ export function parseListQuery(tenant: string, request: ListRequestParts): ListQ
       );
     else order = { key: match[1] as OrderKey, descending: match[2] !== undefined };
   }
-  if (issues.length > 0)
-    throw new RegistryError(
-      "VALIDATION_FAILED",
-      issues.length === 1 ? issues[0]!.message : "The request is invalid.",
-      issues,
-    );
+  if (issues.length > 0) throw invalid(issues);
 
   const query: ListQuery = {
     limit: request.limit,

@@ -85,7 +85,10 @@ export function createUnaryMethods(
   return methods;
 }
 
-/** Why a call's deadline signal is aborted once it is answered (nothing listens by then; Connect's handler does too). */
+/**
+ * Why a call's deadline signal is aborted once it is answered (nothing listens by then; Connect's handler does
+ * too).
+ */
 const CALL_OVER = new ConnectError("the call is over", Code.Canceled);
 
 /** Headers as the plain record an answer carries. */

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, normalize } from "node:path";
 import { describe, expect, it } from "vitest";
 import { allCodes, ERRORS } from "../../src/domain/errors.js";
@@ -67,5 +67,27 @@ describe("the documentation's links", () => {
     }
     // Nothing leans on files a clone does not have.
     expect(text).not.toMatch(/\.\.\/shared|SPEC\.md|DESIGN\.md/);
+  });
+});
+
+/** Every file under `root` (a file or a folder), folders named with a leading dot left out. */
+function filesUnder(root: string): string[] {
+  if (!statSync(root).isDirectory()) return [root];
+  return readdirSync(root, { withFileTypes: true })
+    .filter((entry) => !entry.name.startsWith("."))
+    .flatMap((entry) => filesUnder(join(root, entry.name)));
+}
+
+describe("the repository", () => {
+  // Spelled in pieces so that this file does not cite them itself.
+  const outside = new RegExp(["\\.\\./shared", "SPEC\\.md", "DESIGN\\.md"].join("|"));
+  const roots = ["README.md", "BENCHMARKS.md", "docs", "src", "test", "proto", "gen", "scripts", "bench"];
+
+  it("cites no file a clone does not have: not in the code, the proto, nor what is generated and served", () => {
+    const files = roots.flatMap(filesUnder);
+    expect(files).toContain("gen/openapi.json");
+    expect(files).toContain("proto/asor/v1/agent_definition_service.proto");
+    const citing = files.filter((file) => outside.test(readFileSync(file, "latin1")));
+    expect(citing).toEqual([]);
   });
 });

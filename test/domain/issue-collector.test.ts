@@ -8,6 +8,7 @@ import {
   problemCount,
   problemsMessage,
 } from "../../src/domain/errors.js";
+import { parseListQuery } from "../../src/domain/list-query.js";
 
 const issue = (i: number): Issue => ({
   code: "UNKNOWN_FIELD",
@@ -84,5 +85,20 @@ describe("the issue cap", () => {
 
   it("is applied to every RegistryError, however its issues were gathered", () => {
     expect(invalid(Array.from({ length: 500 }, (_, i) => issue(i))).issues).toHaveLength(100);
+  });
+});
+
+describe("the summary of a VALIDATION_FAILED", () => {
+  it("is the problem itself, or 'The request has N problems.', when no other message is given", () => {
+    expect(invalid([issue(1)]).message).toBe("x1 is not a member.");
+    expect(invalid([issue(1), issue(2)]).message).toBe("The request has 2 problems.");
+  });
+
+  it("is worded so for a list's query parameters too", () => {
+    const none = { name: [], provider: [], platform: [], version: [], tag: [], skillId: [] };
+    const rest = { executionMode: [], resource: [], externalAgentId: [], status: [] };
+    expect(() =>
+      parseListQuery("default", { limit: 20, ...none, ...rest, orderBy: "size", updatedSince: "yesterday" }),
+    ).toThrow("The request has 2 problems.");
   });
 });

@@ -197,6 +197,41 @@ forEachRuntimeAndDatabase((db, runtime) => {
       expect(body.errors[0].code).toBe("UNSUPPORTED_MEDIA_TYPE");
     });
 
+    it("answers 415 naming the body each request takes: a definition, a status change, a tenant", async () => {
+      const { id } = await (await post(TENANT_PATH, minimalDefinition({ name: "Media types" }))).json();
+      const send = (method: string, path: string, body: BodyInit, headers: Record<string, string> = {}) =>
+        fetch(url(path), authed({ method, headers, body }));
+      const refusals: Array<[string, string, string]> = [
+        [
+          "POST",
+          TENANT_PATH,
+          'the body (agentCardAndTools) as application/json, or as multipart/form-data with the part "agentCardAndTools"',
+        ],
+        [
+          "PATCH",
+          `${TENANT_PATH}/${id}/status`,
+          'the body (statusChange) as application/json, or as multipart/form-data with the part "statusChange"',
+        ],
+        [
+          "POST",
+          "/asor/v1/admin/tenants",
+          'the request body as application/json, or as multipart/form-data with the part "body"',
+        ],
+      ];
+      for (const [method, path, what] of refusals) {
+        const res = await send(method, path, "{}", { "content-type": "text/plain" });
+        expect(res.status).toBe(415);
+        expect((await res.json()).error).toBe(`Send ${what}, not text/plain.`);
+      }
+      // What the message offers is taken: the status change and the tenant as their multipart parts.
+      const status = new FormData();
+      status.set("statusChange", JSON.stringify({ status: "DEPRECATED" }));
+      expect((await send("PATCH", `${TENANT_PATH}/${id}/status`, status)).status).toBe(200);
+      const tenant = new FormData();
+      tenant.set("body", JSON.stringify({ name: `media-${id.slice(0, 8)}` }));
+      expect((await send("POST", "/asor/v1/admin/tenants", tenant)).status).toBe(201);
+    });
+
     it("answers 413 for a body over the limit, before reading all of it", async () => {
       const huge = JSON.stringify(minimalDefinition({ description: "x".repeat(1024 * 1024) }));
       const res = await post(TENANT_PATH, huge);

@@ -15,7 +15,7 @@ export const file_asor_v1_agent_definition: GenFile = /*@__PURE__*/
 
 /**
  * An Agent Definition (`agentCardAndTools`): an agent, its skills, and the
- * host-system resources each skill may use. SPEC.md §2.1.
+ * host-system resources each skill may use.
  *
  * One message serves input and output. Read-only members (derived ids,
  * descriptors, hrefs, reference ids) are accepted on input and recomputed by
@@ -249,7 +249,7 @@ export const RegistryMetaSchema: GenMessage<RegistryMeta> = /*@__PURE__*/
   messageDesc(file_asor_v1_agent_definition, 1);
 
 /**
- * The provider of an agent. In responses, an instance reference (SPEC.md §2.10).
+ * The provider of an agent. In responses, an instance reference.
  *
  * @generated from message asor.v1.Provider
  */
@@ -284,7 +284,7 @@ export const ProviderSchema: GenMessage<Provider> = /*@__PURE__*/
   messageDesc(file_asor_v1_agent_definition, 2);
 
 /**
- * The platform an agent runs on. SPEC.md §2.3.
+ * The platform an agent runs on.
  *
  * @generated from message asor.v1.Platform
  */
@@ -319,7 +319,7 @@ export const PlatformSchema: GenMessage<Platform> = /*@__PURE__*/
   messageDesc(file_asor_v1_agent_definition, 3);
 
 /**
- * Optional capabilities of the agent. SPEC.md §2.4.
+ * Optional capabilities of the agent.
  *
  * @generated from message asor.v1.Capabilities
  */
@@ -354,13 +354,13 @@ export const CapabilitiesSchema: GenMessage<Capabilities> = /*@__PURE__*/
   messageDesc(file_asor_v1_agent_definition, 4);
 
 /**
- * A supported media type. SPEC.md §2.5.
+ * A supported media type.
  *
  * @generated from message asor.v1.MimeType
  */
 export type MimeType = Message<"asor.v1.MimeType"> & {
   /**
-   * The media type, at most 80 characters (SPEC.md §8).
+   * The media type, at most 80 characters.
    *
    * @generated from field: string type = 1;
    */
@@ -382,7 +382,7 @@ export const MimeTypeSchema: GenMessage<MimeType> = /*@__PURE__*/
   messageDesc(file_asor_v1_agent_definition, 5);
 
 /**
- * A skill (`agentSkill`). SPEC.md §2.6.
+ * A skill (`agentSkill`).
  *
  * @generated from message asor.v1.Skill
  */
@@ -438,7 +438,7 @@ export const SkillSchema: GenMessage<Skill> = /*@__PURE__*/
   messageDesc(file_asor_v1_agent_definition, 6);
 
 /**
- * A tag word of a skill (`agentSkillTag`). SPEC.md §2.7.
+ * A tag word of a skill (`agentSkillTag`).
  *
  * @generated from message asor.v1.SkillTag
  */
@@ -467,7 +467,7 @@ export const SkillTagSchema: GenMessage<SkillTag> = /*@__PURE__*/
 
 /**
  * The host-system resources of one skill (`agentSkillResource`, the items of
- * `hostConfig`). SPEC.md §2.8.
+ * `hostConfig`).
  *
  * @generated from message asor.v1.SkillResource
  */
@@ -509,7 +509,7 @@ export const SkillResourceSchema: GenMessage<SkillResource> = /*@__PURE__*/
   messageDesc(file_asor_v1_agent_definition, 8);
 
 /**
- * The execution mode of a skill. SPEC.md §2.9.
+ * The execution mode of a skill.
  *
  * @generated from message asor.v1.ExecutionMode
  */
@@ -544,7 +544,7 @@ export const ExecutionModeSchema: GenMessage<ExecutionMode> = /*@__PURE__*/
   messageDesc(file_asor_v1_agent_definition, 9);
 
 /**
- * A tool entry (items of `hostResources`). SPEC.md §2.11.
+ * A tool entry (items of `hostResources`).
  *
  * @generated from message asor.v1.HostResource
  */
@@ -593,7 +593,7 @@ export const HostResourceSchema: GenMessage<HostResource> = /*@__PURE__*/
   messageDesc(file_asor_v1_agent_definition, 10);
 
 /**
- * The host-system resource of a tool. SPEC.md §2.12.
+ * The host-system resource of a tool.
  *
  * @generated from message asor.v1.AgentResource
  */
@@ -628,7 +628,7 @@ export const AgentResourceSchema: GenMessage<AgentResource> = /*@__PURE__*/
   messageDesc(file_asor_v1_agent_definition, 11);
 
 /**
- * A related securable item (items of `tools`). SPEC.md §2.13.
+ * A related securable item (items of `tools`).
  *
  * @generated from message asor.v1.ToolItem
  */

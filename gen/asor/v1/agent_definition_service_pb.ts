@@ -556,7 +556,7 @@ export const SetAgentDefinitionStatusResponseSchema: GenMessage<SetAgentDefiniti
  */
 export const AgentDefinitionService: GenService<{
   /**
-   * Lists Agent Definitions with their skills and tools (SPEC.md §4.1).
+   * Lists Agent Definitions with their skills and tools.
    *
    * @generated from rpc asor.v1.AgentDefinitionService.ListAgentDefinitions
    */
@@ -566,7 +566,7 @@ export const AgentDefinitionService: GenService<{
     output: typeof ListAgentDefinitionsResponseSchema;
   },
   /**
-   * Returns one Agent Definition (SPEC.md §4.2).
+   * Returns one Agent Definition.
    *
    * @generated from rpc asor.v1.AgentDefinitionService.GetAgentDefinition
    */
@@ -599,7 +599,7 @@ export const AgentDefinitionService: GenService<{
   },
   /**
    * Creates an Agent Definition, or updates the one with the same name,
-   * provider and version (SPEC.md §4.3).
+   * provider and version.
    *
    * @generated from rpc asor.v1.AgentDefinitionService.UpsertAgentDefinition
    */
@@ -609,8 +609,8 @@ export const AgentDefinitionService: GenService<{
     output: typeof AgentDefinitionSchema;
   },
   /**
-   * Replaces the content of one version, named by its id (SPEC.md §3,
-   * evolution). Its name, provider and version stay: a new version is a POST.
+   * Replaces the content of one version, named by its id. Its name, provider
+   * and version stay: a new version is a POST.
    *
    * @generated from rpc asor.v1.AgentDefinitionService.UpdateAgentDefinition
    */

@@ -14,7 +14,7 @@ export const file_asor_v1_error: GenFile = /*@__PURE__*/
   fileDesc("ChNhc29yL3YxL2Vycm9yLnByb3RvEgdhc29yLnYxIkkKBUVycm9yEhUKBWVycm9yGAEgASgJQga6SAPIAQESDAoEY29kZRgCIAEoCRINCgVmaWVsZBgDIAEoCRIMCgRwYXRoGAQgASgJIkgKD1ZhbGlkYXRpb25FcnJvchIVCgVlcnJvchgBIAEoCUIGukgDyAEBEh4KBmVycm9ycxgCIAMoCzIOLmFzb3IudjEuRXJyb3JiBnByb3RvMw", [file_buf_validate_validate]);
 
 /**
- * One error (`ERROR_MODEL_REFERENCE`, SPEC.md §7.1). Also carried as a gRPC
+ * One error (`ERROR_MODEL_REFERENCE`). Also carried as a gRPC
  * error detail.
  *
  * @generated from message asor.v1.Error
@@ -57,7 +57,7 @@ export const ErrorSchema: GenMessage<Error> = /*@__PURE__*/
   messageDesc(file_asor_v1_error, 0);
 
 /**
- * A validation error (`VALIDATION_ERROR_MODEL_REFERENCE`, SPEC.md §7.1): the
+ * A validation error (`VALIDATION_ERROR_MODEL_REFERENCE`): the
  * body of 400, 401, 403, 404 (and 409, 413, 415) responses, and the gRPC
  * error detail of every failed call that has individual errors.
  *

@@ -7,7 +7,6 @@
  * checks that it answers as before.
  */
 import { create } from "@bufbuild/protobuf";
-import type { Knex } from "knex";
 import { describe, expect, it } from "vitest";
 import { AgentDefinitionSchema } from "../../../gen/asor/v1/agent_definition_pb.js";
 import { openDatabase } from "../../../src/storage/run/connection.js";

@@ -5,7 +5,6 @@
  * counters and their triggers are gone and the index is back.
  * search.test.ts checks that the triggers keep the counters exact afterwards.
  */
-import type { Knex } from "knex";
 import { describe, expect, it } from "vitest";
 import { openDatabase } from "../../../src/storage/run/connection.js";
 import { forEachDatabase, useFreshDatabase } from "../../support/databases.js";
