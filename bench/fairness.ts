@@ -184,7 +184,9 @@ export function fairnessReport(
 ): string {
   const f = (n: number) => (Number.isFinite(n) ? n.toFixed(0) : "-");
   return [
-    `#### One tenant saturating the gate (${SATURATING_CLIENTS} loops of \`q=${EVERY_DEFINITION_WORD}\` over ${sizes.saturating} definitions, ${durationSeconds} s), another tenant's \`q=${EVERY_DEFINITION_WORD}\` over its ${sizes.other}`,
+    `#### One tenant saturating the gate (${SATURATING_CLIENTS} loops of \`q=${EVERY_DEFINITION_WORD}\` ` +
+      `over ${sizes.saturating} definitions, ${durationSeconds} s), ` +
+      `another tenant's \`q=${EVERY_DEFINITION_WORD}\` over its ${sizes.other}`,
     "",
     "| | requests | errors | p50 ms | p99 ms | max ms |",
     "|---|---:|---:|---:|---:|---:|",

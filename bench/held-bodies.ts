@@ -160,7 +160,11 @@ export function heldBodiesReport(result: HeldBodiesResult, budgetMib: number): {
     "| sockets | idle RSS | peak RSS | RSS after the hold | RSS 5 s after | target (idle + budget + 64 MiB) | " +
       "answers during the hold | closed by the service | /healthz |",
     "|---|---|---|---|---|---|---|---|---|",
-    `| ${result.sockets} | ${result.idleRssMib.toFixed(0)} MiB | ${result.peakRssMib.toFixed(0)} MiB | ${result.heldRssMib.toFixed(0)} MiB | ${result.afterRssMib.toFixed(0)} MiB | ${target.toFixed(0)} MiB ${met ? "met" : "**missed**"} | ${answers} | ${result.closedByServer}${result.refused > 0 ? ` (+${result.refused} refused)` : ""} | ${result.healthzFailures} failed, worst ${result.healthzWorstMs.toFixed(0)} ms |`,
+    `| ${result.sockets} | ${result.idleRssMib.toFixed(0)} MiB | ${result.peakRssMib.toFixed(0)} MiB ` +
+      `| ${result.heldRssMib.toFixed(0)} MiB | ${result.afterRssMib.toFixed(0)} MiB ` +
+      `| ${target.toFixed(0)} MiB ${met ? "met" : "**missed**"} | ${answers} ` +
+      `| ${result.closedByServer}${result.refused > 0 ? ` (+${result.refused} refused)` : ""} ` +
+      `| ${result.healthzFailures} failed, worst ${result.healthzWorstMs.toFixed(0)} ms |`,
   ].join("\n");
   return { markdown, met };
 }

@@ -81,6 +81,7 @@ console.log("|---|---:|---:|");
 const rest = results["REST GET"] ?? [];
 for (const [name, rps] of Object.entries(results))
   console.log(
-    `| ${name} | ${rps.map((r) => r.toFixed(0)).join(" / ")} | ${rps.map((r, i) => (r / (rest[i] ?? r)).toFixed(2)).join(" / ")} |`,
+    `| ${name} | ${rps.map((r) => r.toFixed(0)).join(" / ")} ` +
+      `| ${rps.map((r, i) => (r / (rest[i] ?? r)).toFixed(2)).join(" / ")} |`,
   );
 process.exit(0);

@@ -175,7 +175,8 @@ export function largePagesReport(rows: readonly LargePagesRow[]): string {
   ];
   for (const row of rows) {
     lines.push(
-      `| ${row.protocol} | ${row.peakRssMib.toFixed(0)} | ${row.pages} | ${row.reached.join(", ")} | ${row.survived ? "yes" : "**no**"} | ${row.error ?? ""} |`,
+      `| ${row.protocol} | ${row.peakRssMib.toFixed(0)} | ${row.pages} | ${row.reached.join(", ")} ` +
+        `| ${row.survived ? "yes" : "**no**"} | ${row.error ?? ""} |`,
     );
   }
   return lines.join("\n");

@@ -4,8 +4,8 @@ import { parseArgs } from "node:util";
 export const USAGE = `usage: npm run bench -- [options]
 
   --sqlite              run the service (and the floor) on the embedded SQLite database instead of MariaDB
-  --deno                run the service under Deno, as npm run start:deno does (its TypeScript sources; node:sqlite with --sqlite);
-                        the floor server stays on node
+  --deno                run the service under Deno, as npm run start:deno does (its TypeScript sources;
+                        node:sqlite with --sqlite); the floor server stays on node
   --smoke               a few seconds of load at one small size: exits 1 if any scenario errors (for CI)
   --sizes 1000,10000,100000   definitions in the tenant for each round of scenarios
   --surfaces-at 10000   the size at which REST, Connect and gRPC run side by side (default: the middle size)
@@ -13,28 +13,34 @@ export const USAGE = `usage: npm run bench -- [options]
   --warmup 2            seconds of discarded load before each scenario
   --connections 10      requests in flight at once
   --only <regex>        run only the scenarios whose id matches (e.g. "service rest get")
-  --mysql <url>         the MariaDB server (default mysql://root@127.0.0.1:3306); the bench makes and drops its own database on it
+  --mysql <url>         the MariaDB server (default mysql://root@127.0.0.1:3306); the bench makes and drops its own
+                        database on it
   --database asor_bench the name of that database
   --out <dir>           also write results.json and results.md there
   --cpu-prof <dir>      run the service with --cpu-prof, writing its profile to <dir> on exit
   --service <dir>       run the service from another checkout, e.g. to measure a proposed change: its compiled entry
-                        (package.json "main", after its npm run build), or, without a build script, its src/main/node.ts under tsx
+                        (package.json "main", after its npm run build), or, without a build script, its src/main/node.ts
+                        under tsx
   --keep                keep the database and the data dir after the run (for a look at query plans)
-  --reuse               keep the MariaDB database if it exists (one kept with --keep) and top it up instead of starting afresh
-  --large-pages         issue 25's memory scenario instead: 40 definitions of ~750 KB, then 4 lists at once (limit 100, paged
-                        through) on each protocol, one fresh service each; reports peak RSS and whether every definition was reached
+  --reuse               keep the MariaDB database if it exists (one kept with --keep) and top it up instead of starting
+                        afresh
+  --large-pages         issue 25's memory scenario instead: 40 definitions of ~750 KB, then 4 lists at once (limit 100,
+                        paged through) on each protocol, one fresh service each; reports peak RSS and whether every
+                        definition was reached
   --search              the search scenarios instead (issue 11): first page, a page 500 tokens deep, a tag and a q
                         each matching 1 % of the tenant, over REST; default sizes 1000,1000000
-  --fairness            the gate scenario instead (issue 25; MariaDB): one tenant saturating the search gate with a keyword search
-                        matching all its definitions (the first size; default 20000) while another tenant (1,000 definitions) runs its own,
-                        for --duration seconds (default 20); then 24 HTTP/2 searches reset after their HEADERS and the statements left 2 s later
+  --fairness            the gate scenario instead (issue 25; MariaDB): one tenant saturating the search gate with a
+                        keyword search matching all its definitions (the first size; default 20000) while another tenant
+                        (1,000 definitions) runs its own, for --duration seconds (default 20); then 24 HTTP/2 searches
+                        reset after their HEADERS and the statements left 2 s later
   --held-bodies         the held-bodies scenario instead (issue 25): --sockets connections each send 1,000,000 of a
                         declared 1,048,576-byte body with a valid token, then nothing, for --hold seconds; the
                         service's RSS is sampled throughout (target: idle + MAX_BUFFERED_BODY_BYTES + 64 MiB)
   --wire                issue 19's doors side by side instead: GET by id over REST, gRPC and Connect JSON (h2load: one
-                        connection, --connections streams), POST of an existing key and of a new agent over REST and gRPC
-                        (one node:http2 connection, bodies made beforehand), --rounds rounds of each in turn; reports
-                        medians, p50/p99, peak RSS and the ratios against issue 19's targets (exit 1 when one is missed)
+                        connection, --connections streams), POST of an existing key and of a new agent over REST and
+                        gRPC (one node:http2 connection, bodies made beforehand), --rounds rounds of each in turn;
+                        reports medians, p50/p99, peak RSS and the ratios against issue 19's targets (exit 1 when one is
+                        missed)
   --rounds 3            rounds of --wire
   --sockets 600         connections of --held-bodies
   --hold 20             seconds --held-bodies holds them

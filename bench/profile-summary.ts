@@ -83,7 +83,11 @@ function layerOf(url: string, name: string): string | undefined {
     [/node_modules\/(jose|openid-client|oauth4webapi)\/|\/src\/auth\//, "auth (token check, cache)"],
     [/node_modules\/@bufbuild\/(protovalidate|re2)\/|\/src\/domain\/validation/, "validation (protovalidate, rules)"],
     [
-      /node_modules\/@bufbuild\/protobuf\/|\/src\/transport\/(strict-json|rest\/json-decode|rest\/rest-response|encoded-message|rpc-message)|\/src\/domain\/derived-fields/,
+      new RegExp(
+        /node_modules\/@bufbuild\/protobuf\/|/.source +
+          /\/src\/transport\/(strict-json|rest\/json-decode|rest\/rest-response|encoded-message|rpc-message)|/.source +
+          /\/src\/domain\/derived-fields/.source,
+      ),
       "serialization (JSON, protobuf)",
     ],
     [

@@ -96,7 +96,8 @@ async function main(options: BenchOptions): Promise<number> {
       for (const protocol of LARGE_PAGE_PROTOCOLS) {
         const row = await largePagesOver(protocol, startService, authorization, TENANT);
         log(
-          `${protocol}: peak RSS ${row.peakRssMib.toFixed(0)} MiB, ${row.pages} pages, reached ${row.reached.join("/")}${row.survived ? "" : ", the service died"}`,
+          `${protocol}: peak RSS ${row.peakRssMib.toFixed(0)} MiB, ${row.pages} pages, ` +
+            `reached ${row.reached.join("/")}${row.survived ? "" : ", the service died"}`,
         );
         if (!row.survived || row.error !== undefined) failures++;
         rows.push(row);
@@ -115,7 +116,8 @@ async function main(options: BenchOptions): Promise<number> {
       const budgetMib = Number(process.env.MAX_BUFFERED_BODY_BYTES ?? 16 * 1024 * 1024) / 2 ** 20;
       const { markdown, met } = heldBodiesReport(result, budgetMib);
       console.log(
-        `Held bodies${options.heldBodies.withoutToken ? " without a valid token" : ""}, ${database.description}, service ${serviceProcess.cwd}, budget ${budgetMib} MiB\n\n${markdown}`,
+        `Held bodies${options.heldBodies.withoutToken ? " without a valid token" : ""}, ${database.description}, ` +
+          `service ${serviceProcess.cwd}, budget ${budgetMib} MiB\n\n${markdown}`,
       );
       if (service.stderr().trim() !== "") log(`the service's stderr:\n${service.stderr().slice(-4000)}`);
       return met ? 0 : 1;
@@ -154,8 +156,9 @@ async function main(options: BenchOptions): Promise<number> {
       await seeder.removeCreated("Wire Agent");
       const { markdown, met } = wireReport(runs);
       console.log(
-        `The doors side by side (issue 19), ${database.description}, ${options.deno ? "Deno" : "Node"}, service ${serviceProcess.cwd}, ` +
-          `${options.wire.rounds} rounds of ${options.durationSeconds} s, ${options.connections} streams on one connection\n\n${markdown}`,
+        `The doors side by side (issue 19), ${database.description}, ${options.deno ? "Deno" : "Node"}, ` +
+          `service ${serviceProcess.cwd}, ${options.wire.rounds} rounds of ${options.durationSeconds} s, ` +
+          `${options.connections} streams on one connection\n\n${markdown}`,
       );
       if (service.stderr().trim() !== "") log(`the service's stderr:\n${service.stderr().slice(-4000)}`);
       return met ? 0 : 1;
@@ -163,7 +166,8 @@ async function main(options: BenchOptions): Promise<number> {
 
     const cpuProf = options.cpuProf === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", resolve(options.cpuProf)];
     log(
-      `the service: ${serviceProcess.executable ?? "node"} ${[...cpuProf, ...serviceProcess.args].join(" ")} (in ${serviceProcess.cwd})`,
+      `the service: ${serviceProcess.executable ?? "node"} ${[...cpuProf, ...serviceProcess.args].join(" ")} ` +
+        `(in ${serviceProcess.cwd})`,
     );
     const service = await startService(cpuProf);
     cleanup.unshift(() => service.stop());
@@ -182,7 +186,8 @@ async function main(options: BenchOptions): Promise<number> {
     const listener = listenerPid(Number(new URL(options.mysqlUrl).port || 3306), databaseServers);
     const databasePids = listener === undefined ? databaseServers : [listener];
     log(
-      `service pid ${service.pid} on ${service.baseUrl}; floor pid ${floor.pid} on ${floor.baseUrl}; load generator pid ${load.pid}; database pids ${databasePids.join(",") || "(embedded)"}`,
+      `service pid ${service.pid} on ${service.baseUrl}; floor pid ${floor.pid} on ${floor.baseUrl}; ` +
+        `load generator pid ${load.pid}; database pids ${databasePids.join(",") || "(embedded)"}`,
     );
 
     // Nothing of one scenario may run into the next: requests the server accepted before the load generator
@@ -311,7 +316,9 @@ async function main(options: BenchOptions): Promise<number> {
     if (rows.some((r) => r.scenario.target === "service") && service.stderr().trim() !== "")
       log(`the service's stderr:\n${service.stderr().slice(-4000)}`);
 
-    const machine = `${cpus().length} × ${cpus()[0]?.model.trim() ?? "CPU"}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}`;
+    const machine =
+      `${cpus().length} × ${cpus()[0]?.model.trim() ?? "CPU"}, ` +
+      `${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}`;
     const report = markdownReport(rows, options.sizes, options.surfacesAt, {
       database: database.description,
       machine,

@@ -116,7 +116,8 @@ try {
       return `n ${sorted.length}, p50 ${at(0.5)} ms, p99 ${at(0.99)} ms, max ${sorted.at(-1)?.toFixed(1)} ms`;
     };
     console.log(
-      `size ${size}, ${clients} clients looping GET ?q=${word}&orderBy=name for ${durationMillis / 1000} s (${values.service ?? "this checkout"})`,
+      `size ${size}, ${clients} clients looping GET ?q=${word}&orderBy=name for ${durationMillis / 1000} s ` +
+        `(${values.service ?? "this checkout"})`,
     );
     console.log(`  /healthz:                   ${stats(healthz)}`);
     console.log(`  other tenant's GET by id:   ${stats(get)}`);

@@ -181,7 +181,8 @@ export async function soak(
       await settle("REST GET, a connection per call", times(20, restNewConnection));
       if (rounds % 20 === 0)
         log(
-          `  soak: round ${rounds}, ${((performance.now() - started) / 60_000).toFixed(1)} min, RSS ${samples.at(-1)?.rss.toFixed(0)} MiB`,
+          `  soak: round ${rounds}, ${((performance.now() - started) / 60_000).toFixed(1)} min, ` +
+            `RSS ${samples.at(-1)?.rss.toFixed(0)} MiB`,
         );
     }
   } finally {
@@ -220,9 +221,11 @@ export function soakReport(result: SoakResult): string {
     ([kind, { ok, failed }]) => `| ${kind} | ${ok.toLocaleString("en")} | ${failed.toLocaleString("en")} |`,
   );
   return [
-    `Soak of ${result.minutes} min, ${result.rounds} rounds: the service ${result.survived ? "survived" : `DIED: ${result.death ?? "(nothing on stderr)"}`}`,
+    `Soak of ${result.minutes} min, ${result.rounds} rounds: ` +
+      `the service ${result.survived ? "survived" : `DIED: ${result.death ?? "(nothing on stderr)"}`}`,
     "",
-    `RSS: ${result.idleRssMib.toFixed(0)} MiB idle, peak ${result.peakRssMib.toFixed(0)} MiB, last ${result.lastRssMib.toFixed(0)} MiB; ` +
+    `RSS: ${result.idleRssMib.toFixed(0)} MiB idle, peak ${result.peakRssMib.toFixed(0)} MiB, ` +
+      `last ${result.lastRssMib.toFixed(0)} MiB; ` +
       `at each tenth: ${result.rssTimeline.map((r) => r.toFixed(0)).join(", ")} MiB`,
     "",
     "| calls | answered | not answered |",

@@ -321,7 +321,8 @@ export async function runWire(service: ServerProcess, authorization: string, opt
         peakRssMib: peakRssKib(service.pid) / 1024,
       };
       options.log(
-        `round ${round} ${scenario}: ${run.rps.toFixed(0)} req/s, p50 ${run.p50Ms.toFixed(2)} ms, p99 ${run.p99Ms.toFixed(2)} ms, ` +
+        `round ${round} ${scenario}: ${run.rps.toFixed(0)} req/s, ` +
+          `p50 ${run.p50Ms.toFixed(2)} ms, p99 ${run.p99Ms.toFixed(2)} ms, ` +
           `${run.failures} failed, peak RSS ${run.peakRssMib.toFixed(0)} MiB`,
       );
       runs.push(run);
@@ -366,7 +367,8 @@ export function wireReport(runs: readonly WireRun[]): { markdown: string; met: b
     "|---|---:|---:|---:|---:|---:|",
     ...rows.map(
       (r) =>
-        `| ${r.s} | ${r.rps.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.rss.toFixed(0)} | ${r.failures} |`,
+        `| ${r.s} | ${r.rps.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} ` +
+        `| ${r.rss.toFixed(0)} | ${r.failures} |`,
     ),
     "",
     "| ratio (median over the rounds of each round's ratio) | measured | target |",

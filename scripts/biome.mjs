@@ -28,9 +28,11 @@ export function biomePath() {
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const result = spawnSync(biomePath(), process.argv.slice(2), { stdio: "inherit" });
   if (result.error) {
+    const version = createRequire(import.meta.url)("../package.json").optionalDependencies["@biomejs/cli-linux-x64"];
     console.error(
       result.error.code === "ENOENT"
-        ? `biome is not installed: \`npm ci\` installs it on Linux x64 and arm64 (glibc); elsewhere install Biome ${createRequire(import.meta.url)("../package.json").optionalDependencies["@biomejs/cli-linux-x64"]} and put it on PATH.`
+        ? "biome is not installed: `npm ci` installs it on Linux x64 and arm64 (glibc); " +
+            `elsewhere install Biome ${version} and put it on PATH.`
         : result.error,
     );
     process.exit(1);

@@ -19,7 +19,8 @@ export function bufPath() {
     return join(dirname(createRequire(import.meta.url).resolve(`${pkg}/package.json`)), "bin", "buf");
   } catch {
     throw new Error(
-      `buf is not installed for ${process.platform}-${process.arch}: the project installs ${pkg} only on linux x64 and arm64.`,
+      `buf is not installed for ${process.platform}-${process.arch}: ` +
+        `the project installs ${pkg} only on linux x64 and arm64.`,
     );
   }
 }

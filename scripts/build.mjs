@@ -70,7 +70,8 @@ export function build() {
     tsc = join(dirname(createRequire(import.meta.url).resolve("typescript/package.json")), "bin", "tsc");
   } catch {
     throw new Error(
-      "building dist/ needs TypeScript, a devDependency: install without --omit=dev, or build (npm run build) where it is installed and ship dist/ with the app.",
+      "building dist/ needs TypeScript, a devDependency: install without --omit=dev, " +
+        "or build (npm run build) where it is installed and ship dist/ with the app.",
     );
   }
   console.error(`build: tsc -p ${CONFIG} (src/ and gen/ into ${out.slice(ROOT.length + 1)}/)`);
@@ -83,7 +84,8 @@ export function build() {
   if (result.status !== 0) {
     rmSync(next, { recursive: true, force: true });
     throw new Error(
-      `build: tsc failed (${result.error?.message ?? `exit ${result.status ?? result.signal}`}); ${out.slice(ROOT.length + 1)}/ is unchanged`,
+      `build: tsc failed (${result.error?.message ?? `exit ${result.status ?? result.signal}`}); ` +
+        `${out.slice(ROOT.length + 1)}/ is unchanged`,
     );
   }
   writeFileSync(join(next, STAMP), `${JSON.stringify({ started })}\n`);

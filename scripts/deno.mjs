@@ -78,7 +78,8 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   child.once("error", (error) => {
     console.error(
       error.code === "ENOENT"
-        ? "deno is not installed: `npm ci` installs it on Linux x64 (glibc); elsewhere install Deno 2.9 and put it on PATH."
+        ? "deno is not installed: `npm ci` installs it on Linux x64 (glibc); " +
+            "elsewhere install Deno 2.9 and put it on PATH."
         : error,
     );
     process.exit(1);

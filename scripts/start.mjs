@@ -18,7 +18,8 @@ import { buildIfStale, ROOT } from "./build.mjs";
 const [given, ...args] = process.argv.slice(2);
 if (given !== undefined && !given.endsWith(".js")) {
   console.error(
-    `usage: node scripts/start.mjs [<compiled entry point>.js [args...]], not: ${process.argv.slice(2).join(" ")}\n(the service takes no arguments: it is configured by environment variables)`,
+    `usage: node scripts/start.mjs [<compiled entry point>.js [args...]], not: ${process.argv.slice(2).join(" ")}\n` +
+      "(the service takes no arguments: it is configured by environment variables)",
   );
   process.exit(2);
 }

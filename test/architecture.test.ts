@@ -3,10 +3,16 @@
  * statements of the files as they are on disk have no cycle (but the
  * migrations' type-only one: each names its Migration type from index.ts,
  * which lists them), and the HTTP vocabulary, observability and transport
- * never reach up into the edge.
+ * never reach up into the edge. And no line of code is wider than Biome's
+ * lineWidth (120), strings and comments included, which Biome cannot wrap.
  */
+import { readdir, readFile } from "node:fs/promises";
+import { dirname, join, relative, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { importsOf, sourcesUnder } from "./support/imports.js";
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 
 /** Each file of src/ and the files of src/ it imports (a relative import, `.js` read as `.ts`). */
 async function importGraph(): Promise<Map<string, { target: string; typeOnly: boolean }[]>> {
@@ -88,5 +94,38 @@ describe("the layers of src/", () => {
         imports.filter((i) => !allowed.some((a) => i.target.startsWith(a))).map((i) => `${file} -> ${i.target}`),
       );
     expect(offending).toEqual([]);
+  });
+});
+
+/** Biome's lineWidth (biome.json): the formatter wraps code to it, strings and comments are wrapped by hand. */
+const lineWidth = 120;
+
+/**
+ * `path:line: length` of each line over `lineWidth` in the source files (TypeScript and JavaScript) under
+ * `dirs`, but those under `skipped` (relative to the repository, each ending in `/`) and dot folders.
+ */
+async function longLines(dirs: readonly string[], skipped: readonly string[]): Promise<string[]> {
+  const found: string[] = [];
+  for (const dir of dirs) {
+    const entries = await readdir(join(root, dir), { recursive: true, withFileTypes: true });
+    const files = entries
+      .filter((entry) => entry.isFile() && /\.[cm]?[jt]s$/.test(entry.name))
+      .map((entry) => relative(root, join(entry.parentPath, entry.name)))
+      .filter((path) => !skipped.some((s) => path.startsWith(s)) && !path.split("/").some((p) => p.startsWith(".")))
+      .sort();
+    for (const path of files) {
+      const lines = (await readFile(join(root, path), "utf8")).split("\n");
+      lines.forEach((line, i) => {
+        if (line.length > lineWidth) found.push(`${path}:${i + 1}: ${line.length}`);
+      });
+    }
+  }
+  return found;
+}
+
+describe("the width of the code", () => {
+  // The shipped migrations are frozen (src/storage/migrations/README.md), gen/ is generated.
+  it("no line of src, test, bench or scripts is over 120 characters (frozen migrations and gen/ aside)", async () => {
+    expect(await longLines(["src", "test", "bench", "scripts"], ["src/storage/migrations/"])).toEqual([]);
   });
 });

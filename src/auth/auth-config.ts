@@ -214,7 +214,8 @@ export function parseAuthConfig(env: Readonly<Record<string, string | undefined>
         );
     } else {
       problems.push(
-        'AUTH_SCOPE_DOMAINS must be a JSON object mapping each scope to an array of domain names, e.g. {"asor.write":["Development"]}',
+        "AUTH_SCOPE_DOMAINS must be a JSON object mapping each scope to an array of domain names, " +
+          'e.g. {"asor.write":["Development"]}',
       );
     }
   }

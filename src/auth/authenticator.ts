@@ -174,7 +174,8 @@ async function resourceServer(
     });
   }
   const description =
-    `OAuth2 resource server for ${metadata.issuer} (audience "${config.audience}"; JWT via JWKS, ${config.algorithms.join("/")}; ` +
+    `OAuth2 resource server for ${metadata.issuer} (audience "${config.audience}"; ` +
+    `JWT via JWKS, ${config.algorithms.join("/")}; ` +
     `introspection ${introspector === undefined ? "off" : "on"})`;
   return authenticatorFrom({
     description,

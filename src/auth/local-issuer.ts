@@ -123,7 +123,8 @@ function parseKey(text: string, keyStore: KeyStore): JWK {
     typeof jwk.kid !== "string"
   ) {
     throw new Error(
-      `The local development issuer key${keyStore.location === undefined ? "" : ` in ${keyStore.location}`} is not an ES256 private JWK; delete it and a new one is made.`,
+      `The local development issuer key${keyStore.location === undefined ? "" : ` in ${keyStore.location}`} ` +
+        "is not an ES256 private JWK; delete it and a new one is made.",
     );
   }
   return { kty: jwk.kty, crv: jwk.crv, x: jwk.x, y: jwk.y, d: jwk.d, alg: ALG, use: "sig", kid: jwk.kid };

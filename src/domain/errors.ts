@@ -371,9 +371,11 @@ export function createIssueCollector(): IssueCollector {
     if (omitted === 0 && !atLeast) return [...kept];
     const listed = kept.slice(0, MAX_ISSUES - 1);
     const count = omitted + kept.length - listed.length;
+    const leftOut = count === 0 ? "more problems may exist" : `at least ${count} more problems were left out`;
     const message = atLeast
-      ? `Checking stopped early: ${count === 0 ? "more problems may exist" : `at least ${count} more problems were left out`}; fix the ones listed and send the request again.`
-      : `${count} more ${count === 1 ? "problem was" : "problems were"} left out; fix the ones listed and send the request again.`;
+      ? `Checking stopped early: ${leftOut}; fix the ones listed and send the request again.`
+      : `${count} more ${count === 1 ? "problem was" : "problems were"} left out; ` +
+        "fix the ones listed and send the request again.";
     return [...listed, { code: "MORE_ISSUES", message, omitted: { count, atLeast } }];
   };
   return collector;

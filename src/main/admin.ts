@@ -48,9 +48,8 @@ main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err: unknown) => {
     if (err instanceof RegistryError) {
-      console.error(
-        `${err.code}: ${[err.message, ...err.issues.filter((i) => i.message !== err.message).map((i) => i.message)].join(" ")}`,
-      );
+      const others = err.issues.filter((i) => i.message !== err.message).map((i) => i.message);
+      console.error(`${err.code}: ${[err.message, ...others].join(" ")}`);
     } else if (err instanceof ConfigError || (err instanceof TypeError && "code" in err)) {
       console.error(err.message);
     } else {

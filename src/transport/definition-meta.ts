@@ -50,8 +50,10 @@ export function metaMessage(stored: StoredDefinition): RegistryMeta {
 export function metaJson(stored: StoredDefinition): string {
   const message = stored.statusMessage === null ? "" : `,"statusMessage":${JSON.stringify(stored.statusMessage)}`;
   return (
-    `{"createdAt":"${instant(stored.createdAt)}","updatedAt":"${instant(stored.updatedAt)}","statusChangedAt":"${instant(stored.statusChangedAt)}",` +
-    `"revision":${stored.revision},"status":"${stored.status}"${message},"latest":${stored.latest},"etag":${JSON.stringify(etagOf(stored))}}`
+    `{"createdAt":"${instant(stored.createdAt)}","updatedAt":"${instant(stored.updatedAt)}",` +
+    `"statusChangedAt":"${instant(stored.statusChangedAt)}",` +
+    `"revision":${stored.revision},"status":"${stored.status}"${message},"latest":${stored.latest},` +
+    `"etag":${JSON.stringify(etagOf(stored))}}`
   );
 }
 

@@ -82,7 +82,8 @@ function valueIssues(
         issueAt(
           path,
           "NOT_ALLOWED",
-          `${path} must be one of ${names.join(", ")}, not ${typeof value === "string" ? JSON.stringify(value) : describe(value)}.`,
+          `${path} must be one of ${names.join(", ")}, ` +
+            `not ${typeof value === "string" ? JSON.stringify(value) : describe(value)}.`,
         ),
       );
     }

@@ -126,7 +126,8 @@ describe("parseAuthConfig", () => {
 
   it("refuses an http:// issuer unless AUTH_ALLOW_HTTP_ISSUER=true", () => {
     expect(parseAuthConfig({ AUTH_ISSUER: "http://127.0.0.1:8081" }).problems).toEqual([
-      'AUTH_ISSUER "http://127.0.0.1:8081/" uses http://; set AUTH_ALLOW_HTTP_ISSUER=true to allow that (never in production)',
+      'AUTH_ISSUER "http://127.0.0.1:8081/" uses http://; ' +
+        "set AUTH_ALLOW_HTTP_ISSUER=true to allow that (never in production)",
     ]);
     const allowed = parseAuthConfig({ AUTH_ISSUER: "http://127.0.0.1:8081", AUTH_ALLOW_HTTP_ISSUER: "true" });
     expect(allowed.problems).toEqual([]);

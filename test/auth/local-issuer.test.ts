@@ -34,7 +34,8 @@ describe("the local development issuer", () => {
     const dir = await dataDir();
     const authenticator = await createAuthenticator(config, { keyStore: localIssuerKeyFile(dir) });
     expect(authenticator.description).toBe(
-      `local development issuer (key in ${join(dir, "dev-issuer.jwk")}); get a token with npm run token -- --tenant <tenant> --domains "Development,Setup: Agents"`,
+      `local development issuer (key in ${join(dir, "dev-issuer.jwk")}); ` +
+        'get a token with npm run token -- --tenant <tenant> --domains "Development,Setup: Agents"',
     );
   });
 

@@ -179,7 +179,8 @@ describe("the verified-token cache", () => {
     // A character in the middle of the signature: the last one may only change padding bits.
     const middle = Math.floor(signature.length / 2);
     const flipped = signature[middle] === "A" ? "B" : "A";
-    const forgedSignature = `${header}.${payload}.${signature.slice(0, middle)}${flipped}${signature.slice(middle + 1)}`;
+    const forged = `${signature.slice(0, middle)}${flipped}${signature.slice(middle + 1)}`;
+    const forgedSignature = `${header}.${payload}.${forged}`;
     const forgedPayload = tamper(genuine, (c) => {
       c.tenant = "someone-else";
     });

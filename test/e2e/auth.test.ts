@@ -476,7 +476,8 @@ forEachDatabase((db) => {
         const issuer = await openLocalIssuer(localIssuerKeyFile(server().app.config.dataDir), server().app.config.auth);
         for (const tenant of ["", null]) {
           // The issuer's request type says string; null is what a broken identity provider sends.
-          const token = `Bearer ${await issuer.issue({ tenant: tenant as string, domains: ["Development", "Setup: Agents", "Setup: Tenants"] })}`;
+          const domains = ["Development", "Setup: Agents", "Setup: Tenants"];
+          const token = `Bearer ${await issuer.issue({ tenant: tenant as string, domains })}`;
           const res = await rest(DEFINITIONS, token);
           expect(res.status, String(tenant)).toBe(401);
           expect((await res.json()).errors[0]).toMatchObject({

@@ -103,7 +103,8 @@ describe.skipIf(testDatabases()[0]!.skip)("npm run start:deno under connection c
       new Promise((resolve) => {
         const socket = connect(port, "127.0.0.1", () => {
           socket.write(
-            `GET /api/asor/v1/default/agentDefinition/${id} HTTP/1.1\r\nhost: x\r\nauthorization: ${authorization}\r\n\r\n`,
+            `GET /api/asor/v1/default/agentDefinition/${id} HTTP/1.1\r\n` +
+              `host: x\r\nauthorization: ${authorization}\r\n\r\n`,
           );
           socket.destroy();
         });

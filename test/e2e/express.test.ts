@@ -154,30 +154,33 @@ forEachDatabase((db) => {
       ]);
     });
 
-    it("keeps the registry's limits: 413 past MAX_BODY_BYTES, 408 for a body that stalls, in the spec's shape", async () => {
-      const huge = await rest(CONTRACT_PATH, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify(minimalDefinition({ description: "x".repeat(host().registry.app.config.maxBodyBytes) })),
-      });
-      expect(huge.status).toBe(413);
-      expect((await huge.json()).errors[0].code).toBe("PAYLOAD_TOO_LARGE");
+    it(
+      "keeps the registry's limits: 413 past MAX_BODY_BYTES, " + "408 for a body that stalls, in the spec's shape",
+      async () => {
+        const huge = await rest(CONTRACT_PATH, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify(minimalDefinition({ description: "x".repeat(host().registry.app.config.maxBodyBytes) })),
+        });
+        expect(huge.status).toBe(413);
+        expect((await huge.json()).errors[0].code).toBe("PAYLOAD_TOO_LARGE");
 
-      // Ten thousand bytes announced, a few sent, then the client holds on: answered, and the connection closed.
-      const socket = connect(Number(new URL(host().baseUrl).port), "127.0.0.1");
-      socket.write(
-        `POST ${CONTRACT_PATH} HTTP/1.1\r\nHost: x\r\nAuthorization: ${host().authorization}\r\n` +
-          'Content-Type: application/json\r\nContent-Length: 10000\r\n\r\n{"name": "x',
-      );
-      const received = await new Promise<string>((resolve) => {
-        let text = "";
-        socket.on("data", (chunk: Buffer) => void (text += chunk.toString("utf8")));
-        socket.on("error", () => undefined);
-        socket.once("close", () => resolve(text));
-      });
-      expect(received).toMatch(/^HTTP\/1\.1 408 /);
-      expect(JSON.parse(received.slice(received.indexOf("\r\n\r\n") + 4)).errors[0].code).toBe("REQUEST_TIMEOUT");
-    });
+        // Ten thousand bytes announced, a few sent, then the client holds on: answered, and the connection closed.
+        const socket = connect(Number(new URL(host().baseUrl).port), "127.0.0.1");
+        socket.write(
+          `POST ${CONTRACT_PATH} HTTP/1.1\r\nHost: x\r\nAuthorization: ${host().authorization}\r\n` +
+            'Content-Type: application/json\r\nContent-Length: 10000\r\n\r\n{"name": "x',
+        );
+        const received = await new Promise<string>((resolve) => {
+          let text = "";
+          socket.on("data", (chunk: Buffer) => void (text += chunk.toString("utf8")));
+          socket.on("error", () => undefined);
+          socket.once("close", () => resolve(text));
+        });
+        expect(received).toMatch(/^HTTP\/1\.1 408 /);
+        expect(JSON.parse(received.slice(received.indexOf("\r\n\r\n") + 4)).errors[0].code).toBe("REQUEST_TIMEOUT");
+      },
+    );
 
     it("serves the registry's plain endpoints (probes, OpenAPI) and its 405s", async () => {
       expect((await rest("/healthz", {}, null)).status).toBe(200);
@@ -228,24 +231,27 @@ forEachDatabase((db) => {
       expect(host().verifications).toBe(3);
     });
 
-    it("answers Unauthenticated without a token, and InvalidArgument with the validation error as a detail", async () => {
-      const refused = await client(null)
-        .listAgentDefinitions({})
-        .catch((e: unknown) => e);
-      expect(refused).toBeInstanceOf(ConnectError);
-      expect((refused as ConnectError).code).toBe(Code.Unauthenticated);
-      const [auth] = (refused as ConnectError).findDetails(ValidationErrorSchema);
-      expect(auth?.errors[0]).toMatchObject({ code: "UNAUTHENTICATED" });
+    it(
+      "answers Unauthenticated without a token, " + "and InvalidArgument with the validation error as a detail",
+      async () => {
+        const refused = await client(null)
+          .listAgentDefinitions({})
+          .catch((e: unknown) => e);
+        expect(refused).toBeInstanceOf(ConnectError);
+        expect((refused as ConnectError).code).toBe(Code.Unauthenticated);
+        const [auth] = (refused as ConnectError).findDetails(ValidationErrorSchema);
+        expect(auth?.errors[0]).toMatchObject({ code: "UNAUTHENTICATED" });
 
-      const invalid = await client()
-        .upsertAgentDefinition({
-          agentCardAndTools: fromJson(AgentDefinitionSchema, minimalDefinition({ name: "" }) as never),
-        })
-        .catch((e: unknown) => e);
-      expect((invalid as ConnectError).code).toBe(Code.InvalidArgument);
-      const [detail] = (invalid as ConnectError).findDetails(ValidationErrorSchema);
-      expect(detail?.errors.map((e) => [e.code, e.path])).toEqual([["REQUIRED", "name"]]);
-    });
+        const invalid = await client()
+          .upsertAgentDefinition({
+            agentCardAndTools: fromJson(AgentDefinitionSchema, minimalDefinition({ name: "" }) as never),
+          })
+          .catch((e: unknown) => e);
+        expect((invalid as ConnectError).code).toBe(Code.InvalidArgument);
+        const [detail] = (invalid as ConnectError).findDetails(ValidationErrorSchema);
+        expect(detail?.errors.map((e) => [e.code, e.path])).toEqual([["REQUIRED", "name"]]);
+      },
+    );
 
     it("is reached under the mount path /registry as well", async () => {
       const written = await client(host().authorization, "/registry").upsertAgentDefinition({
@@ -311,30 +317,33 @@ forEachDatabase((db) => {
       }
     });
 
-    it("drains on close: the registry's paths answer 503 in the spec's shape, the host's routes still answer", async () => {
-      const registry = await createRegistryMiddlewareOf(host().registry);
-      const { server, baseUrl } = await serve((h) => {
-        h.use(registry);
-        h.get("/hello", (_req, res) => void res.send("still here"));
-      });
-      try {
-        expect(
-          (await fetch(`${baseUrl}${TENANT_PATH}?limit=1`, { headers: { authorization: host().authorization } }))
-            .status,
-        ).toBe(200);
-        await registry.close();
-        const refused = await fetch(`${baseUrl}${TENANT_PATH}?limit=1`, {
-          headers: { authorization: host().authorization },
+    it(
+      "drains on close: " + "the registry's paths answer 503 in the spec's shape, the host's routes still answer",
+      async () => {
+        const registry = await createRegistryMiddlewareOf(host().registry);
+        const { server, baseUrl } = await serve((h) => {
+          h.use(registry);
+          h.get("/hello", (_req, res) => void res.send("still here"));
         });
-        expect(refused.status).toBe(503);
-        expect(await refused.json()).toMatchObject({ code: "UNAVAILABLE" });
-        expect(await (await fetch(`${baseUrl}/hello`)).text()).toBe("still here");
-        // The App was passed in: closing this middleware left it open for the first one.
-        expect((await rest(`${TENANT_PATH}?limit=1`)).status).toBe(200);
-      } finally {
-        await stop(server);
-      }
-    });
+        try {
+          expect(
+            (await fetch(`${baseUrl}${TENANT_PATH}?limit=1`, { headers: { authorization: host().authorization } }))
+              .status,
+          ).toBe(200);
+          await registry.close();
+          const refused = await fetch(`${baseUrl}${TENANT_PATH}?limit=1`, {
+            headers: { authorization: host().authorization },
+          });
+          expect(refused.status).toBe(503);
+          expect(await refused.json()).toMatchObject({ code: "UNAVAILABLE" });
+          expect(await (await fetch(`${baseUrl}/hello`)).text()).toBe("still here");
+          // The App was passed in: closing this middleware left it open for the first one.
+          expect((await rest(`${TENANT_PATH}?limit=1`)).status).toBe(200);
+        } finally {
+          await stop(server);
+        }
+      },
+    );
   });
 });
 

@@ -276,30 +276,33 @@ forEachRuntimeAndDatabase((db, runtime) => {
     };
     const json = (value: unknown) => Buffer.from(JSON.stringify(value));
 
-    it("answers the JSON and protobuf bytes and the error bodies a Connect GET answers through the router", async () => {
-      for (const [encoding, body, contentType] of [
-        ["json", json({ id }), "application/json"],
-        ["proto", get(id), "application/proto"],
-      ] as const) {
+    it(
+      "answers the JSON and protobuf bytes " + "and the error bodies a Connect GET answers through the router",
+      async () => {
+        for (const [encoding, body, contentType] of [
+          ["json", json({ id }), "application/json"],
+          ["proto", get(id), "application/proto"],
+        ] as const) {
+          const [lean, routed] = await Promise.all([
+            connectPost(body, { "content-type": contentType }),
+            connectGet(body, encoding),
+          ]);
+          expect(lean.status).toBe(200);
+          expect(lean.headers["content-type"]).toBe(contentType);
+          expect(lean.headers.etag).toBe(routed.etag);
+          expect(lean.body.equals(routed.body)).toBe(true);
+        }
+        const missing = json({ id: "0123456789abcdef0123456789abcdef" });
         const [lean, routed] = await Promise.all([
-          connectPost(body, { "content-type": contentType }),
-          connectGet(body, encoding),
+          connectPost(missing, { "content-type": "application/json" }),
+          connectGet(missing, "json"),
         ]);
-        expect(lean.status).toBe(200);
-        expect(lean.headers["content-type"]).toBe(contentType);
-        expect(lean.headers.etag).toBe(routed.etag);
-        expect(lean.body.equals(routed.body)).toBe(true);
-      }
-      const missing = json({ id: "0123456789abcdef0123456789abcdef" });
-      const [lean, routed] = await Promise.all([
-        connectPost(missing, { "content-type": "application/json" }),
-        connectGet(missing, "json"),
-      ]);
-      expect(routed.status).toBe(404);
-      expect(lean.status).toBe(404);
-      expect(JSON.parse(lean.body.toString())).toEqual(JSON.parse(routed.body.toString()));
-      expect(JSON.parse(lean.body.toString()).code).toBe("not_found");
-    });
+        expect(routed.status).toBe(404);
+        expect(lean.status).toBe(404);
+        expect(JSON.parse(lean.body.toString())).toEqual(JSON.parse(routed.body.toString()));
+        expect(JSON.parse(lean.body.toString()).code).toBe("not_found");
+      },
+    );
 
     it.each([
       ["an unknown encoding", { "content-encoding": "zstd" }, "unimplemented", "zstd"],

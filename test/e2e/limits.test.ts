@@ -262,7 +262,8 @@ forEachRuntimeAndDatabase((db, runtime) => {
     it("a Connect GET whose JSON message names a member twice is DUPLICATE_KEY too", async () => {
       const message = encodeURIComponent('{"id":"0123456789abcdef0123456789abcdef","id":"Agent_ID=AGENT-1"}');
       const res = await fetch(
-        `${server().baseUrl}/asor.v1.AgentDefinitionService/GetAgentDefinition?connect=v1&encoding=json&message=${message}`,
+        `${server().baseUrl}/asor.v1.AgentDefinitionService/GetAgentDefinition` +
+          `?connect=v1&encoding=json&message=${message}`,
         {
           headers: { authorization: server().authorization },
         },

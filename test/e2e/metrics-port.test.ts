@@ -45,7 +45,11 @@ describe("METRICS_PORT", () => {
     await expect
       .poll(async () => (await fetch(`${metricsUrl}/metrics`)).text())
       .toMatch(
-        /^asor_requests_total\{protocol="rest",operation="asor.v1.AgentDefinitionService\/ListAgentDefinitions",code="200"\} 1$/m,
+        new RegExp(
+          /^asor_requests_total\{protocol="rest",/.source +
+            /operation="asor.v1.AgentDefinitionService\/ListAgentDefinitions",code="200"\} 1$/.source,
+          "m",
+        ),
       );
   });
 

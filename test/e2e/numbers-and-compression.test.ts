@@ -176,7 +176,8 @@ forEachDatabase((db) => {
         "base64url",
       );
       const res = await get(
-        `/asor.v1.AgentDefinitionService/GetAgentDefinition?connect=v1&encoding=json&compression=gzip&base64=1&message=${message}`,
+        "/asor.v1.AgentDefinitionService/GetAgentDefinition" +
+          `?connect=v1&encoding=json&compression=gzip&base64=1&message=${message}`,
       );
       const body = await res.json();
       expect(res.status).toBe(400);
@@ -232,7 +233,8 @@ forEachDatabase((db) => {
         Buffer.concat([Buffer.from('{"id":"'), Buffer.alloc(LIMIT + 1, 0x61), Buffer.from('"}')]),
       ).toString("base64url");
       const viaGet = await get(
-        `/asor.v1.AgentDefinitionService/GetAgentDefinition?connect=v1&encoding=json&compression=gzip&base64=1&message=${small}`,
+        "/asor.v1.AgentDefinitionService/GetAgentDefinition" +
+          `?connect=v1&encoding=json&compression=gzip&base64=1&message=${small}`,
       );
       const refused = await viaGet.json();
       expect(refused.code).toBe("resource_exhausted");

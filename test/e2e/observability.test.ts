@@ -223,11 +223,14 @@ forEachDatabase((db) => {
 
     it("counts requests by protocol, operation and code, and times them", async () => {
       const rest =
-        'asor_requests_total{protocol="rest",operation="asor.v1.AgentDefinitionService/ListAgentDefinitions",code="200"}';
+        'asor_requests_total{protocol="rest",' +
+        'operation="asor.v1.AgentDefinitionService/ListAgentDefinitions",code="200"}';
       const grpcNotFound =
-        'asor_requests_total{protocol="grpc",operation="asor.v1.AgentDefinitionService/GetAgentDefinition",code="not_found"}';
+        'asor_requests_total{protocol="grpc",' +
+        'operation="asor.v1.AgentDefinitionService/GetAgentDefinition",code="not_found"}';
       const latency =
-        'asor_request_duration_seconds_count{protocol="rest",operation="asor.v1.AgentDefinitionService/ListAgentDefinitions"}';
+        'asor_request_duration_seconds_count{protocol="rest",' +
+        'operation="asor.v1.AgentDefinitionService/ListAgentDefinitions"}';
       const before = await scrape();
       await fetch(`${server.baseUrl}/api/asor/v1/default/agentDefinition`, {
         headers: { authorization: server.authorization, "x-request-id": "metrics-rest" },

@@ -52,7 +52,9 @@ const SCENARIOS: Scenario[] = [
     {
       name: "lists by filters, keywords and order, a page with a next page token",
       method: "GET",
-      path: `${base}?limit=1&status=ALL&q=customer&skillId=sentiment_analysis&skillId=x&orderBy=name%20desc&latest=false&updatedSince=2000-01-01T00%3A00%3A00Z`,
+      path:
+        `${base}?limit=1&status=ALL&q=customer&skillId=sentiment_analysis&skillId=x&orderBy=name%20desc` +
+        "&latest=false&updatedSince=2000-01-01T00%3A00%3A00Z",
       status: 200,
     },
     { name: "lists with a malformed page token", method: "GET", path: `${base}?pageToken=%21`, status: 400 },

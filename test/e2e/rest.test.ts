@@ -205,7 +205,8 @@ forEachRuntimeAndDatabase((db, runtime) => {
         [
           "POST",
           TENANT_PATH,
-          'the body (agentCardAndTools) as application/json, or as multipart/form-data with the part "agentCardAndTools"',
+          "the body (agentCardAndTools) as application/json, " +
+            'or as multipart/form-data with the part "agentCardAndTools"',
         ],
         [
           "PATCH",

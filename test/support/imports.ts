@@ -19,8 +19,12 @@ export interface Import {
   readonly statement: string;
 }
 
-const fromClause =
-  /^[ \t]*(?:import|export)\s+(type\s+)?((?:[\w$]+\s*,\s*)?(?:\{[^}]*\}|\*(?:\s+as\s+[\w$]+)?|[\w$]+))\s+from\s*["']([^"']+)["']/gm;
+const fromClause = new RegExp(
+  /^[ \t]*(?:import|export)\s+(type\s+)?/.source +
+    /((?:[\w$]+\s*,\s*)?(?:\{[^}]*\}|\*(?:\s+as\s+[\w$]+)?|[\w$]+))/.source +
+    /\s+from\s*["']([^"']+)["']/.source,
+  "gm",
+);
 const bare = /^[ \t]*import\s*["']([^"']+)["']/gm;
 const dynamic = /\bimport\(\s*["']([^"']+)["']\s*\)/g;
 

@@ -81,7 +81,9 @@ export async function startServerProcess(
     domains = ALL_DOMAINS,
     ttlSeconds,
     platformAdmin = false,
-  } = {}) =>
-    `Bearer ${await issuer.issue({ domains, platformAdmin, ...(tenant === null ? {} : { tenant }), ...(ttlSeconds === undefined ? {} : { ttlSeconds }) })}`;
+  } = {}) => {
+    const claims = { domains, platformAdmin, ...(tenant === null ? {} : { tenant }) };
+    return `Bearer ${await issuer.issue({ ...claims, ...(ttlSeconds === undefined ? {} : { ttlSeconds }) })}`;
+  };
   return { ...server, authorization: await bearer({ platformAdmin: true }), bearer };
 }

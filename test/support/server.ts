@@ -86,8 +86,10 @@ export function testLogger(): Logger {
 /** TestServer.bearer for a registry of `config` whose app has started (its local issuer's key is in DATA_DIR). */
 export async function localBearer(config: Config): Promise<TestServer["bearer"]> {
   const issuer = await openLocalIssuer(localIssuerKeyFile(config.dataDir), config.auth);
-  return async ({ tenant = "default", domains = ALL_DOMAINS, ttlSeconds, platformAdmin = false } = {}) =>
-    `Bearer ${await issuer.issue({ domains, platformAdmin, ...(tenant === null ? {} : { tenant }), ...(ttlSeconds === undefined ? {} : { ttlSeconds }) })}`;
+  return async ({ tenant = "default", domains = ALL_DOMAINS, ttlSeconds, platformAdmin = false } = {}) => {
+    const claims = { domains, platformAdmin, ...(tenant === null ? {} : { tenant }) };
+    return `Bearer ${await issuer.issue({ ...claims, ...(ttlSeconds === undefined ? {} : { ttlSeconds }) })}`;
+  };
 }
 
 /** A server for the enclosing suite: a fresh database and a server, both gone after it. */

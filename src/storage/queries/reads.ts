@@ -53,6 +53,9 @@ export function readColumns(dialect: Dialect): string {
 export function readStatements(dialect: Dialect): ReadStatements {
   const columns = readColumns(dialect);
   const agentOfDefinition = `LEFT JOIN ${agents} a ON a.tenant = d.tenant AND a.number = d.agent_number`;
+  const newestOfAgent =
+    `SELECT n.id FROM ${definitions} n WHERE n.tenant = a.tenant AND n.agent_number = a.number ` +
+    "ORDER BY n.is_latest DESC, n.seq DESC LIMIT 1";
   return {
     byId: `
       SELECT ${columns}
@@ -70,7 +73,7 @@ export function readStatements(dialect: Dialect): ReadStatements {
       FROM ${tenants} t
       LEFT JOIN ${agents} a ON a.tenant = t.name AND a.reference_id = ?
       LEFT JOIN ${definitions} d ON d.id = (
-        SELECT n.id FROM ${definitions} n WHERE n.tenant = a.tenant AND n.agent_number = a.number ORDER BY n.is_latest DESC, n.seq DESC LIMIT 1
+        ${newestOfAgent}
       )
       WHERE t.name = ?`,
   };

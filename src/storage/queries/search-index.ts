@@ -105,6 +105,9 @@ function indexStatements(dialect: Dialect): IndexStatements {
   let statements = statementsByDialect.get(dialect);
   if (statements === undefined) {
     const mysql = dialect === "mysql";
+    const termsOfDefinition =
+      "SELECT t.seq, NULL, NULL, NULL, t.kind, t.value FROM agent_definitions d " +
+      "JOIN definition_terms t ON t.seq = d.seq WHERE d.tenant = ? AND d.id = ?";
     const insertText = mysql
       ? "INSERT INTO definition_text (seq, tenant, status, is_latest, body)"
       : "INSERT INTO definition_fts (rowid, tenant, status, is_latest, body)";
@@ -113,10 +116,11 @@ function indexStatements(dialect: Dialect): IndexStatements {
         mysql ? "LEFT JOIN definition_text x ON x.seq = d.seq" : "LEFT JOIN definition_fts x ON x.rowid = d.seq"
       } WHERE d.tenant = ? AND d.id = ?
         UNION ALL
-        SELECT t.seq, NULL, NULL, NULL, t.kind, t.value FROM agent_definitions d JOIN definition_terms t ON t.seq = d.seq WHERE d.tenant = ? AND d.id = ?`,
+        ${termsOfDefinition}`,
       deleteTerm: "DELETE FROM definition_terms WHERE seq = ? AND kind = ? AND value = ?",
       insertTerms: (rows) =>
-        `INSERT INTO definition_terms (seq, kind, value, tenant, status, is_latest) VALUES ${Array.from({ length: rows }, () => "(?, ?, ?, ?, ?, ?)").join(", ")}`,
+        "INSERT INTO definition_terms (seq, kind, value, tenant, status, is_latest) VALUES " +
+        Array.from({ length: rows }, () => "(?, ?, ?, ?, ?, ?)").join(", "),
       deleteText: mysql ? undefined : "DELETE FROM definition_fts WHERE rowid = ?",
       upsertText: `${insertText} VALUES (?, ?, ?, ?, ?)${mysql ? " ON DUPLICATE KEY UPDATE body = VALUES(body)" : ""}`,
       insertTexts: (rows) => `${insertText} VALUES ${Array.from({ length: rows }, () => "(?, ?, ?, ?, ?)").join(", ")}`,

@@ -217,7 +217,8 @@ export function buildSearch(dialect: Dialect, tenant: string, query: ListQuery, 
   const page = matches(false);
   const rows = onePass
     ? new Sql().add(
-        `FROM (SELECT ${seqOf} AS seq, COUNT(*) OVER () AS total${key === "createdAt" ? "" : `, ${orderColumn} AS k`} ${page.sql}) m WHERE 1 = 1`,
+        `FROM (SELECT ${seqOf} AS seq, COUNT(*) OVER () AS total` +
+          `${key === "createdAt" ? "" : `, ${orderColumn} AS k`} ${page.sql}) m WHERE 1 = 1`,
         ...page.bindings,
       )
     : page;

@@ -172,7 +172,10 @@ export function writeStatements(dialect: Dialect): WriteStatements {
     insertExternalId:
       `INSERT INTO ${externalIds} (tenant, provider_id, external_agent_id, agent_number, ` +
       `created_at) VALUES (?, ?, ?, ?, ?)`,
-    insertDefinition: `INSERT INTO ${definitions} (${seq.column}id, tenant, name, provider_id, version, agent_number, document, document_binary, created_at, updated_at, revision, status, status_message, status_changed_at, is_latest) VALUES (${seq.value}?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 'ACTIVE', NULL, ?, ?)${mysql ? "" : " RETURNING seq"}`,
+    insertDefinition:
+      `INSERT INTO ${definitions} (${seq.column}id, tenant, name, provider_id, version, agent_number, document, ` +
+      "document_binary, created_at, updated_at, revision, status, status_message, status_changed_at, is_latest) " +
+      `VALUES (${seq.value}?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 'ACTIVE', NULL, ?, ?)${mysql ? "" : " RETURNING seq"}`,
     updateDocument:
       `UPDATE ${definitions} SET document = ?, document_binary = ?, updated_at = ?, revision = ` +
       `revision + 1 WHERE tenant = ? AND id = ?`,

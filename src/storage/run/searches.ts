@@ -239,7 +239,8 @@ function sqliteFile(db: Knex): string {
 function outOfTime(timeoutMillis: number, cause: unknown): Error {
   const seconds = timeoutMillis / 1000;
   return refusal(
-    `The search took longer than the limit of ${seconds} ${seconds === 1 ? "second" : "seconds"} and was stopped; narrow it with filters (e.g. provider, tag, name) or fewer keywords.`,
+    `The search took longer than the limit of ${seconds} ${seconds === 1 ? "second" : "seconds"} and was stopped; ` +
+      "narrow it with filters (e.g. provider, tag, name) or fewer keywords.",
     cause,
   );
 }

@@ -31,17 +31,27 @@ const SUMMARY =
   "The REST surface of the agent definition registry: register Agent Definitions (create or update on name + " +
   "provider + version) and read them back.";
 
-const DESCRIPTION = `${SUMMARY}
-
-Each path of the registry exists twice: \`/api/asor/v1/{tenant}/...\` names the tenant (the reference text's form); \`/asor/v1/...\` acts on the tenant of the caller's token, else the service's default tenant (the contract's form). The same operations are served over gRPC, gRPC-Web and Connect as \`asor.v1.AgentDefinitionService\` and \`asor.v1.TenantAdminService\`.
-
-Every call needs \`Authorization: Bearer <access token>\`; each operation names the security domains it needs (any one suffices). A path outside this document answers 404, a path here with a method it does not list answers 405 with an \`Allow\` header (see the component response \`MethodNotAllowed\`); both carry the validation error body.
-
-Members marked \`readOnly\` are filled in by the service; they are accepted on input and replaced, so a client can POST back what it read. Unknown members and query parameters are refused with 400, naming them.
-
-Errors carry a stable \`code\` (clients branch on the code, never on the message): the request's as a whole, and each problem's in \`errors\`.
-
-A request's line and headers together must fit in 16 KiB (Node's \`--max-http-header-size\`); a longer one is refused with 431. The limits of the list's query parameters here are those under which any query this document allows keeps its request line within ${REQUEST_LINE_BUDGET / 1024} KiB, every character percent-encoded at its longest, leaving the rest to the headers, \`Authorization\` included: ${FILTER_VALUES} values of up to ${FILTER_VALUE_LENGTH} characters for each exact filter, \`q\` up to ${KEYWORDS_LENGTH}. The service takes more (20 values of up to 255 characters a filter, \`q\` up to 500, as over gRPC and Connect) while the request fits.`;
+const DESCRIPTION = [
+  SUMMARY,
+  "Each path of the registry exists twice: `/api/asor/v1/{tenant}/...` names the tenant (the reference text's " +
+    "form); `/asor/v1/...` acts on the tenant of the caller's token, else the service's default tenant (the " +
+    "contract's form). The same operations are served over gRPC, gRPC-Web and Connect as " +
+    "`asor.v1.AgentDefinitionService` and `asor.v1.TenantAdminService`.",
+  "Every call needs `Authorization: Bearer <access token>`; each operation names the security domains it needs " +
+    "(any one suffices). A path outside this document answers 404, a path here with a method it does not list " +
+    "answers 405 with an `Allow` header (see the component response `MethodNotAllowed`); both carry the validation " +
+    "error body.",
+  "Members marked `readOnly` are filled in by the service; they are accepted on input and replaced, so a client " +
+    "can POST back what it read. Unknown members and query parameters are refused with 400, naming them.",
+  "Errors carry a stable `code` (clients branch on the code, never on the message): the request's as a whole, and " +
+    "each problem's in `errors`.",
+  "A request's line and headers together must fit in 16 KiB (Node's `--max-http-header-size`); a longer one is " +
+    "refused with 431. The limits of the list's query parameters here are those under which any query this document " +
+    `allows keeps its request line within ${REQUEST_LINE_BUDGET / 1024} KiB, every character percent-encoded at its ` +
+    `longest, leaving the rest to the headers, \`Authorization\` included: ${FILTER_VALUES} values of up to ` +
+    `${FILTER_VALUE_LENGTH} characters for each exact filter, \`q\` up to ${KEYWORDS_LENGTH}. The service takes more ` +
+    "(20 values of up to 255 characters a filter, `q` up to 500, as over gRPC and Connect) while the request fits.",
+].join("\n\n");
 
 /** Where the paths are: relative to the document's own address, as the service serves it. */
 const SERVERS = [
@@ -279,7 +289,9 @@ function requestBody(schemas: MessageSchemas, route: RestRoute): JsonObject {
   const part = field?.jsonName ?? "body";
   const schema = schemas.ref(target);
   return {
-    description: `The ${target.name} as JSON, or as the JSON of the part \`${part}\` of a multipart/form-data body (sent as a field or a file).`,
+    description:
+      `The ${target.name} as JSON, or as the JSON of the part \`${part}\` of a multipart/form-data body ` +
+      "(sent as a field or a file).",
     required: true,
     content: {
       "application/json": { schema },
@@ -318,7 +330,9 @@ function success(schemas: MessageSchemas, route: RestRoute): [string, JsonObject
     return [
       "200",
       {
-        description: `A version's id: the ${definition.name} as stored now, with its ETag. An \`Agent_ID=...\`: the ${output.name}, every version of the agent, newest first.`,
+        description:
+          `A version's id: the ${definition.name} as stored now, with its ETag. ` +
+          `An \`Agent_ID=...\`: the ${output.name}, every version of the agent, newest first.`,
         headers: {
           ETag: {
             ...ETAG_HEADER,

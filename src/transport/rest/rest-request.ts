@@ -167,7 +167,9 @@ async function decodeBody(route: RestRoute, parts: RestRequestParts, maxBodyByte
     bytes = await multipartPart(parts.contentType, await readBody(parts, maxBodyBytes), partName);
   } else {
     const what = field === undefined ? "the request body" : `the body (${partName})`;
-    const message = `Send ${what} as application/json, or as multipart/form-data with the part "${partName}"${parts.mediaType ? `, not ${parts.mediaType}` : ""}.`;
+    const message =
+      `Send ${what} as application/json, or as multipart/form-data with the part "${partName}"` +
+      `${parts.mediaType ? `, not ${parts.mediaType}` : ""}.`;
     throw new RegistryError("UNSUPPORTED_MEDIA_TYPE", message, [
       { code: "UNSUPPORTED_MEDIA_TYPE", message, field: "Content-Type" },
     ]);

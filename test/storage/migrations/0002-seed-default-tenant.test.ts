@@ -25,24 +25,27 @@ forEachDatabase((db) => {
   const older = useFreshDatabase(db);
 
   describe(`migration ${migration}`, () => {
-    it("sets up the tenant default with the prefix AGENT-, beside the tenants there are, and takes it away again", async () => {
-      const direct = await openDatabase(older());
-      try {
-        await migrateToJustBefore(direct.db, migration);
-        await direct.db("tenants").insert({ name: "acme", sequence_prefix: null, next_agent_number: 7 });
-        const before = [{ name: "acme", sequence_prefix: null, next_agent_number: 7 }];
+    it(
+      "sets up the tenant default with the prefix AGENT-, " + "beside the tenants there are, and takes it away again",
+      async () => {
+        const direct = await openDatabase(older());
+        try {
+          await migrateToJustBefore(direct.db, migration);
+          await direct.db("tenants").insert({ name: "acme", sequence_prefix: null, next_agent_number: 7 });
+          const before = [{ name: "acme", sequence_prefix: null, next_agent_number: 7 }];
 
-        await migrateUp(direct.db, migration);
-        expect(await tenants(direct.db)).toEqual([
-          ...before,
-          { name: "default", sequence_prefix: "AGENT-", next_agent_number: 1 },
-        ]);
+          await migrateUp(direct.db, migration);
+          expect(await tenants(direct.db)).toEqual([
+            ...before,
+            { name: "default", sequence_prefix: "AGENT-", next_agent_number: 1 },
+          ]);
 
-        await migrateDown(direct.db, migration);
-        expect(await tenants(direct.db)).toEqual(before);
-      } finally {
-        await direct.db.destroy();
-      }
-    });
+          await migrateDown(direct.db, migration);
+          expect(await tenants(direct.db)).toEqual(before);
+        } finally {
+          await direct.db.destroy();
+        }
+      },
+    );
   });
 });

@@ -78,7 +78,8 @@ forEachDatabase((db) => {
         expect(await direct.db.schema.hasColumn("agent_definitions", "document_binary")).toBe(false);
         if (direct.dialect === "mysql") {
           const [[column]] = (await direct.db.raw(
-            "SELECT DATA_TYPE AS type FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'agent_definitions' AND COLUMN_NAME = 'document'",
+            "SELECT DATA_TYPE AS type FROM information_schema.COLUMNS " +
+              "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'agent_definitions' AND COLUMN_NAME = 'document'",
           )) as [Array<{ type: string }>];
           expect(column?.type).toBe("longtext");
         }

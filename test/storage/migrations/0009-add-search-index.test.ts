@@ -109,85 +109,91 @@ forEachDatabase((db) => {
   const older = useFreshDatabase(db);
 
   describe(`migration ${migration}`, () => {
-    it("indexes the definitions stored before it as it did when it shipped, counts them per shard, and drops it all again", async () => {
-      const direct = await openDatabase(older());
-      try {
-        await migrateToJustBefore(direct.db, migration);
-        await direct.db("tenants").insert({ name: "other", sequence_prefix: "O-" });
-        await seedDefinitionsAt0008(direct.db, seeded);
+    it(
+      "indexes the definitions stored before it as it did when it shipped, " +
+        "counts them per shard, and drops it all again",
+      async () => {
+        const direct = await openDatabase(older());
+        try {
+          await migrateToJustBefore(direct.db, migration);
+          await direct.db("tenants").insert({ name: "other", sequence_prefix: "O-" });
+          await seedDefinitionsAt0008(direct.db, seeded);
 
-        await migrateUp(direct.db, migration);
-        type Term = { seq: number; kind: number; value: string; tenant: string; status: string; is_latest: number };
-        const terms = await rows<Term>(
-          direct.db,
-          "SELECT seq, kind, value, tenant, status, is_latest FROM definition_terms ORDER BY seq, kind, value",
-        );
-        const termsOf = (seq: number) => terms.filter((t) => Number(t.seq) === seq);
-        expect(termsOf(3).map((t) => [Number(t.kind), t.value])).toEqual(richTerms);
-        expect(
-          termsOf(3).every((t) => t.tenant === "default" && t.status === "ACTIVE" && Number(t.is_latest) === 1),
-        ).toBe(true);
-        // Status and is_latest are copied from the row: the triggers keep them from here on.
-        expect(termsOf(5).map((t) => [Number(t.kind), t.value, t.tenant, t.status, Number(t.is_latest)])).toEqual([
-          [1, "Retired", "other", "DEACTIVATED", 0],
-          [2, "Provider=Acme", "other", "DEACTIVATED", 0],
-          [4, "1.0.0", "other", "DEACTIVATED", 0],
-          [6, "file", "other", "DEACTIVATED", 0],
-        ]);
-        expect(termsOf(100 + bulk - 1).map((t) => [Number(t.kind), t.value])).toEqual([
-          [1, `Bulk ${bulk - 1}`],
-          [2, "Provider=Acme"],
-          [4, "1.0.0"],
-          [6, "file"],
-        ]);
-        expect(terms).toHaveLength(richTerms.length + 4 + 4 * bulk);
+          await migrateUp(direct.db, migration);
+          type Term = { seq: number; kind: number; value: string; tenant: string; status: string; is_latest: number };
+          const terms = await rows<Term>(
+            direct.db,
+            "SELECT seq, kind, value, tenant, status, is_latest FROM definition_terms ORDER BY seq, kind, value",
+          );
+          const termsOf = (seq: number) => terms.filter((t) => Number(t.seq) === seq);
+          expect(termsOf(3).map((t) => [Number(t.kind), t.value])).toEqual(richTerms);
+          expect(
+            termsOf(3).every((t) => t.tenant === "default" && t.status === "ACTIVE" && Number(t.is_latest) === 1),
+          ).toBe(true);
+          // Status and is_latest are copied from the row: the triggers keep them from here on.
+          expect(termsOf(5).map((t) => [Number(t.kind), t.value, t.tenant, t.status, Number(t.is_latest)])).toEqual([
+            [1, "Retired", "other", "DEACTIVATED", 0],
+            [2, "Provider=Acme", "other", "DEACTIVATED", 0],
+            [4, "1.0.0", "other", "DEACTIVATED", 0],
+            [6, "file", "other", "DEACTIVATED", 0],
+          ]);
+          expect(termsOf(100 + bulk - 1).map((t) => [Number(t.kind), t.value])).toEqual([
+            [1, `Bulk ${bulk - 1}`],
+            [2, "Provider=Acme"],
+            [4, "1.0.0"],
+            [6, "file"],
+          ]);
+          expect(terms).toHaveLength(richTerms.length + 4 + 4 * bulk);
 
-        const texts = await rows<{ seq: number; tenant: string; status: string; is_latest: number; body: string }>(
-          direct.db,
-          direct.dialect === "mysql"
-            ? "SELECT seq, tenant, status, is_latest, body FROM definition_text ORDER BY seq"
-            : "SELECT rowid AS seq, tenant, status, is_latest, body FROM definition_fts ORDER BY rowid",
-        );
-        expect(texts).toHaveLength(seeded.length);
-        expect(texts.slice(0, 3).map((t) => [Number(t.seq), t.tenant, t.status, Number(t.is_latest), t.body])).toEqual([
-          [3, "default", "ACTIVE", 1, richText],
-          [5, "other", "DEACTIVATED", 0, "retired files expense reports file files one report"],
-          [100, "default", "DEPRECATED", 1, "bulk 0 files expense reports file files one report"],
-        ]);
+          const texts = await rows<{ seq: number; tenant: string; status: string; is_latest: number; body: string }>(
+            direct.db,
+            direct.dialect === "mysql"
+              ? "SELECT seq, tenant, status, is_latest, body FROM definition_text ORDER BY seq"
+              : "SELECT rowid AS seq, tenant, status, is_latest, body FROM definition_fts ORDER BY rowid",
+          );
+          expect(texts).toHaveLength(seeded.length);
+          expect(
+            texts.slice(0, 3).map((t) => [Number(t.seq), t.tenant, t.status, Number(t.is_latest), t.body]),
+          ).toEqual([
+            [3, "default", "ACTIVE", 1, richText],
+            [5, "other", "DEACTIVATED", 0, "retired files expense reports file files one report"],
+            [100, "default", "DEPRECATED", 1, "bulk 0 files expense reports file files one report"],
+          ]);
 
-        // The unfiltered totals: one counter row per tenant, status, is_latest and shard (seq % 16).
-        const expected = new Map<string, number>();
-        for (const { seq, tenant, status = "ACTIVE", latest = true } of seeded) {
-          const key = `${tenant} ${status} ${latest ? 1 : 0} ${seq % 16}`;
-          expected.set(key, (expected.get(key) ?? 0) + 1);
+          // The unfiltered totals: one counter row per tenant, status, is_latest and shard (seq % 16).
+          const expected = new Map<string, number>();
+          for (const { seq, tenant, status = "ACTIVE", latest = true } of seeded) {
+            const key = `${tenant} ${status} ${latest ? 1 : 0} ${seq % 16}`;
+            expected.set(key, (expected.get(key) ?? 0) + 1);
+          }
+          const counts = await rows<{ tenant: string; status: string; is_latest: number; shard: number; n: number }>(
+            direct.db,
+            "SELECT tenant, status, is_latest, shard, n FROM definition_counts",
+          );
+          expect(
+            new Map(
+              counts.map((c) => [`${c.tenant} ${c.status} ${Number(c.is_latest)} ${Number(c.shard)}`, Number(c.n)]),
+            ),
+          ).toEqual(expected);
+
+          const made = await schemaNames(direct.db, "agent_definitions");
+          expect(made.indexes).toEqual(expect.arrayContaining(listIndexes));
+          expect(made.triggers).toEqual(triggers);
+
+          await migrateDown(direct.db, migration);
+          for (const table of ["definition_terms", "definition_text", "definition_fts", "definition_counts"]) {
+            expect(await direct.db.schema.hasTable(table), table).toBe(false);
+          }
+          const left = await schemaNames(direct.db, "agent_definitions");
+          expect(left.indexes.filter((name) => listIndexes.includes(name))).toEqual([]);
+          expect(left.triggers).toEqual([]);
+          expect(
+            Number(((await direct.db("agent_definitions").count({ n: "*" }).first()) as { n: number | string }).n),
+          ).toBe(seeded.length);
+        } finally {
+          await direct.db.destroy();
         }
-        const counts = await rows<{ tenant: string; status: string; is_latest: number; shard: number; n: number }>(
-          direct.db,
-          "SELECT tenant, status, is_latest, shard, n FROM definition_counts",
-        );
-        expect(
-          new Map(
-            counts.map((c) => [`${c.tenant} ${c.status} ${Number(c.is_latest)} ${Number(c.shard)}`, Number(c.n)]),
-          ),
-        ).toEqual(expected);
-
-        const made = await schemaNames(direct.db, "agent_definitions");
-        expect(made.indexes).toEqual(expect.arrayContaining(listIndexes));
-        expect(made.triggers).toEqual(triggers);
-
-        await migrateDown(direct.db, migration);
-        for (const table of ["definition_terms", "definition_text", "definition_fts", "definition_counts"]) {
-          expect(await direct.db.schema.hasTable(table), table).toBe(false);
-        }
-        const left = await schemaNames(direct.db, "agent_definitions");
-        expect(left.indexes.filter((name) => listIndexes.includes(name))).toEqual([]);
-        expect(left.triggers).toEqual([]);
-        expect(
-          Number(((await direct.db("agent_definitions").count({ n: "*" }).first()) as { n: number | string }).n),
-        ).toBe(seeded.length);
-      } finally {
-        await direct.db.destroy();
-      }
-    });
+      },
+    );
   });
 });

@@ -48,58 +48,63 @@ forEachDatabase((db) => {
   const older = useFreshDatabase(db);
 
   describe(`migration ${migration}`, () => {
-    it("counts the terms stored before it per value, status, is_latest and shard, and drops the counters again", async () => {
-      const direct = await openDatabase(older());
-      try {
-        await migrateToJustBefore(direct.db, migration);
-        await direct.db("tenants").insert({ name: "other", sequence_prefix: "O-" });
-        await seedDefinitionsAt0008(direct.db, seeded);
-        await direct.db.batchInsert("definition_terms", seeded.flatMap(termsOf), 200);
-        const before = await schemaNames(direct.db, "agent_definitions");
-        expect(before.indexes).toContain("ix_agent_definitions_tenant_seq");
+    it(
+      "counts the terms stored before it " + "per value, status, is_latest and shard, and drops the counters again",
+      async () => {
+        const direct = await openDatabase(older());
+        try {
+          await migrateToJustBefore(direct.db, migration);
+          await direct.db("tenants").insert({ name: "other", sequence_prefix: "O-" });
+          await seedDefinitionsAt0008(direct.db, seeded);
+          await direct.db.batchInsert("definition_terms", seeded.flatMap(termsOf), 200);
+          const before = await schemaNames(direct.db, "agent_definitions");
+          expect(before.indexes).toContain("ix_agent_definitions_tenant_seq");
 
-        await migrateUp(direct.db, migration);
-        const expected = new Map<string, number>();
-        for (const term of seeded.flatMap(termsOf)) {
-          const key = `${term.tenant} ${term.kind} ${term.value} ${term.status} ${term.is_latest ? 1 : 0} ${term.seq % 16}`;
-          expected.set(key, (expected.get(key) ?? 0) + 1);
+          await migrateUp(direct.db, migration);
+          const expected = new Map<string, number>();
+          for (const term of seeded.flatMap(termsOf)) {
+            const key =
+              `${term.tenant} ${term.kind} ${term.value} ` +
+              `${term.status} ${term.is_latest ? 1 : 0} ${term.seq % 16}`;
+            expected.set(key, (expected.get(key) ?? 0) + 1);
+          }
+          expect(expected.get("default 5 tag-0 ACTIVE 1 3")).toBe(2); // seq 3 and seq 20,019
+          const counts = await rows<{
+            tenant: string;
+            kind: number;
+            value: string;
+            status: string;
+            is_latest: number;
+            shard: number;
+            n: number;
+          }>(direct.db, "SELECT tenant, kind, value, status, is_latest, shard, n FROM definition_term_counts");
+          const got = new Map(
+            counts.map((c) => [
+              `${c.tenant} ${Number(c.kind)} ${c.value} ${c.status} ${Number(c.is_latest)} ${Number(c.shard)}`,
+              Number(c.n),
+            ]),
+          );
+          expect(got).toEqual(expected);
+          const after = await schemaNames(direct.db, "agent_definitions");
+          expect(after.indexes).not.toContain("ix_agent_definitions_tenant_seq");
+          expect(after.triggers).toEqual(
+            [
+              ...before.triggers,
+              "tr_agent_definitions_terms_delete",
+              "tr_definition_terms_count_delete",
+              "tr_definition_terms_count_insert",
+              "tr_definition_terms_count_update",
+            ].sort(),
+          );
+
+          await migrateDown(direct.db, migration);
+          expect(await direct.db.schema.hasTable("definition_term_counts")).toBe(false);
+          expect(await schemaNames(direct.db, "agent_definitions")).toEqual(before);
+          expect(await direct.db("definition_terms").count({ n: "*" }).first()).toMatchObject({ n: seeded.length * 2 });
+        } finally {
+          await direct.db.destroy();
         }
-        expect(expected.get("default 5 tag-0 ACTIVE 1 3")).toBe(2); // seq 3 and seq 20,019
-        const counts = await rows<{
-          tenant: string;
-          kind: number;
-          value: string;
-          status: string;
-          is_latest: number;
-          shard: number;
-          n: number;
-        }>(direct.db, "SELECT tenant, kind, value, status, is_latest, shard, n FROM definition_term_counts");
-        const got = new Map(
-          counts.map((c) => [
-            `${c.tenant} ${Number(c.kind)} ${c.value} ${c.status} ${Number(c.is_latest)} ${Number(c.shard)}`,
-            Number(c.n),
-          ]),
-        );
-        expect(got).toEqual(expected);
-        const after = await schemaNames(direct.db, "agent_definitions");
-        expect(after.indexes).not.toContain("ix_agent_definitions_tenant_seq");
-        expect(after.triggers).toEqual(
-          [
-            ...before.triggers,
-            "tr_agent_definitions_terms_delete",
-            "tr_definition_terms_count_delete",
-            "tr_definition_terms_count_insert",
-            "tr_definition_terms_count_update",
-          ].sort(),
-        );
-
-        await migrateDown(direct.db, migration);
-        expect(await direct.db.schema.hasTable("definition_term_counts")).toBe(false);
-        expect(await schemaNames(direct.db, "agent_definitions")).toEqual(before);
-        expect(await direct.db("definition_terms").count({ n: "*" }).first()).toMatchObject({ n: seeded.length * 2 });
-      } finally {
-        await direct.db.destroy();
-      }
-    });
+      },
+    );
   });
 });

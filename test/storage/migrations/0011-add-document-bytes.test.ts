@@ -29,31 +29,38 @@ forEachDatabase((db) => {
   const older = useFreshDatabase(db);
 
   describe(`migration ${migration}`, () => {
-    it("sizes the JSON of the definitions stored before it (MySQL's column; nothing on SQLite), and drops the column again", async () => {
-      const direct = await openDatabase(older());
-      try {
-        await migrateToJustBefore(direct.db, migration);
-        await seedDefinitionsAt0008(direct.db, seeded);
-        const columns = Object.keys(await direct.db("agent_definitions").columnInfo()).sort();
+    it(
+      "sizes the JSON of the definitions stored before it " +
+        "(MySQL's column; nothing on SQLite), and drops the column again",
+      async () => {
+        const direct = await openDatabase(older());
+        try {
+          await migrateToJustBefore(direct.db, migration);
+          await seedDefinitionsAt0008(direct.db, seeded);
+          const columns = Object.keys(await direct.db("agent_definitions").columnInfo()).sort();
 
-        await migrateUp(direct.db, migration);
-        if (direct.dialect === "mysql") {
-          const sized = (await direct.db("agent_definitions").select("id", "document_bytes").orderBy("seq")) as Array<{
-            id: string;
-            document_bytes: number | string;
-          }>;
-          expect(sized.map((row) => [row.id, Number(row.document_bytes)])).toEqual(
-            seeded.map(({ def }) => [def.id, Buffer.byteLength(toJsonString(AgentDefinitionSchema, def))]),
-          );
-        } else {
+          await migrateUp(direct.db, migration);
+          if (direct.dialect === "mysql") {
+            const sized = (await direct
+              .db("agent_definitions")
+              .select("id", "document_bytes")
+              .orderBy("seq")) as Array<{
+              id: string;
+              document_bytes: number | string;
+            }>;
+            expect(sized.map((row) => [row.id, Number(row.document_bytes)])).toEqual(
+              seeded.map(({ def }) => [def.id, Buffer.byteLength(toJsonString(AgentDefinitionSchema, def))]),
+            );
+          } else {
+            expect(Object.keys(await direct.db("agent_definitions").columnInfo()).sort()).toEqual(columns);
+          }
+
+          await migrateDown(direct.db, migration);
           expect(Object.keys(await direct.db("agent_definitions").columnInfo()).sort()).toEqual(columns);
+        } finally {
+          await direct.db.destroy();
         }
-
-        await migrateDown(direct.db, migration);
-        expect(Object.keys(await direct.db("agent_definitions").columnInfo()).sort()).toEqual(columns);
-      } finally {
-        await direct.db.destroy();
-      }
-    });
+      },
+    );
   });
 });

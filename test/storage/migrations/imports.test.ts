@@ -49,13 +49,16 @@ function importViolations(files: ReadonlyArray<{ path: string; source: string }>
 }
 
 describe("the migrations' imports", () => {
-  it("are knex, the folder's own files, the definition's schema; runtime code imports only migrateToLatest", async () => {
-    const files = await sourcesUnder("src");
-    // The walk found both sides: the migrations and the runtime code that runs them.
-    expect(files.filter((file) => file.path.startsWith(`${migrationsDir}/0`)).length).toBeGreaterThanOrEqual(11);
-    expect(files.some((file) => file.path === "src/storage/sql-repository.ts")).toBe(true);
-    expect(importViolations(files)).toEqual([]);
-  });
+  it(
+    "are knex, the folder's own files, the definition's schema; " + "runtime code imports only migrateToLatest",
+    async () => {
+      const files = await sourcesUnder("src");
+      // The walk found both sides: the migrations and the runtime code that runs them.
+      expect(files.filter((file) => file.path.startsWith(`${migrationsDir}/0`)).length).toBeGreaterThanOrEqual(11);
+      expect(files.some((file) => file.path === "src/storage/sql-repository.ts")).toBe(true);
+      expect(importViolations(files)).toEqual([]);
+    },
+  );
 
   it("are read from every form of import statement, and a break of each rule is caught", () => {
     const migration = `${migrationsDir}/0099-example.ts`;
@@ -63,7 +66,8 @@ describe("the migrations' imports", () => {
       {
         path: migration,
         source:
-          'import type { Knex } from "knex";\nimport type { Migration } from "./index.js";\nimport { dialectOf } from "./dialect.js";',
+          'import type { Knex } from "knex";\nimport type { Migration } from "./index.js";\n' +
+          'import { dialectOf } from "./dialect.js";',
       },
       { path: migration, source: 'import { encodeDefinition, fromDocument } from "../rows.js";' },
       { path: migration, source: 'import {\n  insertSideRows,\n  type Unindexed,\n} from "../search-index.js";' },
@@ -86,14 +90,19 @@ describe("the migrations' imports", () => {
       { path: "src/storage/queries.ts", source: 'import * as all from "./migrations/index.js";' },
     ];
     expect(importViolations(sources)).toEqual([
-      `${migration}: a migration imports from outside its folder: import { encodeDefinition, fromDocument } from "../rows.js"`,
-      `${migration}: a migration imports from outside its folder: import {\n  insertSideRows,\n  type Unindexed,\n} from "../search-index.js"`,
+      `${migration}: a migration imports from outside its folder: ` +
+        'import { encodeDefinition, fromDocument } from "../rows.js"',
+      `${migration}: a migration imports from outside its folder: ` +
+        'import {\n  insertSideRows,\n  type Unindexed,\n} from "../search-index.js"',
       `${migration}: imports index.ts other than as a type: import { migrations } from "./index.js"`,
       `${migration}: a migration imports from outside its folder: export { wordsOf } from "../../domain/list-query.js"`,
       `${migration}: a migration imports from outside its folder: import("../rows.js")`,
-      'src/storage/knex-repository.ts: runtime code imports a migration: export { defaultTenant } from "./migrations/0002-seed-default-tenant.js"',
-      'src/storage/list-search.ts: runtime code imports a migration: import { isMariaDb, serverVersion } from "./migrations/dialect.js"',
-      'src/storage/queries.ts: runtime code imports a migration: import { migrateToLatest, migrations } from "./migrations/index.js"',
+      "src/storage/knex-repository.ts: runtime code imports a migration: " +
+        'export { defaultTenant } from "./migrations/0002-seed-default-tenant.js"',
+      "src/storage/list-search.ts: runtime code imports a migration: " +
+        'import { isMariaDb, serverVersion } from "./migrations/dialect.js"',
+      "src/storage/queries.ts: runtime code imports a migration: " +
+        'import { migrateToLatest, migrations } from "./migrations/index.js"',
       'src/storage/queries.ts: runtime code imports a migration: import * as all from "./migrations/index.js"',
     ]);
   });

@@ -109,7 +109,8 @@ export function rowsAt0005(seq: number, tenant: string, def: AgentDefinition, do
 export async function schemaNames(db: Knex, table: string): Promise<{ indexes: string[]; triggers: string[] }> {
   if (db.client.dialect === "mysql") {
     const [indexes] = (await db.raw(
-      "SELECT DISTINCT INDEX_NAME AS name FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?",
+      "SELECT DISTINCT INDEX_NAME AS name FROM information_schema.STATISTICS " +
+        "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?",
       [table],
     )) as [Array<{ name: string }>];
     const [triggers] = (await db.raw(
