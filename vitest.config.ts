@@ -1,11 +1,35 @@
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
 
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
     // Probes MySQL once and tells every test file whether the MySQL suite can run.
     globalSetup: ["test/support/global-setup.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: "main",
+          include: ["test/**/*.test.ts"],
+          exclude: [...configDefaults.exclude, "test/cluster/**"],
+        },
+      },
+      {
+        // The suite on a 3-node Galera cluster (test/support/galera.ts): its global setup starts the
+        // cluster (or reuses a running one) only when one of these files runs. One file at a time (a
+        // file may kill nodes), after the main project (so the cluster does not compete with it).
+        extends: true,
+        test: {
+          name: "cluster",
+          include: ["test/cluster/**/*.test.ts"],
+          globalSetup: ["test/support/galera-setup.ts"],
+          fileParallelism: false,
+          sequence: { groupOrder: 1 },
+          testTimeout: 120_000,
+          hookTimeout: 120_000,
+        },
+      },
+    ],
   },
 });
