@@ -11,7 +11,7 @@ import { openDatabase } from "../../../src/storage/run/connection.js";
 import { testDatabases } from "../../support/databases.js";
 
 const all = new Set(migrations.map((m) => m.name));
-const before = (name: string) =>
+const ranBefore = (name: string) =>
   new Set(
     migrations
       .slice(
@@ -27,7 +27,7 @@ describe("the server settings the migrations need", () => {
   it("names stopwords and trigger creation on a Galera node that lacks them, before 0009", () => {
     const message = missingSettings(
       server({ ...galera, innodb_ft_enable_stopword: "ON", log_bin_trust_function_creators: "OFF" }),
-      before("0009-add-search-index"),
+      ranBefore("0009-add-search-index"),
     );
     expect(message).toContain("innodb_ft_enable_stopword = OFF (it is ON:");
     expect(message).toContain("log_bin_trust_function_creators = ON (it is OFF:");
@@ -36,7 +36,7 @@ describe("the server settings the migrations need", () => {
 
   it("asks for trigger creation alone once 0009 has run, and nothing once every migration has", () => {
     const lacking = server({ ...galera, innodb_ft_enable_stopword: "ON", log_bin_trust_function_creators: "OFF" });
-    const message = missingSettings(lacking, before("0010-add-term-counts"));
+    const message = missingSettings(lacking, ranBefore("0010-add-term-counts"));
     expect(message).toContain("log_bin_trust_function_creators");
     expect(message).not.toContain("innodb_ft_enable_stopword");
     expect(missingSettings(lacking, all)).toBeUndefined();
