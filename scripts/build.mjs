@@ -12,8 +12,26 @@
 // started. dist/ is fresh while no file or directory under src/ or gen/, and
 // neither tsconfig, changed after that: deciding takes a few milliseconds of
 // stat calls and spawns nothing, so `npm start` stays fast.
+//
+// One build at a time per checkout: a build holds .build.lock (created with
+// O_EXCL, holding its pid), and several `npm start` at once that find dist/
+// stale wait for the one that builds, then find dist/ fresh and run it,
+// instead of each replacing dist/ under the others' imports (issue 21: one
+// of three failed with ERR_MODULE_NOT_FOUND). A lock whose process is gone is
+// taken over. A dist/ that is fresh is never replaced, so a process that
+// found it fresh runs it undisturbed.
 import { spawnSync } from "node:child_process";
-import { readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -60,8 +78,78 @@ export function isFresh() {
   return typeof started === "number" && newestInput() < started;
 }
 
+/** The lock of the builds of this checkout. */
+const LOCK = join(ROOT, ".build.lock");
+/** How long a start waits for another's build: far longer than tsc takes. */
+const lockWaitMillis = 10 * 60_000;
+
+function sleepSync(ms) {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+/** Whether process `pid` is alive (on this host: the lock is in the checkout). */
+function alive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return error.code === "EPERM";
+  }
+}
+
+function modified(path) {
+  try {
+    return statSync(path).mtimeMs;
+  } catch {
+    return Date.now();
+  }
+}
+
+/** Runs `body` holding the build lock, waiting for another build to end first. */
+function withBuildLock(body) {
+  const deadline = Date.now() + lockWaitMillis;
+  let said = false;
+  for (;;) {
+    try {
+      const fd = openSync(LOCK, "wx");
+      writeFileSync(fd, `${process.pid}\n`);
+      closeSync(fd);
+      break;
+    } catch (error) {
+      if (error.code !== "EEXIST") throw error;
+    }
+    let holder = Number.NaN;
+    try {
+      holder = Number.parseInt(readFileSync(LOCK, "utf8"), 10);
+    } catch {
+      continue; // released meanwhile
+    }
+    // A lock with no pid is being written (or its writer died at once: taken over after 10 s); a lock whose
+    // process is gone is taken over.
+    if (Number.isInteger(holder) ? !alive(holder) : Date.now() - modified(LOCK) > 10_000) {
+      rmSync(LOCK, { force: true });
+      continue;
+    }
+    if (Date.now() >= deadline) throw new Error(`build: ${LOCK} has been held by process ${holder} for too long`);
+    if (!said) console.error(`build: waiting for the build of process ${holder}`);
+    said = true;
+    sleepSync(100);
+  }
+  try {
+    return body();
+  } finally {
+    try {
+      unlinkSync(LOCK);
+    } catch {}
+  }
+}
+
 /** Compiles the inputs into dist/; throws when tsc fails (dist/ is then left as it was). */
 export function build() {
+  withBuildLock(compile);
+}
+
+function compile() {
   const started = Date.now();
   const out = outDir();
   const next = join(ROOT, `.dist-${process.pid}`);
@@ -89,20 +177,25 @@ export function build() {
     );
   }
   writeFileSync(join(next, STAMP), `${JSON.stringify({ started })}\n`);
+  // Out of the way, then in: dist/ is missing for two renames, not for a whole removal.
+  const old = join(ROOT, `.dist-${process.pid}-old`);
+  rmSync(old, { recursive: true, force: true });
   try {
-    rmSync(out, { recursive: true, force: true });
-    renameSync(next, out);
+    renameSync(out, old);
   } catch (error) {
-    // Another build swapped its dist/ in at the same moment: keep that one if it is current.
-    rmSync(next, { recursive: true, force: true });
-    if (!isFresh()) throw error;
+    if (error.code !== "ENOENT") throw error;
   }
+  renameSync(next, out);
+  rmSync(old, { recursive: true, force: true });
   console.error(`build: done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 }
 
-/** Builds unless dist/ is fresh. */
+/** Builds unless dist/ is fresh; when another process is building, waits for it and builds only if still stale. */
 export function buildIfStale() {
-  if (!isFresh()) build();
+  if (isFresh()) return;
+  withBuildLock(() => {
+    if (!isFresh()) compile();
+  });
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

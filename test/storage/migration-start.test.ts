@@ -6,7 +6,8 @@
  *   DATABASE_TIMEOUT_MS, so a migration that rewrites or indexes a large table
  *   is not cut off by the service's statement timeout;
  * - a knex lock left set by a process that died mid-migration is released by
- *   the next start, which holds the named lock, instead of failing every start.
+ *   the next start, which takes over the dead process's expired lease
+ *   (migration-lock.ts), instead of failing every start.
  */
 import type { Connection } from "mysql2/promise";
 import { createConnection } from "mysql2/promise";
@@ -44,11 +45,15 @@ describe.skipIf(mariadb.skip)("starting on MariaDB", () => {
     const newest = migrations.at(-1)!.name;
     await session.query("DELETE FROM knex_migrations WHERE name = ?", [newest]);
     await session.query("UPDATE knex_migrations_lock SET is_locked = 1");
+    // Its lease, which it stopped renewing when it died: expired a second ago.
+    await session.query("UPDATE registry_migration_lock SET owner = 'pid 1 dead', expires_at = ?", [Date.now() - 1000]);
     const repository = await createSqlRepository(target());
     await repository.close();
     expect((await applied()).at(-1)).toBe(newest);
     const [rows] = await session.query("SELECT is_locked FROM knex_migrations_lock");
     expect(rows).toEqual([{ is_locked: 0 }]);
+    const [lease] = await session.query("SELECT owner FROM registry_migration_lock");
+    expect(lease).toEqual([{ owner: null }]);
   });
 
   it("lets a migration statement take longer than DATABASE_TIMEOUT_MS", async () => {

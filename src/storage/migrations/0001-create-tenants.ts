@@ -7,7 +7,7 @@ import { createTableMigration } from "./create-table-migration.js";
 
 export const createTenants = createTableMigration("0001-create-tenants", "tenants", {
   mysql: (text, collation) => `
-      CREATE TABLE tenants (
+      CREATE TABLE IF NOT EXISTS tenants (
         name VARCHAR(63) ${text} NOT NULL
           COMMENT 'The tenant name as it appears in the API path; compared exactly.',
         sequence_prefix VARCHAR(32) ${text} NULL
@@ -24,7 +24,7 @@ export const createTenants = createTableMigration("0001-create-tenants", "tenant
   // timestamp is UTC with milliseconds, the format rows.ts reads on both dialects.
   sqlite: [
     `
-      CREATE TABLE tenants (
+      CREATE TABLE IF NOT EXISTS tenants (
         name VARCHAR(63) NOT NULL PRIMARY KEY,
         sequence_prefix VARCHAR(32) NULL,
         next_agent_number BIGINT NOT NULL DEFAULT 1,

@@ -16,7 +16,11 @@ const defaultSequencePrefix = "AGENT-";
 export const seedDefaultTenant: Migration = {
   name: "0002-seed-default-tenant",
   async up(db: Knex) {
-    await db("tenants").insert({ name: defaultTenant, sequence_prefix: defaultSequencePrefix });
+    // Ignored when there: a run that died after the insert, before knex recorded it, is run again.
+    await db("tenants")
+      .insert({ name: defaultTenant, sequence_prefix: defaultSequencePrefix })
+      .onConflict("name")
+      .ignore();
   },
   async down(db: Knex) {
     await db("tenants").where({ name: defaultTenant }).delete();

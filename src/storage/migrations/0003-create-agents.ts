@@ -8,7 +8,7 @@ import { createTableMigration } from "./create-table-migration.js";
 
 export const createAgents = createTableMigration("0003-create-agents", "agents", {
   mysql: (text, collation) => `
-      CREATE TABLE agents (
+      CREATE TABLE IF NOT EXISTS agents (
         tenant VARCHAR(63) ${text} NOT NULL
           COMMENT 'The owning tenant.',
         number BIGINT NOT NULL
@@ -30,7 +30,7 @@ export const createAgents = createTableMigration("0003-create-agents", "agents",
     `,
   sqlite: [
     `
-      CREATE TABLE agents (
+      CREATE TABLE IF NOT EXISTS agents (
         tenant VARCHAR(63) NOT NULL CONSTRAINT fk_agents_tenant REFERENCES tenants (name),
         number BIGINT NOT NULL,
         reference_id VARCHAR(100) NOT NULL,
@@ -40,7 +40,7 @@ export const createAgents = createTableMigration("0003-create-agents", "agents",
         CONSTRAINT pk_agents PRIMARY KEY (tenant, number)
       )
     `,
-    "CREATE UNIQUE INDEX uq_agents_reference_id ON agents (tenant, reference_id)",
-    "CREATE UNIQUE INDEX uq_agents_provider_name ON agents (tenant, provider_id, name)",
+    "CREATE UNIQUE INDEX IF NOT EXISTS uq_agents_reference_id ON agents (tenant, reference_id)",
+    "CREATE UNIQUE INDEX IF NOT EXISTS uq_agents_provider_name ON agents (tenant, provider_id, name)",
   ],
 });

@@ -7,7 +7,7 @@ import { createTableMigration } from "./create-table-migration.js";
 
 export const createAgentExternalIds = createTableMigration("0004-create-agent-external-ids", "agent_external_ids", {
   mysql: (text, collation) => `
-      CREATE TABLE agent_external_ids (
+      CREATE TABLE IF NOT EXISTS agent_external_ids (
         tenant VARCHAR(63) ${text} NOT NULL
           COMMENT 'The owning tenant.',
         provider_id VARCHAR(255) ${text} NOT NULL
@@ -26,7 +26,7 @@ export const createAgentExternalIds = createTableMigration("0004-create-agent-ex
     `,
   sqlite: [
     `
-      CREATE TABLE agent_external_ids (
+      CREATE TABLE IF NOT EXISTS agent_external_ids (
         tenant VARCHAR(63) NOT NULL,
         provider_id VARCHAR(255) NOT NULL,
         external_agent_id VARCHAR(255) NOT NULL,
@@ -36,6 +36,6 @@ export const createAgentExternalIds = createTableMigration("0004-create-agent-ex
         CONSTRAINT fk_agent_external_ids_agent FOREIGN KEY (tenant, agent_number) REFERENCES agents (tenant, number)
       )
     `,
-    "CREATE INDEX ix_agent_external_ids_agent ON agent_external_ids (tenant, agent_number)",
+    "CREATE INDEX IF NOT EXISTS ix_agent_external_ids_agent ON agent_external_ids (tenant, agent_number)",
   ],
 });

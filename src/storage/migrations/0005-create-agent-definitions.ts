@@ -6,7 +6,7 @@ import { createTableMigration } from "./create-table-migration.js";
 
 export const createAgentDefinitions = createTableMigration("0005-create-agent-definitions", "agent_definitions", {
   mysql: (text, collation) => `
-      CREATE TABLE agent_definitions (
+      CREATE TABLE IF NOT EXISTS agent_definitions (
         id CHAR(32) CHARACTER SET ascii COLLATE ascii_bin NOT NULL
           COMMENT 'The instance id: 32 lowercase hex characters, assigned by the registry on create, never changed.',
         seq BIGINT UNSIGNED NOT NULL AUTO_INCREMENT
@@ -42,7 +42,7 @@ export const createAgentDefinitions = createTableMigration("0005-create-agent-de
   // its single writer makes MAX(seq) + 1 safe.
   sqlite: [
     `
-      CREATE TABLE agent_definitions (
+      CREATE TABLE IF NOT EXISTS agent_definitions (
         id CHAR(32) NOT NULL PRIMARY KEY,
         seq INTEGER NOT NULL,
         tenant VARCHAR(63) NOT NULL CONSTRAINT fk_agent_definitions_tenant REFERENCES tenants (name),
@@ -56,9 +56,9 @@ export const createAgentDefinitions = createTableMigration("0005-create-agent-de
         CONSTRAINT fk_agent_definitions_agent FOREIGN KEY (tenant, agent_number) REFERENCES agents (tenant, number)
       )
     `,
-    "CREATE UNIQUE INDEX uq_agent_definitions_seq ON agent_definitions (seq)",
-    "CREATE UNIQUE INDEX uq_agent_definitions_key ON agent_definitions (tenant, name, provider_id, version)",
-    "CREATE INDEX ix_agent_definitions_tenant_seq ON agent_definitions (tenant, seq)",
-    "CREATE INDEX ix_agent_definitions_agent_seq ON agent_definitions (tenant, agent_number, seq)",
+    "CREATE UNIQUE INDEX IF NOT EXISTS uq_agent_definitions_seq ON agent_definitions (seq)",
+    "CREATE UNIQUE INDEX IF NOT EXISTS uq_agent_definitions_key ON agent_definitions (tenant, name, provider_id, version)",
+    "CREATE INDEX IF NOT EXISTS ix_agent_definitions_tenant_seq ON agent_definitions (tenant, seq)",
+    "CREATE INDEX IF NOT EXISTS ix_agent_definitions_agent_seq ON agent_definitions (tenant, agent_number, seq)",
   ],
 });

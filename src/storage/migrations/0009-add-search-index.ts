@@ -40,7 +40,7 @@
 import { fromJsonString } from "@bufbuild/protobuf";
 import type { Knex } from "knex";
 import { AgentDefinitionSchema } from "../../../gen/asor/v1/agent_definition_pb.js";
-import { dialectOf, exactCollation } from "./dialect.js";
+import { dialectOf, exactCollation, hasIndex } from "./dialect.js";
 import { insertSideRows } from "./frozen/0009-side-rows.js";
 import type { Migration } from "./index.js";
 
@@ -60,28 +60,37 @@ const listIndexes = [
   ["ix_agent_definitions_list_name", "tenant, name, seq, status, is_latest"],
 ] as const;
 
+const triggers = [
+  "tr_agent_definitions_search_insert",
+  "tr_agent_definitions_search_update",
+  "tr_agent_definitions_search_delete",
+] as const;
+
 export const addSearchIndex: Migration = {
   name: "0009-add-search-index",
   async up(db) {
+    // A run that died halfway left what it had made, and no record (MySQL commits each DDL statement on its
+    // own): its triggers and side tables go, to be made again from the definitions, which nothing else
+    // writes while a migration runs. What it writes is the same (README.md, "Run again").
+    await dropSideTables(db);
     if (dialectOf(db) === "mysql") await upMysql(db);
     else await upSqlite(db);
     await backfill(db);
   },
   async down(db) {
     const mysql = dialectOf(db) === "mysql";
-    for (const trigger of [
-      "tr_agent_definitions_search_insert",
-      "tr_agent_definitions_search_update",
-      "tr_agent_definitions_search_delete",
-    ]) {
-      await db.raw(`DROP TRIGGER IF EXISTS ${trigger}`);
-    }
-    for (const table of ["definition_counts", "definition_terms", mysql ? "definition_text" : "definition_fts"])
-      await db.raw(`DROP TABLE IF EXISTS ${table}`);
+    await dropSideTables(db);
     for (const [name] of listIndexes)
       await db.raw(mysql ? `DROP INDEX ${name} ON ${definitions}` : `DROP INDEX IF EXISTS ${name}`);
   },
 };
+
+async function dropSideTables(db: Knex): Promise<void> {
+  const mysql = dialectOf(db) === "mysql";
+  for (const trigger of triggers) await db.raw(`DROP TRIGGER IF EXISTS ${trigger}`);
+  for (const table of ["definition_counts", "definition_terms", mysql ? "definition_text" : "definition_fts"])
+    await db.raw(`DROP TABLE IF EXISTS ${table}`);
+}
 
 async function upMysql(db: Knex): Promise<void> {
   const collation = await exactCollation(db);
@@ -151,9 +160,13 @@ async function upMysql(db: Knex): Promise<void> {
   await db.raw(
     `CREATE TRIGGER tr_agent_definitions_search_delete AFTER DELETE ON ${definitions} FOR EACH ROW ${bump("OLD", "- 1")}`,
   );
-  await db.raw(
-    `ALTER TABLE ${definitions} ${listIndexes.map(([name, columns]) => `ADD INDEX ${name} (${columns})`).join(", ")}`,
-  );
+  // The ones a run that died halfway did not make yet (one ALTER makes all three, or none).
+  const missing = [];
+  for (const index of listIndexes) if (!(await hasIndex(db, definitions, index[0]))) missing.push(index);
+  if (missing.length > 0)
+    await db.raw(
+      `ALTER TABLE ${definitions} ${missing.map(([name, columns]) => `ADD INDEX ${name} (${columns})`).join(", ")}`,
+    );
 }
 
 async function upSqlite(db: Knex): Promise<void> {
@@ -212,7 +225,8 @@ async function upSqlite(db: Knex): Promise<void> {
       DELETE FROM definition_fts WHERE rowid = OLD.seq;
     END
   `);
-  for (const [name, columns] of listIndexes) await db.raw(`CREATE INDEX ${name} ON ${definitions} (${columns})`);
+  for (const [name, columns] of listIndexes)
+    await db.raw(`CREATE INDEX IF NOT EXISTS ${name} ON ${definitions} (${columns})`);
 }
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });

@@ -17,7 +17,9 @@ export interface TableSql {
  * with knex's schema builder: the builder adds MySQL keys and foreign keys
  * with separate ALTER statements, and MySQL commits each DDL statement on its
  * own, so a failure halfway would leave a table without its unique key. One
- * CREATE TABLE is all or nothing.
+ * CREATE TABLE is all or nothing. Each statement says IF NOT EXISTS: a start
+ * that died after it and before knex recorded the migration left the table,
+ * and the next start runs the migration again.
  */
 export function createTableMigration(name: string, table: string, sql: TableSql): Migration {
   return {

@@ -20,7 +20,8 @@ import { addSearchIndex } from "./0009-add-search-index.js";
 import { addTermCounts } from "./0010-add-term-counts.js";
 import { addDocumentBytes } from "./0011-add-document-bytes.js";
 import { dialectOf } from "./dialect.js";
-import { withMigrationLock } from "./migration-lock.js";
+import { type LeaseTimes, withMigrationLease, withNamedLock } from "./migration-lock.js";
+import { checkServerSettings } from "./server-settings.js";
 
 /** One schema change. `down` undoes exactly what `up` did. */
 export interface Migration {
@@ -61,41 +62,62 @@ export const migrationSource: Knex.MigrationSource<Migration> = {
 const migrationConfig: Knex.MigratorConfig = { migrationSource, tableName: "knex_migrations" };
 
 /**
- * How long to wait for another process that is migrating the same database: two minutes.
- * 0006 rewrites every definition, about 26 s for 100,000 of them on MariaDB (12 s on SQLite),
- * and a process that starts meanwhile must wait it out rather than fail its start.
+ * How long to wait for another process that is migrating the same database:
+ * 30 minutes, as long as it keeps renewing its lease. 0006 rewrites every
+ * definition, about 26 s for 100,000 of them on MariaDB (12 s on SQLite), and
+ * a process that starts meanwhile must wait it out rather than fail its start.
+ * A process that died holding the lease keeps the others waiting one lease
+ * (migration-lock.ts) at most.
  */
-const lockAttempts = 240;
+const lockWaitMillis = 30 * 60_000;
 const lockRetryMillis = 500;
+/** On SQLite, how many times knex's lock is asked for (two minutes). */
+const lockAttempts = 240;
+
+/** What a test may change of the runner: the lease's times and the wait (the runtime passes nothing). */
+export interface MigrateOptions {
+  readonly lease?: LeaseTimes;
+  readonly waitMillis?: number;
+}
 
 /**
  * Brings the schema up to date. Safe to call on every start and from several
- * processes at once. On MySQL the processes take turns by a named lock
- * (migration-lock.ts), which also covers the creation of knex's own tables,
- * where knex's lock cannot help: each finds the schema as the previous one
- * left it. On SQLite, knex's lock table lets one migrate, and the others wait
- * for it here instead of failing (knex does not wait by itself).
+ * processes at once, on one server or on the nodes of a Galera cluster.
+ *
+ * On MySQL the processes take turns by a lease row (migration-lock.ts) that
+ * every node sees, which also covers the creation of knex's own tables, where
+ * knex's lock cannot help: each finds the schema as the previous one left it.
+ * On SQLite, knex's lock table lets one migrate, and the others wait for it
+ * here instead of failing (knex does not wait by itself); SQLite has one
+ * writer and its DDL is transactional, so knex's tables are made by one.
  */
-export async function migrateToLatest(db: Knex): Promise<void> {
+export async function migrateToLatest(db: Knex, options: MigrateOptions = {}): Promise<void> {
   if (dialectOf(db) === "mysql") {
-    return withMigrationLock(db, lockAttempts * lockRetryMillis, async () => {
-      await releaseStaleKnexLock(db);
-      await migrateWaitingForKnexLock(db);
-    });
+    const waitMillis = options.waitMillis ?? lockWaitMillis;
+    return withMigrationLease(
+      db,
+      waitMillis,
+      (lease) =>
+        withNamedLock(db, waitMillis, async () => {
+          if (lease.tookOverFrom !== undefined) await releaseDeadOwnersKnexLock(db);
+          await checkServerSettings(db);
+          await migrateWaitingForKnexLock(db);
+        }),
+      options.lease,
+    );
   }
   return migrateWaitingForKnexLock(db);
 }
 
 /**
- * Holding the named lock, no other process of ours is migrating this
- * database; so knex's lock, if set, was left by one that died or lost its
- * connection mid-migration (knex frees it on the connection that failed),
- * and would keep every later start waiting and then failing (MigrationLocked)
- * until someone ran `knex migrate:unlock` by hand. The one case this would
- * misjudge is a process of a version without the named lock (before the
- * hardening that added it; none was released) migrating at the same moment.
+ * The lease was taken over from a process that stopped renewing it: that
+ * process died or lost the database, and knex's lock, if it is set, is its
+ * own, left mid-migration (knex frees it on the connection that failed); it
+ * would keep every later start waiting and then failing (MigrationLocked)
+ * until someone ran `knex migrate:unlock` by hand. Knex's lock is never
+ * cleared otherwise: a lease that is renewed belongs to a live process.
  */
-async function releaseStaleKnexLock(db: Knex): Promise<void> {
+async function releaseDeadOwnersKnexLock(db: Knex): Promise<void> {
   if (await db.schema.hasTable(`${migrationConfig.tableName}_lock`))
     await db(`${migrationConfig.tableName}_lock`).update({ is_locked: 0 });
 }
@@ -106,9 +128,17 @@ async function migrateWaitingForKnexLock(db: Knex): Promise<void> {
       await db.migrate.latest(migrationConfig);
       return;
     } catch (error) {
-      // Another process holds knex's lock (on MySQL: one of an earlier version, which takes no named lock).
+      // Another process holds knex's lock (on MySQL: one that died mid-migration without a lease, i.e. of an
+      // earlier version; docs/operations.md says how to clear it).
       const locked = (error as { name?: unknown }).name === "MigrationLocked";
-      if (!locked || attempt >= lockAttempts) throw error;
+      if (!locked) throw error;
+      if (attempt >= lockAttempts && dialectOf(db) !== "mysql") throw error;
+      if (attempt >= lockAttempts)
+        throw new Error(
+          `knex's migration lock (${migrationConfig.tableName}_lock.is_locked) has been set for over ` +
+            `${(lockAttempts * lockRetryMillis) / 1000} s by a process that holds no lease: one of an earlier ` +
+            "version, migrating or dead. Once none is running, clear it (docs/operations.md).",
+        );
       await new Promise((resolve) => setTimeout(resolve, lockRetryMillis));
     }
   }
