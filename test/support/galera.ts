@@ -117,7 +117,10 @@ export function restartNode(n: number): Promise<void> {
   return cluster.restart(n);
 }
 
-/** Node n's `SHOW GLOBAL STATUS LIKE 'wsrep_%'` (wsrep_ready, wsrep_cluster_size, ...), or undefined when it is down. */
+/**
+ * Node n's `SHOW GLOBAL STATUS LIKE 'wsrep_%'` (wsrep_ready, wsrep_cluster_size, ...), or undefined when it is
+ * down.
+ */
 export function nodeStatus(n: number): Promise<Record<string, string> | undefined> {
   return cluster.nodeStatus(n);
 }
