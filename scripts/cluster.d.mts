@@ -16,7 +16,10 @@ export function missing(): string | undefined;
 /** Node n's `SHOW GLOBAL STATUS LIKE 'wsrep_%'` as name → value, or undefined when it does not answer. */
 export function nodeStatus(n: number): Promise<Record<string, string> | undefined>;
 
-/** Starts what is not running of the cluster; resolves once all 3 nodes are Synced and ready in one primary component. */
+/**
+ * Starts what is not running of the cluster; resolves once all 3 nodes are Synced and ready in one primary
+ * component.
+ */
 export function start(options?: { clean?: boolean }): Promise<void>;
 /** Stops every node (3, 2, then 1); `clean` also removes the folder. */
 export function stop(options?: { clean?: boolean }): Promise<void>;
@@ -24,7 +27,10 @@ export function stop(options?: { clean?: boolean }): Promise<void>;
 export function kill(n: number): Promise<void>;
 /** Starts node n again; resolves once it is Synced with the nodes that run. */
 export function restart(n: number): Promise<void>;
-/** Per node: its ports, its server's pid (undefined when not running) and its wsrep status (undefined when it does not answer). */
+/**
+ * Per node: its ports, its server's pid (undefined when not running) and its wsrep status (undefined when it does
+ * not answer).
+ */
 export function status(): Promise<
   Array<{
     node: number;

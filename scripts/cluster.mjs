@@ -68,6 +68,9 @@ function config(n) {
   const ports = nodePorts(n);
   const dir = nodeDir(n);
   const members = NODES.map((m) => `127.0.0.1:${nodePorts(m).galera}`).join(",");
+  const providerOptions =
+    `base_host=127.0.0.1; base_port=${ports.galera}; gmcast.listen_addr=tcp://127.0.0.1:${ports.galera}; ` +
+    `ist.recv_addr=127.0.0.1:${ports.ist}; gcache.size=32M`;
   return `# Written by scripts/cluster.mjs: node ${n} of the test cluster.
 [mysqld]
 user = ${runAs()}
@@ -100,7 +103,7 @@ wsrep_cluster_name = asor-test-cluster
 wsrep_cluster_address = gcomm://${members}
 wsrep_node_name = node${n}
 wsrep_node_address = 127.0.0.1:${ports.galera}
-wsrep_provider_options = "base_host=127.0.0.1; base_port=${ports.galera}; gmcast.listen_addr=tcp://127.0.0.1:${ports.galera}; ist.recv_addr=127.0.0.1:${ports.ist}; gcache.size=32M"
+wsrep_provider_options = "${providerOptions}"
 wsrep_sst_method = rsync
 wsrep_sst_receive_address = 127.0.0.1:${ports.sst}
 wsrep_slave_threads = 2
@@ -335,7 +338,8 @@ async function main(argv) {
         const state =
           wsrep === undefined
             ? "not answering"
-            : `${wsrep.wsrep_local_state_comment}, ready ${wsrep.wsrep_ready}, cluster ${wsrep.wsrep_cluster_status} of ${wsrep.wsrep_cluster_size}`;
+            : `${wsrep.wsrep_local_state_comment}, ready ${wsrep.wsrep_ready}, ` +
+              `cluster ${wsrep.wsrep_cluster_status} of ${wsrep.wsrep_cluster_size}`;
         console.log(`node ${node}: ${pid === undefined ? "stopped" : `pid ${pid}`}, SQL ${ports.sql}: ${state}`);
       }
       break;
