@@ -27,6 +27,7 @@ import {
   orderValueOf,
   type SearchRow,
 } from "./queries/search.js";
+import { tenants } from "./queries/tables.js";
 import type { QueryContext } from "./queries/tenants.js";
 import { findTenant, insertTenant, listTenants } from "./queries/tenants.js";
 import type { WriteContext, WriteStatements } from "./queries/writes.js";
@@ -46,7 +47,7 @@ import type { DefinitionReadRow } from "./rows.js";
 import { fromDatabaseInteger, toDatabaseTimestamp, toStoredDefinition, toTenant } from "./rows.js";
 import type { Database, StorageOptions } from "./run/connection.js";
 import { openDatabase } from "./run/connection.js";
-import { classifyDriverError, isDuplicateKey } from "./run/driver-errors.js";
+import { classifyDriverError, isDuplicateKey, isNodeFailure } from "./run/driver-errors.js";
 import { driverRunner } from "./run/reads.js";
 import { type SearchLimits, type SearchRunner, searchDeadline, searchRunner } from "./run/searches.js";
 import type { RunTransaction } from "./run/writes.js";
@@ -56,7 +57,7 @@ import { transactionRunner } from "./run/writes.js";
 // repository.ts only).
 export { defaultPageMaxBytes } from "./queries/search.js";
 export type { StorageOptions } from "./run/connection.js";
-export { MYSQL_POOL_SIZE } from "./run/connection.js";
+export { MYSQL_POOL_SIZE, parseDatabaseUrl } from "./run/connection.js";
 export type { SearchLimits } from "./run/searches.js";
 export { defaultSearchMaxConcurrent, defaultSearchMaxPerTenant, defaultSearchTimeoutMillis } from "./run/searches.js";
 export { defaultSqliteSearchWorkers } from "./run/sqlite-search-worker.js";
@@ -110,7 +111,7 @@ const backoffBaseMillis = 5;
 const backoffCapMillis = 200;
 
 /**
- * How long ping() waits for `SELECT 1`. A healthy database answers in
+ * How long ping() waits for its query. A healthy database answers in
  * milliseconds; the bound keeps a probe from hanging on a connection attempt
  * (MySQL's connect timeout is 5 s) while leaving room for a busy pool.
  */
@@ -170,20 +171,23 @@ class SqlRepository implements AgentDefinitionRepository {
   readonly #search: SearchRunner;
   readonly #searchLimits: SearchLimits;
   readonly #dialect: Database["dialect"];
-  /** The `SELECT 1` in flight: concurrent pings share it, so probes never pile up queries on a slow database. */
+  /** The ping in flight: concurrent pings share it, so probes never pile up queries on a slow database. */
   #ping: Promise<void> | undefined;
   /** RepositoryOptions.pageMaxBytes. */
   readonly #pageMaxBytes: number;
   /** How long a write may keep retrying lost races (defaultWriteBudgetMillis). */
   readonly #writeBudgetMillis: number;
+  /** The database hosts (DATABASE_URL may name several): what a node failure is tried on again. */
+  readonly #hosts: number;
 
   constructor(
-    { db, dialect }: Database,
+    { db, dialect, hosts }: Database,
     searchLimits: SearchLimits,
     { pageMaxBytes, writeBudgetMillis }: { pageMaxBytes: number; writeBudgetMillis: number },
   ) {
     this.#pageMaxBytes = pageMaxBytes;
     this.#writeBudgetMillis = writeBudgetMillis;
+    this.#hosts = hosts;
     this.#db = db;
     this.#context = { tx: db, dialect };
     this.#reads = { run: driverRunner(db, dialect), statements: readStatements(dialect) };
@@ -203,6 +207,7 @@ class SqlRepository implements AgentDefinitionRepository {
 
   async write<T>(tenant: string, work: (tx: WriteTransaction) => Promise<T>): Promise<T> {
     const deadline = performance.now() + this.#writeBudgetMillis;
+    let failovers = this.#hosts - 1;
     for (let attempt = 1; ; attempt++) {
       let committing = false;
       try {
@@ -214,8 +219,13 @@ class SqlRepository implements AgentDefinitionRepository {
       } catch (error) {
         if (error instanceof RegistryError) throw error;
         const kind = classifyDriverError(error);
-        // Lost while COMMIT was on its way, the write may have been committed: say so, not "failed".
-        if (kind === "unavailable") throw committing ? outcomeUnknown(error) : unavailable(error);
+        if (kind === "unavailable") {
+          // Lost while COMMIT was on its way, the write may have been committed: say so, not "failed".
+          if (committing) throw outcomeUnknown(error);
+          // Its node failed before COMMIT: nothing was written, and the pool moved to the next host.
+          if (failovers-- > 0 && isNodeFailure(error) && performance.now() < deadline) continue;
+          throw unavailable(error);
+        }
         if (kind !== "retryable") throw error;
         // A lost race, at a statement or at COMMIT (a lost certification): rolled back, nothing written.
         const sameKey = isDuplicateKey(error);
@@ -249,12 +259,12 @@ class SqlRepository implements AgentDefinitionRepository {
     // An id we could not have issued (which also keeps non-ASCII out of a comparison with the
     // ASCII id column) is looked up as "", which no row has: the same one statement still
     // tells an unknown tenant from an unknown id.
-    const rows = await guard(() => readById(this.#reads, tenant, INSTANCE_ID.test(id) ? id : ""));
+    const rows = await this.#guard(() => readById(this.#reads, tenant, INSTANCE_ID.test(id) ? id : ""));
     return oneOf(tenant, rows);
   }
 
   async getNewestByReference(tenant: string, referenceId: string): Promise<StoredDefinition | undefined> {
-    const rows = await guard(() => readNewestByReference(this.#reads, tenant, referenceId));
+    const rows = await this.#guard(() => readNewestByReference(this.#reads, tenant, referenceId));
     return oneOf(tenant, rows);
   }
 
@@ -271,7 +281,7 @@ class SqlRepository implements AgentDefinitionRepository {
     );
     // One agent's versions: an index range and a count of that agent's versions, never the tenant's.
     const rows = inSearchOrder(
-      await guard(() => this.#search(sql, bindings, { bounded: true, tenant, signal: work.signal })),
+      await this.#guard(() => this.#search(sql, bindings, { bounded: true, tenant, signal: work.signal })),
       "createdAt",
       true,
     );
@@ -293,10 +303,10 @@ class SqlRepository implements AgentDefinitionRepository {
       signal: work.signal,
       deadline: searchDeadline(this.#searchLimits),
     };
-    let rows = await guard(() => this.#search(sql, bindings, call));
+    let rows = await this.#guard(() => this.#search(sql, bindings, call));
     if (countAlone !== undefined && rows.length > 0 && rows.every((row) => row.id === null)) {
       // An empty page (the tenant's row alone) of a search that counts in its page: counted alone.
-      const [counted] = await guard(() => this.#search(countAlone.sql, countAlone.bindings, call));
+      const [counted] = await this.#guard(() => this.#search(countAlone.sql, countAlone.bindings, call));
       rows = rows.map((row) => ({ ...row, total: counted?.total ?? 0 }));
     }
     const ordered = inSearchOrder(rows, query.order.key, query.order.descending);
@@ -305,8 +315,23 @@ class SqlRepository implements AgentDefinitionRepository {
     );
   }
 
+  /**
+   * Runs a read, turning connection failures into `UNAVAILABLE`. A read its node failed under is
+   * tried again on the next host, once per other host (the pool moved there: run/connection.ts).
+   */
+  async #guard<T>(read: () => Promise<T>): Promise<T> {
+    for (let failovers = this.#hosts - 1; ; failovers--) {
+      try {
+        return await read();
+      } catch (error) {
+        if (failovers > 0 && !(error instanceof RegistryError) && isNodeFailure(error)) continue;
+        throw translate(error);
+      }
+    }
+  }
+
   async getTenant(tenant: string): Promise<Tenant | undefined> {
-    const row = await guard(() => findTenant(this.#context, tenant));
+    const row = await this.#guard(() => findTenant(this.#context, tenant));
     return row === undefined ? undefined : toTenant(row);
   }
 
@@ -327,18 +352,19 @@ class SqlRepository implements AgentDefinitionRepository {
   }
 
   async listTenants(): Promise<Tenant[]> {
-    const rows = await guard(() => listTenants(this.#context));
+    const rows = await this.#guard(() => listTenants(this.#context));
     return rows.map(toTenant);
   }
 
   async ping(): Promise<void> {
-    const query = (this.#ping ??= this.#db
-      .raw("SELECT 1")
+    // A row of a table, not `SELECT 1`: a Galera node out of the primary component answers SELECT 1
+    // but refuses every query on a table (1047), and the probe must fail exactly while reads would.
+    const query = (this.#ping ??= this.#guard(() => this.#db.raw(`SELECT 1 FROM ${tenants} LIMIT 1`))
       .then(
         () => undefined,
         (error: unknown) => {
-          // Whatever stops SELECT 1 (a refused connection, a full pool) makes the database unusable.
-          throw unavailable(error);
+          // Whatever stops it (a refused connection, a full pool, a node not ready) makes the database unusable.
+          throw error instanceof RegistryError && error.code === "UNAVAILABLE" ? error : unavailable(error);
         },
       )
       .finally(() => {
@@ -349,7 +375,7 @@ class SqlRepository implements AgentDefinitionRepository {
       timer = setTimeout(() => {
         // A query that hangs (a server that stopped answering) is left behind, so the next ping tries afresh.
         if (this.#ping === query) this.#ping = undefined;
-        reject(unavailable(new Error(`The database did not answer SELECT 1 within ${pingTimeoutMillis} ms.`)));
+        reject(unavailable(new Error(`The database did not answer a ping within ${pingTimeoutMillis} ms.`)));
       }, pingTimeoutMillis);
     });
     try {
@@ -446,15 +472,6 @@ function normalise(page: Page): { limit: number; offset: number } {
 /** A whole number from 0 to 2^53 - 1: what both databases take for LIMIT and OFFSET, bound as it is into SQL. */
 function countOf(value: number): number {
   return Number.isNaN(value) ? 0 : Math.min(Math.max(0, Math.trunc(value)), Number.MAX_SAFE_INTEGER);
-}
-
-/** Runs a read, turning connection failures into `UNAVAILABLE`. */
-async function guard<T>(read: () => Promise<T>): Promise<T> {
-  try {
-    return await read();
-  } catch (error) {
-    throw translate(error);
-  }
 }
 
 function translate(error: unknown): unknown {
