@@ -22,7 +22,7 @@ describe.skipIf(galeraSkipped())("certification conflicts on a 3-node cluster", 
     await replicas?.stop();
   });
 
-  it("300 concurrent new agents over three replicas on three nodes: 300 x 201, numbered 1..300 on every node", async () => {
+  it("300 concurrent new agents over three replicas on three nodes: 300 x 201, 1..300 on every node", async () => {
     const answers = await Promise.all(Array.from({ length: 300 }, (_, i) => replicas.post(i % 3, `Certified ${i}`)));
     const statuses = answers.map((a) => a.status);
     const refused = answers.filter((a) => a.status !== 201).map((a) => `${a.status} ${JSON.stringify(a.body)}`);
