@@ -206,7 +206,7 @@ class SqlRepository implements AgentDefinitionRepository {
   }
 
   async write<T>(tenant: string, work: (tx: WriteTransaction) => Promise<T>): Promise<T> {
-    const deadline = performance.now() + this.#writeBudgetMillis;
+    let deadline = performance.now() + this.#writeBudgetMillis;
     let failovers = this.#hosts - 1;
     for (let attempt = 1; ; attempt++) {
       let committing = false;
@@ -222,8 +222,12 @@ class SqlRepository implements AgentDefinitionRepository {
         if (kind === "unavailable") {
           // Lost while COMMIT was on its way, the write may have been committed: say so, not "failed".
           if (committing) throw outcomeUnknown(error);
-          // Its node failed before COMMIT: nothing was written, and the pool moved to the next host.
-          if (failovers-- > 0 && isNodeFailure(error) && performance.now() < deadline) continue;
+          // Its node failed before COMMIT: nothing was written, and the pool moved to the next host. Tried
+          // there (once per other host) with a deadline of its own: a frozen node may have taken all of it.
+          if (failovers-- > 0 && isNodeFailure(error)) {
+            deadline = performance.now() + this.#writeBudgetMillis;
+            continue;
+          }
           throw unavailable(error);
         }
         if (kind !== "retryable") throw error;

@@ -1,5 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { galeraSkipped, killNode, NODES, restartNode, useGaleraDatabase } from "../support/galera.js";
+import {
+  galeraSkipped,
+  killNode,
+  NODES,
+  nodeStatus,
+  restartNode,
+  signalNode,
+  useGaleraDatabase,
+} from "../support/galera.js";
 import { type Replicas, startReplicas } from "../support/replicas.js";
 import { startWriteBurst, type WriteOutcome } from "../support/write-burst.js";
 
@@ -30,6 +38,47 @@ describe.skipIf(galeraSkipped())("a node killed under three replicas of several 
   afterAll(async () => {
     await replicas?.stop();
   });
+
+  /**
+   * Every node holds every acknowledged write of `outcomes` (named `prefix`...) and none that was refused (those whose
+   * outcome is unknown may be either), and all hold the same.
+   */
+  async function expectAgreement(outcomes: readonly WriteOutcome[], prefix: string): Promise<void> {
+    const created = outcomes.filter((o) => o.status === 201);
+    const acknowledged = new Set(created.map((o) => o.name));
+    const inDoubt = new Set(
+      outcomes.filter((o) => o.status === "dropped" || o.body?.code === "OUTCOME_UNKNOWN").map((o) => o.name),
+    );
+    const counts: number[] = [];
+    for (const n of NODES) {
+      const rows = await db().query<Array<{ name: string }>>(
+        n,
+        "SET STATEMENT wsrep_sync_wait = 1 FOR SELECT name FROM agent_definitions WHERE name LIKE ?",
+        [`${prefix}%`],
+      );
+      const found = new Set(rows.map((r) => r.name));
+      counts.push(found.size);
+      expect(
+        [...acknowledged].filter((name) => !found.has(name)),
+        `lost, through node ${n}`,
+      ).toEqual([]);
+      expect(
+        [...found].filter((name) => !acknowledged.has(name) && !inDoubt.has(name)),
+        `stored though refused, through node ${n}`,
+      ).toEqual([]);
+    }
+    expect(new Set(counts).size, `the nodes hold ${counts.join(", ")}`).toBe(1);
+    console.log(
+      `fail-over: ${acknowledged.size} acknowledged, ${inDoubt.size} in doubt, ${counts[0]} stored; statuses ` +
+        JSON.stringify(
+          outcomes.reduce<Record<string, number>>((by, o) => {
+            const key = `${o.status}${o.status === 503 ? ` ${o.body?.code}` : ""}`;
+            by[key] = (by[key] ?? 0) + 1;
+            return by;
+          }, {}),
+        ),
+    );
+  }
 
   it("loses no acknowledged write, stores none refused, writes again through another node; it rejoins", async () => {
     const bursts = replicas.servers.map((server, i) =>
@@ -64,37 +113,53 @@ describe.skipIf(galeraSkipped())("a node killed under three replicas of several 
     expect(outcomes.filter((o) => o.status === 500).map((o) => o.body)).toEqual([]);
 
     await restartNode(1);
-    const acknowledged = new Set(created(outcomes).map((o) => o.name));
-    const inDoubt = new Set(
-      outcomes.filter((o) => o.status === "dropped" || o.body?.code === "OUTCOME_UNKNOWN").map((o) => o.name),
+    await expectAgreement(outcomes, "Failover r");
+  }, 240_000);
+
+  it("leaves a frozen node (SIGSTOP) after a timeout, for another, and loses nothing", async () => {
+    const bursts = replicas.servers.map((server, i) =>
+      startWriteBurst({
+        url: `${server.baseUrl}${PATH}`,
+        authorization: replicas.authorization,
+        writers: 4,
+        prefix: `Failover frozen r${i}`,
+      }),
     );
-    const counts: number[] = [];
-    for (const n of NODES) {
-      const rows = await db().query<Array<{ name: string }>>(
-        n,
-        "SET STATEMENT wsrep_sync_wait = 1 FOR SELECT name FROM agent_definitions WHERE name LIKE 'Failover %'",
+    const created = (os: readonly WriteOutcome[], after = 0) =>
+      os.filter((o) => o.status === 201 && o.startedAt >= after);
+    // Node 1 was killed above: the replicas started on nodes 1 and 2 are now both on node 2.
+    let frozenAt = 0;
+    try {
+      await Promise.all(bursts.map((b) => b.until((os) => created(os).length >= 20, 60_000)));
+      await signalNode(2, "SIGSTOP");
+      frozenAt = Date.now();
+      await Promise.all(bursts.map((b) => b.until((os) => created(os, frozenAt + 1).length >= 20, 90_000)));
+      const firstWrites = bursts.map(
+        (b) =>
+          created(b.outcomes, frozenAt + 1).reduce((first, o) => Math.min(first, o.startedAt + o.millis), Infinity) -
+          frozenAt,
       );
-      const found = new Set(rows.map((r) => r.name));
-      counts.push(found.size);
-      expect(
-        [...acknowledged].filter((name) => !found.has(name)),
-        `lost, through node ${n}`,
-      ).toEqual([]);
-      expect(
-        [...found].filter((name) => !acknowledged.has(name) && !inDoubt.has(name)),
-        `stored though refused, through node ${n}`,
-      ).toEqual([]);
+      console.log(`frozen node: first write acknowledged after SIGSTOP, per replica (ms): ${firstWrites.join(", ")}`);
+    } finally {
+      await Promise.all(bursts.map((b) => b.stop()));
+      await signalNode(2, "SIGCONT");
     }
-    expect(new Set(counts).size, `the nodes hold ${counts.join(", ")}`).toBe(1);
-    console.log(
-      `fail-over: ${acknowledged.size} acknowledged, ${inDoubt.size} in doubt, ${counts[0]} stored; statuses ` +
-        JSON.stringify(
-          outcomes.reduce<Record<string, number>>((by, o) => {
-            const key = `${o.status}${o.status === 503 ? ` ${o.body?.code}` : ""}`;
-            by[key] = (by[key] ?? 0) + 1;
-            return by;
-          }, {}),
-        ),
-    );
+    const outcomes = bursts.flatMap((b) => b.outcomes);
+    expect(outcomes.filter((o) => o.status === 500).map((o) => o.body)).toEqual([]);
+    // The thawed node finds itself dropped and rejoins on its own (else it is started again): wait until
+    // every node sees a primary component of 3 again.
+    const whole = async () => {
+      for (const n of NODES) {
+        const status = await nodeStatus(n).catch(() => undefined);
+        if (status?.wsrep_local_state_comment !== "Synced" || status.wsrep_cluster_size !== "3") return false;
+      }
+      return true;
+    };
+    for (let i = 0; i < 60 && !(await whole()); i++) await new Promise((resolve) => setTimeout(resolve, 500));
+    if (!(await whole())) {
+      await killNode(2);
+      await restartNode(2);
+    }
+    await expectAgreement(outcomes, "Failover frozen ");
   }, 240_000);
 });
