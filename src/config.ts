@@ -9,6 +9,7 @@ import {
   defaultSearchTimeoutMillis,
   defaultSqliteSearchWorkers,
   MYSQL_POOL_SIZE,
+  parseDatabaseUrl,
 } from "./storage/sql-repository.js";
 
 /** The service's settings, parsed once from an injected environment. */
@@ -17,7 +18,10 @@ export interface Config {
   readonly port: number;
   /** Interface to listen on. `HOST`, default 127.0.0.1 (use 0.0.0.0 in a container). */
   readonly host: string;
-  /** `DATABASE_URL`: a mysql:// URL. Absent: the embedded SQLite database under `dataDir`. */
+  /**
+   * `DATABASE_URL`: a mysql:// URL, of one host or several (`mysql://user:pass@h1:3306,h2:3306/db`: the
+   * nodes of a Galera cluster, used one at a time). Absent: the embedded SQLite database under `dataDir`.
+   */
   readonly databaseUrl: string | undefined;
   /** `DATA_DIR`, default ./data: the embedded database and local keys. */
   readonly dataDir: string;
@@ -186,14 +190,12 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
   const shutdownTimeoutMs = integer("SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000);
   const databaseUrl = env.DATABASE_URL === "" ? undefined : env.DATABASE_URL;
   if (databaseUrl !== undefined) {
-    let protocol = "";
     try {
-      protocol = new URL(databaseUrl).protocol;
-    } catch {
-      problems.push("DATABASE_URL is not a URL (expected mysql://user:password@host:port/database)");
+      parseDatabaseUrl(databaseUrl);
+      if (!databaseUrl.startsWith("mysql://")) throw new Error("must be a mysql:// URL");
+    } catch (error) {
+      problems.push(`DATABASE_URL ${(error as Error).message}`);
     }
-    if (protocol !== "" && protocol !== "mysql:")
-      problems.push(`DATABASE_URL must be a mysql:// URL, not ${protocol}//...`);
   }
   const defaultTenant = env.DEFAULT_TENANT || "default";
   if (!TENANT.test(defaultTenant))
@@ -246,6 +248,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
 /** Where the data lives, for the start-up line: never the password. */
 export function describeStorage(config: Config): string {
   if (config.databaseUrl === undefined) return `embedded SQLite in ${config.dataDir}/registry.sqlite`;
-  const url = new URL(config.databaseUrl);
-  return `MySQL at ${url.hostname}:${url.port || 3306}${url.pathname}`;
+  const { hosts, database } = parseDatabaseUrl(config.databaseUrl);
+  const at = hosts.map(({ host, port }) => `${host.includes(":") ? `[${host}]` : host}:${port}`).join(",");
+  return `MySQL at ${at}/${database}`;
 }

@@ -616,14 +616,21 @@ export function shuttingDown(): RegistryError {
   return refusal("The service is shutting down; retry on another instance.");
 }
 
-/** Concurrent writers kept colliding on the same key until the retries ran out. */
-export function writeConflict(cause: unknown): RegistryError {
-  return new RegistryError(
-    "CONFLICT",
-    "The definition could not be saved because of concurrent changes to the same agent; try again.",
-    [],
-    { cause },
-  );
+/**
+ * 409 CONFLICT: a write kept losing to other writes until its retries ran out, and was rolled back: nothing
+ * was saved. `same key`: every attempt met a write of the same key, agent or externalAgentID (a duplicate
+ * key); `busy tenant`: other writes to the tenant (other agents too: new agents wait on the tenant's
+ * sequence) kept aborting it, by deadlock, lock wait or lost certification on a Galera cluster, until the
+ * write's deadline (DATABASE_TIMEOUT_MS).
+ */
+export function writeConflict(cause: unknown, reason: "same key" | "busy tenant"): RegistryError {
+  const message =
+    reason === "same key"
+      ? "The definition could not be saved: other requests kept saving the same key, agent or externalAgentID " +
+        "at the same time. Nothing was saved; try again."
+      : "The definition could not be saved: the tenant was busy with other writes, which kept colliding with " +
+        "this one until its time ran out. Nothing was saved; try again.";
+  return new RegistryError("CONFLICT", message, [], { cause });
 }
 
 /**

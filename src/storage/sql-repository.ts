@@ -27,6 +27,7 @@ import {
   orderValueOf,
   type SearchRow,
 } from "./queries/search.js";
+import { tenants } from "./queries/tables.js";
 import type { QueryContext } from "./queries/tenants.js";
 import { findTenant, insertTenant, listTenants } from "./queries/tenants.js";
 import type { WriteContext, WriteStatements } from "./queries/writes.js";
@@ -46,7 +47,7 @@ import type { DefinitionReadRow } from "./rows.js";
 import { fromDatabaseInteger, toDatabaseTimestamp, toStoredDefinition, toTenant } from "./rows.js";
 import type { Database, StorageOptions } from "./run/connection.js";
 import { openDatabase } from "./run/connection.js";
-import { classifyDriverError, isDuplicateKey, isSqliteBusy } from "./run/driver-errors.js";
+import { classifyDriverError, isDuplicateKey, isNodeFailure } from "./run/driver-errors.js";
 import { driverRunner } from "./run/reads.js";
 import { type SearchLimits, type SearchRunner, searchDeadline, searchRunner } from "./run/searches.js";
 import type { RunTransaction } from "./run/writes.js";
@@ -56,7 +57,7 @@ import { transactionRunner } from "./run/writes.js";
 // repository.ts only).
 export { defaultPageMaxBytes } from "./queries/search.js";
 export type { StorageOptions } from "./run/connection.js";
-export { MYSQL_POOL_SIZE } from "./run/connection.js";
+export { MYSQL_POOL_SIZE, parseDatabaseUrl } from "./run/connection.js";
 export type { SearchLimits } from "./run/searches.js";
 export { defaultSearchMaxConcurrent, defaultSearchMaxPerTenant, defaultSearchTimeoutMillis } from "./run/searches.js";
 export { defaultSqliteSearchWorkers } from "./run/sqlite-search-worker.js";
@@ -77,32 +78,40 @@ export interface RepositoryOptions extends StorageOptions {
 }
 
 /**
- * How often a write is tried before a race is reported as a conflict. Every
- * lost race means another writer committed, so a burst drains; measured in
- * test/storage/write-races.test.ts (RACE_STATS=1), 200 writers on 10 keys from
- * two processes and 100 creators of new agents need at most 2 attempts on
- * MariaDB and SQLite. 8 leaves room for slower servers.
+ * How often a write is tried when it keeps hitting the same unique key
+ * (ER_DUP_ENTRY, SQLite's constraint errors). Every lost race means another
+ * writer committed the key, so a burst drains in 1 or 2 attempts (measured in
+ * test/storage/write-races.test.ts, RACE_STATS=1); a duplicate key that
+ * persists past 8 attempts is not a race any more.
  */
-const writeAttempts = 8;
+const duplicateKeyAttempts = 8;
 
 /**
- * SQLite, past those attempts: how long a write that keeps losing to another
- * process's commits (SQLITE_BUSY; a Node and a Deno process on one file) still
- * tries. While the other process runs a burst of writes, every transaction of
- * this one that overlaps one of its commits fails, so the attempts that matter
- * are the ones after its burst; 8 attempts (about 1 s of backoff) ran out in 2
- * runs of 3 of test/e2e/concurrency.test.ts on a loaded machine.
+ * The write's deadline: StorageOptions.timeoutMillis (DATABASE_TIMEOUT_MS,
+ * default 10 s) from its start. A write that loses to other writers without a
+ * duplicate key (a deadlock, a lock wait timeout, a lost Galera certification
+ * at COMMIT, SQLITE_BUSY) is tried again with jittered backoff until then: a
+ * burst of writers on one tenant drains at the rate the database commits. On
+ * a 3-node Galera cluster every commit on one node aborts the creators waiting
+ * on the tenant's sequence row on the others, and 8 attempts (about 0.6 s of
+ * backoff) left 28 to 47 of 300 new agents refused
+ * (test/cluster/certification.test.ts). On SQLite the same budget covers
+ * another process's burst of commits (a Node and a Deno process on one file).
  */
-const sqliteBusyMillis = 10_000;
+const defaultWriteBudgetMillis = 10_000;
 
 /** Base of the exponential backoff between attempts, in milliseconds. */
 const backoffBaseMillis = 5;
 
-/** The longest single wait between attempts, in milliseconds. */
-const backoffCapMillis = 500;
+/**
+ * The longest single wait between attempts, in milliseconds. 300 new agents at once over a 3-node
+ * Galera cluster (test/cluster/certification.test.ts, one run each): the last answered after 6.1 s
+ * with 500, 4.2 s with 200.
+ */
+const backoffCapMillis = 200;
 
 /**
- * How long ping() waits for `SELECT 1`. A healthy database answers in
+ * How long ping() waits for its query. A healthy database answers in
  * milliseconds; the bound keeps a probe from hanging on a connection attempt
  * (MySQL's connect timeout is 5 s) while leaving room for a busy pool.
  */
@@ -140,7 +149,10 @@ export async function createSqlRepository(options: RepositoryOptions): Promise<A
   return new SqlRepository(
     database,
     { ...options.search, databaseTimeoutMillis: options.timeoutMillis },
-    options.pageMaxBytes ?? defaultPageMaxBytes,
+    {
+      pageMaxBytes: options.pageMaxBytes ?? defaultPageMaxBytes,
+      writeBudgetMillis: options.timeoutMillis ?? defaultWriteBudgetMillis,
+    },
   );
 }
 
@@ -159,13 +171,23 @@ class SqlRepository implements AgentDefinitionRepository {
   readonly #search: SearchRunner;
   readonly #searchLimits: SearchLimits;
   readonly #dialect: Database["dialect"];
-  /** The `SELECT 1` in flight: concurrent pings share it, so probes never pile up queries on a slow database. */
+  /** The ping in flight: concurrent pings share it, so probes never pile up queries on a slow database. */
   #ping: Promise<void> | undefined;
   /** RepositoryOptions.pageMaxBytes. */
   readonly #pageMaxBytes: number;
+  /** How long a write may keep retrying lost races (defaultWriteBudgetMillis). */
+  readonly #writeBudgetMillis: number;
+  /** The database hosts (DATABASE_URL may name several): what a node failure is tried on again. */
+  readonly #hosts: number;
 
-  constructor({ db, dialect }: Database, searchLimits: SearchLimits, pageMaxBytes: number) {
+  constructor(
+    { db, dialect, hosts }: Database,
+    searchLimits: SearchLimits,
+    { pageMaxBytes, writeBudgetMillis }: { pageMaxBytes: number; writeBudgetMillis: number },
+  ) {
     this.#pageMaxBytes = pageMaxBytes;
+    this.#writeBudgetMillis = writeBudgetMillis;
+    this.#hosts = hosts;
     this.#db = db;
     this.#context = { tx: db, dialect };
     this.#reads = { run: driverRunner(db, dialect), statements: readStatements(dialect) };
@@ -184,7 +206,8 @@ class SqlRepository implements AgentDefinitionRepository {
   }
 
   async write<T>(tenant: string, work: (tx: WriteTransaction) => Promise<T>): Promise<T> {
-    const started = performance.now();
+    let deadline = performance.now() + this.#writeBudgetMillis;
+    let failovers = this.#hosts - 1;
     for (let attempt = 1; ; attempt++) {
       let committing = false;
       try {
@@ -196,12 +219,24 @@ class SqlRepository implements AgentDefinitionRepository {
       } catch (error) {
         if (error instanceof RegistryError) throw error;
         const kind = classifyDriverError(error);
-        // Lost while COMMIT was on its way, the write may have been committed: say so, not "failed".
-        if (kind === "unavailable") throw committing ? outcomeUnknown(error) : unavailable(error);
+        if (kind === "unavailable") {
+          // Lost while COMMIT was on its way, the write may have been committed: say so, not "failed".
+          if (committing) throw outcomeUnknown(error);
+          // Its node failed before COMMIT: nothing was written, and the pool moved to the next host. Tried
+          // there (once per other host) with a deadline of its own: a frozen node may have taken all of it.
+          if (failovers-- > 0 && isNodeFailure(error)) {
+            deadline = performance.now() + this.#writeBudgetMillis;
+            continue;
+          }
+          throw unavailable(error);
+        }
         if (kind !== "retryable") throw error;
-        const stillBusy = isSqliteBusy(error) && performance.now() - started < sqliteBusyMillis;
-        if (attempt >= writeAttempts && !stillBusy) throw writeConflict(error);
-        await sleep(backoffMillis(attempt));
+        // A lost race, at a statement or at COMMIT (a lost certification): rolled back, nothing written.
+        const sameKey = isDuplicateKey(error);
+        const wait = backoffMillis(attempt);
+        if ((sameKey && attempt >= duplicateKeyAttempts) || performance.now() + wait >= deadline)
+          throw writeConflict(error, sameKey ? "same key" : "busy tenant");
+        await sleep(wait);
       }
     }
   }
@@ -228,12 +263,12 @@ class SqlRepository implements AgentDefinitionRepository {
     // An id we could not have issued (which also keeps non-ASCII out of a comparison with the
     // ASCII id column) is looked up as "", which no row has: the same one statement still
     // tells an unknown tenant from an unknown id.
-    const rows = await guard(() => readById(this.#reads, tenant, INSTANCE_ID.test(id) ? id : ""));
+    const rows = await this.#guard(() => readById(this.#reads, tenant, INSTANCE_ID.test(id) ? id : ""));
     return oneOf(tenant, rows);
   }
 
   async getNewestByReference(tenant: string, referenceId: string): Promise<StoredDefinition | undefined> {
-    const rows = await guard(() => readNewestByReference(this.#reads, tenant, referenceId));
+    const rows = await this.#guard(() => readNewestByReference(this.#reads, tenant, referenceId));
     return oneOf(tenant, rows);
   }
 
@@ -250,7 +285,7 @@ class SqlRepository implements AgentDefinitionRepository {
     );
     // One agent's versions: an index range and a count of that agent's versions, never the tenant's.
     const rows = inSearchOrder(
-      await guard(() => this.#search(sql, bindings, { bounded: true, tenant, signal: work.signal })),
+      await this.#guard(() => this.#search(sql, bindings, { bounded: true, tenant, signal: work.signal })),
       "createdAt",
       true,
     );
@@ -272,10 +307,10 @@ class SqlRepository implements AgentDefinitionRepository {
       signal: work.signal,
       deadline: searchDeadline(this.#searchLimits),
     };
-    let rows = await guard(() => this.#search(sql, bindings, call));
+    let rows = await this.#guard(() => this.#search(sql, bindings, call));
     if (countAlone !== undefined && rows.length > 0 && rows.every((row) => row.id === null)) {
       // An empty page (the tenant's row alone) of a search that counts in its page: counted alone.
-      const [counted] = await guard(() => this.#search(countAlone.sql, countAlone.bindings, call));
+      const [counted] = await this.#guard(() => this.#search(countAlone.sql, countAlone.bindings, call));
       rows = rows.map((row) => ({ ...row, total: counted?.total ?? 0 }));
     }
     const ordered = inSearchOrder(rows, query.order.key, query.order.descending);
@@ -284,8 +319,23 @@ class SqlRepository implements AgentDefinitionRepository {
     );
   }
 
+  /**
+   * Runs a read, turning connection failures into `UNAVAILABLE`. A read its node failed under is
+   * tried again on the next host, once per other host (the pool moved there: run/connection.ts).
+   */
+  async #guard<T>(read: () => Promise<T>): Promise<T> {
+    for (let failovers = this.#hosts - 1; ; failovers--) {
+      try {
+        return await read();
+      } catch (error) {
+        if (failovers > 0 && !(error instanceof RegistryError) && isNodeFailure(error)) continue;
+        throw translate(error);
+      }
+    }
+  }
+
   async getTenant(tenant: string): Promise<Tenant | undefined> {
-    const row = await guard(() => findTenant(this.#context, tenant));
+    const row = await this.#guard(() => findTenant(this.#context, tenant));
     return row === undefined ? undefined : toTenant(row);
   }
 
@@ -306,18 +356,19 @@ class SqlRepository implements AgentDefinitionRepository {
   }
 
   async listTenants(): Promise<Tenant[]> {
-    const rows = await guard(() => listTenants(this.#context));
+    const rows = await this.#guard(() => listTenants(this.#context));
     return rows.map(toTenant);
   }
 
   async ping(): Promise<void> {
-    const query = (this.#ping ??= this.#db
-      .raw("SELECT 1")
+    // A row of a table, not `SELECT 1`: a Galera node out of the primary component answers SELECT 1
+    // but refuses every query on a table (1047), and the probe must fail exactly while reads would.
+    const query = (this.#ping ??= this.#guard(() => this.#db.raw(`SELECT 1 FROM ${tenants} LIMIT 1`))
       .then(
         () => undefined,
         (error: unknown) => {
-          // Whatever stops SELECT 1 (a refused connection, a full pool) makes the database unusable.
-          throw unavailable(error);
+          // Whatever stops it (a refused connection, a full pool, a node not ready) makes the database unusable.
+          throw error instanceof RegistryError && error.code === "UNAVAILABLE" ? error : unavailable(error);
         },
       )
       .finally(() => {
@@ -328,7 +379,7 @@ class SqlRepository implements AgentDefinitionRepository {
       timer = setTimeout(() => {
         // A query that hangs (a server that stopped answering) is left behind, so the next ping tries afresh.
         if (this.#ping === query) this.#ping = undefined;
-        reject(unavailable(new Error(`The database did not answer SELECT 1 within ${pingTimeoutMillis} ms.`)));
+        reject(unavailable(new Error(`The database did not answer a ping within ${pingTimeoutMillis} ms.`)));
       }, pingTimeoutMillis);
     });
     try {
@@ -425,15 +476,6 @@ function normalise(page: Page): { limit: number; offset: number } {
 /** A whole number from 0 to 2^53 - 1: what both databases take for LIMIT and OFFSET, bound as it is into SQL. */
 function countOf(value: number): number {
   return Number.isNaN(value) ? 0 : Math.min(Math.max(0, Math.trunc(value)), Number.MAX_SAFE_INTEGER);
-}
-
-/** Runs a read, turning connection failures into `UNAVAILABLE`. */
-async function guard<T>(read: () => Promise<T>): Promise<T> {
-  try {
-    return await read();
-  } catch (error) {
-    throw translate(error);
-  }
 }
 
 function translate(error: unknown): unknown {

@@ -151,6 +151,16 @@ describe("configuration", () => {
     },
   );
 
+  it("takes a DATABASE_URL of several hosts, and refuses one with a host that is not one", () => {
+    const url = "mysql://app:s3cret@db1.internal:3307,db2.internal,[::1]:3309/registry";
+    const config = parseConfig({ DATABASE_URL: url });
+    expect(config.databaseUrl).toBe(url);
+    expect(describeStorage(config)).toBe("MySQL at db1.internal:3307,db2.internal:3306,[::1]:3309/registry");
+    for (const bad of ["mysql://app@db1:3306,,db2/registry", "mysql://app@db1:3306,db2:port/registry"]) {
+      expect(() => parseConfig({ DATABASE_URL: bad }), bad).toThrow(/DATABASE_URL names a host that is not one/);
+    }
+  });
+
   it("never shows the database password", () => {
     const config = parseConfig({ DATABASE_URL: "mysql://app:s3cret@db.internal:3307/registry" });
     expect(describeStorage(config)).toBe("MySQL at db.internal:3307/registry");

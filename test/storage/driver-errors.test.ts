@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import {
   classifyDriverError,
   isDuplicateKey,
+  isNodeFailure,
   isSqliteBusy,
   sqliteResultCodeName,
 } from "../../src/storage/run/driver-errors.js";
@@ -11,6 +12,43 @@ function withCode(code: string, extra: Record<string, unknown> = {}): Error {
 }
 
 describe("classifyDriverError", () => {
+  it("reports a Galera node that is not ready (1047) and connections lost mid-statement as node failures", () => {
+    // mysql2's error for a query on a node out of the primary component: "WSREP has not yet prepared node
+    // for application use".
+    const notReady = withCode("ER_UNKNOWN_COM_ERROR", { errno: 1047, sqlState: "08S01" });
+    const failures = [
+      notReady,
+      Object.assign(new Error("x"), { errno: 1047 }),
+      withCode("ER_CONNECTION_KILLED", { errno: 1927 }),
+      withCode("CR_SERVER_LOST", { errno: 2013 }),
+      withCode("ECONNRESET"),
+      withCode("PROTOCOL_CONNECTION_LOST", { fatal: true }),
+      withCode("PROTOCOL_SEQUENCE_TIMEOUT"),
+      withCode("ER_NET_READ_ERROR", { errno: 1158 }),
+      withCode("ER_NET_ERROR_ON_WRITE", { errno: 1160 }),
+      new Error("knex: wrapped", { cause: notReady }),
+    ];
+    for (const error of failures) {
+      expect(classifyDriverError(error), String((error as { code?: string }).code)).toBe("unavailable");
+      expect(isNodeFailure(error), String((error as { code?: string }).code)).toBe(true);
+    }
+  });
+
+  it("does not take a statement stopped at its time limit, a KILL QUERY or a full pool for a failed node", () => {
+    const poolTimeout = Object.assign(new Error("Knex: Timeout acquiring a connection."), { name: "KnexTimeoutError" });
+    for (const error of [
+      Object.assign(new Error("x"), { errno: 1969 }),
+      withCode("ER_QUERY_TIMEOUT", { errno: 3024 }),
+      withCode("ER_QUERY_INTERRUPTED", { errno: 1317 }),
+      poolTimeout,
+    ]) {
+      expect(classifyDriverError(error)).toBe("unavailable");
+      expect(isNodeFailure(error)).toBe(false);
+    }
+    for (const error of [withCode("ER_LOCK_DEADLOCK", { errno: 1213 }), withCode("ER_NO_SUCH_TABLE")])
+      expect(isNodeFailure(error)).toBe(false);
+  });
+
   it("retries duplicate keys, deadlocks and lock waits of both drivers", () => {
     for (const code of [
       "ER_DUP_ENTRY",

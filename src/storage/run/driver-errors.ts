@@ -51,6 +51,13 @@ const unavailableCodes = new Set([
   "ER_SERVER_SHUTDOWN", // 1053
   "ER_QUERY_INTERRUPTED", // 1317: the server killed the statement (a timeout, KILL QUERY)
   "ER_CONNECTION_KILLED", // 1927 (MariaDB)
+  // 1047: what a Galera node that is not ready for queries (joining, or out of the primary component)
+  // answers a statement on a table with: "WSREP has not yet prepared node for application use".
+  "ER_UNKNOWN_COM_ERROR",
+  "ER_NET_READ_ERROR", // 1158..1161: the server lost the connection mid-packet
+  "ER_NET_READ_INTERRUPTED",
+  "ER_NET_ERROR_ON_WRITE",
+  "ER_NET_WRITE_INTERRUPTED",
   ...statementTimeoutCodes,
   "CR_CONNECTION_ERROR",
   "CR_CONN_HOST_ERROR",
@@ -58,7 +65,22 @@ const unavailableCodes = new Set([
   "CR_SERVER_LOST",
 ]);
 
-const unavailableErrnos = new Set([1040, 1053, 1317, 1927, 2002, 2003, 2006, 2013, ...statementTimeoutErrnos]);
+const unavailableErrnos = new Set([
+  1040,
+  1047,
+  1053,
+  1158,
+  1159,
+  1160,
+  1161,
+  1317,
+  1927,
+  2002,
+  2003,
+  2006,
+  2013,
+  ...statementTimeoutErrnos,
+]);
 
 /** Classifies an error thrown by knex or a driver, looking at every error it wraps. */
 export function classifyDriverError(error: unknown): DriverErrorKind {
@@ -110,6 +132,22 @@ function* errorChain(error: unknown): Generator<object> {
     pending.push(cause);
     if (Array.isArray(errors)) pending.push(...errors);
   }
+}
+
+/**
+ * True when the error says the database node itself failed: unavailable, but not a statement the
+ * server stopped at its time limit or on a KILL QUERY (run/searches.ts stops searches so: the node is
+ * fine), nor knex's pool giving up waiting for a connection (a full pool, or a connect still under
+ * way that will say for itself whether its node failed). The pool then moves to another host
+ * (connection.ts), and what failed before COMMIT is tried there (sql-repository.ts).
+ */
+export function isNodeFailure(error: unknown): boolean {
+  if (classifyDriverError(error) !== "unavailable" || isStatementTimeout(error)) return false;
+  for (const candidate of errorChain(error)) {
+    const { code, errno, name } = candidate as { code?: unknown; errno?: unknown; name?: unknown };
+    if (code === "ER_QUERY_INTERRUPTED" || errno === 1317 || name === "KnexTimeoutError") return false;
+  }
+  return true;
 }
 
 /**
