@@ -16,7 +16,7 @@
  * tell how the cluster is set up.
  */
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createConnection } from "mysql2/promise";
@@ -118,9 +118,15 @@ export function restartNode(n: number): Promise<void> {
 }
 
 /**
- * Node n's `SHOW GLOBAL STATUS LIKE 'wsrep_%'` (wsrep_ready, wsrep_cluster_size, ...), or undefined when it is
- * down.
+ * Node n's `SHOW GLOBAL STATUS LIKE 'wsrep_%'` (wsrep_ready, wsrep_cluster_size, ...), or undefined when it
+ * is down.
  */
 export function nodeStatus(n: number): Promise<Record<string, string> | undefined> {
   return cluster.nodeStatus(n);
+}
+
+/** Freezes (SIGSTOP) or thaws (SIGCONT) node n's server: a node that stops answering without closing anything. */
+export async function signalNode(n: number, signal: "SIGSTOP" | "SIGCONT"): Promise<void> {
+  const pid = Number((await readFile(join(cluster.clusterDir(), `node${n}`, "launched.pid"), "utf8")).trim());
+  process.kill(pid, signal);
 }
