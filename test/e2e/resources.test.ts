@@ -119,9 +119,9 @@ describe("Health/Watch", () => {
   );
 });
 
-/** A TCP proxy to MariaDB that counts the `SELECT 1` statements sent through it. */
+/** A TCP proxy to MariaDB that counts the readiness probes (`SELECT 1 FROM tenants LIMIT 1`) sent through it. */
 async function countingProxy(target: URL): Promise<{ url: string; pings(): number; close(): Promise<void> }> {
-  const needle = Buffer.from("SELECT 1");
+  const needle = Buffer.from("SELECT 1 FROM tenants LIMIT 1");
   let pings = 0;
   const sockets = new Set<Socket>();
   const server: Server = createTcpServer((client) => {
