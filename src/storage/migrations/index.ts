@@ -88,8 +88,8 @@ export interface MigrateOptions {
  * every node sees, which also covers the creation of knex's own tables, where
  * knex's lock cannot help: each finds the schema as the previous one left it.
  * On SQLite, knex's lock table lets one migrate, and the others wait for it
- * here instead of failing (knex does not wait by itself); SQLite has one
- * writer and its DDL is transactional, so knex's tables are made by one.
+ * here instead of failing (knex does not wait by itself); knex's own tables
+ * are made first by one process at a time (makeKnexTablesOnce).
  */
 export async function migrateToLatest(db: Knex, options: MigrateOptions = {}): Promise<void> {
   if (dialectOf(db) === "mysql") {
@@ -106,7 +106,47 @@ export async function migrateToLatest(db: Knex, options: MigrateOptions = {}): P
       options.lease,
     );
   }
+  await makeKnexTablesOnce(db);
   return migrateWaitingForKnexLock(db);
+}
+
+/**
+ * SQLite: knex's own tables, and its lock's one row, made inside one `BEGIN IMMEDIATE` (the database's write
+ * lock first, so one process at a time). knex makes them with a look and then a create: four processes starting
+ * on a new database both passed the look, and one failed ("table `knex_migrations` already exists"); two lock
+ * rows would have locked every later start out (knex takes its lock only when one row changes). The tables are
+ * the ones knex makes; the pool has one connection, so the statements run in this transaction.
+ */
+async function makeKnexTablesOnce(db: Knex): Promise<void> {
+  const table = migrationConfig.tableName as string;
+  // knex's own DDL for them, made conditional (its createTableIfNotExists is deprecated and warns).
+  const ifAbsent = (create: Knex.SchemaBuilder): string =>
+    create.toString().replace(/^create table /i, "CREATE TABLE IF NOT EXISTS ");
+  const statements = [
+    ifAbsent(
+      db.schema.createTable(table, (t) => {
+        t.increments();
+        t.string("name");
+        t.integer("batch");
+        t.timestamp("migration_time");
+      }),
+    ),
+    ifAbsent(
+      db.schema.createTable(`${table}_lock`, (t) => {
+        t.increments("index").primary();
+        t.integer("is_locked");
+      }),
+    ),
+    `INSERT INTO ${table}_lock (is_locked) SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM ${table}_lock)`,
+  ];
+  await db.raw("BEGIN IMMEDIATE");
+  try {
+    for (const statement of statements) await db.raw(statement);
+    await db.raw("COMMIT");
+  } catch (error) {
+    await db.raw("ROLLBACK").catch(() => undefined);
+    throw error;
+  }
 }
 
 /**
