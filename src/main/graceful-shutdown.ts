@@ -10,21 +10,31 @@ import type { NodeServer } from "./node-server.js";
 const POOL_CLOSE_LIMIT_MS = 5_000;
 
 /**
+ * The same signal again within this time of the first is the same stop, delivered twice (a launcher passing on
+ * what the process group got already arrives within milliseconds); a person insisting takes longer.
+ */
+const SAME_SIGNAL_MS = 1_000;
+
+/**
  * On SIGTERM or SIGINT: drain the server (no new connections, requests in
  * flight finish within `SHUTDOWN_TIMEOUT_MS`), close the database pool, and
  * exit 0. A second signal during the drain exits at once with 1 (an operator
- * who insists). `others` (the metrics port) stop at once: they hold no
- * request worth waiting for.
+ * who insists), unless it is the same signal within SAME_SIGNAL_MS of the
+ * first: one stop delivered twice (Ctrl-C reaches the whole process group,
+ * and npm or the Deno launcher passes it on again; so does a kill of the
+ * group). `others` (the metrics port) stop at once: they hold no request
+ * worth waiting for.
  */
 export function installGracefulShutdown(node: NodeServer, app: App, others: readonly Server[] = []): void {
-  let stopping = false;
+  let first: { signal: NodeJS.Signals; at: number } | undefined;
   const stop = async (signal: NodeJS.Signals): Promise<void> => {
-    if (stopping) {
+    if (first !== undefined) {
+      if (signal === first.signal && performance.now() - first.at < SAME_SIGNAL_MS) return;
       app.logger.warn("second signal during shutdown: exiting without waiting", { signal });
       process.exit(1);
     }
-    stopping = true;
     const started = performance.now();
+    first = { signal, at: started };
     // close() stops accepting before it returns, so the line below is true when a reader sees it.
     const drained = node.close(app.config.shutdownTimeoutMs);
     for (const server of others) {
