@@ -28,10 +28,18 @@ export function clusterDir() {
   return resolve(process.env.CLUSTER_DIR ?? "/tmp/asor-cluster");
 }
 
+/** $CLUSTER_PORT_OFFSET (default 0): added to every port, so that two clusters can run on one machine. */
+function portOffset() {
+  const offset = Number(process.env.CLUSTER_PORT_OFFSET ?? 0);
+  if (!Number.isInteger(offset) || offset < 0 || offset > 1000)
+    throw new Error(`CLUSTER_PORT_OFFSET must be an integer from 0 to 1000, not ${process.env.CLUSTER_PORT_OFFSET}`);
+  return offset;
+}
+
 /** The ports of node n: SQL, Galera replication, IST and SST. */
 export function nodePorts(n) {
-  const galera = 4567 + 10 * (n - 1);
-  return { sql: 3310 + n, galera, ist: galera + 1, sst: galera + 2 };
+  const galera = 4567 + 10 * (n - 1) + portOffset();
+  return { sql: 3310 + n + portOffset(), galera, ist: galera + 1, sst: galera + 2 };
 }
 
 /** `mysql://root@127.0.0.1:<sql port of node n>/<database>` */
@@ -319,7 +327,7 @@ async function main(argv) {
   switch (command) {
     case "start":
       await start({ clean });
-      console.log(`cluster: 3 nodes Synced in ${took()} (${clusterDir()}; SQL on 127.0.0.1:3311-3313, root)`);
+      console.log(`cluster: 3 nodes Synced in ${took()} (${clusterDir()}; SQL on 127.0.0.1:${NODES.map((n) => nodePorts(n).sql).join(", ")}, root)`);
       break;
     case "stop":
       await stop({ clean });
