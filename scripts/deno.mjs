@@ -9,6 +9,7 @@
 // build, and `npm ci` refuses a lockfile that cannot record `deno`'s optional
 // dependencies on them. Elsewhere a `deno` on PATH is used.
 import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { constants } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -26,6 +27,16 @@ export function denoPath() {
   } catch {
     return "deno";
   }
+}
+
+/**
+ * The V8 heap bounds `npm start` gives node (package.json's config.nodeFlags),
+ * as one --v8-flags value: Deno does not read NODE_OPTIONS-style flags, and
+ * without them its heap grows to what V8 picks for the machine (issue 19).
+ */
+export function v8Flags() {
+  const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"));
+  return pkg.config.nodeFlags.split(/\s+/).filter(Boolean).join(",");
 }
 
 /**
@@ -56,6 +67,7 @@ export function denoServeArgs(env = process.env) {
     "--no-lock",
     "--node-modules-dir=manual",
     "--sloppy-imports",
+    `--v8-flags=${v8Flags()}`,
     "--allow-net",
     "--allow-env",
     `--allow-read=${["src", "gen", "node_modules"].map((dir) => join(ROOT, dir)).join(",")},${dataDir}`,
