@@ -19,6 +19,7 @@ import { addDefinitionLifecycle } from "./0008-add-definition-lifecycle.js";
 import { addSearchIndex } from "./0009-add-search-index.js";
 import { addTermCounts } from "./0010-add-term-counts.js";
 import { addDocumentBytes } from "./0011-add-document-bytes.js";
+import { addAgentLockCount } from "./0012-add-agent-lock-count.js";
 import { dialectOf } from "./dialect.js";
 import { type LeaseTimes, withMigrationLease, withNamedLock } from "./migration-lock.js";
 import { checkServerSettings } from "./server-settings.js";
@@ -44,6 +45,7 @@ export const migrations: readonly Migration[] = [
   addSearchIndex,
   addTermCounts,
   addDocumentBytes,
+  addAgentLockCount,
 ];
 
 /** Serves `migrations` to knex's migrator. */
