@@ -66,7 +66,8 @@ async function measure(syncWait: number): Promise<string> {
     servers.push(await start(1));
     servers.push(...(await Promise.all([start(2), start(3)])));
     const issuer = await openLocalIssuer(localIssuerKeyFile(dataDir), parseAuthConfig({}).config);
-    const authorization = `Bearer ${await issuer.issue({ tenant: "default", domains: ["Development", "Setup: Agents"] })}`;
+    const token = await issuer.issue({ tenant: "default", domains: ["Development", "Setup: Agents"] });
+    const authorization = `Bearer ${token}`;
     const headers = { "content-type": "application/json", authorization };
     const base = (i: number) => `${servers[i % 3]!.baseUrl}/api/asor/v1/default/agentDefinition`;
 
@@ -114,7 +115,8 @@ async function measure(syncWait: number): Promise<string> {
     const elapsed = (performance.now() - began) / 1000;
     return (
       `| ${syncWait} | ${pairs} | ${notFound} (${((100 * notFound) / Math.max(1, pairs)).toFixed(2)} %) | ` +
-      `${(pairs / elapsed).toFixed(1)} | ${median(postMillis).toFixed(1)} | ${median(getMillis).toFixed(1)} | ${failed} |`
+      `${(pairs / elapsed).toFixed(1)} | ${median(postMillis).toFixed(1)} | ${median(getMillis).toFixed(1)} | ` +
+      `${failed} |`
     );
   } finally {
     await Promise.all(servers.map((s) => s.stop()));
