@@ -93,6 +93,7 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
     timeoutMillis: config.databaseTimeoutMs,
+    syncWait: config.databaseSyncWait,
     search: {
       maxConcurrent: config.search.maxConcurrent,
       maxPerTenant: config.search.maxPerTenant,

@@ -42,6 +42,13 @@ export interface Config {
    * acquire, or wait for one statement's answer; past it the request fails with 503.
    */
   readonly databaseTimeoutMs: number;
+  /**
+   * `DATABASE_SYNC_WAIT`, default 1: the `wsrep_sync_wait` of every connection to a Galera node (0 to 15;
+   * unused elsewhere). 1 makes each read and each write transaction wait until the node has applied every
+   * commit the cluster made before it began, so a GET through one replica finds what a POST through another
+   * answered 201 for (docs/galera.md).
+   */
+  readonly databaseSyncWait: number;
   /** The slow-client bounds of the Node server, so stalled clients cannot hold connections. */
   readonly http: {
     /**
@@ -142,6 +149,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
     );
   const maxConnections = integer("MAX_CONNECTIONS", 1_000, 1, 1_000_000);
   const databaseTimeoutMs = integer("DATABASE_TIMEOUT_MS", 10_000, 100, 600_000);
+  const databaseSyncWait = integer("DATABASE_SYNC_WAIT", 1, 0, 15);
   const requestTimeoutMs = integer("HTTP_REQUEST_TIMEOUT_MS", 60_000, 100, 3_600_000);
   const http = {
     headersTimeoutMs: integer("HTTP_HEADERS_TIMEOUT_MS", 20_000, 100, 600_000),
@@ -233,6 +241,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
     maxBufferedBodyBytes,
     maxConnections,
     databaseTimeoutMs,
+    databaseSyncWait,
     http,
     search,
     pageMaxBytes,

@@ -61,8 +61,8 @@ export class SqlWriteTransaction implements WriteTransaction {
   /** The first race or connection failure of a statement; it dooms the whole attempt. */
   #failure: { readonly error: unknown } | undefined;
   /**
-   * Agents whose row this transaction holds locked (MySQL), so their latest flag is ours to move without
-   * asking again.
+   * Agents whose row this transaction has locked by writing it (MySQL: queries.lockAgent) or created, so
+   * their latest flag is ours to move without asking again.
    */
   readonly #lockedAgents = new Set<number>();
   /** Agents this transaction created: they have no other versions whose latest flag would need clearing. */
@@ -114,11 +114,10 @@ export class SqlWriteTransaction implements WriteTransaction {
   async findAgentByName(providerId: string, name: string): Promise<AgentRef | undefined> {
     const row = await this.#run(async (context) => {
       const tenant = this.tenant.name;
+      // Not the agent's lock (#lockAgent, which a new version takes in insert()): a locking read holds on
+      // its own node only, and on a Galera cluster only a write of the row keeps another node's writer out.
       const found = await findAgentByNameForUpdate(context, tenant, providerId, name);
-      if (found !== undefined) {
-        this.#lockedAgents.add(fromDatabaseInteger(found.number));
-        return found;
-      }
+      if (found !== undefined) return found;
       // Under READ COMMITTED nothing locks an absent row, and the caller decides on the absence
       // beyond inserting the agent (e.g. an externalAgentID held by someone else is a clash for a
       // new agent): so hold the tenant's sequence, which every creator of an agent holds until

@@ -28,6 +28,12 @@ describe("configuration", () => {
     expect((err as ConfigError).problems).toHaveLength(4);
   });
 
+  it("waits for causal reads on a Galera node by default (DATABASE_SYNC_WAIT 1), 0 to 15", () => {
+    expect(parseConfig({}).databaseSyncWait).toBe(1);
+    expect(parseConfig({ DATABASE_SYNC_WAIT: "0" }).databaseSyncWait).toBe(0);
+    expect(() => parseConfig({ DATABASE_SYNC_WAIT: "16" })).toThrow(/DATABASE_SYNC_WAIT/);
+  });
+
   it(
     "bounds the database and slow clients by default, and refuses a headers timeout longer than the request " +
       "timeout",

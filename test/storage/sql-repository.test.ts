@@ -64,6 +64,7 @@ forEachDatabase((db) => {
         "0009-add-search-index",
         "0010-add-term-counts",
         "0011-add-document-bytes",
+        "0012-add-agent-lock-count",
       ]);
     } finally {
       await again.close();

@@ -19,9 +19,10 @@ import { addDefinitionLifecycle } from "./0008-add-definition-lifecycle.js";
 import { addSearchIndex } from "./0009-add-search-index.js";
 import { addTermCounts } from "./0010-add-term-counts.js";
 import { addDocumentBytes } from "./0011-add-document-bytes.js";
+import { addAgentLockCount } from "./0012-add-agent-lock-count.js";
 import { dialectOf } from "./dialect.js";
 import { type LeaseTimes, withMigrationLease, withNamedLock } from "./migration-lock.js";
-import { checkServerSettings } from "./server-settings.js";
+import { checkDurability, checkServerSettings } from "./server-settings.js";
 
 /** One schema change. `down` undoes exactly what `up` did. */
 export interface Migration {
@@ -44,6 +45,7 @@ export const migrations: readonly Migration[] = [
   addSearchIndex,
   addTermCounts,
   addDocumentBytes,
+  addAgentLockCount,
 ];
 
 /** Serves `migrations` to knex's migrator. */
@@ -93,6 +95,8 @@ export interface MigrateOptions {
  */
 export async function migrateToLatest(db: Knex, options: MigrateOptions = {}): Promise<void> {
   if (dialectOf(db) === "mysql") {
+    // On every start, migrations to run or not: a node that would lose acknowledged writes is refused.
+    await checkDurability(db);
     const waitMillis = options.waitMillis ?? lockWaitMillis;
     return withMigrationLease(
       db,

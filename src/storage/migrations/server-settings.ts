@@ -89,3 +89,27 @@ export async function checkServerSettings(db: Knex): Promise<void> {
   const message = missingSettings(values, await applied(db));
   if (message !== undefined) throw new Error(message);
 }
+
+/**
+ * The message refusing a Galera node whose commits are not on disk when
+ * acknowledged (`innodb_flush_log_at_trx_commit` other than 1), given its
+ * global variables as `globals` reads them; undefined for 1, and for a server
+ * that is not a Galera node.
+ */
+export function unsafeDurability(values: ReadonlyMap<string, string>): string | undefined {
+  if (values.get("wsrep_on") !== "ON") return undefined;
+  const flush = values.get("innodb_flush_log_at_trx_commit");
+  if (flush === undefined || flush === "1") return undefined;
+  return (
+    `This database is a Galera cluster node with innodb_flush_log_at_trx_commit = ${flush}: it acknowledges a ` +
+    "commit before the commit is on its disk, so a crash of every node at once loses writes the registry has " +
+    "answered as stored. Set innodb_flush_log_at_trx_commit = 1 in every node's configuration (SET GLOBAL takes " +
+    "effect at once) and start again (docs/galera.md)."
+  );
+}
+
+/** Throws unsafeDurability's message on a Galera node that does not flush its log at every commit. */
+export async function checkDurability(db: Knex): Promise<void> {
+  const message = unsafeDurability(await globals(db, ["wsrep_on", "innodb_flush_log_at_trx_commit"]));
+  if (message !== undefined) throw new Error(message);
+}

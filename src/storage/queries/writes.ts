@@ -7,7 +7,12 @@
  * Locking reads (`...ForUpdate`) add FOR UPDATE on MySQL, where write
  * transactions run at READ COMMITTED (see sql-repository.ts): InnoDB locks the
  * rows found until the transaction ends, and takes no gap locks for rows not
- * found; a racing insert of those fails on a unique index instead. SQLite
+ * found; a racing insert of those fails on a unique index instead. On a
+ * Galera cluster a locking read holds on its own node only: every decision
+ * read under one is followed by a write of the row it locked (or, for an
+ * absent row, an insert that a unique key guards), which certification
+ * checks across nodes; the agent's lock is a write for that reason
+ * (lockAgent; the list with the test of each: docs/galera.md). SQLite
  * needs no locks: its transactions on our single connection run one at a
  * time, and a transaction of another process that wrote in between makes our
  * first write fail with SQLITE_BUSY, which the repository retries; so SQLite's
@@ -18,7 +23,6 @@ import type { UpsertKey } from "../repository.js";
 import type {
   AgentExternalIdRow,
   AgentRow,
-  DatabaseInteger,
   DefinitionReadRow,
   InstanceRow,
   NewAgentDefinitionRow,
@@ -61,8 +65,8 @@ export interface WriteStatements {
   /** Bindings: tenant, agent number. Every version of the agent, newest first; locks them on MySQL. */
   readonly instancesOfAgentForUpdate: string;
   /**
-   * MySQL only. Bindings: tenant, number. Locks the agent's row: what serializes changes to its versions'
-   * latest flag.
+   * MySQL only. Bindings: tenant, number. Locks the agent's row by writing it (raises lock_count): what
+   * serializes changes to its versions' status and latest flag, on every node of a Galera cluster.
    */
   readonly lockAgent: string;
   /** Bindings: tenant, agent number. Clears the latest flag of the agent's versions (before a new version takes it). */
@@ -135,7 +139,8 @@ export function writeStatements(dialect: Dialect): WriteStatements {
     instanceByIdForUpdate: `${lockedInstances} WHERE d.tenant = ? AND d.id = ? LIMIT 1${locked}`,
     instancesOfAgentForUpdate:
       `${lockedInstances} WHERE d.tenant = ? AND d.agent_number = ? ORDER BY d.seq ` + `DESC${locked}`,
-    lockAgent: `SELECT number FROM ${agents} WHERE tenant = ? AND number = ?${locked}`,
+    // A write, not a locking read: Galera certifies written rows only, and a FOR UPDATE holds on its own node.
+    lockAgent: `UPDATE ${agents} SET lock_count = lock_count + 1 WHERE tenant = ? AND number = ?`,
     clearLatest: `UPDATE ${definitions} SET is_latest = 0 WHERE tenant = ? AND agent_number = ? AND is_latest = 1`,
     newestLiveOfAgent:
       `SELECT id FROM ${definitions} WHERE tenant = ? AND agent_number = ? AND status <> ` +
@@ -371,9 +376,14 @@ function withReference(row: InstanceRow): InstanceRow {
 
 /**
  * MySQL: locks the agent's row until the transaction ends. Every write that
- * changes which of an agent's versions is latest (a new version, a status
- * change) takes it first, so two of them never decide on the flag from
- * snapshots that miss each other. SQLite's writers run one at a time anyway.
+ * changes which of an agent's versions is latest, or decides on their
+ * statuses (a new version, a status change), takes it first, so two of them
+ * never decide from snapshots that miss each other. It writes the row
+ * (migration 0012's lock_count) rather than reading it FOR UPDATE: on a
+ * Galera cluster a locking read holds on its own node only, and only rows a
+ * transaction writes take part in certification, so two such writes through
+ * different nodes now conflict and one is tried again (docs/galera.md).
+ * SQLite's writers run one at a time anyway.
  */
 export async function lockAgent(
   { session, statements }: WriteContext,
@@ -381,8 +391,9 @@ export async function lockAgent(
   agentNumber: number,
 ): Promise<void> {
   if (statements.dialect !== "mysql") return;
-  const rows = await session.rows<{ number: DatabaseInteger }>(statements.lockAgent, [tenant, agentNumber]);
-  if (rows.length !== 1)
+  // Rows matched (mysql2 connects with FOUND_ROWS): 1 whenever the agent exists.
+  const { affectedRows } = await session.change(statements.lockAgent, [tenant, agentNumber]);
+  if (affectedRows !== 1)
     throw new Error(`Agent ${agentNumber} of tenant "${tenant}" vanished inside a write transaction.`);
 }
 

@@ -34,6 +34,11 @@ export interface StorageOptions {
    * pool, whose statements rewrite and index whole tables.
    */
   readonly statementTimeoutMillis?: number | undefined;
+  /**
+   * Galera only: the `wsrep_sync_wait` of every connection (default defaultSyncWait). 1: every read and
+   * every BEGIN first waits until the node has applied what the cluster committed before it (causal reads).
+   */
+  readonly syncWait?: number | undefined;
 }
 
 /** A knex instance and the dialect it speaks. */
@@ -99,6 +104,9 @@ export function parseDatabaseUrl(databaseUrl: string): MysqlTarget {
 /** The SQLite file inside the data dir. */
 export const sqliteFileName = "registry.sqlite";
 
+/** The default of StorageOptions.syncWait (DATABASE_SYNC_WAIT): causal reads and write transactions. */
+export const defaultSyncWait = 1;
+
 /** The default of StorageOptions.timeoutMillis. */
 export const defaultTimeoutMillis = 10_000;
 
@@ -133,7 +141,7 @@ export async function openDatabase(options: StorageOptions): Promise<Database> {
     const target = parseDatabaseUrl(options.databaseUrl);
     const hosts = new DatabaseHosts(target.hosts.length);
     const db = knex(mysqlConfig(target, hosts, timeoutMillis, options.statementTimeoutMillis ?? timeoutMillis));
-    connectInTurn(db, target, hosts, timeoutMillis);
+    connectInTurn(db, target, hosts, { timeoutMillis, syncWait: options.syncWait ?? defaultSyncWait });
     return { db, dialect: "mysql", hosts: target.hosts.length };
   }
   // Owner only: the database holds every tenant's definitions. A directory that exists keeps its mode.
@@ -201,7 +209,12 @@ const hostOfConnection = new WeakMap<object, number>();
  * is marked failed and the next is tried. Errors that are not the node's (a wrong password) end the
  * attempt as they are.
  */
-function connectInTurn(db: Knex, target: MysqlTarget, hosts: DatabaseHosts, timeoutMillis: number): void {
+function connectInTurn(
+  db: Knex,
+  target: MysqlTarget,
+  hosts: DatabaseHosts,
+  galera: { timeoutMillis: number; syncWait: number },
+): void {
   const client = db.client as unknown as {
     acquireRawConnection(): Promise<MysqlConnection>;
     connectionSettings: { host: string; port: number };
@@ -217,7 +230,7 @@ function connectInTurn(db: Knex, target: MysqlTarget, hosts: DatabaseHosts, time
       try {
         const connection = await connect();
         hostOfConnection.set(connection, index);
-        await checkNodeReady(connection, timeoutMillis, `${host}:${port}`);
+        await checkNodeReady(connection, galera, `${host}:${port}`);
         return connection;
       } catch (error) {
         if (!isNodeFailure(error)) throw error;
@@ -232,9 +245,13 @@ function connectInTurn(db: Knex, target: MysqlTarget, hosts: DatabaseHosts, time
 /**
  * Galera only (wsrep_on; a MariaDB without a cluster has wsrep_ready OFF, MySQL neither): refuses a node
  * that is not ready for queries, with the error such a node answers a query on a table with (1047),
- * after closing the connection.
+ * after closing the connection; on a ready node, sets the session's wsrep_sync_wait (StorageOptions.syncWait).
  */
-async function checkNodeReady(connection: MysqlConnection, timeoutMillis: number, where: string): Promise<void> {
+async function checkNodeReady(
+  connection: MysqlConnection,
+  { timeoutMillis, syncWait }: { timeoutMillis: number; syncWait: number },
+  where: string,
+): Promise<void> {
   const value = (sql: string) =>
     new Promise<string | undefined>((resolve, reject) =>
       connection.query({ sql, timeout: timeoutMillis }, (error: Error | null, rows: Array<{ Value?: string }>) =>
@@ -244,7 +261,11 @@ async function checkNodeReady(connection: MysqlConnection, timeoutMillis: number
   try {
     if ((await value("SHOW GLOBAL VARIABLES LIKE 'wsrep_on'")) !== "ON") return;
     const ready = await value("SHOW GLOBAL STATUS LIKE 'wsrep_ready'");
-    if (ready === "ON") return;
+    if (ready === "ON") {
+      // The server's default is 0; a bitmask of at most 15, checked by config.ts, bound as a literal.
+      await value(`SET SESSION wsrep_sync_wait = ${Math.trunc(syncWait)}`);
+      return;
+    }
     throw Object.assign(new Error(`The Galera node at ${where} is not ready for queries (wsrep_ready=${ready}).`), {
       code: "ER_UNKNOWN_COM_ERROR",
       errno: 1047,

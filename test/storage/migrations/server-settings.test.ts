@@ -6,7 +6,12 @@
  */
 import { describe, expect, it } from "vitest";
 import { migrations } from "../../../src/storage/migrations/index.js";
-import { checkServerSettings, missingSettings } from "../../../src/storage/migrations/server-settings.js";
+import {
+  checkDurability,
+  checkServerSettings,
+  missingSettings,
+  unsafeDurability,
+} from "../../../src/storage/migrations/server-settings.js";
 import { openDatabase } from "../../../src/storage/run/connection.js";
 import { testDatabases } from "../../support/databases.js";
 
@@ -49,6 +54,17 @@ describe("the server settings the migrations need", () => {
     expect(missingSettings(server({ innodb_ft_enable_stopword: "ON" }), new Set())).toBeUndefined();
   });
 
+  it("refuses a Galera node that does not flush its log at every commit, whatever migrations are left", () => {
+    for (const flush of ["0", "2"]) {
+      const message = unsafeDurability(server({ ...galera, innodb_flush_log_at_trx_commit: flush }));
+      expect(message).toContain(`innodb_flush_log_at_trx_commit = ${flush}`);
+      expect(message).toContain("Set innodb_flush_log_at_trx_commit = 1");
+    }
+    expect(unsafeDurability(server({ ...galera, innodb_flush_log_at_trx_commit: "1" }))).toBeUndefined();
+    // A single server is the operator's choice, as before.
+    expect(unsafeDurability(server({ wsrep_on: "OFF", innodb_flush_log_at_trx_commit: "2" }))).toBeUndefined();
+  });
+
   const mariadb = testDatabases().find((d) => d.name === "mariadb")!;
   it.skipIf(mariadb.skip)(
     "lets a fresh database on the test's single MariaDB be migrated, whatever its settings",
@@ -57,6 +73,7 @@ describe("the server settings the migrations need", () => {
       const direct = await openDatabase(database);
       try {
         await expect(checkServerSettings(direct.db)).resolves.toBeUndefined();
+        await expect(checkDurability(direct.db)).resolves.toBeUndefined();
       } finally {
         await direct.db.destroy();
         await database.cleanup();
