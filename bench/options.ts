@@ -41,7 +41,12 @@ export const USAGE = `usage: npm run bench -- [options]
                         gRPC (one node:http2 connection, bodies made beforehand), --rounds rounds of each in turn;
                         reports medians, p50/p99, peak RSS and the ratios against issue 19's targets (exit 1 when one is
                         missed)
-  --rounds 3            rounds of --wire
+  --cluster             issue 21's numbers instead (bench/cluster.ts): POST of a new agent and of an existing key
+                        through 3 replicas on one MariaDB (--mysql), on the 3-node Galera test cluster
+                        (npm run cluster; CLUSTER_PORT_OFFSET, CLUSTER_DIR) multi-primary, and single-writer
+                        (DATABASE_WRITE_URL): writes/s, the ratio and the retries; then --rounds fail-overs
+                        (kill -9 of node 1) with Galera's defaults, a 2 s evs.suspect_timeout, and single-writer
+  --rounds 3            rounds of --wire, fail-over rounds of --cluster
   --sockets 600         connections of --held-bodies
   --hold 20             seconds --held-bodies holds them
   --without-token       --held-bodies with a token that fails verification (the service answers 401 before reading)
@@ -76,6 +81,8 @@ export interface BenchOptions {
     | undefined;
   /** The churn soak (bench/soak.ts) instead of the others, for this many minutes. */
   readonly soakMinutes: number | undefined;
+  /** Issue 21's cluster scenarios (bench/cluster.ts) instead, with their fail-over rounds. */
+  readonly cluster: { readonly rounds: number } | undefined;
   /** The wire scenarios (bench/wire.ts) instead, with their rounds. */
   readonly wire: { readonly rounds: number } | undefined;
   /** The checkout whose service is run (see serviceCommand in processes.ts); undefined: this one. */
@@ -88,6 +95,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     options: {
       sqlite: { type: "boolean", default: false },
       wire: { type: "boolean", default: false },
+      cluster: { type: "boolean", default: false },
       rounds: { type: "string" },
       deno: { type: "boolean", default: false },
       smoke: { type: "boolean", default: false },
@@ -158,6 +166,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     serviceDir: values.service,
     soakMinutes: values.soak === undefined ? undefined : number("soak", values.soak, 10, 0.1, 600),
     wire: values.wire ? { rounds: number("rounds", values.rounds, 3, 1, 50) } : undefined,
+    cluster: values.cluster ? { rounds: number("rounds", values.rounds, 3, 1, 50) } : undefined,
     heldBodies: values["held-bodies"]
       ? {
           sockets: number("sockets", values.sockets, 600, 1, 5_000),

@@ -14,6 +14,7 @@ import { parseAuthConfig } from "../src/auth/auth-config.js";
 import { openLocalIssuer } from "../src/auth/local-issuer.js";
 import { localIssuerKeyFile } from "../src/main/local-issuer-key-file.js";
 import { createBenchDatabase, settleDatabase } from "./bench-database.js";
+import { runClusterBench } from "./cluster.js";
 import { fairnessReport, runFairness } from "./fairness.js";
 import { heldBodies, heldBodiesReport } from "./held-bodies.js";
 import {
@@ -59,6 +60,27 @@ async function main(options: BenchOptions): Promise<number> {
     const serviceProcess = options.deno
       ? denoServiceCommand({ DATA_DIR: dataDir })
       : serviceCommand(options.serviceDir);
+    if (options.cluster !== undefined) {
+      const issuer = await openLocalIssuer(localIssuerKeyFile(dataDir), parseAuthConfig({}).config);
+      const report = await runClusterBench({
+        service: serviceProcess,
+        mysqlUrl: options.mysqlUrl,
+        dataDir,
+        authorization: async (tenant) =>
+          `Bearer ${await issuer.issue({ tenant, domains: DOMAINS, ttlSeconds: 3 * 3600 })}`,
+        durationSeconds: options.durationSeconds,
+        warmupSeconds: options.warmupSeconds,
+        writers: Math.max(1, Math.round(options.connections / 3)),
+        rounds: options.cluster.rounds,
+        log,
+      });
+      console.log(`Issue 21 on a cluster, service ${serviceProcess.cwd}\n\n${report}`);
+      if (options.out !== undefined) {
+        await mkdir(options.out, { recursive: true });
+        await writeFile(join(options.out, "cluster.md"), report);
+      }
+      return 0;
+    }
     log(`data dir ${dataDir}; preparing the ${options.sqlite ? "SQLite" : "MariaDB"} database`);
     const database = await createBenchDatabase({
       serverUrl: options.sqlite ? undefined : options.mysqlUrl,

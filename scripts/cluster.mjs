@@ -325,10 +325,12 @@ async function main(argv) {
   const began = Date.now();
   const took = () => `${((Date.now() - began) / 1000).toFixed(1)} s`;
   switch (command) {
-    case "start":
+    case "start": {
       await start({ clean });
-      console.log(`cluster: 3 nodes Synced in ${took()} (${clusterDir()}; SQL on 127.0.0.1:${NODES.map((n) => nodePorts(n).sql).join(", ")}, root)`);
+      const ports = NODES.map((n) => nodePorts(n).sql).join(", ");
+      console.log(`cluster: 3 nodes Synced in ${took()} (${clusterDir()}; SQL on 127.0.0.1:${ports}, root)`);
       break;
+    }
     case "stop":
       await stop({ clean });
       console.log(`cluster: stopped in ${took()}${clean ? `, ${clusterDir()} removed` : ""}`);

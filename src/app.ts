@@ -91,6 +91,7 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
   const authenticator = deps.wrapAuthenticator?.(made) ?? made;
   const repository = await createSqlRepository({
     databaseUrl: config.databaseUrl,
+    databaseWriteUrl: config.databaseWriteUrl,
     dataDir: config.dataDir,
     timeoutMillis: config.databaseTimeoutMs,
     syncWait: config.databaseSyncWait,
@@ -110,7 +111,11 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     claims: config.auth,
   });
   const bodyBudget = createBodyBudget(config.maxBufferedBodyBytes);
-  const metrics = createMetrics({ poolStats: () => repository.poolStats(), bodyBudget });
+  const metrics = createMetrics({
+    poolStats: () => repository.poolStats(),
+    writeRetries: () => repository.writeRetries(),
+    bodyBudget,
+  });
   const metricsEndpoint = createMetricsEndpoint(metrics);
   const requests = createRequestTracker({ logger, metrics });
   const ping = () => repository.ping();

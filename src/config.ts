@@ -23,6 +23,12 @@ export interface Config {
    * nodes of a Galera cluster, used one at a time). Absent: the embedded SQLite database under `dataDir`.
    */
   readonly databaseUrl: string | undefined;
+  /**
+   * `DATABASE_WRITE_URL`: a mysql:// URL (one host or several) that every write goes to instead, migrations
+   * too; reads stay on `databaseUrl`. The same value on every replica of a Galera cluster: single-writer.
+   * Absent: writes go where reads do. Needs `databaseUrl`.
+   */
+  readonly databaseWriteUrl: string | undefined;
   /** `DATA_DIR`, default ./data: the embedded database and local keys. */
   readonly dataDir: string;
   /** `DEFAULT_TENANT`, default `default`: the tenant of the contract's `/asor/v1` paths. */
@@ -205,6 +211,16 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
       problems.push(`DATABASE_URL ${(error as Error).message}`);
     }
   }
+  const databaseWriteUrl = env.DATABASE_WRITE_URL === "" ? undefined : env.DATABASE_WRITE_URL;
+  if (databaseWriteUrl !== undefined) {
+    try {
+      parseDatabaseUrl(databaseWriteUrl);
+      if (!databaseWriteUrl.startsWith("mysql://")) throw new Error("must be a mysql:// URL");
+      if (databaseUrl === undefined) throw new Error("needs DATABASE_URL (the reads' database) as well");
+    } catch (error) {
+      problems.push(`DATABASE_WRITE_URL ${(error as Error).message}`);
+    }
+  }
   const defaultTenant = env.DEFAULT_TENANT || "default";
   if (!TENANT.test(defaultTenant))
     problems.push(`DEFAULT_TENANT "${defaultTenant}" is not a tenant name (letters, digits, _ . -; at most 63)`);
@@ -235,6 +251,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
     port,
     host,
     databaseUrl,
+    databaseWriteUrl,
     dataDir: env.DATA_DIR || "./data",
     defaultTenant,
     maxBodyBytes,
@@ -257,7 +274,11 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
 /** Where the data lives, for the start-up line: never the password. */
 export function describeStorage(config: Config): string {
   if (config.databaseUrl === undefined) return `embedded SQLite in ${config.dataDir}/registry.sqlite`;
-  const { hosts, database } = parseDatabaseUrl(config.databaseUrl);
-  const at = hosts.map(({ host, port }) => `${host.includes(":") ? `[${host}]` : host}:${port}`).join(",");
-  return `MySQL at ${at}/${database}`;
+  const where = (url: string) => {
+    const { hosts, database } = parseDatabaseUrl(url);
+    const at = hosts.map(({ host, port }) => `${host.includes(":") ? `[${host}]` : host}:${port}`).join(",");
+    return `${at}/${database}`;
+  };
+  const writes = config.databaseWriteUrl === undefined ? "" : `, writes at ${where(config.databaseWriteUrl)}`;
+  return `MySQL at ${where(config.databaseUrl)}${writes}`;
 }

@@ -84,6 +84,35 @@ export interface StoredDefinition extends InstanceRef {
   readonly binary: Uint8Array;
 }
 
+/**
+ * Why a write transaction was run again: `certification`, a deadlock error (1213) at COMMIT, which on a
+ * Galera cluster is a lost certification (another node committed a row this one changed); `deadlock`,
+ * the same error on a statement (an InnoDB deadlock, or on Galera a transaction aborted for another
+ * node's write); `lock_wait_timeout` (1205); `duplicate_key` (another writer inserted the same key
+ * first); `busy` (SQLite's write lock); `node_failed` (its database node failed before COMMIT: run
+ * again on the next host).
+ */
+export type WriteRetryCause =
+  | "certification"
+  | "deadlock"
+  | "lock_wait_timeout"
+  | "duplicate_key"
+  | "busy"
+  | "node_failed";
+
+/** Every WriteRetryCause. */
+export const WRITE_RETRY_CAUSES: readonly WriteRetryCause[] = [
+  "certification",
+  "deadlock",
+  "lock_wait_timeout",
+  "duplicate_key",
+  "busy",
+  "node_failed",
+];
+
+/** Write transactions run again since the repository opened, by cause. */
+export type WriteRetries = Readonly<Record<WriteRetryCause, number>>;
+
 /** How a repository's connection pool is used at one moment. */
 export interface PoolStats {
   /** Connections lent out to a query or transaction. */

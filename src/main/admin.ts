@@ -26,7 +26,12 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const config = parseConfig(process.env);
-  const repository = await createSqlRepository({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  const repository = await createSqlRepository({
+    databaseUrl: config.databaseUrl,
+    databaseWriteUrl: config.databaseWriteUrl,
+    dataDir: config.dataDir,
+    timeoutMillis: config.databaseTimeoutMs,
+  });
   try {
     const tenants = createTenantService(repository);
     if (creating) {

@@ -1,5 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
-import type { PoolStats } from "../domain/records.js";
+import { type PoolStats, WRITE_RETRY_CAUSES, type WriteRetries } from "../domain/records.js";
 
 /** One finished request, as the metrics count it. */
 export interface RequestSample {
@@ -40,9 +40,12 @@ export interface BodyBudgetStats {
 
 export function createMetrics({
   poolStats,
+  writeRetries,
   bodyBudget,
 }: {
   poolStats: () => PoolStats;
+  /** The repository's write transactions run again, by cause (read when scraped). */
+  writeRetries?: () => WriteRetries;
   bodyBudget?: BodyBudgetStats;
 }): Metrics {
   const registry = new Registry();
@@ -86,6 +89,22 @@ export function createMetrics({
     help: "Connections closed as soon as they were accepted, because MAX_CONNECTIONS were open.",
     registers: [registry],
   });
+  if (writeRetries !== undefined) {
+    new Counter({
+      name: "asor_db_write_retries_total",
+      help:
+        "Write transactions run again, by cause: certification (a deadlock error at COMMIT: on Galera, another " +
+        "node committed a row this write changed), deadlock (the same on a statement), lock_wait_timeout, " +
+        "duplicate_key, busy (SQLite) and node_failed (moved to the next database host before COMMIT).",
+      labelNames: ["cause"] as const,
+      registers: [registry],
+      collect() {
+        const counts = writeRetries();
+        this.reset();
+        for (const cause of WRITE_RETRY_CAUSES) this.inc({ cause }, counts[cause]);
+      },
+    });
+  }
   if (bodyBudget !== undefined) {
     new Gauge({
       name: "asor_buffered_body_bytes",

@@ -9,6 +9,7 @@ import type {
   StoredDefinition,
   Tenant,
   UpsertKey,
+  WriteRetries,
 } from "../domain/records.js";
 
 export type { ListQuery, Position } from "../domain/list-query.js";
@@ -21,6 +22,7 @@ export type {
   StoredDefinition,
   Tenant,
   UpsertKey,
+  WriteRetries,
 } from "../domain/records.js";
 
 /**
@@ -169,6 +171,8 @@ export interface AgentDefinitionRepository {
   ping(): Promise<void>;
   /** How the connection pool is used right now, for metrics. */
   poolStats(): PoolStats;
+  /** Write transactions run again since the repository opened, by cause, for metrics. */
+  writeRetries(): WriteRetries;
   /** Releases the connection pool. */
   close(): Promise<void>;
 }

@@ -41,13 +41,14 @@ import type {
   StoredDefinition,
   Tenant,
   Work,
+  WriteRetries,
   WriteTransaction,
 } from "./repository.js";
 import type { DefinitionReadRow } from "./rows.js";
 import { fromDatabaseInteger, toDatabaseTimestamp, toStoredDefinition, toTenant } from "./rows.js";
 import type { Database, StorageOptions } from "./run/connection.js";
 import { openDatabase } from "./run/connection.js";
-import { classifyDriverError, isDuplicateKey, isNodeFailure } from "./run/driver-errors.js";
+import { classifyDriverError, isDuplicateKey, isNodeFailure, raceKind } from "./run/driver-errors.js";
 import { driverRunner } from "./run/reads.js";
 import { type SearchLimits, type SearchRunner, searchDeadline, searchRunner } from "./run/searches.js";
 import type { RunTransaction } from "./run/writes.js";
@@ -62,6 +63,7 @@ export type { SearchLimits } from "./run/searches.js";
 export { defaultSearchMaxConcurrent, defaultSearchMaxPerTenant, defaultSearchTimeoutMillis } from "./run/searches.js";
 export { defaultSqliteSearchWorkers } from "./run/sqlite-search-worker.js";
 
+import { WRITE_RETRY_CAUSES, type WriteRetryCause } from "../domain/records.js";
 import { INSTANCE_ID } from "../domain/upsert.js";
 import { SqlWriteTransaction } from "./write-transaction.js";
 
@@ -130,24 +132,37 @@ const migrationStatementMillis = 60 * 60_000;
  * repository. Throws `UNAVAILABLE` when the database cannot be reached.
  * On MySQL the migrations run on a pool of their own, closed when they are
  * done, whose statements may take migrationStatementMillis; connecting still
- * fails within the service's timeout.
+ * fails within the service's timeout. With a `databaseWriteUrl` (MySQL), the
+ * write transactions, the tenants' creation and the migrations go to its
+ * hosts, on a pool of their own, and everything else to `databaseUrl`'s.
  */
 export async function createSqlRepository(options: RepositoryOptions): Promise<AgentDefinitionRepository> {
   const database = await openDatabase(options);
+  const writeUrl = database.dialect === "mysql" ? options.databaseWriteUrl || undefined : undefined;
+  const writer = writeUrl === undefined ? database : await openDatabase({ ...options, databaseUrl: writeUrl });
+  const close = async () => {
+    await database.db.destroy().catch(() => undefined);
+    if (writer !== database) await writer.db.destroy().catch(() => undefined);
+  };
   const migrating =
     database.dialect === "mysql"
-      ? await openDatabase({ ...options, statementTimeoutMillis: migrationStatementMillis })
+      ? await openDatabase({
+          ...options,
+          databaseUrl: writeUrl ?? options.databaseUrl,
+          statementTimeoutMillis: migrationStatementMillis,
+        })
       : database;
   try {
     await migrateToLatest(migrating.db);
   } catch (error) {
-    await database.db.destroy().catch(() => undefined);
+    await close();
     throw translate(error);
   } finally {
     if (migrating !== database) await migrating.db.destroy().catch(() => undefined);
   }
   return new SqlRepository(
     database,
+    writer,
     { ...options.search, databaseTimeoutMillis: options.timeoutMillis },
     {
       pageMaxBytes: options.pageMaxBytes ?? defaultPageMaxBytes,
@@ -158,7 +173,11 @@ export async function createSqlRepository(options: RepositoryOptions): Promise<A
 
 class SqlRepository implements AgentDefinitionRepository {
   readonly #db: Knex;
+  /** Where writes go: #db, or the pool of DATABASE_WRITE_URL (single-writer). */
+  readonly #writeDb: Knex;
   readonly #context: QueryContext;
+  /** The cold writes (a tenant's creation), on the writer. */
+  readonly #writeContext: QueryContext;
   /** The hot reads: SQL built here, once, and run through the driver (run/reads.ts). */
   readonly #reads: ReadContext;
   /** The write transaction: BEGIN, SQL built here once, COMMIT, through the driver (run/writes.ts). */
@@ -177,19 +196,29 @@ class SqlRepository implements AgentDefinitionRepository {
   readonly #pageMaxBytes: number;
   /** How long a write may keep retrying lost races (defaultWriteBudgetMillis). */
   readonly #writeBudgetMillis: number;
-  /** The database hosts (DATABASE_URL may name several): what a node failure is tried on again. */
+  /** The database hosts (DATABASE_URL may name several): what a read's node failure is tried on again. */
   readonly #hosts: number;
+  /** The writer's hosts: what a write's node failure is tried on again. */
+  readonly #writeHosts: number;
+  /** Write transactions run again, by cause (writeRetries). */
+  readonly #retries: Record<WriteRetryCause, number> = Object.fromEntries(
+    WRITE_RETRY_CAUSES.map((cause) => [cause, 0]),
+  ) as Record<WriteRetryCause, number>;
 
   constructor(
     { db, dialect, hosts }: Database,
+    writer: Database,
     searchLimits: SearchLimits,
     { pageMaxBytes, writeBudgetMillis }: { pageMaxBytes: number; writeBudgetMillis: number },
   ) {
     this.#pageMaxBytes = pageMaxBytes;
     this.#writeBudgetMillis = writeBudgetMillis;
     this.#hosts = hosts;
+    this.#writeHosts = writer.hosts;
     this.#db = db;
+    this.#writeDb = writer.db;
     this.#context = { tx: db, dialect };
+    this.#writeContext = { tx: writer.db, dialect };
     this.#reads = { run: driverRunner(db, dialect), statements: readStatements(dialect) };
     // READ COMMITTED on MySQL (every connection's session level, connection.ts): a locking read
     // that finds nothing takes no gap lock. Under REPEATABLE READ the gap locks of writers
@@ -197,7 +226,7 @@ class SqlRepository implements AgentDefinitionRepository {
     // writers on 10 keys ran out of retries. Here what is absent is guarded by the unique
     // indexes: a racing insert of the same key, agent or externalAgentID fails with a duplicate
     // key and the work runs again. SQLite is serializable anyway.
-    this.#transaction = transactionRunner(db, dialect);
+    this.#transaction = transactionRunner(writer.db, dialect);
     this.#writes = writeStatements(dialect);
     // Gated and time-limited, so searches cannot take the pool from reads and writes (run/searches.ts).
     this.#search = searchRunner(db, dialect, searchLimits);
@@ -207,7 +236,7 @@ class SqlRepository implements AgentDefinitionRepository {
 
   async write<T>(tenant: string, work: (tx: WriteTransaction) => Promise<T>): Promise<T> {
     let deadline = performance.now() + this.#writeBudgetMillis;
-    let failovers = this.#hosts - 1;
+    let failovers = this.#writeHosts - 1;
     for (let attempt = 1; ; attempt++) {
       let committing = false;
       try {
@@ -226,6 +255,7 @@ class SqlRepository implements AgentDefinitionRepository {
           // there (once per other host) with a deadline of its own: a frozen node may have taken all of it.
           if (failovers-- > 0 && isNodeFailure(error)) {
             deadline = performance.now() + this.#writeBudgetMillis;
+            this.#retries.node_failed++;
             continue;
           }
           throw unavailable(error);
@@ -236,6 +266,10 @@ class SqlRepository implements AgentDefinitionRepository {
         const wait = backoffMillis(attempt);
         if ((sameKey && attempt >= duplicateKeyAttempts) || performance.now() + wait >= deadline)
           throw writeConflict(error, sameKey ? "same key" : "busy tenant");
+        // A deadlock error at COMMIT is no InnoDB deadlock (those happen on a statement's lock): Galera's
+        // lost certification.
+        const race = raceKind(error);
+        this.#retries[race === "deadlock" && committing ? "certification" : race]++;
         await sleep(wait);
       }
     }
@@ -342,7 +376,7 @@ class SqlRepository implements AgentDefinitionRepository {
   async createTenant(name: string, sequencePrefix: string | null): Promise<Tenant> {
     const createdAt = new Date();
     try {
-      await insertTenant(this.#context, {
+      await insertTenant(this.#writeContext, {
         name,
         sequence_prefix: sequencePrefix,
         next_agent_number: 1,
@@ -390,21 +424,30 @@ class SqlRepository implements AgentDefinitionRepository {
   }
 
   poolStats(): PoolStats {
-    // knex's pool is tarn's; it exists from creation until destroy().
-    const pool = this.#db.client.pool as Partial<TarnPoolCounts> | undefined;
+    // knex's pool is tarn's; it exists from creation until destroy(). With a writer of its own, both pools.
+    const pools = (this.#writeDb === this.#db ? [this.#db] : [this.#db, this.#writeDb]).map(
+      (db) => db.client.pool as Partial<TarnPoolCounts> | undefined,
+    );
+    const sum = (count: (pool: Partial<TarnPoolCounts> | undefined) => number) =>
+      pools.reduce((total, pool) => total + count(pool), 0);
     return {
-      used: pool?.numUsed?.() ?? 0,
-      free: pool?.numFree?.() ?? 0,
-      pendingAcquires: pool?.numPendingAcquires?.() ?? 0,
-      max: pool?.max ?? 0,
+      used: sum((pool) => pool?.numUsed?.() ?? 0),
+      free: sum((pool) => pool?.numFree?.() ?? 0),
+      pendingAcquires: sum((pool) => pool?.numPendingAcquires?.() ?? 0),
+      max: sum((pool) => pool?.max ?? 0),
       searchesWaiting: this.#search.waiting(),
     };
+  }
+
+  writeRetries(): WriteRetries {
+    return { ...this.#retries };
   }
 
   async close(): Promise<void> {
     // The search workers first: their read-only connections end before the last one closes the file.
     await this.#search.close();
     await this.#db.destroy();
+    if (this.#writeDb !== this.#db) await this.#writeDb.destroy();
   }
 }
 

@@ -8,7 +8,7 @@ import {
   signalNode,
   useGaleraDatabase,
 } from "../support/galera.js";
-import { type Replicas, startReplicas } from "../support/replicas.js";
+import { allNodesFrom, expectAgreement, type Replicas, startReplicas } from "../support/replicas.js";
 import { startWriteBurst, type WriteOutcome } from "../support/write-burst.js";
 
 const PATH = "/api/asor/v1/default/agentDefinition";
@@ -22,63 +22,16 @@ describe.skipIf(galeraSkipped())("a node killed under three replicas of several 
   const db = useGaleraDatabase();
   let replicas: Replicas;
 
-  /** DATABASE_URL with every node, node `first` first and the others after it in turn. */
-  const allNodesFrom = (first: number) => {
-    const order = NODES.map((_, i) => NODES[(NODES.indexOf(first) + i) % NODES.length]!);
-    const hosts = order.map((n) => new URL(db().url(n)).host);
-    return db()
-      .url(first)
-      .replace(new URL(db().url(first)).host, hosts.join(","));
-  };
-
   beforeAll(async () => {
-    replicas = await startReplicas(db(), NODES.map(allNodesFrom));
+    replicas = await startReplicas(
+      db(),
+      NODES.map((n) => allNodesFrom(db(), n)),
+    );
   }, 120_000);
 
   afterAll(async () => {
     await replicas?.stop();
   });
-
-  /**
-   * Every node holds every acknowledged write of `outcomes` (named `prefix`...) and none that was refused (those whose
-   * outcome is unknown may be either), and all hold the same.
-   */
-  async function expectAgreement(outcomes: readonly WriteOutcome[], prefix: string): Promise<void> {
-    const created = outcomes.filter((o) => o.status === 201);
-    const acknowledged = new Set(created.map((o) => o.name));
-    const inDoubt = new Set(
-      outcomes.filter((o) => o.status === "dropped" || o.body?.code === "OUTCOME_UNKNOWN").map((o) => o.name),
-    );
-    const counts: number[] = [];
-    for (const n of NODES) {
-      const rows = await db().query<Array<{ name: string }>>(
-        n,
-        "SET STATEMENT wsrep_sync_wait = 1 FOR SELECT name FROM agent_definitions WHERE name LIKE ?",
-        [`${prefix}%`],
-      );
-      const found = new Set(rows.map((r) => r.name));
-      counts.push(found.size);
-      expect(
-        [...acknowledged].filter((name) => !found.has(name)),
-        `lost, through node ${n}`,
-      ).toEqual([]);
-      expect(
-        [...found].filter((name) => !acknowledged.has(name) && !inDoubt.has(name)),
-        `stored though refused, through node ${n}`,
-      ).toEqual([]);
-    }
-    expect(new Set(counts).size, `the nodes hold ${counts.join(", ")}`).toBe(1);
-    console.log(
-      `fail-over: ${acknowledged.size} acknowledged, ${inDoubt.size} in doubt, ${counts[0]} stored; statuses ` +
-        JSON.stringify(
-          outcomes.reduce<Record<string, number>>((by, o) => {
-            const key = `${o.status}${o.status === 503 ? ` ${o.body?.code}` : ""}`;
-            by[key] = (by[key] ?? 0) + 1;
-            return by;
-          }, {}),
-        ),
-    );
-  }
 
   it("loses no acknowledged write, stores none refused, writes again through another node; it rejoins", async () => {
     const bursts = replicas.servers.map((server, i) =>
@@ -113,7 +66,7 @@ describe.skipIf(galeraSkipped())("a node killed under three replicas of several 
     expect(outcomes.filter((o) => o.status === 500).map((o) => o.body)).toEqual([]);
 
     await restartNode(1);
-    await expectAgreement(outcomes, "Failover r");
+    await expectAgreement(db(), outcomes, "Failover r");
   }, 240_000);
 
   it("leaves a frozen node (SIGSTOP) after a timeout, for another, and loses nothing", async () => {
@@ -160,6 +113,6 @@ describe.skipIf(galeraSkipped())("a node killed under three replicas of several 
       await killNode(2);
       await restartNode(2);
     }
-    await expectAgreement(outcomes, "Failover frozen ");
+    await expectAgreement(db(), outcomes, "Failover frozen ");
   }, 240_000);
 });

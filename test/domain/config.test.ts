@@ -167,6 +167,26 @@ describe("configuration", () => {
     }
   });
 
+  it("takes a DATABASE_WRITE_URL for the writes beside DATABASE_URL, and refuses one without it or not mysql", () => {
+    const config = parseConfig({
+      DATABASE_URL: "mysql://app:s3cret@db2:3306,db3:3306,db1:3306/registry",
+      DATABASE_WRITE_URL: "mysql://app:s3cret@db1:3306,db2:3306,db3:3306/registry",
+    });
+    expect(config.databaseWriteUrl).toBe("mysql://app:s3cret@db1:3306,db2:3306,db3:3306/registry");
+    expect(describeStorage(config)).toBe(
+      "MySQL at db2:3306,db3:3306,db1:3306/registry, writes at db1:3306,db2:3306,db3:3306/registry",
+    );
+    expect(parseConfig({ DATABASE_URL: "mysql://app@db1/registry", DATABASE_WRITE_URL: "" }).databaseWriteUrl).toBe(
+      undefined,
+    );
+    expect(() => parseConfig({ DATABASE_WRITE_URL: "mysql://app@db1/registry" })).toThrow(
+      /DATABASE_WRITE_URL needs DATABASE_URL/,
+    );
+    expect(() =>
+      parseConfig({ DATABASE_URL: "mysql://app@db1/registry", DATABASE_WRITE_URL: "postgres://db1/registry" }),
+    ).toThrow(/DATABASE_WRITE_URL must be a mysql:\/\/ URL/);
+  });
+
   it("never shows the database password", () => {
     const config = parseConfig({ DATABASE_URL: "mysql://app:s3cret@db.internal:3307/registry" });
     expect(describeStorage(config)).toBe("MySQL at db.internal:3307/registry");

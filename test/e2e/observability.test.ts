@@ -261,6 +261,9 @@ forEachDatabase((db) => {
       ]) {
         expect(text).toMatch(new RegExp(`^${gauge} \\d+$`, "m"));
       }
+      // Every cause of a write run again, from zero (the cluster tests count certification and node_failed).
+      for (const cause of ["certification", "deadlock", "lock_wait_timeout", "duplicate_key", "busy", "node_failed"])
+        expect(text).toMatch(new RegExp(`^asor_db_write_retries_total\\{cause="${cause}"\\} \\d+$`, "m"));
       expect(text).toMatch(/^process_cpu_user_seconds_total /m);
       expect(text).toMatch(/^nodejs_eventloop_lag_seconds /m);
     });

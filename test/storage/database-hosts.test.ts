@@ -107,3 +107,64 @@ describe.skipIf(mariadb.skip)("a DATABASE_URL of several hosts, on MariaDB", () 
     }
   });
 });
+
+/**
+ * DATABASE_WRITE_URL (single-writer on a Galera cluster): writes, a tenant's creation and the migrations
+ * go to its hosts, everything else to DATABASE_URL's. Here both name one MariaDB, each through a proxy
+ * the test cuts.
+ */
+describe.skipIf(mariadb.skip)("a DATABASE_WRITE_URL beside DATABASE_URL, on MariaDB", () => {
+  const target = useFreshDatabase(mariadb);
+
+  it("migrates and writes through the write URL's host, and reads through the other", async () => {
+    const url = new URL(target().databaseUrl!);
+    const server = { host: url.hostname, port: Number(url.port || 3306) };
+    const reads = await createTcpProxy(server);
+    const writes = await createTcpProxy(server);
+    let repo: AgentDefinitionRepository | undefined;
+    try {
+      // Reads refused from the start: the migrations (on a fresh database) go through the writes' host.
+      await reads.cut();
+      repo = await createSqlRepository({
+        ...target(),
+        databaseUrl: reads.via(target().databaseUrl!),
+        databaseWriteUrl: writes.via(target().databaseUrl!),
+        timeoutMillis: 2_000,
+      });
+      const saved = await save(repo, definition({ name: "Written while reads are cut" }));
+      await repo.createTenant("written-while-reads-are-cut", "W-");
+      await expect(repo.get("default", saved.stored.id)).rejects.toMatchObject({ code: "UNAVAILABLE" });
+      await expect(repo.ping()).rejects.toMatchObject({ code: "UNAVAILABLE" });
+
+      await reads.restore();
+      await writes.cut();
+      expect((await repo.get("default", saved.stored.id))?.id).toBe(saved.stored.id);
+      expect((await repo.getTenant("written-while-reads-are-cut"))?.sequencePrefix).toBe("W-");
+      await expect(repo.ping()).resolves.toBeUndefined();
+      await expect(save(repo, definition({ name: "Written while writes are cut" }))).rejects.toMatchObject({
+        code: "UNAVAILABLE",
+      });
+      await expect(repo.createTenant("created-while-writes-are-cut", null)).rejects.toMatchObject({
+        code: "UNAVAILABLE",
+      });
+    } finally {
+      await repo?.close();
+      await reads.close();
+      await writes.close();
+    }
+  });
+
+  it("counts every write run again, by cause, for the metrics", async () => {
+    const repo = await createSqlRepository(target());
+    try {
+      expect(Object.values(repo.writeRetries()).every((count) => count === 0)).toBe(true);
+      // Ten writers of one new key at once: all but the first lose on a duplicate key (or a lock) and run again.
+      await Promise.all(Array.from({ length: 10 }, () => save(repo, definition({ name: "Raced for" }))));
+      const retries = repo.writeRetries();
+      expect(retries.certification, "no cluster here").toBe(0);
+      expect(retries.duplicate_key + retries.deadlock + retries.lock_wait_timeout).toBeGreaterThan(0);
+    } finally {
+      await repo.close();
+    }
+  });
+});

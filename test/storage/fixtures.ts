@@ -135,6 +135,7 @@ export function withWriteHook(
     listTenants: () => repository.listTenants(),
     ping: () => repository.ping(),
     poolStats: () => repository.poolStats(),
+    writeRetries: () => repository.writeRetries(),
     close: () => repository.close(),
   };
 }

@@ -1,10 +1,12 @@
+import { expect } from "vitest";
 import { parseAuthConfig } from "../../src/auth/auth-config.js";
 import { openLocalIssuer } from "../../src/auth/local-issuer.js";
 import { localIssuerKeyFile } from "../../src/main/local-issuer-key-file.js";
 import { minimalDefinition } from "./definitions.js";
-import type { GaleraDatabase } from "./galera.js";
+import { type GaleraDatabase, NODES, nodeStatus } from "./galera.js";
 import { ALL_DOMAINS } from "./server.js";
 import { type ServerProcess, spawnServer } from "./server-process.js";
+import type { WriteOutcome } from "./write-burst.js";
 
 /** Registry processes on one cluster database, one per DATABASE_URL, and a token every one accepts. */
 export interface Replicas {
@@ -54,4 +56,71 @@ export async function agentNumbers(db: GaleraDatabase, n: number): Promise<numbe
     "SET STATEMENT wsrep_sync_wait = 1 FOR SELECT number FROM agents WHERE tenant = 'default' ORDER BY number",
   );
   return rows.map((row) => Number(row.number));
+}
+
+/** DATABASE_URL of `db` with every node, node `first` first and the others after it in turn. */
+export function allNodesFrom(db: GaleraDatabase, first: number): string {
+  const order = NODES.map((_, i) => NODES[(NODES.indexOf(first) + i) % NODES.length]!);
+  const hosts = order.map((n) => new URL(db.url(n)).host);
+  return db.url(first).replace(new URL(db.url(first)).host, hosts.join(","));
+}
+
+/** The replica's `asor_db_write_retries_total` by cause, from its /metrics. */
+export async function writeRetries(server: ServerProcess): Promise<Record<string, number>> {
+  const text = await (await fetch(`${server.baseUrl}/metrics`)).text();
+  const retries: Record<string, number> = {};
+  for (const [, cause, value] of text.matchAll(/^asor_db_write_retries_total\{cause="(\w+)"\} (\d+)$/gm))
+    retries[cause!] = Number(value);
+  return retries;
+}
+
+/** Node n's counters of `names` (SHOW GLOBAL STATUS), e.g. wsrep_local_commits, wsrep_local_cert_failures. */
+export async function nodeCounters(n: number, names: readonly string[]): Promise<Record<string, number>> {
+  const status = (await nodeStatus(n)) ?? {};
+  return Object.fromEntries(names.map((name) => [name, Number(status[name] ?? Number.NaN)]));
+}
+
+/**
+ * Every node holds every acknowledged write of `outcomes` (named `prefix`...) and none that was refused (those whose
+ * outcome is unknown may be either), and all hold the same. Logs the counts and the statuses.
+ */
+export async function expectAgreement(
+  db: GaleraDatabase,
+  outcomes: readonly WriteOutcome[],
+  prefix: string,
+): Promise<void> {
+  const created = outcomes.filter((o) => o.status === 201);
+  const acknowledged = new Set(created.map((o) => o.name));
+  const inDoubt = new Set(
+    outcomes.filter((o) => o.status === "dropped" || o.body?.code === "OUTCOME_UNKNOWN").map((o) => o.name),
+  );
+  const counts: number[] = [];
+  for (const n of NODES) {
+    const rows = await db.query<Array<{ name: string }>>(
+      n,
+      "SET STATEMENT wsrep_sync_wait = 1 FOR SELECT name FROM agent_definitions WHERE name LIKE ?",
+      [`${prefix}%`],
+    );
+    const found = new Set(rows.map((r) => r.name));
+    counts.push(found.size);
+    expect(
+      [...acknowledged].filter((name) => !found.has(name)),
+      `lost, through node ${n}`,
+    ).toEqual([]);
+    expect(
+      [...found].filter((name) => !acknowledged.has(name) && !inDoubt.has(name)),
+      `stored though refused, through node ${n}`,
+    ).toEqual([]);
+  }
+  expect(new Set(counts).size, `the nodes hold ${counts.join(", ")}`).toBe(1);
+  console.log(
+    `${prefix}: ${acknowledged.size} acknowledged, ${inDoubt.size} in doubt, ${counts[0]} stored; statuses ` +
+      JSON.stringify(
+        outcomes.reduce<Record<string, number>>((by, o) => {
+          const key = `${o.status}${o.status === 503 ? ` ${o.body?.code}` : ""}`;
+          by[key] = (by[key] ?? 0) + 1;
+          return by;
+        }, {}),
+      ),
+  );
 }

@@ -20,6 +20,12 @@ export interface StorageOptions {
    * a Galera cluster, used one at a time, DatabaseHosts); absent means embedded SQLite.
    */
   readonly databaseUrl?: string | undefined;
+  /**
+   * MySQL only: where the writes go instead (every write transaction, a tenant's creation, the migrations),
+   * one host or several as databaseUrl, on a pool of its own; reads stay on databaseUrl. The same value on
+   * every replica sends all writes through one node of a Galera cluster (single-writer). Absent: databaseUrl.
+   */
+  readonly databaseWriteUrl?: string | undefined;
   /** Directory for the SQLite file (created if missing); unused with MySQL. */
   readonly dataDir: string;
   /**

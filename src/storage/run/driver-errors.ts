@@ -164,6 +164,20 @@ export function isStatementTimeout(error: unknown): boolean {
   return false;
 }
 
+/** Which race a retryable error (classifyDriverError) is. */
+export type RaceKind = "deadlock" | "lock_wait_timeout" | "duplicate_key" | "busy";
+
+/** The race a retryable error is: by code along the chain, the first that names one. */
+export function raceKind(error: unknown): RaceKind {
+  for (const candidate of errorChain(error)) {
+    const { code, errno } = candidate as { code?: unknown; errno?: unknown };
+    if (code === "ER_LOCK_DEADLOCK" || errno === 1213) return "deadlock";
+    if (code === "ER_LOCK_WAIT_TIMEOUT" || errno === 1205) return "lock_wait_timeout";
+    if ((typeof code === "string" && duplicateKeyCodes.has(code)) || errno === 1062) return "duplicate_key";
+  }
+  return "busy";
+}
+
 const duplicateKeyCodes = new Set(["ER_DUP_ENTRY", "SQLITE_CONSTRAINT_UNIQUE", "SQLITE_CONSTRAINT_PRIMARYKEY"]);
 
 /** True when the error (or one it wraps) is a unique or primary key violation. */
