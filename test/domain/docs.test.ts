@@ -45,7 +45,7 @@ function anchorsOf(page: string): Set<string> {
     headings.map((h) =>
       h
         .toLowerCase()
-        .replace(/[^a-z0-9 -]/g, "")
+        .replace(/[^a-z0-9 _-]/g, "")
         .replace(/ /g, "-"),
     ),
   );
