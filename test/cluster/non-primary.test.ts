@@ -21,9 +21,10 @@ describe.skipIf(galeraSkipped())("a node that leaves the primary component", () 
   let replicas: Replicas;
 
   beforeAll(async () => {
+    const hostOf = (n: number) => new URL(db().url(n)).host;
     const node3ThenOthers = db()
       .url(3)
-      .replace(new URL(db().url(3)).host, "127.0.0.1:3313,127.0.0.1:3311");
+      .replace(hostOf(3), `${hostOf(3)},${hostOf(1)}`);
     // Node 1's replica first (it migrates), then one with node 3 alone, and one with node 3 first.
     replicas = await startReplicas(db(), [db().url(1), db().url(3), node3ThenOthers]);
   }, 120_000);
