@@ -81,6 +81,7 @@ describe("the layers of src/", () => {
 
   it.each([
     ["src/http/", ["src/domain/", "src/http/"]],
+    ["src/catalog/", ["src/domain/", "src/http/", "src/catalog/"]],
     ["src/observability/", ["src/domain/", "src/http/", "src/observability/", "src/logger.ts"]],
     [
       "src/transport/",
