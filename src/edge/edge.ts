@@ -260,7 +260,12 @@ export function createEdge(options: EdgeOptions): Edge {
       record.endpoint = endpoint.path;
       return { http: await endpoint.handle(req.method) };
     }
-    const page = await options.catalog?.answer(req, pathname);
+    // The catalog's paths only: no await on the way to REST for the API's own requests.
+    const catalog = options.catalog;
+    const page =
+      catalog !== undefined && (pathname === "/" || catalog.serves(pathname))
+        ? await catalog.answer(req, pathname)
+        : undefined;
     if (page !== undefined) {
       record.protocol = "http";
       record.endpoint = "/ui/";

@@ -99,6 +99,10 @@ describe("the README's express app, run as gateway.mjs against the package's bui
     try {
       const status = await fetch(`${gateway.baseUrl}/status`);
       expect(await status.text()).toBe("ok");
+      // The catalog's pages are the registry's paths too.
+      expect((await fetch(`${gateway.baseUrl}/ui/`)).headers.get("content-security-policy")).toContain(
+        "frame-ancestors",
+      );
       const created = await fetch(`${gateway.baseUrl}/asor/v1/agentDefinition`, {
         method: "POST",
         headers: { authorization: gateway.authorization, "content-type": "application/json" },

@@ -287,6 +287,41 @@ describe.skipIf(!chromiumAvailable())("the catalog in a browser", () => {
     expect(watch.errors.filter((e) => !/status of 404/.test(e))).toEqual([]);
   });
 
+  it("works from the keyboard: sign in, search, open an agent", async () => {
+    const { page, watch } = await newPage();
+    await page.goto(`${server.baseUrl}/ui/`);
+    await page.getByLabel("Tenant").focus();
+    await page.keyboard.press("Enter");
+    await page.getByLabel("Search").waitFor();
+    await page.getByLabel("Search").focus();
+    await page.keyboard.type("invoices");
+    await page.keyboard.press("Enter");
+    await expect.poll(() => total(page).textContent()).toBe("2 agents");
+    // From the search box, Tab through the form's controls to the first agent's link, and follow it.
+    for (let i = 0; i < 20; i++) {
+      await page.keyboard.press("Tab");
+      if (await page.evaluate(() => document.activeElement?.closest("table.agents") !== null)) break;
+    }
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe("Invoice Agent");
+    await page.keyboard.press("Enter");
+    await page.getByRole("heading", { level: 1, name: "Invoice Agent" }).waitFor();
+    expect(watch.errors).toEqual([]);
+  });
+
+  it("says so when the session expires, and shows nothing more until signed in again", async () => {
+    const { page, watch } = await newPage();
+    await page.clock.install();
+    await page.goto(`${server.baseUrl}/ui/agents`);
+    await signIn(page);
+    await expect.poll(() => total(page).textContent()).toBe(`${FILLERS + 3} agents`);
+    // The development sign-in's token lives an hour; the page's clock moves past it.
+    await page.clock.runFor(3_601_000);
+    await page.getByText("Your session has expired: sign in again.").waitFor();
+    expect(await page.locator("table.agents").count()).toBe(0);
+    await page.getByRole("button", { name: "Sign in" }).waitFor();
+    expect(watch.errors).toEqual([]);
+  });
+
   it("is readable 390 pixels wide: the list and an agent fit the width", async () => {
     const { page, watch } = await newPage(390);
     await page.goto(`${server.baseUrl}/ui/agents/${ids.v2}`);

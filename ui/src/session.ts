@@ -56,7 +56,13 @@ export function startSession(token: string, expiresIn: number | undefined): void
   };
   endedBecause = undefined;
   clearTimeout(timer);
-  timer = setTimeout(() => endSession("Your session has expired: sign in again."), Math.max(0, exp - Date.now()));
+  // setTimeout takes at most 2^31-1 ms (24.8 days): a longer-lived token is checked again then.
+  const wait = Math.min(Math.max(0, exp - Date.now()), 2 ** 31 - 1);
+  timer = setTimeout(() => {
+    if (session?.token !== token) return;
+    if (Date.now() >= exp) endSession("Your session has expired: sign in again.");
+    else startSession(token, expiresIn);
+  }, wait);
   changed();
 }
 
