@@ -13,7 +13,7 @@
  *   page whose name an attacker points at 127.0.0.1 (DNS rebinding) is refused.
  */
 import { forbidden, invalid, issueAt, noResourceAt, RegistryError, tooLarge } from "../domain/errors.js";
-import { errorAnswer, type HttpAnswer, jsonAnswer, methodNotAllowedAnswer } from "../http/http-answer.js";
+import { errorAnswer, type HttpAnswer, headOnly, jsonAnswer, methodNotAllowedAnswer } from "../http/http-answer.js";
 
 /** The config path the app reads at start. */
 export const CATALOG_CONFIG_PATH = "/ui/config.json";
@@ -71,7 +71,7 @@ export function createCatalogSignIn(options: CatalogSignInOptions) {
     async answer(pathname: string, req: SignInRequest): Promise<HttpAnswer | undefined> {
       if (pathname === CATALOG_CONFIG_PATH) {
         if (req.method !== "GET" && req.method !== "HEAD") return methodNotAllowedAnswer(req.method, ["GET", "HEAD"]);
-        return req.method === "HEAD" ? { ...config, body: null } : config;
+        return req.method === "HEAD" ? headOnly(config) : config;
       }
       if (pathname !== DEV_TOKEN_PATH) return undefined;
       const issuer = options.localIssuer;
