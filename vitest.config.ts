@@ -25,6 +25,9 @@ export default defineConfig({
           include: ["test/ui/**/*.test.ts"],
           testTimeout: 60_000,
           hookTimeout: 180_000,
+          // expect.poll waits for a page to show an answer: as long as a Playwright action may (its 1 s default
+          // is shorter than a list's answer on a loaded machine).
+          expect: { poll: { timeout: 30_000 } },
         },
       },
       {

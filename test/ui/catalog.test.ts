@@ -287,6 +287,35 @@ describe.skipIf(!chromiumAvailable())("the catalog in a browser", () => {
     expect(watch.errors.filter((e) => !/status of 404/.test(e))).toEqual([]);
   });
 
+  it("drops an answer that comes after the page moved on: the page shows where the visitor went", async () => {
+    const { page, watch } = await newPage();
+    await page.goto(`${server.baseUrl}/ui/agents?provider=Provider%3DGlobex`);
+    await signIn(page);
+    // The answer for version 1 is held until version 2's page is shown, then let through.
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    await page.route(`**/asor/v1/agentDefinition/${ids.v1}`, async (route) => {
+      await held;
+      await route.continue();
+    });
+    await page.locator(`a[href="/ui/agents/${ids.v1}"]`).click();
+    await page.evaluate((path) => {
+      history.pushState(null, "", path);
+      dispatchEvent(new PopStateEvent("popstate"));
+    }, `/ui/agents/${ids.v2}`);
+    await page.getByRole("heading", { level: 2, name: "Versions" }).waitFor();
+    const version = () => page.locator(".subtitle").textContent();
+    expect(await version()).toMatch(/^Version 2\.0\.0/);
+    const answered = page.waitForResponse((r) => r.url().endsWith(`/agentDefinition/${ids.v1}`));
+    release();
+    await answered;
+    // Whatever the late answer would have done, it has done by the time the page's next answer is shown.
+    await page.getByLabel("Agent card JSON").waitFor();
+    expect(await version()).toMatch(/^Version 2\.0\.0/);
+    expect(new URL(page.url()).pathname).toBe(`/ui/agents/${ids.v2}`);
+    expect(watch.errors).toEqual([]);
+  });
+
   it("works from the keyboard: sign in, search, open an agent", async () => {
     const { page, watch } = await newPage();
     await page.goto(`${server.baseUrl}/ui/`);

@@ -52,14 +52,14 @@ function start(config: SignInConfig): void {
         },
         (error: unknown) => {
           completing = false;
-          replace(main, signInForm(config, "/ui/agents", render), errorBox(error, "Sign-in failed"));
+          replace(main, signInForm(config, "/ui/agents"), errorBox(error, "Sign-in failed"));
         },
       );
       return;
     }
     if (currentSession() === undefined) {
       const returnTo = `${location.pathname}${location.search}`;
-      replace(main, signInForm(config, returnTo, render, takeEndReason()));
+      replace(main, signInForm(config, returnTo, takeEndReason()));
       return;
     }
     document.title = "Agent catalog";

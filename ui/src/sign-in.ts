@@ -30,8 +30,11 @@ interface Pending {
   readonly returnTo: string;
 }
 
-/** The sign-in form for `config`; `returnTo` is where the visitor goes once signed in. */
-export function signInForm(config: SignInConfig, returnTo: string, done: () => void, reason?: string): HTMLElement {
+/**
+ * The sign-in form for `config`; `returnTo` is where the visitor goes once signed in. A local sign-in starts the
+ * session, whose listeners show the page (the form renders nothing itself).
+ */
+export function signInForm(config: SignInConfig, returnTo: string, reason?: string): HTMLElement {
   const status = h("p", { role: "status", class: "note" }, reason ?? "");
   const error = h("p", { role: "alert", class: "error" });
   if (config.kind === "none")
@@ -71,12 +74,10 @@ export function signInForm(config: SignInConfig, returnTo: string, done: () => v
         event.preventDefault();
         button.disabled = true;
         const domains = boxes.filter((b) => b.checked).map((b) => b.value);
-        localSignIn(tenant.value.trim(), domains)
-          .then(done)
-          .catch((e: unknown) => {
-            button.disabled = false;
-            error.textContent = (e as Error).message;
-          });
+        localSignIn(tenant.value.trim(), domains).catch((e: unknown) => {
+          button.disabled = false;
+          error.textContent = (e as Error).message;
+        });
       },
     },
     h("h1", null, "Sign in"),

@@ -13,10 +13,13 @@ import { errorBox, nameOf, statusBadge } from "./common.js";
 import { lifecycle } from "./lifecycle.js";
 
 export function agentPage(main: HTMLElement, id: string, notice?: HTMLElement): void {
-  replace(main, h("p", { class: "note", role: "status" }, "Loading…"));
+  const loading = h("p", { class: "note", role: "status" }, "Loading…");
+  replace(main, loading);
+  // An answer that comes after the page moved on (another address, another render) is dropped.
   getDefinition(id).then(
-    (tagged) => render(main, tagged, notice),
+    (tagged) => loading.isConnected && render(main, tagged, notice),
     (error: unknown) =>
+      loading.isConnected &&
       replace(main, h("h1", null, "Agent"), errorBox(error, "This agent could not be read"), backLink()),
   );
 }

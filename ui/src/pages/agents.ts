@@ -82,10 +82,12 @@ export function agentsPage(main: HTMLElement, query: URLSearchParams): void {
   const request: ListQuery = { ...Object.fromEntries(filters), limit: PAGE_SIZE, pageToken };
   listDefinitions(request).then(
     (page) => {
+      if (!results.isConnected) return; // the page moved on meanwhile
       results.setAttribute("aria-busy", "false");
       replace(results, ...listOf(page, filters, pageToken));
     },
     (error: unknown) => {
+      if (!results.isConnected) return;
       results.setAttribute("aria-busy", "false");
       replace(results, errorBox(error, "The list could not be read"));
     },

@@ -12,11 +12,13 @@ import { errorBox, nameOf } from "./common.js";
 type Change = "same" | "changed" | "added" | "removed";
 
 export function comparePage(main: HTMLElement, id: string, query: URLSearchParams): void {
-  replace(main, h("p", { class: "note", role: "status" }, "Loading…"));
+  const loading = h("p", { class: "note", role: "status" }, "Loading…");
+  replace(main, loading);
   const a = query.get("a") ?? id;
   const b = query.get("b") ?? id;
   Promise.all([listVersions(id), getDefinition(a), getDefinition(b)]).then(
     ([versions, left, right]) => {
+      if (!loading.isConnected) return;
       const picker = (name: string, label: string, selected: string) =>
         h(
           "div",
@@ -54,6 +56,7 @@ export function comparePage(main: HTMLElement, id: string, query: URLSearchParam
       );
     },
     (error: unknown) =>
+      loading.isConnected &&
       replace(main, h("h1", null, "Compare versions"), errorBox(error, "The versions could not be read")),
   );
 }
