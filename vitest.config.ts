@@ -12,7 +12,22 @@ export default defineConfig({
         test: {
           name: "main",
           include: ["test/**/*.test.ts"],
-          exclude: [...configDefaults.exclude, "test/cluster/**"],
+          exclude: [...configDefaults.exclude, "test/cluster/**", "test/ui/**"],
+        },
+      },
+      {
+        // The catalog in a real browser (test/support/browser.ts: Debian's chromium through playwright-core),
+        // skipped with a warning where chromium is missing (failing under CI). Its files build dist/ first when
+        // stale, as npm start does.
+        extends: true,
+        test: {
+          name: "ui",
+          include: ["test/ui/**/*.test.ts"],
+          testTimeout: 60_000,
+          hookTimeout: 180_000,
+          // expect.poll waits for a page to show an answer: as long as a Playwright action may (its 1 s default
+          // is shorter than a list's answer on a loaded machine).
+          expect: { poll: { timeout: 30_000 } },
         },
       },
       {

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // `npm run build`: compiles src/ and gen/ to JavaScript in dist/ with tsc
 // (tsconfig.build.json: dist/src and dist/gen mirror the tree, gen/openapi.json
-// included), so that production runs plain node and no TypeScript loader.
+// included), so that production runs plain node and no TypeScript loader, and
+// builds the catalog (ui/) into dist/ui with Vite (scripts/build-ui.mjs).
 //
 //   node scripts/build.mjs             build; a type error fails it and leaves dist/ as it was
 //   node scripts/build.mjs --if-stale  build only when dist/ is missing or older than its inputs
@@ -9,8 +10,8 @@
 // tsc compiles into a fresh directory beside dist/, which replaces dist/ only
 // when tsc succeeded (so no half-built dist/, and nothing left over from a
 // deleted source file), with a stamp (dist/.build-stamp) of when the build
-// started. dist/ is fresh while no file or directory under src/ or gen/, and
-// neither tsconfig, changed after that: deciding takes a few milliseconds of
+// started. dist/ is fresh while no file or directory under src/, gen/ or ui/,
+// and neither tsconfig, changed after that: deciding takes a few milliseconds of
 // stat calls and spawns nothing, so `npm start` stays fast.
 //
 // One build at a time per checkout: a build holds .build.lock (created with
@@ -39,7 +40,7 @@ import { fileURLToPath } from "node:url";
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const CONFIG = "tsconfig.build.json";
 /** What the build reads: a change to any of these (or below them) makes dist/ stale. */
-const INPUTS = ["src", "gen", "tsconfig.json", CONFIG];
+const INPUTS = ["src", "gen", "ui", "tsconfig.json", CONFIG, "scripts/build-ui.mjs"];
 const STAMP = ".build-stamp";
 
 /** The build's output directory (tsconfig.build.json's outDir), absolute. */
@@ -173,6 +174,18 @@ function compile() {
     rmSync(next, { recursive: true, force: true });
     throw new Error(
       `build: tsc failed (${result.error?.message ?? `exit ${result.status ?? result.signal}`}); ` +
+        `${out.slice(ROOT.length + 1)}/ is unchanged`,
+    );
+  }
+  console.error("build: vite (ui/ into dist/ui/)");
+  const ui = spawnSync(process.execPath, [join(ROOT, "scripts", "build-ui.mjs"), join(next, "ui")], {
+    cwd: ROOT,
+    stdio: ["ignore", 2, 2],
+  });
+  if (ui.status !== 0) {
+    rmSync(next, { recursive: true, force: true });
+    throw new Error(
+      `build: the catalog's build failed (${ui.error?.message ?? `exit ${ui.status ?? ui.signal}`}); ` +
         `${out.slice(ROOT.length + 1)}/ is unchanged`,
     );
   }

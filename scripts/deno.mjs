@@ -14,6 +14,7 @@ import { createRequire } from "node:module";
 import { constants } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { buildIfStale } from "./build.mjs";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -46,7 +47,8 @@ export function v8Flags() {
  * - --allow-net: listen on HOST:PORT, reach the database and the AUTH_ISSUER
  *   (all three are configuration, so no fixed host list);
  * - --allow-env: the config is the whole environment (process.env);
- * - --allow-read: the code (src/, gen/, node_modules/) and the data dir;
+ * - --allow-read: the code (src/, gen/, node_modules/), the built catalog (dist/ui/, built first when stale, as
+ *   `npm start` builds dist/) and the data dir;
  *   --allow-write: the data dir only (the embedded database, node:sqlite
  *   under Deno, and the local issuer's key);
  * - no --allow-ffi, --allow-run, --allow-sys: no native addon, no subprocess,
@@ -70,7 +72,7 @@ export function denoServeArgs(env = process.env) {
     `--v8-flags=${v8Flags()}`,
     "--allow-net",
     "--allow-env",
-    `--allow-read=${["src", "gen", "node_modules"].map((dir) => join(ROOT, dir)).join(",")},${dataDir}`,
+    `--allow-read=${["src", "gen", "node_modules", "dist/ui"].map((dir) => join(ROOT, dir)).join(",")},${dataDir}`,
     `--allow-write=${dataDir}`,
     join(ROOT, "src/main/node.ts"),
   ];
@@ -83,6 +85,15 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
       `serve takes no arguments (the service is configured by environment variables), not: ${rest.join(" ")}`,
     );
     process.exit(2);
+  }
+  if (command === "serve") {
+    // The service runs from the sources, but serves the catalog from dist/ui/: built as `npm start` builds it.
+    try {
+      buildIfStale();
+    } catch (error) {
+      console.error(error instanceof Error ? error.message : error);
+      process.exit(1);
+    }
   }
   const child = spawn(denoPath(), command === "serve" ? denoServeArgs() : process.argv.slice(2), { stdio: "inherit" });
   // Pass stop signals on, so stopping this launcher stops the service gracefully.

@@ -3,8 +3,10 @@ import type { Compression } from "@connectrpc/connect/protocol";
 import { file_asor_v1_error } from "../gen/asor/v1/error_pb.js";
 import { Health } from "../gen/grpc/health/v1/health_pb.js";
 import openApiDocument from "../gen/openapi.json" with { type: "json" };
+import { isLoopbackHost } from "./auth/auth-config.js";
 import { type Authenticator, createAuthenticator } from "./auth/authenticator.js";
 import type { KeyStore } from "./auth/local-issuer.js";
+import { type Catalog, type CatalogFiles, createCatalog, type SignInConfig } from "./catalog/catalog.js";
 import type { Config } from "./config.js";
 import { type BodyBudget, createBodyBudget } from "./edge/body-budget.js";
 import { createEdge, type Edge } from "./edge/edge.js";
@@ -74,6 +76,11 @@ export interface AppDeps {
   readonly acceptCompression?: readonly Compression[];
   /** Wraps the authenticator made from the config (tests count its calls). */
   readonly wrapAuthenticator?: (authenticator: Authenticator) => Authenticator;
+  /**
+   * The catalog's built files (dist/ui/, read by the entrypoint: src/main/catalog-files.ts); undefined: `/ui/`
+   * answers that the catalog is not built.
+   */
+  readonly catalogFiles?: CatalogFiles;
 }
 
 /**
@@ -147,6 +154,7 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     createOpenApiEndpoint(openApiDocument),
   ];
   const unary = createUnaryMethods(implementations, [recordInterceptor()]);
+  const catalog = await createAppCatalog(config, made, deps.catalogFiles);
   const edge = createEdge({
     authenticator,
     operations,
@@ -164,13 +172,15 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     endpoints,
     maxBodyBytes: config.maxBodyBytes,
     logger,
+    catalog,
   });
   // The paths the edge serves, from the same routes and endpoints it was given: the RPCs' paths are read off a
   // router that only lists them (it never serves a request).
   const listing = createConnectRouter();
   routes(listing);
   const paths = new Set([...listing.handlers.map((h) => h.requestPath), ...endpoints.map((e) => e.path)]);
-  const serves = (pathname: string): boolean => paths.has(pathname) || rest.match("GET", pathname) !== undefined;
+  const serves = (pathname: string): boolean =>
+    paths.has(pathname) || catalog.serves(pathname) || rest.match("GET", pathname) !== undefined;
 
   const close = async (): Promise<void> => {
     // The refusals counted since the last summary line are told before the process goes.
@@ -192,4 +202,36 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     serves,
     close,
   };
+}
+
+/** The lifetime of the catalog's development sign-in tokens: an hour, or less when tokens may not live so long. */
+const CATALOG_DEV_TOKEN_SECONDS = 3600;
+
+/** The catalog, signing in with the local development issuer (when it is on) or the configured OpenID issuer. */
+function createAppCatalog(config: Config, authenticator: Authenticator, files: CatalogFiles | undefined) {
+  const local = authenticator.localIssuer;
+  const { issuer } = config.auth;
+  let signIn: SignInConfig;
+  if (issuer === undefined) signIn = { kind: "local" };
+  else if (config.ui.oidcClientId === undefined)
+    signIn = { kind: "none", reason: "The registry has no UI_OIDC_CLIENT_ID: the catalog cannot sign anyone in." };
+  else
+    signIn = {
+      kind: "oidc",
+      issuer: issuer.href,
+      clientId: config.ui.oidcClientId,
+      scope: config.ui.oidcScope,
+      ...(config.ui.oidcResource === undefined ? {} : { resource: config.ui.oidcResource }),
+      allowHttp: config.auth.allowHttpIssuer,
+    };
+  const catalog: Promise<Catalog> = createCatalog(files, {
+    signIn,
+    localIssuer:
+      issuer !== undefined || local === undefined
+        ? undefined
+        : ({ tenant, domains, ttlSeconds }) => local.issue({ subject: "catalog", tenant, domains, ttlSeconds }),
+    loopbackOnly: isLoopbackHost(config.host),
+    ttlSeconds: Math.min(CATALOG_DEV_TOKEN_SECONDS, config.auth.maxTokenLifetimeSeconds),
+  });
+  return catalog;
 }

@@ -128,6 +128,18 @@ export interface Config {
   readonly auth: AuthConfig;
   /** `AUTH_ADMIN_DOMAIN`, default `Setup: Tenants`: the security domain of the tenant admin RPCs. */
   readonly adminDomain: string;
+  /** The catalog's sign-in with AUTH_ISSUER (OpenID Connect authorization code + PKCE). */
+  readonly ui: {
+    /**
+     * `UI_OIDC_CLIENT_ID`: the catalog's public client at AUTH_ISSUER, whose redirect URI is
+     * `<the registry's origin>/ui/callback`. Unset with AUTH_ISSUER: the catalog cannot sign anyone in.
+     */
+    readonly oidcClientId: string | undefined;
+    /** `UI_OIDC_SCOPE`, default `openid`: the scopes the catalog asks for (space-separated). */
+    readonly oidcScope: string;
+    /** `UI_OIDC_RESOURCE`: an RFC 8707 resource indicator the catalog sends (issuers that pick the audience by it). */
+    readonly oidcResource: string | undefined;
+  };
 }
 
 /** Thrown with every bad setting listed, so one start shows them all. */
@@ -244,6 +256,13 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
   const devIssuer = devIssuerProblem(host, auth.config);
   if (devIssuer !== undefined) problems.push(devIssuer);
   const adminDomain = env.AUTH_ADMIN_DOMAIN?.trim() || "Setup: Tenants";
+  const ui = {
+    oidcClientId: env.UI_OIDC_CLIENT_ID?.trim() || undefined,
+    oidcScope: env.UI_OIDC_SCOPE?.trim() || "openid",
+    oidcResource: env.UI_OIDC_RESOURCE?.trim() || undefined,
+  };
+  if (ui.oidcResource !== undefined && !URL.canParse(ui.oidcResource))
+    problems.push(`UI_OIDC_RESOURCE "${ui.oidcResource}" is not an absolute URI`);
   if (problems.length > 0) throw new ConfigError(problems);
   return {
     auth: auth.config,
@@ -268,6 +287,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
     logLevel,
     shutdownTimeoutMs,
     hostSystem,
+    ui,
   };
 }
 

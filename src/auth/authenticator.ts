@@ -12,7 +12,7 @@ import type { AuthConfig } from "./auth-config.js";
 import { AuthSetupError, scrub, unauthenticated } from "./auth-errors.js";
 import { createIntrospector, type Introspector } from "./introspection.js";
 import { createJwtVerifier, type JwtVerifier, looksLikeJwt, remoteKeys } from "./jwt-verifier.js";
-import { type KeyStore, openLocalIssuer } from "./local-issuer.js";
+import { type KeyStore, type LocalIssuer, openLocalIssuer } from "./local-issuer.js";
 import { type ClaimMapping, type Principal, principalFromClaims } from "./principal.js";
 import { createTokenCache, tokenKey } from "./token-cache.js";
 
@@ -27,6 +27,8 @@ export interface Authenticator {
    * or UNAVAILABLE (503) when the issuer cannot be asked.
    */
   authenticate(authorization: string | null): Promise<Principal>;
+  /** The local development issuer, when it is the one (no AUTH_ISSUER): the catalog's sign-in asks it for tokens. */
+  readonly localIssuer?: LocalIssuer;
 }
 
 export interface AuthenticatorDeps {
@@ -97,7 +99,7 @@ async function localAuthenticator(
     now,
   });
   const where = deps.keyStore.location ?? "the data directory";
-  return authenticatorFrom({
+  const authenticator = authenticatorFrom({
     description:
       `local development issuer (key in ${where}); get a token with npm run token -- --tenant <tenant> ` +
       `--domains "Development,Setup: Agents"`,
@@ -107,6 +109,7 @@ async function localAuthenticator(
     mapping,
     now,
   });
+  return { ...authenticator, localIssuer: issuer };
 }
 
 async function resourceServer(

@@ -140,8 +140,9 @@ export function developmentIssuerWarning(
   description: string,
 ): [string, Record<string, unknown>] {
   return [
-    "the local development issuer is on: whoever can read its key file mints any token for any tenant; set " +
-      "AUTH_ISSUER for anything but development",
+    "the local development issuer is on: whoever can read its key file, or reach this port's development " +
+      "sign-in (/ui/dev-token, the catalog's), mints any token for any tenant; set AUTH_ISSUER for anything but " +
+      "development",
     { host: config.host, auth: description },
   ];
 }

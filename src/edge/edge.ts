@@ -24,6 +24,7 @@ import type {
   UniversalServerResponse,
 } from "@connectrpc/connect/protocol";
 import type { Authenticator } from "../auth/authenticator.js";
+import type { Catalog } from "../catalog/catalog.js";
 import { noResourceAt, type RegistryError } from "../domain/errors.js";
 import { errorAnswer, type HttpAnswer, methodNotAllowedAnswer } from "../http/http-answer.js";
 import type { HttpEndpoint } from "../http/http-endpoint.js";
@@ -93,6 +94,8 @@ export interface EdgeOptions {
   readonly unary?: ReadonlyMap<string, UnaryMethod>;
   /** The lean paths' compressions and threshold (the router's). */
   readonly lean?: LeanOptions;
+  /** The catalog's pages at `/ui/` (and a browser's `/`), when served. */
+  readonly catalog?: Catalog;
 }
 
 /** Serves one request; `record` is its access-log record, begun by the runtime adapter. */
@@ -256,6 +259,17 @@ export function createEdge(options: EdgeOptions): Edge {
       record.protocol = "http";
       record.endpoint = endpoint.path;
       return { http: await endpoint.handle(req.method) };
+    }
+    // The catalog's paths only: no await on the way to REST for the API's own requests.
+    const catalog = options.catalog;
+    const page =
+      catalog !== undefined && (pathname === "/" || catalog.serves(pathname))
+        ? await catalog.answer(req, pathname)
+        : undefined;
+    if (page !== undefined) {
+      record.protocol = "http";
+      record.endpoint = "/ui/";
+      return { http: page };
     }
     const answer = await serveRest(req, pathname, q === -1 ? "" : req.target.slice(q + 1), record);
     if (answer !== undefined) return { http: answer };

@@ -27,6 +27,7 @@ import type { Config } from "../config.js";
 import { errorAnswer } from "../http/http-answer.js";
 import { callerError } from "../transport/failures.js";
 import { bodyDeadline } from "./body-deadline.js";
+import { readCatalogFiles } from "./catalog-files.js";
 import { localIssuerKeyFile } from "./local-issuer-key-file.js";
 import { createNodeEdge, writeAnswer } from "./node-edge.js";
 
@@ -54,9 +55,11 @@ export interface RegistryMiddleware {
  */
 export async function createRegistryMiddleware(source: Config | App, deps: AppDeps = {}): Promise<RegistryMiddleware> {
   const owned = !("edge" in source);
+  const catalogFiles = owned ? await readCatalogFiles() : undefined;
   const app = owned
     ? await createApp(source, {
         keyStore: localIssuerKeyFile(source.dataDir),
+        ...(catalogFiles === undefined ? {} : { catalogFiles }),
         acceptCompression: [compressionGzip, compressionBrotli],
         ...deps,
       })

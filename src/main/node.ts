@@ -5,6 +5,7 @@ import { createApp } from "../app.js";
 import { AuthSetupError } from "../auth/auth-errors.js";
 import { developmentIssuerWarning } from "../auth/local-issuer.js";
 import { ConfigError, describeStorage, parseConfig } from "../config.js";
+import { catalogDir, readCatalogFiles } from "./catalog-files.js";
 import { installGracefulShutdown } from "./graceful-shutdown.js";
 import { localIssuerKeyFile } from "./local-issuer-key-file.js";
 import { createNodeMetricsServer } from "./node-metrics-server.js";
@@ -12,9 +13,11 @@ import { createNodeServer, listen } from "./node-server.js";
 
 async function main(): Promise<void> {
   const config = parseConfig(process.env);
+  const catalogFiles = await readCatalogFiles();
   const app = await createApp(config, {
     keyStore: localIssuerKeyFile(config.dataDir),
     acceptCompression: [compressionGzip, compressionBrotli],
+    ...(catalogFiles === undefined ? {} : { catalogFiles }),
   });
   const node = createNodeServer(app);
   const port = await listen(node.server, config.port, config.host);
@@ -26,9 +29,14 @@ async function main(): Promise<void> {
     metricsServer === undefined ? undefined : await listen(metricsServer, config.metricsPort ?? 0, config.host);
   if (config.auth.issuer === undefined)
     app.logger.warn(...developmentIssuerWarning(config, app.authenticator.description));
+  if (catalogFiles === undefined)
+    app.logger.warn("the catalog is not built: /ui/ answers 404 until npm run build has built it", {
+      dir: catalogDir(),
+    });
   app.logger.info("agent definition registry listening", {
     url: `http://${config.host}:${port}`,
     surfaces: "gRPC (HTTP/2), gRPC-Web, Connect, REST",
+    catalog: `http://${config.host}:${port}/ui/`,
     metrics:
       metricsPort === undefined
         ? `http://${config.host}:${port}/metrics`

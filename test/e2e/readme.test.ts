@@ -69,7 +69,7 @@ describe("the README's quick start", () => {
   });
 
   it.each(["npm start", "npm run start:deno"])(
-    "%s serves on the port it is given, and stops on SIGTERM",
+    "%s serves on the port it is given, the catalog too, and stops on SIGTERM",
     async (command) => {
       expect(starts()).toContain(command);
       const env = { PORT: "0", DATA_DIR: dataDir, DATABASE_URL: "", LOG_LEVEL: "info" };
@@ -79,6 +79,10 @@ describe("the README's quick start", () => {
         const health = await fetch(new URL("/healthz", url));
         expect(health.status).toBe(200);
         expect(await health.json()).toEqual({ status: "ok" });
+        // The catalog, built by the start itself when dist/ is stale, as the quick start says.
+        const catalog = await fetch(new URL("/ui/", url));
+        expect(catalog.status).toBe(200);
+        expect(await catalog.text()).toMatch(/<title>Agent catalog<\/title>/);
       } finally {
         await started.stop();
       }
@@ -95,6 +99,10 @@ describe("the README's express app, run as gateway.mjs against the package's bui
     try {
       const status = await fetch(`${gateway.baseUrl}/status`);
       expect(await status.text()).toBe("ok");
+      // The catalog's pages are the registry's paths too.
+      expect((await fetch(`${gateway.baseUrl}/ui/`)).headers.get("content-security-policy")).toContain(
+        "frame-ancestors",
+      );
       const created = await fetch(`${gateway.baseUrl}/asor/v1/agentDefinition`, {
         method: "POST",
         headers: { authorization: gateway.authorization, "content-type": "application/json" },

@@ -3,7 +3,9 @@
 // (audience "asor", the default) and opaque ones for another (same audience),
 // introspection and revocation. Each client's tenant and domains come out as
 // custom claims (extraTokenClaims). The signing key is handed back so tests
-// can forge tokens the issuer's key really signed (expired, wrong audience...).
+// can forge tokens the issuer's key really signed (expired, wrong audience...). With a browser client, it also
+// runs the authorization code flow with PKCE for the catalog: its own login and consent pages (devInteractions:
+// any login name, which becomes the account's sub), and the account's tenant and domains as claims.
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { type CryptoKey, calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from "jose";
@@ -64,10 +66,22 @@ export interface TestIssuer {
   close(): Promise<void>;
 }
 
+/** A public client of the authorization code flow with PKCE (the catalog), and the accounts that may sign in. */
+export interface BrowserSignIn {
+  readonly clientId: string;
+  /**
+   * The path of its redirect URI on 127.0.0.1. The client is a native one (RFC 8252), whose loopback redirect URI
+   * matches on any port: the registry under test listens on a port picked at start, after the issuer.
+   */
+  readonly redirectPath: string;
+  /** Each account's tenant and domains, by the login name typed on the login page. */
+  readonly accounts: Readonly<Record<string, { readonly tenant?: string; readonly domains?: readonly string[] }>>;
+}
+
 const basic = (client: { clientId: string; clientSecret: string }): string =>
   `Basic ${btoa(`${encodeURIComponent(client.clientId)}:${encodeURIComponent(client.clientSecret)}`)}`;
 
-export async function startOidcProvider(clients: readonly TestClient[]): Promise<TestIssuer> {
+export async function startOidcProvider(clients: readonly TestClient[], browser?: BrowserSignIn): Promise<TestIssuer> {
   const { privateKey } = await generateKeyPair("ES256", { extractable: true });
   const jwk = await exportJWK(privateKey);
   const kid = await calculateJwkThumbprint(jwk);
@@ -99,6 +113,18 @@ export async function startOidcProvider(clients: readonly TestClient[]): Promise
         token_endpoint_auth_method: "client_secret_basic" as const,
         ...(c.scope === undefined ? {} : { scope: c.scope }),
       })),
+      ...(browser === undefined
+        ? []
+        : [
+            {
+              client_id: browser.clientId,
+              application_type: "native" as const,
+              token_endpoint_auth_method: "none" as const,
+              grant_types: ["authorization_code"],
+              response_types: ["code" as const],
+              redirect_uris: [`http://127.0.0.1${browser.redirectPath}`],
+            },
+          ]),
       {
         client_id: introspector.clientId,
         client_secret: introspector.clientSecret,
@@ -113,8 +139,12 @@ export async function startOidcProvider(clients: readonly TestClient[]): Promise
     clientDefaults: { id_token_signed_response_alg: "ES256" },
     ttl: { ClientCredentials: 600 },
     scopes: ["asor.read", "asor.write"],
+    // The browser client's token request comes from the registry's origin (127.0.0.1 on its own port).
+    clientBasedCORS: (_ctx, origin, client) =>
+      browser !== undefined && client.clientId === browser.clientId && /^http:\/\/127\.0\.0\.1:\d+$/.test(origin),
+    findAccount: async (_ctx, sub) => ({ accountId: sub, claims: async () => ({ sub }) }),
     features: {
-      devInteractions: { enabled: false },
+      devInteractions: { enabled: browser !== undefined },
       clientCredentials: { enabled: true },
       introspection: {
         enabled: true,
@@ -133,6 +163,13 @@ export async function startOidcProvider(clients: readonly TestClient[]): Promise
       },
     },
     extraTokenClaims: async (_ctx, token) => {
+      const account =
+        "accountId" in token && typeof token.accountId === "string" ? browser?.accounts[token.accountId] : undefined;
+      if (account !== undefined)
+        return {
+          ...(account.tenant === undefined ? {} : { tenant: account.tenant }),
+          ...(account.domains === undefined ? {} : { domains: [...account.domains] }),
+        };
       const client = "clientId" in token && typeof token.clientId === "string" ? byId.get(token.clientId) : undefined;
       if (client === undefined) return undefined;
       return {
