@@ -24,8 +24,11 @@ let project: string;
 beforeAll(async () => {
   project = await mkdtemp(join(tmpdir(), "asor-build-"));
   await mkdir(join(project, "scripts"));
-  for (const script of ["build.mjs", "start.mjs"])
+  for (const script of ["build.mjs", "start.mjs", "build-ui.mjs"])
     await cp(join(checkout, "scripts", script), join(project, "scripts", script));
+  // The catalog's sources, as small as Vite builds: the build makes dist/ui/ of them.
+  await mkdir(join(project, "ui"));
+  await writeFile(join(project, "ui", "index.html"), "<!doctype html><title>catalog</title>\n");
   await symlink(join(checkout, "node_modules"), join(project, "node_modules"));
   await cp(join(checkout, "tsconfig.build.json"), join(project, "tsconfig.build.json"));
   const compilerOptions = {
