@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   galeraSkipped,
   killNode,
@@ -8,7 +8,7 @@ import {
   signalNode,
   useGaleraDatabase,
 } from "../support/galera.js";
-import { allNodesFrom, expectAgreement, type Replicas, startReplicas } from "../support/replicas.js";
+import { allNodesFrom, expectAgreement, useReplicas } from "../support/replicas.js";
 import { startWriteBurst, type WriteOutcome } from "../support/write-burst.js";
 
 const PATH = "/api/asor/v1/default/agentDefinition";
@@ -20,24 +20,13 @@ const PATH = "/api/asor/v1/default/agentDefinition";
  */
 describe.skipIf(galeraSkipped())("a node killed under three replicas of several hosts", () => {
   const db = useGaleraDatabase();
-  let replicas: Replicas;
-
-  beforeAll(async () => {
-    replicas = await startReplicas(
-      db(),
-      NODES.map((n) => allNodesFrom(db(), n)),
-    );
-  }, 120_000);
-
-  afterAll(async () => {
-    await replicas?.stop();
-  });
+  const replicas = useReplicas(db, (d) => NODES.map((n) => allNodesFrom(d, n)));
 
   it("loses no acknowledged write, stores none refused, writes again through another node; it rejoins", async () => {
-    const bursts = replicas.servers.map((server, i) =>
+    const bursts = replicas().servers.map((server, i) =>
       startWriteBurst({
         url: `${server.baseUrl}${PATH}`,
-        authorization: replicas.authorization,
+        authorization: replicas().authorization,
         writers: 4,
         prefix: `Failover r${i}`,
       }),
@@ -70,10 +59,10 @@ describe.skipIf(galeraSkipped())("a node killed under three replicas of several 
   }, 240_000);
 
   it("leaves a frozen node (SIGSTOP) after a timeout, for another, and loses nothing", async () => {
-    const bursts = replicas.servers.map((server, i) =>
+    const bursts = replicas().servers.map((server, i) =>
       startWriteBurst({
         url: `${server.baseUrl}${PATH}`,
-        authorization: replicas.authorization,
+        authorization: replicas().authorization,
         writers: 4,
         prefix: `Failover frozen r${i}`,
       }),

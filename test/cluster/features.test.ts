@@ -1,13 +1,13 @@
 import { execFile } from "node:child_process";
 import { createServer } from "node:net";
 import { promisify } from "node:util";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { parseAuthConfig } from "../../src/auth/auth-config.js";
 import { openLocalIssuer } from "../../src/auth/local-issuer.js";
 import { localIssuerKeyFile } from "../../src/main/local-issuer-key-file.js";
 import { minimalDefinition } from "../support/definitions.js";
 import { galeraSkipped, NODES, useGaleraDatabase } from "../support/galera.js";
-import { allNodesFrom, type Replicas, startReplicas } from "../support/replicas.js";
+import { allNodesFrom, useReplicas } from "../support/replicas.js";
 import { ALL_DOMAINS } from "../support/server.js";
 
 const run = promisify(execFile);
@@ -28,18 +28,7 @@ interface Answer {
  */
 describe.skipIf(galeraSkipped())("search, counters, lifecycle, ETags and the admin command on a cluster", () => {
   const db = useGaleraDatabase();
-  let replicas: Replicas;
-
-  beforeAll(async () => {
-    replicas = await startReplicas(
-      db(),
-      NODES.map((n) => allNodesFrom(db(), n)),
-    );
-  }, 120_000);
-
-  afterAll(async () => {
-    await replicas?.stop();
-  });
+  const replicas = useReplicas(db, (d) => NODES.map((n) => allNodesFrom(d, n)));
 
   /** A request through replica i, JSON both ways. */
   async function call(
@@ -49,10 +38,10 @@ describe.skipIf(galeraSkipped())("search, counters, lifecycle, ETags and the adm
     body?: unknown,
     headers: Record<string, string> = {},
   ): Promise<Answer> {
-    const res = await fetch(`${replicas.servers[i]!.baseUrl}${BASE}${path}`, {
+    const res = await fetch(`${replicas().servers[i]!.baseUrl}${BASE}${path}`, {
       method,
       headers: {
-        authorization: replicas.authorization,
+        authorization: replicas().authorization,
         ...(body === undefined ? {} : { "content-type": "application/json" }),
         ...headers,
       },
@@ -286,7 +275,7 @@ describe.skipIf(galeraSkipped())("search, counters, lifecycle, ETags and the adm
     const issuer = await openLocalIssuer(localIssuerKeyFile(db().dataDir), parseAuthConfig({}).config);
     const authorization = `Bearer ${await issuer.issue({ tenant: "clustered", domains: ALL_DOMAINS })}`;
     const post = async (i: number, name: string) => {
-      const res = await fetch(`${replicas.servers[i]!.baseUrl}/api/asor/v1/clustered/agentDefinition`, {
+      const res = await fetch(`${replicas().servers[i]!.baseUrl}/api/asor/v1/clustered/agentDefinition`, {
         method: "POST",
         headers: { authorization, "content-type": "application/json" },
         body: JSON.stringify(minimalDefinition({ name })),

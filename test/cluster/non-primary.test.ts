@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { galeraSkipped, NODES, nodeStatus, queryNode, useGaleraDatabase } from "../support/galera.js";
-import { type Replicas, startReplicas } from "../support/replicas.js";
+import { useReplicas } from "../support/replicas.js";
 
 /** Polls `check` every 500 ms until it holds, for at most `seconds`. */
 async function until(check: () => Promise<boolean>, seconds: number): Promise<boolean> {
@@ -18,30 +18,21 @@ async function until(check: () => Promise<boolean>, seconds: number): Promise<bo
  */
 describe.skipIf(galeraSkipped())("a node that leaves the primary component", () => {
   const db = useGaleraDatabase();
-  let replicas: Replicas;
-
-  beforeAll(async () => {
-    const hostOf = (n: number) => new URL(db().url(n)).host;
-    const node3ThenOthers = db()
-      .url(3)
-      .replace(hostOf(3), `${hostOf(3)},${hostOf(1)}`);
-    // Node 1's replica first (it migrates), then one with node 3 alone, and one with node 3 first.
-    replicas = await startReplicas(db(), [db().url(1), db().url(3), node3ThenOthers]);
-  }, 120_000);
-
-  afterAll(async () => {
-    await replicas?.stop();
+  // Node 1's replica first (it migrates), then one with node 3 alone, and one with node 3 first.
+  const replicas = useReplicas(db, (d) => {
+    const hostOf = (n: number) => new URL(d.url(n)).host;
+    return [d.url(1), d.url(3), d.url(3).replace(hostOf(3), `${hostOf(3)},${hostOf(1)}`)];
   });
 
   const get = async (i: number, path: string) => {
-    const res = await fetch(`${replicas.servers[i]!.baseUrl}${path}`, {
-      headers: { authorization: replicas.authorization },
+    const res = await fetch(`${replicas().servers[i]!.baseUrl}${path}`, {
+      headers: { authorization: replicas().authorization },
     });
     return { status: res.status, body: (await res.json()) as any };
   };
 
   it("is answered 503 and unready through a replica with that node alone, and served through another", async () => {
-    const before = await replicas.post(0, "Written before the isolation");
+    const before = await replicas().post(0, "Written before the isolation");
     expect(before.status).toBe(201);
     const byId = `/api/asor/v1/default/agentDefinition/${before.body.id}`;
     await queryNode(3, "SET GLOBAL wsrep_provider_options = 'gmcast.isolate=1'");
@@ -49,11 +40,11 @@ describe.skipIf(galeraSkipped())("a node that leaves the primary component", () 
       expect(await until(async () => (await nodeStatus(3))?.wsrep_ready === "OFF", 30)).toBe(true);
       // Node 3 alone: unavailable, and says so at /readyz.
       expect((await get(1, "/readyz")).status).toBe(503);
-      const refused = await replicas.post(1, "Refused by a non-primary node");
+      const refused = await replicas().post(1, "Refused by a non-primary node");
       expect([refused.status, refused.body.code]).toEqual([503, "UNAVAILABLE"]);
       expect((await get(1, byId)).status).toBe(503);
       // Node 3 first, then node 1: moved, ready, reads and writes.
-      expect((await replicas.post(2, "Through the next node")).status).toBe(201);
+      expect((await replicas().post(2, "Through the next node")).status).toBe(201);
       expect((await get(2, byId)).status).toBe(200);
       expect((await get(2, "/readyz")).status).toBe(200);
     } finally {
@@ -69,6 +60,6 @@ describe.skipIf(galeraSkipped())("a node that leaves the primary component", () 
     expect(await until(whole, 60)).toBe(true);
     // Back in the primary component: the replica with node 3 alone is ready and writes again.
     expect(await until(async () => (await get(1, "/readyz")).status === 200, 20)).toBe(true);
-    expect((await replicas.post(1, "Written after the isolation")).status).toBe(201);
+    expect((await replicas().post(1, "Written after the isolation")).status).toBe(201);
   }, 180_000);
 });

@@ -1,10 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { AgentDefinitionRepository } from "../../src/storage/repository.js";
 import { createSqlRepository } from "../../src/storage/sql-repository.js";
 import { barrier, definition, save } from "../storage/fixtures.js";
 import { minimalDefinition } from "../support/definitions.js";
 import { galeraSkipped, NODES, useGaleraDatabase } from "../support/galera.js";
-import { type Replicas, startReplicas } from "../support/replicas.js";
+import { useReplicas } from "../support/replicas.js";
 
 /**
  * Issue 21, item 5: the registry's read-modify-writes through different nodes at once. Galera
@@ -15,18 +15,7 @@ import { type Replicas, startReplicas } from "../support/replicas.js";
  */
 describe.skipIf(galeraSkipped())("read-modify-writes through three nodes at once", () => {
   const db = useGaleraDatabase();
-  let replicas: Replicas;
-
-  beforeAll(async () => {
-    replicas = await startReplicas(
-      db(),
-      NODES.map((n) => db().url(n)),
-    );
-  }, 120_000);
-
-  afterAll(async () => {
-    await replicas?.stop();
-  });
+  const replicas = useReplicas(db, (d) => NODES.map((n) => d.url(n)));
 
   /** One REST call through replica i: its status, ETag and body. */
   const call = async (
@@ -36,11 +25,11 @@ describe.skipIf(galeraSkipped())("read-modify-writes through three nodes at once
     body: unknown,
     ifMatch?: string,
   ): Promise<{ status: number; etag: string | null; body: any }> => {
-    const res = await fetch(`${replicas.servers[i]!.baseUrl}/api/asor/v1/default/agentDefinition${path}`, {
+    const res = await fetch(`${replicas().servers[i]!.baseUrl}/api/asor/v1/default/agentDefinition${path}`, {
       method,
       headers: {
         "content-type": "application/json",
-        authorization: replicas.authorization,
+        authorization: replicas().authorization,
         ...(ifMatch === undefined ? {} : { "if-match": ifMatch }),
       },
       body: JSON.stringify(body),

@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { galeraSkipped, NODES, useGaleraDatabase } from "../support/galera.js";
-import { type Replicas, startReplicas } from "../support/replicas.js";
+import { useReplicas } from "../support/replicas.js";
 
 /**
  * DATABASE_SYNC_WAIT, default 1 (docs/galera.md): a GET through one replica right after a POST through
@@ -9,22 +9,13 @@ import { type Replicas, startReplicas } from "../support/replicas.js";
  */
 describe.skipIf(galeraSkipped())("read-your-writes across replicas on three nodes", () => {
   const db = useGaleraDatabase();
-  let replicas: Replicas;
-
-  beforeAll(async () => {
-    // RYW_SYNC_WAIT=0 runs this file against the old default, to see it fail.
-    const syncWait = process.env.RYW_SYNC_WAIT;
-    const env: Record<string, string> = syncWait === undefined ? {} : { DATABASE_SYNC_WAIT: syncWait };
-    replicas = await startReplicas(
-      db(),
-      NODES.map((n) => db().url(n)),
-      env,
-    );
-  }, 120_000);
-
-  afterAll(async () => {
-    await replicas?.stop();
-  });
+  // RYW_SYNC_WAIT=0 runs this file against the old default, to see it fail.
+  const syncWait = process.env.RYW_SYNC_WAIT;
+  const replicas = useReplicas(
+    db,
+    (d) => NODES.map((n) => d.url(n)),
+    (): Record<string, string> => (syncWait === undefined ? {} : { DATABASE_SYNC_WAIT: syncWait }),
+  );
 
   it("300 POSTs each followed at once by a GET through the next replica: every GET finds it", async () => {
     const missed: string[] = [];
@@ -32,11 +23,11 @@ describe.skipIf(galeraSkipped())("read-your-writes across replicas on three node
       Array.from({ length: 6 }, async (_, w) => {
         for (let i = 0; i < 50; i++) {
           const through = (w + i) % 3;
-          const posted = await replicas.post(through, `Read your writes ${w}-${i}`);
+          const posted = await replicas().post(through, `Read your writes ${w}-${i}`);
           expect(posted.status, JSON.stringify(posted.body)).toBe(201);
-          const next = replicas.servers[(through + 1) % 3]!;
+          const next = replicas().servers[(through + 1) % 3]!;
           const got = await fetch(`${next.baseUrl}/api/asor/v1/default/agentDefinition/${posted.body.id}`, {
-            headers: { authorization: replicas.authorization },
+            headers: { authorization: replicas().authorization },
           });
           await got.arrayBuffer();
           if (got.status !== 200) missed.push(`${posted.body.id}: ${got.status}`);

@@ -1,12 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { galeraSkipped, killNode, NODES, restartNode, useGaleraDatabase } from "../support/galera.js";
 import {
   agentNumbers,
   allNodesFrom,
   expectAgreement,
   nodeCounters,
-  type Replicas,
-  startReplicas,
+  useReplicas,
   writeRetries,
 } from "../support/replicas.js";
 import { startWriteBurst, type WriteOutcome } from "../support/write-burst.js";
@@ -36,23 +35,15 @@ function grown(before: Array<Record<string, number>>, after: Array<Record<string
  */
 describe.skipIf(galeraSkipped())("single-writer: DATABASE_WRITE_URL the same on three replicas", () => {
   const db = useGaleraDatabase();
-  let replicas: Replicas;
-
-  beforeAll(async () => {
-    replicas = await startReplicas(
-      db(),
-      NODES.map((n) => allNodesFrom(db(), n)),
-      { DATABASE_WRITE_URL: allNodesFrom(db(), 1) },
-    );
-  }, 120_000);
-
-  afterAll(async () => {
-    await replicas?.stop();
-  });
+  const replicas = useReplicas(
+    db,
+    (d) => NODES.map((n) => allNodesFrom(d, n)),
+    (d) => ({ DATABASE_WRITE_URL: allNodesFrom(d, 1) }),
+  );
 
   it("300 concurrent new agents over three replicas: 300 x 201, every commit on node 1, none retried", async () => {
     const before = await countersOfEveryNode();
-    const answers = await Promise.all(Array.from({ length: 300 }, (_, i) => replicas.post(i % 3, `Single ${i}`)));
+    const answers = await Promise.all(Array.from({ length: 300 }, (_, i) => replicas().post(i % 3, `Single ${i}`)));
     const refused = answers.filter((a) => a.status !== 201).map((a) => `${a.status} ${JSON.stringify(a.body)}`);
     expect(refused.slice(0, 3), `${refused.length} not created`).toEqual([]);
     const expected = Array.from({ length: 300 }, (_, i) => i + 1);
@@ -66,7 +57,7 @@ describe.skipIf(galeraSkipped())("single-writer: DATABASE_WRITE_URL the same on 
       "commits from nodes 2 and 3",
     ).toEqual([0, 0]);
     expect(growth.map((g) => g.wsrep_local_cert_failures + g.wsrep_local_bf_aborts)).toEqual([0, 0, 0]);
-    const retries = await Promise.all(replicas.servers.map(writeRetries));
+    const retries = await Promise.all(replicas().servers.map(writeRetries));
     console.log(`single-writer: writes run again, per replica: ${JSON.stringify(retries)}`);
     for (const r of retries)
       expect({ certification: r.certification, deadlock: r.deadlock }).toEqual({
@@ -76,10 +67,10 @@ describe.skipIf(galeraSkipped())("single-writer: DATABASE_WRITE_URL the same on 
   }, 120_000);
 
   it("kill -9 of the writer node: every replica's writes move to node 2, nothing acknowledged is lost", async () => {
-    const bursts = replicas.servers.map((server, i) =>
+    const bursts = replicas().servers.map((server, i) =>
       startWriteBurst({
         url: `${server.baseUrl}${PATH}`,
-        authorization: replicas.authorization,
+        authorization: replicas().authorization,
         writers: 4,
         prefix: `Single failover r${i}`,
       }),

@@ -1,4 +1,4 @@
-import { expect } from "vitest";
+import { afterAll, beforeAll, expect } from "vitest";
 import { parseAuthConfig } from "../../src/auth/auth-config.js";
 import { openLocalIssuer } from "../../src/auth/local-issuer.js";
 import { localIssuerKeyFile } from "../../src/main/local-issuer-key-file.js";
@@ -46,6 +46,28 @@ export async function startReplicas(
     stop: async () => {
       await Promise.all(servers.map((s) => s.stop()));
     },
+  };
+}
+
+/**
+ * Replicas for the enclosing suite: started before it on `db()`, one per URL of `urls(db())` (with `env(db())`),
+ * stopped after it; the returned function gives them to the tests.
+ */
+export function useReplicas(
+  db: () => GaleraDatabase,
+  urls: (db: GaleraDatabase) => readonly string[],
+  env: (db: GaleraDatabase) => Record<string, string> = () => ({}),
+): () => Replicas {
+  let replicas: Replicas | undefined;
+  beforeAll(async () => {
+    replicas = await startReplicas(db(), urls(db()), env(db()));
+  }, 120_000);
+  afterAll(async () => {
+    await replicas?.stop();
+  });
+  return () => {
+    if (replicas === undefined) throw new Error("The replicas did not start (see beforeAll's error).");
+    return replicas;
   };
 }
 
