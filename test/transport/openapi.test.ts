@@ -316,6 +316,12 @@ describe("a status to set", () => {
   });
 });
 
+describe("a stored definition's status", () => {
+  it("is offered as the statuses a response carries: a stored status is never DEFINITION_STATUS_UNSPECIFIED", () => {
+    expect(schemas.RegistryMeta.properties.status.enum).toEqual(["ACTIVE", "DEPRECATED", "DEACTIVATED"]);
+  });
+});
+
 /** The longest value of each parameter bound by a pattern (each checked below against its schema). */
 const PATTERNED = {
   tenant: `T${"t".repeat(62)}`,

@@ -21,6 +21,8 @@ import { leadingComment } from "./proto-comments.js";
  * ids): the proto's own wording for them, so the document marks it `readOnly`.
  */
 const READ_ONLY = /^Read-only\b/;
+/** A message whose comment says the service fills it and a client never sends it (RegistryMeta). */
+const OUTPUT_ONLY = /\boutput only\b/i;
 
 /** JSON Schemas of protobuf messages in their JSON form, as the REST surface speaks it. */
 export interface MessageSchemas {
@@ -216,8 +218,11 @@ export function createMessageSchemas(names: Readonly<Record<string, string>> = {
         ) {
           schema.minLength = Math.max(Number(schema.minLength ?? 0), 1);
         }
-        // On an enum without presence it means "not the zero value", so the document does not offer it.
-        if (rules.required === true && desc.fieldKind === "enum" && implicit) {
+        // On an enum without presence `required` means "not the zero value", so the document does not offer
+        // it; nor in an output-only message, since protobuf JSON leaves a field without presence out at its
+        // zero value: no response carries it.
+        const outputOnly = OUTPUT_ONLY.test(leadingComment(desc.parent));
+        if ((rules.required === true || outputOnly) && desc.fieldKind === "enum" && implicit) {
           const zero = desc.enum.values.find((v) => v.number === 0)?.name;
           schema.enum = (schema.enum as JsonValue[]).filter((name) => name !== zero);
         }
