@@ -231,6 +231,27 @@ function createFloor(db: FloorDatabase, dialect: "mysql" | "sqlite") {
         await indexDefinition(context, tenant, String(existing.id), indexed);
         return doc;
       }
+      const id = randomBytes(16).toString("hex");
+      // MySQL: the row and its index first, with no agent; numbered after the agent (prepareInsert, insert).
+      let staged: number | undefined;
+      if (dialect === "mysql") {
+        const [inserted] = await query(writes.insertDefinition, [
+          id,
+          tenant,
+          name,
+          providerId,
+          version,
+          null,
+          "",
+          Buffer.alloc(0),
+          now,
+          now,
+          now,
+          1,
+        ]);
+        staged = Number(inserted?.insertId);
+        await indexDefinition(context, tenant, id, indexed, staged);
+      }
       let agent: Record<string, unknown> | undefined = (await query(writes.agentByName, [tenant, providerId, name]))[0];
       if (agent === undefined && dialect === "mysql") {
         // Holds the tenant's sequence from here to COMMIT, and looks for the agent again.
@@ -243,8 +264,11 @@ function createFloor(db: FloorDatabase, dialect: "mysql" | "sqlite") {
         agent = { number, reference_id: `Agent_ID=${String(tenantRow.sequence_prefix)}${number}` };
         await query(writes.insertAgent, [tenant, number, agent.reference_id, providerId, name, now]);
       }
-      const id = randomBytes(16).toString("hex");
       const doc = JSON.stringify({ ...body, id, reference_id: agent.reference_id });
+      if (staged !== undefined) {
+        await query(writes.numberDefinition, [agent.number, doc, binaryStandIn(doc), staged]);
+        return doc;
+      }
       const [inserted] = await query(writes.insertDefinition, [
         id,
         tenant,

@@ -175,6 +175,11 @@ export function createRegistryService({ repository, host }: RegistryServiceOptio
     checkIfMatch(conditions.etag, existing, "this name, provider and version");
     checkCreateOnly(conditions.createOnly, existing);
     const linked = def.id === "" ? undefined : await linkedAgent(tx, def.id);
+    // A new version's row and search index are written before its agent is looked up, locked or
+    // numbered (WriteTransaction.prepareInsert): that work no longer holds up the tenant's other
+    // creators of agents, or the agent's other writers.
+    const newId = existing === undefined && linked !== "unknown" ? newDefinitionId() : undefined;
+    if (newId !== undefined) await tx.prepareInsert(key, withDerivedFields(def, newId, ""));
     const agentByName =
       existing === undefined && linked === undefined ? await tx.findAgentByName(key.providerId, key.name) : undefined;
     const externalAgentId = def.externalAgentId || undefined;
@@ -202,7 +207,7 @@ export function createRegistryService({ repository, host }: RegistryServiceOptio
       };
     }
     return {
-      stored: await tx.insert(key, agent, withDerivedFields(def, newDefinitionId(), agent.referenceId)),
+      stored: await tx.insert(key, agent, withDerivedFields(def, newId ?? newDefinitionId(), agent.referenceId)),
       created: true,
     };
   };

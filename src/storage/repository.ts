@@ -102,6 +102,15 @@ export interface WriteTransaction {
   /** Records that `agentNumber` holds this externalAgentID for this provider. */
   claimExternalId(providerId: string, externalAgentId: string, agentNumber: number): Promise<void>;
   /**
+   * Announces the new instance that insert() will store under `key`, before its agent is looked up
+   * or created: `definition` as insert() will get it, but for its referenceId (which depends on the
+   * agent). On MySQL its row is inserted here with no agent and its search index written, so that
+   * none of that work runs while the tenant's agent sequence or the agent is locked (issue 24, item
+   * 2); insert() then sets its agent and document. Optional; once called, the work must call insert()
+   * with the same definition id or fail, or the write is refused.
+   */
+  prepareInsert(key: UpsertKey, definition: AgentDefinition): Promise<void>;
+  /**
    * Stores a new instance of `agent` under `key`; `definition.id` is its new id. Both encodings
    * are made here, once. It is ACTIVE, revision 1, and its agent's latest version (taking the
    * flag from the others under the agent's lock).

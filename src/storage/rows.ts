@@ -86,7 +86,8 @@ export interface NewAgentDefinitionRow {
   readonly name: string;
   readonly provider_id: string;
   readonly version: string;
-  readonly agent_number: number;
+  /** NULL while a MySQL write has the row staged, before its agent is known (write-transaction.ts prepareInsert). */
+  readonly agent_number: number | null;
   /**
    * Protobuf JSON as `encodeDefinition` wrote it: a string, which MySQL stores as its UTF-8 (a LONGBLOB) and
    * SQLite as TEXT.

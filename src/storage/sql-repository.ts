@@ -284,6 +284,7 @@ class SqlRepository implements AgentDefinitionRepository {
       // A race the work caught and went on from: the database rolled back (MySQL does on a
       // deadlock) or refused a write, so committing what is left would be half a write.
       tx.throwIfFailed();
+      tx.throwIfIncomplete();
       return result;
     } catch (error) {
       tx.throwIfFailed();

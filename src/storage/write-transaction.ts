@@ -9,7 +9,7 @@ import { Buffer } from "node:buffer";
 import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
 import type { Lifecycle } from "../domain/records.js";
 import { INSTANCE_ID } from "../domain/upsert.js";
-import { indexDefinition } from "./queries/search-index.js";
+import { indexDefinition, indexedFormOf } from "./queries/search-index.js";
 import type { WriteContext } from "./queries/writes.js";
 import {
   clearLatest,
@@ -26,6 +26,7 @@ import {
   lockAgent,
   lockSequenceAndFindAgent,
   newestLiveOfAgent,
+  numberDefinition,
   readStoredInWrite,
   refreshLatest,
   takeAgentNumber,
@@ -67,6 +68,8 @@ export class SqlWriteTransaction implements WriteTransaction {
   readonly #lockedAgents = new Set<number>();
   /** Agents this transaction created: they have no other versions whose latest flag would need clearing. */
   readonly #createdAgents = new Set<number>();
+  /** The instance prepareInsert announced, and its row once staged (MySQL), until insert() stores it. */
+  #pending: Pending | undefined;
 
   constructor(context: WriteContext, tenant: Tenant) {
     this.#context = context;
@@ -118,14 +121,22 @@ export class SqlWriteTransaction implements WriteTransaction {
       // its own node only, and on a Galera cluster only a write of the row keeps another node's writer out.
       const found = await findAgentByNameForUpdate(context, tenant, providerId, name);
       if (found !== undefined) return found;
+      if (context.statements.dialect !== "mysql") return undefined;
+      // A new agent, most likely: its version's row and index are written before the sequence is held.
+      const pending = this.#pending;
+      if (
+        pending !== undefined &&
+        pending.seq === undefined &&
+        pending.key.providerId === providerId &&
+        pending.key.name === name
+      )
+        await this.#stage(context, pending);
       // Under READ COMMITTED nothing locks an absent row, and the caller decides on the absence
       // beyond inserting the agent (e.g. an externalAgentID held by someone else is a clash for a
       // new agent): so hold the tenant's sequence, which every creator of an agent holds until
       // it commits, and look again. From here the agent stays absent until we create it. The
       // first look takes no such lock, so new versions of existing agents never queue on it.
-      return context.statements.dialect === "mysql"
-        ? lockSequenceAndFindAgent(context, tenant, providerId, name)
-        : undefined;
+      return lockSequenceAndFindAgent(context, tenant, providerId, name);
     });
     return row === undefined ? undefined : toAgentRef(row);
   }
@@ -179,21 +190,78 @@ export class SqlWriteTransaction implements WriteTransaction {
     );
   }
 
+  /**
+   * Remembers the new instance insert() will store. On MySQL, when findAgentByName then finds no agent
+   * (a new agent, which will take the tenant's next number), the row is inserted there with no agent
+   * (agent_number NULL, an empty document) and its search index written, before the sequence is
+   * locked: from that lock to COMMIT every other creator of an agent in the tenant waits, and the index
+   * (its term rows, their counters by trigger, the keyword text) was most of that section. insert() then
+   * gives the row its agent and document in one UPDATE. No reader sees the staged row: it is
+   * uncommitted until insert() has completed it, and a work that never calls insert() is refused
+   * (throwIfIncomplete). A new version of an agent that exists is written by insert() under the
+   * agent's lock, as before: its seq must follow the versions already there (latest = newest by seq).
+   */
+  async prepareInsert(key: UpsertKey, definition: AgentDefinition): Promise<void> {
+    if (this.#pending !== undefined) throw new Error("prepareInsert() was called twice in one write.");
+    assertNewInstanceId(definition.id);
+    this.#pending = { key, definition, at: new Date(), seq: undefined };
+  }
+
+  /** Inserts the pending instance's row with no agent, and its index (MySQL; see prepareInsert). */
+  async #stage(context: WriteContext, pending: Pending): Promise<void> {
+    const timestamp = toDatabaseTimestamp(pending.at);
+    const { key, definition } = pending;
+    const seq = await insertDefinition(context, {
+      id: definition.id,
+      tenant: this.tenant.name,
+      name: key.name,
+      provider_id: key.providerId,
+      version: key.version,
+      agent_number: null,
+      document: "",
+      document_binary: Buffer.alloc(0),
+      created_at: timestamp,
+      updated_at: timestamp,
+      status_changed_at: timestamp,
+      is_latest: true,
+    });
+    await indexDefinition(context, this.tenant.name, definition.id, definition, seq);
+    this.#pending = { ...pending, seq, indexed: indexedFormOf(definition) };
+  }
+
   async insert(key: UpsertKey, agent: AgentRef, definition: AgentDefinition): Promise<StoredDefinition> {
-    if (!INSTANCE_ID.test(definition.id)) {
+    assertNewInstanceId(definition.id);
+    const pending = this.#pending;
+    if (pending !== undefined && pending.definition.id !== definition.id)
       throw new Error(
-        `insert() was given "${definition.id}" as a new instance id; expected 32 lowercase hex characters.`,
+        `insert() was given instance ${definition.id}; prepareInsert() announced ${pending.definition.id}.`,
       );
-    }
     const tenant = this.tenant.name;
-    const now = new Date();
+    const now = pending?.at ?? new Date();
     const timestamp = toDatabaseTimestamp(now);
     const { document, json, binary } = encodeDefinition(definition);
+    const created = this.#createdAgents.has(agent.number);
+    let latest = true;
     await this.#run(async (context) => {
+      this.#pending = undefined;
+      if (pending?.seq !== undefined) {
+        await numberDefinition(context, pending.seq, agent.number, { document, document_binary: binary });
+        // The index was made from the staged definition; the agent's reference id is not indexed, so
+        // this does not happen unless that changes.
+        if (indexedFormOf(definition) !== pending.indexed)
+          await indexDefinition(context, tenant, definition.id, definition);
+        // Staged for a new agent that another writer created in the meantime (found under the sequence's
+        // lock): its versions may have seqs above ours, and the latest flag goes to the newest.
+        if (!created) {
+          await this.#lockAgent(context, agent.number);
+          latest = (await refreshLatest(context, tenant, agent.number)) === definition.id;
+        }
+        return;
+      }
       // The new version is ACTIVE and the agent's newest, so it takes the latest flag from the
       // others; under the agent's lock, so that concurrent writers of the agent see each other.
       // A new agent has no others: its first version costs no statement more than before.
-      if (!this.#createdAgents.has(agent.number)) {
+      if (!created) {
         await this.#lockAgent(context, agent.number);
         await clearLatest(context, tenant, agent.number);
       }
@@ -225,7 +293,7 @@ export class SqlWriteTransaction implements WriteTransaction {
       status: "ACTIVE",
       statusMessage: null,
       statusChangedAt: now,
-      latest: true,
+      latest,
     };
   }
 
@@ -312,6 +380,15 @@ export class SqlWriteTransaction implements WriteTransaction {
     if (this.#failure !== undefined) throw this.#failure.error;
   }
 
+  /**
+   * Throws when an instance prepareInsert announced was never inserted: committing could store a row with
+   * no agent.
+   */
+  throwIfIncomplete(): void {
+    if (this.#pending !== undefined)
+      throw new Error(`Instance ${this.#pending.definition.id} was announced by prepareInsert() and never inserted.`);
+  }
+
   /** Called when the transaction is over; later calls fail loudly instead of running outside it. */
   end(): void {
     this.#ended = true;
@@ -329,7 +406,22 @@ export class SqlWriteTransaction implements WriteTransaction {
   }
 }
 
-/** Whether two byte arrays hold the same bytes. */
+/**
+ * The new instance prepareInsert announced: its key, its definition (but for its reference id), its creation
+ * time, and once staged (MySQL, a new agent) its row's seq and what its index was made of.
+ */
+interface Pending {
+  readonly key: UpsertKey;
+  readonly definition: AgentDefinition;
+  readonly at: Date;
+  readonly seq: number | undefined;
+  readonly indexed?: string;
+}
+
+function assertNewInstanceId(id: string): void {
+  if (!INSTANCE_ID.test(id))
+    throw new Error(`A new instance was given "${id}" as its id; expected 32 lowercase hex characters.`);
+}
 
 /** The lifecycle members of an instance, as they are. */
 function lifecycleOf(instance: InstanceRef): Lifecycle {

@@ -65,6 +65,7 @@ forEachDatabase((db) => {
         "0010-add-term-counts",
         "0011-add-document-bytes",
         "0012-add-agent-lock-count",
+        "0013-allow-unnumbered-definitions",
       ]);
     } finally {
       await again.close();

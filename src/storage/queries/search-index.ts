@@ -80,6 +80,14 @@ export function searchTextOf(definition: AgentDefinition): string {
   return wordsOf(parts.join(" ")).join(" ");
 }
 
+/**
+ * Everything indexDefinition writes for `definition`, as one string: two definitions with the same
+ * form have the same side rows (a staged definition and the one that completes it: write-transaction.ts).
+ */
+export function indexedFormOf(definition: AgentDefinition): string {
+  return JSON.stringify([searchTermsOf(definition).map(termKey).sort(), searchTextOf(definition)]);
+}
+
 /** The statements indexDefinition runs, for one dialect. */
 interface IndexStatements {
   /**

@@ -103,6 +103,11 @@ export interface WriteStatements {
   readonly insertDefinition: string;
   /** Bindings: document, binary, updated at, tenant, id. Raises the revision. */
   readonly updateDocument: string;
+  /**
+   * MySQL only. Bindings: agent number, document, binary, seq. Gives a row staged without its agent
+   * (prepareInsert) its agent and its document.
+   */
+  readonly numberDefinition: string;
 }
 
 /** Builds the write transaction's SQL for `dialect`; the repository does it once. */
@@ -184,6 +189,9 @@ export function writeStatements(dialect: Dialect): WriteStatements {
     updateDocument:
       `UPDATE ${definitions} SET document = ?, document_binary = ?, updated_at = ?, revision = ` +
       `revision + 1 WHERE tenant = ? AND id = ?`,
+    numberDefinition:
+      `UPDATE ${definitions} SET agent_number = ?, document = ?, document_binary = ? WHERE seq = ? AND ` +
+      "agent_number IS NULL",
   };
 }
 
@@ -483,6 +491,26 @@ export async function insertDefinition(
   const [inserted] = await session.rows<{ seq: number | bigint }>(statements.insertDefinition, bindings);
   if (inserted === undefined) throw new Error("The insert of an agent definition returned no seq.");
   return Number(inserted.seq);
+}
+
+/**
+ * Gives the row `seq`, inserted by this transaction with no agent (MySQL), its agent and both encodings of
+ * its definition, which carry the agent's reference id.
+ */
+export async function numberDefinition(
+  { session, statements }: WriteContext,
+  seq: number,
+  agentNumber: number,
+  content: Pick<NewAgentDefinitionRow, "document" | "document_binary">,
+): Promise<void> {
+  const { affectedRows } = await session.change(statements.numberDefinition, [
+    agentNumber,
+    content.document,
+    content.document_binary,
+    seq,
+  ]);
+  if (affectedRows !== 1)
+    throw new Error(`Expected to number one staged agent definition row, numbered ${affectedRows}.`);
 }
 
 /** Replaces both encodings of an existing row, together; its id, key, agent and creation time stay. */
