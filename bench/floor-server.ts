@@ -231,10 +231,12 @@ function createFloor(db: FloorDatabase, dialect: "mysql" | "sqlite") {
         await indexDefinition(context, tenant, String(existing.id), indexed);
         return doc;
       }
+      let agent: Record<string, unknown> | undefined = (await query(writes.agentByName, [tenant, providerId, name]))[0];
       const id = randomBytes(16).toString("hex");
-      // MySQL: the row and its index first, with no agent; numbered after the agent (prepareInsert, insert).
+      // MySQL, a new agent: the row and its index first, with no agent; numbered after the sequence
+      // (write-transaction.ts, prepareInsert and insert).
       let staged: number | undefined;
-      if (dialect === "mysql") {
+      if (agent === undefined && dialect === "mysql") {
         const [inserted] = await query(writes.insertDefinition, [
           id,
           tenant,
@@ -251,9 +253,6 @@ function createFloor(db: FloorDatabase, dialect: "mysql" | "sqlite") {
         ]);
         staged = Number(inserted?.insertId);
         await indexDefinition(context, tenant, id, indexed, staged);
-      }
-      let agent: Record<string, unknown> | undefined = (await query(writes.agentByName, [tenant, providerId, name]))[0];
-      if (agent === undefined && dialect === "mysql") {
         // Holds the tenant's sequence from here to COMMIT, and looks for the agent again.
         const [found] = await query(writes.lockSequenceAndFindAgent, [providerId, name, tenant]);
         agent = found?.number === null ? undefined : found;
