@@ -146,6 +146,13 @@ for (const db of testDatabases())
 
     it("signs in with the development issuer, lists, searches, filters by tag and pages", async () => {
       const { page, watch } = await newPage();
+      const requests: string[] = [];
+      const tokens = new Set<string>();
+      page.on("request", (request) => {
+        requests.push(request.url());
+        const bearer = request.headers().authorization?.replace(/^Bearer /, "");
+        if (bearer !== undefined) tokens.add(bearer);
+      });
       await page.goto(`${server.baseUrl}/ui/`);
       await signIn(page);
       await expect.poll(() => total(page).textContent()).toBe(`${FILLERS + 3} agents`);
@@ -181,6 +188,29 @@ for (const db of testDatabases())
       await expect.poll(() => total(page).textContent()).toBe("1 agent");
       await expect.poll(() => rows(page).locator("td").nth(1).textContent()).toBe("2.0.0");
       expect(await page.getByText("Other Tenant Agent").count()).toBe(0);
+      // The row: name (a link), provider, version, status and when it changed, as the API lists them.
+      const [listed] = (await api("GET", "/asor/v1/agentDefinition?resource=Refund%3DCreate")).data;
+      expect(await rows(page).getByRole("link").textContent()).toBe(listed.name);
+      expect(await rows(page).locator("td").allTextContents()).toEqual([
+        listed.provider.descriptor,
+        listed.version,
+        listed.meta.status,
+        expect.stringMatching(/\d/),
+      ]);
+      expect(await rows(page).locator("time").getAttribute("datetime")).toBe(listed.meta.updatedAt);
+
+      // Everything the page fetched: its own files and the REST API, on the registry's origin; the token in no
+      // address and in none of the browser's storage.
+      expect(requests.length).toBeGreaterThan(5);
+      for (const address of requests) {
+        const url = new URL(address);
+        expect(url.origin).toBe(server.baseUrl);
+        expect(url.pathname).toMatch(/^\/ui\/|^\/asor\/v1\/agentDefinition/);
+        for (const token of tokens) expect(address).not.toContain(token);
+        expect(address).not.toContain("access_token");
+      }
+      expect(tokens.size).toBe(1);
+      expect(await page.evaluate(() => localStorage.length + sessionStorage.length)).toBe(0);
       expect(watch.errors).toEqual([]);
     });
 
@@ -223,6 +253,16 @@ for (const db of testDatabases())
       expect(JSON.parse(await page.evaluate(() => navigator.clipboard.readText()))).toEqual(json);
       const record = page.getByRole("region", { name: "Registry record" });
       expect(await record.getByText(`"${ids.v2}-1"`).count()).toBe(1);
+      const stored = await api("GET", `/asor/v1/agentDefinition/${ids.v2}`);
+      expect(await record.locator("dt").allTextContents()).toEqual(
+        expect.arrayContaining(["Created", "Updated", "Revision", "ETag"]),
+      );
+      expect(await record.locator("time").first().getAttribute("datetime")).toBe(stored.meta.createdAt);
+      expect(await record.getByText(String(stored.meta.revision), { exact: true }).count()).toBe(1);
+      // Readable 1280 pixels wide: nothing wider than the window.
+      expect(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)).toBeLessThanOrEqual(
+        0,
+      );
 
       expect(await seriousViolations(page)).toEqual([]);
       await shot(page, "agent");
@@ -284,6 +324,15 @@ for (const db of testDatabases())
       await page.locator('[role="alert"][data-code="CARD_DEACTIVATED"]').waitFor();
       expect(await seriousViolations(page)).toEqual([]);
       await shot(page, "deactivated");
+      // The list leaves it out, and its status filter finds it among the deactivated ones, and leads back to it.
+      await page.getByRole("link", { name: "Back to the agents" }).click();
+      await expect.poll(() => total(page).textContent()).toBe(`${FILLERS + 2} agents`);
+      await page.getByLabel("Status").selectOption("DEACTIVATED");
+      await page.getByRole("button", { name: "Find" }).click();
+      await expect.poll(() => total(page).textContent()).toBe("1 agent");
+      expect(new URL(page.url()).searchParams.get("status")).toBe("DEACTIVATED");
+      await rows(page).getByRole("link", { name: "Invoice Agent" }).click();
+      await page.locator(".subtitle .badge", { hasText: "DEACTIVATED" }).waitFor();
       await page.getByRole("button", { name: "Reactivate" }).click();
       const reactivate = page.getByRole("dialog");
       expect(await reactivate.getByRole("heading").textContent()).toBe("Reactivate version 1.0.0 of Invoice Agent?");
