@@ -285,7 +285,7 @@ for (const db of testDatabases())
       expect(watch.errors).toEqual([]);
     });
 
-    it("deprecates, deactivates and reactivates a version after a confirmation; a 412 when it changed underneath", async () => {
+    it("deprecates, deactivates, reactivates a version, each confirmed; a 412 when it changed underneath", async () => {
       // The browser reports the 412 answer, and the 410 of a deactivated version's agent card.
       const { page } = await newPage(1280, [412, 410]);
       await page.goto(`${server.baseUrl}/ui/agents/${ids.v1}`);

@@ -101,7 +101,7 @@ describe.skipIf(!chromiumAvailable())("the catalog signing in at an OpenID provi
     await context.close();
   });
 
-  it("says so when the token expires; Sign in goes back through the issuer's session: no login, same page", async () => {
+  it("says so when the token expires; Sign in goes through the issuer's session: no login, same page", async () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     const page = await context.newPage();
     const watch = watchConsole(page);
