@@ -450,7 +450,7 @@ for (const db of testDatabases())
       expect(watch.errors).toEqual([]);
     });
 
-    it("works from the keyboard: sign in, search, open an agent", async () => {
+    it("works from the keyboard: sign in, search, open an agent, open and close a confirmation", async () => {
       const { page, watch } = await newPage();
       await page.goto(`${server.baseUrl}/ui/`);
       await page.getByLabel("Tenant").focus();
@@ -468,6 +468,22 @@ for (const db of testDatabases())
       expect(await page.evaluate(() => document.activeElement?.textContent)).toBe("Invoice Agent");
       await page.keyboard.press("Enter");
       await page.getByRole("heading", { level: 1, name: "Invoice Agent" }).waitFor();
+      // Tab on to a lifecycle button: its confirmation takes the focus (on Cancel), and Escape closes it with
+      // nothing sent.
+      const writes: string[] = [];
+      page.on("request", (request) => {
+        if (request.method() !== "GET") writes.push(`${request.method()} ${request.url()}`);
+      });
+      const focused = () => page.evaluate(() => document.activeElement?.textContent);
+      for (let i = 0; i < 20 && (await focused()) !== "Deprecate"; i++) await page.keyboard.press("Tab");
+      expect(await focused()).toBe("Deprecate");
+      await page.keyboard.press("Enter");
+      await page.getByRole("dialog").waitFor();
+      expect(await focused()).toBe("Cancel");
+      await page.keyboard.press("Escape");
+      await page.getByRole("dialog").waitFor({ state: "hidden" });
+      expect(writes).toEqual([]);
+      expect(await page.locator(".subtitle .badge").textContent()).toBe("ACTIVE");
       expect(watch.errors).toEqual([]);
     });
 
