@@ -6,6 +6,7 @@
  * never reach up into the edge. And no line of code is wider than Biome's
  * lineWidth (120), strings and comments included, which Biome cannot wrap.
  */
+import { existsSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -95,6 +96,35 @@ describe("the layers of src/", () => {
         imports.filter((i) => !allowed.some((a) => i.target.startsWith(a))).map((i) => `${file} -> ${i.target}`),
       );
     expect(offending).toEqual([]);
+  });
+});
+
+describe("the catalog's app (ui/)", () => {
+  // The app is a browser bundle: what it takes from src/ is a type the server writes and the app reads (the body
+  // of /ui/config.json), imported as a type only, from a file that imports nothing itself, so no server code can
+  // reach the bundle or the app's browser-only type check. Nothing of src/ imports the app.
+  it("imports from src/ by type only, files that import nothing; src/ imports nothing of ui/", async () => {
+    const app = await sourcesUnder("ui/src");
+    expect(app.length).toBeGreaterThan(5);
+    const outside = app.flatMap((file) =>
+      // A relative import's target is a path of the repository; a package's is its name.
+      importsOf(file.path, file.source).filter((i) => !i.target.startsWith("ui/") && existsSync(join(root, i.target))),
+    );
+    expect(outside.map((i) => i.target)).toContain("src/catalog/sign-in-config.ts");
+    expect(outside.filter((i) => !i.typeOnly || !i.target.startsWith("src/")).map((i) => i.statement)).toEqual([]);
+    const shared = await sourcesUnder("src");
+    for (const target of new Set(outside.map((i) => i.target))) {
+      const file = shared.find((f) => f.path === target);
+      expect(file, target).toBeDefined();
+      expect(
+        importsOf(target, file!.source).map((i) => i.statement),
+        target,
+      ).toEqual([]);
+    }
+    const server = shared.flatMap((file) =>
+      importsOf(file.path, file.source).filter((i) => i.target.startsWith("ui/")),
+    );
+    expect(server.map((i) => i.statement)).toEqual([]);
   });
 });
 

@@ -12,26 +12,17 @@
  *   never granted. While HOST is loopback it also answers only requests whose Host names a loopback address: a
  *   page whose name an attacker points at 127.0.0.1 (DNS rebinding) is refused.
  */
+
 import { forbidden, invalid, issueAt, noResourceAt, RegistryError, tooLarge } from "../domain/errors.js";
 import { errorAnswer, type HttpAnswer, headOnly, jsonAnswer, methodNotAllowedAnswer } from "../http/http-answer.js";
+import type { SignInConfig } from "./sign-in-config.js";
 
 /** The config path the app reads at start. */
 export const CATALOG_CONFIG_PATH = "/ui/config.json";
 /** The local issuer's sign-in path. */
 export const DEV_TOKEN_PATH = "/ui/dev-token";
 
-/** How the app signs in (the body of `/ui/config.json`). */
-export type SignInConfig =
-  | { readonly kind: "local" }
-  | {
-      readonly kind: "oidc";
-      readonly issuer: string;
-      readonly clientId: string;
-      readonly scope: string;
-      readonly resource?: string;
-      readonly allowHttp: boolean;
-    }
-  | { readonly kind: "none"; readonly reason: string };
+export type { SignInConfig };
 
 /** What the sign-in endpoints read of a request (the edge's request is one). */
 export interface SignInRequest {

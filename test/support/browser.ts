@@ -44,6 +44,27 @@ export async function screenshot(page: Page, name: string): Promise<string> {
   return path;
 }
 
+/**
+ * The docs' copy of a page (README.md shows them): the top 1024 by 640 pixels of the page laid out 1024 wide,
+ * not the whole page at full size, so a screenshot weighs tens of KB rather than hundreds (a PNG: JPEG saved
+ * only 10-20% more and blurs the text). It goes to
+ * test-artifacts/ui/docs/ (docs/development.md says how to refresh docs/images/ from there); the page's own
+ * viewport is given back afterwards.
+ */
+export async function docsScreenshot(page: Page, name: string): Promise<string> {
+  const dir = join(ARTIFACTS, "docs");
+  await mkdir(dir, { recursive: true });
+  const viewport = page.viewportSize();
+  await page.setViewportSize({ width: 1024, height: 640 });
+  try {
+    const path = join(dir, `${name}.png`);
+    await page.screenshot({ path });
+    return path;
+  } finally {
+    if (viewport !== null) await page.setViewportSize(viewport);
+  }
+}
+
 /** What a page wrote to its console as errors, and the exceptions it threw, since `watch`. */
 export interface ConsoleWatch {
   readonly errors: string[];

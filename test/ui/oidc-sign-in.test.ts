@@ -1,6 +1,8 @@
 // The catalog signing in with AUTH_ISSUER, in a real browser: OpenID Connect authorization code + PKCE against
 // a real provider on loopback (oidc-provider, its own login and consent pages), then the list, which follows the
 // token's tenant and domains as the API does. The token never appears in an address or in the browser's storage.
+// When it expires the page says so, and signing in again goes through the provider's session (no login) back to
+// the same page.
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -95,6 +97,45 @@ describe.skipIf(!chromiumAvailable())("the catalog signing in at an OpenID provi
     const tokenRequest = addresses.filter((a) => new URL(a).pathname === "/token");
     expect(tokenRequest).toHaveLength(1);
     for (const address of addresses) expect(address).not.toMatch(/access_token|eyJ/);
+    expect(watch.errors).toEqual([]);
+    await context.close();
+  });
+
+  it("says so when the token expires; Sign in goes through the issuer's session: no login, same page", async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    const watch = watchConsole(page);
+    await page.clock.install();
+    const list = `${server.baseUrl}/ui/agents?provider=Provider%3DGlobex`;
+    await page.goto(list);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.waitForURL((url) => url.origin === issuer.issuer);
+    await page.locator('input[name="login"]').fill("alice");
+    await page.locator('input[name="password"]').fill("any");
+    await page.locator('button[type="submit"]').click();
+    await page.getByRole("button", { name: "Continue" }).click();
+    await page.waitForURL((url) => url.href === list);
+    watch.errors.length = 0; // the provider's own pages' (a web font this machine cannot reach)
+    await expect.poll(() => page.locator("#total").textContent()).toBe("1 agent");
+
+    // The access token lives 600 s (the provider's setting): the page's clock passes it.
+    await page.clock.runFor(601_000);
+    await page.getByText("Your session has expired: sign in again.").waitFor();
+    expect(await page.locator("table.agents").count()).toBe(0);
+    expect(await seriousViolations(page)).toEqual([]);
+    await screenshot(page, "oidc-expired");
+    // The issuer's clock did not move: back to the real time, as it would be after ten idle minutes.
+    await page.clock.setSystemTime(Date.now());
+    expect(watch.errors).toEqual([]);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    // The issuer knows alice (its session): no login this time; this provider asks her to confirm the grant.
+    await page.waitForURL((url) => url.origin === issuer.issuer);
+    await page.getByRole("button", { name: "Continue" }).waitFor();
+    expect(await page.locator('input[name="password"]').count()).toBe(0);
+    await page.getByRole("button", { name: "Continue" }).click();
+    await page.waitForURL((url) => url.href === list);
+    watch.errors.length = 0; // the provider's page's, as above
+    await expect.poll(() => page.locator("#total").textContent()).toBe("1 agent");
     expect(watch.errors).toEqual([]);
     await context.close();
   });

@@ -42,28 +42,44 @@ export function takeEndReason(): string | undefined {
   return reason;
 }
 
-/** Starts a session with an access token valid for `expiresIn` seconds. */
+/**
+ * Starts a session with an access token valid for `expiresIn` seconds (the token answer's `expires_in`). The end
+ * is reckoned on this browser's clock from the moment the answer came, not from the token's `exp`, which is on
+ * the issuer's clock: a browser whose clock runs ahead would otherwise take a fresh token for an expired one and
+ * ask to sign in again at once, forever. The `exp` claim is used only when the answer gave no `expires_in`.
+ */
 export function startSession(token: string, expiresIn: number | undefined): void {
   const claims = claimsOf(token);
-  const exp = typeof claims.exp === "number" ? claims.exp * 1000 : Date.now() + (expiresIn ?? 300) * 1000;
+  const expiresAt =
+    expiresIn !== undefined && Number.isFinite(expiresIn) && expiresIn > 0
+      ? Date.now() + expiresIn * 1000
+      : typeof claims.exp === "number"
+        ? claims.exp * 1000
+        : Date.now() + 300_000;
   const domains = claims.domains;
   session = {
     token,
-    expiresAt: exp,
+    expiresAt,
     subject: typeof claims.sub === "string" ? claims.sub : "signed in",
     tenant: typeof claims.tenant === "string" ? claims.tenant : undefined,
     domains: Array.isArray(domains) ? domains.filter((d): d is string => typeof d === "string") : [],
   };
   endedBecause = undefined;
-  clearTimeout(timer);
-  // setTimeout takes at most 2^31-1 ms (24.8 days): a longer-lived token is checked again then.
-  const wait = Math.min(Math.max(0, exp - Date.now()), 2 ** 31 - 1);
-  timer = setTimeout(() => {
-    if (session?.token !== token) return;
-    if (Date.now() >= exp) endSession("Your session has expired: sign in again.");
-    else startSession(token, expiresIn);
-  }, wait);
+  endAt(token, expiresAt);
   changed();
+}
+
+/** Ends the session of `token` at `expiresAt` (setTimeout waits at most 2^31-1 ms, 24.8 days: longer, again). */
+function endAt(token: string, expiresAt: number): void {
+  clearTimeout(timer);
+  timer = setTimeout(
+    () => {
+      if (session?.token !== token) return;
+      if (Date.now() >= expiresAt) endSession("Your session has expired: sign in again.");
+      else endAt(token, expiresAt);
+    },
+    Math.min(Math.max(0, expiresAt - Date.now()), 2 ** 31 - 1),
+  );
 }
 
 export function endSession(reason: string): void {

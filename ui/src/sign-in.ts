@@ -6,20 +6,11 @@
  * sessionStorage (this tab only, removed at the callback); the token itself is only ever in memory.
  */
 import * as oidc from "openid-client";
+import type { SignInConfig } from "../../src/catalog/sign-in-config.js";
 import { h } from "./dom.js";
 import { startSession } from "./session.js";
 
-export type SignInConfig =
-  | { readonly kind: "local" }
-  | {
-      readonly kind: "oidc";
-      readonly issuer: string;
-      readonly clientId: string;
-      readonly scope: string;
-      readonly resource?: string;
-      readonly allowHttp: boolean;
-    }
-  | { readonly kind: "none"; readonly reason: string };
+export type { SignInConfig };
 
 const PENDING = "asor.catalog.sign-in";
 const DOMAINS = ["Development", "Setup: Agents"];

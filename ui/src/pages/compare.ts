@@ -74,9 +74,9 @@ function row(label: string, a: unknown, b: unknown, show: (v: unknown) => string
     "tr",
     { class: `change-${change}` },
     h("th", { scope: "row" }, label),
-    h("td", null, a === undefined ? "—" : show(a)),
-    h("td", null, b === undefined ? "—" : show(b)),
-    h("td", null, change === "same" ? "" : change),
+    h("td", { "data-label": "Version A" }, a === undefined ? "—" : show(a)),
+    h("td", { "data-label": "Version B" }, b === undefined ? "—" : show(b)),
+    h("td", { "data-label": "Change" }, change === "same" ? "" : change),
   );
 }
 
