@@ -144,6 +144,7 @@ async function h2loadRun(
   const [, c, m] = /^c(\d+)m(\d+)$/.exec(shape) ?? [];
   if (c === undefined || m === undefined) throw new Error(`--shape ${shape}: expected c<connections>m<streams>`);
   const logFile = join(dir, "log");
+  rmSync(logFile, { force: true }); // h2load appends to a log file that exists
   const args = ["-c", c, "-m", m, "-D", String(duration), `--warm-up-time=${warmup}`, `--log-file=${logFile}`];
   args.push("-H", `authorization: ${authorization}`);
   if (scenario === "grpc") {
@@ -277,8 +278,11 @@ async function main(): Promise<void> {
   ensureH2load(log);
   // With the kernel's autogroups (sched_autogroup_enabled) a nice value weighs only within its session's group:
   // --nice sets this session's group too (this process and its children, nothing of anyone else's).
+  // The group outlives this process (it is the session's): its value is put back at the end.
+  let groupNice: string | undefined;
   if (values.nice !== undefined) {
     try {
+      groupNice = /nice (-?\d+)/.exec(readFileSync("/proc/self/autogroup", "utf8"))?.[1];
       writeFileSync("/proc/self/autogroup", values.nice);
     } catch (error) {
       log(`could not set this session's autogroup nice value: ${String(error)}`);
@@ -392,6 +396,7 @@ async function main(): Promise<void> {
   } finally {
     for (const step of cleanup) await step().catch((e: unknown) => log(`cleanup: ${String(e)}`));
     rmSync(work, { recursive: true, force: true });
+    if (groupNice !== undefined) writeFileSync("/proc/self/autogroup", groupNice);
   }
 }
 
