@@ -244,7 +244,8 @@ async function h2loadRun(
   }
   const gcCount: Record<string, number> = {};
   for (const g of gcs) gcCount[g.kind] = (gcCount[g.kind] ?? 0) + 1;
-  const delay = (s: readonly Sample[]) => (s.length < 2 ? Number.NaN : (s.at(-1)![1] - s[0]![1]) / 1e6 / seconds);
+  const delay = (s: readonly Sample[]) =>
+    s.length < 2 ? Number.NaN : (s.at(-1)![1] - s[0]![1]) / 1e6 / ((s.at(-1)![0] - s[0]![0]) / 1000); // over the sampled span (warm-up included)
   return {
     rps,
     p50,
