@@ -44,7 +44,8 @@ const show = (title: string, map: Map<string, number>) => {
   console.log(`\n${title}\n`);
   for (const [k, v] of [...map].sort((a, b) => b[1] - a[1]).slice(0, top))
     console.log(
-      `${(v / requests / 1024).toFixed(2).padStart(8)} KiB/request  ${((100 * v) / total).toFixed(1).padStart(5)} %  ${k}`,
+      `${(v / requests / 1024).toFixed(2).padStart(8)} KiB/request  ${((100 * v) / total).toFixed(1).padStart(5)} ` +
+        `%  ${k}`,
     );
 };
 console.log(`${(total / requests / 1024).toFixed(1)} KiB allocated per request (sampled), ${requests} requests`);

@@ -61,14 +61,16 @@ const run = (path, body) =>
       const per1000 = (n) => ((1000 * n) / ms.length).toFixed(2);
       resolve(
         `| ${path === "/rest" ? "REST GET shape" : "gRPC call shape"} | ${ms.length} | ${at(0.5).toFixed(2)} | ` +
-          `${at(0.99).toFixed(2)} | ${(at(0.99) / at(0.5)).toFixed(1)}x | ${per1000(gc.minor)} / ${per1000(gc.major)} | ` +
+          `${at(0.99).toFixed(2)} | ${(at(0.99) / at(0.5)).toFixed(1)}x | ${per1000(gc.minor)} / ` +
+          `${per1000(gc.major)} | ` +
           `${per1000(gc.ms)} |`,
       );
     });
   });
 
 console.log(
-  "| exchange (bare node:http2) | requests | p50 ms | p99 ms | p99/p50 | scavenges / mark-compacts per 1,000 | GC ms per 1,000 |",
+  "| exchange (bare node:http2) | requests | p50 ms | p99 ms | p99/p50 " +
+    "| scavenges / mark-compacts per 1,000 | GC ms per 1,000 |",
 );
 console.log("|---|---:|---:|---:|---:|---:|---:|");
 for (let round = 0; round < rounds; round++)

@@ -134,7 +134,8 @@ try {
   console.log("|---|---:|---:|---:|");
   for (const c of checkouts)
     console.log(
-      `| ${c.dir} | ${c.sections.length} | ${quantile(c.sections, 0.5).toFixed(2)} / ${quantile(c.sections, 0.9).toFixed(2)} | ` +
+      `| ${c.dir} | ${c.sections.length} | ${quantile(c.sections, 0.5).toFixed(2)} / ` +
+        `${quantile(c.sections, 0.9).toFixed(2)} | ` +
         `${quantile(c.totals, 0.5).toFixed(2)} / ${quantile(c.totals, 0.9).toFixed(2)} |`,
     );
 } finally {

@@ -244,8 +244,9 @@ async function h2loadRun(
   }
   const gcCount: Record<string, number> = {};
   for (const g of gcs) gcCount[g.kind] = (gcCount[g.kind] ?? 0) + 1;
+  // Over the sampled span (warm-up included).
   const delay = (s: readonly Sample[]) =>
-    s.length < 2 ? Number.NaN : (s.at(-1)![1] - s[0]![1]) / 1e6 / ((s.at(-1)![0] - s[0]![0]) / 1000); // over the sampled span (warm-up included)
+    s.length < 2 ? Number.NaN : (s.at(-1)![1] - s[0]![1]) / 1e6 / ((s.at(-1)![0] - s[0]![0]) / 1000);
   return {
     rps,
     p50,
@@ -266,6 +267,10 @@ async function h2loadRun(
     rssMib: rss,
   };
 }
+
+/** One round's GCs of each kind per 1,000 requests, to one decimal. */
+const gcPerThousand = (r: RunResult): Record<string, number> =>
+  Object.fromEntries(Object.entries(r.gcCount).map(([k, n]) => [k, Math.round((10000 * n) / r.requests) / 10]));
 
 const perThousand = (rs: readonly RunResult[], kind: string): string =>
   ((1000 * rs.reduce((s, r) => s + (r.gcCount[kind] ?? 0), 0)) / rs.reduce((s, r) => s + r.requests, 0)).toFixed(1);
@@ -308,7 +313,12 @@ async function main(): Promise<void> {
     const { ids } = await seeder.sample(1000);
     const id = ids[0]!;
     const issuer = await openLocalIssuer(localIssuerKeyFile(work), parseAuthConfig({}).config);
-    const authorization = `Bearer ${await issuer.issue({ tenant: TENANT, domains: ["Development", "Setup: Agents"], ttlSeconds: 3 * 3600 })}`;
+    const token = await issuer.issue({
+      tenant: TENANT,
+      domains: ["Development", "Setup: Agents"],
+      ttlSeconds: 3 * 3600,
+    });
+    const authorization = `Bearer ${token}`;
 
     const base = serviceCommand(undefined);
     const entry = base.args.at(-1)!;
@@ -365,18 +375,27 @@ async function main(): Promise<void> {
             if (values.out === undefined) rmSync(dir, { recursive: true, force: true });
             results.push(r);
             log(
-              `round ${round} ${v.name} ${shape} ${scenario}: ${r.rps.toFixed(0)} req/s, p50 ${r.p50.toFixed(2)} p99 ${r.p99.toFixed(2)} ` +
-                `(${(r.p99 / r.p50).toFixed(1)}x) max ${r.max.toFixed(1)} ms; slow ${r.slow} in ${r.episodes} episodes ` +
-                `${JSON.stringify(r.byCause)}; gc per 1,000 requests ${JSON.stringify(Object.fromEntries(Object.entries(r.gcCount).map(([k, n]) => [k, Math.round((10000 * n) / r.requests) / 10])))} ${r.gcPauseMsPerS.toFixed(1)} ms/s max ${r.gcMaxMs.toFixed(1)}; ` +
-                `CPU waits ms/s: service ${r.serviceWaitMsPerS.toFixed(0)}, h2load ${r.h2loadWaitMsPerS.toFixed(0)}, mariadb ${r.mariadbWaitMsPerS.toFixed(0)}; ` +
+              `round ${round} ${v.name} ${shape} ${scenario}: ${r.rps.toFixed(0)} req/s, p50 ${r.p50.toFixed(2)} ` +
+                `p99 ${r.p99.toFixed(2)} ` +
+                `(${(r.p99 / r.p50).toFixed(1)}x) max ${r.max.toFixed(1)} ms; slow ${r.slow} in ${r.episodes} ` +
+                `episodes ` +
+                `${JSON.stringify(r.byCause)}; gc per 1,000 requests ` +
+                `${JSON.stringify(gcPerThousand(r))}` +
+                ` ${r.gcPauseMsPerS.toFixed(1)} ms/s max ${r.gcMaxMs.toFixed(1)}; ` +
+                `CPU waits ms/s: service ${r.serviceWaitMsPerS.toFixed(0)}, h2load ${r.h2loadWaitMsPerS.toFixed(0)}` +
+                `, mariadb ${r.mariadbWaitMsPerS.toFixed(0)}; ` +
                 `RSS ${r.rssMib.toFixed(0)} MiB; load ${loadavg()[0]!.toFixed(2)}`,
             );
           }
     }
     const lines = [
-      `${database.description}; load average ${load.toFixed(2)} before, ${loadavg()[0]!.toFixed(2)} after; ${rounds} rounds of ${duration} s (warm-up ${warmup} s); medians over the rounds`,
+      `${database.description}; load average ${load.toFixed(2)} before, ${loadavg()[0]!.toFixed(2)} after; ` +
+        `${rounds} rounds of ${duration} s (warm-up ${warmup} s); medians over the rounds`,
       "",
-      "| variant | shape | scenario | req/s | p50 ms | p90 ms | p99 ms | p99/p50 | p99.9 ms | slow episodes: GC / service CPU wait / h2load CPU wait / nothing seen | GC ms/s | scavenges / mark-compacts per 1,000 requests | service CPU wait ms/s | h2load CPU wait ms/s | peak RSS MiB |",
+      "| variant | shape | scenario | req/s | p50 ms | p90 ms | p99 ms | p99/p50 | p99.9 ms " +
+        "| slow episodes: GC / service CPU wait / h2load CPU wait / nothing seen | GC ms/s " +
+        "| scavenges / mark-compacts per 1,000 requests | service CPU wait ms/s | h2load CPU wait ms/s " +
+        "| peak RSS MiB |",
       "|---|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|",
     ];
     for (const v of services)
@@ -386,11 +405,16 @@ async function main(): Promise<void> {
           const sum = (cause: string) => rs.reduce((s, r) => s + (r.byCause[cause] ?? 0), 0);
           const eps = rs.reduce((s, r) => s + r.episodes, 0);
           lines.push(
-            `| ${v.name} | ${shape} | ${scenario} | ${median(rs.map((r) => r.rps)).toFixed(0)} | ${median(rs.map((r) => r.p50)).toFixed(2)} ` +
-              `| ${median(rs.map((r) => r.p90)).toFixed(2)} | ${median(rs.map((r) => r.p99)).toFixed(2)} | ${median(rs.map((r) => r.p99 / r.p50)).toFixed(1)}x ` +
-              `| ${median(rs.map((r) => r.p999)).toFixed(1)} | ${sum("gc")} / ${sum("service waited for a CPU")} / ${sum("h2load waited for a CPU")} / ${sum("nothing seen")} of ${eps} ` +
-              `| ${median(rs.map((r) => r.gcPauseMsPerS)).toFixed(1)} | ${perThousand(rs, "scavenge")} / ${perThousand(rs, "mark-compact")} | ${median(rs.map((r) => r.serviceWaitMsPerS)).toFixed(0)} ` +
-              `| ${median(rs.map((r) => r.h2loadWaitMsPerS)).toFixed(0)} | ${Math.max(...rs.map((r) => r.rssMib)).toFixed(0)} |`,
+            `| ${v.name} | ${shape} | ${scenario} | ${median(rs.map((r) => r.rps)).toFixed(0)} | ` +
+              `${median(rs.map((r) => r.p50)).toFixed(2)} ` +
+              `| ${median(rs.map((r) => r.p90)).toFixed(2)} | ${median(rs.map((r) => r.p99)).toFixed(2)} | ` +
+              `${median(rs.map((r) => r.p99 / r.p50)).toFixed(1)}x ` +
+              `| ${median(rs.map((r) => r.p999)).toFixed(1)} | ${sum("gc")} / ${sum("service waited for a CPU")} / ` +
+              `${sum("h2load waited for a CPU")} / ${sum("nothing seen")} of ${eps} ` +
+              `| ${median(rs.map((r) => r.gcPauseMsPerS)).toFixed(1)} | ${perThousand(rs, "scavenge")} / ` +
+              `${perThousand(rs, "mark-compact")} | ${median(rs.map((r) => r.serviceWaitMsPerS)).toFixed(0)} ` +
+              `| ${median(rs.map((r) => r.h2loadWaitMsPerS)).toFixed(0)} | ` +
+              `${Math.max(...rs.map((r) => r.rssMib)).toFixed(0)} |`,
           );
         }
     console.log(lines.join("\n"));

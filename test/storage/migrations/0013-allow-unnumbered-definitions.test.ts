@@ -25,7 +25,7 @@ forEachDatabase((db) => {
   const older = useFreshDatabase(db);
 
   describe(`migration ${migration}`, () => {
-    it("lets agent_number be NULL and drops the key to tenants on MySQL (nothing on SQLite), and undoes it", async () => {
+    it("lets agent_number be NULL and drops its key to tenants on MySQL (not SQLite), and undoes it", async () => {
       const direct = await openDatabase(older());
       try {
         await migrateToJustBefore(direct.db, migration);
@@ -42,7 +42,9 @@ forEachDatabase((db) => {
           direct.dialect === "mysql"
             ? (
                 (await direct.db.raw(
-                  "SELECT CONSTRAINT_NAME AS name FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = DATABASE() AND TABLE_NAME = 'agent_definitions' AND REFERENCED_TABLE_NAME = 'tenants'",
+                  "SELECT CONSTRAINT_NAME AS name FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE " +
+                    "CONSTRAINT_SCHEMA = DATABASE() AND TABLE_NAME = 'agent_definitions' AND " +
+                    "REFERENCED_TABLE_NAME = 'tenants'",
                 )) as [Array<{ name: string }>]
               )[0].map((r) => r.name)
             : ((await direct.db.raw("PRAGMA foreign_key_list(agent_definitions)")) as Array<{ table: string }>)
