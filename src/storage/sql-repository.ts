@@ -344,19 +344,9 @@ class SqlRepository implements AgentDefinitionRepository {
       );
       query = resolveWords(asked, wordPlanOf(planned as unknown as Array<Record<string, unknown>>));
     }
-    const { sql, bindings, countAlone } = buildSearch(
-      this.#dialect,
-      tenant,
-      { ...query, limit, offset },
-      this.#pageMaxBytes,
-    );
+    const { sql, bindings } = buildSearch(this.#dialect, tenant, { ...query, limit, offset }, this.#pageMaxBytes);
     const call = { bounded: isBounded(query), tenant, signal: work.signal, deadline };
-    let rows = await this.#guard(() => this.#search(sql, bindings, call));
-    if (countAlone !== undefined && rows.length > 0 && rows.every((row) => row.id === null)) {
-      // An empty page (the tenant's row alone) of a search that counts in its page: counted alone.
-      const [counted] = await this.#guard(() => this.#search(countAlone.sql, countAlone.bindings, call));
-      rows = rows.map((row) => ({ ...row, total: counted?.total ?? 0 }));
-    }
+    const rows = await this.#guard(() => this.#search(sql, bindings, call));
     const ordered = inSearchOrder(rows, query.order.key, query.order.descending);
     return pageWithNext(tenant, ordered, { limit, maxBytes: this.#pageMaxBytes }, (row) =>
       orderValueOf(query.order.key, row),

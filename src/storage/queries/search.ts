@@ -13,11 +13,11 @@
  * it; so the statement leaves the page's order to inSearchOrder. Where the
  * seqs come from depends on what is asked (buildSearch):
  *
- * - keywords: the full-text index (MariaDB `definition_text`, SQLite
- *   `definition_fts`), with tenant, status and is_latest beside the text;
- * - else an exact filter: `definition_terms` through (tenant, kind, value,
+ * - an exact filter or a word of `q` (issue 24: words are terms of kind
+ *   `word`, resolveWords): `definition_terms` through (tenant, kind, value,
  *   seq, status, is_latest), so the page and the count of one value are one
- *   index range each, in seq order;
+ *   index range each, in seq order; the last word of `q` when it begins
+ *   several words, a range of values;
  * - else `agent_definitions` through the list index of the order (0009).
  *
  * Every further filter is an EXISTS on definition_terms' primary key (seq,
@@ -47,8 +47,9 @@ export interface SearchRow extends DefinitionReadRow {
 }
 
 /**
- * Whether `query`'s statement costs about a page whatever the tenant holds:
- * no keywords and no updatedSince, and either no filter (each order has its
+ * Whether `query`'s statement costs about a page whatever the tenant holds
+ * (its words resolved, resolveWords: a word of `q` is a filter like a tag):
+ * no updatedSince, and either no filter (each order has its
  * index and the total its counters) or one filter whose total the counters
  * answer, in creation order (its index range is in seq order). The statuses
  * asked for must include ACTIVE: the page skips index entries of other
@@ -76,10 +77,8 @@ export interface Statement {
   readonly bindings: readonly ReadBinding[];
 }
 
-/** A search's statement; when its page comes back empty its total is NULL, and `countAlone` answers it. */
-export interface SearchStatement extends Statement {
-  readonly countAlone?: Statement;
-}
+/** A search's statement: its page and its total. */
+export type SearchStatement = Statement;
 
 /** SQL fragments and their bindings, in order. */
 class Sql {
