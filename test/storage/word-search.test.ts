@@ -281,53 +281,56 @@ forEachDatabase((db) => {
     expect(await ids("e".repeat(200))).toEqual([stored.id, other.id]);
   });
 
-  it("keeps the word counters equal to COUNT(*) of word terms after concurrent creates, updates and status changes", async () => {
-    const tenant = "words-busy";
-    await repo.createTenant(tenant, "BUSY-");
-    const base = (i: number, variant: string) =>
-      definitionOf({ ...emptyTexts, description: `shared ${variant} cafe${i % 3}`, tag: `tag${i % 2}x` }, String(i));
-    const created = await Promise.all(Array.from({ length: 12 }, (_, i) => upsert(tenant, base(i, "first"))));
-    await Promise.all([
-      ...created.slice(0, 6).map((_, i) => upsert(tenant, base(i, i % 2 === 0 ? "second" : "first"))),
-      ...Array.from({ length: 6 }, (_, i) => upsert(tenant, base(100 + i, "third"))),
-      ...created
-        .slice(6)
-        .map((s, i) =>
-          repo.write(tenant, async (tx) =>
-            tx.setStatus([(await tx.findByIdForUpdate(s.id))!], i % 2 === 0 ? "DEACTIVATED" : "DEPRECATED", null),
+  it(
+    "keeps the word counters equal to COUNT(*) of word terms after concurrent creates, updates and status " + "changes",
+    async () => {
+      const tenant = "words-busy";
+      await repo.createTenant(tenant, "BUSY-");
+      const base = (i: number, variant: string) =>
+        definitionOf({ ...emptyTexts, description: `shared ${variant} cafe${i % 3}`, tag: `tag${i % 2}x` }, String(i));
+      const created = await Promise.all(Array.from({ length: 12 }, (_, i) => upsert(tenant, base(i, "first"))));
+      await Promise.all([
+        ...created.slice(0, 6).map((_, i) => upsert(tenant, base(i, i % 2 === 0 ? "second" : "first"))),
+        ...Array.from({ length: 6 }, (_, i) => upsert(tenant, base(100 + i, "third"))),
+        ...created
+          .slice(6)
+          .map((s, i) =>
+            repo.write(tenant, async (tx) =>
+              tx.setStatus([(await tx.findByIdForUpdate(s.id))!], i % 2 === 0 ? "DEACTIVATED" : "DEPRECATED", null),
+            ),
           ),
+      ]);
+      const key = (r: Record<string, unknown>) => `${String(r.value)} ${String(r.status)} ${Number(r.is_latest)}`;
+      const counted = (await raw
+        .db("definition_terms")
+        .where({ tenant, kind: 10 })
+        .select("value", "status", "is_latest")
+        .count({ n: "*" })
+        .groupBy("value", "status", "is_latest")) as Array<Record<string, unknown>>;
+      const counters = (await raw
+        .db("definition_term_counts")
+        .where({ tenant, kind: 10 })
+        .select("value", "status", "is_latest")
+        .sum({ n: "n" })
+        .groupBy("value", "status", "is_latest")) as Array<Record<string, unknown>>;
+      const asMap = (rows: Array<Record<string, unknown>>) =>
+        Object.fromEntries(rows.filter((r) => Number(r.n) !== 0).map((r) => [key(r), Number(r.n)]));
+      expect(Object.keys(asMap(counted)).length).toBeGreaterThan(5);
+      expect(asMap(counters)).toEqual(asMap(counted));
+      expect((await list(tenant, "shared")).total).toBe(
+        Number(
+          (
+            await raw
+              .db("agent_definitions")
+              .where({ tenant })
+              .whereIn("status", ["ACTIVE", "DEPRECATED"])
+              .count({ n: "*" })
+              .first()
+          )?.n,
         ),
-    ]);
-    const key = (r: Record<string, unknown>) => `${String(r.value)} ${String(r.status)} ${Number(r.is_latest)}`;
-    const counted = (await raw
-      .db("definition_terms")
-      .where({ tenant, kind: 10 })
-      .select("value", "status", "is_latest")
-      .count({ n: "*" })
-      .groupBy("value", "status", "is_latest")) as Array<Record<string, unknown>>;
-    const counters = (await raw
-      .db("definition_term_counts")
-      .where({ tenant, kind: 10 })
-      .select("value", "status", "is_latest")
-      .sum({ n: "n" })
-      .groupBy("value", "status", "is_latest")) as Array<Record<string, unknown>>;
-    const asMap = (rows: Array<Record<string, unknown>>) =>
-      Object.fromEntries(rows.filter((r) => Number(r.n) !== 0).map((r) => [key(r), Number(r.n)]));
-    expect(Object.keys(asMap(counted)).length).toBeGreaterThan(5);
-    expect(asMap(counters)).toEqual(asMap(counted));
-    expect((await list(tenant, "shared")).total).toBe(
-      Number(
-        (
-          await raw
-            .db("agent_definitions")
-            .where({ tenant })
-            .whereIn("status", ["ACTIVE", "DEPRECATED"])
-            .count({ n: "*" })
-            .first()
-        )?.n,
-      ),
-    );
-  });
+      );
+    },
+  );
 });
 
 const emptyTexts: Texts = {

@@ -72,63 +72,68 @@ forEachDatabase((db) => {
   const older = useFreshDatabase(db);
 
   describe(`migration ${migration}`, () => {
-    it("writes the word terms of the definitions stored before it, completes a run that died halfway, and goes again", async () => {
-      const direct = await openDatabase(older());
-      try {
-        await migrateToJustBefore(direct.db, migration);
-        await seedDefinitionsAt0008(direct.db, seeded);
-        // A run that died halfway: one word row is there already (counted by its trigger).
-        await direct.db("definition_terms").insert({
-          seq: 1,
-          kind: 10,
-          value: "cafe",
-          tenant: "default",
-          status: "ACTIVE",
-          is_latest: 1,
-        });
+    it(
+      "writes the word terms of the definitions stored before it, completes a run that died halfway, and goes " +
+        "again",
+      async () => {
+        const direct = await openDatabase(older());
+        try {
+          await migrateToJustBefore(direct.db, migration);
+          await seedDefinitionsAt0008(direct.db, seeded);
+          // A run that died halfway: one word row is there already (counted by its trigger).
+          await direct.db("definition_terms").insert({
+            seq: 1,
+            kind: 10,
+            value: "cafe",
+            tenant: "default",
+            status: "ACTIVE",
+            is_latest: 1,
+          });
 
-        const words = async () =>
-          (
-            await rows<{ seq: number; value: string; status: string; is_latest: number }>(
-              direct.db,
-              "SELECT seq, value, status, is_latest FROM definition_terms WHERE kind = 10",
-            )
-          )
-            .map((r) => `${Number(r.seq)} ${r.value} ${r.status} ${Number(r.is_latest)}`)
-            .sort();
-        const counters = async () =>
-          Object.fromEntries(
+          const words = async () =>
             (
-              await rows<{ value: string; status: string; n: number }>(
+              await rows<{ seq: number; value: string; status: string; is_latest: number }>(
                 direct.db,
-                "SELECT value, status, SUM(n) AS n FROM definition_term_counts WHERE kind = 10 GROUP BY value, status",
+                "SELECT seq, value, status, is_latest FROM definition_terms WHERE kind = 10",
               )
             )
-              .filter((r) => Number(r.n) !== 0)
-              .map((r) => [`${r.value} ${r.status}`, Number(r.n)]),
-          );
-        const wanted = [
-          ...expected[1]!.map((w) => `1 ${w} ACTIVE 1`),
-          ...expected[2]!.map((w) => `2 ${w} DEACTIVATED 0`),
-        ].sort();
-        const wantedCounts: Record<string, number> = {};
-        for (const w of expected[1]!) wantedCounts[`${w} ACTIVE`] = 1;
-        for (const w of expected[2]!) wantedCounts[`${w} DEACTIVATED`] = 1;
+              .map((r) => `${Number(r.seq)} ${r.value} ${r.status} ${Number(r.is_latest)}`)
+              .sort();
+          const counters = async () =>
+            Object.fromEntries(
+              (
+                await rows<{ value: string; status: string; n: number }>(
+                  direct.db,
+                  "SELECT value, status, SUM(n) AS n FROM definition_term_counts WHERE kind = 10 " +
+                    "GROUP BY value, status",
+                )
+              )
+                .filter((r) => Number(r.n) !== 0)
+                .map((r) => [`${r.value} ${r.status}`, Number(r.n)]),
+            );
+          const wanted = [
+            ...expected[1]!.map((w) => `1 ${w} ACTIVE 1`),
+            ...expected[2]!.map((w) => `2 ${w} DEACTIVATED 0`),
+          ].sort();
+          const wantedCounts: Record<string, number> = {};
+          for (const w of expected[1]!) wantedCounts[`${w} ACTIVE`] = 1;
+          for (const w of expected[2]!) wantedCounts[`${w} DEACTIVATED`] = 1;
 
-        await migrateUp(direct.db, migration);
-        expect(await words()).toEqual(wanted);
-        expect(await counters()).toEqual(wantedCounts);
-        // Run again: nothing more.
-        await addWordTerms.up(direct.db);
-        expect(await words()).toEqual(wanted);
-        expect(await counters()).toEqual(wantedCounts);
+          await migrateUp(direct.db, migration);
+          expect(await words()).toEqual(wanted);
+          expect(await counters()).toEqual(wantedCounts);
+          // Run again: nothing more.
+          await addWordTerms.up(direct.db);
+          expect(await words()).toEqual(wanted);
+          expect(await counters()).toEqual(wantedCounts);
 
-        await migrateDown(direct.db, migration);
-        expect(await words()).toEqual([]);
-        expect(await counters()).toEqual({});
-      } finally {
-        await direct.db.destroy();
-      }
-    });
+          await migrateDown(direct.db, migration);
+          expect(await words()).toEqual([]);
+          expect(await counters()).toEqual({});
+        } finally {
+          await direct.db.destroy();
+        }
+      },
+    );
   });
 });
