@@ -38,7 +38,14 @@ import {
 } from "./processes.js";
 import { markdownReport, type Row } from "./report.js";
 import { operationOf, type Scenario, type SearchKind, scenariosAt } from "./scenarios.js";
-import { ONE_PERCENT_TAG, ONE_PERCENT_WORD, onePercentOf, openSeeder, type Seeder } from "./seed.js";
+import {
+  ONE_PERCENT_SECOND_WORD,
+  ONE_PERCENT_TAG,
+  ONE_PERCENT_WORD,
+  onePercentOf,
+  openSeeder,
+  type Seeder,
+} from "./seed.js";
 import { soak, soakReport } from "./soak.js";
 import { ensureH2load, runWire, wireReport } from "./wire.js";
 
@@ -456,6 +463,10 @@ async function searchQuery(
       return exact(`tag=${ONE_PERCENT_TAG}`, onePercentOf(definitions));
     case "search-q":
       return exact(`q=${ONE_PERCENT_WORD}`, onePercentOf(definitions));
+    case "search-q2":
+      return exact(`q=${ONE_PERCENT_WORD}%20${ONE_PERCENT_SECOND_WORD}`, onePercentOf(definitions));
+    case "search-qprefix":
+      return exact(`q=${ONE_PERCENT_WORD.slice(0, 4)}`, onePercentOf(definitions));
     case "search-deep": {
       let token: string | undefined;
       let depth = 0;

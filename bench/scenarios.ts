@@ -5,8 +5,15 @@ import type { Operation, Surface } from "./load-job.js";
 export type Kind = "get" | "list-first" | "list-deep" | "update" | "create" | SearchKind;
 
 /** The search scenarios (`--search`), over REST only. */
-export type SearchKind = "search-first" | "search-deep" | "search-tag" | "search-q";
-export const SEARCH_KINDS: readonly SearchKind[] = ["search-first", "search-deep", "search-tag", "search-q"];
+export type SearchKind = "search-first" | "search-deep" | "search-tag" | "search-q" | "search-q2" | "search-qprefix";
+export const SEARCH_KINDS: readonly SearchKind[] = [
+  "search-first",
+  "search-deep",
+  "search-tag",
+  "search-q",
+  "search-q2",
+  "search-qprefix",
+];
 
 /** The service, or the floor server (plain node:http + the driver). */
 export type Target = "service" | "floor";
@@ -31,6 +38,8 @@ export const KIND_LABELS: Record<Kind, string> = {
   "search-deep": "GET list, a page 500 tokens deep",
   "search-tag": "GET list, tag matching 1 %",
   "search-q": "GET list, q matching 1 %",
+  "search-q2": "GET list, q of two words each on the same 1 %",
+  "search-qprefix": "GET list, q of a word begun (quas) matching 1 %",
 };
 
 export function operationOf(kind: Kind): Operation {

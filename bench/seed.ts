@@ -34,6 +34,12 @@ const sqliteRowsPerInsert = 400;
  */
 export const ONE_PERCENT_TAG = "one-percent";
 export const ONE_PERCENT_WORD = "quasar";
+/**
+ * A second word on the same 1 % (issue 24): `q=quasar nebula` matches exactly the definitions `q=quasar`
+ * does, so the two-word scenario's AND keeps 1 % (the words are not independent: an independent second
+ * 1 % would leave 0.01 %).
+ */
+export const ONE_PERCENT_SECOND_WORD = "nebula";
 
 /** How many of the agents numbered 1 to `n` carry the 1 % markers. */
 export function onePercentOf(n: number): number {
@@ -98,7 +104,7 @@ export async function openSeeder(options: {
       const input = clone(AgentDefinitionSchema, base);
       input.name = `${SEEDED_NAME_PREFIX}${number}`;
       if (number % 100 === 0) {
-        input.description = `${input.description} ${ONE_PERCENT_WORD}`;
+        input.description = `${input.description} ${ONE_PERCENT_WORD} ${ONE_PERCENT_SECOND_WORD}`;
         input.skills[0]?.tags.push(create(SkillTagSchema, { tag: ONE_PERCENT_TAG }));
       }
       const definition = await withDerivedFields(input, randomBytes(16).toString("hex"), referenceId);

@@ -27,7 +27,9 @@ export type TermKind =
   | "skillId"
   | "executionMode"
   | "resource"
-  | "externalAgentID";
+  | "externalAgentID"
+  /** Not a filter of the request: the words of `q` (searchWordsOf), as the storage resolves them. */
+  | "word";
 
 /** What the list shows when no status is asked for. */
 export const DEFAULT_STATUSES: readonly DefinitionStatus[] = ["ACTIVE", "DEPRECATED"];
@@ -45,10 +47,16 @@ export interface Position {
   readonly value?: string;
 }
 
-/** One exact filter: a definition matches when it has any of the values. */
+/**
+ * One exact filter: a definition matches when it has any of the values, or,
+ * with `range`, any value from `range.from` (inclusive) to `range.below`
+ * (exclusive), compared as binary strings (then `values` is empty): the last
+ * word of `q` typed partly.
+ */
 export interface TermFilter {
   readonly kind: TermKind;
   readonly values: readonly string[];
+  readonly range?: { readonly from: string; readonly below: string };
 }
 
 /** A list request, checked: every part applies (AND). */
@@ -62,15 +70,33 @@ export interface ListQuery {
   readonly updatedSince?: Date;
   /** Only each agent's newest version that is not deactivated. */
   readonly latest: boolean;
-  /** Every word must begin a word of the text (lower case, 3 or more letters or digits). */
+  /**
+   * Words of `q` that must each be a whole word of the searchable text
+   * (searchWordsOf: folded, 3 or more letters or digits), sorted; every
+   * word of `q` but its last.
+   */
   readonly words: readonly string[];
+  /** The last word of `q`: some word of the text must begin with it. */
+  readonly prefix?: string;
   readonly order: ListOrder;
   /** From the page token: the page starts after this row. */
   readonly after?: Position;
 }
 
-/** The shortest word `q` searches for: MariaDB's FULLTEXT index holds no shorter words (innodb_ft_min_token_size). */
+/**
+ * The shortest word `q` searches for, and the shortest word the index holds
+ * (searchWordsOf): kept from the days of MariaDB's FULLTEXT index
+ * (innodb_ft_min_token_size), and it keeps "a", "of", "to" out of the term
+ * index, where they would be a term row of nearly every definition.
+ */
 export const MIN_WORD_LENGTH = 3;
+
+/**
+ * The longest word the index holds, in code points: definition_terms.value is
+ * a VARCHAR(255). Longer words are cut here, the same way in the text and in
+ * `q`, so a longer word still finds itself.
+ */
+export const MAX_WORD_LENGTH = 255;
 
 /** The request members a ListQuery is made from (ListAgentDefinitionsRequest's, by their TS names). */
 export interface ListRequestParts {
@@ -132,9 +158,12 @@ export function parseListQuery(tenant: string, request: ListRequestParts): ListQ
   }
 
   let words: string[] = [];
+  let prefix: string | undefined;
   if (request.q !== undefined && request.q.trim() !== "") {
-    words = [...new Set(wordsOf(request.q))].filter((w) => [...w].length >= MIN_WORD_LENGTH).sort();
-    if (words.length === 0)
+    const typed = searchWordsOf(request.q);
+    prefix = typed.pop();
+    words = [...new Set(typed)].sort();
+    if (prefix === undefined)
       issues.push(
         issueAt("q", "INVALID_VALUE", `q needs at least one word of ${MIN_WORD_LENGTH} or more letters or digits.`),
       );
@@ -164,6 +193,7 @@ export function parseListQuery(tenant: string, request: ListRequestParts): ListQ
     ...(updatedSince === undefined ? {} : { updatedSince }),
     latest: request.latest === true,
     words,
+    ...(prefix === undefined ? {} : { prefix }),
     order,
   };
   const after = pagePosition(request, () => listBinding(tenant, query));
@@ -203,6 +233,27 @@ export function wordsOf(text: string): string[] {
   return text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
 }
 
+/**
+ * The words of a text as the term index holds them (kind `word`) and as `q`
+ * is split, in order, repeats kept: case and accents folded (compatibility
+ * decomposition, marks dropped, lower case: "Café" and "CAFE" are "cafe",
+ * "ﬁle" is "file"), then runs of letters and digits, of MIN_WORD_LENGTH or
+ * more code points, each cut to MAX_WORD_LENGTH. Plain JavaScript, so both
+ * databases hold and compare the same words (binary comparison).
+ */
+export function searchWordsOf(text: string): string[] {
+  // Lower case after the decomposition (ℌ decomposes to H) and decomposed again after it (İ lowers to i
+  // and a combining dot), the marks dropped last.
+  const folded = text.normalize("NFKD").toLowerCase().normalize("NFKD").replace(/\p{M}/gu, "");
+  const words: string[] = [];
+  for (const run of folded.match(/[\p{L}\p{N}]+/gu) ?? []) {
+    const points = [...run];
+    if (points.length < MIN_WORD_LENGTH) continue;
+    words.push(points.length > MAX_WORD_LENGTH ? points.slice(0, MAX_WORD_LENGTH).join("") : run);
+  }
+  return words;
+}
+
 /** What a list token is bound to: the tenant, every filter and the order; not the page size. */
 export function listBinding(tenant: string, query: ListQuery): string {
   return bindingHash({
@@ -212,6 +263,8 @@ export function listBinding(tenant: string, query: ListQuery): string {
     updatedSince: query.updatedSince?.toISOString() ?? null,
     latest: query.latest,
     words: query.words,
+    // Absent without q, so the tokens of lists without q stay what they were.
+    ...(query.prefix === undefined ? {} : { prefix: query.prefix }),
     order: query.order,
   });
 }

@@ -24,8 +24,12 @@ import {
   defaultPageMaxBytes,
   inSearchOrder,
   isBounded,
+  needsWordPlan,
   orderValueOf,
+  planWords,
+  resolveWords,
   type SearchRow,
+  wordPlanOf,
 } from "./queries/search.js";
 import { tenants } from "./queries/tables.js";
 import type { QueryContext } from "./queries/tenants.js";
@@ -327,27 +331,23 @@ class SqlRepository implements AgentDefinitionRepository {
     return pageWithNext(tenant, rows, { limit, maxBytes: this.#pageMaxBytes }, () => undefined);
   }
 
-  async search(tenant: string, query: ListQuery, work: Work = {}): Promise<ListResult> {
-    const { limit, offset } = normalise(query);
-    const { sql, bindings, countAlone } = buildSearch(
-      this.#dialect,
-      tenant,
-      { ...query, limit, offset },
-      this.#pageMaxBytes,
-    );
+  async search(tenant: string, asked: ListQuery, work: Work = {}): Promise<ListResult> {
+    const { limit, offset } = normalise(asked);
     // One budget for the search, whatever statements it takes: each gets what is left.
-    const call = {
-      bounded: isBounded(query),
-      tenant,
-      signal: work.signal,
-      deadline: searchDeadline(this.#searchLimits),
-    };
-    let rows = await this.#guard(() => this.#search(sql, bindings, call));
-    if (countAlone !== undefined && rows.length > 0 && rows.every((row) => row.id === null)) {
-      // An empty page (the tenant's row alone) of a search that counts in its page: counted alone.
-      const [counted] = await this.#guard(() => this.#search(countAlone.sql, countAlone.bindings, call));
-      rows = rows.map((row) => ({ ...row, total: counted?.total ?? 0 }));
+    const deadline = searchDeadline(this.#searchLimits);
+    // Several words, or a last word typed partly: their counters first (bounded), to drive by the rarest
+    // word and to resolve the last one (queries/search.ts resolveWords).
+    let query = asked;
+    if (needsWordPlan(asked)) {
+      const plan = planWords(tenant, asked);
+      const planned = await this.#guard(() =>
+        this.#search(plan.sql, plan.bindings, { bounded: true, tenant, signal: work.signal, deadline }),
+      );
+      query = resolveWords(asked, wordPlanOf(planned as unknown as Array<Record<string, unknown>>));
     }
+    const { sql, bindings } = buildSearch(this.#dialect, tenant, { ...query, limit, offset }, this.#pageMaxBytes);
+    const call = { bounded: isBounded(query), tenant, signal: work.signal, deadline };
+    const rows = await this.#guard(() => this.#search(sql, bindings, call));
     const ordered = inSearchOrder(rows, query.order.key, query.order.descending);
     return pageWithNext(tenant, ordered, { limit, maxBytes: this.#pageMaxBytes }, (row) =>
       orderValueOf(query.order.key, row),

@@ -118,6 +118,8 @@ const cases: Case[] = [
   ["latest", "latest=true", { latest: true }, ["Beta 2.0.0", "Gamma 1.0.0", "Alpha 2.0.0"]],
   ["q", "q=customer", { q: "customer" }, ["Alpha 1.0.0", "Beta 2.0.0", "Gamma 1.0.0", "Alpha 2.0.0"]],
   ["q, every word", "q=reads%20customer", { q: "reads customer" }, ["Alpha 1.0.0", "Gamma 1.0.0"]],
+  ["q, case and accents folded, the last word begun", "q=Z%C3%88BRA%20cross", { q: "ZÈBRA cross" }, ["Gamma 1.0.0"]],
+  ["q, an earlier word whole", "q=custom%20reads", { q: "custom reads" }, []],
   [
     "two filters",
     "tag=support&provider=Provider%3DAcme",

@@ -65,7 +65,8 @@ forEachDatabase((db) => {
         "0010-add-term-counts",
         "0011-add-document-bytes",
         "0012-add-agent-lock-count",
-        "0013-allow-unnumbered-definitions",
+        "0013-add-word-terms",
+        "0014-allow-unnumbered-definitions",
       ]);
     } finally {
       await again.close();

@@ -193,12 +193,12 @@ describe("SQLite searches on worker threads", () => {
   it(
     "stops the service's own costly statements: a keyword search calls the cancellation point per candidate " + "row",
     async () => {
-      const page = await repository.search("default", { ...unfilteredQuery(10, 0), words: ["quasar"] });
+      const page = await repository.search("default", { ...unfilteredQuery(10, 0), words: [], prefix: "quas" });
       expect(page.total).toBe(1);
       const { sql } = buildSearch(
         "sqlite",
         "default",
-        { ...unfilteredQuery(10, 0), words: ["quasar"] },
+        { ...unfilteredQuery(10, 0), words: ["quasar", "pulsar"] },
         4 * 1024 * 1024,
       );
       expect(sql.match(new RegExp(`${SEARCH_ALIVE}\\(\\)`, "g"))?.length).toBeGreaterThanOrEqual(2);

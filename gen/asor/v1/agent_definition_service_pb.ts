@@ -139,9 +139,10 @@ export type ListAgentDefinitionsRequest = Message<"asor.v1.ListAgentDefinitionsR
   latest?: boolean | undefined;
 
   /**
-   * Keywords: every word (letters and digits, 3 or more) must begin a word of
-   * the name, description, overview, or a skill's name, description or tags;
-   * case-insensitive.
+   * Keywords: every word (letters and digits, 3 or more) but the last must be
+   * a word, and the last must begin a word, of the name, description,
+   * overview, a skill's name, description or tags, or a host resource's
+   * tool_name; case and accents are ignored (cafe finds Café).
    *
    * @generated from field: optional string q = 22;
    */

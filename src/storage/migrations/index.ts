@@ -20,7 +20,8 @@ import { addSearchIndex } from "./0009-add-search-index.js";
 import { addTermCounts } from "./0010-add-term-counts.js";
 import { addDocumentBytes } from "./0011-add-document-bytes.js";
 import { addAgentLockCount } from "./0012-add-agent-lock-count.js";
-import { allowUnnumberedDefinitions } from "./0013-allow-unnumbered-definitions.js";
+import { addWordTerms } from "./0013-add-word-terms.js";
+import { allowUnnumberedDefinitions } from "./0014-allow-unnumbered-definitions.js";
 import { dialectOf } from "./dialect.js";
 import { type LeaseTimes, withMigrationLease, withNamedLock } from "./migration-lock.js";
 import { checkDurability, checkServerSettings } from "./server-settings.js";
@@ -47,6 +48,7 @@ export const migrations: readonly Migration[] = [
   addTermCounts,
   addDocumentBytes,
   addAgentLockCount,
+  addWordTerms,
   allowUnnumberedDefinitions,
 ];
 

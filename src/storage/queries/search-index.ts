@@ -16,7 +16,7 @@
  * here reaches the rows written from then on, not that migration.
  */
 import type { AgentDefinition } from "../../../gen/asor/v1/agent_definition_pb.js";
-import { type TermKind, wordsOf } from "../../domain/list-query.js";
+import { searchWordsOf, type TermKind, wordsOf } from "../../domain/list-query.js";
 import type { Dialect } from "../run/connection.js";
 import type { WriteBinding } from "../run/writes.js";
 import type { WriteContext } from "./writes.js";
@@ -32,6 +32,7 @@ export const TERM_KINDS: Readonly<Record<TermKind, number>> = {
   executionMode: 7,
   resource: 8,
   externalAgentID: 9,
+  word: 10,
 };
 
 /** One row of definition_terms without its definition's columns. */
@@ -40,7 +41,11 @@ export interface SearchTerm {
   readonly value: string;
 }
 
-/** Every (kind, value) the exact filters find `definition` by, each once; empty values are left out. */
+/**
+ * Every (kind, value) the exact filters and `q` find `definition` by, each
+ * once; empty values are left out. The words (kind `word`) are those of
+ * searchableTextsOf, as searchWordsOf folds them.
+ */
 export function searchTermsOf(definition: AgentDefinition): SearchTerm[] {
   const seen = new Set<string>();
   const terms: SearchTerm[] = [];
@@ -65,14 +70,29 @@ export function searchTermsOf(definition: AgentDefinition): SearchTerm[] {
     add("executionMode", item.executionMode?.id);
     for (const resource of item.hostResources) add("resource", resource.agentResource?.id);
   }
+  for (const text of searchableTextsOf(definition)) for (const word of searchWordsOf(text)) add("word", word);
   return terms;
 }
 
 /**
- * The text the keyword search looks in: the name, description, overview, and
- * each skill's name, description and tags, as words separated by spaces. Both
- * engines then split it the same way (MariaDB's FULLTEXT parser and FTS5's
- * unicode61 both break on spaces and keep letters and digits together).
+ * What `q` searches in: the name, description, overview, each skill's name,
+ * description and tags, and each host resource's tool name (the "resource
+ * names" of issue 24).
+ */
+export function searchableTextsOf(definition: AgentDefinition): string[] {
+  const texts = [definition.name, definition.description, definition.overview ?? ""];
+  for (const skill of definition.skills) texts.push(skill.name, skill.description, ...skill.tags.map((t) => t.tag));
+  for (const item of definition.hostConfig) for (const resource of item.hostResources) texts.push(resource.toolName);
+  return texts;
+}
+
+/**
+ * The text of the databases' full-text indexes (definition_text,
+ * definition_fts; no longer what `q` reads since issue 24, which reads the
+ * `word` terms): the name, description, overview, and each skill's name,
+ * description and tags, as words separated by spaces. Both engines then
+ * split it the same way (MariaDB's FULLTEXT parser and FTS5's unicode61 both
+ * break on spaces and keep letters and digits together).
  */
 export function searchTextOf(definition: AgentDefinition): string {
   const parts = [definition.name, definition.description, definition.overview ?? ""];

@@ -13,11 +13,11 @@
  * it; so the statement leaves the page's order to inSearchOrder. Where the
  * seqs come from depends on what is asked (buildSearch):
  *
- * - keywords: the full-text index (MariaDB `definition_text`, SQLite
- *   `definition_fts`), with tenant, status and is_latest beside the text;
- * - else an exact filter: `definition_terms` through (tenant, kind, value,
+ * - an exact filter or a word of `q` (issue 24: words are terms of kind
+ *   `word`, resolveWords): `definition_terms` through (tenant, kind, value,
  *   seq, status, is_latest), so the page and the count of one value are one
- *   index range each, in seq order;
+ *   index range each, in seq order; the last word of `q` when it begins
+ *   several words, a range of values;
  * - else `agent_definitions` through the list index of the order (0009).
  *
  * Every further filter is an EXISTS on definition_terms' primary key (seq,
@@ -47,16 +47,18 @@ export interface SearchRow extends DefinitionReadRow {
 }
 
 /**
- * Whether `query`'s statement costs about a page whatever the tenant holds:
- * no keywords and no updatedSince, and either no filter (each order has its
+ * Whether `query`'s statement costs about a page whatever the tenant holds
+ * (its words resolved, resolveWords: a word of `q` is a filter like a tag):
+ * no updatedSince, and either no filter (each order has its
  * index and the total its counters) or one filter whose total the counters
  * answer, in creation order (its index range is in seq order). The statuses
  * asked for must include ACTIVE: the page skips index entries of other
  * statuses, and a rare status alone (DEACTIVATED) could skip most of the
  * tenant. Everything else reads or counts every match, and waits at the gate.
  */
-export function isBounded(query: ListQuery): boolean {
-  if (query.words.length > 0 || query.updatedSince !== undefined || !query.statuses.includes("ACTIVE")) return false;
+export function isBounded(asked: ListQuery): boolean {
+  const query = resolveWords(asked);
+  if (query.updatedSince !== undefined || !query.statuses.includes("ACTIVE")) return false;
   const [only, ...more] = query.terms;
   return only === undefined || (more.length === 0 && countable(only) && query.order.key === "createdAt");
 }
@@ -75,10 +77,8 @@ export interface Statement {
   readonly bindings: readonly ReadBinding[];
 }
 
-/** A search's statement; when its page comes back empty its total is NULL, and `countAlone` answers it. */
-export interface SearchStatement extends Statement {
-  readonly countAlone?: Statement;
-}
+/** A search's statement: its page and its total. */
+export type SearchStatement = Statement;
 
 /** SQL fragments and their bindings, in order. */
 class Sql {
@@ -95,11 +95,6 @@ class Sql {
   get sql(): string {
     return this.parts.join(" ");
   }
-}
-
-/** The full-text query for `words`: each must begin a word of the text. Words hold letters and digits only. */
-function matchQuery(dialect: Dialect, words: readonly string[]): string {
-  return dialect === "mysql" ? words.map((w) => `+${w}*`).join(" ") : words.map((w) => `"${w}"*`).join(" AND ");
 }
 
 /**
@@ -120,75 +115,196 @@ const singleValued: ReadonlySet<TermFilter["kind"]> = new Set([
  * two (two tags of one definition would count it twice).
  */
 function countable(term: TermFilter): boolean {
-  return term.values.length === 1 || singleValued.has(term.kind);
+  return term.range === undefined && singleMatch(term);
 }
 
-/** The statement that answers a page of `query` in `tenant`, with its total. */
-export function buildSearch(dialect: Dialect, tenant: string, query: ListQuery, maxBytes: number): SearchStatement {
+/** Whether a definition matches `term` by one term row at most (else the page needs DISTINCT). */
+function singleMatch(term: TermFilter): boolean {
+  return term.range === undefined && (term.values.length === 1 || singleValued.has(term.kind));
+}
+
+/**
+ * The counters `resolveWords` chooses by, read before the page when `q` has
+ * more than one word or a last word typed partly: one bounded statement
+ * (planWords), each word's count of matches and up to two words of the
+ * tenant's vocabulary that begin with the last one.
+ */
+export interface WordPlan {
+  /** Matches per whole word (the asked statuses and latest); a word absent has none. */
+  readonly counts: ReadonlyMap<string, number>;
+  /** The first two words (binary order) of the tenant's that begin with `query.prefix`, with their counts. */
+  readonly vocabulary: ReadonlyArray<{ readonly word: string; readonly count: number }>;
+}
+
+/** Whether `query` is worth a plan (planWords) before its page. */
+export function needsWordPlan(query: ListQuery): boolean {
+  return query.prefix !== undefined || query.words.length > 1;
+}
+
+/**
+ * The statement of a WordPlan: the whole words' counts from
+ * definition_term_counts (at most 96 rows a word), and the vocabulary from
+ * the same table's primary key range (tenant, kind, value, ...) from the
+ * prefix to the first value past it, grouped by value, LIMIT 2: it reads the
+ * counter rows of at most two live words (and of the words whose counters
+ * fell to 0 on the way).
+ */
+export function planWords(tenant: string, query: ListQuery): Statement {
+  const kind = TERM_KINDS.word;
+  const where = (sql: Sql): Sql => {
+    sql.add("AND status").in(query.statuses);
+    if (query.latest) sql.add("AND is_latest = 1");
+    return sql;
+  };
+  const parts: Sql[] = [];
+  if (query.words.length > 0)
+    parts.push(
+      where(
+        new Sql()
+          .add(
+            "SELECT value, SUM(n) AS n, 0 AS begins FROM definition_term_counts WHERE tenant = ? AND kind = ?",
+            tenant,
+            kind,
+          )
+          .add("AND value")
+          .in(query.words),
+      ).add("GROUP BY value"),
+    );
+  if (query.prefix !== undefined)
+    parts.push(
+      where(
+        new Sql().add(
+          "SELECT value, SUM(n) AS n, 1 AS begins FROM definition_term_counts WHERE tenant = ? AND kind = ? AND " +
+            "value >= ? AND value < ?",
+          tenant,
+          kind,
+          query.prefix,
+          pastPrefix(query.prefix),
+        ),
+      ).add("GROUP BY value HAVING SUM(n) > 0 ORDER BY value LIMIT 2"),
+    );
+  const sql = new Sql();
+  parts.forEach((part, i) => {
+    sql.add(`${i === 0 ? "" : "UNION ALL "}SELECT * FROM (${part.sql}) w${i}`, ...part.bindings);
+  });
+  return { sql: sql.sql, bindings: sql.bindings };
+}
+
+/** The WordPlan in the rows of planWords' statement. */
+export function wordPlanOf(rows: ReadonlyArray<Record<string, unknown>>): WordPlan {
+  const counts = new Map<string, number>();
+  const vocabulary: Array<{ word: string; count: number }> = [];
+  for (const row of rows) {
+    const word = String(row.value);
+    const count = Number(row.n ?? 0);
+    if (Number(row.begins) === 1) vocabulary.push({ word, count });
+    else counts.set(word, count);
+  }
+  vocabulary.sort((a, b) => Buffer.compare(Buffer.from(a.word), Buffer.from(b.word)));
+  return { counts, vocabulary };
+}
+
+/**
+ * The first string past every string that begins with `prefix`, in binary
+ * (code point) order: its last code point plus one. The upper bound of the
+ * prefix's value range, computed here so both databases compare the same
+ * bounds the same way (no LIKE and its collation).
+ */
+export function pastPrefix(prefix: string): string {
+  const points = [...prefix].map((c) => c.codePointAt(0) ?? 0);
+  while (points.length > 0) {
+    let last = (points.pop() ?? 0) + 1;
+    if (last >= 0xd800 && last <= 0xdfff) last = 0xe000;
+    if (last <= 0x10ffff) return String.fromCodePoint(...points, last);
+  }
+  // Only a prefix of U+10FFFF alone: nothing is past every string; a bound no word reaches.
+  return String.fromCodePoint(0x10ffff).repeat(prefix.length + 1);
+}
+
+/**
+ * `query` with its words turned into `word` term filters, ahead of its other
+ * filters, so buildSearch pages them like `tag`: each whole word one value,
+ * the rarest first when `plan` tells (the first filter drives the page, the
+ * others are EXISTS probes), and the last word by what the plan found of it:
+ * no word of the tenant begins with it, or exactly one does → that one word
+ * (its counters give the total); two or more, or no plan → the range of
+ * every value that begins with it.
+ */
+export function resolveWords(query: ListQuery, plan?: WordPlan): ListQuery {
+  if (query.words.length === 0 && query.prefix === undefined) return query;
+  const whole = [...query.words];
+  let range: TermFilter | undefined;
+  if (query.prefix !== undefined) {
+    const vocabulary = plan?.vocabulary;
+    if (vocabulary !== undefined && vocabulary.length <= 1) {
+      const word = vocabulary[0]?.word ?? query.prefix;
+      if (!whole.includes(word)) whole.push(word);
+    } else range = { kind: "word", values: [], range: { from: query.prefix, below: pastPrefix(query.prefix) } };
+  }
+  const countOf = (word: string): number =>
+    plan?.counts.get(word) ?? plan?.vocabulary.find((v) => v.word === word)?.count ?? 0;
+  if (plan !== undefined) whole.sort((a, b) => countOf(a) - countOf(b));
+  const words: TermFilter[] = whole.map((word) => ({ kind: "word", values: [word] }));
+  const { prefix: _, ...rest } = query;
+  return { ...rest, words: [], terms: [...words, ...(range === undefined ? [] : [range]), ...query.terms] };
+}
+
+/**
+ * The statement that answers a page of `query` in `tenant`, with its total.
+ * Words of `q` not resolved yet are resolved here without a plan (resolveWords).
+ */
+export function buildSearch(dialect: Dialect, tenant: string, asked: ListQuery, maxBytes: number): SearchStatement {
+  const query = resolveWords(asked);
   const mysql = dialect === "mysql";
   const { key, descending } = query.order;
   const [driverTerm, ...otherTerms] = query.terms;
-  const source = query.words.length > 0 ? "text" : driverTerm !== undefined ? "terms" : "definitions";
-  // x: the table the seqs come from; o: the row that holds the order value and updated_at.
-  const x = source === "text" ? (mysql ? "x" : "definition_fts") : "x";
-  const seqOf = source === "text" && !mysql ? `${x}.rowid` : `${x}.seq`;
-  const from =
-    source === "text"
-      ? mysql
-        ? "definition_text x"
-        : "definition_fts"
-      : source === "terms"
-        ? "definition_terms x"
-        : "agent_definitions x";
+  const source = driverTerm !== undefined ? "terms" : "definitions";
+  const seqOf = "x.seq";
+  const from = source === "terms" ? "definition_terms x" : "agent_definitions x";
   // The page needs the definition's row for its order value; the count only for updatedSince.
   const joinsDefinition = (counting: boolean) =>
     source !== "definitions" && ((!counting && key !== "createdAt") || query.updatedSince !== undefined);
   const o = source === "definitions" ? "x" : "o";
   const orderColumn = key === "updatedAt" ? `${o}.updated_at` : key === "name" ? `${o}.name` : seqOf;
   // More than one value of the driving filter can match one definition twice.
-  const distinct = source === "terms" && driverTerm !== undefined && driverTerm.values.length > 1 ? "DISTINCT " : "";
+  const distinct = driverTerm !== undefined && !singleMatch(driverTerm) ? "DISTINCT " : "";
+
+  /** `value IN (...)`, or the range of a last word typed partly. */
+  const matchValue = (sql: Sql, alias: string, term: TermFilter): Sql =>
+    term.range === undefined
+      ? sql.add(`${alias}.value`).in(term.values)
+      : sql.add(`${alias}.value >= ? AND ${alias}.value < ?`, term.range.from, term.range.below);
 
   /** FROM and WHERE of the matches, without the page's position. */
   const matches = (counting: boolean): Sql => {
     const sql = new Sql().add(`FROM ${from}`);
     if (joinsDefinition(counting)) sql.add(`JOIN agent_definitions o ON o.seq = ${seqOf}`);
-    sql.add("WHERE");
-    if (source === "text")
-      sql.add(
-        mysql ? "MATCH (x.body) AGAINST (? IN BOOLEAN MODE) AND" : "definition_fts MATCH ? AND",
-        matchQuery(dialect, query.words),
-      );
-    sql.add(`${x}.tenant = ?`, tenant);
-    if (source === "terms" && driverTerm !== undefined)
-      sql.add("AND x.kind = ? AND x.value", TERM_KINDS[driverTerm.kind]).in(driverTerm.values);
-    sql.add(`AND ${x}.status`).in(query.statuses);
-    if (query.latest) sql.add(`AND ${x}.is_latest = 1`);
+    sql.add("WHERE x.tenant = ?", tenant);
+    if (driverTerm !== undefined)
+      matchValue(sql.add("AND x.kind = ? AND", TERM_KINDS[driverTerm.kind]), "x", driverTerm);
+    sql.add("AND x.status").in(query.statuses);
+    if (query.latest) sql.add("AND x.is_latest = 1");
     if (query.updatedSince !== undefined) sql.add(`AND ${o}.updated_at >= ?`, toDatabaseTimestamp(query.updatedSince));
     // SQLite's cancellation point, once per candidate row: a search worker stops the statement there
     // (sqlite-client.ts).
     if (!mysql) sql.add(`AND ${SEARCH_ALIVE}()`);
-    const rest = source === "text" ? query.terms : otherTerms;
-    rest.forEach((term, i) => {
-      sql
-        .add(
-          `AND EXISTS (SELECT 1 FROM definition_terms e${i} WHERE e${i}.seq = ${seqOf} AND e${i}.kind = ? AND ` +
-            `e${i}.value`,
-          TERM_KINDS[term.kind],
-        )
-        .in(term.values)
-        .add(")");
+    otherTerms.forEach((term, i) => {
+      sql.add(
+        `AND EXISTS (SELECT 1 FROM definition_terms e${i} WHERE e${i}.seq = ${seqOf} AND e${i}.kind = ? AND`,
+        TERM_KINDS[term.kind],
+      );
+      matchValue(sql, `e${i}`, term).add(")");
     });
     return sql;
   };
 
   const total = new Sql();
-  if (source === "definitions" && query.updatedSince === undefined && query.terms.length === 0) {
+  if (source === "definitions" && query.updatedSince === undefined) {
     total
       .add("SELECT COALESCE(SUM(n), 0) FROM definition_counts WHERE tenant = ? AND status", tenant)
       .in(query.statuses);
     if (query.latest) total.add("AND is_latest = 1");
   } else if (
-    source === "terms" &&
     driverTerm !== undefined &&
     otherTerms.length === 0 &&
     query.updatedSince === undefined &&
@@ -208,29 +324,14 @@ export function buildSearch(dialect: Dialect, tenant: string, query: ListQuery, 
     total.add(`SELECT COUNT(${distinct === "" ? "*" : `DISTINCT ${seqOf}`})`).add(counted.sql, ...counted.bindings);
   }
 
-  // MariaDB's full-text search costs per match, and a statement runs it once per MATCH: the page
-  // and the count were two runs (1.06 s at 10,000 matches of a million, against 0.54 s for one).
-  // There the page is taken from one run that also counts, with a window function; the position
-  // and the order apply outside it, so the count is of every match. SQLite's FTS5 reads a match
-  // list in rowid order and stops at the page's end, so there the two stay apart.
-  const onePass = mysql && source === "text";
-  const page = matches(false);
-  const rows = onePass
-    ? new Sql().add(
-        `FROM (SELECT ${seqOf} AS seq, COUNT(*) OVER () AS total` +
-          `${key === "createdAt" ? "" : `, ${orderColumn} AS k`} ${page.sql}) m WHERE 1 = 1`,
-        ...page.bindings,
-      )
-    : page;
-  const seqAt = onePass ? "m.seq" : seqOf;
-  const orderAt = onePass ? (key === "createdAt" ? "m.seq" : "m.k") : orderColumn;
+  const rows = matches(false);
   const after = query.after;
   const cmp = descending ? "<" : ">";
   if (after !== undefined) {
-    if (key === "createdAt" || after.value === undefined) rows.add(`AND ${seqAt} ${cmp} ?`, after.seq);
+    if (key === "createdAt" || after.value === undefined) rows.add(`AND ${seqOf} ${cmp} ?`, after.seq);
     else
       rows.add(
-        `AND ${orderAt} ${cmp}= ? AND (${orderAt} ${cmp} ? OR ${seqAt} ${cmp} ?)`,
+        `AND ${orderColumn} ${cmp}= ? AND (${orderColumn} ${cmp} ? OR ${seqOf} ${cmp} ?)`,
         after.value,
         after.value,
         after.seq,
@@ -238,27 +339,19 @@ export function buildSearch(dialect: Dialect, tenant: string, query: ListQuery, 
   }
   const direction = descending ? "DESC" : "ASC";
   rows.add(
-    `ORDER BY ${key === "createdAt" ? "" : `${orderAt} ${direction}, `}${seqAt} ${direction} LIMIT ? OFFSET ?`,
+    `ORDER BY ${key === "createdAt" ? "" : `${orderColumn} ${direction}, `}${seqOf} ${direction} LIMIT ? OFFSET ?`,
     query.limit + 1,
     after === undefined ? query.offset : 0,
   );
-  const ordered = key === "createdAt" ? "" : `, ${orderAt} AS k`;
-  const selected = onePass ? `m.seq AS seq, m.total AS total${ordered}` : `${distinct}${seqOf} AS seq${ordered}`;
-
-  const totalColumn: Statement = onePass
-    ? { sql: "p.total", bindings: [] }
-    : { sql: `(${total.sql})`, bindings: total.bindings };
+  const ordered = key === "createdAt" ? "" : `, ${orderColumn} AS k`;
   const pageOrder = key === "createdAt" ? [`seq ${direction}`] : [`k ${direction}`, `seq ${direction}`];
-  const sql = pageStatement(
+  return pageStatement(
     dialect,
     tenant,
-    totalColumn,
-    { sql: `SELECT ${selected} ${rows.sql}`, bindings: rows.bindings },
+    { sql: `(${total.sql})`, bindings: total.bindings },
+    { sql: `SELECT ${distinct}${seqOf} AS seq${ordered} ${rows.sql}`, bindings: rows.bindings },
     { order: pageOrder, maxBytes },
   );
-  // An empty page carries no count from the one pass: the caller asks for it alone.
-  const countAlone = onePass ? { sql: `SELECT (${total.sql}) AS total`, bindings: total.bindings } : undefined;
-  return { ...sql, ...(countAlone === undefined ? {} : { countAlone }) };
 }
 
 /**

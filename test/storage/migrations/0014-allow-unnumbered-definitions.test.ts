@@ -1,5 +1,5 @@
 /**
- * Migration 0013 on a database seeded as 0012 left it: on MySQL
+ * Migration 0014 on a database seeded as 0013 left it: on MySQL
  * agent_definitions.agent_number becomes nullable (a row is staged with no
  * agent inside the transaction that creates it: write-transaction.ts
  * prepareInsert), its foreign key to tenants goes, and the definitions keep
@@ -7,13 +7,13 @@
  * SQLite it changes nothing.
  */
 import { describe, expect, it } from "vitest";
-import { allowUnnumberedDefinitions } from "../../../src/storage/migrations/0013-allow-unnumbered-definitions.js";
+import { allowUnnumberedDefinitions } from "../../../src/storage/migrations/0014-allow-unnumbered-definitions.js";
 import { openDatabase } from "../../../src/storage/run/connection.js";
 import { forEachDatabase, useFreshDatabase } from "../../support/databases.js";
 import { definition, newId, withIds } from "../fixtures.js";
 import { migrateDown, migrateToJustBefore, migrateUp, type SeededDefinition, seedDefinitionsAt0008 } from "./steps.js";
 
-const migration = "0013-allow-unnumbered-definitions";
+const migration = "0014-allow-unnumbered-definitions";
 
 const seeded: SeededDefinition[] = Array.from({ length: 3 }, (_, i) => ({
   seq: i + 1,

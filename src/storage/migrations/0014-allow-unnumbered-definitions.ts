@@ -54,7 +54,7 @@ async function hasTenantKey(db: Knex): Promise<boolean> {
 }
 
 export const allowUnnumberedDefinitions: Migration = {
-  name: "0013-allow-unnumbered-definitions",
+  name: "0014-allow-unnumbered-definitions",
   async up(db) {
     if (dialectOf(db) !== "mysql") return;
     if (await hasTenantKey(db)) await db.raw(`ALTER TABLE agent_definitions DROP FOREIGN KEY ${tenantKey}`);
