@@ -2,9 +2,9 @@
 import { parentPort } from "node:worker_threads";
 import { type BatchSpec, makeBatch } from "./seed-rows.js";
 
-parentPort?.on("message", (spec: BatchSpec) => {
+parentPort?.on("message", async (spec: BatchSpec) => {
   try {
-    parentPort?.postMessage({ batch: makeBatch(spec) });
+    parentPort?.postMessage({ batch: await makeBatch(spec) });
   } catch (error) {
     parentPort?.postMessage({ error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
   }

@@ -8,17 +8,17 @@
  * (see `expected`). The term counters' per-row trigger is suspended while a
  * batch is written, and each batch counts its terms itself (bulk-load.ts).
  */
-import { mkdtemp, rm } from "node:fs/promises";
-import { availableParallelism, tmpdir } from "node:os";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import type { JsonValue } from "@bufbuild/protobuf";
 import { build } from "esbuild";
 import type { Knex } from "knex";
-import { writeSideRows } from "../src/storage/queries/search-index.js";
 import { toDatabaseTimestamp } from "../src/storage/rows.js";
 import { type Dialect, openDatabase } from "../src/storage/run/connection.js";
+import type { WriteBinding } from "../src/storage/run/writes.js";
 import { type BulkLoad, fastSqliteConnection, suspendTermCounting } from "./bulk-load.js";
 import { type Batch, type BatchSpec, SEEDED_NAME_PREFIX } from "./seed-rows.js";
 
@@ -29,11 +29,13 @@ export { ONE_PERCENT_TAG, ONE_PERCENT_WORD, SEEDED_NAME_PREFIX } from "./seed-ro
  * MariaDB's default 16 MB max_allowed_packet.
  */
 const batchSize = 1000;
-/**
- * Rows per INSERT statement on SQLite: knex writes a multi-row insert as a compound SELECT, which SQLite caps
- * at 500 terms.
- */
-const sqliteRowsPerInsert = 400;
+/** Out of a worker a Buffer arrives as a Uint8Array, which the SQLite driver would not bind as bytes. */
+function asBuffer(value: WriteBinding): Knex.Value {
+  const bytes: unknown = value;
+  return bytes instanceof Uint8Array && !Buffer.isBuffer(bytes)
+    ? Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+    : value;
+}
 
 /** How many of the agents numbered 1 to `n` carry the 1 % markers. */
 export function onePercentOf(n: number): number {
@@ -66,13 +68,17 @@ export interface Seeder {
   close(): Promise<void>;
 }
 
+const scratch = fileURLToPath(new URL("./.scratch/", import.meta.url));
+
 /**
  * seed-worker.ts and what it imports, bundled into one JavaScript file by esbuild (tsx's own compiler): on
  * Node 20 a worker thread cannot load TypeScript, not even with `--import tsx`. Resolves with the file and
  * how to remove it.
  */
 async function bundleWorker(): Promise<{ file: string; remove(): Promise<void> }> {
-  const dir = await mkdtemp(join(tmpdir(), "asor-seed-worker-"));
+  // Beside the sources (bench/.scratch, ignored by git), so the bundle finds the packages in node_modules.
+  await mkdir(scratch, { recursive: true });
+  const dir = await mkdtemp(join(scratch, "seed-worker-"));
   const file = join(dir, "seed-worker.mjs");
   await build({
     entryPoints: [fileURLToPath(new URL("./seed-worker.ts", import.meta.url))],
@@ -82,8 +88,7 @@ async function bundleWorker(): Promise<{ file: string; remove(): Promise<void> }
     target: "node20",
     outfile: file,
     logLevel: "error",
-    // CommonJS dependencies inside an ES module bundle still call require.
-    banner: { js: 'import { createRequire } from "node:module"; const require = createRequire(import.meta.url);' },
+    packages: "external",
   });
   return { file, remove: () => rm(dir, { recursive: true, force: true }) };
 }
@@ -147,17 +152,19 @@ export async function openSeeder(options: {
   const maxSeq = async (tx: Knex | Knex.Transaction): Promise<number> =>
     Number(((await tx("agent_definitions").max({ m: "seq" }).first()) as { m: number | string | null }).m ?? 0);
 
+  /** Where the writing's time goes, for the summary of a top-up. */
+  const spent = new Map<string, number>();
+  const timed = async <T>(what: string, work: () => Promise<T>): Promise<T> => {
+    const t0 = performance.now();
+    try {
+      return await work();
+    } finally {
+      spent.set(what, (spent.get(what) ?? 0) + performance.now() - t0);
+    }
+  };
+
   const insertBatch = async (batch: Batch, bulk: BulkLoad): Promise<void> => {
-    const { first, n, seq, agents, side } = batch;
-    // Out of a worker a Buffer arrives as a Uint8Array, which the drivers would not write as bytes.
-    const definitions = batch.definitions.map((d) => ({
-      ...d,
-      document_binary: Buffer.from(
-        (d.document_binary as Uint8Array).buffer,
-        (d.document_binary as Uint8Array).byteOffset,
-        (d.document_binary as Uint8Array).byteLength,
-      ),
-    }));
+    const { first, n, seq } = batch;
     await db.transaction(async (tx) => {
       const sequence = await lockTenant(tx, dialect, tenant);
       // Nothing else writes while the bench seeds; if something did, its agent numbers would clash with ours.
@@ -169,15 +176,11 @@ export async function openSeeder(options: {
       // the rows were made for the seqs after the newest one, which nothing else may have taken since.
       const newest = await maxSeq(tx);
       if (newest + 1 !== seq) throw new Error(`The newest seq moved to ${newest} while seeding from ${seq}.`);
-      const perInsert = dialect === "sqlite" ? sqliteRowsPerInsert : batchSize;
-      for (let at = 0; at < n; at += perInsert) {
-        await tx("agents").insert(agents.slice(at, at + perInsert));
-        await tx("agent_definitions").insert(definitions.slice(at, at + perInsert));
-      }
-      // The side rows the service's write path makes (sideRowsOf, in the worker), by the storage's own statements.
-      await writeSideRows(dialect, (sql, bindings) => tx.raw(sql, bindings as Knex.Value[]), side);
+      // agents, agent_definitions, then the side rows the service's write path makes (seed-rows.ts).
+      for (const { what, sql, bindings } of batch.statements)
+        await timed(what, () => (bindings === undefined ? tx.raw(sql) : tx.raw(sql, bindings.map(asBuffer))));
       // The term counters the suspended trigger would have moved row by row (bulk-load.ts).
-      await bulk.countTerms(tx, seq, seq + n);
+      await timed("counts", () => bulk.countTerms(tx, seq, seq + n));
       await tx("tenants")
         .where({ name: tenant })
         .update({ next_agent_number: first + n });
@@ -198,7 +201,7 @@ export async function openSeeder(options: {
       const spec = (): BatchSpec | undefined => {
         const n = Math.min(batchSize, target - before - made);
         if (n <= 0) return undefined;
-        const batch = { tenant, prefix: sequence.sequence_prefix, first: next, n, seq, now };
+        const batch = { tenant, prefix: sequence.sequence_prefix, first: next, n, seq, now, dialect };
         made += n;
         next += n;
         seq += n;
@@ -242,9 +245,11 @@ export async function openSeeder(options: {
         await script.remove();
         await bulk.restore();
       }
+      const parts = [...spent].map(([what, ms]) => `${what} ${(ms / 1000).toFixed(1)} s`).join(", ");
+      spent.clear();
       console.error(
         `[seed] ${written} definitions in ${((performance.now() - t0) / 1000).toFixed(1)} s, ` +
-          `${(writing / 1000).toFixed(1)} s of it writing`,
+          `${(writing / 1000).toFixed(1)} s of it writing (${parts}; the rest: locks, checks, commits)`,
       );
       return written;
     },

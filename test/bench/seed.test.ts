@@ -125,6 +125,7 @@ describe.each([
   let drop: () => Promise<void> = async () => undefined;
   let db: Knex | undefined;
   let migrated: unknown;
+  let sample: { readonly id: string; readonly json: unknown } | undefined;
 
   beforeAll(async () => {
     if (skip) return;
@@ -144,6 +145,7 @@ describe.each([
     try {
       expect(await seeder.topUp(FIRST)).toBe(FIRST);
       expect(await seeder.topUp(SIZE)).toBe(SIZE - FIRST);
+      sample = seeder.expected();
     } finally {
       await seeder.close();
     }
@@ -177,6 +179,10 @@ describe.each([
       const tagged = parseListQuery(TENANT, { ...listParts, tag: [ONE_PERCENT_TAG] });
       expect((await repository.search(TENANT, all)).total).toBe(SIZE);
       expect((await repository.search(TENANT, tagged)).total).toBe(onePercentOf(SIZE));
+      // A seeded row reads back as the document the seeding made by the storage's own encoding.
+      if (sample === undefined) throw new Error("the seeder kept no sample");
+      const stored = await repository.get(TENANT, sample.id);
+      expect(JSON.parse(new TextDecoder().decode(stored?.json))).toEqual(sample.json);
 
       const written = definition({ name: "Written After Seeding" });
       written.skills[0]?.tags.push(create(SkillTagSchema, { tag: ONE_PERCENT_TAG }));
