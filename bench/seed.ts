@@ -137,7 +137,13 @@ export async function openSeeder(options: {
   /** Threads making rows; default: one per core. */
   readonly makers?: number;
 }): Promise<Seeder> {
-  const { db, dialect } = await openDatabase({ databaseUrl: options.databaseUrl, dataDir: options.dataDir });
+  const { db, dialect } = await openDatabase({
+    databaseUrl: options.databaseUrl,
+    dataDir: options.dataDir,
+    // A batch's agent_definitions INSERT is ~6 MB of SQL: on a loaded machine it outlived the service's 10 s,
+    // and the driver dropped the connection in the middle of the seeding.
+    statementTimeoutMillis: 600_000,
+  });
   if (dialect === "sqlite") await fastSqliteConnection(db);
   const tenant = options.tenant;
   let last: { id: string; json: JsonValue } | undefined;
