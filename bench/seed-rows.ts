@@ -28,6 +28,20 @@ import { BENCH_PROVIDER, BENCH_VERSION, benchDefinition } from "./definition.js"
 export const ONE_PERCENT_TAG = "one-percent";
 export const ONE_PERCENT_WORD = "quasar";
 
+/**
+ * `n` random ids as the service makes them (32 hex digits from 16 random bytes), sorted: given to the
+ * definitions in seq order, InnoDB appends them to agent_definitions' clustered index (PRIMARY KEY (id))
+ * instead of writing each into a random page of a table far larger than its buffer pool. The ids are as
+ * random as the service's; only their order follows seq's, and the table's pages end full rather than
+ * split. Throws on a repeated id (as likely as two of the service's colliding).
+ */
+export function sortedIds(n: number): string[] {
+  const bytes = randomBytes(16 * n);
+  const ids = Array.from({ length: n }, (_, i) => bytes.toString("hex", 16 * i, 16 * i + 16)).sort();
+  for (let i = 1; i < n; i++) if (ids[i] === ids[i - 1]) throw new Error(`Two seeded ids are both ${ids[i]}.`);
+  return ids;
+}
+
 /** The prefix of every seeded definition's name; updates POST these names again. */
 export const SEEDED_NAME_PREFIX = "Bench Agent ";
 
@@ -41,6 +55,8 @@ export interface BatchSpec {
   readonly n: number;
   /** The seq of the first definition; the others follow one by one. */
   readonly seq: number;
+  /** The definitions' ids (random 32-hex), in order: one per definition. */
+  readonly ids: readonly string[];
   /** created_at and the other timestamps, as the database stores them. */
   readonly now: string;
   readonly dialect: Dialect;
@@ -116,7 +132,9 @@ export async function makeBatch(spec: BatchSpec): Promise<Batch> {
     // withDerivedFields clones its input: the shared base only lends its name for the call.
     const kept = input.name;
     input.name = name;
-    const definition = withDerivedFields(input, randomBytes(16).toString("hex"), referenceId);
+    const id = spec.ids[i];
+    if (id === undefined) throw new Error(`A seeding batch of ${n} definitions with ${spec.ids.length} ids.`);
+    const definition = withDerivedFields(input, id, referenceId);
     input.name = kept;
     const { document, binary } = encodeDefinition(definition);
     // What a GET must answer: the document as the storage's own encoding wrote it.

@@ -20,7 +20,7 @@ import { toDatabaseTimestamp } from "../src/storage/rows.js";
 import { type Dialect, openDatabase } from "../src/storage/run/connection.js";
 import type { WriteBinding } from "../src/storage/run/writes.js";
 import { type BulkLoad, fastSqliteConnection, suspendTermCounting } from "./bulk-load.js";
-import { type Batch, type BatchSpec, SEEDED_NAME_PREFIX } from "./seed-rows.js";
+import { type Batch, type BatchSpec, SEEDED_NAME_PREFIX, sortedIds } from "./seed-rows.js";
 
 export { ONE_PERCENT_TAG, ONE_PERCENT_WORD, SEEDED_NAME_PREFIX } from "./seed-rows.js";
 
@@ -204,10 +204,20 @@ export async function openSeeder(options: {
       let made = 0;
       let next = Number(sequence.next_agent_number);
       let seq = (await maxSeq(db)) + 1;
+      const ids = sortedIds(target - before);
       const spec = (): BatchSpec | undefined => {
         const n = Math.min(batchSize, target - before - made);
         if (n <= 0) return undefined;
-        const batch = { tenant, prefix: sequence.sequence_prefix, first: next, n, seq, now, dialect };
+        const batch = {
+          tenant,
+          prefix: sequence.sequence_prefix,
+          first: next,
+          n,
+          seq,
+          ids: ids.slice(made, made + n),
+          now,
+          dialect,
+        };
         made += n;
         next += n;
         seq += n;
