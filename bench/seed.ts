@@ -134,7 +134,7 @@ export async function openSeeder(options: {
   readonly databaseUrl: string | undefined;
   readonly dataDir: string;
   readonly tenant: string;
-  /** Threads making rows; default: one per core. */
+  /** Threads making rows; default: one per core but one. */
   readonly makers?: number;
 }): Promise<Seeder> {
   const { db, dialect } = await openDatabase({
@@ -225,7 +225,8 @@ export async function openSeeder(options: {
       };
       // First: it refuses a database that is not the bench's own, before anything is made or written.
       const bulk = await suspendTermCounting(db, dialect, options);
-      const threads = options.makers ?? Math.max(1, availableParallelism());
+      // One core is left to the thread that writes (SQLite runs in it) or to the database server.
+      const threads = options.makers ?? Math.max(1, availableParallelism() - 1);
       const script = await bundleWorker().catch(async (error: unknown) => {
         await bulk.restore();
         throw error;
