@@ -1,53 +1,46 @@
 /**
  * Fills the bench tenant with definitions fast: batches of multi-row inserts
- * straight into `agents` and `agent_definitions`, instead of one upsert
- * transaction per definition. The rows are the ones the service writes for a
- * new agent: a new agent number from the tenant's sequence, a random 32-hex
- * id, and both encodings the service stores (`withDerivedFields`, then the
- * storage's own `encodeDefinition`). The run checks that a GET of a seeded row
- * answers that document (see `expected`).
+ * straight into `agents`, `agent_definitions` and the search index's side
+ * tables, instead of one upsert transaction per definition. The rows are the
+ * ones the service writes for a new agent (seed-rows.ts, by the storage's own
+ * functions), made in worker threads while the database writes the batch
+ * before; the run checks that a GET of a seeded row answers that document
+ * (see `expected`). The term counters' per-row trigger is suspended while a
+ * batch is written, and each batch counts its terms itself (bulk-load.ts).
  */
-import { randomBytes } from "node:crypto";
-import { clone, create, fromJson, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { availableParallelism } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Worker } from "node:worker_threads";
+import type { JsonValue } from "@bufbuild/protobuf";
+import { build } from "esbuild";
 import type { Knex } from "knex";
-import { type AgentDefinition, AgentDefinitionSchema, SkillTagSchema } from "../gen/asor/v1/agent_definition_pb.js";
-import { withDerivedFields } from "../src/domain/derived-fields.js";
-import { insertSideRows } from "../src/storage/queries/search-index.js";
-import { agentReferenceId, encodeDefinition, toDatabaseTimestamp } from "../src/storage/rows.js";
+import { toDatabaseTimestamp } from "../src/storage/rows.js";
 import { type Dialect, openDatabase } from "../src/storage/run/connection.js";
-import { BENCH_PROVIDER, BENCH_VERSION, benchDefinition } from "./definition.js";
+import type { WriteBinding } from "../src/storage/run/writes.js";
+import { type BulkLoad, fastSqliteConnection, suspendTermCounting } from "./bulk-load.js";
+import { type Batch, type BatchSpec, SEEDED_NAME_PREFIX, sortedIds } from "./seed-rows.js";
+
+export { ONE_PERCENT_SECOND_WORD, ONE_PERCENT_TAG, ONE_PERCENT_WORD, SEEDED_NAME_PREFIX } from "./seed-rows.js";
 
 /**
- * Rows per batch: about 5 MB of documents (JSON, and binary written as hex), well under MariaDB's default 16
- * MB max_allowed_packet.
+ * Rows per batch (one transaction): about 4 MB of documents (JSON, and binary written as hex), well under
+ * MariaDB's default 16 MB max_allowed_packet.
  */
 const batchSize = 1000;
-/**
- * Rows per INSERT statement on SQLite: knex writes a multi-row insert as a compound SELECT, which SQLite caps
- * at 500 terms.
- */
-const sqliteRowsPerInsert = 400;
-
-/**
- * One seeded definition in a hundred (agent numbers divisible by 100) has this extra skill tag and
- * this word in its description: what the search scenarios' `tag` and `q` find, about 1 % of the tenant.
- */
-export const ONE_PERCENT_TAG = "one-percent";
-export const ONE_PERCENT_WORD = "quasar";
-/**
- * A second word on the same 1 % (issue 24): `q=quasar nebula` matches exactly the definitions `q=quasar`
- * does, so the two-word scenario's AND keeps 1 % (the words are not independent: an independent second
- * 1 % would leave 0.01 %).
- */
-export const ONE_PERCENT_SECOND_WORD = "nebula";
+/** Out of a worker a Buffer arrives as a Uint8Array, which the SQLite driver would not bind as bytes. */
+function asBuffer(value: WriteBinding): Knex.Value {
+  const bytes: unknown = value;
+  return bytes instanceof Uint8Array && !Buffer.isBuffer(bytes)
+    ? Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+    : value;
+}
 
 /** How many of the agents numbered 1 to `n` carry the 1 % markers. */
 export function onePercentOf(n: number): number {
   return Math.floor(n / 100);
 }
-
-/** The prefix of every seeded definition's name; updates POST these names again. */
-export const SEEDED_NAME_PREFIX = "Bench Agent ";
 
 /** The seeded agents whose definitions the update scenarios rewrite. */
 const UPDATE_POOL = { from: 21, to: 900 };
@@ -75,14 +68,84 @@ export interface Seeder {
   close(): Promise<void>;
 }
 
+const scratch = fileURLToPath(new URL("./.scratch/", import.meta.url));
+
+/**
+ * seed-worker.ts and what it imports, bundled into one JavaScript file by esbuild (tsx's own compiler): on
+ * Node 20 a worker thread cannot load TypeScript, not even with `--import tsx`. Resolves with the file and
+ * how to remove it.
+ */
+async function bundleWorker(): Promise<{ file: string; remove(): Promise<void> }> {
+  // Beside the sources (bench/.scratch, ignored by git), so the bundle finds the packages in node_modules.
+  await mkdir(scratch, { recursive: true });
+  const dir = await mkdtemp(join(scratch, "seed-worker-"));
+  const file = join(dir, "seed-worker.mjs");
+  await build({
+    entryPoints: [fileURLToPath(new URL("./seed-worker.ts", import.meta.url))],
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    outfile: file,
+    logLevel: "error",
+    packages: "external",
+  });
+  return { file, remove: () => rm(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * Threads that make batches (seed-rows.ts), each answering its batches in the order sent. Started with
+ * tsx's loader, as the bench (and vitest) run TypeScript.
+ */
+class BatchMakers {
+  readonly #workers: { worker: Worker; waiting: { resolve(b: Batch): void; reject(e: Error): void }[] }[] = [];
+  #turn = 0;
+
+  constructor(script: string, count: number) {
+    for (let i = 0; i < count; i++) {
+      const worker = new Worker(script);
+      const entry = { worker, waiting: [] as { resolve(b: Batch): void; reject(e: Error): void }[] };
+      worker.on("message", (message: { batch?: Batch; error?: string }) => {
+        const waiter = entry.waiting.shift();
+        if (message.batch !== undefined) waiter?.resolve(message.batch);
+        else waiter?.reject(new Error(`A seeding worker failed: ${message.error}`));
+      });
+      worker.on("error", (error) => {
+        for (const waiter of entry.waiting.splice(0)) waiter.reject(error);
+      });
+      this.#workers.push(entry);
+    }
+  }
+
+  make(spec: BatchSpec): Promise<Batch> {
+    const entry = this.#workers[this.#turn++ % this.#workers.length]!;
+    return new Promise((resolve, reject) => {
+      entry.waiting.push({ resolve, reject });
+      entry.worker.postMessage(spec);
+    });
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.#workers.map(({ worker }) => worker.terminate()));
+  }
+}
+
 export async function openSeeder(options: {
   readonly databaseUrl: string | undefined;
   readonly dataDir: string;
   readonly tenant: string;
+  /** Threads making rows; default: one per core but one. */
+  readonly makers?: number;
 }): Promise<Seeder> {
-  const { db, dialect } = await openDatabase({ databaseUrl: options.databaseUrl, dataDir: options.dataDir });
+  const { db, dialect } = await openDatabase({
+    databaseUrl: options.databaseUrl,
+    dataDir: options.dataDir,
+    // A batch's agent_definitions INSERT is ~6 MB of SQL: on a loaded machine it outlived the service's 10 s,
+    // and the driver dropped the connection in the middle of the seeding.
+    statementTimeoutMillis: 600_000,
+  });
+  if (dialect === "sqlite") await fastSqliteConnection(db);
   const tenant = options.tenant;
-  const base = fromJson(AgentDefinitionSchema, benchDefinition("") as JsonObject);
   let last: { id: string; json: JsonValue } | undefined;
 
   const count = async (): Promise<number> => {
@@ -92,59 +155,22 @@ export async function openSeeder(options: {
     return Number(row?.total ?? 0);
   };
 
-  /** The rows of `n` new agents numbered from `first`, each with its one definition. */
-  const makeRows = async (prefix: string, first: number, n: number) => {
-    const now = toDatabaseTimestamp(new Date());
-    const agents = [];
-    const definitions = [];
-    const indexed: AgentDefinition[] = [];
-    for (let i = 0; i < n; i++) {
-      const number = first + i;
-      const referenceId = agentReferenceId(prefix, number);
-      const input = clone(AgentDefinitionSchema, base);
-      input.name = `${SEEDED_NAME_PREFIX}${number}`;
-      if (number % 100 === 0) {
-        input.description = `${input.description} ${ONE_PERCENT_WORD} ${ONE_PERCENT_SECOND_WORD}`;
-        input.skills[0]?.tags.push(create(SkillTagSchema, { tag: ONE_PERCENT_TAG }));
-      }
-      const definition = await withDerivedFields(input, randomBytes(16).toString("hex"), referenceId);
-      const { document, binary } = encodeDefinition(definition);
-      // What a GET must answer: the document as the storage's own encoding wrote it.
-      if (i === n >> 1) last = { id: definition.id, json: JSON.parse(document) as JsonValue };
-      indexed.push(definition);
-      agents.push({
-        tenant,
-        number,
-        reference_id: referenceId,
-        provider_id: BENCH_PROVIDER,
-        name: input.name,
-        created_at: now,
-      });
-      definitions.push({
-        id: definition.id,
-        tenant,
-        name: input.name,
-        provider_id: BENCH_PROVIDER,
-        version: BENCH_VERSION,
-        agent_number: number,
-        document,
-        document_binary: binary,
-        created_at: now,
-        updated_at: now,
-        status_changed_at: now,
-        is_latest: 1,
-      });
+  const maxSeq = async (tx: Knex | Knex.Transaction): Promise<number> =>
+    Number(((await tx("agent_definitions").max({ m: "seq" }).first()) as { m: number | string | null }).m ?? 0);
+
+  /** Where the writing's time goes, for the summary of a top-up. */
+  const spent = new Map<string, number>();
+  const timed = async <T>(what: string, work: () => Promise<T>): Promise<T> => {
+    const t0 = performance.now();
+    try {
+      return await work();
+    } finally {
+      spent.set(what, (spent.get(what) ?? 0) + performance.now() - t0);
     }
-    return { first, n, agents, definitions, indexed };
   };
 
-  const insertBatch = async ({
-    first,
-    n,
-    agents,
-    definitions,
-    indexed,
-  }: Awaited<ReturnType<typeof makeRows>>): Promise<void> => {
+  const insertBatch = async (batch: Batch, bulk: BulkLoad): Promise<void> => {
+    const { first, n, seq } = batch;
     await db.transaction(async (tx) => {
       const sequence = await lockTenant(tx, dialect, tenant);
       // Nothing else writes while the bench seeds; if something did, its agent numbers would clash with ours.
@@ -152,54 +178,97 @@ export async function openSeeder(options: {
         throw new Error(
           `The tenant's next agent number moved to ${sequence.next_agent_number} while seeding from ${first}.`,
         );
-      // seq given explicitly on both (MySQL moves its AUTO_INCREMENT past it), so the side rows can name it.
-      const seq =
-        Number(((await tx("agent_definitions").max({ m: "seq" }).first()) as { m: number | string | null }).m ?? 0) + 1;
-      const rows = definitions.map((d, i) => ({ ...d, seq: seq + i }));
-      const perInsert = dialect === "sqlite" ? sqliteRowsPerInsert : batchSize;
-      for (let at = 0; at < n; at += perInsert) {
-        await tx("agents").insert(agents.slice(at, at + perInsert));
-        await tx("agent_definitions").insert(rows.slice(at, at + perInsert));
-      }
-      // The side rows the service's write path makes, by the storage's own insertSideRows.
-      const unindexed = indexed.map((definition, i) => ({
-        seq: seq + i,
-        tenant,
-        status: "ACTIVE",
-        latest: true,
-        definition,
-      }));
-      await insertSideRows(dialect, (sql, bindings) => tx.raw(sql, bindings as Knex.Value[]), unindexed);
+      // seq given explicitly on both (MySQL moves its AUTO_INCREMENT past it), so the side rows can name it;
+      // the rows were made for the seqs after the newest one, which nothing else may have taken since.
+      const newest = await maxSeq(tx);
+      if (newest + 1 !== seq) throw new Error(`The newest seq moved to ${newest} while seeding from ${seq}.`);
+      // agents, agent_definitions, then the side rows the service's write path makes (seed-rows.ts).
+      for (const { what, sql, bindings } of batch.statements)
+        await timed(what, () => (bindings === undefined ? tx.raw(sql) : tx.raw(sql, bindings.map(asBuffer))));
+      // The term counters the suspended trigger would have moved row by row (bulk-load.ts).
+      await timed("counts", () => bulk.countTerms(tx, seq, seq + n));
       await tx("tenants")
         .where({ name: tenant })
         .update({ next_agent_number: first + n });
     });
+    last = batch.sample;
   };
 
   return {
     count,
     async topUp(target) {
-      let total = await count();
-      const before = total;
+      const before = await count();
+      if (before >= target) return 0;
       const sequence = await lockTenant(db, dialect, tenant);
+      const now = toDatabaseTimestamp(new Date());
+      let made = 0;
       let next = Number(sequence.next_agent_number);
-      // The next batch is made while the last one is inserted: the documents cost as much CPU as the inserts.
-      let inserting: Promise<void> = Promise.resolve();
-      while (total < target) {
-        const n = Math.min(batchSize, target - total);
-        const rows = await makeRows(sequence.sequence_prefix, next, n);
-        await inserting;
-        inserting = insertBatch(rows);
-        // Not left unhandled while the next batch is made; awaited (and rethrown) on the next turn.
-        inserting.catch(() => undefined);
+      let seq = (await maxSeq(db)) + 1;
+      const ids = sortedIds(target - before);
+      const spec = (): BatchSpec | undefined => {
+        const n = Math.min(batchSize, target - before - made);
+        if (n <= 0) return undefined;
+        const batch = {
+          tenant,
+          prefix: sequence.sequence_prefix,
+          first: next,
+          n,
+          seq,
+          ids: ids.slice(made, made + n),
+          now,
+          dialect,
+        };
+        made += n;
         next += n;
-        total += n;
-        // A million takes a while: say how it goes.
-        if ((total - before) % 50_000 < n && total - before >= 50_000)
-          console.error(`[seed] ${total - before} of ${target - before} definitions written`);
+        seq += n;
+        return batch;
+      };
+      // First: it refuses a database that is not the bench's own, before anything is made or written.
+      const bulk = await suspendTermCounting(db, dialect, options);
+      // One core is left to the thread that writes (SQLite runs in it) or to the database server.
+      const threads = options.makers ?? Math.max(1, availableParallelism() - 1);
+      const script = await bundleWorker().catch(async (error: unknown) => {
+        await bulk.restore();
+        throw error;
+      });
+      const makers = new BatchMakers(script.file, threads);
+      const t0 = performance.now();
+      let writing = 0;
+      let written = 0;
+      // Two batches per thread in the making while the database writes the oldest.
+      const making: Promise<Batch>[] = [];
+      try {
+        for (;;) {
+          for (let s = making.length < 2 * threads ? spec() : undefined; s !== undefined; ) {
+            const batch = makers.make(s);
+            // Not left unhandled while earlier batches are written; awaited (and rethrown) in turn.
+            batch.catch(() => undefined);
+            making.push(batch);
+            s = making.length < 2 * threads ? spec() : undefined;
+          }
+          const batch = await making.shift();
+          if (batch === undefined) break;
+          const t1 = performance.now();
+          await insertBatch(batch, bulk);
+          writing += performance.now() - t1;
+          written += batch.n;
+          // A million takes a while: say how it goes.
+          if (written % 50_000 < batch.n && written >= 50_000)
+            console.error(`[seed] ${written} of ${target - before} definitions written`);
+        }
+      } finally {
+        await Promise.allSettled(making);
+        await makers.close();
+        await script.remove();
+        await bulk.restore();
       }
-      await inserting;
-      return total - before;
+      const parts = [...spent].map(([what, ms]) => `${what} ${(ms / 1000).toFixed(1)} s`).join(", ");
+      spent.clear();
+      console.error(
+        `[seed] ${written} definitions in ${((performance.now() - t0) / 1000).toFixed(1)} s, ` +
+          `${(writing / 1000).toFixed(1)} s of it writing (${parts}; the rest: locks, checks, commits)`,
+      );
+      return written;
     },
     expected: () => last,
     async sample(n) {

@@ -170,6 +170,53 @@ export interface Unindexed {
 /** Rows per multi-row INSERT: 1,000 term rows bind 6,000 values, well inside SQLite's 32,766. */
 const rowsPerInsert = 1_000;
 
+/** The bindings of the side rows of some definitions: what insertSideRows writes. */
+export interface SideRows {
+  /** seq, kind, value, tenant, status, is_latest per term row. */
+  readonly terms: WriteBinding[][];
+  /** seq, tenant, status, is_latest, body per text row. */
+  readonly texts: WriteBinding[][];
+}
+
+/**
+ * The side rows (terms and text) of definitions stored with nothing indexed
+ * yet, made by the same functions as the write path: the first half of
+ * insertSideRows, apart so a caller may make them elsewhere (the bench's
+ * seeding, in worker threads) and write them with writeSideRows.
+ */
+export function sideRowsOf(definitions: readonly Unindexed[]): SideRows {
+  const terms: WriteBinding[][] = [];
+  const texts: WriteBinding[][] = [];
+  for (const { seq, tenant, status, latest, definition } of definitions) {
+    const flag = latest ? 1 : 0;
+    for (const term of searchTermsOf(definition)) terms.push([seq, term.kind, term.value, tenant, status, flag]);
+    texts.push([seq, tenant, status, flag, searchTextOf(definition)]);
+  }
+  return { terms, texts };
+}
+
+/**
+ * Writes side rows made by sideRowsOf in multi-row inserts of up to
+ * `rowsPerStatement` rows (at most 5,000: SQLite's 32,766 bindings).
+ */
+export async function writeSideRows(
+  dialect: Dialect,
+  run: (sql: string, bindings: WriteBinding[]) => Promise<unknown>,
+  { terms, texts }: SideRows,
+  rowsPerStatement = rowsPerInsert,
+): Promise<void> {
+  const sql = indexStatements(dialect);
+  const per = Math.max(1, Math.min(rowsPerStatement, 5_000));
+  for (let at = 0; at < terms.length; at += per) {
+    const chunk = terms.slice(at, at + per);
+    await run(sql.insertTerms(chunk.length), chunk.flat());
+  }
+  for (let at = 0; at < texts.length; at += per) {
+    const chunk = texts.slice(at, at + per);
+    await run(sql.insertTexts(chunk.length), chunk.flat());
+  }
+}
+
 /**
  * Writes the side rows (terms and text) of definitions stored with nothing
  * indexed yet, in multi-row inserts: what the bench's seeding needs, from
@@ -181,22 +228,7 @@ export async function insertSideRows(
   run: (sql: string, bindings: WriteBinding[]) => Promise<unknown>,
   definitions: readonly Unindexed[],
 ): Promise<void> {
-  const sql = indexStatements(dialect);
-  const terms: WriteBinding[][] = [];
-  const texts: WriteBinding[][] = [];
-  for (const { seq, tenant, status, latest, definition } of definitions) {
-    const flag = latest ? 1 : 0;
-    for (const term of searchTermsOf(definition)) terms.push([seq, term.kind, term.value, tenant, status, flag]);
-    texts.push([seq, tenant, status, flag, searchTextOf(definition)]);
-  }
-  for (let at = 0; at < terms.length; at += rowsPerInsert) {
-    const chunk = terms.slice(at, at + rowsPerInsert);
-    await run(sql.insertTerms(chunk.length), chunk.flat());
-  }
-  for (let at = 0; at < texts.length; at += rowsPerInsert) {
-    const chunk = texts.slice(at, at + rowsPerInsert);
-    await run(sql.insertTexts(chunk.length), chunk.flat());
-  }
+  await writeSideRows(dialect, run, sideRowsOf(definitions));
 }
 
 const termKey = (term: SearchTerm): string => `${term.kind}\u0000${term.value}`;

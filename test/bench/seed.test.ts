@@ -1,0 +1,240 @@
+/**
+ * The bench's seeding (bench/seed.ts, issue 24 item 3) writes straight into
+ * the tables with its term counters' trigger suspended (bench/bulk-load.ts):
+ * the seeded database must end as the service's own writes would leave it.
+ * On both databases: the schema (tables, indexes, triggers) ends as the
+ * migrations made it, every counter equals the COUNT(*) of what it counts,
+ * the list's totals are exact, and a write of the service after the seeding
+ * still moves the counters. And a database that is not the bench's own is
+ * refused before anything changes.
+ */
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { create } from "@bufbuild/protobuf";
+import type { Knex } from "knex";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { createBenchDatabase } from "../../bench/bench-database.js";
+import { benchDatabaseGuard, TERM_COUNT_TRIGGER } from "../../bench/bulk-load.js";
+import { ONE_PERCENT_TAG, onePercentOf, openSeeder } from "../../bench/seed.js";
+import { SkillTagSchema } from "../../gen/asor/v1/agent_definition_pb.js";
+import { parseListQuery } from "../../src/domain/list-query.js";
+import { openDatabase } from "../../src/storage/run/connection.js";
+import { createSqlRepository } from "../../src/storage/sql-repository.js";
+import { definition, save } from "../storage/fixtures.js";
+import { forEachDatabase, useFreshDatabase } from "../support/databases.js";
+
+const TENANT = "bench";
+/** Seeded in two top-ups: the second adds to a tenant that has definitions and counters already. */
+const FIRST = 1_700;
+const SIZE = 4_000;
+
+type Dialect = "mysql" | "sqlite";
+
+/** The schema as the database describes it: tables and their indexes, and triggers with how they were made. */
+async function schemaOf(db: Knex, dialect: Dialect): Promise<unknown> {
+  if (dialect === "sqlite") {
+    return db.raw("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name");
+  }
+  const [tables] = (await db.raw(
+    "SELECT TABLE_NAME AS name FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() ORDER BY TABLE_NAME",
+  )) as [Array<{ name: string }>];
+  const created: string[] = [];
+  for (const { name } of tables) {
+    const [[row]] = (await db.raw(`SHOW CREATE TABLE \`${name}\``)) as [Array<Record<string, string>>];
+    // The next AUTO_INCREMENT value moves with the rows; it is not schema.
+    created.push(String(row?.["Create Table"]).replace(/ AUTO_INCREMENT=\d+/, ""));
+  }
+  const [triggers] = (await db.raw(
+    "SELECT TRIGGER_NAME, EVENT_MANIPULATION, EVENT_OBJECT_TABLE, ACTION_ORDER, ACTION_TIMING, ACTION_STATEMENT, " +
+      "SQL_MODE, DEFINER, CHARACTER_SET_CLIENT, COLLATION_CONNECTION, DATABASE_COLLATION " +
+      "FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() ORDER BY TRIGGER_NAME",
+  )) as [unknown[]];
+  return { created, triggers };
+}
+
+async function rows<T>(db: Knex, dialect: Dialect, sql: string): Promise<T[]> {
+  const answer = (await db.raw(sql)) as unknown;
+  return (dialect === "mysql" ? (answer as [T[]])[0] : answer) as T[];
+}
+
+const key = (r: Record<string, unknown>, columns: string[]) => columns.map((c) => String(r[c])).join("\u0000");
+
+/**
+ * Every counter against the COUNT(*) of the rows it counts (summed over its shards, as the list does):
+ * answers the mismatches, in both directions (a count with no counter, a counter with no rows).
+ */
+async function counterMismatches(db: Knex, dialect: Dialect): Promise<string[]> {
+  const mismatches: string[] = [];
+  const compare = (
+    what: string,
+    counted: Record<string, unknown>[],
+    kept: Record<string, unknown>[],
+    columns: string[],
+  ) => {
+    const want = new Map(counted.map((r) => [key(r, columns), Number(r.n)]));
+    const have = new Map(kept.map((r) => [key(r, columns), Number(r.n)]));
+    for (const k of new Set([...want.keys(), ...have.keys()]))
+      if ((want.get(k) ?? 0) !== (have.get(k) ?? 0))
+        mismatches.push(
+          `${what} ${k.replaceAll("\u0000", "/")}: COUNT(*) ${want.get(k) ?? 0}, counter ${have.get(k) ?? 0}`,
+        );
+  };
+  const terms = ["tenant", "kind", "value", "status", "is_latest"];
+  const group = terms.join(", ");
+  compare(
+    "term",
+    await rows(db, dialect, `SELECT ${group}, COUNT(*) AS n FROM definition_terms GROUP BY ${group}`),
+    await rows(db, dialect, `SELECT ${group}, SUM(n) AS n FROM definition_term_counts GROUP BY ${group}`),
+    terms,
+  );
+  const definitions = ["tenant", "status", "is_latest"];
+  const by = definitions.join(", ");
+  compare(
+    "definition",
+    await rows(db, dialect, `SELECT ${by}, COUNT(*) AS n FROM agent_definitions GROUP BY ${by}`),
+    await rows(db, dialect, `SELECT ${by}, SUM(n) AS n FROM definition_counts GROUP BY ${by}`),
+    definitions,
+  );
+  return mismatches;
+}
+
+const listParts = {
+  limit: 5,
+  name: [],
+  provider: [],
+  platform: [],
+  version: [],
+  tag: [],
+  skillId: [],
+  executionMode: [],
+  resource: [],
+  externalAgentId: [],
+  status: [],
+};
+
+describe.each([
+  { name: "sqlite", skip: false },
+  { name: "mariadb", skip: inject("mysqlUrl") === null },
+] as const)("seeding the bench's own database on $name", ({ name, skip }) => {
+  const mysqlUrl = inject("mysqlUrl") ?? undefined;
+  const dialect: Dialect = name === "sqlite" ? "sqlite" : "mysql";
+  let dataDir = "";
+  let databaseUrl: string | undefined;
+  let drop: () => Promise<void> = async () => undefined;
+  let db: Knex | undefined;
+  let migrated: unknown;
+  let sample: { readonly id: string; readonly json: unknown } | undefined;
+
+  beforeAll(async () => {
+    if (skip) return;
+    dataDir = await mkdtemp(join(tmpdir(), "asor-bench-"));
+    const database = await createBenchDatabase({
+      serverUrl: name === "sqlite" ? undefined : mysqlUrl,
+      name: `asor_bench_test_${randomBytes(4).toString("hex")}`,
+      dataDir,
+      tenant: TENANT,
+      sequencePrefix: "BENCH-",
+    });
+    databaseUrl = database.databaseUrl;
+    drop = () => database.drop();
+    db = (await openDatabase({ databaseUrl, dataDir })).db;
+    migrated = await schemaOf(db, dialect);
+    const seeder = await openSeeder({ databaseUrl, dataDir, tenant: TENANT });
+    try {
+      expect(await seeder.topUp(FIRST)).toBe(FIRST);
+      expect(await seeder.topUp(SIZE)).toBe(SIZE - FIRST);
+      sample = seeder.expected();
+    } finally {
+      await seeder.close();
+    }
+  }, 240_000);
+
+  afterAll(async () => {
+    await db?.destroy();
+    await drop();
+    if (dataDir !== "") await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it.skipIf(skip)("leaves the schema as the migrations made it, its term counters' trigger back in place", async () => {
+    if (db === undefined) throw new Error("not seeded");
+    const after = await schemaOf(db, dialect);
+    expect(after).toEqual(migrated);
+    expect(JSON.stringify(after)).toContain(TERM_COUNT_TRIGGER);
+  });
+
+  it.skipIf(skip)("leaves every counter equal to the COUNT(*) of what it counts", async () => {
+    if (db === undefined) throw new Error("not seeded");
+    const [{ n }] = await rows<{ n: number }>(db, dialect, "SELECT COUNT(*) AS n FROM definition_terms");
+    expect(Number(n)).toBeGreaterThan(SIZE);
+    expect(await counterMismatches(db, dialect)).toEqual([]);
+  });
+
+  it.skipIf(skip)("answers exact totals, and the service's writes after it still move the counters", async () => {
+    if (db === undefined) throw new Error("not seeded");
+    const repository = await createSqlRepository({ databaseUrl, dataDir });
+    try {
+      const all = parseListQuery(TENANT, listParts);
+      const tagged = parseListQuery(TENANT, { ...listParts, tag: [ONE_PERCENT_TAG] });
+      expect((await repository.search(TENANT, all)).total).toBe(SIZE);
+      expect((await repository.search(TENANT, tagged)).total).toBe(onePercentOf(SIZE));
+      // A seeded row reads back as the document the seeding made by the storage's own encoding.
+      if (sample === undefined) throw new Error("the seeder kept no sample");
+      const stored = await repository.get(TENANT, sample.id);
+      expect(JSON.parse(new TextDecoder().decode(stored?.json))).toEqual(sample.json);
+
+      const written = definition({ name: "Written After Seeding" });
+      written.skills[0]?.tags.push(create(SkillTagSchema, { tag: ONE_PERCENT_TAG }));
+      await save(repository, written, TENANT);
+      expect((await repository.search(TENANT, all)).total).toBe(SIZE + 1);
+      expect((await repository.search(TENANT, tagged)).total).toBe(onePercentOf(SIZE) + 1);
+      expect(await counterMismatches(db, dialect)).toEqual([]);
+    } finally {
+      await repository.close();
+    }
+  });
+});
+
+forEachDatabase((database) => {
+  const target = useFreshDatabase(database);
+
+  it("refuses to seed a database that is not the bench's own, and leaves its trigger", async () => {
+    const { databaseUrl, dataDir } = target();
+    const repository = await createSqlRepository({ databaseUrl, dataDir });
+    await repository.createTenant(TENANT, "BENCH-");
+    await repository.close();
+    const seeder = await openSeeder({ databaseUrl, dataDir, tenant: TENANT });
+    try {
+      await expect(seeder.topUp(10)).rejects.toThrow(/Refusing to bulk-load/);
+      expect(await seeder.count()).toBe(0);
+    } finally {
+      await seeder.close();
+    }
+    const { db, dialect } = await openDatabase({ databaseUrl, dataDir });
+    try {
+      const triggers =
+        dialect === "mysql"
+          ? ((await db.raw("SHOW TRIGGERS")) as [Array<{ Trigger: string }>])[0].map((t) => t.Trigger)
+          : (
+              (await db.raw("SELECT name AS Trigger FROM sqlite_master WHERE type = 'trigger'")) as Array<{
+                Trigger: string;
+              }>
+            ).map((t) => t.Trigger);
+      expect(triggers).toContain(TERM_COUNT_TRIGGER);
+    } finally {
+      await db.destroy();
+    }
+  });
+});
+
+describe("benchDatabaseGuard", () => {
+  it("takes only a bench database: asor_bench... on MariaDB, a bench data dir under the temporary directory", () => {
+    expect(() => benchDatabaseGuard("mysql://root@127.0.0.1:3306/asor_bench_seed1m", "/x")).not.toThrow();
+    expect(() => benchDatabaseGuard("mysql://root@127.0.0.1:3306/registry", "/x")).toThrow(/registry/);
+    expect(() => benchDatabaseGuard(undefined, join(tmpdir(), "asor-bench-abc"))).not.toThrow();
+    expect(() => benchDatabaseGuard(undefined, "/var/lib/registry")).toThrow(/Refusing/);
+    expect(() => benchDatabaseGuard(undefined, join(tmpdir(), "asor-test-abc"))).toThrow(/Refusing/);
+    expect(() => benchDatabaseGuard(undefined, join(tmpdir(), "x", "asor-bench-abc"))).toThrow(/Refusing/);
+  });
+});
