@@ -233,24 +233,27 @@ function createFloor(db: FloorDatabase, dialect: "mysql" | "sqlite") {
       }
       let agent: Record<string, unknown> | undefined = (await query(writes.agentByName, [tenant, providerId, name]))[0];
       const id = randomBytes(16).toString("hex");
-      // MySQL, a new agent: the row and its index first, with no agent; numbered after the sequence
-      // (write-transaction.ts, prepareInsert and insert).
-      let staged: number | undefined;
-      if (agent === undefined && dialect === "mysql") {
-        const [inserted] = await query(writes.insertDefinition, [
+      /** The definition's row: with no agent and an empty document while staged, complete otherwise. */
+      const insertRow = (agentNumber: unknown, doc: string) =>
+        query(writes.insertDefinition, [
           id,
           tenant,
           name,
           providerId,
           version,
-          null,
-          "",
-          Buffer.alloc(0),
+          agentNumber,
+          doc,
+          binaryStandIn(doc),
           now,
           now,
           now,
           1,
         ]);
+      // MySQL, a new agent: the row and its index first, with no agent; numbered after the sequence
+      // (write-transaction.ts, prepareInsert and insert).
+      let staged: number | undefined;
+      if (agent === undefined && dialect === "mysql") {
+        const [inserted] = await insertRow(null, "");
         staged = Number(inserted?.insertId);
         await indexDefinition(context, tenant, id, indexed, staged);
         // Holds the tenant's sequence from here to COMMIT, and looks for the agent again.
@@ -268,20 +271,7 @@ function createFloor(db: FloorDatabase, dialect: "mysql" | "sqlite") {
         await query(writes.numberDefinition, [agent.number, doc, binaryStandIn(doc), staged]);
         return doc;
       }
-      const [inserted] = await query(writes.insertDefinition, [
-        id,
-        tenant,
-        name,
-        providerId,
-        version,
-        agent.number,
-        doc,
-        binaryStandIn(doc),
-        now,
-        now,
-        now,
-        1,
-      ]);
+      const [inserted] = await insertRow(agent.number, doc);
       await indexDefinition(
         context,
         tenant,
