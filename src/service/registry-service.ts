@@ -175,9 +175,9 @@ export function createRegistryService({ repository, host }: RegistryServiceOptio
     checkIfMatch(conditions.etag, existing, "this name, provider and version");
     checkCreateOnly(conditions.createOnly, existing);
     const linked = def.id === "" ? undefined : await linkedAgent(tx, def.id);
-    // A new version's row and search index are written before its agent is looked up, locked or
-    // numbered (WriteTransaction.prepareInsert): that work no longer holds up the tenant's other
-    // creators of agents, or the agent's other writers.
+    // Announced before its agent is looked up: for a new agent, its row and search index are written
+    // before the tenant's sequence is locked (WriteTransaction.prepareInsert), so that work no longer
+    // holds up the tenant's other creators of agents.
     const newId = existing === undefined && linked !== "unknown" ? newDefinitionId() : undefined;
     if (newId !== undefined) await tx.prepareInsert(key, withDerivedFields(def, newId, ""));
     const agentByName =

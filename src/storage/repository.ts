@@ -104,10 +104,11 @@ export interface WriteTransaction {
   /**
    * Announces the new instance that insert() will store under `key`, before its agent is looked up
    * or created: `definition` as insert() will get it, but for its referenceId (which depends on the
-   * agent). On MySQL its row is inserted here with no agent and its search index written, so that
-   * none of that work runs while the tenant's agent sequence or the agent is locked (issue 24, item
-   * 2); insert() then sets its agent and document. Optional; once called, the work must call insert()
-   * with the same definition id or fail, or the write is refused.
+   * agent). On MySQL, when findAgentByName then finds no agent, its row is inserted with no agent and
+   * its search index written before the tenant's agent sequence is locked, so none of that work runs
+   * while every other creator of an agent in the tenant waits (issue 24, item 2); insert() then sets
+   * its agent and document. Optional; once called, the work must call insert() with the same
+   * definition id or fail, or the write is refused.
    */
   prepareInsert(key: UpsertKey, definition: AgentDefinition): Promise<void>;
   /**
