@@ -19,6 +19,7 @@ import type { AgentDefinitionRepository, StoredDefinition } from "../../src/stor
 import type { Database } from "../../src/storage/run/connection.js";
 import { openDatabase } from "../../src/storage/run/connection.js";
 import { createSqlRepository } from "../../src/storage/sql-repository.js";
+import { groupCounts } from "../support/counters.js";
 import { forEachDatabase, useFreshDatabase } from "../support/databases.js";
 import { fromJsonBytes, host } from "./fixtures.js";
 
@@ -472,20 +473,9 @@ forEachDatabase((db) => {
   });
 
   describe("side tables", () => {
-    /**
-     * The tenant's rows of `table` per group of `columns`, as "value value ..." to n: the rows
-     * counted, or (`counters`) the counters summed over shards. Zeros are left out: a counter that
-     * went back to zero stays as a row, the rows it counted do not.
-     */
-    const groups = async (table: string, columns: readonly string[], counters: boolean) => {
-      const query = raw.db(table).where({ tenant }).select(columns).groupBy(columns);
-      const rows = (await (counters ? query.sum({ n: "n" }) : query.count({ n: "*" }))) as Array<
-        Record<string, unknown>
-      >;
-      const key = (row: Record<string, unknown>) =>
-        columns.map((c) => (c === "is_latest" ? Number(row[c]) : String(row[c]))).join(" ");
-      return Object.fromEntries(rows.filter((r) => Number(r.n) !== 0).map((r) => [key(r), Number(r.n)]));
-    };
+    /** The tenant's rows of `table` per group of `columns`, counted or (`counters`) summed over shards. */
+    const groups = (table: string, columns: readonly string[], counters: boolean) =>
+      groupCounts(raw.db, table, columns, { counters, where: { tenant } });
     const expectCountersExact = async () => {
       expect(await groups("definition_counts", ["status", "is_latest"], true)).toEqual(
         await groups("agent_definitions", ["status", "is_latest"], false),

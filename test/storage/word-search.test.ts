@@ -26,6 +26,7 @@ import type { AgentDefinitionRepository } from "../../src/storage/repository.js"
 import type { Database } from "../../src/storage/run/connection.js";
 import { openDatabase } from "../../src/storage/run/connection.js";
 import { createSqlRepository } from "../../src/storage/sql-repository.js";
+import { groupCounts } from "../support/counters.js";
 import { forEachDatabase, useFreshDatabase } from "../support/databases.js";
 import { fromJsonBytes, host } from "./fixtures.js";
 
@@ -300,23 +301,14 @@ forEachDatabase((db) => {
             ),
           ),
       ]);
-      const key = (r: Record<string, unknown>) => `${String(r.value)} ${String(r.status)} ${Number(r.is_latest)}`;
-      const counted = (await raw
-        .db("definition_terms")
-        .where({ tenant, kind: 10 })
-        .select("value", "status", "is_latest")
-        .count({ n: "*" })
-        .groupBy("value", "status", "is_latest")) as Array<Record<string, unknown>>;
-      const counters = (await raw
-        .db("definition_term_counts")
-        .where({ tenant, kind: 10 })
-        .select("value", "status", "is_latest")
-        .sum({ n: "n" })
-        .groupBy("value", "status", "is_latest")) as Array<Record<string, unknown>>;
-      const asMap = (rows: Array<Record<string, unknown>>) =>
-        Object.fromEntries(rows.filter((r) => Number(r.n) !== 0).map((r) => [key(r), Number(r.n)]));
-      expect(Object.keys(asMap(counted)).length).toBeGreaterThan(5);
-      expect(asMap(counters)).toEqual(asMap(counted));
+      const columns = ["value", "status", "is_latest"];
+      const counted = await groupCounts(raw.db, "definition_terms", columns, { where: { tenant, kind: 10 } });
+      const counters = await groupCounts(raw.db, "definition_term_counts", columns, {
+        counters: true,
+        where: { tenant, kind: 10 },
+      });
+      expect(Object.keys(counted).length).toBeGreaterThan(5);
+      expect(counters).toEqual(counted);
       expect((await list(tenant, "shared")).total).toBe(
         Number(
           (
