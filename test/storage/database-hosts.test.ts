@@ -1,12 +1,12 @@
 import { createServer } from "node:net";
 import { createConnection } from "mysql2/promise";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { AgentDefinitionRepository } from "../../src/storage/repository.js";
 import { createSqlRepository } from "../../src/storage/sql-repository.js";
 import { testDatabases, useFreshDatabase } from "../support/databases.js";
 import { mysqlConnectionOptions } from "../support/mysql-url.js";
 import { createTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
-import { definition, save } from "./fixtures.js";
+import { definition, fromJsonBytes, save } from "./fixtures.js";
 
 const mariadb = testDatabases()[1]!;
 
@@ -155,15 +155,32 @@ describe.skipIf(mariadb.skip)("a DATABASE_WRITE_URL beside DATABASE_URL, on Mari
   });
 
   it("counts every write run again, by cause, for the metrics", async () => {
-    const repo = await createSqlRepository(target());
+    // A lock wait timeout is the one cause a test can bring about for certain: another session holds
+    // the definition's row, the write waits out innodb_lock_wait_timeout (2 s for a 4 s write budget) and runs
+    // again, and the row is let go once the metrics count it. Ten writers of one new key no longer race
+    // on a duplicate key: the staged insert waits on the tenant's sequence row instead (item 2 of #24).
+    const repo = await createSqlRepository({ ...target(), timeoutMillis: 4_000 });
+    const admin = await createConnection(mysqlConnectionOptions(target().databaseUrl!));
     try {
       expect(Object.values(repo.writeRetries()).every((count) => count === 0)).toBe(true);
-      // Ten writers of one new key at once: all but the first lose on a duplicate key (or a lock) and run again.
-      await Promise.all(Array.from({ length: 10 }, () => save(repo, definition({ name: "Raced for" }))));
+      await save(repo, definition({ name: "Held" }));
+      await admin.query("BEGIN");
+      await admin.query("SELECT id FROM agent_definitions WHERE tenant = 'default' FOR UPDATE");
+      const written = save(repo, definition({ name: "Held", description: "written after the wait" }));
+      await vi.waitFor(() => expect(repo.writeRetries().lock_wait_timeout).toBeGreaterThan(0), {
+        timeout: 10_000,
+        interval: 20,
+      });
+      await admin.query("COMMIT");
+      const saved = await written;
+      expect(saved.attempts).toBeGreaterThan(1);
+      expect(fromJsonBytes(saved.stored).description).toBe("written after the wait");
       const retries = repo.writeRetries();
       expect(retries.certification, "no cluster here").toBe(0);
-      expect(retries.duplicate_key + retries.deadlock + retries.lock_wait_timeout).toBeGreaterThan(0);
+      expect(retries.deadlock + retries.duplicate_key + retries.busy + retries.node_failed).toBe(0);
     } finally {
+      await admin.query("ROLLBACK").catch(() => undefined);
+      await admin.end();
       await repo.close();
     }
   });
