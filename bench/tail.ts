@@ -294,7 +294,8 @@ async function main(): Promise<void> {
       log(`could not set this session's autogroup nice value: ${String(error)}`);
     }
   }
-  const work = mkdtempSync(join(tmpdir(), "asor-tail-"));
+  // "asor-bench-": the seeding bulk-loads only a bench data dir (bulk-load.ts, benchDatabaseGuard).
+  const work = mkdtempSync(join(tmpdir(), "asor-bench-tail-"));
   const out = values.out ?? work;
   mkdirSync(out, { recursive: true });
   const cleanup: (() => Promise<unknown>)[] = [];
