@@ -20,6 +20,9 @@
  *   several words, a range of values;
  * - else `agent_definitions` through the list index of the order (0009).
  *
+ * orderBy=relevance takes the same matches, scores each by the full-text
+ * tables of 0009 and sorts them all (relevanceScore, relevancePage).
+ *
  * Every further filter is an EXISTS on definition_terms' primary key (seq,
  * kind, value). The unfiltered total comes from definition_counts, the total
  * of one exact filter from definition_term_counts (0010). A page
@@ -397,10 +400,13 @@ export function relevanceScore(
   const match = words
     .flatMap((t) => (t.range === undefined ? t.values.map((v) => `"${v}"`) : [`"${t.range.from}"*`]))
     .join(" AND ");
+  // LIMIT -1 (no limit) keeps SQLite from flattening the subquery into the join, where it ran the
+  // full-text query again for every match (185 ms for 1,000 matches at 100,000 definitions, BENCHMARKS.md):
+  // so it is materialized once and joined through an automatic index on seq.
   return {
     join:
       "LEFT JOIN (SELECT rowid AS seq, -bm25(definition_fts) AS score FROM definition_fts " +
-      "WHERE definition_fts MATCH ?) ft ON ft.seq = x.seq",
+      "WHERE definition_fts MATCH ? LIMIT -1) ft ON ft.seq = x.seq",
     bindings: [match],
   };
 }
