@@ -217,6 +217,10 @@ forEachDatabase((db) => {
           listRequest({ q: "report", limit: 1, orderBy: "relevance", pageToken: plain.nextPageToken }),
         ),
       ).rejects.toMatchObject({ code: "INVALID_PAGE_TOKEN" });
+      const ranked = await service.list(tenant, listRequest({ q: "report", limit: 1, orderBy: "relevance" }));
+      await expect(
+        service.list(tenant, listRequest({ q: "report", limit: 1, pageToken: ranked.nextPageToken })),
+      ).rejects.toMatchObject({ code: "INVALID_PAGE_TOKEN" });
     });
   });
 });

@@ -432,7 +432,9 @@ function relevancePage(
   );
   const after = query.after;
   if (after !== undefined) {
-    const value = mysql ? (after.value ?? "0") : Number(after.value ?? 0);
+    // A token's value is not signed (only its binding is checked): a forged one that is not a number reads as 0.
+    const number = Number(after.value ?? 0);
+    const value = mysql ? (after.value ?? "0") : Number.isFinite(number) ? number : 0;
     const bound = mysql ? "CAST(? AS DECIMAL(30, 9))" : "?";
     scored.add(`WHERE r.k < ${bound} OR (r.k = ${bound} AND r.seq > ?)`, value, value, after.seq);
   }
