@@ -467,6 +467,8 @@ async function searchQuery(
       return exact(`q=${ONE_PERCENT_WORD}%20${ONE_PERCENT_SECOND_WORD}`, onePercentOf(definitions));
     case "search-qprefix":
       return exact(`q=${ONE_PERCENT_WORD.slice(0, 4)}`, onePercentOf(definitions));
+    case "search-qrel":
+      return exact(`q=${ONE_PERCENT_WORD}&orderBy=relevance`, onePercentOf(definitions));
     case "search-deep": {
       let token: string | undefined;
       let depth = 0;

@@ -5,7 +5,14 @@ import type { Operation, Surface } from "./load-job.js";
 export type Kind = "get" | "list-first" | "list-deep" | "update" | "create" | SearchKind;
 
 /** The search scenarios (`--search`), over REST only. */
-export type SearchKind = "search-first" | "search-deep" | "search-tag" | "search-q" | "search-q2" | "search-qprefix";
+export type SearchKind =
+  | "search-first"
+  | "search-deep"
+  | "search-tag"
+  | "search-q"
+  | "search-q2"
+  | "search-qprefix"
+  | "search-qrel";
 export const SEARCH_KINDS: readonly SearchKind[] = [
   "search-first",
   "search-deep",
@@ -13,6 +20,7 @@ export const SEARCH_KINDS: readonly SearchKind[] = [
   "search-q",
   "search-q2",
   "search-qprefix",
+  "search-qrel",
 ];
 
 /** The service, or the floor server (plain node:http + the driver). */
@@ -40,6 +48,7 @@ export const KIND_LABELS: Record<Kind, string> = {
   "search-q": "GET list, q matching 1 %",
   "search-q2": "GET list, q of two words each on the same 1 %",
   "search-qprefix": "GET list, q of a word begun (quas) matching 1 %",
+  "search-qrel": "GET list, q matching 1 %, orderBy=relevance",
 };
 
 export function operationOf(kind: Kind): Operation {

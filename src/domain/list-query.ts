@@ -34,7 +34,11 @@ export type TermKind =
 /** What the list shows when no status is asked for. */
 export const DEFAULT_STATUSES: readonly DefinitionStatus[] = ["ACTIVE", "DEPRECATED"];
 
-export type OrderKey = "createdAt" | "updatedAt" | "name";
+/**
+ * `relevance` (issue 24): the matches of `q` by a full-text score, best first,
+ * ties by creation; only with `q`, never descending.
+ */
+export type OrderKey = "createdAt" | "updatedAt" | "name" | "relevance";
 export interface ListOrder {
   readonly key: OrderKey;
   readonly descending: boolean;
@@ -43,7 +47,7 @@ export interface ListOrder {
 /** Where a page starts: after the row with this seq (and order value, for updatedAt and name). */
 export interface Position {
   readonly seq: number;
-  /** The row's `updated_at` as the database holds it (updatedAt), or its name (name). */
+  /** The row's `updated_at` as the database holds it (updatedAt), its name (name), or its score (relevance). */
   readonly value?: string;
 }
 
@@ -120,7 +124,7 @@ export interface ListRequestParts {
 }
 
 const rfc3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/;
-const orderForm = /^(createdAt|updatedAt|name)( desc)?$/;
+const orderForm = /^(?:(createdAt|updatedAt|name)( desc)?|(relevance))$/;
 
 /** The query a list request asks for, bound to `tenant`; every problem is a 400 naming its parameter. */
 export function parseListQuery(tenant: string, request: ListRequestParts): ListQuery {
@@ -177,11 +181,18 @@ export function parseListQuery(tenant: string, request: ListRequestParts): ListQ
         issueAt(
           "orderBy",
           "INVALID_VALUE",
-          `orderBy must be createdAt, updatedAt or name, each optionally followed by " desc"; not ` +
-            `"${request.orderBy}".`,
+          `orderBy must be createdAt, updatedAt or name, each optionally followed by " desc", or relevance ` +
+            `(with q); not "${request.orderBy}".`,
         ),
       );
-    else order = { key: match[1] as OrderKey, descending: match[2] !== undefined };
+    else if (match[3] !== undefined) {
+      // A score of the words of q: without them there is nothing to score.
+      if (request.q === undefined || request.q.trim() === "")
+        issues.push(
+          issueAt("orderBy", "INVALID_VALUE", "orderBy=relevance needs q: it ranks the matches of q's words."),
+        );
+      order = { key: "relevance", descending: false };
+    } else order = { key: match[1] as OrderKey, descending: match[2] !== undefined };
   }
   if (issues.length > 0) throw invalid(issues);
 

@@ -351,6 +351,60 @@ forEachDatabase((db) => {
     });
   });
 
+  describe("orderBy=relevance", () => {
+    const rankTenant = "rank";
+    beforeAll(async () => {
+      await admin().createTenant({ name: rankTenant, sequencePrefix: "R-" });
+      // Definitions without the word: a full-text score weighs a word by how rare it is in the table.
+      for (let i = 0; i < 6; i++)
+        await post(rankTenant, minimalDefinition({ name: `Filler ${i}`, description: "Keeps the ledger tidy" }));
+      await post(rankTenant, minimalDefinition({ name: "Once", description: "Reads one invoice and files it" }));
+      await post(
+        rankTenant,
+        minimalDefinition({
+          name: "Invoice Many",
+          description: "Checks every invoice total",
+          skills: [
+            { id: "s1", name: "Invoice check", description: "Reads the invoice lines", tags: [{ tag: "invoice" }] },
+          ],
+        }),
+      );
+    });
+
+    it("ranks over REST and gRPC, pages by token, and keeps q's total; q's own order stays creation", async () => {
+      const rest = await getJson(`${collection(rankTenant)}?q=invoice&orderBy=relevance`, rankTenant);
+      expect([rest.status, rest.body.data.map((d) => d.name), rest.body.total]).toEqual([
+        200,
+        ["Invoice Many", "Once"],
+        2,
+      ]);
+      const plain = await getJson(`${collection(rankTenant)}?q=invoice`, rankTenant);
+      expect(plain.body.data.map((d) => d.name)).toEqual(["Once", "Invoice Many"]);
+      const first = await getJson(`${collection(rankTenant)}?q=invoi&orderBy=relevance&limit=1`, rankTenant);
+      const second = await getJson(
+        `${collection(rankTenant)}?q=invoi&orderBy=relevance&limit=1&pageToken=${first.body.nextPageToken}`,
+        rankTenant,
+      );
+      expect([first.body.data.map((d) => d.name), second.body.data.map((d) => d.name), second.body.total]).toEqual([
+        ["Invoice Many"],
+        ["Once"],
+        2,
+      ]);
+      expect(second.body.nextPageToken).toBeUndefined();
+      const viaGrpc = await grpcList(rankTenant, { q: "invoice", orderBy: "relevance" });
+      expect(viaGrpc.data.map((d) => d.name)).toEqual(["Invoice Many", "Once"]);
+    });
+
+    it("is refused without q, naming orderBy, over REST and gRPC", async () => {
+      const { status, body } = await getJson(`${collection(rankTenant)}?orderBy=relevance`, rankTenant);
+      expect(status).toBe(400);
+      expect(body.errors).toEqual([expect.objectContaining({ code: "INVALID_VALUE", field: "orderBy" })]);
+      expect(await grpcFailure(grpcList(rankTenant, { orderBy: "relevance" }))).toEqual([
+        expect.objectContaining({ code: "INVALID_VALUE", field: "orderBy" }),
+      ]);
+    });
+  });
+
   describe("a token walk while others write", () => {
     it("returns each of 500 definitions exactly once, whatever is inserted meanwhile, over REST and gRPC", {
       timeout: 240_000,

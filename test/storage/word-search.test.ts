@@ -9,7 +9,8 @@
  * are split at the punctuation the generator puts between them. Also: the
  * folding itself against hand-written expectations, words longer than the
  * value column, and the word counters against COUNT(*) after concurrent
- * creates, updates and status changes.
+ * creates, updates and status changes. orderBy=relevance answers the same
+ * set, walked page by page.
  */
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import fc from "fast-check";
@@ -261,6 +262,25 @@ forEachDatabase((db) => {
               if (walked.length > expected.length) break;
             } while (token !== undefined && token !== "");
             expect(walked).toEqual(expected.map((i) => names[i] ?? ""));
+            // orderBy=relevance: the same set and total in another order, and a walk by tokens answers it once.
+            const rankedWalk: string[] = [];
+            let rankedToken: string | undefined;
+            do {
+              const part = await service.list(
+                tenant,
+                create(ListAgentDefinitionsRequestSchema, {
+                  q,
+                  limit: 2,
+                  orderBy: "relevance",
+                  ...(rankedToken === undefined ? {} : { pageToken: rankedToken }),
+                }),
+              );
+              expect(part.total).toBe(expected.length);
+              rankedWalk.push(...part.data.map((s) => fromJsonBytes(s).name));
+              rankedToken = part.nextPageToken;
+              if (rankedWalk.length > expected.length) break;
+            } while (rankedToken !== undefined && rankedToken !== "");
+            expect([...rankedWalk].sort()).toEqual(expected.map((i) => names[i] ?? "").sort());
           }
         },
       ),

@@ -237,10 +237,23 @@ function listTakes(parts: Partial<ListRequestParts>): boolean {
 describe("the list's query parameters say what the service takes", () => {
   const LIST = "/asor/v1/agentDefinition";
 
-  it("orderBy: the six orders the service takes, and nothing else", () => {
+  it("orderBy: the seven orders the service takes, and nothing else", () => {
     const orderBy = document.paths[LIST].get.parameters.find((p: any) => p.name === "orderBy").schema;
-    expect(orderBy.enum).toEqual(["createdAt", "createdAt desc", "updatedAt", "updatedAt desc", "name", "name desc"]);
-    for (const order of orderBy.enum) expect(listTakes({ orderBy: order }), order).toBe(true);
+    expect(orderBy.enum).toEqual([
+      "createdAt",
+      "createdAt desc",
+      "updatedAt",
+      "updatedAt desc",
+      "name",
+      "name desc",
+      "relevance",
+    ]);
+    for (const order of orderBy.enum) expect(listTakes({ orderBy: order, q: "invoice" }), order).toBe(true);
+    // relevance needs q, which the document can only say in words (the parameter's description).
+    expect(listTakes({ orderBy: "relevance" })).toBe(false);
+    expect(document.paths[LIST].get.parameters.find((p: any) => p.name === "orderBy").description).toContain(
+      "only with `q`",
+    );
     const validate = checker.parameter("GET", LIST, "orderBy");
     for (const near of [
       "name asc",
@@ -251,6 +264,8 @@ describe("the list's query parameters say what the service takes", () => {
       "createdAt DESC",
       "created_at",
       "updatedAt,name",
+      "relevance desc",
+      "Relevance",
       "",
     ]) {
       expect(listTakes({ orderBy: near }), near).toBe(false);

@@ -150,7 +150,10 @@ export type ListAgentDefinitionsRequest = Message<"asor.v1.ListAgentDefinitionsR
 
   /**
    * `createdAt` (default), `updatedAt` or `name`, each optionally followed by
-   * ` desc`.
+   * ` desc`; or `relevance`, only with `q`: its matches (the same set and
+   * total) by the database's full-text score, best first, ties by creation.
+   * It reads and scores every match of the words, so it waits at the search
+   * gate like other costly searches (docs/api.md, "Keywords").
    *
    * @generated from field: optional string order_by = 23;
    */

@@ -88,8 +88,9 @@ export function searchableTextsOf(definition: AgentDefinition): string[] {
 
 /**
  * The text of the databases' full-text indexes (definition_text,
- * definition_fts; no longer what `q` reads since issue 24, which reads the
- * `word` terms): the name, description, overview, and each skill's name,
+ * definition_fts; since issue 24 `q` finds its matches by the `word` terms,
+ * and this text only scores them for orderBy=relevance, search.ts's
+ * relevanceScore): the name, description, overview, and each skill's name,
  * description and tags, as words separated by spaces. Both engines then
  * split it the same way (MariaDB's FULLTEXT parser and FTS5's unicode61 both
  * break on spaces and keep letters and digits together).

@@ -20,6 +20,9 @@
  *   several words, a range of values;
  * - else `agent_definitions` through the list index of the order (0009).
  *
+ * orderBy=relevance takes the same matches, scores each by the full-text
+ * tables of 0009 and sorts them all (relevanceScore, relevancePage).
+ *
  * Every further filter is an EXISTS on definition_terms' primary key (seq,
  * kind, value). The unfiltered total comes from definition_counts, the total
  * of one exact filter from definition_term_counts (0010). A page
@@ -44,6 +47,8 @@ import { SEARCH_ALIVE } from "./sql-functions.js";
 export interface SearchRow extends DefinitionReadRow {
   readonly seq?: number | string | null;
   readonly order_name?: string | null;
+  /** The full-text score of orderBy=relevance (relevanceScore). */
+  readonly order_score?: number | string | null;
 }
 
 /**
@@ -58,6 +63,8 @@ export interface SearchRow extends DefinitionReadRow {
  */
 export function isBounded(asked: ListQuery): boolean {
   const query = resolveWords(asked);
+  // Relevance scores every match of the words before it knows the page's first row.
+  if (query.order.key === "relevance") return false;
   if (query.updatedSince !== undefined || !query.statuses.includes("ACTIVE")) return false;
   const [only, ...more] = query.terms;
   return only === undefined || (more.length === 0 && countable(only) && query.order.key === "createdAt");
@@ -262,8 +269,9 @@ export function buildSearch(dialect: Dialect, tenant: string, asked: ListQuery, 
   const seqOf = "x.seq";
   const from = source === "terms" ? "definition_terms x" : "agent_definitions x";
   // The page needs the definition's row for its order value; the count only for updatedSince.
+  const relevance = key === "relevance";
   const joinsDefinition = (counting: boolean) =>
-    source !== "definitions" && ((!counting && key !== "createdAt") || query.updatedSince !== undefined);
+    source !== "definitions" && ((!counting && key !== "createdAt" && !relevance) || query.updatedSince !== undefined);
   const o = source === "definitions" ? "x" : "o";
   const orderColumn = key === "updatedAt" ? `${o}.updated_at` : key === "name" ? `${o}.name` : seqOf;
   // More than one value of the driving filter can match one definition twice.
@@ -279,6 +287,10 @@ export function buildSearch(dialect: Dialect, tenant: string, asked: ListQuery, 
   const matches = (counting: boolean): Sql => {
     const sql = new Sql().add(`FROM ${from}`);
     if (joinsDefinition(counting)) sql.add(`JOIN agent_definitions o ON o.seq = ${seqOf}`);
+    if (relevance && !counting) {
+      const scored = relevanceScore(dialect, query.terms);
+      sql.add(scored.join, ...scored.bindings);
+    }
     sql.add("WHERE x.tenant = ?", tenant);
     if (driverTerm !== undefined)
       matchValue(sql.add("AND x.kind = ? AND", TERM_KINDS[driverTerm.kind]), "x", driverTerm);
@@ -324,6 +336,8 @@ export function buildSearch(dialect: Dialect, tenant: string, asked: ListQuery, 
     total.add(`SELECT COUNT(${distinct === "" ? "*" : `DISTINCT ${seqOf}`})`).add(counted.sql, ...counted.bindings);
   }
 
+  if (relevance) return relevancePage(dialect, tenant, query, { total, rows: matches(false), distinct, maxBytes });
+
   const rows = matches(false);
   const after = query.after;
   const cmp = descending ? "<" : ">";
@@ -351,6 +365,86 @@ export function buildSearch(dialect: Dialect, tenant: string, asked: ListQuery, 
     { sql: `(${total.sql})`, bindings: total.bindings },
     { sql: `SELECT ${distinct}${seqOf} AS seq${ordered} ${rows.sql}`, bindings: rows.bindings },
     { order: pageOrder, maxBytes },
+  );
+}
+
+/**
+ * The full-text score of orderBy=relevance for the matches of `q`, whose
+ * words are `terms`' `word` filters (resolveWords: whole words, and the last
+ * word's range as a beginning). A LEFT JOIN from the matches (alias x) to
+ * the databases' full-text tables of migration 0009, which every write still
+ * keeps, giving `ft.score` (higher is better): on MariaDB the InnoDB FULLTEXT
+ * index's score of MATCH ... AGAINST in boolean mode (`+word +begin*`, a TF-IDF
+ * rank), on SQLite FTS5's bm25 negated (`"word" AND "begin"*`). The set stays
+ * `q`'s (the join never drops a row): a match the full-text query does not
+ * find (its word is only a host resource's tool name, which the full-text
+ * text leaves out, or accents the engine does not fold as `q` does) scores 0.
+ */
+export function relevanceScore(
+  dialect: Dialect,
+  terms: readonly TermFilter[],
+): { readonly join: string; readonly bindings: ReadBinding[] } {
+  const words = terms.filter((t) => t.kind === "word");
+  // Words are runs of letters and digits (searchWordsOf): no operator or quote of either syntax is in them.
+  if (dialect === "mysql") {
+    const against = words
+      .flatMap((t) => (t.range === undefined ? t.values.map((v) => `+${v}`) : [`+${t.range.from}*`]))
+      .join(" ");
+    return {
+      join:
+        "LEFT JOIN (SELECT f.seq, MATCH (f.body) AGAINST (? IN BOOLEAN MODE) AS score FROM definition_text f " +
+        "WHERE MATCH (f.body) AGAINST (? IN BOOLEAN MODE)) ft ON ft.seq = x.seq",
+      bindings: [against, against],
+    };
+  }
+  const match = words
+    .flatMap((t) => (t.range === undefined ? t.values.map((v) => `"${v}"`) : [`"${t.range.from}"*`]))
+    .join(" AND ");
+  // LIMIT -1 (no limit) keeps SQLite from flattening the subquery into the join, where it ran the
+  // full-text query again for every match (185 ms for 1,000 matches at 100,000 definitions, BENCHMARKS.md):
+  // so it is materialized once and joined through an automatic index on seq.
+  return {
+    join:
+      "LEFT JOIN (SELECT rowid AS seq, -bm25(definition_fts) AS score FROM definition_fts " +
+      "WHERE definition_fts MATCH ? LIMIT -1) ft ON ft.seq = x.seq",
+    bindings: [match],
+  };
+}
+
+/**
+ * The statement of a page of orderBy=relevance: every match of `q` (the same
+ * FROM and WHERE as its other orders, `rows`) with its score (relevanceScore),
+ * best first, ties by seq; the page after the position's (score, seq). The
+ * score is kept as a DECIMAL(30,9) on MariaDB, so the token carries it
+ * exactly in text; SQLite's REAL goes through JavaScript's number unchanged.
+ */
+function relevancePage(
+  dialect: Dialect,
+  tenant: string,
+  query: ListQuery,
+  parts: { total: Sql; rows: Sql; distinct: string; maxBytes: number },
+): SearchStatement {
+  const mysql = dialect === "mysql";
+  const score = mysql ? "CAST(COALESCE(ft.score, 0) AS DECIMAL(30, 9))" : "COALESCE(ft.score, 0)";
+  const scored = new Sql().add(
+    `SELECT r.seq, r.k FROM (SELECT ${parts.distinct}x.seq AS seq, ${score} AS k ${parts.rows.sql}) r`,
+    ...parts.rows.bindings,
+  );
+  const after = query.after;
+  if (after !== undefined) {
+    // A token's value is not signed (only its binding is checked): a forged one that is not a number reads as 0.
+    const number = Number(after.value ?? 0);
+    const value = mysql ? (after.value ?? "0") : Number.isFinite(number) ? number : 0;
+    const bound = mysql ? "CAST(? AS DECIMAL(30, 9))" : "?";
+    scored.add(`WHERE r.k < ${bound} OR (r.k = ${bound} AND r.seq > ?)`, value, value, after.seq);
+  }
+  scored.add("ORDER BY r.k DESC, r.seq ASC LIMIT ? OFFSET ?", query.limit + 1, after === undefined ? query.offset : 0);
+  return pageStatement(
+    dialect,
+    tenant,
+    { sql: `(${parts.total.sql})`, bindings: parts.total.bindings },
+    { sql: scored.sql, bindings: scored.bindings },
+    { order: ["k DESC", "seq ASC"], maxBytes: parts.maxBytes, scored: true },
   );
 }
 
@@ -389,6 +483,8 @@ interface PageBudget {
   readonly order: readonly string[];
   /** PAGE_MAX_BYTES: the stored JSON bytes a page may hold (pageWithNext cuts it there). */
   readonly maxBytes: number;
+  /** Whether the seqs carry a score `k` (relevance), answered as `order_score`. */
+  readonly scored?: boolean;
 }
 
 /**
@@ -433,8 +529,12 @@ function pageStatement(
       ...seqs.bindings,
     )
     .add("WHERE w.bytes_before <= ? OR w.n <= 2", budget.maxBytes);
+  const score = budget.scored === true ? "p.k AS order_score, " : "";
   const sql = new Sql()
-    .add(`SELECT ${total.sql} AS total, d.seq, d.name AS order_name, ${readColumns(dialect)}`, ...total.bindings)
+    .add(
+      `SELECT ${total.sql} AS total, d.seq, d.name AS order_name, ${score}${readColumns(dialect)}`,
+      ...total.bindings,
+    )
     .add("FROM tenants t")
     .add(`LEFT JOIN (${sized.sql}) p ON 1 = 1`, ...sized.bindings)
     .add("LEFT JOIN agent_definitions d ON d.seq = p.seq")
@@ -447,6 +547,8 @@ function pageStatement(
 export function orderValueOf(key: ListQuery["order"]["key"], row: SearchRow): string | undefined {
   if (key === "updatedAt") return row.updated_at === null ? undefined : String(row.updated_at);
   if (key === "name") return row.order_name ?? undefined;
+  // MariaDB's DECIMAL comes as its exact text, SQLite's REAL as a number whose String() reads back the same.
+  if (key === "relevance") return row.order_score == null ? undefined : String(row.order_score);
   return undefined;
 }
 
@@ -460,6 +562,11 @@ export function inSearchOrder(rows: SearchRow[], key: ListQuery["order"]["key"],
   const encoder = new TextEncoder();
   const bytes = (value: string | undefined): Uint8Array => encoder.encode(value ?? "");
   return rows.sort((a, b) => {
+    if (key === "relevance") {
+      // Best first, then creation (the statement's ORDER BY r.k DESC, r.seq ASC).
+      const byScore = Number(b.order_score ?? 0) - Number(a.order_score ?? 0);
+      return byScore !== 0 ? byScore : Number(a.seq ?? 0) - Number(b.seq ?? 0);
+    }
     if (key !== "createdAt") {
       const byValue = Buffer.compare(bytes(orderValueOf(key, a)), bytes(orderValueOf(key, b)));
       if (byValue !== 0) return sign * byValue;

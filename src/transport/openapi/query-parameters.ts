@@ -35,8 +35,16 @@ export const FILTER_VALUES = 2;
 export const FILTER_VALUE_LENGTH = 30;
 export const KEYWORDS_LENGTH = 100;
 
-/** `orderBy`: a key of the list's order, optionally followed by ` desc` (list-query.ts). */
-export const ORDER_BY = ["createdAt", "createdAt desc", "updatedAt", "updatedAt desc", "name", "name desc"];
+/** `orderBy`: a key of the list's order, optionally followed by ` desc`, or `relevance` (with `q`; list-query.ts). */
+export const ORDER_BY = [
+  "createdAt",
+  "createdAt desc",
+  "updatedAt",
+  "updatedAt desc",
+  "name",
+  "name desc",
+  "relevance",
+];
 
 /** `updatedSince`: an RFC 3339 date-time as list-query.ts reads it (fractions of a second: 1 to 9 digits). */
 const RFC3339 = "^\\d{4}-\\d{2}-\\d{2}[Tt]\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,9})?([Zz]|[+-]\\d{2}:\\d{2})$";
