@@ -57,7 +57,9 @@ function expectValidationBody(body: any, context: string): void {
   }
 }
 
-describe("generated definitions, on sqlite", () => {
+// A fixed number of cases, each a real write (SQLite with synchronous = FULL): 20 s on a quiet machine, past
+// the default 30 s when other work shares its two cores. The budget is for the work, not a wait for luck.
+describe("generated definitions, on sqlite", { timeout: 120_000 }, () => {
   const server = useServer(testDatabases()[0]!);
   const headers = () => ({ authorization: server().authorization, "content-type": "application/json" });
   const postRest = (body: string | Uint8Array) =>
