@@ -104,11 +104,11 @@ export interface WriteTransaction {
   /**
    * Announces the new instance `id` that insert() will store under `key`, before its agent is looked
    * up or created: `definition` as asked, without its derived fields (the search index reads none of
-   * them; insert() gets them all). On MySQL, when findAgentByName then finds no agent, its row is
-   * inserted with no agent and its search index written before the tenant's agent sequence is locked,
-   * so none of that work runs while every other creator of an agent in the tenant waits (issue 24,
-   * item 2); insert() then sets its agent and document. Optional; once called, the work must call
-   * insert() with the same id or fail, or the write is refused.
+   * them; insert() gets them all). On MySQL, when findAgentByName then finds no agent, its row is inserted with no agent and
+   * its search index written before the tenant's agent sequence is locked, so none of that work runs
+   * while every other creator of an agent in the tenant waits (issue 24, item 2); insert() then sets
+   * its agent and document. Optional; once called, the work must call insert() with the same
+   * definition id or fail, or the write is refused.
    */
   prepareInsert(key: UpsertKey, id: string, definition: AgentDefinition): Promise<void>;
   /**
