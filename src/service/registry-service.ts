@@ -179,7 +179,7 @@ export function createRegistryService({ repository, host }: RegistryServiceOptio
     // before the tenant's sequence is locked (WriteTransaction.prepareInsert), so that work no longer
     // holds up the tenant's other creators of agents.
     const newId = existing === undefined && linked !== "unknown" ? newDefinitionId() : undefined;
-    if (newId !== undefined) await tx.prepareInsert(key, newId, def);
+    if (newId !== undefined) await tx.prepareInsert(key, withDerivedFields(def, newId, ""));
     const agentByName =
       existing === undefined && linked === undefined ? await tx.findAgentByName(key.providerId, key.name) : undefined;
     const externalAgentId = def.externalAgentId || undefined;

@@ -102,15 +102,15 @@ export interface WriteTransaction {
   /** Records that `agentNumber` holds this externalAgentID for this provider. */
   claimExternalId(providerId: string, externalAgentId: string, agentNumber: number): Promise<void>;
   /**
-   * Announces the new instance `id` that insert() will store under `key`, before its agent is looked
-   * up or created: `definition` as asked, without its derived fields (the search index reads none of
-   * them; insert() gets them all). On MySQL, when findAgentByName then finds no agent, its row is inserted with no agent and
+   * Announces the new instance that insert() will store under `key`, before its agent is looked up
+   * or created: `definition` as insert() will get it, but for its referenceId (which depends on the
+   * agent). On MySQL, when findAgentByName then finds no agent, its row is inserted with no agent and
    * its search index written before the tenant's agent sequence is locked, so none of that work runs
    * while every other creator of an agent in the tenant waits (issue 24, item 2); insert() then sets
    * its agent and document. Optional; once called, the work must call insert() with the same
    * definition id or fail, or the write is refused.
    */
-  prepareInsert(key: UpsertKey, id: string, definition: AgentDefinition): Promise<void>;
+  prepareInsert(key: UpsertKey, definition: AgentDefinition): Promise<void>;
   /**
    * Stores a new instance of `agent` under `key`; `definition.id` is its new id. Both encodings
    * are made here, once. It is ACTIVE, revision 1, and its agent's latest version (taking the

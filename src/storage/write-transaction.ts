@@ -201,18 +201,18 @@ export class SqlWriteTransaction implements WriteTransaction {
    * (throwIfIncomplete). A new version of an agent that exists is written by insert() under the
    * agent's lock, as before: its seq must follow the versions already there (latest = newest by seq).
    */
-  async prepareInsert(key: UpsertKey, id: string, definition: AgentDefinition): Promise<void> {
+  async prepareInsert(key: UpsertKey, definition: AgentDefinition): Promise<void> {
     if (this.#pending !== undefined) throw new Error("prepareInsert() was called twice in one write.");
-    assertNewInstanceId(id);
-    this.#pending = { key, id, definition, at: new Date(), seq: undefined };
+    assertNewInstanceId(definition.id);
+    this.#pending = { key, definition, at: new Date(), seq: undefined };
   }
 
   /** Inserts the pending instance's row with no agent, and its index (MySQL; see prepareInsert). */
   async #stage(context: WriteContext, pending: Pending): Promise<void> {
     const timestamp = toDatabaseTimestamp(pending.at);
-    const { key, id, definition } = pending;
+    const { key, definition } = pending;
     const seq = await insertDefinition(context, {
-      id,
+      id: definition.id,
       tenant: this.tenant.name,
       name: key.name,
       provider_id: key.providerId,
@@ -225,15 +225,17 @@ export class SqlWriteTransaction implements WriteTransaction {
       status_changed_at: timestamp,
       is_latest: true,
     });
-    await indexDefinition(context, this.tenant.name, id, definition, seq);
+    await indexDefinition(context, this.tenant.name, definition.id, definition, seq);
     this.#pending = { ...pending, seq, indexed: indexedFormOf(definition) };
   }
 
   async insert(key: UpsertKey, agent: AgentRef, definition: AgentDefinition): Promise<StoredDefinition> {
     assertNewInstanceId(definition.id);
     const pending = this.#pending;
-    if (pending !== undefined && pending.id !== definition.id)
-      throw new Error(`insert() was given instance ${definition.id}; prepareInsert() announced ${pending.id}.`);
+    if (pending !== undefined && pending.definition.id !== definition.id)
+      throw new Error(
+        `insert() was given instance ${definition.id}; prepareInsert() announced ${pending.definition.id}.`,
+      );
     const tenant = this.tenant.name;
     const now = pending?.at ?? new Date();
     const timestamp = toDatabaseTimestamp(now);
@@ -244,8 +246,8 @@ export class SqlWriteTransaction implements WriteTransaction {
       this.#pending = undefined;
       if (pending?.seq !== undefined) {
         await numberDefinition(context, pending.seq, agent.number, { document, document_binary: binary });
-        // The index was made from the definition as asked; no derived field is indexed, so this does not
-        // happen unless that changes.
+        // The index was made from the staged definition; the agent's reference id is not indexed, so
+        // this does not happen unless that changes.
         if (indexedFormOf(definition) !== pending.indexed)
           await indexDefinition(context, tenant, definition.id, definition);
         // Staged for a new agent that another writer created in the meantime (found under the sequence's
@@ -384,7 +386,7 @@ export class SqlWriteTransaction implements WriteTransaction {
    */
   throwIfIncomplete(): void {
     if (this.#pending !== undefined)
-      throw new Error(`Instance ${this.#pending.id} was announced by prepareInsert() and never inserted.`);
+      throw new Error(`Instance ${this.#pending.definition.id} was announced by prepareInsert() and never inserted.`);
   }
 
   /** Called when the transaction is over; later calls fail loudly instead of running outside it. */
@@ -405,13 +407,11 @@ export class SqlWriteTransaction implements WriteTransaction {
 }
 
 /**
- * The new instance prepareInsert announced: its key, its id, its definition as asked (what the index reads;
- * no derived field), its creation time, and once staged (MySQL, a new agent) its row's seq and what its index
- * was made of.
+ * The new instance prepareInsert announced: its key, its definition (but for its reference id), its creation
+ * time, and once staged (MySQL, a new agent) its row's seq and what its index was made of.
  */
 interface Pending {
   readonly key: UpsertKey;
-  readonly id: string;
   readonly definition: AgentDefinition;
   readonly at: Date;
   readonly seq: number | undefined;

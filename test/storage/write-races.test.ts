@@ -142,7 +142,7 @@ forEachDatabase((db) => {
     const def = withIds(definition({ name: "Announced" }), newId(), "");
     await expect(
       repo.write("announced", async (tx) => {
-        await tx.prepareInsert({ name: def.name, providerId: "Provider=Acme", version: def.version }, def.id, def);
+        await tx.prepareInsert({ name: def.name, providerId: "Provider=Acme", version: def.version }, def);
       }),
     ).rejects.toThrow(/announced by prepareInsert\(\) and never inserted/);
     expect(await raw.db("agent_definitions").where({ tenant: "announced" })).toEqual([]);
