@@ -25,6 +25,7 @@ import { createSqlRepository } from "../../src/storage/sql-repository.js";
 import { definition, save } from "../storage/fixtures.js";
 import { groupCounts } from "../support/counters.js";
 import { forEachDatabase, useFreshDatabase } from "../support/databases.js";
+import { listRequestParts } from "../support/list-request-parts.js";
 
 const TENANT = "bench";
 /** Seeded in two top-ups: the second adds to a tenant that has definitions and counters already. */
@@ -76,19 +77,7 @@ async function counterMismatches(db: Knex): Promise<string[]> {
   return mismatches;
 }
 
-const listParts = {
-  limit: 5,
-  name: [],
-  provider: [],
-  platform: [],
-  version: [],
-  tag: [],
-  skillId: [],
-  executionMode: [],
-  resource: [],
-  externalAgentId: [],
-  status: [],
-};
+const listParts = listRequestParts({ limit: 5 });
 
 describe.each([
   { name: "sqlite", skip: false },

@@ -20,6 +20,7 @@ import { isBounded, resolveWords } from "../../src/storage/queries/search.js";
 import type { AgentDefinitionRepository } from "../../src/storage/repository.js";
 import { createSqlRepository } from "../../src/storage/sql-repository.js";
 import { forEachDatabase, useFreshDatabase } from "../support/databases.js";
+import { listRequestParts } from "../support/list-request-parts.js";
 import { fromJsonBytes, host } from "./fixtures.js";
 
 interface Texts {
@@ -61,37 +62,30 @@ const listRequest = (init: MessageInitShape<typeof ListAgentDefinitionsRequestSc
 describe("orderBy=relevance as a query", () => {
   it("is refused without q, naming orderBy; and never descending", () => {
     for (const parts of [{}, { q: "" }, { q: "   " }]) {
-      const error = catchError(() => parseListQuery("t", { ...noFilters, ...parts, orderBy: "relevance" }));
+      const error = catchError(() =>
+        parseListQuery("t", listRequestParts({ limit: 10, ...parts, orderBy: "relevance" })),
+      );
       expect(error.code).toBe("VALIDATION_FAILED");
       expect(error.issues).toEqual([expect.objectContaining({ field: "orderBy" })]);
     }
-    const desc = catchError(() => parseListQuery("t", { ...noFilters, q: "invoice", orderBy: "relevance desc" }));
+    const desc = catchError(() =>
+      parseListQuery("t", listRequestParts({ limit: 10, q: "invoice", orderBy: "relevance desc" })),
+    );
     expect(desc.issues).toEqual([expect.objectContaining({ field: "orderBy" })]);
   });
 
   it("waits at the search gate where the same q in creation order does not", () => {
     // The plan found one word of the tenant that begins with "invoice": one index range and its counters.
     const plan = { counts: new Map<string, number>(), vocabulary: [{ word: "invoice", count: 2 }] };
-    const plain = resolveWords(parseListQuery("t", { ...noFilters, q: "invoice" }), plan);
-    const ranked = resolveWords(parseListQuery("t", { ...noFilters, q: "invoice", orderBy: "relevance" }), plan);
+    const plain = resolveWords(parseListQuery("t", listRequestParts({ limit: 10, q: "invoice" })), plan);
+    const ranked = resolveWords(
+      parseListQuery("t", listRequestParts({ limit: 10, q: "invoice", orderBy: "relevance" })),
+      plan,
+    );
     expect(isBounded(plain)).toBe(true);
     expect(isBounded(ranked)).toBe(false);
   });
 });
-
-const noFilters = {
-  limit: 10,
-  name: [],
-  provider: [],
-  platform: [],
-  version: [],
-  tag: [],
-  skillId: [],
-  executionMode: [],
-  resource: [],
-  externalAgentId: [],
-  status: [],
-};
 
 function catchError(run: () => unknown): RegistryError {
   try {

@@ -216,6 +216,27 @@ forEachDatabase((db) => {
     (await service.upsert(tenant, create(UpsertAgentDefinitionRequestSchema, { agentCardAndTools: def }))).stored;
   const list = (tenant: string, q: string, limit = 100) =>
     service.list(tenant, create(ListAgentDefinitionsRequestSchema, { q, limit }));
+  /** The names of a walk by tokens, two a page, each page's total checked to be `total`. */
+  async function walk(tenant: string, q: string, total: number, orderBy?: string): Promise<string[]> {
+    const walked: string[] = [];
+    let token: string | undefined;
+    do {
+      const part = await service.list(
+        tenant,
+        create(ListAgentDefinitionsRequestSchema, {
+          q,
+          limit: 2,
+          ...(orderBy === undefined ? {} : { orderBy }),
+          ...(token === undefined ? {} : { pageToken: token }),
+        }),
+      );
+      expect(part.total).toBe(total);
+      walked.push(...part.data.map((s) => fromJsonBytes(s).name));
+      token = part.nextPageToken;
+      if (walked.length > total) break;
+    } while (token !== undefined && token !== "");
+    return walked;
+  }
 
   it("answers q exactly as a scan of the documents, for random texts and queries", async () => {
     let run = 0;
@@ -245,41 +266,9 @@ forEachDatabase((db) => {
               total: expected.length,
             });
             // Page by page (two at a time) the walk answers the same, with the same total on every page.
-            const walked: string[] = [];
-            let token: string | undefined;
-            do {
-              const part = await service.list(
-                tenant,
-                create(ListAgentDefinitionsRequestSchema, {
-                  q,
-                  limit: 2,
-                  ...(token === undefined ? {} : { pageToken: token }),
-                }),
-              );
-              expect(part.total).toBe(expected.length);
-              walked.push(...part.data.map((s) => fromJsonBytes(s).name));
-              token = part.nextPageToken;
-              if (walked.length > expected.length) break;
-            } while (token !== undefined && token !== "");
-            expect(walked).toEqual(expected.map((i) => names[i] ?? ""));
+            expect(await walk(tenant, q, expected.length)).toEqual(expected.map((i) => names[i] ?? ""));
             // orderBy=relevance: the same set and total in another order, and a walk by tokens answers it once.
-            const rankedWalk: string[] = [];
-            let rankedToken: string | undefined;
-            do {
-              const part = await service.list(
-                tenant,
-                create(ListAgentDefinitionsRequestSchema, {
-                  q,
-                  limit: 2,
-                  orderBy: "relevance",
-                  ...(rankedToken === undefined ? {} : { pageToken: rankedToken }),
-                }),
-              );
-              expect(part.total).toBe(expected.length);
-              rankedWalk.push(...part.data.map((s) => fromJsonBytes(s).name));
-              rankedToken = part.nextPageToken;
-              if (rankedWalk.length > expected.length) break;
-            } while (rankedToken !== undefined && rankedToken !== "");
+            const rankedWalk = await walk(tenant, q, expected.length, "relevance");
             expect([...rankedWalk].sort()).toEqual(expected.map((i) => names[i] ?? "").sort());
           }
         },

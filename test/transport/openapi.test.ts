@@ -18,6 +18,7 @@ import { REQUEST_LINE_BUDGET } from "../../src/transport/openapi/query-parameter
 import { registryOpenApiDocument } from "../../src/transport/openapi/registry-openapi.js";
 import { buildRouteTable } from "../../src/transport/rest/route-table.js";
 import { exampleDefinition } from "../support/definitions.js";
+import { listRequestParts } from "../support/list-request-parts.js";
 import { committedOpenApi, createOpenApiChecker, longestRequestLine } from "../support/openapi.js";
 
 const run = promisify(execFile);
@@ -214,20 +215,8 @@ describe("the document and the service agree, member by member of the spec's exa
 
 /** Whether the service's list takes a request with these parameters (list-query.ts, the REST and RPC lists' parser). */
 function listTakes(parts: Partial<ListRequestParts>): boolean {
-  const none = {
-    name: [],
-    provider: [],
-    platform: [],
-    version: [],
-    tag: [],
-    skillId: [],
-    executionMode: [],
-    resource: [],
-    externalAgentId: [],
-    status: [],
-  };
   try {
-    parseListQuery("default", { limit: 20, ...none, ...parts });
+    parseListQuery("default", listRequestParts(parts));
     return true;
   } catch {
     return false;
