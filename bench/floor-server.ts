@@ -32,7 +32,7 @@ import { AgentDefinitionSchema } from "../gen/asor/v1/agent_definition_pb.js";
 import { unfilteredQuery } from "../src/domain/list-query.js";
 import { readStatements } from "../src/storage/queries/reads.js";
 import { buildSearch, defaultPageMaxBytes, inSearchOrder, type SearchRow } from "../src/storage/queries/search.js";
-import { indexDefinition } from "../src/storage/queries/search-index.js";
+import { indexDefinition, keepTextsStatement } from "../src/storage/queries/search-index.js";
 import { SEARCH_ALIVE } from "../src/storage/queries/sql-functions.js";
 import { type WriteContext, writeStatements } from "../src/storage/queries/writes.js";
 import type { Changed, WriteBinding } from "../src/storage/run/writes.js";
@@ -200,6 +200,8 @@ function createFloor(db: FloorDatabase, dialect: "mysql" | "sqlite") {
   }
 
   const writes = writeStatements(dialect);
+  /** The floor's full-text texts' revisions: it takes none from a tenant's counter, and a later text must win. */
+  let textRevision = Date.now() * 1_000;
 
   /**
    * The service's upsert transaction, statement for statement (the statements of queries/writes.ts's
@@ -219,7 +221,13 @@ function createFloor(db: FloorDatabase, dialect: "mysql" | "sqlite") {
           rows: async <T>(sql: string, bindings: readonly WriteBinding[]) => (await query(sql, [...bindings])) as T[],
           change: async (sql: string, bindings: readonly WriteBinding[]) =>
             (await query(sql, [...bindings]))[0] as unknown as Changed,
+          commitWith: () => Promise.reject(new Error("The floor's upsert takes no revisions.")),
         },
+      };
+      // MySQL's full-text text: the service writes it after COMMIT, several writes' in one statement
+      // (search-text.ts); the floor, which takes no revision, in the transaction, as the service did before.
+      const keepText = async (text: string | undefined, id: string) => {
+        if (text !== undefined) await query(keepTextsStatement(1), [tenant, id, text, ++textRevision]);
       };
       const [tenantRow] = await query(writes.tenant, [tenant]);
       if (tenantRow === undefined) throw new Error(`no tenant ${tenant}`);
@@ -228,7 +236,7 @@ function createFloor(db: FloorDatabase, dialect: "mysql" | "sqlite") {
       if (existing !== undefined) {
         const doc = JSON.stringify({ ...body, id: existing.id, reference_id: existing.reference_id });
         await query(writes.updateDocument, [doc, binaryStandIn(doc), now, tenant, existing.id]);
-        await indexDefinition(context, tenant, String(existing.id), indexed);
+        await keepText(await indexDefinition(context, tenant, String(existing.id), indexed), String(existing.id));
         return doc;
       }
       let agent: Record<string, unknown> | undefined = (await query(writes.agentByName, [tenant, providerId, name]))[0];
@@ -255,7 +263,7 @@ function createFloor(db: FloorDatabase, dialect: "mysql" | "sqlite") {
       if (agent === undefined && dialect === "mysql") {
         const [inserted] = await insertRow(null, "");
         staged = Number(inserted?.insertId);
-        await indexDefinition(context, tenant, id, indexed, staged);
+        await keepText(await indexDefinition(context, tenant, id, indexed, staged), id);
         // Holds the tenant's sequence from here to COMMIT, and looks for the agent again.
         const [found] = await query(writes.lockSequenceAndFindAgent, [providerId, name, tenant]);
         agent = found?.number === null ? undefined : found;
@@ -272,12 +280,15 @@ function createFloor(db: FloorDatabase, dialect: "mysql" | "sqlite") {
         return doc;
       }
       const [inserted] = await insertRow(agent.number, doc);
-      await indexDefinition(
-        context,
-        tenant,
+      await keepText(
+        await indexDefinition(
+          context,
+          tenant,
+          id,
+          indexed,
+          Number(dialect === "mysql" ? inserted?.insertId : inserted?.seq),
+        ),
         id,
-        indexed,
-        Number(dialect === "mysql" ? inserted?.insertId : inserted?.seq),
       );
       return doc;
     });

@@ -109,6 +109,7 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
       sqliteWorkers: config.search.sqliteWorkers,
     },
     pageMaxBytes: config.pageMaxBytes,
+    logger,
   });
   const operations = createRegistryOperations({
     service: createRegistryService({ repository, host: config.hostSystem }),

@@ -45,6 +45,11 @@ export type DefinitionStatus = (typeof DEFINITION_STATUSES)[number];
 export interface Lifecycle {
   /** 1 on create, +1 on every change of content or status. */
   readonly revision: number;
+  /**
+   * The tenant revision of the write that last changed this version (its content, status or latest flag): the
+   * tenant's writes take revisions in commit order (docs/api.md, "Revisions").
+   */
+  readonly modRevision: number;
   readonly status: DefinitionStatus;
   /** Why the status was set; null when the caller said nothing. */
   readonly statusMessage: string | null;

@@ -60,3 +60,9 @@ export function headOnly(answer: HttpAnswer): HttpAnswer {
 export function methodNotAllowedAnswer(verb: string, allowed: readonly string[]): HttpAnswer {
   return errorAnswer(methodNotAllowed(verb, allowed), { allow: allowed.join(", ") });
 }
+
+/**
+ * The header of list and get answers (REST, and the RPCs' response headers) that carries the tenant revision
+ * the read was made at: a decimal int64, the same value as a list's `revision`.
+ */
+export const REVISION_HEADER = "x-registry-revision";

@@ -32,7 +32,13 @@ export interface Call {
  * agent card with its ETag.
  */
 export type Result =
-  | { readonly kind: "definition"; readonly stored: StoredDefinition; readonly created: boolean }
+  | {
+      readonly kind: "definition";
+      readonly stored: StoredDefinition;
+      readonly created: boolean;
+      /** The tenant revision a read was made at (gets; writes have none): the `X-Registry-Revision` header. */
+      readonly revision?: number;
+    }
   | { readonly kind: "page"; readonly page: DefinitionPage; readonly one?: boolean }
   | { readonly kind: "message"; readonly message: Message }
   | { readonly kind: "card"; readonly card: AgentCard; readonly etag: string };

@@ -124,7 +124,7 @@ export function createRegistryOperations({
     })),
     operation(methods.getAgentDefinition, async (call, req) => ({
       kind: "definition",
-      stored: await service.get(tenantOf(req.tenant, call), req),
+      ...(await service.get(tenantOf(req.tenant, call), req)),
       created: false,
     })),
     operation(methods.listAgentDefinitionVersions, async (call, req) => ({

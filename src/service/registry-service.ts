@@ -35,7 +35,14 @@ import {
   upsertKey,
 } from "../domain/upsert.js";
 import { assertValid, contractIssues, crossFieldIssues, unknownFieldIssues } from "../domain/validation.js";
-import type { AgentDefinitionRepository, ListResult, Page, Work, WriteTransaction } from "../storage/repository.js";
+import type {
+  AgentDefinitionRepository,
+  Found,
+  ListResult,
+  Page,
+  Work,
+  WriteTransaction,
+} from "../storage/repository.js";
 
 export const DEFAULT_PAGE_SIZE = 20;
 
@@ -48,8 +55,16 @@ function requestIssues<Desc extends DescMessage>(schema: Desc, request: MessageS
 export interface DefinitionPage {
   readonly total: number;
   readonly data: readonly StoredDefinition[];
+  /** The tenant revision the page was read at (lists; a status change's page has none). */
+  readonly revision?: number;
   /** Where the next page starts (`pageToken`); absent on the last page. */
   readonly nextPageToken?: string;
+}
+
+/** A definition a get found, and the tenant revision the read was made at. */
+export interface ReadDefinition {
+  readonly stored: StoredDefinition;
+  readonly revision: number;
 }
 
 /** What an upsert stored, and whether it created the instance. */
@@ -82,7 +97,7 @@ const LEAST_AUTHORITY: WriteAuthority = { mayReactivate: false };
 export interface RegistryService {
   /** `work`: the request's signal; the search stops when it aborts (Work). */
   list(tenant: string, request: ListAgentDefinitionsRequest, work?: Work): Promise<DefinitionPage>;
-  get(tenant: string, request: GetAgentDefinitionRequest): Promise<StoredDefinition>;
+  get(tenant: string, request: GetAgentDefinitionRequest): Promise<ReadDefinition>;
   listVersions(tenant: string, request: ListAgentDefinitionVersionsRequest, work?: Work): Promise<DefinitionPage>;
   /**
    * The A2A agent card of the version GET reads for the same id; 410 CARD_DEACTIVATED when that version is
@@ -113,8 +128,10 @@ const pageOf = (request: { limit?: number; offset?: number }): Page => ({
   offset: request.offset ?? 0,
 });
 /** The page, with the token of the next one when there is one. */
-const withNextToken = ({ total, items, next }: ListResult, binding: () => string): DefinitionPage =>
-  next === undefined ? { total, data: items } : { total, data: items, nextPageToken: pageToken(binding(), next) };
+const withNextToken = ({ total, items, next, revision }: ListResult, binding: () => string): DefinitionPage =>
+  next === undefined
+    ? { total, data: items, revision }
+    : { total, data: items, revision, nextPageToken: pageToken(binding(), next) };
 
 /**
  * Validation happens before any transaction is opened: a transaction holds a
@@ -124,13 +141,12 @@ const withNextToken = ({ total, items, next }: ListResult, binding: () => string
  */
 export function createRegistryService({ repository, host }: RegistryServiceOptions): RegistryService {
   /** The version an id names: the 32-hex id of a version, or `Agent_ID=...` for the agent's newest version. */
-  const findByAnyId = (tenant: string, id: string): Promise<StoredDefinition | undefined> => {
-    const form = idForm(id);
-    if (form === "instance") return repository.get(tenant, id);
-    if (form === "reference") return repository.getNewestByReference(tenant, id);
-    // Not an id we could have issued: get finds nothing in one round trip, and says so of an unknown tenant.
-    return repository.get(tenant, id);
-  };
+  const findByAnyId = async (tenant: string, id: string): Promise<StoredDefinition | undefined> =>
+    (await readByAnyId(tenant, id)).stored;
+  /** findByAnyId, with the tenant revision the read was made at. */
+  const readByAnyId = (tenant: string, id: string): Promise<Found> =>
+    // Not an id we could have issued: find finds nothing in one round trip, and says so of an unknown tenant.
+    idForm(id) === "reference" ? repository.findNewestByReference(tenant, id) : repository.find(tenant, id);
 
   /** The version an id names inside a write, as findByAnyId outside one; undefined for a form we never issue. */
   const findInWrite = (tx: WriteTransaction, id: string) => {
@@ -222,9 +238,9 @@ export function createRegistryService({ repository, host }: RegistryServiceOptio
 
     async get(tenant, request) {
       assertValid(requestIssues(GetAgentDefinitionRequestSchema, request));
-      const stored = await findByAnyId(tenant, request.id);
+      const { stored, revision } = await readByAnyId(tenant, request.id);
       if (stored === undefined) throw notFound(`Agent definition "${request.id}"`, "id");
-      return stored;
+      return { stored, revision };
     },
 
     async listVersions(tenant, request, work) {

@@ -56,9 +56,20 @@ export interface Page {
 export interface ListResult {
   /** How many records match, across all pages. */
   readonly total: number;
+  /**
+   * The tenant's revision in the snapshot the page was read from: the page holds every change up to it and
+   * none after it, so watching from it misses nothing.
+   */
+  readonly revision: number;
   readonly items: readonly StoredDefinition[];
   /** Where the next page starts; absent on the last page. */
   readonly next?: Position;
+}
+
+/** What a read by id found (undefined: nothing), and the tenant revision it read at (as ListResult's). */
+export interface Found {
+  readonly stored: StoredDefinition | undefined;
+  readonly revision: number;
 }
 
 /**
@@ -145,6 +156,9 @@ export interface WriteTransaction {
 export interface AgentDefinitionRepository {
   /**
    * Runs `work` in one transaction on `tenant` and commits when it resolves.
+   * Every version `work` changed takes the tenant's next revision, in the order it changed them, and a
+   * change record, in the same transaction: the revisions are taken last, as it commits, so their order is
+   * the order of commits. The `modRevision` of what `work`'s writes answered is set then.
    * When `work` throws, everything it wrote is rolled back and the error is
    * rethrown unchanged. Duplicate-key races and deadlocks roll back and run
    * `work` again from the start (a bounded number of times), so `work` must
@@ -156,11 +170,15 @@ export interface AgentDefinitionRepository {
    * not exist.
    */
   get(tenant: string, id: string): Promise<StoredDefinition | undefined>;
+  /** get, with the tenant revision the read was made at. */
+  find(tenant: string, id: string): Promise<Found>;
   /**
    * The version the agent's `Agent_ID=...` reference id names: its newest that is not DEACTIVATED,
    * else its newest of all; undefined when no agent has it; `TENANT_NOT_FOUND` as get.
    */
   getNewestByReference(tenant: string, referenceId: string): Promise<StoredDefinition | undefined>;
+  /** getNewestByReference, with the tenant revision the read was made at. */
+  findNewestByReference(tenant: string, referenceId: string): Promise<Found>;
   /** A page of the versions of agent `agentNumber`, newest first; `TENANT_NOT_FOUND` as get. */
   listVersions(tenant: string, agentNumber: number, page: Page, work?: Work): Promise<ListResult>;
   /**

@@ -41,6 +41,7 @@ export interface InstanceRow {
   readonly created_at: DatabaseTimestamp;
   readonly updated_at: DatabaseTimestamp;
   readonly revision: DatabaseInteger;
+  readonly mod_revision: DatabaseInteger;
   readonly status: string;
   readonly status_message: string | null;
   readonly status_changed_at: DatabaseTimestamp;
@@ -60,6 +61,11 @@ export type DatabaseBoolean = number | string | boolean | bigint;
 export interface DefinitionReadRow {
   /** How many instances match across all pages; only the page reads select it. */
   readonly total?: DatabaseInteger;
+  /**
+   * The tenant's revision in the statement's snapshot (migration 0015); null for a tenant written only by a
+   * version before it. Selected by the reads that answer it.
+   */
+  readonly tenant_revision?: DatabaseInteger | null;
   /** Insertion order; only the page reads select it, to put the page in order. */
   readonly seq?: DatabaseInteger | null;
   readonly id: string | null;
@@ -73,6 +79,8 @@ export interface DefinitionReadRow {
   readonly updated_at: DatabaseTimestamp | null;
   /** The lifecycle columns (migration 0008), read by the same statement. */
   readonly revision: DatabaseInteger | null;
+  /** Migration 0015: the tenant revision that last changed the version. */
+  readonly mod_revision: DatabaseInteger | null;
   readonly status: string | null;
   readonly status_message: string | null;
   readonly status_changed_at: DatabaseTimestamp | null;
@@ -253,12 +261,13 @@ const statuses: ReadonlySet<string> = new Set<DefinitionStatus>(DEFINITION_STATU
 
 /** The lifecycle columns of a row as the domain's Lifecycle. */
 export function toLifecycle(
-  row: Pick<InstanceRow, "revision" | "status" | "status_message" | "status_changed_at" | "is_latest">,
+  row: Pick<InstanceRow, "revision" | "mod_revision" | "status" | "status_message" | "status_changed_at" | "is_latest">,
 ): Lifecycle {
   if (!statuses.has(row.status))
     throw new Error(`Unknown definition status in the database: ${JSON.stringify(row.status)}`);
   return {
     revision: fromDatabaseInteger(row.revision),
+    modRevision: fromDatabaseInteger(row.mod_revision),
     status: row.status as DefinitionStatus,
     statusMessage: row.status_message,
     statusChangedAt: fromDatabaseTimestamp(row.status_changed_at),
@@ -281,6 +290,7 @@ export function toStoredDefinition(tenant: string, row: DefinitionReadRow): Stor
     row.created_at === null ||
     row.updated_at === null ||
     row.revision === null ||
+    row.mod_revision === null ||
     row.status === null ||
     row.status_changed_at === null ||
     row.is_latest === null
@@ -299,6 +309,7 @@ export function toStoredDefinition(tenant: string, row: DefinitionReadRow): Stor
     updatedAt: fromDatabaseTimestamp(row.updated_at),
     ...toLifecycle({
       revision: row.revision,
+      mod_revision: row.mod_revision,
       status: row.status,
       status_message: row.status_message,
       status_changed_at: row.status_changed_at,

@@ -15,6 +15,7 @@ import {
   unavailable,
   writeConflict,
 } from "../domain/errors.js";
+import type { Logger } from "../logger.js";
 import { migrateToLatest } from "./migrations/index.js";
 import type { ReadContext } from "./queries/reads.js";
 import { readById, readNewestByReference, readStatements } from "./queries/reads.js";
@@ -38,6 +39,7 @@ import type { WriteContext, WriteStatements } from "./queries/writes.js";
 import { findTenantIn, writeStatements } from "./queries/writes.js";
 import type {
   AgentDefinitionRepository,
+  Found,
   ListQuery,
   ListResult,
   Page,
@@ -57,6 +59,7 @@ import { driverRunner } from "./run/reads.js";
 import { type SearchLimits, type SearchRunner, searchDeadline, searchRunner } from "./run/searches.js";
 import type { RunTransaction } from "./run/writes.js";
 import { transactionRunner } from "./run/writes.js";
+import { SearchTextKeeper } from "./search-text.js";
 
 // The defaults and bounds of storage's settings, for config.ts (the layers above see this module and
 // repository.ts only).
@@ -81,6 +84,8 @@ export interface RepositoryOptions extends StorageOptions {
    * its `next` position continues after its last one.
    */
   readonly pageMaxBytes?: number | undefined;
+  /** Where the repair of MySQL's full-text texts says what it did (search-text.ts). */
+  readonly logger?: Pick<Logger, "warn" | "info"> | undefined;
 }
 
 /**
@@ -171,6 +176,7 @@ export async function createSqlRepository(options: RepositoryOptions): Promise<A
     {
       pageMaxBytes: options.pageMaxBytes ?? defaultPageMaxBytes,
       writeBudgetMillis: options.timeoutMillis ?? defaultWriteBudgetMillis,
+      logger: options.logger,
     },
   );
 }
@@ -194,6 +200,8 @@ class SqlRepository implements AgentDefinitionRepository {
   readonly #search: SearchRunner;
   readonly #searchLimits: SearchLimits;
   readonly #dialect: Database["dialect"];
+  /** MySQL: the full-text texts written after COMMIT, and their repair (search-text.ts). */
+  readonly #texts: SearchTextKeeper | undefined;
   /** The ping in flight: concurrent pings share it, so probes never pile up queries on a slow database. */
   #ping: Promise<void> | undefined;
   /** RepositoryOptions.pageMaxBytes. */
@@ -213,7 +221,11 @@ class SqlRepository implements AgentDefinitionRepository {
     { db, dialect, hosts }: Database,
     writer: Database,
     searchLimits: SearchLimits,
-    { pageMaxBytes, writeBudgetMillis }: { pageMaxBytes: number; writeBudgetMillis: number },
+    {
+      pageMaxBytes,
+      writeBudgetMillis,
+      logger,
+    }: { pageMaxBytes: number; writeBudgetMillis: number; logger: RepositoryOptions["logger"] },
   ) {
     this.#pageMaxBytes = pageMaxBytes;
     this.#writeBudgetMillis = writeBudgetMillis;
@@ -236,6 +248,11 @@ class SqlRepository implements AgentDefinitionRepository {
     this.#search = searchRunner(db, dialect, searchLimits);
     this.#searchLimits = searchLimits;
     this.#dialect = dialect;
+    if (dialect === "mysql") {
+      this.#texts = new SearchTextKeeper(writer.db, logger);
+      // A text a process died before writing (between a COMMIT and its text) is found at the next start.
+      void this.#texts.repair();
+    }
   }
 
   async write<T>(tenant: string, work: (tx: WriteTransaction) => Promise<T>): Promise<T> {
@@ -245,8 +262,14 @@ class SqlRepository implements AgentDefinitionRepository {
       let committing = false;
       try {
         return await this.#transaction(async (session) => {
-          const result = await this.#writeOnce({ session, statements: this.#writes }, tenant, work);
-          committing = true;
+          const { result, tx } = await this.#writeOnce({ session, statements: this.#writes }, tenant, work);
+          // The revisions are taken last, right before COMMIT: the tenant's writers queue on them. The outcome
+          // of a write lost from the moment its COMMIT is sent is unknown; before that, it was rolled back.
+          const last = tx.lastStatements();
+          if (last === undefined) committing = true;
+          else tx.settle(await session.commitWith(last, () => (committing = true)));
+          // Committed: MySQL's full-text texts are written soon, several writes' at a time (search-text.ts).
+          this.#texts?.keep(tx.textsToKeep());
           return result;
         });
       } catch (error) {
@@ -279,7 +302,11 @@ class SqlRepository implements AgentDefinitionRepository {
     }
   }
 
-  async #writeOnce<T>(context: WriteContext, tenant: string, work: (tx: WriteTransaction) => Promise<T>): Promise<T> {
+  async #writeOnce<T>(
+    context: WriteContext,
+    tenant: string,
+    work: (tx: WriteTransaction) => Promise<T>,
+  ): Promise<{ result: T; tx: SqlWriteTransaction }> {
     const row = await findTenantIn(context, tenant);
     if (row === undefined) throw tenantNotFound(tenant);
     const tx = new SqlWriteTransaction(context, toTenant(row));
@@ -289,7 +316,7 @@ class SqlRepository implements AgentDefinitionRepository {
       // deadlock) or refused a write, so committing what is left would be half a write.
       tx.throwIfFailed();
       tx.throwIfIncomplete();
-      return result;
+      return { result, tx };
     } catch (error) {
       tx.throwIfFailed();
       throw error;
@@ -299,6 +326,14 @@ class SqlRepository implements AgentDefinitionRepository {
   }
 
   async get(tenant: string, id: string): Promise<StoredDefinition | undefined> {
+    return (await this.find(tenant, id)).stored;
+  }
+
+  async getNewestByReference(tenant: string, referenceId: string): Promise<StoredDefinition | undefined> {
+    return (await this.findNewestByReference(tenant, referenceId)).stored;
+  }
+
+  async find(tenant: string, id: string): Promise<Found> {
     // An id we could not have issued (which also keeps non-ASCII out of a comparison with the
     // ASCII id column) is looked up as "", which no row has: the same one statement still
     // tells an unknown tenant from an unknown id.
@@ -306,7 +341,7 @@ class SqlRepository implements AgentDefinitionRepository {
     return oneOf(tenant, rows);
   }
 
-  async getNewestByReference(tenant: string, referenceId: string): Promise<StoredDefinition | undefined> {
+  async findNewestByReference(tenant: string, referenceId: string): Promise<Found> {
     const rows = await this.#guard(() => readNewestByReference(this.#reads, tenant, referenceId));
     return oneOf(tenant, rows);
   }
@@ -345,6 +380,8 @@ class SqlRepository implements AgentDefinitionRepository {
       );
       query = resolveWords(asked, wordPlanOf(planned as unknown as Array<Record<string, unknown>>));
     }
+    // MySQL's relevance scores the full-text texts, written after COMMIT: this process's writes' are in first.
+    if (query.order.key === "relevance") await this.#texts?.flushed();
     const { sql, bindings } = buildSearch(this.#dialect, tenant, { ...query, limit, offset }, this.#pageMaxBytes);
     const call = { bounded: isBounded(query), tenant, signal: work.signal, deadline };
     const rows = await this.#guard(() => this.#search(sql, bindings, call));
@@ -445,6 +482,7 @@ class SqlRepository implements AgentDefinitionRepository {
   }
 
   async close(): Promise<void> {
+    await this.#texts?.close();
     // The search workers first: their read-only connections end before the last one closes the file.
     await this.#search.close();
     await this.#db.destroy();
@@ -460,11 +498,19 @@ interface TarnPoolCounts {
   readonly max: number;
 }
 
-/** The one instance a hot read found, or undefined; `TENANT_NOT_FOUND` when it found no tenant row. */
-function oneOf(tenant: string, rows: readonly DefinitionReadRow[]): StoredDefinition | undefined {
+/**
+ * The one instance a hot read found, or undefined, with the tenant revision it read at; `TENANT_NOT_FOUND` when
+ * it found no tenant row.
+ */
+function oneOf(tenant: string, rows: readonly DefinitionReadRow[]): Found {
   const [row] = rows;
   if (row === undefined) throw tenantNotFound(tenant);
-  return toStoredDefinition(tenant, row);
+  return { stored: toStoredDefinition(tenant, row), revision: tenantRevisionOf(row) };
+}
+
+/** The tenant revision a read's row carries: 0 for a tenant no write has counted yet (no row in 0015's table). */
+function tenantRevisionOf(row: DefinitionReadRow): number {
+  return row.tenant_revision == null ? 0 : fromDatabaseInteger(row.tenant_revision);
 }
 
 /**
@@ -510,7 +556,7 @@ function pageOf(tenant: string, rows: readonly DefinitionReadRow[]): ListResult 
     if (stored !== undefined) items.push(stored);
   }
   // mysql2 answers COUNT(*) as a number or, for BIGINT with supportBigNumbers, possibly a string.
-  return { total: fromDatabaseInteger(first.total ?? 0), items };
+  return { total: fromDatabaseInteger(first.total ?? 0), items, revision: tenantRevisionOf(first) };
 }
 
 function normalise(page: Page): { limit: number; offset: number } {

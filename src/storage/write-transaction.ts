@@ -10,7 +10,7 @@ import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
 import type { Lifecycle } from "../domain/records.js";
 import { INSTANCE_ID } from "../domain/upsert.js";
 import { indexDefinition, indexedFormOf } from "./queries/search-index.js";
-import type { WriteContext } from "./queries/writes.js";
+import type { ChangeKind, RevisionChange, WriteContext } from "./queries/writes.js";
 import {
   clearLatest,
   findAgentByNameForUpdate,
@@ -23,12 +23,14 @@ import {
   insertAgent,
   insertDefinition,
   insertExternalId,
+  latestOfAgent,
   lockAgent,
   lockSequenceAndFindAgent,
   newestLiveOfAgent,
   numberDefinition,
   readStoredInWrite,
   refreshLatest,
+  revisionStatements,
   takeAgentNumber,
   updateDocument,
   updateStatus,
@@ -53,6 +55,25 @@ import {
   toStoredDefinition,
 } from "./rows.js";
 import { classifyDriverError } from "./run/driver-errors.js";
+import type { CommitWith } from "./run/writes.js";
+import type { KeptText } from "./search-text.js";
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+/** A version this transaction changed: what its change record says, and the answers that show its revision. */
+interface PendingChange {
+  readonly id: string;
+  readonly agentNumber: number;
+  kind: ChangeKind;
+  readonly at: string;
+  /** Its new content, not written yet: the UPDATE goes with COMMIT (update()). */
+  content?: RevisionChange["content"];
+  /** What the transaction answered about the version; their modRevision is set when it commits. */
+  readonly answers: Mutable<StoredDefinition>[];
+}
+
+/** Which kind a version changed twice in one write shows: being added, then a status change, then the rest. */
+const KIND_RANK: Readonly<Record<ChangeKind, number>> = { ADDED: 3, STATUS_CHANGED: 2, MODIFIED: 1 };
 
 /** The WriteTransaction handed to `write`'s work: the queries, bound to one transaction and tenant. */
 export class SqlWriteTransaction implements WriteTransaction {
@@ -70,6 +91,12 @@ export class SqlWriteTransaction implements WriteTransaction {
   readonly #createdAgents = new Set<number>();
   /** The instance prepareInsert announced, and its row once staged (MySQL), until insert() stores it. */
   #pending: Pending | undefined;
+  /** The versions changed so far, in order: each takes a revision, in this order, as the transaction commits. */
+  readonly #changes = new Map<string, PendingChange>();
+  /** MySQL: the full-text text of each version whose content this transaction wrote, kept after COMMIT. */
+  readonly #texts = new Map<string, string>();
+  /** After COMMIT (settle): the revision each changed version took. */
+  readonly #revisions = new Map<string, number>();
 
   constructor(context: WriteContext, tenant: Tenant) {
     this.#context = context;
@@ -225,7 +252,7 @@ export class SqlWriteTransaction implements WriteTransaction {
       status_changed_at: timestamp,
       is_latest: true,
     });
-    await indexDefinition(context, this.tenant.name, definition.id, definition, seq);
+    this.#keepText(definition.id, await indexDefinition(context, this.tenant.name, definition.id, definition, seq));
     this.#pending = { ...pending, seq, indexed: indexedFormOf(definition) };
   }
 
@@ -249,12 +276,17 @@ export class SqlWriteTransaction implements WriteTransaction {
         // The index was made from the staged definition; the agent's reference id is not indexed, so
         // this does not happen unless that changes.
         if (indexedFormOf(definition) !== pending.indexed)
-          await indexDefinition(context, tenant, definition.id, definition);
+          this.#keepText(definition.id, await indexDefinition(context, tenant, definition.id, definition));
         // Staged for a new agent that another writer created in the meantime (found under the sequence's
         // lock): its versions may have seqs above ours, and the latest flag goes to the newest.
         if (!created) {
           await this.#lockAgent(context, agent.number);
-          latest = (await refreshLatest(context, tenant, agent.number)) === definition.id;
+          const latestBefore = await latestOfAgent(context, tenant, agent.number);
+          const latestNow = await refreshLatest(context, tenant, agent.number);
+          latest = latestNow === definition.id;
+          // A version of the other writer's that lost the flag to ours changed too (its meta.latest).
+          for (const id of latestBefore)
+            if (id !== definition.id && id !== latestNow) this.#changed(id, agent.number, "MODIFIED");
         }
         return;
       }
@@ -263,6 +295,10 @@ export class SqlWriteTransaction implements WriteTransaction {
       // A new agent has no others: its first version costs no statement more than before.
       if (!created) {
         await this.#lockAgent(context, agent.number);
+        // Under the agent's lock the flag stays where it is until clearLatest moves it: the version that
+        // loses it changes too (its meta.latest), and takes a revision of its own.
+        for (const id of await latestOfAgent(context, tenant, agent.number))
+          this.#changed(id, agent.number, "MODIFIED");
         await clearLatest(context, tenant, agent.number);
       }
       const seq = await insertDefinition(context, {
@@ -279,9 +315,9 @@ export class SqlWriteTransaction implements WriteTransaction {
         status_changed_at: timestamp,
         is_latest: true,
       });
-      await indexDefinition(context, tenant, definition.id, definition, seq);
+      this.#keepText(definition.id, await indexDefinition(context, tenant, definition.id, definition, seq));
     });
-    return {
+    const stored: Mutable<StoredDefinition> = {
       id: definition.id,
       tenant,
       agent,
@@ -290,11 +326,14 @@ export class SqlWriteTransaction implements WriteTransaction {
       createdAt: now,
       updatedAt: now,
       revision: 1,
+      modRevision: 0,
       status: "ACTIVE",
       statusMessage: null,
       statusChangedAt: now,
       latest,
     };
+    this.#changed(definition.id, agent.number, "ADDED", timestamp).answers.push(stored);
+    return stored;
   }
 
   async update(existing: KeyedInstanceRef, definition: AgentDefinition): Promise<StoredDefinition> {
@@ -309,7 +348,7 @@ export class SqlWriteTransaction implements WriteTransaction {
     }
     const { document, json, binary } = encodeDefinition(definition);
     /** The stored version as this update leaves it: the new encodings, its lifecycle otherwise as it was. */
-    const answer = (updatedAt: Date, revision: number): StoredDefinition => ({
+    const answer = (updatedAt: Date, revision: number): Mutable<StoredDefinition> => ({
       ...lifecycleOf(existing),
       id: existing.id,
       tenant: existing.tenant,
@@ -326,16 +365,19 @@ export class SqlWriteTransaction implements WriteTransaction {
       return answer(existing.updatedAt, existing.revision);
     }
     const now = new Date();
-    await this.#run(async (context) => {
-      await updateDocument(context, existing.tenant, existing.id, {
-        document,
-        document_binary: binary,
-        updated_at: toDatabaseTimestamp(now),
-      });
-      await indexDefinition(context, existing.tenant, existing.id, definition);
-    });
+    const at = toDatabaseTimestamp(now);
+    this.#keepText(
+      existing.id,
+      await this.#run((context) => indexDefinition(context, existing.tenant, existing.id, definition)),
+    );
+    // The row's UPDATE waits for the end of the transaction, where the revision is taken (on MySQL it goes into
+    // the CALL that takes it), or goes before the next statement of this transaction, if one comes: #run.
+    const change = this.#changed(existing.id, existing.agent.number, "MODIFIED", at);
+    change.content = { document, document_binary: binary, updated_at: at };
     // Status, its message and time, and the latest flag stay: only content changed.
-    return answer(now, existing.revision + 1);
+    const stored = answer(now, existing.revision + 1);
+    change.answers.push(stored);
+    return stored;
   }
 
   async setStatus(
@@ -353,16 +395,26 @@ export class SqlWriteTransaction implements WriteTransaction {
     return this.#run(async (context) => {
       // Agent, then versions: the order findVersionsForUpdate and insert lock in.
       await this.#lockAgent(context, first.agent.number);
-      for (const version of versions)
+      const agentNumber = first.agent.number;
+      const latestBefore = await latestOfAgent(context, tenant, agentNumber);
+      for (const version of versions) {
         await updateStatus(context, tenant, version.id, { status, status_message: statusMessage, at });
-      await refreshLatest(context, tenant, first.agent.number);
+        this.#changed(version.id, agentNumber, "STATUS_CHANGED", at);
+      }
+      const latestNow = await refreshLatest(context, tenant, agentNumber);
+      // The versions whose latest flag moved changed too (their meta.latest).
+      for (const id of latestBefore) if (id !== latestNow) this.#changed(id, agentNumber, "MODIFIED", at);
+      if (latestNow !== undefined && !latestBefore.includes(latestNow))
+        this.#changed(latestNow, agentNumber, "MODIFIED", at);
       const stored: StoredDefinition[] = [];
       for (const version of versions) {
         const row = await readStoredInWrite(context, tenant, version.id);
         const definition = row === undefined ? undefined : toStoredDefinition(tenant, row);
         if (definition === undefined)
           throw new Error(`Agent definition ${version.id} vanished inside its own status change.`);
-        stored.push(definition);
+        const answer: Mutable<StoredDefinition> = { ...definition };
+        this.#changes.get(version.id)?.answers.push(answer);
+        stored.push(answer);
       }
       return stored;
     });
@@ -373,6 +425,61 @@ export class SqlWriteTransaction implements WriteTransaction {
     if (this.#lockedAgents.has(agentNumber)) return;
     await lockAgent(context, this.tenant.name, agentNumber);
     this.#lockedAgents.add(agentNumber);
+  }
+
+  /**
+   * Records that this transaction changed version `id` (once per version: a second change keeps the kind that
+   * says most), and answers its record.
+   */
+  #changed(id: string, agentNumber: number, kind: ChangeKind, at = toDatabaseTimestamp(new Date())): PendingChange {
+    const known = this.#changes.get(id);
+    if (known !== undefined) {
+      if (KIND_RANK[kind] > KIND_RANK[known.kind]) known.kind = kind;
+      return known;
+    }
+    const change: PendingChange = { id, agentNumber, kind, at, answers: [] };
+    this.#changes.set(id, change);
+    return change;
+  }
+
+  /**
+   * The statements to send with COMMIT: the tenant's revisions for the versions changed, their mod_revision,
+   * their change records; undefined when nothing changed (no revision is taken).
+   */
+  lastStatements(): CommitWith | undefined {
+    if (this.#changes.size === 0) return undefined;
+    const changes = [...this.#changes.values()].map(
+      ({ id, agentNumber, kind, at, content }): RevisionChange =>
+        content === undefined ? { id, agentNumber, kind, at } : { id, agentNumber, kind, at, content },
+    );
+    return revisionStatements(this.#context.statements, this.tenant.name, changes);
+  }
+
+  /** After COMMIT: `last` was the last revision taken; each change's answers show the one it took. */
+  settle(last: number): void {
+    const changes = [...this.#changes.values()];
+    changes.forEach((change, i) => {
+      const revision = last - (changes.length - 1 - i);
+      this.#revisions.set(change.id, revision);
+      for (const answer of change.answers) answer.modRevision = revision;
+    });
+  }
+
+  /**
+   * After COMMIT (settle), on MySQL: the full-text texts to write (search-text.ts), each with the revision its
+   * version took; none on SQLite, whose texts are written in the transaction.
+   */
+  textsToKeep(): KeptText[] {
+    const texts: KeptText[] = [];
+    for (const [id, text] of this.#texts) {
+      const revision = this.#revisions.get(id);
+      if (revision !== undefined) texts.push({ tenant: this.tenant.name, id, text, revision });
+    }
+    return texts;
+  }
+
+  #keepText(id: string, text: string | undefined): void {
+    if (text !== undefined) this.#texts.set(id, text);
   }
 
   /** Rethrows the failure that doomed this attempt, if any. */
@@ -398,6 +505,12 @@ export class SqlWriteTransaction implements WriteTransaction {
     if (this.#ended) throw new Error("A WriteTransaction was used after its write() ended.");
     this.throwIfFailed();
     try {
+      // A content UPDATE left for COMMIT is written first if the transaction goes on: what follows reads it.
+      for (const change of this.#changes.values()) {
+        if (change.content === undefined) continue;
+        await updateDocument(this.#context, this.tenant.name, change.id, change.content);
+        change.content = undefined;
+      }
       return await query(this.#context);
     } catch (error) {
       if (classifyDriverError(error) !== "other") this.#failure ??= { error };
@@ -427,6 +540,7 @@ function assertNewInstanceId(id: string): void {
 function lifecycleOf(instance: InstanceRef): Lifecycle {
   return {
     revision: instance.revision,
+    modRevision: instance.modRevision,
     status: instance.status,
     statusMessage: instance.statusMessage,
     statusChangedAt: instance.statusChangedAt,

@@ -35,6 +35,7 @@ export function metaMessage(stored: StoredDefinition): RegistryMeta {
     updatedAt: instant(stored.updatedAt),
     statusChangedAt: instant(stored.statusChangedAt),
     revision: stored.revision,
+    modRevision: BigInt(stored.modRevision),
     status: DefinitionStatus[stored.status],
     ...(stored.statusMessage === null ? {} : { statusMessage: stored.statusMessage }),
     latest: stored.latest,
@@ -49,11 +50,13 @@ export function metaMessage(stored: StoredDefinition): RegistryMeta {
  */
 export function metaJson(stored: StoredDefinition): string {
   const message = stored.statusMessage === null ? "" : `,"statusMessage":${JSON.stringify(stored.statusMessage)}`;
+  // An int64: a string in protobuf JSON, left out when 0 as protobuf-es leaves it.
+  const modRevision = stored.modRevision === 0 ? "" : `,"modRevision":"${stored.modRevision}"`;
   return (
     `{"createdAt":"${instant(stored.createdAt)}","updatedAt":"${instant(stored.updatedAt)}",` +
     `"statusChangedAt":"${instant(stored.statusChangedAt)}",` +
     `"revision":${stored.revision},"status":"${stored.status}"${message},"latest":${stored.latest},` +
-    `"etag":${JSON.stringify(etagOf(stored))}}`
+    `"etag":${JSON.stringify(etagOf(stored))}${modRevision}}`
   );
 }
 
@@ -80,14 +83,17 @@ const COMMA = encoder.encode(",");
 const DATA_END = encoder.encode("]}");
 
 /**
- * A page as JSON, from the stored bytes: `{"total":<n>,"data":[<each>,...]}`,
+ * A page as JSON, from the stored bytes: `{"total":<n>,"data":[<each>,...],"revision":"<r>"}`,
  * and `"nextPageToken"` when there is a next page. The same text REST and the
- * RPCs' JSON codecs answer (their members in the order of the response message).
+ * RPCs' JSON codecs answer (their members in the order of their field numbers, as protobuf-es writes them).
+ * `revision` (an int64, so a string) is there when the page was read (lists), even when 0, so a client
+ * always has a revision to watch from; a status change's page has none.
  */
 export function pageJson(
   total: number,
   data: readonly StoredDefinition[],
   nextPageToken?: string,
+  revision?: number,
 ): Uint8Array<ArrayBuffer> {
   const chunks: Uint8Array[] = [encoder.encode(`{"total":${total},"data":[`)];
   data.forEach((stored, i) => {
@@ -95,7 +101,12 @@ export function pageJson(
     chunks.push(...jsonChunksWithMeta(stored));
   });
   // A token is base64url: nothing in it needs escaping in JSON.
-  chunks.push(nextPageToken === undefined ? DATA_END : encoder.encode(`],"nextPageToken":"${nextPageToken}"}`));
+  const read = revision === undefined ? "" : `,"revision":"${revision}"`;
+  chunks.push(
+    nextPageToken === undefined && read === ""
+      ? DATA_END
+      : encoder.encode(`]${nextPageToken === undefined ? "" : `,"nextPageToken":"${nextPageToken}"`}${read}}`),
+  );
   return concatBytes(chunks);
 }
 
@@ -142,8 +153,9 @@ export function metaBinary(stored: StoredDefinition): Uint8Array {
 function metaInto(stored: StoredDefinition, headroom: number, more = 0): Uint8Array {
   const message = stored.statusMessage;
   const etag = etagOf(stored);
-  // Tags and lengths take at most 1 + 5 bytes each; the instants are 24 ASCII bytes; UTF-8 at most 3 a unit.
-  const most = 8 * 6 + 3 * 24 + 10 + 5 + 2 + 3 * (etag.length + (message?.length ?? 0));
+  // Tags and lengths take at most 1 + 5 bytes each; the instants are 24 ASCII bytes; UTF-8 at most 3 a unit;
+  // an int64 varint at most 10.
+  const most = 9 * 6 + 3 * 24 + 10 + 10 + 5 + 2 + 3 * (etag.length + (message?.length ?? 0));
   const out = new Uint8Array(headroom + most + more);
   let at = headroom;
   const varint = (value: number): void => {
@@ -187,6 +199,16 @@ function metaInto(stored: StoredDefinition, headroom: number, more = 0): Uint8Ar
   varint((META.latest.number << 3) | WireType.Varint);
   out[at++] = stored.latest ? 1 : 0;
   text(META.etag.number, etag);
+  if (stored.modRevision !== 0) {
+    varint((META.modRevision.number << 3) | WireType.Varint);
+    // Up to 2^53: past 32 bits, by division (the shifts above are 32-bit).
+    let rest = stored.modRevision;
+    while (rest > 0x7f) {
+      out[at++] = (rest % 0x80) | 0x80;
+      rest = Math.floor(rest / 0x80);
+    }
+    out[at++] = rest;
+  }
   return out.subarray(0, at);
 }
 

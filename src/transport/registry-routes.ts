@@ -15,6 +15,7 @@ import {
 import { type ConnectRouter, createContextKey, type HandlerContext, type Interceptor } from "@connectrpc/connect";
 import { AGENT_CARD_CACHE_CONTROL } from "../domain/agent-card.js";
 import { etagOf } from "../domain/lifecycle.js";
+import { REVISION_HEADER } from "../http/http-answer.js";
 import type { Logger } from "../logger.js";
 import { type Admission, type Call, type Operations, type Result, runOperation } from "../operations/operation.js";
 import { REGISTRY_SERVICES } from "../operations/registry-operations.js";
@@ -74,12 +75,13 @@ function responseOf(
         ? definitionWithMeta(result.stored)
         : storedJson.standIn(method.output, jsonWithMeta(result.stored), ctx.signal);
     case "page": {
-      const { total, data, nextPageToken } = result.page;
-      if (!binary) return storedJson.standIn(method.output, pageJson(total, data, nextPageToken), ctx.signal);
+      const { total, data, nextPageToken, revision } = result.page;
+      if (!binary) return storedJson.standIn(method.output, pageJson(total, data, nextPageToken, revision), ctx.signal);
       return create(method.output as DescMessage, {
         total,
         data: data.map((d) => definitionWithMeta(d)),
         ...(nextPageToken === undefined ? {} : { nextPageToken }),
+        ...(revision === undefined ? {} : { revision: BigInt(revision) }),
       });
     }
     case "message":
@@ -130,6 +132,10 @@ export function createRegistryImplementations({ operations, logger }: RegistryRo
         const result = await runOperation(operation, callOf(ctx), req as never);
         // A single definition's ETag, as REST sends it (the same value as its meta.etag).
         if (result.kind === "definition") ctx.responseHeader.set("etag", etagOf(result.stored));
+        // The tenant revision a read was made at, as REST sends it (gRPC: response metadata).
+        const revision =
+          result.kind === "definition" ? result.revision : result.kind === "page" ? result.page.revision : undefined;
+        if (revision !== undefined) ctx.responseHeader.set(REVISION_HEADER, String(revision));
         // An agent card's caching headers, as REST sends them: a Connect GET is cached by HTTP caches like
         // a REST one.
         if (result.kind === "card") {

@@ -12,6 +12,7 @@ import { minimalDefinition, withoutReadOnly } from "../support/definitions.js";
 import { type MariadbInstance, mariadbBinaries, startMariadbInstance } from "../support/mariadb-instance.js";
 import { forEachRuntimeAndDatabase, useServerUnder } from "../support/runtimes.js";
 import { RUNTIMES } from "../support/server-process.js";
+import { createTcpProxy } from "../support/tcp-proxy.js";
 import { startWriteBurst, type WriteOutcome } from "../support/write-burst.js";
 
 const PATH = "/api/asor/v1/default/agentDefinition";
@@ -152,7 +153,13 @@ describe.skipIf(!haveMariadb).each(RUNTIMES)(
     it("a write hung at COMMIT is OUTCOME_UNKNOWN (the database may still commit it); hung before COMMIT it is " +
       "UNAVAILABLE and rolled back", async () => {
       await mariadb.query("CREATE DATABASE doubt CHARACTER SET utf8mb4");
-      const repo = await createSqlRepository({ databaseUrl: mariadb.url("doubt"), dataDir, timeoutMillis: 1000 });
+      // Through a proxy that can let a COMMIT through and hold the server's answer to it.
+      const proxy = await createTcpProxy({ host: "127.0.0.1", port: Number(new URL(mariadb.url("doubt")).port) });
+      const repo = await createSqlRepository({
+        databaseUrl: proxy.via(mariadb.url("doubt")),
+        dataDir,
+        timeoutMillis: 1000,
+      });
       const agents = async (name: string) =>
         (await mariadb.query<unknown[]>(`SELECT 1 FROM doubt.agents WHERE name = '${name}'`)).length;
       try {
@@ -172,11 +179,13 @@ describe.skipIf(!haveMariadb).each(RUNTIMES)(
             const agent = await tx.createAgent("Provider=Acme", "Hung At Commit");
             const def = definition({ name: "Hung At Commit", id: newId() });
             const record = await tx.insert(keyOf(def), agent, def);
-            await mariadb.pause();
+            // The statement that commits (the CALL that takes the revisions and commits, migration 0015)
+            // reaches the server, which commits; its answer never comes back.
+            proxy.holdRepliesAfter("\u0003CALL asor_commit_revisions(");
             return record;
           })
           .catch((error: unknown) => error);
-        mariadb.resume();
+        await proxy.restore();
         expect(atCommit).toMatchObject({ code: "OUTCOME_UNKNOWN" });
 
         // The server ran the COMMIT it had received before it hung: saved, though the caller got no OK.
@@ -186,6 +195,7 @@ describe.skipIf(!haveMariadb).each(RUNTIMES)(
       } finally {
         mariadb.resume();
         await repo.close();
+        await proxy.close();
       }
     }, 60_000);
 

@@ -89,6 +89,8 @@ forEachDatabase((db) => {
         status: "ACTIVE",
         latest: true,
         etag: `"${created.body.id}-1"`,
+        // The tenant revision its create took (an int64: a string).
+        modRevision: expect.stringMatching(/^[1-9][0-9]*$/),
       });
       expect(created.headers.get("etag")).toBe(meta.etag);
       // And it is the last member, after the stored document's own.
@@ -99,8 +101,13 @@ forEachDatabase((db) => {
       const first = (await post(fresh({ version: "1" }))).body;
       const second = (await post({ ...first, id: first.reference_id, version: "2" })).body;
       const read = await get(first.id);
-      // The first version is no longer its agent's latest; nothing else about it changed.
-      expect(read.body.meta).toEqual({ ...first.meta, latest: false });
+      // The first version is no longer its agent's latest; nothing else about it changed but the tenant
+      // revision that last changed it (the flag's move took one of its own, before the second version's).
+      expect(read.body.meta).toEqual({
+        ...first.meta,
+        latest: false,
+        modRevision: String(Number(second.meta.modRevision) - 1),
+      });
       expect(read.headers.get("etag")).toBe(first.meta.etag);
       const byReference = await get(first.reference_id);
       expect(byReference.body.id).toBe(second.id);

@@ -128,6 +128,8 @@ export function withWriteHook(
     write: (tenant, work) => repository.write(tenant, (tx) => work(hook(tx))),
     get: (tenant, id) => repository.get(tenant, id),
     getNewestByReference: (tenant, referenceId) => repository.getNewestByReference(tenant, referenceId),
+    find: (tenant, id) => repository.find(tenant, id),
+    findNewestByReference: (tenant, referenceId) => repository.findNewestByReference(tenant, referenceId),
     listVersions: (tenant, agentNumber, page) => repository.listVersions(tenant, agentNumber, page),
     search: (tenant, query) => repository.search(tenant, query),
     getTenant: (tenant) => repository.getTenant(tenant),

@@ -519,6 +519,7 @@ forEachDatabase((db) => {
       const completed = async (): Promise<string[]> =>
         ((await raw.db.migrate.list(config)) as [{ name: string }[], unknown])[0].map((migration) => migration.name);
       while ((await completed()).some((name) => name.startsWith("0009"))) await raw.db.migrate.down(config);
+      expect(await raw.db.schema.hasTable("definition_changes")).toBe(false);
       expect(await raw.db.schema.hasColumn("agent_definitions", "document_bytes")).toBe(false);
       expect(await raw.db.schema.hasTable("definition_term_counts")).toBe(false);
       expect(await raw.db.schema.hasTable("definition_terms")).toBe(false);

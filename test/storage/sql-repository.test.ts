@@ -67,6 +67,8 @@ forEachDatabase((db) => {
         "0012-add-agent-lock-count",
         "0013-add-word-terms",
         "0014-allow-unnumbered-definitions",
+        "0015-add-revisions",
+        "0016-add-text-revision",
       ]);
     } finally {
       await again.close();
@@ -219,6 +221,8 @@ forEachDatabase((db) => {
           createdAt: record.createdAt,
           updatedAt: record.updatedAt,
           revision: 1,
+          // Taken as the transaction commits, not before.
+          modRevision: 0,
           status: "ACTIVE",
           statusMessage: null,
           statusChangedAt: record.createdAt,
@@ -518,13 +522,24 @@ forEachDatabase((db) => {
       expect([...first.items, ...second.items].map((r) => r.id)).toEqual([ids["2.0"], ids["1.1"], ids["1.0"]]);
       expect(fromJsonBytes(second.items[0]!).description).toBe("v1.0 updated");
       expect(first.items.every((r) => r.agent.referenceId === "Agent_ID=V-1")).toBe(true);
-      expect(await repo.listVersions(versioned, 1, { limit: 0, offset: 0 })).toEqual({ total: 3, items: [] });
-      expect(await repo.listVersions(versioned, 1, { limit: 5, offset: 9 })).toEqual({ total: 3, items: [] });
+      expect(await repo.listVersions(versioned, 1, { limit: 0, offset: 0 })).toEqual({
+        total: 3,
+        items: [],
+        revision: expect.any(Number),
+      });
+      expect(await repo.listVersions(versioned, 1, { limit: 5, offset: 9 })).toEqual({
+        total: 3,
+        items: [],
+        revision: expect.any(Number),
+      });
       expect((await repo.listVersions(versioned, 2, { limit: 5, offset: 0 })).items.map((r) => r.id)).toEqual([
         ids.single,
       ]);
-      expect(await repo.listVersions(versioned, 3, { limit: 5, offset: 0 })).toEqual({ total: 0, items: [] });
-      expect(await repo.listVersions("default", 1_000_000, { limit: 5, offset: 0 })).toEqual({ total: 0, items: [] });
+      expect(await repo.listVersions(versioned, 3, { limit: 5, offset: 0 })).toMatchObject({ total: 0, items: [] });
+      expect(await repo.listVersions("default", 1_000_000, { limit: 5, offset: 0 })).toMatchObject({
+        total: 0,
+        items: [],
+      });
     });
   });
 
@@ -556,21 +571,25 @@ forEachDatabase((db) => {
     });
 
     it("answers an empty page past the end, and for limit 0, with the total", async () => {
-      expect(await repo.search(listed, unfilteredQuery(10, 50))).toEqual({ total: 7, items: [] });
-      expect(await repo.search(listed, unfilteredQuery(0, 0))).toEqual({ total: 7, items: [] });
+      expect(await repo.search(listed, unfilteredQuery(10, 50))).toEqual({ total: 7, items: [], revision: 8 });
+      expect(await repo.search(listed, unfilteredQuery(0, 0))).toEqual({ total: 7, items: [], revision: 8 });
     });
 
     it("takes any page bounds: negative as 0, fractions cut, no bound as all", async () => {
       expect((await repo.search(listed, unfilteredQuery(Number.POSITIVE_INFINITY, -3))).items).toHaveLength(7);
       const cut = await repo.search(listed, unfilteredQuery(2.9, 1.5));
       expect(cut.items.map((r) => fromJsonBytes(r).name)).toEqual(["Listed 1", "Listed 2"]);
-      expect(await repo.search(listed, unfilteredQuery(Number.NaN, 0))).toEqual({ total: 7, items: [] });
-      expect(await repo.search(listed, unfilteredQuery(10, Number.MAX_VALUE))).toEqual({ total: 7, items: [] });
+      expect(await repo.search(listed, unfilteredQuery(Number.NaN, 0))).toEqual({ total: 7, items: [], revision: 8 });
+      expect(await repo.search(listed, unfilteredQuery(10, Number.MAX_VALUE))).toEqual({
+        total: 7,
+        items: [],
+        revision: 8,
+      });
     });
 
     it("lists only the tenant's own definitions", async () => {
       await repo.createTenant("empty", "E-");
-      expect(await repo.search("empty", unfilteredQuery(10, 0))).toEqual({ total: 0, items: [] });
+      expect(await repo.search("empty", unfilteredQuery(10, 0))).toEqual({ total: 0, items: [], revision: 0 });
       const page = await repo.search(listed, unfilteredQuery(100, 0));
       expect(page.items.every((r) => r.tenant === listed)).toBe(true);
     });

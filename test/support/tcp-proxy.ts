@@ -14,6 +14,12 @@ export interface TcpProxy {
   cut(): Promise<void>;
   /** Stops forwarding in both directions and leaves new connections unanswered: the server hangs. */
   stall(): void;
+  /**
+   * From now on, a connection whose client sends `marker` (e.g. a MySQL COM_QUERY of `COMMIT`) has that sent on
+   * to the server, and nothing more of the server's answers passed back: the server did it, the client never
+   * hears so. Until `restore()`.
+   */
+  holdRepliesAfter(marker: string): void;
   /** Forwards new connections again, listening again on the same port if cut. */
   restore(): Promise<void>;
   /** Cuts, for good. */
@@ -25,6 +31,7 @@ export async function createTcpProxy(target: { host: string; port: number }): Pr
   const sockets = new Set<Socket>();
   const pairs = new Set<[Socket, Socket]>();
   let stalled = false;
+  let holdAfter: Buffer | undefined;
   const track = (socket: Socket): void => {
     sockets.add(socket);
     socket.once("close", () => sockets.delete(socket));
@@ -40,6 +47,11 @@ export async function createTcpProxy(target: { host: string; port: number }): Pr
       pairs.add(pair);
       client.once("close", () => pairs.delete(pair));
       client.pipe(upstream).pipe(client);
+      client.on("data", (chunk: Buffer) => {
+        if (holdAfter === undefined || !chunk.includes(holdAfter)) return;
+        upstream.unpipe(client);
+        upstream.pause();
+      });
       client.on("error", () => upstream.destroy());
       upstream.on("error", () => client.destroy());
     });
@@ -71,8 +83,12 @@ export async function createTcpProxy(target: { host: string; port: number }): Pr
         upstream.pause();
       }
     },
+    holdRepliesAfter(marker) {
+      holdAfter = Buffer.from(marker);
+    },
     async restore() {
       stalled = false;
+      holdAfter = undefined;
       if (server.listening) return;
       server = newServer();
       await listen(server, port);

@@ -37,6 +37,8 @@ function stored(overrides: Partial<StoredDefinition> = {}): StoredDefinition {
     updatedAt: new Date("2024-02-03T04:05:06.007Z"),
     statusChangedAt: new Date("2024-01-02T03:04:05.678Z"),
     revision: 3,
+    // Past 32 bits: meta's int64 is written as one varint, and as a string in JSON.
+    modRevision: 2 ** 40 + 5,
     status: "DEPRECATED",
     statusMessage: 'Use "v2"\n\u{1F680}',
     latest: false,
@@ -84,6 +86,7 @@ describe("meta in answers", () => {
       statusMessage: 'Use "v2"\n\u{1F680}',
       latest: false,
       etag: `"${s.id}-3"`,
+      modRevision: "1099511627781",
     });
   });
 
@@ -101,21 +104,31 @@ describe("meta in answers", () => {
       status: "DEPRECATED",
       latest: false,
       etag: `"${s.id}-3"`,
+      modRevision: "1099511627781",
     });
   });
 
   it("writes a page's JSON from the stored bytes as the protobuf JSON of its response message", () => {
     const items = [stored({ statusMessage: null }), stored({})];
-    const json = JSON.parse(new TextDecoder().decode(pageJson(7, items, "tok_en-1")));
+    const json = JSON.parse(new TextDecoder().decode(pageJson(7, items, "tok_en-1", 2 ** 40 + 9)));
     const message = create(ListAgentDefinitionsResponseSchema, {
       total: 7,
       data: items.map((s) => ({ ...fromBinary(AgentDefinitionSchema, s.binary), meta: metaMessage(s) })),
       nextPageToken: "tok_en-1",
+      revision: BigInt(2 ** 40 + 9),
     });
     // Every member protobuf-es writes, and the stored lists it leaves out when empty (`"skills": []`): any
     // protobuf JSON parser reads them back.
     expect(json).toMatchObject(toJson(ListAgentDefinitionsResponseSchema, message) as object);
     expect(json.data[0].skills).toEqual([]);
+    expect(json.revision).toBe("1099511627785");
     expect(fromJson(ListAgentDefinitionsResponseSchema, json)).toEqual(message);
+  });
+
+  it("writes a list's revision even when it is 0, and a page without one (a status change's) without it", () => {
+    const decode = (bytes: Uint8Array) => JSON.parse(new TextDecoder().decode(bytes));
+    expect(decode(pageJson(0, [], undefined, 0))).toEqual({ total: 0, data: [], revision: "0" });
+    expect(decode(pageJson(0, [], "t", 5))).toEqual({ total: 0, data: [], nextPageToken: "t", revision: "5" });
+    expect(decode(pageJson(0, []))).toEqual({ total: 0, data: [] });
   });
 });

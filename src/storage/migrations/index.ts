@@ -22,6 +22,8 @@ import { addDocumentBytes } from "./0011-add-document-bytes.js";
 import { addAgentLockCount } from "./0012-add-agent-lock-count.js";
 import { addWordTerms } from "./0013-add-word-terms.js";
 import { allowUnnumberedDefinitions } from "./0014-allow-unnumbered-definitions.js";
+import { addRevisions } from "./0015-add-revisions.js";
+import { addTextRevision } from "./0016-add-text-revision.js";
 import { dialectOf } from "./dialect.js";
 import { type LeaseTimes, withMigrationLease, withNamedLock } from "./migration-lock.js";
 import { checkDurability, checkServerSettings } from "./server-settings.js";
@@ -50,6 +52,8 @@ export const migrations: readonly Migration[] = [
   addAgentLockCount,
   addWordTerms,
   allowUnnumberedDefinitions,
+  addRevisions,
+  addTextRevision,
 ];
 
 /** Serves `migrations` to knex's migrator. */

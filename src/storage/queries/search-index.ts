@@ -252,6 +252,13 @@ interface IndexedRow {
  * side tables or the full-text index. On MySQL new terms go in one
  * statement (one round trip); on SQLite row by row through one prepared
  * statement, so the statement cache holds one shape, not one per count.
+ *
+ * The keyword text: SQLite's is written here, in the transaction. MySQL's is
+ * answered instead, for the caller to write after COMMIT (keepTextsStatement,
+ * search-text.ts): InnoDB does a FULLTEXT index's work at COMMIT, and since
+ * issue 20 every write holds its tenant's revision counter until its COMMIT
+ * ends, so in the transaction that work ran one write at a time per tenant
+ * (docs/decisions.md, "The full-text text after COMMIT").
  */
 export async function indexDefinition(
   { session, statements }: WriteContext,
@@ -259,7 +266,7 @@ export async function indexDefinition(
   id: string,
   definition: AgentDefinition,
   inserted?: number,
-): Promise<void> {
+): Promise<string | undefined> {
   const sql = indexStatements(statements.dialect);
   const fresh = inserted !== undefined;
   const rows = fresh
@@ -298,7 +305,32 @@ export async function indexDefinition(
   }
 
   const text = searchTextOf(definition);
-  if (row.body === text) return;
+  // MySQL: after COMMIT (search-text.ts), whatever the row holds now: an earlier write's text may still be on its way.
+  if (statements.dialect === "mysql") return text;
+  if (row.body === text) return undefined;
   if (sql.deleteText !== undefined && row.body !== null) await session.change(sql.deleteText, [seq]);
   await session.change(sql.upsertText, [seq, tenant, row.status, latest, text]);
+  return undefined;
+}
+
+/**
+ * MySQL. Bindings: tenant, id, body, text revision, per text. Writes versions'
+ * full-text texts after their writes committed (search-text.ts), with each
+ * version's row as it is then, except where the row holds the text of a later
+ * revision already: the texts of two writes of one version may arrive in
+ * either order, and the later revision's stays. In ON DUPLICATE KEY UPDATE the
+ * assignments run left to right, so `body` compares with the revision the row
+ * held before.
+ */
+export function keepTextsStatement(texts: number): string {
+  const rows = Array.from({ length: texts }, (_, i) =>
+    i === 0 ? "SELECT ? AS tenant, ? AS id, ? AS body, ? AS revision" : "SELECT ?, ?, ?, ?",
+  ).join(" UNION ALL ");
+  return (
+    "INSERT INTO definition_text (seq, tenant, status, is_latest, body, text_revision) " +
+    `SELECT d.seq, d.tenant, d.status, d.is_latest, v.body, v.revision FROM (${rows}) v ` +
+    "JOIN agent_definitions d ON d.tenant = v.tenant AND d.id = v.id " +
+    "ON DUPLICATE KEY UPDATE body = IF(VALUES(text_revision) > definition_text.text_revision, VALUES(body), " +
+    "definition_text.body), text_revision = GREATEST(definition_text.text_revision, VALUES(text_revision))"
+  );
 }

@@ -532,10 +532,13 @@ function pageStatement(
   const score = budget.scored === true ? "p.k AS order_score, " : "";
   const sql = new Sql()
     .add(
-      `SELECT ${total.sql} AS total, d.seq, d.name AS order_name, ${score}${readColumns(dialect)}`,
+      `SELECT ${total.sql} AS total, r.revision AS tenant_revision, d.seq, d.name AS order_name, ${score}` +
+        readColumns(dialect),
       ...total.bindings,
     )
     .add("FROM tenants t")
+    // The tenant's revision in the same snapshot as the page (reads.ts's tenantRevisionColumn says why).
+    .add("LEFT JOIN tenant_revisions r ON r.tenant = t.name")
     .add(`LEFT JOIN (${sized.sql}) p ON 1 = 1`, ...sized.bindings)
     .add("LEFT JOIN agent_definitions d ON d.seq = p.seq")
     .add("LEFT JOIN agents a ON a.tenant = d.tenant AND a.number = d.agent_number")

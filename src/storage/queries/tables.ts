@@ -1,5 +1,7 @@
-/** The tables the queries name (migrations 0001-0005 made them). */
+/** The tables the queries name (migrations 0001-0005 and 0015 made them). */
 export const tenants = "tenants";
 export const agents = "agents";
 export const externalIds = "agent_external_ids";
 export const definitions = "agent_definitions";
+export const tenantRevisions = "tenant_revisions";
+export const definitionChanges = "definition_changes";

@@ -30,9 +30,9 @@ import type {
 } from "../rows.js";
 import { fromDatabaseInteger } from "../rows.js";
 import type { Dialect } from "../run/connection.js";
-import type { WriteBinding, WriteSession } from "../run/writes.js";
+import type { BoundStatement, CommitWith, WriteBinding, WriteSession } from "../run/writes.js";
 import { readColumns } from "./reads.js";
-import { agents, definitions, externalIds, tenants } from "./tables.js";
+import { agents, definitionChanges, definitions, externalIds, tenantRevisions, tenants } from "./tables.js";
 
 // ---- inside a write ----
 //
@@ -108,6 +108,21 @@ export interface WriteStatements {
    * (prepareInsert) its agent and its document.
    */
   readonly numberDefinition: string;
+  /** Bindings: tenant, agent number. The ids of the agent's versions that carry the latest flag. */
+  readonly latestOfAgent: string;
+  /**
+   * MySQL: bindings tenant, changes (JSON: [[id, kind, agent number, changed at], ...]), and the id, document,
+   * binary and updated at of one version whose new content it writes (or four NULLs). Calls migration 0015's
+   * procedure, which takes one revision of the tenant's counter per change, locking its row, sets each
+   * version's mod_revision, appends the change records, COMMITs, and answers the last revision as a row: the
+   * counter stays locked for no round trip. SQLite: bindings tenant, count. Takes `count` revisions and answers
+   * the last as a row; the two statements below then write the rest, and COMMIT follows.
+   */
+  readonly takeRevisions: string;
+  /** SQLite. Bindings: revision, tenant, id. Sets the version's mod_revision. */
+  readonly setModRevision: string;
+  /** SQLite. Bindings: tenant, revision, kind, definition id, agent number, changed at; per row. */
+  readonly insertChanges: (rows: number) => string;
 }
 
 /** Builds the write transaction's SQL for `dialect`; the repository does it once. */
@@ -122,7 +137,7 @@ export function writeStatements(dialect: Dialect): WriteStatements {
     : { column: "seq, ", value: `(SELECT COALESCE(MAX(seq), 0) + 1 FROM ${definitions}), ` };
   const instanceColumns =
     "d.id, d.tenant, d.agent_number, d.name, d.provider_id, d.version, d.created_at, d.updated_at, d.revision, " +
-    "d.status, d.status_message, d.status_changed_at, d.is_latest, d.document_binary";
+    "d.mod_revision, d.status, d.status_message, d.status_changed_at, d.is_latest, d.document_binary";
   const instances =
     `SELECT ${instanceColumns}, a.reference_id FROM ${definitions} d JOIN ${agents} a ON a.tenant ` +
     `= d.tenant AND a.number = d.agent_number`;
@@ -192,6 +207,16 @@ export function writeStatements(dialect: Dialect): WriteStatements {
     numberDefinition:
       `UPDATE ${definitions} SET agent_number = ?, document = ?, document_binary = ? WHERE seq = ? AND ` +
       "agent_number IS NULL",
+    latestOfAgent: `SELECT id FROM ${definitions} WHERE tenant = ? AND agent_number = ? AND is_latest = 1`,
+    // An upsert, so a tenant made by a version before migration 0015 (which has no row) starts its count here.
+    takeRevisions: mysql
+      ? "CALL asor_commit_revisions(?, ?, ?, ?, ?, ?)"
+      : `INSERT INTO ${tenantRevisions} (tenant, revision) VALUES (?, ?) ON CONFLICT (tenant) DO UPDATE SET ` +
+        "revision = revision + excluded.revision RETURNING revision",
+    setModRevision: `UPDATE ${definitions} SET mod_revision = ? WHERE tenant = ? AND id = ?`,
+    insertChanges: (rows) =>
+      `INSERT INTO ${definitionChanges} (tenant, revision, kind, definition_id, agent_number, changed_at) VALUES ` +
+      Array.from({ length: rows }, () => "(?, ?, ?, ?, ?, ?)").join(", "),
   };
 }
 
@@ -528,4 +553,103 @@ export async function updateDocument(
     id,
   ]);
   if (affectedRows !== 1) throw new Error(`Expected to update one agent definition row, updated ${affectedRows}.`);
+}
+
+/** The ids of the agent's versions that carry the latest flag now (at most one, but for a race the flag lost). */
+export async function latestOfAgent(
+  { session, statements }: WriteContext,
+  tenant: string,
+  agentNumber: number,
+): Promise<string[]> {
+  return (await session.rows<{ id: string }>(statements.latestOfAgent, [tenant, agentNumber])).map((row) => row.id);
+}
+
+// ---- revisions, inside a write ----
+
+/** What a change record says a write did to a version (migration 0015's definition_changes.kind). */
+export type ChangeKind = "ADDED" | "MODIFIED" | "STATUS_CHANGED";
+
+/** One version a write changed, in the order the write changed them: it takes its revision from that order. */
+export interface RevisionChange {
+  readonly id: string;
+  readonly agentNumber: number;
+  readonly kind: ChangeKind;
+  /** When, as toDatabaseTimestamp's text. */
+  readonly at: string;
+  /** Its new content, when the write's UPDATE of it is left to the statements sent with COMMIT. */
+  readonly content?: Pick<NewAgentDefinitionRow, "document" | "document_binary" | "updated_at">;
+}
+
+/**
+ * The statements that end a write: the content UPDATEs left for here, then one revision of the tenant per
+ * change, each version's mod_revision, the change records, and COMMIT. The revision row stays locked from
+ * taking it to the end of COMMIT, so on MySQL all of that is one CALL that commits (takeRevisions). The i-th of
+ * n changes takes the (n - 1 - i)-th revision before the last.
+ */
+export function revisionStatements(
+  statements: WriteStatements,
+  tenant: string,
+  changes: readonly RevisionChange[],
+): CommitWith {
+  const count = changes.length;
+  const before = changes.flatMap(({ id, content }): BoundStatement[] =>
+    content === undefined
+      ? []
+      : [
+          {
+            sql: statements.updateDocument,
+            bindings: [content.document, content.document_binary, content.updated_at, tenant, id],
+          },
+        ],
+  );
+  if (statements.dialect === "mysql") {
+    const json = JSON.stringify(changes.map((change) => [change.id, change.kind, change.agentNumber, change.at]));
+    // One version's new content goes into the CALL (the UPDATE that sets its mod_revision writes it): a round
+    // trip and a row update fewer for a POST or PUT of an existing key.
+    const [only, ...more] = changes.filter((change) => change.content !== undefined);
+    const folded = only?.content !== undefined && more.length === 0 ? { id: only.id, ...only.content } : undefined;
+    return {
+      before: folded === undefined ? before : [],
+      take: {
+        sql: statements.takeRevisions,
+        bindings: [
+          tenant,
+          json,
+          folded?.id ?? null,
+          folded?.document ?? null,
+          folded?.document_binary ?? null,
+          folded?.updated_at ?? null,
+        ],
+      },
+      after: () => [],
+      commits: true,
+    };
+  }
+  return {
+    before,
+    commits: false,
+    take: { sql: statements.takeRevisions, bindings: [tenant, count] },
+    after: (last) => {
+      const revision = (i: number) => last - (count - 1 - i);
+      return [
+        ...changes.map(
+          (change, i): BoundStatement => ({
+            sql: statements.setModRevision,
+            bindings: [revision(i), tenant, change.id],
+          }),
+        ),
+        {
+          sql: statements.insertChanges(count),
+          bindings: changes.flatMap((change, i) => [
+            tenant,
+            revision(i),
+            change.kind,
+            change.id,
+            change.agentNumber,
+            change.at,
+          ]),
+        },
+      ];
+    },
+  };
 }

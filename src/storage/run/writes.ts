@@ -33,12 +33,42 @@ export interface Changed {
   readonly insertId: number;
 }
 
+/** One statement and its bindings. */
+export interface BoundStatement {
+  readonly sql: string;
+  readonly bindings: readonly WriteBinding[];
+}
+
+/**
+ * The last statements of a transaction: `before`, what the transaction left
+ * to write last; `take`, which takes the tenant's revisions and answers the
+ * last one as a row `{revision}`; and `after`, the statements that use it;
+ * then COMMIT, unless `take` commits itself (`commits`: MySQL's CALL, which
+ * also writes what `after` would). From `take` to the end of COMMIT the
+ * tenant's revision row is locked, and every other writer of the tenant waits.
+ */
+export interface CommitWith {
+  readonly before: readonly BoundStatement[];
+  readonly take: BoundStatement;
+  readonly after: (last: number) => readonly BoundStatement[];
+  readonly commits: boolean;
+}
+
 /** One transaction's statements, on its one connection. */
 export interface WriteSession {
   /** The rows a statement answers (a SELECT, or SQLite's `... RETURNING`). */
   rows<T>(sql: string, bindings: readonly WriteBinding[]): Promise<T[]>;
   /** Runs an INSERT or UPDATE. */
   change(sql: string, bindings: readonly WriteBinding[]): Promise<Changed>;
+  /**
+   * Runs `last`'s statements and COMMIT, and answers the last revision taken: one statement per round trip,
+   * never a multi-statement query (a Galera brute-force abort inside one lost acknowledged writes). From
+   * `take` to the end of COMMIT the tenant's revision row is locked: every writer of the tenant queues on it.
+   * A statement that fails stops the rest, COMMIT included, and the transaction is rolled back. `committing`
+   * is called right before COMMIT (or the `take` that commits) is sent: from then on a lost connection leaves
+   * the outcome unknown.
+   */
+  commitWith(last: CommitWith, committing: () => void): Promise<number>;
 }
 
 /**
@@ -58,6 +88,7 @@ function mysqlTransactions(withConnection: ReturnType<typeof pooledConnections>)
   return (work) =>
     withConnection(async (pooled) => {
       const connection = pooled as MysqlConnection;
+      let committed = false;
       const session: WriteSession = {
         rows: async <T>(sql: string, bindings: readonly WriteBinding[]) =>
           (await mysqlQuery(connection, sql, bindings)) as T[],
@@ -65,11 +96,29 @@ function mysqlTransactions(withConnection: ReturnType<typeof pooledConnections>)
           const { affectedRows, insertId } = (await mysqlQuery(connection, sql, bindings)) as Changed;
           return { affectedRows, insertId };
         },
+        commitWith: async ({ before, take, after, commits }, committing) => {
+          // Never a multi-statement query: on a Galera node a transaction aborted by another node's write (a
+          // brute-force abort) in the middle of one lost an acknowledged write (test/cluster/revisions.test.ts,
+          // 3 runs in 18; docs/decisions.md). A CALL is one statement: it fails whole.
+          for (const statement of before) await mysqlQuery(connection, statement.sql, statement.bindings);
+          if (commits) committing();
+          // A CALL answers its result sets and then an OK packet.
+          const answered = (await mysqlQuery(connection, take.sql, take.bindings)) as unknown[];
+          if (commits) committed = true;
+          const revision = lastRevisionOf(Array.isArray(answered[0]) ? answered[0] : answered);
+          for (const statement of after(revision)) await mysqlQuery(connection, statement.sql, statement.bindings);
+          if (!committed) {
+            committing();
+            await mysqlQuery(connection, "COMMIT", []);
+            committed = true;
+          }
+          return revision;
+        },
       };
       await mysqlQuery(connection, "BEGIN", []);
       try {
         const result = await work(session);
-        await mysqlQuery(connection, "COMMIT", []);
+        if (!committed) await mysqlQuery(connection, "COMMIT", []);
         return result;
       } catch (error) {
         await mysqlQuery(connection, "ROLLBACK", []).catch(() => {
@@ -88,6 +137,7 @@ function sqliteTransactions(withConnection: ReturnType<typeof pooledConnections>
     withConnection(async (pooled) => {
       const connection = pooled as SqliteConnection;
       const run = (sql: string) => statement(connection, sql).run([]);
+      let committed = false;
       // Deferred, as knex began it: the write lock is taken by the first write, and a snapshot
       // another process has written past since fails it with SQLITE_BUSY, which is retried.
       const session: WriteSession = {
@@ -97,11 +147,22 @@ function sqliteTransactions(withConnection: ReturnType<typeof pooledConnections>
           const { changes, lastInsertRowid } = statement(connection, sql).run(bindings);
           return { affectedRows: changes, insertId: Number(lastInsertRowid) };
         },
+        // SQLite's writers run one at a time: nothing waits on the statements between these and COMMIT.
+        commitWith: async ({ before, take, after }, committing) => {
+          // `commits` is false here: COMMIT is ours to send.
+          for (const { sql, bindings } of before) statement(connection, sql).run(bindings);
+          const revision = lastRevisionOf(statement(connection, take.sql).all(take.bindings));
+          for (const { sql, bindings } of after(revision)) statement(connection, sql).run(bindings);
+          committing();
+          run("COMMIT");
+          committed = true;
+          return revision;
+        },
       };
       run("BEGIN");
       try {
         const result = await work(session);
-        run("COMMIT");
+        if (!committed) run("COMMIT");
         return result;
       } catch (error) {
         // SQLite ends a transaction by itself on some errors; a COMMIT that failed (SQLITE_BUSY) leaves it open.
@@ -115,4 +176,12 @@ function sqliteTransactions(withConnection: ReturnType<typeof pooledConnections>
         throw error;
       }
     });
+}
+
+/** The last revision a `take` statement answered, as `[{revision}]`. */
+function lastRevisionOf(rows: readonly unknown[]): number {
+  const [row] = rows as Array<{ revision?: number | string | bigint } | undefined>;
+  const revision = Number(row?.revision);
+  if (!Number.isSafeInteger(revision) || revision < 1) throw new Error("Taking the tenant's revisions answered none.");
+  return revision;
 }

@@ -261,6 +261,22 @@ const ETAG_HEADER: JsonObject = {
   schema: { type: "string" },
 };
 
+/** The header of a get's and a list's answer (src/http/http-answer.ts's REVISION_HEADER). */
+const REVISION_HEADER: JsonObject = {
+  description:
+    "The tenant revision the read was made at (a decimal int64): the answer holds every change up to it and " +
+    "none after it. A list's body carries the same value as `revision`.",
+  required: true,
+  schema: { type: "string", pattern: "^[0-9]+$" },
+};
+
+/** The reads that answer the revision they read at (their REST answers carry REVISION_HEADER). */
+const READS_AT_REVISION: ReadonlySet<string> = new Set([
+  "asor.v1.AgentDefinition",
+  "asor.v1.ListAgentDefinitionsResponse",
+  "asor.v1.ListAgentDefinitionVersionsResponse",
+]);
+
 /** Whether a read's answer carries an ETag, so If-None-Match can answer 304. */
 function readsWithEtag(route: RestRoute): boolean {
   return route.method.output.typeName === DEFINITION || READ_HEADERS[route.method.output.typeName]?.ETag !== undefined;
@@ -345,11 +361,20 @@ function success(schemas: MessageSchemas, route: RestRoute): [string, JsonObject
     ];
   }
   const content = { "application/json": { schema: schemas.ref(output) } };
-  const readHeaders = output.typeName === DEFINITION ? { ETag: ETAG_HEADER } : READ_HEADERS[output.typeName];
+  const readHeaders: JsonObject | undefined = {
+    ...(output.typeName === DEFINITION ? { ETag: ETAG_HEADER } : READ_HEADERS[output.typeName]),
+    ...(route.verb === "GET" && READS_AT_REVISION.has(output.typeName)
+      ? { "X-Registry-Revision": REVISION_HEADER }
+      : {}),
+  };
   if (route.verb !== "POST")
     return [
       "200",
-      { description: `The ${output.name}.`, ...(readHeaders === undefined ? {} : { headers: readHeaders }), content },
+      {
+        description: `The ${output.name}.`,
+        ...(Object.keys(readHeaders).length === 0 ? {} : { headers: readHeaders }),
+        content,
+      },
     ];
   const id = output.fields.find(
     (f) => f.jsonName === "id" && f.fieldKind === "scalar" && f.scalar === ScalarType.STRING,

@@ -10,7 +10,7 @@ import { type DescMessage, type JsonObject, ScalarType, toJson } from "@bufbuild
 import { AGENT_CARD_CACHE_CONTROL, agentCardJson } from "../../domain/agent-card.js";
 import { etagOf } from "../../domain/lifecycle.js";
 import type { StoredDefinition } from "../../domain/records.js";
-import { type HttpAnswer, JSON_CONTENT_TYPE, utf8 } from "../../http/http-answer.js";
+import { type HttpAnswer, JSON_CONTENT_TYPE, REVISION_HEADER, utf8 } from "../../http/http-answer.js";
 import type { Result } from "../../operations/operation.js";
 import { jsonWithMeta, pageJson } from "../definition-meta.js";
 
@@ -50,7 +50,12 @@ export function restAnswer(result: Result, output: DescMessage, verb: string, pa
   const status = verb === "POST" ? 201 : 200;
   switch (result.kind) {
     case "definition": {
-      if (status === 200) return definitionAnswer(status, result.stored);
+      if (status === 200)
+        return definitionAnswer(
+          status,
+          result.stored,
+          result.revision === undefined ? {} : { [REVISION_HEADER]: String(result.revision) },
+        );
       const location = `${pathname.replace(/\/+$/, "")}/${encodeURIComponent(result.stored.id)}`;
       return definitionAnswer(status, result.stored, { location });
     }
@@ -58,10 +63,11 @@ export function restAnswer(result: Result, output: DescMessage, verb: string, pa
       // A status change of one version, named by its id, answers that version, like GET (README, "Lifecycle").
       const [only] = result.page.data;
       if (result.one === true && only !== undefined) return definitionAnswer(status, only);
+      const { total, data, nextPageToken, revision } = result.page;
       return {
         status,
-        headers: JSON_HEADERS,
-        body: pageJson(result.page.total, result.page.data, result.page.nextPageToken),
+        headers: revision === undefined ? JSON_HEADERS : { ...JSON_HEADERS, [REVISION_HEADER]: String(revision) },
+        body: pageJson(total, data, nextPageToken, revision),
       };
     }
     case "message":
