@@ -20,8 +20,10 @@ import type { Operations } from "./operations/operation.js";
 import { createRegistryOperations, REGISTRY_SERVICES } from "./operations/registry-operations.js";
 import { createRegistryService } from "./service/registry-service.js";
 import { createTenantService } from "./service/tenant-service.js";
+import { createWatchService } from "./service/watch-service.js";
+import type { ChangeReader } from "./storage/change-reader.js";
 import type { AgentDefinitionRepository } from "./storage/repository.js";
-import { createSqlRepository } from "./storage/sql-repository.js";
+import { createChangeReader, createSqlRepository } from "./storage/sql-repository.js";
 import { refusalsOf } from "./transport/failures.js";
 import { createHealthRoutes } from "./transport/health.js";
 import { createOpenApiEndpoint } from "./transport/openapi/openapi-endpoint.js";
@@ -47,6 +49,8 @@ export interface App {
   /** The access log and request metrics: a runtime's adapter starts a record per request and finishes it once. */
   readonly requests: RequestTracker;
   readonly repository: AgentDefinitionRepository;
+  /** The change reader of the watches: closing it ends every watch cleanly (graceful shutdown does first). */
+  readonly changes: ChangeReader;
   readonly authenticator: Authenticator;
   /**
    * The request body bytes all requests hold at once (MAX_BUFFERED_BODY_BYTES); a runtime's adapter reads
@@ -111,9 +115,20 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     pageMaxBytes: config.pageMaxBytes,
     logger,
   });
+  // The process's one change reader: every watch of every surface reads through it (issue 20).
+  const changes = createChangeReader({
+    log: repository.changeLog(),
+    pollMillis: config.watch.pollMs,
+    bookmarkMillis: config.watch.bookmarkMs,
+    queueLimit: config.watch.queueLimit,
+    retention: { count: config.watch.retentionCount, maxAgeMillis: config.watch.retentionSeconds * 1000 },
+    compactMillis: config.watch.compactSeconds * 1000,
+    onError: (what, error) => logger.warn(`${what} failed; trying again`, { error: String(error) }),
+  });
   const operations = createRegistryOperations({
     service: createRegistryService({ repository, host: config.hostSystem }),
     tenants: createTenantService(repository),
+    watch: createWatchService(repository, changes),
     defaultTenant: config.defaultTenant,
     adminDomain: config.adminDomain,
     claims: config.auth,
@@ -186,6 +201,7 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
   const close = async (): Promise<void> => {
     // The refusals counted since the last summary line are told before the process goes.
     refusalsOf(logger).flush();
+    await changes.close();
     await repository.close();
   };
   return {
@@ -197,6 +213,7 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     authenticator,
     requests,
     repository,
+    changes,
     bodyBudget,
     metrics,
     metricsEndpoint,

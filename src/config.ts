@@ -122,6 +122,21 @@ export interface Config {
   readonly logLevel: LogLevel;
   /** `SHUTDOWN_TIMEOUT_MS`, default 10000: how long requests in flight may take to finish after SIGTERM. */
   readonly shutdownTimeoutMs: number;
+  /** The watch (issue 20; docs/api.md, "Watch"). */
+  readonly watch: {
+    /** `WATCH_POLL_MS`, default 200: how often the process reads the counters of the tenants it has watchers of. */
+    readonly pollMs: number;
+    /** `WATCH_BOOKMARK_MS`, default 30000: how often each watcher gets a BOOKMARK event. */
+    readonly bookmarkMs: number;
+    /** `WATCH_QUEUE_LIMIT`, default 1000: events a watcher may leave unread before it is closed (WATCH_TOO_SLOW). */
+    readonly queueLimit: number;
+    /** `WATCH_RETENTION_COUNT`, default 100000: change records kept per tenant (its last revisions); 0: no limit. */
+    readonly retentionCount: number;
+    /** `WATCH_RETENTION_SECONDS`, default 604800 (7 days): change records older than this go; 0: no limit. */
+    readonly retentionSeconds: number;
+    /** `WATCH_COMPACT_SECONDS`, default 60: how often the process compacts the change log; 0: never. */
+    readonly compactSeconds: number;
+  };
   /** `HOST_PROVIDER_ID` and `HOST_PLATFORM_ID`: the host system's own provider and platform (A161). */
   readonly hostSystem: { readonly providerId: string; readonly platformId: string };
   /** `AUTH_*`: the OAuth2 resource server, or (no `AUTH_ISSUER`) the local development issuer. */
@@ -214,6 +229,14 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
         `(${http.requestTimeoutMs})`,
     );
   const shutdownTimeoutMs = integer("SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000);
+  const watch = {
+    pollMs: integer("WATCH_POLL_MS", 200, 10, 60_000),
+    bookmarkMs: integer("WATCH_BOOKMARK_MS", 30_000, 10, 3_600_000),
+    queueLimit: integer("WATCH_QUEUE_LIMIT", 1_000, 1, 1_000_000),
+    retentionCount: integer("WATCH_RETENTION_COUNT", 100_000, 0, 1_000_000_000),
+    retentionSeconds: integer("WATCH_RETENTION_SECONDS", 604_800, 0, 100 * 365 * 86_400),
+    compactSeconds: integer("WATCH_COMPACT_SECONDS", 60, 0, 86_400),
+  };
   const databaseUrl = env.DATABASE_URL === "" ? undefined : env.DATABASE_URL;
   if (databaseUrl !== undefined) {
     try {
@@ -286,6 +309,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
     metricsPort,
     logLevel,
     shutdownTimeoutMs,
+    watch,
     hostSystem,
     ui,
   };

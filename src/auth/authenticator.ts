@@ -266,5 +266,6 @@ function copyOf(principal: Principal): Principal {
     tenant: principal.tenant,
     domains: new Set(principal.domains),
     platformAdmin: principal.platformAdmin,
+    ...(principal.expiresAt === undefined ? {} : { expiresAt: principal.expiresAt }),
   };
 }

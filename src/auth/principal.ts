@@ -16,6 +16,11 @@ export interface Principal {
   readonly domains: ReadonlySet<string>;
   /** The platform admin claim is `true`: a platform operator, the only callers the tenant admin RPCs admit. */
   readonly platformAdmin: boolean;
+  /**
+   * When the token expires (its `exp`, in milliseconds since the epoch); undefined when it has none. A
+   * watch ends with UNAUTHENTICATED then (issue 20).
+   */
+  readonly expiresAt?: number | undefined;
 }
 
 /** Which claims carry the tenant and the domains, and which scopes grant which domains. */
@@ -66,7 +71,8 @@ export function principalFromClaims(claims: Readonly<Record<string, unknown>>, m
     throw unauthenticated(`The bearer token's "${adminClaim}" claim is not true or false.`);
   }
 
-  return { subject, tenant, domains, platformAdmin: adminValue === true };
+  const principal: Principal = { subject, tenant, domains, platformAdmin: adminValue === true };
+  return typeof claims.exp === "number" ? { ...principal, expiresAt: claims.exp * 1000 } : principal;
 }
 
 /** The granted scopes: `scope` (space-separated, RFC 9068/7662) or `scp` (a list or a string, as some issuers send). */

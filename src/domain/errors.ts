@@ -179,6 +179,25 @@ export const ERRORS = {
     body: "validation",
     meaning: "The request body is neither application/json nor multipart/form-data.",
   },
+  // Kubernetes' answer to a watch from a revision its log no longer holds: 410 Gone over HTTP; over gRPC the
+  // request cannot succeed until the client lists again, FAILED_PRECONDITION (AIP-193).
+  REVISION_COMPACTED: {
+    http: 410,
+    grpc: "FailedPrecondition",
+    body: "validation",
+    meaning:
+      "The watch's `since` (or Last-Event-ID) is older than the change log keeps (WATCH_RETENTION_*); the message " +
+      "names the oldest revision held: list again and watch from the list's `revision`.",
+  },
+  // Sent after the stream began (an SSE `error` event, a gRPC status): the watcher resumes from its last event.
+  WATCH_TOO_SLOW: {
+    http: 429,
+    grpc: "ResourceExhausted",
+    body: "validation",
+    meaning:
+      "A watcher fell more than WATCH_QUEUE_LIMIT events behind and was closed; resume from the last revision " +
+      "it received.",
+  },
   INTERNAL: { http: 500, grpc: "Internal", body: "error", meaning: "An unexpected error; it has been logged." },
   UNAVAILABLE: {
     http: 503,
@@ -671,4 +690,29 @@ export function preconditionFailed(message: string, field: string): RegistryErro
   return new RegistryError("PRECONDITION_FAILED", message, [
     { code: "PRECONDITION_FAILED", message, field, path: field },
   ]);
+}
+
+/** A watch from a revision older than the change log holds (issue 20): the client lists again. */
+export function revisionCompacted(since: number, oldest: number | undefined, current: number): RegistryError {
+  const held =
+    oldest === undefined
+      ? `it holds no revision now (the tenant is at ${current})`
+      : `oldest revision held: ${oldest}; resume from ${oldest - 1} or later`;
+  const message =
+    `The change log no longer holds the changes after revision ${since}: ${held}. List again and watch from ` +
+    "the list's revision.";
+  return new RegistryError("REVISION_COMPACTED", message, [
+    { code: "REVISION_COMPACTED", field: "since", path: "since", message },
+  ]);
+}
+
+/** A watcher that fell too far behind (issue 20): closed instead of holding its backlog. */
+export function watchTooSlow(limit: number, revision: number): RegistryError {
+  return new RegistryError(
+    "WATCH_TOO_SLOW",
+    `The watcher fell more than ${limit} events behind and was closed; resume from the last revision it ` +
+      `received (revision ${revision} had been sent to it or filtered out).`,
+    [],
+    { designed: true },
+  );
 }

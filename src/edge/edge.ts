@@ -26,6 +26,7 @@ import type {
 import type { Authenticator } from "../auth/authenticator.js";
 import type { Catalog } from "../catalog/catalog.js";
 import { noResourceAt, type RegistryError } from "../domain/errors.js";
+import type { WatchEvent } from "../domain/watch.js";
 import { errorAnswer, type HttpAnswer, methodNotAllowedAnswer } from "../http/http-answer.js";
 import type { HttpEndpoint } from "../http/http-endpoint.js";
 import type { Logger } from "../logger.js";
@@ -39,6 +40,7 @@ import type { RestSurface } from "../transport/rest/rest-handler.js";
 import { mediaTypeOf } from "../transport/rest/rest-request.js";
 import { createMessageCheck, type MessageCheck } from "../transport/rpc-message.js";
 import type { UnaryCall, UnaryMessage, UnaryMethod } from "../transport/unary-call.js";
+import { SSE_OPEN, sseError, sseEvent } from "../transport/watch-events.js";
 
 /** A request as the edge reads it, whichever runtime received it. */
 export interface EdgeRequest {
@@ -146,11 +148,11 @@ export function createEdge(options: EdgeOptions): Edge {
     pathname: string,
     query: string,
     record: RequestRecord,
-  ): Promise<HttpAnswer | undefined> => {
+  ): Promise<EdgeAnswer | undefined> => {
     const match = rest.match(req.method, pathname);
     if (match === undefined) return undefined;
     record.protocol = "rest";
-    if (match.route === undefined) return methodNotAllowedAnswer(req.method, match.allowed);
+    if (match.route === undefined) return { http: methodNotAllowedAnswer(req.method, match.allowed) };
     record.rpc = procedureOf(match.operation);
     let failure: RegistryError;
     const admission = await admitCaller(req, match.operation, record);
@@ -166,23 +168,34 @@ export function createEdge(options: EdgeOptions): Edge {
         ifNoneMatch: req.header("if-none-match"),
       };
       try {
+        if (match.route.method.methodKind === "server_streaming") {
+          const events = await rest.watch(
+            match,
+            admission.call,
+            new URLSearchParams(query),
+            parts,
+            req.header("last-event-id"),
+          );
+          record.code = codeName(0);
+          return { rpc: eventStream(events, (err) => callerError(err, logger, record.rpc ?? pathname, { record })) };
+        }
         const answer = await rest.serve(match, admission.call, new URLSearchParams(query), parts, pathname);
         record.code = codeName(0);
-        return answer;
+        return { http: answer };
       } catch (err) {
         const clientGone = req.clientGone?.() === true;
         failure = callerError(err, logger, record.rpc, { record, clientGone });
         // Nobody is left to answer: the access line says 499 and canceled, not the error's code.
         if (clientGone) {
           record.code = codeName(Code.Canceled);
-          return errorAnswer(failure);
+          return { http: errorAnswer(failure) };
         }
       }
     } else {
       failure = admission.error;
     }
     record.code = codeName(Code[failure.row.grpc]);
-    return errorAnswer(failure);
+    return { http: errorAnswer(failure) };
   };
 
   /**
@@ -272,7 +285,7 @@ export function createEdge(options: EdgeOptions): Edge {
       return { http: page };
     }
     const answer = await serveRest(req, pathname, q === -1 ? "" : req.target.slice(q + 1), record);
-    if (answer !== undefined) return { http: answer };
+    if (answer !== undefined) return answer;
     record.protocol = "http";
     return { http: errorAnswer(noResourceAt(pathname)) };
   };
@@ -294,4 +307,32 @@ function messageChecks(
   return new Map(
     [...operations.keys()].map((method) => [method, createMessageCheck(method, maxBodyBytes, compressions)]),
   );
+}
+
+/**
+ * A watch's events as a `text/event-stream` answer (Server-Sent Events): a comment at once, then an event
+ * each; a failure after the start (an expired token, a watcher too slow) is an `error` event, then the end.
+ * Not cached, and not buffered by proxies that honour `X-Accel-Buffering`.
+ */
+function eventStream(
+  events: AsyncIterable<WatchEvent>,
+  failureOf: (err: unknown) => RegistryError,
+): UniversalServerResponse {
+  async function* body(): AsyncGenerator<Uint8Array> {
+    yield SSE_OPEN;
+    try {
+      for await (const event of events) yield sseEvent(event);
+    } catch (err) {
+      yield sseError(failureOf(err));
+    }
+  }
+  return {
+    status: 200,
+    header: new Headers({
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-store",
+      "x-accel-buffering": "no",
+    }),
+    body: body(),
+  };
 }

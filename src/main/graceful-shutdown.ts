@@ -37,6 +37,9 @@ export function installGracefulShutdown(node: NodeServer, app: App, others: read
     first = { signal, at: started };
     // close() stops accepting before it returns, so the line below is true when a reader sees it.
     const drained = node.close(app.config.shutdownTimeoutMs);
+    // Watches never end by themselves: ended now, their streams close cleanly (gRPC OK, the SSE body ends)
+    // and the drain does not wait for its deadline on them.
+    await app.changes.close();
     for (const server of others) {
       server.close();
       (server as Server & { closeAllConnections?: () => void }).closeAllConnections?.();

@@ -10,6 +10,7 @@ import type { AgentCard } from "../../gen/asor/v1/agent_card_pb.js";
 import type { Principal } from "../auth/principal.js";
 import { forbidden, type RegistryError } from "../domain/errors.js";
 import type { StoredDefinition } from "../domain/records.js";
+import type { WatchEvent } from "../domain/watch.js";
 import type { RequestRecord } from "../observability/request-record.js";
 import type { DefinitionPage } from "../service/registry-service.js";
 
@@ -29,7 +30,7 @@ export interface Call {
  * What an operation answers, before any encoding: a stored definition (its
  * bytes are answered as they are), a page of them (`one`: a status change
  * that named one version, which REST answers alone), a plain message, or an A2A
- * agent card with its ETag.
+ * agent card with its ETag, or (a server-streaming RPC) the events to stream.
  */
 export type Result =
   | {
@@ -41,7 +42,9 @@ export type Result =
     }
   | { readonly kind: "page"; readonly page: DefinitionPage; readonly one?: boolean }
   | { readonly kind: "message"; readonly message: Message }
-  | { readonly kind: "card"; readonly card: AgentCard; readonly etag: string };
+  | { readonly kind: "card"; readonly card: AgentCard; readonly etag: string }
+  /** A server stream's events (the watch): each surface sends them as they come, then ends. */
+  | { readonly kind: "events"; readonly events: AsyncIterable<WatchEvent> };
 
 export interface Operation<In extends DescMessage = DescMessage> {
   /** The RPC this operation serves; REST reaches it through the RPC's `google.api.http` rule. */

@@ -9,8 +9,11 @@ import { create } from "@bufbuild/protobuf";
 import { AgentDefinitionService } from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { ListTenantsResponseSchema, TenantAdminService } from "../../gen/asor/v1/tenant_admin_service_pb.js";
 import { bodyFieldOf, errorRelativeToBody } from "../domain/body-field.js";
+import { unauthenticated, unavailable } from "../domain/errors.js";
+import type { WatchEvent } from "../domain/watch.js";
 import type { RegistryService, WriteAuthority } from "../service/registry-service.js";
 import type { TenantService } from "../service/tenant-service.js";
+import type { WatchService } from "../service/watch-service.js";
 import { type Call, type Operation, type Operations, resolveTenant } from "./operation.js";
 
 /** The security domains of the contract (docs/contract.md, "Security"). */
@@ -23,6 +26,8 @@ export const REGISTRY_SERVICES: readonly DescService[] = [AgentDefinitionService
 export interface RegistryOperationsOptions {
   readonly service: RegistryService;
   readonly tenants: TenantService;
+  /** The watch; without it WatchAgentDefinitions answers UNAVAILABLE. */
+  readonly watch?: WatchService;
   /** The tenant of requests that name none (the contract's `/asor/v1` paths). */
   readonly defaultTenant: string;
   /** The security domain of the tenant admin RPCs. */
@@ -65,6 +70,8 @@ export type Policy = ReadonlyMap<string, readonly string[]>;
 export function registryPolicy(adminDomain: string): Policy {
   return new Map([
     ["asor.v1.AgentDefinitionService/ListAgentDefinitions", [DEVELOPMENT, SETUP_AGENTS]],
+    // The watch reads what the list reads: the same domains (issue 20, item 5).
+    ["asor.v1.AgentDefinitionService/WatchAgentDefinitions", [DEVELOPMENT, SETUP_AGENTS]],
     ["asor.v1.AgentDefinitionService/UpsertAgentDefinition", [DEVELOPMENT, SETUP_AGENTS]],
     ["asor.v1.AgentDefinitionService/UpdateAgentDefinition", [DEVELOPMENT, SETUP_AGENTS]],
     ["asor.v1.AgentDefinitionService/SetAgentDefinitionStatus", [SETUP_AGENTS]],
@@ -80,6 +87,7 @@ export function registryPolicy(adminDomain: string): Policy {
 export function createRegistryOperations({
   service,
   tenants,
+  watch,
   defaultTenant,
   adminDomain,
   claims,
@@ -122,6 +130,16 @@ export function createRegistryOperations({
       kind: "page",
       page: await service.list(tenantOf(req.tenant, call), req, call),
     })),
+    operation(methods.watchAgentDefinitions, async (call, req) => {
+      if (watch === undefined) throw unavailable("This server does not serve watches.");
+      // Ends the watcher when the client leaves, and when the token expires (untilExpiry).
+      const stop = new AbortController();
+      const { signal } = call;
+      if (signal?.aborted === true) stop.abort();
+      else signal?.addEventListener("abort", () => stop.abort(), { once: true });
+      const events = await watch.watch(tenantOf(req.tenant, call), req, stop.signal);
+      return { kind: "events", events: untilExpiry(events, call.principal.expiresAt, stop) };
+    }),
     operation(methods.getAgentDefinition, async (call, req) => ({
       kind: "definition",
       ...(await service.get(tenantOf(req.tenant, call), req)),
@@ -161,4 +179,40 @@ export function createRegistryOperations({
         throw new Error(`${s.typeName}/${m.name} has no operation: every RPC of the registry needs one.`);
   }
   return byMethod;
+}
+
+/**
+ * `events` until `expiresAt` (the caller's token's `exp`): then they end with UNAUTHENTICATED, as a new
+ * request with that token would (issue 20, item 5). Without an expiry they run as they are.
+ */
+export function untilExpiry(
+  events: AsyncIterable<WatchEvent>,
+  expiresAt: number | undefined,
+  stop: AbortController,
+): AsyncIterable<WatchEvent> {
+  if (expiresAt === undefined) return events;
+  return (async function* expiring(): AsyncGenerator<WatchEvent> {
+    const iterator = events[Symbol.asyncIterator]();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const expired = new Promise<"expired">((resolve) => {
+      timer = setTimeout(() => resolve("expired"), Math.max(0, expiresAt - Date.now()));
+    });
+    try {
+      for (;;) {
+        const next = await Promise.race([iterator.next(), expired]);
+        if (next === "expired") {
+          // Ends the watcher, so its pending read settles and the iterator can be returned.
+          stop.abort();
+          throw unauthenticated(
+            "The bearer token expired; the watch ends. Resume with a new token from the last revision received.",
+          );
+        }
+        if (next.done === true) return;
+        yield next.value;
+      }
+    } finally {
+      clearTimeout(timer);
+      await iterator.return?.();
+    }
+  })();
 }

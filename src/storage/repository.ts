@@ -72,6 +72,41 @@ export interface Found {
   readonly revision: number;
 }
 
+/** What a change record says a write did to a version (migration 0015's definition_changes.kind). */
+export type ChangeKind = "ADDED" | "MODIFIED" | "STATUS_CHANGED";
+
+/** One change record, with the definition it names as it is now (not as it was at `revision`). */
+export interface ChangeRecord {
+  readonly revision: number;
+  readonly kind: ChangeKind;
+  readonly stored: StoredDefinition;
+}
+
+/**
+ * How much of the log is kept. A record goes when it is not among its tenant's last `count` revisions, or
+ * when it was written more than `maxAgeMillis` ago (and with it every older one, so what is kept is always
+ * the tail of the log). 0 turns a limit off.
+ */
+export interface Retention {
+  readonly count: number;
+  readonly maxAgeMillis: number;
+}
+
+export interface ChangeLog {
+  /** The current revision of each of `tenants` (0 for one no write has counted): one statement. */
+  revisions(tenants: readonly string[]): Promise<Map<string, number>>;
+  /**
+   * The tenant's change records with a revision in (`after`, `upTo`], in revision order, at most `limit`.
+   * Each revision up to the tenant's counter has exactly one record until compaction removes it, and a
+   * counter read committed means every record up to it is committed (the counter's row lock orders them).
+   */
+  read(tenant: string, after: number, upTo: number, limit: number): Promise<ChangeRecord[]>;
+  /** The oldest revision the tenant's log still holds; undefined when it holds none. */
+  oldest(tenant: string): Promise<number | undefined>;
+  /** Removes what `retention` no longer keeps, as of `now`; answers how many records went. */
+  compact(retention: Retention, now: Date): Promise<number>;
+}
+
 /**
  * The reads and writes of one write transaction on one tenant. Reads marked
  * "locks" lock what they find until the transaction ends, so it cannot change
@@ -186,6 +221,8 @@ export interface AgentDefinitionRepository {
    * `TENANT_NOT_FOUND` as get.
    */
   search(tenant: string, query: ListQuery, work?: Work): Promise<ListResult>;
+  /** The change log, as watchers read it (change-log.ts, change-reader.ts). */
+  changeLog(): ChangeLog;
   /** The tenant's setup, or undefined when it has not been set up. */
   getTenant(tenant: string): Promise<Tenant | undefined>;
   /** Sets up a tenant; RegistryError `TENANT_EXISTS` when it exists. */

@@ -6,6 +6,7 @@
  * the lists through the search runner (run/searches.ts), the cold paths
  * (tenants) on knex. What it reads is mapped to the domain by rows.ts.
  */
+
 import type { Knex } from "knex";
 import {
   outcomeUnknown,
@@ -16,6 +17,7 @@ import {
   writeConflict,
 } from "../domain/errors.js";
 import type { Logger } from "../logger.js";
+import { type ChangeLog, createChangeLog } from "./change-log.js";
 import { migrateToLatest } from "./migrations/index.js";
 import type { ReadContext } from "./queries/reads.js";
 import { readById, readNewestByReference, readStatements } from "./queries/reads.js";
@@ -136,6 +138,9 @@ const pingTimeoutMillis = 2_000;
  */
 const migrationStatementMillis = 60 * 60_000;
 
+/** The process's change reader over a repository's change log (change-reader.ts): made beside the repository. */
+export { createChangeReader } from "./change-reader.js";
+
 /**
  * Opens the database, brings its schema up to date and returns the
  * repository. Throws `UNAVAILABLE` when the database cannot be reached.
@@ -202,6 +207,7 @@ class SqlRepository implements AgentDefinitionRepository {
   readonly #dialect: Database["dialect"];
   /** MySQL: the full-text texts written after COMMIT, and their repair (search-text.ts). */
   readonly #texts: SearchTextKeeper | undefined;
+  #changeLog: ChangeLog | undefined;
   /** The ping in flight: concurrent pings share it, so probes never pile up queries on a slow database. */
   #ping: Promise<void> | undefined;
   /** RepositoryOptions.pageMaxBytes. */
@@ -323,6 +329,11 @@ class SqlRepository implements AgentDefinitionRepository {
     } finally {
       tx.end();
     }
+  }
+
+  changeLog(): ChangeLog {
+    this.#changeLog ??= createChangeLog(this.#db, this.#dialect, this.#reads.run);
+    return this.#changeLog;
   }
 
   async get(tenant: string, id: string): Promise<StoredDefinition | undefined> {

@@ -17,11 +17,13 @@ import { AGENT_CARD_CACHE_CONTROL } from "../domain/agent-card.js";
 import { etagOf } from "../domain/lifecycle.js";
 import { REVISION_HEADER } from "../http/http-answer.js";
 import type { Logger } from "../logger.js";
+import { recordOf } from "../observability/request-record.js";
 import { type Admission, type Call, type Operations, type Result, runOperation } from "../operations/operation.js";
 import { REGISTRY_SERVICES } from "../operations/registry-operations.js";
-import { errorInterceptor } from "./connect-errors.js";
+import { callerConnectError, errorInterceptor } from "./connect-errors.js";
 import { definitionWithMeta, jsonWithMeta, pageJson } from "./definition-meta.js";
 import { createStoredJson, type StoredJson } from "./stored-json.js";
+import { eventMessage } from "./watch-events.js";
 
 /**
  * Where the edge leaves its verdict for the RPC: the admitted call, or the error to answer with (401/403, a
@@ -88,6 +90,8 @@ function responseOf(
       return result.message;
     case "card":
       return result.card;
+    case "events":
+      throw new Error(`${method.name} answered a stream to a unary call.`);
   }
 }
 
@@ -107,7 +111,11 @@ export type RpcJsonOptions = Partial<JsonReadOptions & JsonWriteOptions> & {
 /** One registry service as Connect's router takes it: its implementation and its options (the error mapping). */
 export interface RegistryServiceImpl {
   readonly service: DescService;
-  readonly implementation: Record<string, (req: Message, ctx: HandlerContext) => Promise<Message>>;
+  readonly implementation: Record<
+    string,
+    | ((req: Message, ctx: HandlerContext) => Promise<Message>)
+    | ((req: Message, ctx: HandlerContext) => AsyncIterable<Message>)
+  >;
   readonly options: { readonly interceptors: Interceptor[]; readonly jsonOptions: RpcJsonOptions };
 }
 
@@ -128,6 +136,22 @@ export function createRegistryImplementations({ operations, logger }: RegistryRo
     for (const method of service.methods) {
       const operation = operations.get(method);
       if (operation === undefined) throw new Error(`${service.typeName}/${method.name} has no operation.`);
+      if (method.methodKind === "server_streaming") {
+        // The watch: each event as its own message, until the events end (or fail: the stream's status).
+        implementation[method.localName] = async function* stream(req: Message, ctx: HandlerContext) {
+          // The error interceptor sees a stream's start, not its end: errors after the first event are mapped here.
+          try {
+            const result = await runOperation(operation, callOf(ctx), req as never);
+            if (result.kind !== "events") throw new Error(`${method.name} answered no stream.`);
+            const binary = answersBinary(ctx);
+            for await (const event of result.events) yield eventMessage(event, binary);
+          } catch (err) {
+            const procedure = `${service.typeName}/${method.name}`;
+            throw callerConnectError(err, logger, procedure, recordOf(ctx.values));
+          }
+        };
+        continue;
+      }
       implementation[method.localName] = async (req, ctx) => {
         const result = await runOperation(operation, callOf(ctx), req as never);
         // A single definition's ETag, as REST sends it (the same value as its meta.etag).

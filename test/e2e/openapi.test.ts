@@ -46,6 +46,19 @@ const FIXTURE = { ...exampleDefinition(), version: "openapi-fixture" };
  * 409 where listed).
  */
 const SCENARIOS: Scenario[] = [
+  // The watch's refusals; its 200 is a stream, read by a test of its own below.
+  ...[`${T}Events`, `${C}Events`].flatMap((base): Scenario[] => [
+    { name: "watches from a since that is no revision", method: "GET", path: `${base}?since=x`, status: 400 },
+    { name: "watches without a token", method: "GET", path: base, caller: "none", status: 401 },
+    { name: "watches without a security domain", method: "GET", path: base, caller: "no-domains", status: 403 },
+    {
+      name: "watches an unknown tenant",
+      method: "GET",
+      path: base.replace("/default/", "/nowhere/"),
+      caller: "unknown-tenant",
+      status: 404,
+    },
+  ]),
   ...[T, C].flatMap((base): Scenario[] => [
     { name: "lists", method: "GET", path: `${base}?limit=5`, status: 200 },
     { name: "lists with a limit out of range", method: "GET", path: `${base}?limit=0`, status: 400 },
@@ -473,6 +486,26 @@ describe("the REST surface answers as its OpenAPI document says", () => {
     expect(res.headers.get("allow")).toBe("GET, POST");
     const validate = checker.componentResponse("MethodNotAllowed");
     expect(validate(await res.json())).toBe(true);
+  });
+
+  it.each([
+    [`${T}Events`, "/api/asor/v1/{tenant}/agentDefinitionEvents"],
+    [`${C}Events`, "/asor/v1/agentDefinitionEvents"],
+  ])("GET %s: a 200 that is a text/event-stream, as the document says", async (path, template) => {
+    const abort = new AbortController();
+    const res = await fetch(`${server().baseUrl}${path}`, {
+      headers: { authorization: server().authorization },
+      signal: abort.signal,
+    });
+    expect(res.status).toBe(200);
+    const operation = (document.paths as Record<string, any>)[template].get;
+    expect(Object.keys(operation.responses["200"].content)).toEqual(["text/event-stream"]);
+    expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    // The stream opens with a comment at once.
+    const first = await res.body?.getReader().read();
+    expect(new TextDecoder().decode(first?.value)).toMatch(/^: /);
+    abort.abort();
+    seen.add(`${operation.operationId} ${res.status}`);
   });
 
   // Declared after the table, so it runs after it (a file's tests run in order).

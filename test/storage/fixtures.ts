@@ -133,6 +133,7 @@ export function withWriteHook(
     listVersions: (tenant, agentNumber, page) => repository.listVersions(tenant, agentNumber, page),
     search: (tenant, query) => repository.search(tenant, query),
     getTenant: (tenant) => repository.getTenant(tenant),
+    changeLog: () => repository.changeLog(),
     createTenant: (name, sequencePrefix) => repository.createTenant(name, sequencePrefix),
     listTenants: () => repository.listTenants(),
     ping: () => repository.ping(),

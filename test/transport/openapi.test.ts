@@ -332,6 +332,7 @@ const PATTERNED = {
   id: "0123456789abcdef0123456789abcdef",
   updatedSince: "2025-01-31T12:00:00.123456789+05:30",
   pageToken: "A".repeat(4096),
+  since: "9".repeat(15),
 };
 
 describe("any request line the document allows fits under Node's 16 KiB with room for the headers", () => {
@@ -349,7 +350,11 @@ describe("any request line the document allows fits under Node's 16 KiB with roo
     expect(Buffer.byteLength(line)).toBeGreaterThan(REQUEST_LINE_BUDGET - 2048);
     for (const [name, value] of Object.entries(PATTERNED)) {
       const [method, pathname] =
-        name === "id" ? ["PUT", `/asor/v1/agentDefinition/${value}`] : ["GET", "/api/asor/v1/default/agentDefinition"];
+        name === "id"
+          ? ["PUT", `/asor/v1/agentDefinition/${value}`]
+          : name === "since"
+            ? ["GET", "/api/asor/v1/default/agentDefinitionEvents"]
+            : ["GET", "/api/asor/v1/default/agentDefinition"];
       const validate = checker.parameter(method, pathname, name);
       expect(validate(value), name).toBe(true);
       expect(validate(`${value}0`), `${name} one longer`).toBe(false);

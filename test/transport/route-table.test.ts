@@ -22,6 +22,8 @@ describe("the REST route table", () => {
       "PUT /asor/v1/agentDefinition/{id} -> UpdateAgentDefinition",
       "PATCH /api/asor/v1/{tenant}/agentDefinition/{id}/status -> SetAgentDefinitionStatus",
       "PATCH /asor/v1/agentDefinition/{id}/status -> SetAgentDefinitionStatus",
+      "GET /api/asor/v1/{tenant}/agentDefinitionEvents -> WatchAgentDefinitions",
+      "GET /asor/v1/agentDefinitionEvents -> WatchAgentDefinitions",
       "POST /asor/v1/admin/tenants -> CreateTenant",
       "GET /asor/v1/admin/tenants -> ListTenants",
     ]);

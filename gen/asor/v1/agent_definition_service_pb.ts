@@ -2,8 +2,8 @@
 // @generated from file asor/v1/agent_definition_service.proto (package asor.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { AgentCardSchema } from "./agent_card_pb.js";
 import { file_asor_v1_agent_card } from "./agent_card_pb.js";
 import type { AgentDefinition, AgentDefinitionSchema, DefinitionStatus } from "./agent_definition_pb.js";
@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file asor/v1/agent_definition_service.proto.
  */
 export const file_asor_v1_agent_definition_service: GenFile = /*@__PURE__*/
-  fileDesc("CiZhc29yL3YxL2FnZW50X2RlZmluaXRpb25fc2VydmljZS5wcm90bxIHYXNvci52MSKpBgobTGlzdEFnZW50RGVmaW5pdGlvbnNSZXF1ZXN0EjsKBnRlbmFudBgBIAEoCUIrukgociYyJF4oW0EtWmEtejAtOV1bQS1aYS16MC05Xy4tXXswLDYyfSk/JBIdCgVsaW1pdBgCIAEoBUIJukgGGgQYZCgBSACIAQESHAoGb2Zmc2V0GAMgASgFQge6SAQaAigASAGIAQESHwoEbmFtZRgKIAMoCUIRukgOkgELEBQiB3IFEAEY/wESIwoIcHJvdmlkZXIYCyADKAlCEbpIDpIBCxAUIgdyBRABGP8BEiMKCHBsYXRmb3JtGAwgAygJQhG6SA6SAQsQFCIHcgUQARj/ARIiCgd2ZXJzaW9uGA0gAygJQhG6SA6SAQsQFCIHcgUQARiAARIeCgN0YWcYDiADKAlCEbpIDpIBCxAUIgdyBRABGP8BEiMKCHNraWxsX2lkGA8gAygJQhG6SA6SAQsQFCIHcgUQARj/ARIpCg5leGVjdXRpb25fbW9kZRgQIAMoCUIRukgOkgELEBQiB3IFEAEY/wESIwoIcmVzb3VyY2UYESADKAlCEbpIDpIBCxAUIgdyBRABGP8BEj0KEWV4dGVybmFsX2FnZW50X2lkGBIgAygJQhG6SA6SAQsQFCIHcgUQARj/AVIPZXh0ZXJuYWxBZ2VudElEEkIKBnN0YXR1cxgTIAMoCUIyukgvkgEsEAQiKHImUgZBQ1RJVkVSCkRFUFJFQ0FURURSC0RFQUNUSVZBVEVEUgNBTEwSIwoNdXBkYXRlZF9zaW5jZRgUIAEoCUIHukgEcgIYQEgCiAEBEhMKBmxhdGVzdBgVIAEoCEgDiAEBEhgKAXEYFiABKAlCCLpIBXIDGPQDSASIAQESHgoIb3JkZXJfYnkYFyABKAlCB7pIBHICGCBIBYgBARIhCgpwYWdlX3Rva2VuGBggASgJQgi6SAVyAxiAIEgGiAEBQggKBl9saW1pdEIJCgdfb2Zmc2V0QhAKDl91cGRhdGVkX3NpbmNlQgkKB19sYXRlc3RCBAoCX3FCCwoJX29yZGVyX2J5Qg0KC19wYWdlX3Rva2VuIpkBChxMaXN0QWdlbnREZWZpbml0aW9uc1Jlc3BvbnNlEg0KBXRvdGFsGAEgASgFEhAKCHJldmlzaW9uGAQgASgDEiYKBGRhdGEYAiADKAsyGC5hc29yLnYxLkFnZW50RGVmaW5pdGlvbhIcCg9uZXh0X3BhZ2VfdG9rZW4YAyABKAlIAIgBAUISChBfbmV4dF9wYWdlX3Rva2VuInEKGUdldEFnZW50RGVmaW5pdGlvblJlcXVlc3QSOwoGdGVuYW50GAEgASgJQiu6SChyJjIkXihbQS1aYS16MC05XVtBLVphLXowLTlfLi1dezAsNjJ9KT8kEhcKAmlkGAIgASgJQgu6SAjIAQFyAxj/ASJrChNHZXRBZ2VudENhcmRSZXF1ZXN0EjsKBnRlbmFudBgBIAEoCUIrukgociYyJF4oW0EtWmEtejAtOV1bQS1aYS16MC05Xy4tXXswLDYyfSk/JBIXCgJpZBgCIAEoCUILukgIyAEBcgMY/wEi/gEKIkxpc3RBZ2VudERlZmluaXRpb25WZXJzaW9uc1JlcXVlc3QSOwoGdGVuYW50GAEgASgJQiu6SChyJjIkXihbQS1aYS16MC05XVtBLVphLXowLTlfLi1dezAsNjJ9KT8kEhcKAmlkGAIgASgJQgu6SAjIAQFyAxj/ARIdCgVsaW1pdBgDIAEoBUIJukgGGgQYZCgBSACIAQESHAoGb2Zmc2V0GAQgASgFQge6SAQaAigASAGIAQESIQoKcGFnZV90b2tlbhgKIAEoCUIIukgFcgMYgCBIAogBAUIICgZfbGltaXRCCQoHX29mZnNldEINCgtfcGFnZV90b2tlbiKgAQojTGlzdEFnZW50RGVmaW5pdGlvblZlcnNpb25zUmVzcG9uc2USDQoFdG90YWwYASABKAUSEAoIcmV2aXNpb24YBCABKAMSJgoEZGF0YRgCIAMoCzIYLmFzb3IudjEuQWdlbnREZWZpbml0aW9uEhwKD25leHRfcGFnZV90b2tlbhgDIAEoCUgAiAEBQhIKEF9uZXh0X3BhZ2VfdG9rZW4iyAEKHFVwc2VydEFnZW50RGVmaW5pdGlvblJlcXVlc3QSOwoGdGVuYW50GAEgASgJQiu6SChyJjIkXihbQS1aYS16MC05XVtBLVphLXowLTlfLi1dezAsNjJ9KT8kEj4KFGFnZW50X2NhcmRfYW5kX3Rvb2xzGAIgASgLMhguYXNvci52MS5BZ2VudERlZmluaXRpb25CBrpIA8gBARIWCgRldGFnGAMgASgJQgi6SAVyAxiACBITCgtjcmVhdGVfb25seRgEIAEoCCLZAQocVXBkYXRlQWdlbnREZWZpbml0aW9uUmVxdWVzdBI7CgZ0ZW5hbnQYASABKAlCK7pIKHImMiReKFtBLVphLXowLTldW0EtWmEtejAtOV8uLV17MCw2Mn0pPyQSJAoCaWQYAiABKAlCGLpIFcgBAXIQMg5eWzAtOWEtZl17MzJ9JBI+ChRhZ2VudF9jYXJkX2FuZF90b29scxgDIAEoCzIYLmFzb3IudjEuQWdlbnREZWZpbml0aW9uQga6SAPIAQESFgoEZXRhZxgEIAEoCUIIukgFcgMYgAgixQEKH1NldEFnZW50RGVmaW5pdGlvblN0YXR1c1JlcXVlc3QSOwoGdGVuYW50GAEgASgJQiu6SChyJjIkXihbQS1aYS16MC05XVtBLVphLXowLTlfLi1dezAsNjJ9KT8kEhcKAmlkGAIgASgJQgu6SAjIAQFyAxj/ARI0Cg1zdGF0dXNfY2hhbmdlGAMgASgLMhUuYXNvci52MS5TdGF0dXNDaGFuZ2VCBrpIA8gBARIWCgRldGFnGAQgASgJQgi6SAVyAxiACCKAAQoMU3RhdHVzQ2hhbmdlEjYKBnN0YXR1cxgBIAEoDjIZLmFzb3IudjEuRGVmaW5pdGlvblN0YXR1c0ILukgIyAEBggECEAESJQoOc3RhdHVzX21lc3NhZ2UYAiABKAlCCLpIBXIDGJBOSACIAQFCEQoPX3N0YXR1c19tZXNzYWdlIlkKIFNldEFnZW50RGVmaW5pdGlvblN0YXR1c1Jlc3BvbnNlEg0KBXRvdGFsGAEgASgFEiYKBGRhdGEYAiADKAsyGC5hc29yLnYxLkFnZW50RGVmaW5pdGlvbjK5CwoWQWdlbnREZWZpbml0aW9uU2VydmljZRKxAQoUTGlzdEFnZW50RGVmaW5pdGlvbnMSJC5hc29yLnYxLkxpc3RBZ2VudERlZmluaXRpb25zUmVxdWVzdBolLmFzb3IudjEuTGlzdEFnZW50RGVmaW5pdGlvbnNSZXNwb25zZSJMkAIBgtPkkwJDWhoSGC9hc29yL3YxL2FnZW50RGVmaW5pdGlvbhIlL2FwaS9hc29yL3YxL3t0ZW5hbnR9L2FnZW50RGVmaW5pdGlvbhKqAQoSR2V0QWdlbnREZWZpbml0aW9uEiIuYXNvci52MS5HZXRBZ2VudERlZmluaXRpb25SZXF1ZXN0GhguYXNvci52MS5BZ2VudERlZmluaXRpb24iVpACAYLT5JMCTVofEh0vYXNvci92MS9hZ2VudERlZmluaXRpb24ve2lkfRIqL2FwaS9hc29yL3YxL3t0ZW5hbnR9L2FnZW50RGVmaW5pdGlvbi97aWR9EuIBChtMaXN0QWdlbnREZWZpbml0aW9uVmVyc2lvbnMSKy5hc29yLnYxLkxpc3RBZ2VudERlZmluaXRpb25WZXJzaW9uc1JlcXVlc3QaLC5hc29yLnYxLkxpc3RBZ2VudERlZmluaXRpb25WZXJzaW9uc1Jlc3BvbnNlImiQAgGC0+STAl9aKBImL2Fzb3IvdjEvYWdlbnREZWZpbml0aW9uL3tpZH0vdmVyc2lvbnMSMy9hcGkvYXNvci92MS97dGVuYW50fS9hZ2VudERlZmluaXRpb24ve2lkfS92ZXJzaW9ucxKsAQoMR2V0QWdlbnRDYXJkEhwuYXNvci52MS5HZXRBZ2VudENhcmRSZXF1ZXN0GhIuYXNvci52MS5BZ2VudENhcmQiapACAYLT5JMCYVopEicvYXNvci92MS9hZ2VudERlZmluaXRpb24ve2lkfS9hZ2VudENhcmQSNC9hcGkvYXNvci92MS97dGVuYW50fS9hZ2VudERlZmluaXRpb24ve2lkfS9hZ2VudENhcmQS0gEKFVVwc2VydEFnZW50RGVmaW5pdGlvbhIlLmFzb3IudjEuVXBzZXJ0QWdlbnREZWZpbml0aW9uUmVxdWVzdBoYLmFzb3IudjEuQWdlbnREZWZpbml0aW9uIniQAgKC0+STAm86FGFnZW50X2NhcmRfYW5kX3Rvb2xzWjA6FGFnZW50X2NhcmRfYW5kX3Rvb2xzIhgvYXNvci92MS9hZ2VudERlZmluaXRpb24iJS9hcGkvYXNvci92MS97dGVuYW50fS9hZ2VudERlZmluaXRpb24S3QEKFVVwZGF0ZUFnZW50RGVmaW5pdGlvbhIlLmFzb3IudjEuVXBkYXRlQWdlbnREZWZpbml0aW9uUmVxdWVzdBoYLmFzb3IudjEuQWdlbnREZWZpbml0aW9uIoIBkAICgtPkkwJ5OhRhZ2VudF9jYXJkX2FuZF90b29sc1o1OhRhZ2VudF9jYXJkX2FuZF90b29scxodL2Fzb3IvdjEvYWdlbnREZWZpbml0aW9uL3tpZH0aKi9hcGkvYXNvci92MS97dGVuYW50fS9hZ2VudERlZmluaXRpb24ve2lkfRL0AQoYU2V0QWdlbnREZWZpbml0aW9uU3RhdHVzEiguYXNvci52MS5TZXRBZ2VudERlZmluaXRpb25TdGF0dXNSZXF1ZXN0GikuYXNvci52MS5TZXRBZ2VudERlZmluaXRpb25TdGF0dXNSZXNwb25zZSKCAZACAoLT5JMCeToNc3RhdHVzX2NoYW5nZVo1Og1zdGF0dXNfY2hhbmdlMiQvYXNvci92MS9hZ2VudERlZmluaXRpb24ve2lkfS9zdGF0dXMyMS9hcGkvYXNvci92MS97dGVuYW50fS9hZ2VudERlZmluaXRpb24ve2lkfS9zdGF0dXNiBnByb3RvMw", [file_asor_v1_agent_card, file_asor_v1_agent_definition, file_buf_validate_validate, file_google_api_annotations]);
+  fileDesc("CiZhc29yL3YxL2FnZW50X2RlZmluaXRpb25fc2VydmljZS5wcm90bxIHYXNvci52MSKpBgobTGlzdEFnZW50RGVmaW5pdGlvbnNSZXF1ZXN0EjsKBnRlbmFudBgBIAEoCUIrukgociYyJF4oW0EtWmEtejAtOV1bQS1aYS16MC05Xy4tXXswLDYyfSk/JBIdCgVsaW1pdBgCIAEoBUIJukgGGgQYZCgBSACIAQESHAoGb2Zmc2V0GAMgASgFQge6SAQaAigASAGIAQESHwoEbmFtZRgKIAMoCUIRukgOkgELEBQiB3IFEAEY/wESIwoIcHJvdmlkZXIYCyADKAlCEbpIDpIBCxAUIgdyBRABGP8BEiMKCHBsYXRmb3JtGAwgAygJQhG6SA6SAQsQFCIHcgUQARj/ARIiCgd2ZXJzaW9uGA0gAygJQhG6SA6SAQsQFCIHcgUQARiAARIeCgN0YWcYDiADKAlCEbpIDpIBCxAUIgdyBRABGP8BEiMKCHNraWxsX2lkGA8gAygJQhG6SA6SAQsQFCIHcgUQARj/ARIpCg5leGVjdXRpb25fbW9kZRgQIAMoCUIRukgOkgELEBQiB3IFEAEY/wESIwoIcmVzb3VyY2UYESADKAlCEbpIDpIBCxAUIgdyBRABGP8BEj0KEWV4dGVybmFsX2FnZW50X2lkGBIgAygJQhG6SA6SAQsQFCIHcgUQARj/AVIPZXh0ZXJuYWxBZ2VudElEEkIKBnN0YXR1cxgTIAMoCUIyukgvkgEsEAQiKHImUgZBQ1RJVkVSCkRFUFJFQ0FURURSC0RFQUNUSVZBVEVEUgNBTEwSIwoNdXBkYXRlZF9zaW5jZRgUIAEoCUIHukgEcgIYQEgCiAEBEhMKBmxhdGVzdBgVIAEoCEgDiAEBEhgKAXEYFiABKAlCCLpIBXIDGPQDSASIAQESHgoIb3JkZXJfYnkYFyABKAlCB7pIBHICGCBIBYgBARIhCgpwYWdlX3Rva2VuGBggASgJQgi6SAVyAxiAIEgGiAEBQggKBl9saW1pdEIJCgdfb2Zmc2V0QhAKDl91cGRhdGVkX3NpbmNlQgkKB19sYXRlc3RCBAoCX3FCCwoJX29yZGVyX2J5Qg0KC19wYWdlX3Rva2VuIpkBChxMaXN0QWdlbnREZWZpbml0aW9uc1Jlc3BvbnNlEg0KBXRvdGFsGAEgASgFEhAKCHJldmlzaW9uGAQgASgDEiYKBGRhdGEYAiADKAsyGC5hc29yLnYxLkFnZW50RGVmaW5pdGlvbhIcCg9uZXh0X3BhZ2VfdG9rZW4YAyABKAlIAIgBAUISChBfbmV4dF9wYWdlX3Rva2VuInEKGUdldEFnZW50RGVmaW5pdGlvblJlcXVlc3QSOwoGdGVuYW50GAEgASgJQiu6SChyJjIkXihbQS1aYS16MC05XVtBLVphLXowLTlfLi1dezAsNjJ9KT8kEhcKAmlkGAIgASgJQgu6SAjIAQFyAxj/ASJrChNHZXRBZ2VudENhcmRSZXF1ZXN0EjsKBnRlbmFudBgBIAEoCUIrukgociYyJF4oW0EtWmEtejAtOV1bQS1aYS16MC05Xy4tXXswLDYyfSk/JBIXCgJpZBgCIAEoCUILukgIyAEBcgMY/wEi/gEKIkxpc3RBZ2VudERlZmluaXRpb25WZXJzaW9uc1JlcXVlc3QSOwoGdGVuYW50GAEgASgJQiu6SChyJjIkXihbQS1aYS16MC05XVtBLVphLXowLTlfLi1dezAsNjJ9KT8kEhcKAmlkGAIgASgJQgu6SAjIAQFyAxj/ARIdCgVsaW1pdBgDIAEoBUIJukgGGgQYZCgBSACIAQESHAoGb2Zmc2V0GAQgASgFQge6SAQaAigASAGIAQESIQoKcGFnZV90b2tlbhgKIAEoCUIIukgFcgMYgCBIAogBAUIICgZfbGltaXRCCQoHX29mZnNldEINCgtfcGFnZV90b2tlbiKgAQojTGlzdEFnZW50RGVmaW5pdGlvblZlcnNpb25zUmVzcG9uc2USDQoFdG90YWwYASABKAUSEAoIcmV2aXNpb24YBCABKAMSJgoEZGF0YRgCIAMoCzIYLmFzb3IudjEuQWdlbnREZWZpbml0aW9uEhwKD25leHRfcGFnZV90b2tlbhgDIAEoCUgAiAEBQhIKEF9uZXh0X3BhZ2VfdG9rZW4iyAEKHFVwc2VydEFnZW50RGVmaW5pdGlvblJlcXVlc3QSOwoGdGVuYW50GAEgASgJQiu6SChyJjIkXihbQS1aYS16MC05XVtBLVphLXowLTlfLi1dezAsNjJ9KT8kEj4KFGFnZW50X2NhcmRfYW5kX3Rvb2xzGAIgASgLMhguYXNvci52MS5BZ2VudERlZmluaXRpb25CBrpIA8gBARIWCgRldGFnGAMgASgJQgi6SAVyAxiACBITCgtjcmVhdGVfb25seRgEIAEoCCLZAQocVXBkYXRlQWdlbnREZWZpbml0aW9uUmVxdWVzdBI7CgZ0ZW5hbnQYASABKAlCK7pIKHImMiReKFtBLVphLXowLTldW0EtWmEtejAtOV8uLV17MCw2Mn0pPyQSJAoCaWQYAiABKAlCGLpIFcgBAXIQMg5eWzAtOWEtZl17MzJ9JBI+ChRhZ2VudF9jYXJkX2FuZF90b29scxgDIAEoCzIYLmFzb3IudjEuQWdlbnREZWZpbml0aW9uQga6SAPIAQESFgoEZXRhZxgEIAEoCUIIukgFcgMYgAgixQEKH1NldEFnZW50RGVmaW5pdGlvblN0YXR1c1JlcXVlc3QSOwoGdGVuYW50GAEgASgJQiu6SChyJjIkXihbQS1aYS16MC05XVtBLVphLXowLTlfLi1dezAsNjJ9KT8kEhcKAmlkGAIgASgJQgu6SAjIAQFyAxj/ARI0Cg1zdGF0dXNfY2hhbmdlGAMgASgLMhUuYXNvci52MS5TdGF0dXNDaGFuZ2VCBrpIA8gBARIWCgRldGFnGAQgASgJQgi6SAVyAxiACCKAAQoMU3RhdHVzQ2hhbmdlEjYKBnN0YXR1cxgBIAEoDjIZLmFzb3IudjEuRGVmaW5pdGlvblN0YXR1c0ILukgIyAEBggECEAESJQoOc3RhdHVzX21lc3NhZ2UYAiABKAlCCLpIBXIDGJBOSACIAQFCEQoPX3N0YXR1c19tZXNzYWdlIlkKIFNldEFnZW50RGVmaW5pdGlvblN0YXR1c1Jlc3BvbnNlEg0KBXRvdGFsGAEgASgFEiYKBGRhdGEYAiADKAsyGC5hc29yLnYxLkFnZW50RGVmaW5pdGlvbiLEBAocV2F0Y2hBZ2VudERlZmluaXRpb25zUmVxdWVzdBI7CgZ0ZW5hbnQYASABKAlCK7pIKHImMiReKFtBLVphLXowLTldW0EtWmEtejAtOV8uLV17MCw2Mn0pPyQSEgoFc2luY2UYAiABKANIAIgBARIVCghib29rbWFyaxgDIAEoCEgBiAEBEh8KBG5hbWUYCiADKAlCEbpIDpIBCxAUIgdyBRABGP8BEiMKCHByb3ZpZGVyGAsgAygJQhG6SA6SAQsQFCIHcgUQARj/ARIjCghwbGF0Zm9ybRgMIAMoCUIRukgOkgELEBQiB3IFEAEY/wESIgoHdmVyc2lvbhgNIAMoCUIRukgOkgELEBQiB3IFEAEYgAESHgoDdGFnGA4gAygJQhG6SA6SAQsQFCIHcgUQARj/ARIjCghza2lsbF9pZBgPIAMoCUIRukgOkgELEBQiB3IFEAEY/wESKQoOZXhlY3V0aW9uX21vZGUYECADKAlCEbpIDpIBCxAUIgdyBRABGP8BEiMKCHJlc291cmNlGBEgAygJQhG6SA6SAQsQFCIHcgUQARj/ARI9ChFleHRlcm5hbF9hZ2VudF9pZBgSIAMoCUIRukgOkgELEBQiB3IFEAEY/wFSD2V4dGVybmFsQWdlbnRJRBJCCgZzdGF0dXMYEyADKAlCMrpIL5IBLBAEIihyJlIGQUNUSVZFUgpERVBSRUNBVEVEUgtERUFDVElWQVRFRFIDQUxMQggKBl9zaW5jZUILCglfYm9va21hcmsi8QEKFEFnZW50RGVmaW5pdGlvbkV2ZW50EjUKBHR5cGUYASABKA4yJy5hc29yLnYxLkFnZW50RGVmaW5pdGlvbkV2ZW50LkV2ZW50VHlwZRIQCghyZXZpc2lvbhgCIAEoAxIsCgpkZWZpbml0aW9uGAMgASgLMhguYXNvci52MS5BZ2VudERlZmluaXRpb24iYgoJRXZlbnRUeXBlEhoKFkVWRU5UX1RZUEVfVU5TUEVDSUZJRUQQABIJCgVBRERFRBABEgwKCE1PRElGSUVEEAISEgoOU1RBVFVTX0NIQU5HRUQQAxIMCghCT09LTUFSSxAEMvUMChZBZ2VudERlZmluaXRpb25TZXJ2aWNlErEBChRMaXN0QWdlbnREZWZpbml0aW9ucxIkLmFzb3IudjEuTGlzdEFnZW50RGVmaW5pdGlvbnNSZXF1ZXN0GiUuYXNvci52MS5MaXN0QWdlbnREZWZpbml0aW9uc1Jlc3BvbnNlIkyQAgGC0+STAkNaGhIYL2Fzb3IvdjEvYWdlbnREZWZpbml0aW9uEiUvYXBpL2Fzb3IvdjEve3RlbmFudH0vYWdlbnREZWZpbml0aW9uEqoBChJHZXRBZ2VudERlZmluaXRpb24SIi5hc29yLnYxLkdldEFnZW50RGVmaW5pdGlvblJlcXVlc3QaGC5hc29yLnYxLkFnZW50RGVmaW5pdGlvbiJWkAIBgtPkkwJNWh8SHS9hc29yL3YxL2FnZW50RGVmaW5pdGlvbi97aWR9EiovYXBpL2Fzb3IvdjEve3RlbmFudH0vYWdlbnREZWZpbml0aW9uL3tpZH0S4gEKG0xpc3RBZ2VudERlZmluaXRpb25WZXJzaW9ucxIrLmFzb3IudjEuTGlzdEFnZW50RGVmaW5pdGlvblZlcnNpb25zUmVxdWVzdBosLmFzb3IudjEuTGlzdEFnZW50RGVmaW5pdGlvblZlcnNpb25zUmVzcG9uc2UiaJACAYLT5JMCX1ooEiYvYXNvci92MS9hZ2VudERlZmluaXRpb24ve2lkfS92ZXJzaW9ucxIzL2FwaS9hc29yL3YxL3t0ZW5hbnR9L2FnZW50RGVmaW5pdGlvbi97aWR9L3ZlcnNpb25zEqwBCgxHZXRBZ2VudENhcmQSHC5hc29yLnYxLkdldEFnZW50Q2FyZFJlcXVlc3QaEi5hc29yLnYxLkFnZW50Q2FyZCJqkAIBgtPkkwJhWikSJy9hc29yL3YxL2FnZW50RGVmaW5pdGlvbi97aWR9L2FnZW50Q2FyZBI0L2FwaS9hc29yL3YxL3t0ZW5hbnR9L2FnZW50RGVmaW5pdGlvbi97aWR9L2FnZW50Q2FyZBLSAQoVVXBzZXJ0QWdlbnREZWZpbml0aW9uEiUuYXNvci52MS5VcHNlcnRBZ2VudERlZmluaXRpb25SZXF1ZXN0GhguYXNvci52MS5BZ2VudERlZmluaXRpb24ieJACAoLT5JMCbzoUYWdlbnRfY2FyZF9hbmRfdG9vbHNaMDoUYWdlbnRfY2FyZF9hbmRfdG9vbHMiGC9hc29yL3YxL2FnZW50RGVmaW5pdGlvbiIlL2FwaS9hc29yL3YxL3t0ZW5hbnR9L2FnZW50RGVmaW5pdGlvbhLdAQoVVXBkYXRlQWdlbnREZWZpbml0aW9uEiUuYXNvci52MS5VcGRhdGVBZ2VudERlZmluaXRpb25SZXF1ZXN0GhguYXNvci52MS5BZ2VudERlZmluaXRpb24iggGQAgKC0+STAnk6FGFnZW50X2NhcmRfYW5kX3Rvb2xzWjU6FGFnZW50X2NhcmRfYW5kX3Rvb2xzGh0vYXNvci92MS9hZ2VudERlZmluaXRpb24ve2lkfRoqL2FwaS9hc29yL3YxL3t0ZW5hbnR9L2FnZW50RGVmaW5pdGlvbi97aWR9EvQBChhTZXRBZ2VudERlZmluaXRpb25TdGF0dXMSKC5hc29yLnYxLlNldEFnZW50RGVmaW5pdGlvblN0YXR1c1JlcXVlc3QaKS5hc29yLnYxLlNldEFnZW50RGVmaW5pdGlvblN0YXR1c1Jlc3BvbnNlIoIBkAICgtPkkwJ5Og1zdGF0dXNfY2hhbmdlWjU6DXN0YXR1c19jaGFuZ2UyJC9hc29yL3YxL2FnZW50RGVmaW5pdGlvbi97aWR9L3N0YXR1czIxL2FwaS9hc29yL3YxL3t0ZW5hbnR9L2FnZW50RGVmaW5pdGlvbi97aWR9L3N0YXR1cxK5AQoVV2F0Y2hBZ2VudERlZmluaXRpb25zEiUuYXNvci52MS5XYXRjaEFnZW50RGVmaW5pdGlvbnNSZXF1ZXN0Gh0uYXNvci52MS5BZ2VudERlZmluaXRpb25FdmVudCJYkAIBgtPkkwJPWiASHi9hc29yL3YxL2FnZW50RGVmaW5pdGlvbkV2ZW50cxIrL2FwaS9hc29yL3YxL3t0ZW5hbnR9L2FnZW50RGVmaW5pdGlvbkV2ZW50czABYgZwcm90bzM", [file_asor_v1_agent_card, file_asor_v1_agent_definition, file_buf_validate_validate, file_google_api_annotations]);
 
 /**
  * Asks for a page of a tenant's Agent Definitions.
@@ -568,6 +568,209 @@ export const SetAgentDefinitionStatusResponseSchema: GenMessage<SetAgentDefiniti
   messageDesc(file_asor_v1_agent_definition_service, 10);
 
 /**
+ * Asks for the stream of a tenant's changes. The filters are the list's
+ * (ListAgentDefinitionsRequest), applied to the definition each event
+ * carries: different parameters AND, the values of one OR.
+ *
+ * @generated from message asor.v1.WatchAgentDefinitionsRequest
+ */
+export type WatchAgentDefinitionsRequest = Message<"asor.v1.WatchAgentDefinitionsRequest"> & {
+  /**
+   * The tenant, as in ListAgentDefinitionsRequest.
+   *
+   * @generated from field: string tenant = 1;
+   */
+  tenant: string;
+
+  /**
+   * Start after this tenant revision: every change with a higher revision
+   * follows, in order. Absent: from the revision this process has read up
+   * to (now). Over REST also the `Last-Event-ID` header (the query wins).
+   *
+   * @generated from field: optional int64 since = 2;
+   */
+  since?: bigint | undefined;
+
+  /**
+   * true: a BOOKMARK event at once, after the changes up to the revision
+   * the stream starts from, carrying that revision. BOOKMARK events come
+   * anyway at least every WATCH_BOOKMARK_SECONDS (default 30).
+   *
+   * @generated from field: optional bool bookmark = 3;
+   */
+  bookmark?: boolean | undefined;
+
+  /**
+   * Definitions with one of these names.
+   *
+   * @generated from field: repeated string name = 10;
+   */
+  name: string[];
+
+  /**
+   * Definitions whose `provider.id` is one of these.
+   *
+   * @generated from field: repeated string provider = 11;
+   */
+  provider: string[];
+
+  /**
+   * Definitions whose `platform.id` is one of these.
+   *
+   * @generated from field: repeated string platform = 12;
+   */
+  platform: string[];
+
+  /**
+   * Definitions with one of these versions.
+   *
+   * @generated from field: repeated string version = 13;
+   */
+  version: string[];
+
+  /**
+   * Definitions with a skill tagged with one of these tags.
+   *
+   * @generated from field: repeated string tag = 14;
+   */
+  tag: string[];
+
+  /**
+   * Definitions with a skill whose `id` is one of these.
+   *
+   * @generated from field: repeated string skill_id = 15;
+   */
+  skillId: string[];
+
+  /**
+   * Definitions with a `hostConfig` item whose `executionMode.id` is one of these.
+   *
+   * @generated from field: repeated string execution_mode = 16;
+   */
+  executionMode: string[];
+
+  /**
+   * Definitions with a host resource whose `agent_resource.id` is one of
+   * these: which agents use this host resource?
+   *
+   * @generated from field: repeated string resource = 17;
+   */
+  resource: string[];
+
+  /**
+   * Definitions whose `externalAgentID` is one of these.
+   *
+   * @generated from field: repeated string external_agent_id = 18 [json_name = "externalAgentID"];
+   */
+  externalAgentId: string[];
+
+  /**
+   * Definitions with one of these statuses: `ACTIVE`, `DEPRECATED`,
+   * `DEACTIVATED`, or `ALL`. Default: every status (unlike the list), so a
+   * watcher sees a definition leave ACTIVE. A STATUS_CHANGED event passes
+   * this filter whatever the status it shows.
+   *
+   * @generated from field: repeated string status = 19;
+   */
+  status: string[];
+};
+
+/**
+ * Describes the message asor.v1.WatchAgentDefinitionsRequest.
+ * Use `create(WatchAgentDefinitionsRequestSchema)` to create a new message.
+ */
+export const WatchAgentDefinitionsRequestSchema: GenMessage<WatchAgentDefinitionsRequest> = /*@__PURE__*/
+  messageDesc(file_asor_v1_agent_definition_service, 11);
+
+/**
+ * One event of a watch.
+ *
+ * @generated from message asor.v1.AgentDefinitionEvent
+ */
+export type AgentDefinitionEvent = Message<"asor.v1.AgentDefinitionEvent"> & {
+  /**
+   * What happened.
+   *
+   * @generated from field: asor.v1.AgentDefinitionEvent.EventType type = 1;
+   */
+  type: AgentDefinitionEvent_EventType;
+
+  /**
+   * The tenant revision of the change (of the bookmark: the revision the
+   * stream has reached). Resume with `since` = the last one received.
+   *
+   * @generated from field: int64 revision = 2;
+   */
+  revision: bigint;
+
+  /**
+   * The definition as GET answers it, read when the event was sent: when it
+   * changed again after `revision`, this is its newer state (its
+   * `meta.modRevision` is higher) and the later change follows as its own
+   * event. Absent in BOOKMARK events.
+   *
+   * @generated from field: asor.v1.AgentDefinition definition = 3;
+   */
+  definition?: AgentDefinition | undefined;
+};
+
+/**
+ * Describes the message asor.v1.AgentDefinitionEvent.
+ * Use `create(AgentDefinitionEventSchema)` to create a new message.
+ */
+export const AgentDefinitionEventSchema: GenMessage<AgentDefinitionEvent> = /*@__PURE__*/
+  messageDesc(file_asor_v1_agent_definition_service, 12);
+
+/**
+ * The kind of an event. JSON names are the bare words.
+ *
+ * @generated from enum asor.v1.AgentDefinitionEvent.EventType
+ */
+export enum AgentDefinitionEvent_EventType {
+  /**
+   * Not sent.
+   *
+   * @generated from enum value: EVENT_TYPE_UNSPECIFIED = 0;
+   */
+  EVENT_TYPE_UNSPECIFIED = 0,
+
+  /**
+   * A new version was stored.
+   *
+   * @generated from enum value: ADDED = 1;
+   */
+  ADDED = 1,
+
+  /**
+   * A version's content or its latest flag changed.
+   *
+   * @generated from enum value: MODIFIED = 2;
+   */
+  MODIFIED = 2,
+
+  /**
+   * A version's lifecycle status was set.
+   *
+   * @generated from enum value: STATUS_CHANGED = 3;
+   */
+  STATUS_CHANGED = 3,
+
+  /**
+   * No change: the stream has reached `revision` (every change up to it
+   * that the filters pass has been sent).
+   *
+   * @generated from enum value: BOOKMARK = 4;
+   */
+  BOOKMARK = 4,
+}
+
+/**
+ * Describes the enum asor.v1.AgentDefinitionEvent.EventType.
+ */
+export const AgentDefinitionEvent_EventTypeSchema: GenEnum<AgentDefinitionEvent_EventType> = /*@__PURE__*/
+  enumDesc(file_asor_v1_agent_definition_service, 12, 0);
+
+/**
  * Registers and reads Agent Definitions. Each method is served over gRPC,
  * gRPC-Web, Connect and REST; the REST paths come from the `google.api.http`
  * rules below, in the reference text's form (tenant in the path) and the
@@ -652,6 +855,21 @@ export const AgentDefinitionService: GenService<{
     methodKind: "unary";
     input: typeof SetAgentDefinitionStatusRequestSchema;
     output: typeof SetAgentDefinitionStatusResponseSchema;
+  },
+  /**
+   * Streams every later change of the tenant's definitions, in revision
+   * order, with no gap and no duplicate: from `since` (a revision a list, a
+   * get or an earlier event answered), else from now. Over REST a
+   * `text/event-stream` (Server-Sent Events; `Last-Event-ID` resumes); see
+   * docs/api.md, "Watch". A `since` older than the change log keeps fails
+   * with FAILED_PRECONDITION (HTTP 410), code REVISION_COMPACTED.
+   *
+   * @generated from rpc asor.v1.AgentDefinitionService.WatchAgentDefinitions
+   */
+  watchAgentDefinitions: {
+    methodKind: "server_streaming";
+    input: typeof WatchAgentDefinitionsRequestSchema;
+    output: typeof AgentDefinitionEventSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_asor_v1_agent_definition_service, 0);

@@ -89,6 +89,8 @@ const RESPONSE_NAMES: Readonly<Record<number, string>> = {
   412: "PreconditionFailed",
   413: "PayloadTooLarge",
   415: "UnsupportedMediaType",
+  // WATCH_TOO_SLOW: sent as a watch's SSE `error` event, never as a status; named for the table's sake.
+  429: "TooManyRequests",
   // Named ahead of the error-table row for a request line and headers past Node's 16 KiB.
   431: "RequestHeaderFieldsTooLarge",
   500: "InternalError",
@@ -108,7 +110,10 @@ const APPLIES: Readonly<Record<number, (route: RestRoute) => boolean>> = {
   408: (route) => route.body !== "",
   413: (route) => route.body !== "",
   // Only the agent card is withdrawn with its version (CARD_DEACTIVATED).
-  410: (route) => route.method.name === "GetAgentCard",
+  // ... and a watch from a compacted revision (REVISION_COMPACTED).
+  410: (route) => route.method.name === "GetAgentCard" || route.method.methodKind === "server_streaming",
+  // A watch's WATCH_TOO_SLOW comes after its 200, as an SSE `error` event (docs/api.md, "Watch").
+  429: () => false,
   415: (route) => route.body !== "",
 };
 
@@ -213,7 +218,19 @@ function parameters(schemas: MessageSchemas, route: RestRoute): JsonObject[] {
       f.name !== route.body &&
       HEADER_FIELDS[f.name] === undefined,
   );
-  return [...path, ...query.map((f) => parameter(schemas, f, "query")), ...headerParameters(route)];
+  const lastEventId =
+    route.method.methodKind === "server_streaming"
+      ? [
+          {
+            name: "Last-Event-ID",
+            in: "header",
+            required: false,
+            description: "The revision to resume after (an EventSource sends its last `id:`); `since` wins.",
+            schema: { type: "string", pattern: "^[0-9]{1,15}$" },
+          },
+        ]
+      : [];
+  return [...path, ...query.map((f) => parameter(schemas, f, "query")), ...headerParameters(route), ...lastEventId];
 }
 
 /**
@@ -340,6 +357,20 @@ const READ_HEADERS: Readonly<Record<string, JsonObject>> = {
 /** The REST handler's answer to a call that worked: 200, or 201 with `Location` for a POST whose result has an id. */
 function success(schemas: MessageSchemas, route: RestRoute): [string, JsonObject] {
   const output = route.method.output;
+  if (route.method.methodKind === "server_streaming")
+    return [
+      "200",
+      {
+        description:
+          "Server-Sent Events, one per change in revision order: `id:` the revision, `event:` the type " +
+          "(`ADDED`, `MODIFIED`, `STATUS_CHANGED`, `BOOKMARK`), `data:` one line of JSON " +
+          '`{"type","revision","definition"}` (the definition as GET answers it; none in a BOOKMARK). A failure ' +
+          "after the start is an `error` event whose data is the error body, then the end. Resume with " +
+          `\`Last-Event-ID\` or \`since\` (docs/api.md, "Watch"). Over gRPC and Connect each event is ` +
+          `a ${output.name}.`,
+        content: { "text/event-stream": { schema: { type: "string" } } },
+      },
+    ];
   if (ONE_OR_PAGE.has(output.typeName)) {
     const definition = output.fields.find((f) => f.name === "data")?.message;
     if (definition === undefined) throw new Error(`${output.typeName} has no data of definitions`);

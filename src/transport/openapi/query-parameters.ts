@@ -52,6 +52,7 @@ const RFC3339 = "^\\d{4}-\\d{2}-\\d{2}[Tt]\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,9})?([Zz
 const filter: Refinement = { schema: { maxItems: FILTER_VALUES }, items: { maxLength: FILTER_VALUE_LENGTH } };
 const pageToken: Refinement = { schema: { pattern: "^[A-Za-z0-9_-]*$" } };
 const LIST = "asor.v1.ListAgentDefinitionsRequest";
+const WATCH = "asor.v1.WatchAgentDefinitionsRequest";
 
 const REFINEMENTS: Readonly<Record<string, Refinement>> = {
   ...Object.fromEntries(
@@ -65,8 +66,13 @@ const REFINEMENTS: Readonly<Record<string, Refinement>> = {
       "execution_mode",
       "resource",
       "external_agent_id",
-    ].map((name) => [`${LIST}.${name}`, filter]),
+    ].flatMap((name) => [
+      [`${LIST}.${name}`, filter],
+      [`${WATCH}.${name}`, filter],
+    ]),
   ),
+  // A revision: digits, as rest-request.ts reads them (at most 15, a safe integer's).
+  [`${WATCH}.since`]: { schema: { pattern: "^[0-9]{1,15}$" } },
   [`${LIST}.q`]: { schema: { maxLength: KEYWORDS_LENGTH } },
   [`${LIST}.order_by`]: { schema: { enum: ORDER_BY }, drop: ["maxLength"] },
   // 35: the longest form the pattern takes (nine digits of a second, an offset).

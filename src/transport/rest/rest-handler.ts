@@ -1,5 +1,7 @@
 import { AGENT_CARD_CACHE_CONTROL } from "../../domain/agent-card.js";
+import { invalid, issueAt } from "../../domain/errors.js";
 import { etagOf, ifNoneMatchMatches, parseEntityTags } from "../../domain/lifecycle.js";
+import type { WatchEvent } from "../../domain/watch.js";
 import type { HttpAnswer } from "../../http/http-answer.js";
 import { type Call, type Operation, type Operations, type Result, runOperation } from "../../operations/operation.js";
 import { REGISTRY_SERVICES } from "../../operations/registry-operations.js";
@@ -28,6 +30,17 @@ export interface RestSurface {
     parts: RestRequestParts,
     pathname: string,
   ): Promise<HttpAnswer>;
+  /**
+   * Runs an admitted watch (a server-streaming RPC's binding) and answers its events, for the edge to send
+   * as Server-Sent Events. `lastEventId` (the `Last-Event-ID` header) is the start when the query names none.
+   */
+  watch(
+    match: RestMatch & { route: RestRoute },
+    call: Call,
+    query: URLSearchParams,
+    parts: RestRequestParts,
+    lastEventId: string | undefined,
+  ): Promise<AsyncIterable<WatchEvent>>;
 }
 
 export interface RestSurfaceOptions {
@@ -63,6 +76,25 @@ export function createRestSurface({ operations, maxBodyBytes }: RestSurfaceOptio
       const unchanged =
         route.verb === "GET" && parts.ifNoneMatch !== undefined ? notModified(result, parts.ifNoneMatch) : undefined;
       return unchanged ?? restAnswer(result, route.method.output, route.verb, pathname);
+    },
+
+    async watch({ route, operation, vars }, call, query, parts, lastEventId) {
+      const input = (await decodeRestRequest(route, vars, query, parts, maxBodyBytes)) as { since?: bigint };
+      if (input.since === undefined && lastEventId !== undefined) {
+        // An EventSource sends back the last `id:` it received; ids are revisions.
+        if (!/^\d{1,15}$/.test(lastEventId.trim()))
+          throw invalid([
+            issueAt(
+              "Last-Event-ID",
+              "INVALID_TYPE",
+              `Last-Event-ID must be a revision (digits), not "${lastEventId}".`,
+            ),
+          ]);
+        input.since = BigInt(lastEventId.trim());
+      }
+      const result = await runOperation(operation, call, input as never);
+      if (result.kind !== "events") throw new Error(`${route.method.name} answered no stream.`);
+      return result.events;
     },
   };
 }

@@ -250,6 +250,15 @@ function fieldsFromUrl(
         continue;
       }
       init[field.localName] = Number(value);
+    } else if (field.scalar === ScalarType.INT64) {
+      // The watch's `since`: a revision, at most 18 digits so that it is a safe integer's text.
+      if (!/^\d{1,15}$/.test(value)) {
+        issues.push(
+          issueAt(field.jsonName, "INVALID_TYPE", `${field.jsonName} must be a revision (digits), not "${value}".`),
+        );
+        continue;
+      }
+      init[field.localName] = BigInt(value);
     } else {
       init[field.localName] = value;
     }

@@ -83,5 +83,7 @@ export function restAnswer(result: Result, output: DescMessage, verb: string, pa
         headers: { ...JSON_HEADERS, etag: result.etag, "cache-control": AGENT_CARD_CACHE_CONTROL },
         body: utf8(JSON.stringify(agentCardJson(result.card))),
       };
+    case "events":
+      throw new Error("A stream is answered as Server-Sent Events by the edge, not as one answer.");
   }
 }

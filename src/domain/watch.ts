@@ -1,0 +1,110 @@
+/**
+ * A watch's events and its filter (issue 20): what every surface streams, and which changes a watcher
+ * asked for. The filters are the list's exact filters (list-query.ts), matched against the definition
+ * an event carries instead of the term index, so one change read once serves every watcher.
+ */
+import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
+import type { TermKind } from "./list-query.js";
+import { DEFINITION_STATUSES, type DefinitionStatus, type StoredDefinition } from "./records.js";
+
+/** The kinds of an event, by their wire names. */
+export type WatchEventType = "ADDED" | "MODIFIED" | "STATUS_CHANGED" | "BOOKMARK";
+
+/**
+ * One event: a change at `revision` with its definition as it is now (a later change of it follows as its
+ * own event), or a BOOKMARK: every change up to `revision` that the filter passes has been sent.
+ */
+export type WatchEvent =
+  | {
+      readonly type: Exclude<WatchEventType, "BOOKMARK">;
+      readonly revision: number;
+      readonly stored: StoredDefinition;
+    }
+  | { readonly type: "BOOKMARK"; readonly revision: number; readonly stored?: undefined };
+
+/** The request members a filter is made from (WatchAgentDefinitionsRequest's, by their TS names). */
+export interface WatchFilterParts {
+  readonly name: readonly string[];
+  readonly provider: readonly string[];
+  readonly platform: readonly string[];
+  readonly version: readonly string[];
+  readonly tag: readonly string[];
+  readonly skillId: readonly string[];
+  readonly executionMode: readonly string[];
+  readonly resource: readonly string[];
+  readonly externalAgentId: readonly string[];
+  readonly status: readonly string[];
+}
+
+type FilterKind = Exclude<TermKind, "word">;
+
+/** Which changes a watcher gets: each filter given must match (AND), by any of its values (OR). */
+export interface WatchFilter {
+  readonly terms: ReadonlyMap<FilterKind, ReadonlySet<string>>;
+  /** Undefined: every status (the watch's default, unlike the list's). */
+  readonly statuses?: ReadonlySet<DefinitionStatus>;
+}
+
+/** The filter a request asks for; the request's own validation (protovalidate) has checked the values. */
+export function watchFilterOf(parts: WatchFilterParts): WatchFilter {
+  const terms = new Map<FilterKind, ReadonlySet<string>>();
+  const term = (kind: FilterKind, values: readonly string[]) => {
+    if (values.length > 0) terms.set(kind, new Set(values));
+  };
+  term("name", parts.name);
+  term("provider", parts.provider);
+  term("platform", parts.platform);
+  term("version", parts.version);
+  term("tag", parts.tag);
+  term("skillId", parts.skillId);
+  term("executionMode", parts.executionMode);
+  term("resource", parts.resource);
+  term("externalAgentID", parts.externalAgentId);
+  const asked = parts.status.includes("ALL") ? [] : DEFINITION_STATUSES.filter((s) => parts.status.includes(s));
+  return asked.length === 0 ? { terms } : { terms, statuses: new Set(asked) };
+}
+
+/** The values each exact filter finds `definition` by (the same members the list's term index holds). */
+export function filterValuesOf(definition: AgentDefinition): ReadonlyMap<FilterKind, ReadonlySet<string>> {
+  const values = new Map<FilterKind, Set<string>>();
+  const add = (kind: FilterKind, value: string | undefined) => {
+    if (value === undefined || value === "") return;
+    let set = values.get(kind);
+    if (set === undefined) values.set(kind, (set = new Set()));
+    set.add(value);
+  };
+  add("name", definition.name);
+  add("provider", definition.provider?.id);
+  add("platform", definition.platform?.id);
+  add("version", definition.version);
+  add("externalAgentID", definition.externalAgentId);
+  for (const skill of definition.skills) {
+    add("skillId", skill.id);
+    for (const tag of skill.tags) add("tag", tag.tag);
+  }
+  for (const item of definition.hostConfig) {
+    add("executionMode", item.executionMode?.id);
+    for (const resource of item.hostResources) add("resource", resource.agentResource?.id);
+  }
+  return values;
+}
+
+/**
+ * Whether an event passes `filter`. A STATUS_CHANGED event passes the status filter whatever status it
+ * shows: a watcher of ACTIVE definitions learns that one it holds left ACTIVE.
+ */
+export function passesWatchFilter(
+  filter: WatchFilter,
+  type: WatchEvent["type"],
+  status: DefinitionStatus,
+  values: () => ReadonlyMap<FilterKind, ReadonlySet<string>>,
+): boolean {
+  if (filter.statuses !== undefined && type !== "STATUS_CHANGED" && !filter.statuses.has(status)) return false;
+  if (filter.terms.size === 0) return true;
+  const have = values();
+  for (const [kind, wanted] of filter.terms) {
+    const found = have.get(kind);
+    if (found === undefined || ![...wanted].some((v) => found.has(v))) return false;
+  }
+  return true;
+}

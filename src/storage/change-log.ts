@@ -1,0 +1,101 @@
+/**
+ * The change log as watchers read it (issue 20, items 2-4): the tenants' revision counters, the change
+ * records after a revision with each definition as it is now, and the compaction that bounds the log.
+ * The tables are migration 0015's (tenant_revisions, definition_changes); the writes that fill them are
+ * the write transaction's (write-transaction.ts), which this module never touches.
+ */
+import type { Knex } from "knex";
+import { type RunRead, readColumns } from "./queries/reads.js";
+import { agents, definitionChanges, definitions, tenantRevisions } from "./queries/tables.js";
+import type { ChangeKind as WrittenKind } from "./queries/writes.js";
+import type { ChangeKind, ChangeLog, ChangeRecord } from "./repository.js";
+import {
+  type DatabaseInteger,
+  type DefinitionReadRow,
+  fromDatabaseInteger,
+  toDatabaseTimestamp,
+  toStoredDefinition,
+} from "./rows.js";
+import type { Dialect } from "./run/connection.js";
+
+export type { ChangeKind, ChangeLog, ChangeRecord, Retention } from "./repository.js";
+
+/** The kinds the write transaction records are the kinds the log answers (a compile-time check). */
+const sameKinds: [WrittenKind, ChangeKind] extends [ChangeKind, WrittenKind] ? true : never = true;
+void sameKinds;
+
+interface ChangeRow extends DefinitionReadRow {
+  readonly change_revision: DatabaseInteger;
+  readonly change_kind: ChangeKind;
+}
+
+/** The change log on `db` (the read pool): selects through the driver (`run`), deletes through knex. */
+export function createChangeLog(db: Knex, dialect: Dialect, run: RunRead): ChangeLog {
+  const changeRows = `
+    SELECT c.revision AS change_revision, c.kind AS change_kind, ${readColumns(dialect)}
+    FROM ${definitionChanges} c
+    JOIN ${definitions} d ON d.tenant = c.tenant AND d.id = c.definition_id
+    LEFT JOIN ${agents} a ON a.tenant = d.tenant AND a.number = d.agent_number
+    WHERE c.tenant = ? AND c.revision > ? AND c.revision <= ?
+    ORDER BY c.revision
+    LIMIT ?`;
+  const rows = async <T>(sql: string, bindings: readonly unknown[]): Promise<T[]> =>
+    (await run(sql, bindings as never)) as unknown as T[];
+  /** Deletes the tenant's records up to `upTo`. */
+  const deleteUpTo = async (tenant: string, upTo: number): Promise<number> => {
+    const result = await db.raw(`DELETE FROM ${definitionChanges} WHERE tenant = ? AND revision <= ?`, [tenant, upTo]);
+    // mysql2: [ResultSetHeader, fields]; better-sqlite3 through knex: { changes } or an array.
+    const header = Array.isArray(result) ? result[0] : result;
+    return Number(header?.affectedRows ?? header?.changes ?? 0);
+  };
+  return {
+    async revisions(tenants) {
+      const found = new Map<string, number>(tenants.map((t) => [t, 0]));
+      if (tenants.length === 0) return found;
+      const marks = tenants.map(() => "?").join(", ");
+      const sql = `SELECT tenant, revision FROM ${tenantRevisions} WHERE tenant IN (${marks})`;
+      for (const row of await rows<{ tenant: string; revision: DatabaseInteger }>(sql, tenants))
+        found.set(row.tenant, fromDatabaseInteger(row.revision));
+      return found;
+    },
+    async read(tenant, after, upTo, limit) {
+      const records: ChangeRecord[] = [];
+      for (const row of await rows<ChangeRow>(changeRows, [tenant, after, upTo, limit])) {
+        const stored = toStoredDefinition(tenant, row);
+        // Every record names a stored version (definitions are never deleted); a row that is not one is skipped.
+        if (stored !== undefined)
+          records.push({ revision: fromDatabaseInteger(row.change_revision), kind: row.change_kind, stored });
+      }
+      return records;
+    },
+    async oldest(tenant) {
+      const sql = `SELECT MIN(revision) AS oldest FROM ${definitionChanges} WHERE tenant = ?`;
+      const [row] = await rows<{ oldest: DatabaseInteger | null }>(sql, [tenant]);
+      return row?.oldest == null ? undefined : fromDatabaseInteger(row.oldest);
+    },
+    async compact({ count, maxAgeMillis }, now) {
+      // Per tenant, the revision up to which records go: a cut per tenant, never a hole in the middle (a
+      // record's time is when its write began, so times are not in revision order).
+      const cuts = new Map<string, number>();
+      const cut = (tenant: string, upTo: number) => {
+        if (upTo > 0) cuts.set(tenant, Math.max(cuts.get(tenant) ?? 0, upTo));
+      };
+      if (count > 0) {
+        const sql = `SELECT tenant, revision FROM ${tenantRevisions} WHERE revision > ?`;
+        for (const row of await rows<{ tenant: string; revision: DatabaseInteger }>(sql, [count]))
+          cut(row.tenant, fromDatabaseInteger(row.revision) - count);
+      }
+      if (maxAgeMillis > 0) {
+        const before = toDatabaseTimestamp(new Date(now.getTime() - maxAgeMillis));
+        const sql =
+          `SELECT tenant, MAX(revision) AS revision FROM ${definitionChanges} WHERE changed_at < ? ` +
+          "GROUP BY tenant";
+        for (const row of await rows<{ tenant: string; revision: DatabaseInteger }>(sql, [before]))
+          cut(row.tenant, fromDatabaseInteger(row.revision));
+      }
+      let removed = 0;
+      for (const [tenant, upTo] of cuts) removed += await deleteUpTo(tenant, upTo);
+      return removed;
+    },
+  };
+}

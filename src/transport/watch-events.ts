@@ -1,0 +1,64 @@
+/**
+ * A watch's events on the wire (issue 20): as AgentDefinitionEvent messages for the RPCs, and as
+ * Server-Sent Events for REST (`id:` the revision, `event:` the type, `data:` JSON with the type, the
+ * revision and the definition as GET answers it).
+ */
+import { create, fromBinary } from "@bufbuild/protobuf";
+import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
+import {
+  type AgentDefinitionEvent,
+  AgentDefinitionEvent_EventType,
+  AgentDefinitionEventSchema,
+} from "../../gen/asor/v1/agent_definition_service_pb.js";
+import { errorBody, type RegistryError } from "../domain/errors.js";
+import type { WatchEvent } from "../domain/watch.js";
+import { definitionWithMeta, jsonWithMeta, metaMessage } from "./definition-meta.js";
+
+/**
+ * The event as a message: a binary caller's definition is its stored bytes as they are (definitionWithMeta);
+ * a JSON caller's is decoded, so protobuf JSON writes it.
+ */
+export function eventMessage(event: WatchEvent, binary: boolean): AgentDefinitionEvent {
+  const { stored } = event;
+  const definition =
+    stored === undefined
+      ? undefined
+      : binary
+        ? definitionWithMeta(stored)
+        : { ...fromBinary(AgentDefinitionSchema, stored.binary), meta: metaMessage(stored) };
+  return create(AgentDefinitionEventSchema, {
+    type: AgentDefinitionEvent_EventType[event.type],
+    revision: BigInt(event.revision),
+    ...(definition === undefined ? {} : { definition }),
+  });
+}
+
+const encoder = new TextEncoder();
+
+/**
+ * One SSE event: `id:` and `event:` lines, then `data:` with `{"type","revision","definition"}`: the
+ * definition's stored JSON with its `meta`, byte for byte what GET answers (none in a BOOKMARK).
+ */
+export function sseEvent(event: WatchEvent): Uint8Array {
+  const head =
+    `id: ${event.revision}\nevent: ${event.type}\n` + `data: {"type":"${event.type}","revision":${event.revision}`;
+  if (event.stored === undefined) return encoder.encode(`${head}}\n\n`);
+  // The stored JSON is one line: protobuf JSON written without indentation has no newline outside strings,
+  // and a newline inside a string is written as \n.
+  const definition = jsonWithMeta(event.stored);
+  const start = encoder.encode(`${head},"definition":`);
+  const end = encoder.encode("}\n\n");
+  const bytes = new Uint8Array(start.byteLength + definition.byteLength + end.byteLength);
+  bytes.set(start, 0);
+  bytes.set(definition, start.byteLength);
+  bytes.set(end, start.byteLength + definition.byteLength);
+  return bytes;
+}
+
+/** The SSE event that ends a stream that failed after it began: `event: error`, data the error's body. */
+export function sseError(error: RegistryError): Uint8Array {
+  return encoder.encode(`event: error\ndata: ${JSON.stringify(errorBody(error))}\n\n`);
+}
+
+/** A comment line: sent first, so a client (and any proxy) sees the stream open at once. */
+export const SSE_OPEN = encoder.encode(": watching\n\n");

@@ -1,0 +1,432 @@
+/**
+ * The watch (issue 20, items 2-5) against a real server on each database: Server-Sent Events read with
+ * fetch, the RPC with @grpc/grpc-js (gRPC) and a Connect client. Each test writes in a tenant of its own,
+ * so the revisions it sees are its own writes.
+ */
+import { create, fromBinary, type Message, toBinary } from "@bufbuild/protobuf";
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
+import * as grpc from "@grpc/grpc-js";
+import { describe, expect, it } from "vitest";
+import {
+  type AgentDefinitionEvent,
+  AgentDefinitionEvent_EventType,
+  AgentDefinitionEventSchema,
+  AgentDefinitionService,
+  type WatchAgentDefinitionsRequest,
+  WatchAgentDefinitionsRequestSchema,
+} from "../../gen/asor/v1/agent_definition_service_pb.js";
+import { withAuthorization } from "../support/auth.js";
+import { forEachDatabase } from "../support/databases.js";
+import { minimalDefinition } from "../support/definitions.js";
+import { useServer } from "../support/server.js";
+
+/** One Server-Sent Event as the client parsed it. */
+interface Sse {
+  readonly id?: string;
+  readonly event: string;
+  readonly data: string;
+}
+
+/** An open SSE stream: its events as they arrive, parsed by the SSE rules (lines, blank line ends an event). */
+interface SseStream {
+  readonly status: number;
+  readonly headers: Headers;
+  /** The next event, or undefined when the stream ended; fails after `ms`. */
+  next(ms?: number): Promise<Sse | undefined>;
+  close(): void;
+}
+
+async function openSse(url: string, headers: Record<string, string>): Promise<SseStream> {
+  const abort = new AbortController();
+  const res = await fetch(url, { headers: { accept: "text/event-stream", ...headers }, signal: abort.signal });
+  const reader = res.body?.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  const parse = (block: string): Sse | undefined => {
+    let id: string | undefined;
+    let event = "message";
+    const data: string[] = [];
+    for (const line of block.split("\n")) {
+      if (line.startsWith(":")) continue;
+      const colon = line.indexOf(":");
+      const field = colon === -1 ? line : line.slice(0, colon);
+      const value = colon === -1 ? "" : line.slice(colon + 1).replace(/^ /, "");
+      if (field === "id") id = value;
+      else if (field === "event") event = value;
+      else if (field === "data") data.push(value);
+    }
+    return data.length === 0 && id === undefined
+      ? undefined
+      : { ...(id === undefined ? {} : { id }), event, data: data.join("\n") };
+  };
+  const next = async (): Promise<Sse | undefined> => {
+    for (;;) {
+      const end = buffer.indexOf("\n\n");
+      if (end !== -1) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const event = parse(block);
+        if (event !== undefined) return event;
+        continue;
+      }
+      if (reader === undefined) return undefined;
+      const { done, value } = await reader.read();
+      if (done) return undefined;
+      buffer += decoder.decode(value, { stream: true });
+    }
+  };
+  return {
+    status: res.status,
+    headers: res.headers,
+    next: (ms = 10_000) =>
+      Promise.race([
+        next(),
+        new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no event within ${ms} ms`)), ms)),
+      ]),
+    close: () => abort.abort(),
+  };
+}
+
+interface EventData {
+  type: string;
+  revision: number;
+  definition?: { id: string; name: string; meta: { modRevision?: string; status: string } };
+}
+
+forEachDatabase((db) => {
+  const server = useServer(db, { WATCH_POLL_MS: "50", WATCH_BOOKMARK_MS: "400", WATCH_QUEUE_LIMIT: "20" });
+  let tenants = 0;
+
+  /** A new tenant of its own for a test, and a bearer for it. */
+  const newTenant = async (domains?: string[]) => {
+    const name = `watch${++tenants}`;
+    const res = await fetch(`${server().baseUrl}/asor/v1/admin/tenants`, {
+      method: "POST",
+      headers: { authorization: server().authorization, "content-type": "application/json" },
+      body: JSON.stringify({ name, sequencePrefix: "W-" }),
+    });
+    expect(res.status, await res.clone().text()).toBeLessThan(300);
+    const authorization = await server().bearer({ tenant: name, ...(domains === undefined ? {} : { domains }) });
+    return { name, authorization, base: `${server().baseUrl}/api/asor/v1/${name}` };
+  };
+  const post = async (t: { base: string; authorization: string }, def: Record<string, unknown>) => {
+    const res = await fetch(`${t.base}/agentDefinition`, {
+      method: "POST",
+      headers: { authorization: t.authorization, "content-type": "application/json" },
+      body: JSON.stringify(def),
+    });
+    expect(res.status, await res.clone().text()).toBe(201);
+    return (await res.json()) as { id: string; reference_id: string; meta: { modRevision: string } };
+  };
+  const setStatus = async (t: { base: string; authorization: string }, id: string, status: string) => {
+    const res = await fetch(`${t.base}/agentDefinition/${id}/status`, {
+      method: "PATCH",
+      headers: { authorization: t.authorization, "content-type": "application/json" },
+      body: JSON.stringify({ status }),
+    });
+    expect(res.status, await res.clone().text()).toBe(200);
+  };
+  const listRevision = async (t: { base: string; authorization: string }) => {
+    const res = await fetch(`${t.base}/agentDefinition?limit=1`, { headers: { authorization: t.authorization } });
+    return Number(((await res.json()) as { revision: string }).revision);
+  };
+  /** The next `count` change events (bookmarks skipped), as data. */
+  const changes = async (stream: SseStream, count: number): Promise<EventData[]> => {
+    const seen: EventData[] = [];
+    while (seen.length < count) {
+      const event = await stream.next();
+      if (event === undefined) throw new Error(`the stream ended after ${seen.length} of ${count} changes`);
+      if (process.env.WATCH_DEBUG) console.log(event);
+      if (event.event === "BOOKMARK") continue;
+      const data = JSON.parse(event.data) as EventData;
+      expect(event.id).toBe(String(data.revision));
+      expect(event.event).toBe(data.type);
+      seen.push(data);
+    }
+    return seen;
+  };
+
+  describe("over REST as Server-Sent Events", () => {
+    it("sends the writes made after it connected in revision order, no gap, no duplicate", async () => {
+      const t = await newTenant();
+      const start = await listRevision(t);
+      const stream = await openSse(`${t.base}/agentDefinitionEvents?since=${start}`, {
+        authorization: t.authorization,
+      });
+      try {
+        expect(stream.status).toBe(200);
+        expect(stream.headers.get("content-type")).toMatch(/^text\/event-stream/);
+        const a = await post(t, minimalDefinition({ name: "A" }));
+        const b = await post(t, minimalDefinition({ name: "B" }));
+        await post(t, minimalDefinition({ name: "A", description: "changed" }));
+        await setStatus(t, b.id, "DEPRECATED");
+        const seen = await changes(stream, 4);
+        expect(seen.map((e) => e.revision)).toEqual([start + 1, start + 2, start + 3, start + 4]);
+        expect(seen.map((e) => [e.type, e.definition?.id])).toEqual([
+          ["ADDED", a.id],
+          ["ADDED", b.id],
+          ["MODIFIED", a.id],
+          ["STATUS_CHANGED", b.id],
+        ]);
+        // The definition as GET answers it now.
+        const got = await fetch(`${t.base}/agentDefinition/${b.id}`, { headers: { authorization: t.authorization } });
+        expect(seen[3]?.definition).toEqual(await got.json());
+      } finally {
+        stream.close();
+      }
+    });
+
+    it("resumes from Last-Event-ID with every later change and nothing before", async () => {
+      const t = await newTenant();
+      const start = await listRevision(t);
+      const first = await openSse(`${t.base}/agentDefinitionEvents?since=${start}`, { authorization: t.authorization });
+      await post(t, minimalDefinition({ name: "one" }));
+      await post(t, minimalDefinition({ name: "two" }));
+      const [one] = await changes(first, 1);
+      first.close();
+      // Written while nobody watches.
+      await post(t, minimalDefinition({ name: "three" }));
+      await post(t, minimalDefinition({ name: "four" }));
+      const again = await openSse(`${t.base}/agentDefinitionEvents`, {
+        authorization: t.authorization,
+        "last-event-id": String(one?.revision),
+      });
+      try {
+        await post(t, minimalDefinition({ name: "five" }));
+        const seen = await changes(again, 4);
+        expect(seen.map((e) => e.definition?.name)).toEqual(["two", "three", "four", "five"]);
+        expect(seen.map((e) => e.revision)).toEqual([start + 2, start + 3, start + 4, start + 5]);
+      } finally {
+        again.close();
+      }
+    });
+
+    it("applies the list's filters, and STATUS_CHANGED passes a status filter", async () => {
+      const t = await newTenant();
+      const start = await listRevision(t);
+      const url = `${t.base}/agentDefinitionEvents?since=${start}&provider=Provider%3DWanted&status=ACTIVE`;
+      const stream = await openSse(url, { authorization: t.authorization });
+      try {
+        await post(t, minimalDefinition({ name: "other", provider: { id: "Provider=Other" } }));
+        const wanted = await post(t, minimalDefinition({ name: "wanted", provider: { id: "Provider=Wanted" } }));
+        // Read before the status change: an event carries its definition as read, and a definition read
+        // DEACTIVATED would not pass status=ACTIVE in its ADDED event (docs/api.md, "Watch").
+        const seen = await changes(stream, 1);
+        await setStatus(t, wanted.id, "DEACTIVATED");
+        await post(t, minimalDefinition({ name: "wanted2", provider: { id: "Provider=Wanted" } }));
+        seen.push(...(await changes(stream, 2)));
+        expect(seen.map((e) => [e.type, e.definition?.name, e.revision])).toEqual([
+          ["ADDED", "wanted", start + 2],
+          ["STATUS_CHANGED", "wanted", start + 3],
+          ["ADDED", "wanted2", start + 4],
+        ]);
+      } finally {
+        stream.close();
+      }
+    });
+
+    it("sends a BOOKMARK at once on request and then periodically, at the revision reached", async () => {
+      const t = await newTenant();
+      await post(t, minimalDefinition({ name: "before" }));
+      const start = await listRevision(t);
+      const stream = await openSse(`${t.base}/agentDefinitionEvents?bookmark=true&provider=Provider%3DNone`, {
+        authorization: t.authorization,
+      });
+      try {
+        const first = await stream.next();
+        expect(first?.event).toBe("BOOKMARK");
+        expect(JSON.parse(first?.data ?? "{}")).toEqual({ type: "BOOKMARK", revision: start });
+        // Filtered out, but the bookmarks move past it.
+        await post(t, minimalDefinition({ name: "filtered" }));
+        let revision = start;
+        for (let i = 0; i < 20 && revision <= start; i++) {
+          const event = await stream.next(5_000);
+          expect(event?.event).toBe("BOOKMARK");
+          revision = Number(event?.id);
+        }
+        expect(revision).toBe(start + 1);
+      } finally {
+        stream.close();
+      }
+    });
+
+    it("keeps tenants apart: a watcher sees only its tenant, and may not watch another", async () => {
+      const mine = await newTenant();
+      const theirs = await newTenant();
+      const start = await listRevision(mine);
+      const stream = await openSse(`${mine.base}/agentDefinitionEvents?since=${start}`, {
+        authorization: mine.authorization,
+      });
+      try {
+        await post(theirs, minimalDefinition({ name: "theirs" }));
+        await post(mine, minimalDefinition({ name: "mine" }));
+        const [only] = await changes(stream, 1);
+        expect(only?.definition?.name).toBe("mine");
+        const refused = await fetch(`${theirs.base}/agentDefinitionEvents`, {
+          headers: { authorization: mine.authorization },
+        });
+        expect(refused.status).toBe(403);
+        const noDomain = await newTenant(["Some: Other"]);
+        const denied = await fetch(`${noDomain.base}/agentDefinitionEvents`, {
+          headers: { authorization: noDomain.authorization },
+        });
+        expect(denied.status).toBe(403);
+        const anonymous = await fetch(`${mine.base}/agentDefinitionEvents`);
+        expect(anonymous.status).toBe(401);
+      } finally {
+        stream.close();
+      }
+    });
+
+    it("answers 410 REVISION_COMPACTED for a compacted start; list-then-watch misses nothing", async () => {
+      const t = await newTenant();
+      const start = await listRevision(t);
+      for (const name of ["c1", "c2", "c3", "c4"]) await post(t, minimalDefinition({ name }));
+      // Keep the last two revisions of every tenant.
+      const log = server().app.repository.changeLog();
+      await log.compact({ count: 2, maxAgeMillis: 0 }, new Date());
+      expect(await log.oldest(t.name)).toBe(start + 3);
+      const gone = await fetch(`${t.base}/agentDefinitionEvents?since=${start + 1}`, {
+        headers: { authorization: t.authorization },
+      });
+      expect(gone.status).toBe(410);
+      const body = (await gone.json()) as { error: string; errors: { code: string; field: string }[] };
+      expect(body.errors[0]).toMatchObject({ code: "REVISION_COMPACTED", field: "since" });
+      expect(body.error).toContain(`oldest revision held: ${start + 3}`);
+      // The oldest held minus one is still a start.
+      const list = await listRevision(t);
+      const stream = await openSse(`${t.base}/agentDefinitionEvents?since=${list}`, {
+        authorization: t.authorization,
+      });
+      try {
+        await post(t, minimalDefinition({ name: "after" }));
+        const [after] = await changes(stream, 1);
+        expect(after?.revision).toBe(list + 1);
+      } finally {
+        stream.close();
+      }
+    });
+
+    it("ends with an UNAUTHENTICATED error event when the token expires", async () => {
+      const t = await newTenant();
+      const short = await server().bearer({ tenant: t.name, ttlSeconds: 2 });
+      const stream = await openSse(`${t.base}/agentDefinitionEvents`, { authorization: short });
+      try {
+        expect(stream.status).toBe(200);
+        let last: Sse | undefined;
+        for (let event = await stream.next(6_000); event !== undefined; event = await stream.next(6_000)) last = event;
+        expect(last?.event).toBe("error");
+        expect(JSON.parse(last?.data ?? "{}"), last?.data).toMatchObject({ errors: [{ code: "UNAUTHENTICATED" }] });
+      } finally {
+        stream.close();
+      }
+    });
+  });
+
+  describe("as an RPC", () => {
+    it("streams over gRPC (@grpc/grpc-js) in revision order", async () => {
+      const t = await newTenant();
+      const start = await listRevision(t);
+      const method = AgentDefinitionService.method.watchAgentDefinitions;
+      const client = new grpc.Client(`127.0.0.1:${server().port}`, grpc.credentials.createInsecure());
+      const metadata = new grpc.Metadata();
+      metadata.set("authorization", t.authorization);
+      const call = client.makeServerStreamRequest<Message, AgentDefinitionEvent>(
+        `/${AgentDefinitionService.typeName}/${method.name}`,
+        (m) => Buffer.from(toBinary(WatchAgentDefinitionsRequestSchema, m as WatchAgentDefinitionsRequest)),
+        (b) => fromBinary(AgentDefinitionEventSchema, b),
+        create(WatchAgentDefinitionsRequestSchema, { since: BigInt(start) }),
+        metadata,
+      );
+      const received: AgentDefinitionEvent[] = [];
+      const three = new Promise<void>((resolve, reject) => {
+        call.on("data", (event: AgentDefinitionEvent) => {
+          if (event.type === AgentDefinitionEvent_EventType.BOOKMARK) return;
+          received.push(event);
+          if (received.length === 3) resolve();
+        });
+        call.on("error", (err: grpc.ServiceError) => {
+          if (err.code !== grpc.status.CANCELLED) reject(err);
+        });
+      });
+      try {
+        const a = await post(t, minimalDefinition({ name: "g1" }));
+        await post(t, minimalDefinition({ name: "g2" }));
+        await setStatus(t, a.id, "DEPRECATED");
+        await three;
+        expect(received.map((e) => [e.type, Number(e.revision), e.definition?.name])).toEqual([
+          [AgentDefinitionEvent_EventType.ADDED, start + 1, "g1"],
+          [AgentDefinitionEvent_EventType.ADDED, start + 2, "g2"],
+          [AgentDefinitionEvent_EventType.STATUS_CHANGED, start + 3, "g1"],
+        ]);
+        // Each as it was read: at the event's revision or later.
+        for (const e of received) expect(e.definition?.meta?.modRevision ?? 0n).toBeGreaterThanOrEqual(e.revision);
+      } finally {
+        call.cancel();
+        client.close();
+      }
+    });
+
+    it("streams over gRPC-Web (binary), bookmark first when asked", async () => {
+      const t = await newTenant();
+      const transport = createGrpcWebTransport({
+        baseUrl: server().baseUrl,
+        httpVersion: "1.1",
+        interceptors: [withAuthorization(t.authorization)],
+      });
+      const client = createClient(AgentDefinitionService, transport);
+      const start = await listRevision(t);
+      const abort = new AbortController();
+      const stream = client.watchAgentDefinitions({ since: BigInt(start), bookmark: true }, { signal: abort.signal });
+      const iterator = stream[Symbol.asyncIterator]();
+      const bookmark = (await iterator.next()).value as AgentDefinitionEvent;
+      expect([bookmark.type, Number(bookmark.revision)]).toEqual([AgentDefinitionEvent_EventType.BOOKMARK, start]);
+      await post(t, minimalDefinition({ name: "web1" }));
+      let event = (await iterator.next()).value as AgentDefinitionEvent;
+      while (event.type === AgentDefinitionEvent_EventType.BOOKMARK) event = (await iterator.next()).value;
+      expect([event.type, Number(event.revision), event.definition?.name]).toEqual([
+        AgentDefinitionEvent_EventType.ADDED,
+        start + 1,
+        "web1",
+      ]);
+      abort.abort();
+      await iterator.return?.();
+    });
+
+    it("streams over Connect (JSON), and answers FAILED_PRECONDITION for a compacted start", async () => {
+      const t = await newTenant();
+      const transport = createConnectTransport({
+        baseUrl: server().baseUrl,
+        httpVersion: "1.1",
+        useBinaryFormat: false,
+        interceptors: [withAuthorization(t.authorization)],
+      });
+      const client = createClient(AgentDefinitionService, transport);
+      const start = await listRevision(t);
+      const abort = new AbortController();
+      const stream = client.watchAgentDefinitions({ since: BigInt(start) }, { signal: abort.signal });
+      const iterator = stream[Symbol.asyncIterator]();
+      const first = iterator.next();
+      await post(t, minimalDefinition({ name: "c1" }));
+      const event = (await first).value as AgentDefinitionEvent;
+      expect([event.type, Number(event.revision), event.definition?.name]).toEqual([
+        AgentDefinitionEvent_EventType.ADDED,
+        start + 1,
+        "c1",
+      ]);
+      abort.abort();
+      await iterator.return?.();
+
+      await post(t, minimalDefinition({ name: "c2" }));
+      await post(t, minimalDefinition({ name: "c3" }));
+      await server().app.repository.changeLog().compact({ count: 1, maxAgeMillis: 0 }, new Date());
+      const compacted = client.watchAgentDefinitions({ since: BigInt(start) });
+      await expect(
+        (async () => {
+          for await (const _ of compacted) break;
+        })(),
+      ).rejects.toMatchObject({ code: 9 /* FailedPrecondition */ });
+    });
+  });
+});
