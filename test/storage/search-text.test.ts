@@ -96,7 +96,10 @@ describe.skipIf(mariadb === undefined || mariadb.skip)("the full-text text after
 
   it("keeps a later revision's text when an earlier one arrives after it", async () => {
     const { id } = (await save(repo, definition({ name: "Wombat", description: "Digs burrows" }))).stored;
+    // The write's own text first (queued after its COMMIT; a relevance search of the process waits for it).
+    await service.list("default", relevance("wombat"));
     const before = await textOf(id);
+    expect(before?.text_revision).toBe(before?.mod_revision);
     await raw.db.raw(keepTextsStatement(1), ["default", id, "wombat newer", Number(before?.mod_revision) + 5]);
     await raw.db.raw(keepTextsStatement(1), ["default", id, "wombat older", Number(before?.mod_revision) + 2]);
     expect((await textOf(id))?.body).toBe("wombat newer");
@@ -105,6 +108,7 @@ describe.skipIf(mariadb === undefined || mariadb.skip)("the full-text text after
   it("writes again, at the next start, a text that never came or is older than its version", async () => {
     const missing = (await save(repo, definition({ name: "Numbat", description: "Eats termites" }))).stored.id;
     const stale = (await save(repo, definition({ name: "Bilby", description: "Long ears" }))).stored.id;
+    await service.list("default", relevance("bilby"));
     // As if the process had died between COMMIT and the texts.
     await raw.db.raw("DELETE x FROM definition_text x JOIN agent_definitions d ON d.seq = x.seq WHERE d.id = ?", [
       missing,
@@ -131,6 +135,7 @@ describe.skipIf(mariadb === undefined || mariadb.skip)("the full-text text after
 
   it("repairs soon after a text's write failed, and says so in the log", async () => {
     const { id } = (await save(repo, definition({ name: "Dingo", description: "Howls at night" }))).stored;
+    await service.list("default", relevance("dingo"));
     const { mod_revision } = (await textOf(id)) as TextRow;
     await raw.db.raw(
       "UPDATE definition_text x JOIN agent_definitions d ON d.seq = x.seq SET x.body = 'lost', " +
