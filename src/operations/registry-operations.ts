@@ -192,27 +192,34 @@ export function untilExpiry(
 ): AsyncIterable<WatchEvent> {
   if (expiresAt === undefined) return events;
   return (async function* expiring(): AsyncGenerator<WatchEvent> {
-    const iterator = events[Symbol.asyncIterator]();
+    // A flag and the watch's own abort, not a race of each read against one expiry promise: every
+    // Promise.race would add a reaction to that promise, kept (with the read's result) until the token
+    // expires, a leak of every event every watcher received.
+    let expired = false;
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const expired = new Promise<"expired">((resolve) => {
-      timer = setTimeout(() => resolve("expired"), Math.max(0, expiresAt - Date.now()));
-    });
-    try {
-      for (;;) {
-        const next = await Promise.race([iterator.next(), expired]);
-        if (next === "expired") {
-          // Ends the watcher, so its pending read settles and the iterator can be returned.
-          stop.abort();
-          throw unauthenticated(
-            "The bearer token expired; the watch ends. Resume with a new token from the last revision received.",
-          );
-        }
-        if (next.done === true) return;
-        yield next.value;
+    const arm = () => {
+      const left = expiresAt - Date.now();
+      if (left > 0) {
+        // setTimeout takes at most 2^31 - 1 ms (24.8 days); a longer token re-arms.
+        timer = setTimeout(arm, Math.min(left, 2 ** 31 - 1));
+        return;
       }
+      expired = true;
+      // Ends the watcher, so its pending read settles.
+      stop.abort();
+    };
+    arm();
+    try {
+      for await (const event of events) {
+        if (expired) break;
+        yield event;
+      }
+      if (expired)
+        throw unauthenticated(
+          "The bearer token expired; the watch ends. Resume with a new token from the last revision received.",
+        );
     } finally {
       clearTimeout(timer);
-      await iterator.return?.();
     }
   })();
 }
