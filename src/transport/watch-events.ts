@@ -11,14 +11,45 @@ import {
   AgentDefinitionEventSchema,
 } from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { errorBody, type RegistryError } from "../domain/errors.js";
+import type { StoredDefinition } from "../domain/records.js";
 import type { WatchEvent } from "../domain/watch.js";
 import { definitionWithMeta, jsonWithMeta, metaMessage } from "./definition-meta.js";
 
 /**
+ * What each change's event was made into, made once for all the watchers it goes to (a thousand watchers
+ * of a tenant get the same change): by its definition as read, with the revision it was made for (a
+ * definition read once is the same object in every watcher's event of that change).
+ */
+interface Made {
+  readonly revision: number;
+  sse?: Uint8Array;
+  binary?: AgentDefinitionEvent;
+  json?: AgentDefinitionEvent;
+}
+const made = new WeakMap<StoredDefinition, Made>();
+
+function madeFor(event: WatchEvent & { stored: StoredDefinition }): Made {
+  let entry = made.get(event.stored);
+  if (entry === undefined || entry.revision !== event.revision) {
+    entry = { revision: event.revision };
+    made.set(event.stored, entry);
+  }
+  return entry;
+}
+
+/**
  * The event as a message: a binary caller's definition is its stored bytes as they are (definitionWithMeta);
- * a JSON caller's is decoded, so protobuf JSON writes it.
+ * a JSON caller's is decoded, so protobuf JSON writes it. A change's message is made once for all its
+ * watchers (they only read it).
  */
 export function eventMessage(event: WatchEvent, binary: boolean): AgentDefinitionEvent {
+  if (event.stored === undefined) return newEventMessage(event, binary);
+  const entry = madeFor(event);
+  if (binary) return (entry.binary ??= newEventMessage(event, true));
+  return (entry.json ??= newEventMessage(event, false));
+}
+
+function newEventMessage(event: WatchEvent, binary: boolean): AgentDefinitionEvent {
   const { stored } = event;
   const definition =
     stored === undefined
@@ -40,6 +71,12 @@ const encoder = new TextEncoder();
  * definition's stored JSON with its `meta`, byte for byte what GET answers (none in a BOOKMARK).
  */
 export function sseEvent(event: WatchEvent): Uint8Array {
+  if (event.stored === undefined) return newSseEvent(event);
+  const entry = madeFor(event);
+  return (entry.sse ??= newSseEvent(event));
+}
+
+function newSseEvent(event: WatchEvent): Uint8Array {
   const head =
     `id: ${event.revision}\nevent: ${event.type}\n` + `data: {"type":"${event.type}","revision":${event.revision}`;
   if (event.stored === undefined) return encoder.encode(`${head}}\n\n`);
