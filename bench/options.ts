@@ -1,5 +1,6 @@
 /** The command line of `npm run bench`. */
 import { parseArgs } from "node:util";
+import { parseWatchRuns, type WatchRun } from "./watch.js";
 
 export const USAGE = `usage: npm run bench -- [options]
 
@@ -46,6 +47,12 @@ export const USAGE = `usage: npm run bench -- [options]
                         (npm run cluster; CLUSTER_PORT_OFFSET, CLUSTER_DIR) multi-primary, and single-writer
                         (DATABASE_WRITE_URL): writes/s, the ratio and the retries; then --rounds fail-overs
                         (kill -9 of node 1) with Galera's defaults, a 2 s evs.suspect_timeout, and single-writer
+  --watch               issue 20's watch scenarios instead (bench/watch.ts): for each of --watch-runs, a fresh service,
+                        its idle RSS, then <watchers> watches of the tenant (SSE or gRPC, from another process) and
+                        the RSS with them connected, then new agents POSTed at <writes/s> for --duration seconds
+                        (default 20): every write must reach every watcher; commit-to-delivery p50/p99 from each
+                        write's acknowledgement and from its send (exit 1 when a limit of issue 20 is missed)
+  --watch-runs sse:1000x20,sse:1000x200,grpc:1000x20,grpc:1000x200   the runs of --watch
   --rounds 3            rounds of --wire, fail-over rounds of --cluster
   --sockets 600         connections of --held-bodies
   --hold 20             seconds --held-bodies holds them
@@ -83,6 +90,8 @@ export interface BenchOptions {
   readonly soakMinutes: number | undefined;
   /** Issue 21's cluster scenarios (bench/cluster.ts) instead, with their fail-over rounds. */
   readonly cluster: { readonly rounds: number } | undefined;
+  /** The watch scenarios (bench/watch.ts) instead, with their runs. */
+  readonly watch: { readonly runs: readonly WatchRun[] } | undefined;
   /** The wire scenarios (bench/wire.ts) instead, with their rounds. */
   readonly wire: { readonly rounds: number } | undefined;
   /** The checkout whose service is run (see serviceCommand in processes.ts); undefined: this one. */
@@ -95,6 +104,8 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     options: {
       sqlite: { type: "boolean", default: false },
       wire: { type: "boolean", default: false },
+      watch: { type: "boolean", default: false },
+      "watch-runs": { type: "string", default: "sse:1000x20,sse:1000x200,grpc:1000x20,grpc:1000x200" },
       cluster: { type: "boolean", default: false },
       rounds: { type: "string" },
       deno: { type: "boolean", default: false },
@@ -150,7 +161,13 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     sizes,
     surfacesAt: number("surfaces-at", values["surfaces-at"], middle, 1, 1_000_000),
     // The smoke run: 16 scenarios x 0.4 s = 6.4 s of load, no warm-up.
-    durationSeconds: number("duration", values.duration, smoke ? 0.4 : values.fairness ? 20 : 8, 0.1, 120),
+    durationSeconds: number(
+      "duration",
+      values.duration,
+      smoke ? 0.4 : values.fairness || values.watch ? 20 : 8,
+      0.1,
+      120,
+    ),
     warmupSeconds: number("warmup", values.warmup, smoke ? 0 : 2, 0, 60),
     connections: number("connections", values.connections, smoke ? 4 : 10, 1, 512),
     only: values.only === undefined ? undefined : new RegExp(values.only),
@@ -165,6 +182,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     fairness: values.fairness,
     serviceDir: values.service,
     soakMinutes: values.soak === undefined ? undefined : number("soak", values.soak, 10, 0.1, 600),
+    watch: values.watch ? { runs: parseWatchRuns(values["watch-runs"]) } : undefined,
     wire: values.wire ? { rounds: number("rounds", values.rounds, 3, 1, 50) } : undefined,
     cluster: values.cluster ? { rounds: number("rounds", values.rounds, 3, 1, 50) } : undefined,
     heldBodies: values["held-bodies"]

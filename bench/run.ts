@@ -47,6 +47,7 @@ import {
   type Seeder,
 } from "./seed.js";
 import { soak, soakReport } from "./soak.js";
+import { runWatch, watchReport } from "./watch.js";
 import { ensureH2load, runWire, wireReport } from "./wire.js";
 
 const TENANT = "bench";
@@ -108,12 +109,12 @@ async function main(options: BenchOptions): Promise<number> {
     const authorization = `Bearer ${await issuer.issue({ tenant: TENANT, domains: DOMAINS, ttlSeconds: 3 * 3600 })}`;
 
     // The service as configured by default (LOG_LEVEL info: a log line per request, written to a file here).
-    const startService = (nodeArgs: readonly string[] = []) =>
+    const startService = (nodeArgs: readonly string[] = [], env: Record<string, string> = {}) =>
       startServer(
         "the service",
         serviceProcess,
         "agent definition registry listening",
-        { ...storageEnv, PORT: "0", LOG_LEVEL: "info" },
+        { ...storageEnv, PORT: "0", LOG_LEVEL: "info", ...env },
         dataDir,
         nodeArgs,
       );
@@ -160,6 +161,23 @@ async function main(options: BenchOptions): Promise<number> {
       const result = await soak(service, authorization, TENANT, { minutes: options.soakMinutes, dataDir, log });
       console.log(`${options.deno ? "Deno" : "node"}, ${database.description}\n\n${soakReport(result)}`);
       return result.survived ? 0 : 1;
+    }
+
+    if (options.watch !== undefined) {
+      log(`watch: ${options.watch.runs.length} runs of ${options.durationSeconds} s of writes`);
+      const profile = options.cpuProf === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", resolve(options.cpuProf)];
+      const results = await runWatch((env) => startService(profile, env), authorization, TENANT, {
+        runs: options.watch.runs,
+        seconds: options.durationSeconds,
+        log,
+      });
+      const { markdown, met } = watchReport(results);
+      console.log(
+        `The watch (issue 20), ${database.description}, ${options.deno ? "Deno" : "Node"}, service ` +
+          `${serviceProcess.cwd}, ${options.durationSeconds} s of writes per run, load before ` +
+          `${loadBefore.toFixed(2)}\n\n${markdown}`,
+      );
+      return met ? 0 : 1;
     }
 
     const seeder = await openSeeder({ databaseUrl: database.databaseUrl, dataDir, tenant: TENANT });

@@ -1,0 +1,347 @@
+/**
+ * The watchers of the watch scenario (bench/watch.ts), in a process of their own (forked with tsx), so
+ * that reading their events costs the bench's writer nothing: `count` watchers of one tenant from
+ * revision `since`, over REST's Server-Sent Events (one HTTP/1.1 connection each) or gRPC
+ * (@grpc/grpc-js, server streams spread over connections of at most 50 streams). Each watcher notes
+ * the time each change's revision arrives (performance.timeOrigin + performance.now(): the wall clock
+ * in milliseconds, the same clock as the writer's in the parent). The events are not decoded: an SSE
+ * event's `id:` line and a gRPC message's first two fields (type, revision) say all that is measured.
+ */
+import { request as httpRequest, type IncomingMessage } from "node:http";
+import { create, toBinary } from "@bufbuild/protobuf";
+import * as grpc from "@grpc/grpc-js";
+import {
+  AgentDefinitionService,
+  WatchAgentDefinitionsRequestSchema,
+} from "../gen/asor/v1/agent_definition_service_pb.js";
+
+export type WatchProtocol = "sse" | "grpc";
+
+/** What the parent asks. */
+export type WatchWorkerRequest =
+  | {
+      readonly type: "open";
+      readonly protocol: WatchProtocol;
+      readonly baseUrl: string;
+      readonly port: number;
+      readonly tenant: string;
+      readonly authorization: string;
+      readonly count: number;
+      /** Every watcher starts after this revision. */
+      readonly since: number;
+      /** The most changes a watcher is expected to see (the size of its arrival table). */
+      readonly capacity: number;
+    }
+  | {
+      readonly type: "finish";
+      /** The writes' revisions (since + 1 on, in order) and the times each write was sent and acknowledged. */
+      readonly sent: readonly number[];
+      readonly acked: readonly number[];
+      /** How long to wait for the last arrivals. */
+      readonly waitMillis: number;
+    };
+
+/** What a run of watchers found, sent back on `finish`. */
+export interface WatchWorkerResult {
+  readonly watchers: number;
+  /** Watchers that got every write's revision exactly once, in order. */
+  readonly complete: number;
+  /** Changes received in all, and those expected (writes × watchers). */
+  readonly received: number;
+  readonly expected: number;
+  readonly duplicates: number;
+  readonly outOfOrder: number;
+  /** Watchers whose stream failed or ended early, with the first reason. */
+  readonly failed: number;
+  readonly firstFailure: string | undefined;
+  /** Delivery latency in ms over every (write, watcher): from the write's acknowledgement, and from its send. */
+  readonly fromAck: Percentiles;
+  readonly fromSend: Percentiles;
+}
+
+export interface Percentiles {
+  readonly p50: number;
+  readonly p99: number;
+  readonly max: number;
+}
+
+const now = (): number => performance.timeOrigin + performance.now();
+
+interface Watcher {
+  /** Arrival time by revision - since - 1; 0 until it arrives. */
+  readonly arrivals: Float64Array;
+  last: number;
+  duplicates: number;
+  outOfOrder: number;
+  failure: string | undefined;
+  close(): void;
+}
+
+function newWatcher(capacity: number, since: number, close: () => void): Watcher & { note(rev: number): void } {
+  const w = {
+    arrivals: new Float64Array(capacity),
+    last: since,
+    duplicates: 0,
+    outOfOrder: 0,
+    failure: undefined as string | undefined,
+    close,
+    note(revision: number) {
+      const at = now();
+      const index = revision - since - 1;
+      if (revision <= w.last) w.outOfOrder++;
+      w.last = Math.max(w.last, revision);
+      if (index < 0 || index >= capacity) return;
+      if (w.arrivals[index] !== 0) w.duplicates++;
+      else w.arrivals[index] = at;
+    },
+  };
+  return w;
+}
+
+const ID_LINE = Buffer.from("\nid: ");
+const EVENT_ERROR = Buffer.from("\nevent: error");
+
+/**
+ * Opens an SSE watcher and resolves when its stream has opened (the service's first comment arrived).
+ * Finds each event's `id:` line with Buffer.indexOf; an event split across chunks is completed by the
+ * next one (the unfinished tail is kept).
+ */
+function openSse(request: Extract<WatchWorkerRequest, { type: "open" }>, onOpen: (error?: string) => void): Watcher {
+  let response: IncomingMessage | undefined;
+  const req = httpRequest(
+    `${request.baseUrl}/api/asor/v1/${request.tenant}/agentDefinitionEvents?since=${request.since}`,
+    {
+      agent: false,
+      headers: { authorization: request.authorization, accept: "text/event-stream" },
+    },
+  );
+  const w = newWatcher(request.capacity, request.since, () => {
+    req.destroy();
+    response?.destroy();
+  });
+  let opened = false;
+  const open = (error?: string) => {
+    if (opened) return;
+    opened = true;
+    onOpen(error);
+  };
+  req.on("error", (error) => {
+    w.failure ??= error.message;
+    open(error.message);
+  });
+  req.on("response", (res) => {
+    response = res;
+    if (res.statusCode !== 200) {
+      w.failure = `HTTP ${res.statusCode}`;
+      open(w.failure);
+      res.resume();
+      return;
+    }
+    let tail = Buffer.alloc(0);
+    res.on("data", (chunk: Buffer) => {
+      open();
+      const buffer = tail.length === 0 ? chunk : Buffer.concat([tail, chunk]);
+      let at = 0;
+      let unfinished = -1;
+      for (;;) {
+        const found = buffer.indexOf(ID_LINE, at);
+        if (found === -1) break;
+        const digits = found + ID_LINE.length;
+        const end = buffer.indexOf(10, digits);
+        // The id line and the event line's first letter (BOOKMARK's events are not changes).
+        if (end === -1 || end + 8 >= buffer.length) {
+          unfinished = found;
+          break;
+        }
+        if (buffer[end + 8] !== 66 /* "B" of "event: BOOKMARK" */)
+          w.note(Number(buffer.toString("latin1", digits, end)));
+        at = end;
+      }
+      if (buffer.indexOf(EVENT_ERROR) !== -1) w.failure ??= buffer.toString("utf8").slice(-400);
+      // Keep what may hold an unfinished id line: from it, else the last 4 bytes (less than "\nid: ").
+      tail = Buffer.from(buffer.subarray(unfinished !== -1 ? unfinished : Math.max(at, buffer.length - 4)));
+    });
+    res.on("end", () => {
+      w.failure ??= "the stream ended";
+    });
+    res.on("error", (error) => {
+      w.failure ??= error.message;
+    });
+  });
+  req.end();
+  return w;
+}
+
+/** The type (field 1) and revision (field 2) of an AgentDefinitionEvent, read off its first bytes. */
+function typeAndRevision(bytes: Buffer): { type: number; revision: number } {
+  let type = 0;
+  let revision = 0;
+  let at = 0;
+  const varint = (): number => {
+    let value = 0;
+    let scale = 1;
+    for (;;) {
+      const byte = bytes[at++] as number;
+      value += (byte & 0x7f) * scale;
+      if (byte < 0x80) return value;
+      scale *= 128;
+    }
+  };
+  while (at < bytes.length) {
+    const key = varint();
+    const field = key >>> 3;
+    if (field === 1) type = varint();
+    else if (field === 2) revision = varint();
+    else break;
+  }
+  return { type, revision };
+}
+
+/** Opens `count` gRPC watchers, 50 streams to a connection (the service allows 100 by default). */
+function openGrpc(
+  request: Extract<WatchWorkerRequest, { type: "open" }>,
+  onOpen: (error?: string) => void,
+): { watchers: Watcher[]; close(): void } {
+  const method = AgentDefinitionService.method.watchAgentDefinitions;
+  const path = `/${AgentDefinitionService.typeName}/${method.name}`;
+  const message = Buffer.from(
+    toBinary(
+      WatchAgentDefinitionsRequestSchema,
+      create(WatchAgentDefinitionsRequestSchema, { since: BigInt(request.since), bookmark: true }),
+    ),
+  );
+  const clients: grpc.Client[] = [];
+  const watchers: Watcher[] = [];
+  for (let i = 0; i < request.count; i++) {
+    if (i % 50 === 0)
+      clients.push(
+        new grpc.Client(`127.0.0.1:${request.port}`, grpc.credentials.createInsecure(), {
+          // A connection of its own for each client (grpc-js shares one per target otherwise).
+          "grpc.use_local_subchannel_pool": 1,
+        }),
+      );
+    const client = clients.at(-1) as grpc.Client;
+    const metadata = new grpc.Metadata();
+    metadata.set("authorization", request.authorization);
+    const call = client.makeServerStreamRequest<Buffer, { type: number; revision: number }>(
+      path,
+      () => message,
+      typeAndRevision,
+      message,
+      metadata,
+    );
+    const w = newWatcher(request.capacity, request.since, () => call.cancel());
+    let opened = false;
+    const open = (error?: string) => {
+      if (opened) return;
+      opened = true;
+      onOpen(error);
+    };
+    call.on("metadata", () => open());
+    call.on("data", (event: { type: number; revision: number }) => {
+      open();
+      if (event.type !== 4 /* BOOKMARK */) w.note(event.revision);
+    });
+    call.on("error", (error: grpc.ServiceError) => {
+      if (error.code !== grpc.status.CANCELLED) w.failure ??= `${error.code} ${error.details}`;
+      open(error.message);
+    });
+    call.on("end", () => {
+      w.failure ??= "the stream ended";
+    });
+    watchers.push(w);
+  }
+  return {
+    watchers,
+    close() {
+      for (const w of watchers) w.close();
+      for (const client of clients) client.close();
+    },
+  };
+}
+
+function percentiles(values: Float64Array): Percentiles {
+  // -1 when nothing arrived (NaN does not survive the parent's IPC, which is JSON).
+  if (values.length === 0) return { p50: -1, p99: -1, max: -1 };
+  values.sort();
+  const at = (q: number) => values[Math.min(values.length - 1, Math.floor(q * values.length))] as number;
+  return { p50: at(0.5), p99: at(0.99), max: values[values.length - 1] as number };
+}
+
+let watchers: Watcher[] = [];
+let closeAll = (): void => {};
+
+process.on("message", (message: WatchWorkerRequest) => {
+  if (message.type === "open") {
+    let pending = message.count;
+    let errors = 0;
+    let firstError: string | undefined;
+    const onOpen = (error?: string) => {
+      if (error !== undefined) {
+        errors++;
+        firstError ??= error;
+      }
+      if (--pending === 0) process.send?.({ type: "opened", errors, firstError });
+    };
+    if (message.protocol === "sse") {
+      watchers = Array.from({ length: message.count }, () => openSse(message, onOpen));
+      closeAll = () => {
+        for (const w of watchers) w.close();
+      };
+    } else ({ watchers, close: closeAll } = openGrpc(message, onOpen));
+    return;
+  }
+  void finish(message).then((result) => process.send?.({ type: "result", result }));
+});
+
+async function finish(message: Extract<WatchWorkerRequest, { type: "finish" }>): Promise<WatchWorkerResult> {
+  const writes = message.sent.length;
+  const deadline = Date.now() + message.waitMillis;
+  const arrived = (w: Watcher) => {
+    for (let i = 0; i < writes; i++) if (w.arrivals[i] === 0) return false;
+    return true;
+  };
+  while (Date.now() < deadline && !watchers.every((w) => w.failure !== undefined || arrived(w)))
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  let received = 0;
+  let complete = 0;
+  let duplicates = 0;
+  let outOfOrder = 0;
+  let failed = 0;
+  let firstFailure: string | undefined;
+  const fromAck = new Float64Array(writes * watchers.length);
+  const fromSend = new Float64Array(writes * watchers.length);
+  let n = 0;
+  for (const w of watchers) {
+    let got = 0;
+    for (let i = 0; i < writes; i++) {
+      const at = w.arrivals[i] as number;
+      if (at === 0) continue;
+      got++;
+      fromAck[n] = at - (message.acked[i] as number);
+      fromSend[n] = at - (message.sent[i] as number);
+      n++;
+    }
+    received += got;
+    duplicates += w.duplicates;
+    outOfOrder += w.outOfOrder;
+    if (got === writes && w.duplicates === 0 && w.outOfOrder === 0) complete++;
+    if (w.failure !== undefined && got < writes) {
+      failed++;
+      firstFailure ??= w.failure;
+    }
+  }
+  closeAll();
+  return {
+    watchers: watchers.length,
+    complete,
+    received,
+    expected: writes * watchers.length,
+    duplicates,
+    outOfOrder,
+    failed,
+    firstFailure,
+    fromAck: percentiles(fromAck.subarray(0, n)),
+    fromSend: percentiles(fromSend.subarray(0, n)),
+  };
+}
