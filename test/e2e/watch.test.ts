@@ -1,7 +1,9 @@
 /**
- * The watch (issue 20, items 2-5) against a real server on each database: Server-Sent Events read with
- * fetch, the RPC with @grpc/grpc-js (gRPC) and a Connect client. Each test writes in a tenant of its own,
- * so the revisions it sees are its own writes.
+ * The watch (issue 20, items 2-5) against a real server on each database, under Node and under Deno:
+ * Server-Sent Events read with fetch, the RPC with @grpc/grpc-js (gRPC) and a Connect client. Each test
+ * writes in a tenant of its own, so the revisions it sees are its own writes. Compaction is the service's
+ * own (WATCH_RETENTION_COUNT, WATCH_COMPACT_SECONDS) on a server of its own: a Deno process has no handle
+ * a test could call.
  */
 import { create, fromBinary, type Message, toBinary } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
@@ -17,9 +19,8 @@ import {
   WatchAgentDefinitionsRequestSchema,
 } from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { withAuthorization } from "../support/auth.js";
-import { forEachDatabase } from "../support/databases.js";
 import { minimalDefinition } from "../support/definitions.js";
-import { useServer } from "../support/server.js";
+import { forEachRuntimeAndDatabase, type ReachableServer, useServerUnder } from "../support/runtimes.js";
 
 /** One Server-Sent Event as the client parsed it. */
 interface Sse {
@@ -94,21 +95,39 @@ interface EventData {
   definition?: { id: string; name: string; meta: { modRevision?: string; status: string } };
 }
 
-forEachDatabase((db) => {
-  const server = useServer(db, { WATCH_POLL_MS: "50", WATCH_BOOKMARK_MS: "400", WATCH_QUEUE_LIMIT: "20" });
+/**
+ * Resolves with what `attempt` answers once it answers something, trying every 200 ms for `ms`: for what the
+ * service does on its own timer (compaction).
+ */
+async function eventually<T>(attempt: () => Promise<T | undefined>, what: string, ms = 10_000): Promise<T> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const value = await attempt();
+    if (value !== undefined) return value;
+    if (Date.now() > until) throw new Error(`not within ${ms} ms: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+forEachRuntimeAndDatabase((db, runtime) => {
+  const server = useServerUnder(runtime, db, {
+    WATCH_POLL_MS: "50",
+    WATCH_BOOKMARK_MS: "400",
+    WATCH_QUEUE_LIMIT: "20",
+  });
   let tenants = 0;
 
-  /** A new tenant of its own for a test, and a bearer for it. */
-  const newTenant = async (domains?: string[]) => {
+  /** A new tenant of its own for a test (on `on`, else the suite's server), and a bearer for it. */
+  const newTenant = async (domains?: string[], on: () => ReachableServer = server) => {
     const name = `watch${++tenants}`;
-    const res = await fetch(`${server().baseUrl}/asor/v1/admin/tenants`, {
+    const res = await fetch(`${on().baseUrl}/asor/v1/admin/tenants`, {
       method: "POST",
-      headers: { authorization: server().authorization, "content-type": "application/json" },
+      headers: { authorization: on().authorization, "content-type": "application/json" },
       body: JSON.stringify({ name, sequencePrefix: "W-" }),
     });
     expect(res.status, await res.clone().text()).toBeLessThan(300);
-    const authorization = await server().bearer({ tenant: name, ...(domains === undefined ? {} : { domains }) });
-    return { name, authorization, base: `${server().baseUrl}/api/asor/v1/${name}` };
+    const authorization = await on().bearer({ tenant: name, ...(domains === undefined ? {} : { domains }) });
+    return { name, authorization, base: `${on().baseUrl}/api/asor/v1/${name}` };
   };
   const post = async (t: { base: string; authorization: string }, def: Record<string, unknown>) => {
     const res = await fetch(`${t.base}/agentDefinition`, {
@@ -279,35 +298,6 @@ forEachDatabase((db) => {
       }
     });
 
-    it("answers 410 REVISION_COMPACTED for a compacted start; list-then-watch misses nothing", async () => {
-      const t = await newTenant();
-      const start = await listRevision(t);
-      for (const name of ["c1", "c2", "c3", "c4"]) await post(t, minimalDefinition({ name }));
-      // Keep the last two revisions of every tenant.
-      const log = server().app.repository.changeLog();
-      await log.compact({ count: 2, maxAgeMillis: 0 }, new Date());
-      expect(await log.oldest(t.name)).toBe(start + 3);
-      const gone = await fetch(`${t.base}/agentDefinitionEvents?since=${start + 1}`, {
-        headers: { authorization: t.authorization },
-      });
-      expect(gone.status).toBe(410);
-      const body = (await gone.json()) as { error: string; errors: { code: string; field: string }[] };
-      expect(body.errors[0]).toMatchObject({ code: "REVISION_COMPACTED", field: "since" });
-      expect(body.error).toContain(`oldest revision held: ${start + 3}`);
-      // The oldest held minus one is still a start.
-      const list = await listRevision(t);
-      const stream = await openSse(`${t.base}/agentDefinitionEvents?since=${list}`, {
-        authorization: t.authorization,
-      });
-      try {
-        await post(t, minimalDefinition({ name: "after" }));
-        const [after] = await changes(stream, 1);
-        expect(after?.revision).toBe(list + 1);
-      } finally {
-        stream.close();
-      }
-    });
-
     it("ends with an UNAUTHENTICATED error event when the token expires", async () => {
       const t = await newTenant();
       const short = await server().bearer({ tenant: t.name, ttlSeconds: 2 });
@@ -394,7 +384,7 @@ forEachDatabase((db) => {
       await iterator.return?.();
     });
 
-    it("streams over Connect (JSON), and answers FAILED_PRECONDITION for a compacted start", async () => {
+    it("streams over Connect (JSON)", async () => {
       const t = await newTenant();
       const transport = createConnectTransport({
         baseUrl: server().baseUrl,
@@ -409,7 +399,9 @@ forEachDatabase((db) => {
       const iterator = stream[Symbol.asyncIterator]();
       const first = iterator.next();
       await post(t, minimalDefinition({ name: "c1" }));
-      const event = (await first).value as AgentDefinitionEvent;
+      // A periodic BOOKMARK (WATCH_BOOKMARK_MS 400) may come first.
+      let event = (await first).value as AgentDefinitionEvent;
+      while (event.type === AgentDefinitionEvent_EventType.BOOKMARK) event = (await iterator.next()).value;
       expect([event.type, Number(event.revision), event.definition?.name]).toEqual([
         AgentDefinitionEvent_EventType.ADDED,
         start + 1,
@@ -417,16 +409,73 @@ forEachDatabase((db) => {
       ]);
       abort.abort();
       await iterator.return?.();
+    });
+  });
 
-      await post(t, minimalDefinition({ name: "c2" }));
-      await post(t, minimalDefinition({ name: "c3" }));
-      await server().app.repository.changeLog().compact({ count: 1, maxAgeMillis: 0 }, new Date());
-      const compacted = client.watchAgentDefinitions({ since: BigInt(start) });
-      await expect(
-        (async () => {
-          for await (const _ of compacted) break;
-        })(),
-      ).rejects.toMatchObject({ code: 9 /* FailedPrecondition */ });
+  describe("with the change log compacted to each tenant's last 2 changes every second", () => {
+    const compacting = useServerUnder(runtime, db, {
+      WATCH_POLL_MS: "50",
+      WATCH_RETENTION_COUNT: "2",
+      WATCH_COMPACT_SECONDS: "1",
+    });
+
+    it("answers 410 REVISION_COMPACTED for a compacted start; list-then-watch misses nothing", async () => {
+      const t = await newTenant(undefined, compacting);
+      const start = await listRevision(t);
+      for (const name of ["c1", "c2", "c3", "c4"]) await post(t, minimalDefinition({ name }));
+      const gone = await eventually(
+        async () => {
+          const res = await fetch(`${t.base}/agentDefinitionEvents?since=${start + 1}`, {
+            headers: { authorization: t.authorization },
+          });
+          if (res.status === 410) return res;
+          await res.body?.cancel();
+          return undefined;
+        },
+        `a start at ${start + 1} answered 410`,
+      );
+      const body = (await gone.json()) as { error: string; errors: { code: string; field: string }[] };
+      expect(body.errors[0]).toMatchObject({ code: "REVISION_COMPACTED", field: "since" });
+      expect(body.error).toContain(`oldest revision held: ${start + 3}`);
+      // The oldest held minus one is still a start.
+      const list = await listRevision(t);
+      const stream = await openSse(`${t.base}/agentDefinitionEvents?since=${list}`, {
+        authorization: t.authorization,
+      });
+      try {
+        await post(t, minimalDefinition({ name: "after" }));
+        const [after] = await changes(stream, 1);
+        expect(after?.revision).toBe(list + 1);
+      } finally {
+        stream.close();
+      }
+    });
+
+    it("answers FAILED_PRECONDITION to an RPC (Connect) from a compacted start", async () => {
+      const t = await newTenant(undefined, compacting);
+      const start = await listRevision(t);
+      for (const name of ["c1", "c2", "c3"]) await post(t, minimalDefinition({ name }));
+      const transport = createConnectTransport({
+        baseUrl: compacting().baseUrl,
+        httpVersion: "1.1",
+        useBinaryFormat: false,
+        interceptors: [withAuthorization(t.authorization)],
+      });
+      const client = createClient(AgentDefinitionService, transport);
+      // Until compacted, the stream starts with c1: then it is left and tried again.
+      const refused = await eventually(async () => {
+        const abort = new AbortController();
+        try {
+          for await (const _ of client.watchAgentDefinitions({ since: BigInt(start) }, { signal: abort.signal }))
+            return undefined;
+          return undefined;
+        } catch (error) {
+          return { error };
+        } finally {
+          abort.abort();
+        }
+      }, `a start at ${start} refused`);
+      expect(refused.error).toMatchObject({ code: 9 /* FailedPrecondition */ });
     });
   });
 });
