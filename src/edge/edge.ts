@@ -40,7 +40,7 @@ import type { RestSurface } from "../transport/rest/rest-handler.js";
 import { mediaTypeOf } from "../transport/rest/rest-request.js";
 import { createMessageCheck, type MessageCheck } from "../transport/rpc-message.js";
 import type { UnaryCall, UnaryMessage, UnaryMethod } from "../transport/unary-call.js";
-import { SSE_OPEN, sseError, sseEvent } from "../transport/watch-events.js";
+import { SSE_OPEN, sseError, sseEvents } from "../transport/watch-events.js";
 
 /** A request as the edge reads it, whichever runtime received it. */
 export interface EdgeRequest {
@@ -315,13 +315,14 @@ function messageChecks(
  * Not cached, and not buffered by proxies that honour `X-Accel-Buffering`.
  */
 function eventStream(
-  events: AsyncIterable<WatchEvent>,
+  events: AsyncIterable<readonly WatchEvent[]>,
   failureOf: (err: unknown) => RegistryError,
 ): UniversalServerResponse {
   async function* body(): AsyncGenerator<Uint8Array> {
     yield SSE_OPEN;
     try {
-      for await (const event of events) yield sseEvent(event);
+      // A batch (what was ready at once) as one chunk: one write per watcher and poll, not per change.
+      for await (const batch of events) yield sseEvents(batch);
     } catch (err) {
       yield sseError(failureOf(err));
     }

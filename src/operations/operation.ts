@@ -44,7 +44,7 @@ export type Result =
   | { readonly kind: "message"; readonly message: Message }
   | { readonly kind: "card"; readonly card: AgentCard; readonly etag: string }
   /** A server stream's events (the watch): each surface sends them as they come, then ends. */
-  | { readonly kind: "events"; readonly events: AsyncIterable<WatchEvent> };
+  | { readonly kind: "events"; readonly events: AsyncIterable<readonly WatchEvent[]> };
 
 export interface Operation<In extends DescMessage = DescMessage> {
   /** The RPC this operation serves; REST reaches it through the RPC's `google.api.http` rule. */

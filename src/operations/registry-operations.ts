@@ -186,12 +186,12 @@ export function createRegistryOperations({
  * request with that token would (issue 20, item 5). Without an expiry they run as they are.
  */
 export function untilExpiry(
-  events: AsyncIterable<WatchEvent>,
+  events: AsyncIterable<readonly WatchEvent[]>,
   expiresAt: number | undefined,
   stop: AbortController,
-): AsyncIterable<WatchEvent> {
+): AsyncIterable<readonly WatchEvent[]> {
   if (expiresAt === undefined) return events;
-  return (async function* expiring(): AsyncGenerator<WatchEvent> {
+  return (async function* expiring(): AsyncGenerator<readonly WatchEvent[]> {
     // A flag and the watch's own abort, not a race of each read against one expiry promise: every
     // Promise.race would add a reaction to that promise, kept (with the read's result) until the token
     // expires, a leak of every event every watcher received.
@@ -210,9 +210,9 @@ export function untilExpiry(
     };
     arm();
     try {
-      for await (const event of events) {
+      for await (const batch of events) {
         if (expired) break;
-        yield event;
+        yield batch;
       }
       if (expired)
         throw unauthenticated(

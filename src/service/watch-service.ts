@@ -26,9 +26,10 @@ export interface WatchRequest extends WatchFilterParts {
 export interface WatchService {
   /**
    * The tenant's events after `since` (else from now): TENANT_NOT_FOUND, REVISION_COMPACTED or a bad
-   * `since` are thrown before the first event; WATCH_TOO_SLOW ends the events.
+   * `since` are thrown before the first event; WATCH_TOO_SLOW ends the events. They come in batches (the
+   * change reader's: what was ready at once), in order.
    */
-  watch(tenant: string, request: WatchRequest, signal?: AbortSignal): Promise<AsyncIterable<WatchEvent>>;
+  watch(tenant: string, request: WatchRequest, signal?: AbortSignal): Promise<AsyncIterable<readonly WatchEvent[]>>;
 }
 
 /** The filter values of each record's definition, worked out once however many watchers look at it. */
@@ -59,11 +60,14 @@ export function createWatchService(repository: AgentDefinitionRepository, reader
         signal,
         accept: (record) => passesWatchFilter(filter, record.kind, record.stored.status, () => valuesOf(record)),
       });
-      return (async function* events(): AsyncGenerator<WatchEvent> {
-        for await (const item of items)
-          yield item.type === "bookmark"
-            ? { type: "BOOKMARK", revision: item.revision }
-            : { type: item.kind, revision: item.revision, stored: item.stored };
+      return (async function* events(): AsyncGenerator<readonly WatchEvent[]> {
+        for await (const batch of items)
+          yield batch.map(
+            (item): WatchEvent =>
+              item.type === "bookmark"
+                ? { type: "BOOKMARK", revision: item.revision }
+                : { type: item.kind, revision: item.revision, stored: item.stored },
+          );
       })();
     },
   };

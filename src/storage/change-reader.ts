@@ -48,9 +48,11 @@ export interface ChangeReader {
    * Starts a watch: checks `since` against the log (REVISION_COMPACTED when it is older than the log
    * holds; VALIDATION_FAILED when it is ahead of the tenant) before anything is sent, and answers the items.
    * The items end when the watch is aborted or the reader closes, and fail with WATCH_TOO_SLOW when the
-   * watcher falls more than queueLimit items behind.
+   * watcher falls more than queueLimit items behind. They come in batches, in order: every item ready
+   * when the watcher asks for more (a poll's changes, a read of the log), so that a surface can write a
+   * batch at once (one socket write per watcher and poll, not per change).
    */
-  watch(start: WatchStart): Promise<AsyncIterable<WatchItem>>;
+  watch(start: WatchStart): Promise<AsyncIterable<readonly WatchItem[]>>;
   /** How many watchers, over how many tenants, and how many polls and record reads so far (for tests, metrics). */
   stats(): { watchers: number; tenants: number; polls: number; reads: number };
   /** Compacts the log now (also done every compactMillis). */
@@ -215,7 +217,7 @@ export function createChangeReader(options: ChangeReaderOptions): ChangeReader {
     to: number,
     bookmark: boolean,
     signal: AbortSignal | undefined,
-  ): AsyncGenerator<WatchItem> {
+  ): AsyncGenerator<readonly WatchItem[]> {
     const onAbort = () => end(w);
     signal?.addEventListener("abort", onAbort);
     try {
@@ -226,19 +228,20 @@ export function createChangeReader(options: ChangeReaderOptions): ChangeReader {
         if (records.length === 0) records = await log.read(feed.name, position, to, batch);
         if (records.length === 0 || (records[0] as ChangeRecord).revision !== position + 1)
           throw revisionCompacted(position, records[0]?.revision, to);
+        const ready: WatchItem[] = [];
         for (const record of records) {
-          if (w.ended) break;
-          if (w.accept(record)) yield { type: "change", ...record };
+          if (w.accept(record)) ready.push({ type: "change", ...record });
           position = record.revision;
         }
+        if (ready.length > 0) yield ready;
         if (w.ended) break;
         records = [];
       }
-      if (bookmark && !w.ended) yield { type: "bookmark", revision: Math.max(to, w.skipUpTo) };
+      if (bookmark && !w.ended) yield [{ type: "bookmark", revision: Math.max(to, w.skipUpTo) }];
       for (;;) {
-        const item = w.queue.shift();
-        if (item !== undefined) {
-          yield item;
+        if (w.queue.length > 0) {
+          // Everything queued, at once; the queue fills again (to queueLimit) while the batch is written.
+          yield w.queue.splice(0);
           continue;
         }
         if (w.failure !== undefined) throw w.failure;

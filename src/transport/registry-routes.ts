@@ -144,7 +144,7 @@ export function createRegistryImplementations({ operations, logger }: RegistryRo
             const result = await runOperation(operation, callOf(ctx), req as never);
             if (result.kind !== "events") throw new Error(`${method.name} answered no stream.`);
             const binary = answersBinary(ctx);
-            for await (const event of result.events) yield eventMessage(event, binary);
+            for await (const batch of result.events) for (const event of batch) yield eventMessage(event, binary);
           } catch (err) {
             const procedure = `${service.typeName}/${method.name}`;
             throw callerConnectError(err, logger, procedure, recordOf(ctx.values));

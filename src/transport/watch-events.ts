@@ -13,6 +13,7 @@ import {
 import { errorBody, type RegistryError } from "../domain/errors.js";
 import type { StoredDefinition } from "../domain/records.js";
 import type { WatchEvent } from "../domain/watch.js";
+import { concatBytes } from "./bytes.js";
 import { definitionWithMeta, jsonWithMeta, metaMessage } from "./definition-meta.js";
 
 /**
@@ -89,6 +90,26 @@ function newSseEvent(event: WatchEvent): Uint8Array {
   bytes.set(start, 0);
   bytes.set(definition, start.byteLength);
   bytes.set(end, start.byteLength + definition.byteLength);
+  return bytes;
+}
+
+/** The batches already joined: by their first change's definition, then by their revisions. */
+const joined = new WeakMap<StoredDefinition, Map<string, Uint8Array>>();
+
+/**
+ * A batch of events (what a watcher had ready at once) as one chunk, so it is one write. Watchers of a
+ * tenant at the same point get the same batch: it is joined once for all of them (kept while its first
+ * change's definition is), so a thousand watchers do not each hold a copy.
+ */
+export function sseEvents(batch: readonly WatchEvent[]): Uint8Array {
+  const first = batch[0];
+  if (batch.length === 1 && first !== undefined) return sseEvent(first);
+  if (first?.stored === undefined) return concatBytes(batch.map(sseEvent));
+  const key = batch.map((event) => `${event.type[0]}${event.revision}`).join(",");
+  let byKey = joined.get(first.stored);
+  if (byKey === undefined) joined.set(first.stored, (byKey = new Map()));
+  let bytes = byKey.get(key);
+  if (bytes === undefined) byKey.set(key, (bytes = concatBytes(batch.map(sseEvent))));
   return bytes;
 }
 

@@ -12,6 +12,13 @@ import { createSqlRepository } from "../../src/storage/sql-repository.js";
 import { forEachDatabase, useFreshDatabase } from "../support/databases.js";
 import { definition, save } from "./fixtures.js";
 
+/** The reader's batches one item at a time. */
+function oneByOne(batches: AsyncIterable<readonly WatchItem[]>): AsyncIterator<WatchItem> {
+  return (async function* items(): AsyncGenerator<WatchItem> {
+    for await (const batch of batches) yield* batch;
+  })();
+}
+
 /** Takes `count` change items from `items` (bookmarks skipped), failing after `ms`. */
 async function take(items: AsyncIterator<WatchItem>, count: number, ms = 10_000): Promise<WatchItem[]> {
   const taken: WatchItem[] = [];
@@ -60,9 +67,7 @@ forEachDatabase((db) => {
       const tenant = await newTenant();
       const start = await revisionOf(tenant);
       const watchers = await Promise.all(
-        [0, 1, 2].map(async () =>
-          (await reader.watch({ tenant, since: start, accept: () => true }))[Symbol.asyncIterator](),
-        ),
+        [0, 1, 2].map(async () => oneByOne(await reader.watch({ tenant, since: start, accept: () => true }))),
       );
       const readsBefore = reader.stats().reads;
       // 4 writers, 8 writes each (creates and updates of the same keys), racing; batches of 7 cut them.
@@ -85,7 +90,7 @@ forEachDatabase((db) => {
     it("starts from a revision in the log: what follows it, then the live changes, none twice", async () => {
       const tenant = await newTenant();
       for (let i = 0; i < 10; i++) await save(repo, definition({ name: `before${i}` }), tenant);
-      const items = (await reader.watch({ tenant, since: 3, accept: () => true }))[Symbol.asyncIterator]();
+      const items = oneByOne(await reader.watch({ tenant, since: 3, accept: () => true }));
       for (let i = 0; i < 3; i++) await save(repo, definition({ name: `after${i}` }), tenant);
       const seen = await take(items, 10);
       expect(seen.map((item) => item.revision)).toEqual([4, 5, 6, 7, 8, 9, 10, 11, 12, 13]);
@@ -102,7 +107,7 @@ forEachDatabase((db) => {
         retention: { count: 0, maxAgeMillis: 0 },
         compactMillis: 0,
       });
-      const items = (await small.watch({ tenant, accept: () => true }))[Symbol.asyncIterator]();
+      const items = oneByOne(await small.watch({ tenant, accept: () => true }));
       for (let i = 0; i < 8; i++) await save(repo, definition({ name: `slow${i}` }), tenant);
       // Once the reader has handed it more than its limit (5), it is closed and no longer counted.
       const deadline = Date.now() + 10_000;
@@ -132,7 +137,7 @@ forEachDatabase((db) => {
         message: expect.stringContaining("oldest revision held: 5"),
       });
       // From the oldest held minus one: everything kept.
-      const items = (await reader.watch({ tenant, since: 4, accept: () => true }))[Symbol.asyncIterator]();
+      const items = oneByOne(await reader.watch({ tenant, since: 4, accept: () => true }));
       expect((await take(items, 2)).map((item) => item.revision)).toEqual([5, 6]);
       await items.return?.(undefined);
       // By age: records written before the cut go, as one tail of the log.
@@ -158,7 +163,7 @@ forEachDatabase((db) => {
         compactMillis: 0,
       });
       const tenant = await newTenant();
-      const items = (await own.watch({ tenant, accept: () => true }))[Symbol.asyncIterator]();
+      const items = oneByOne(await own.watch({ tenant, accept: () => true }));
       const ended = items.next();
       await own.close();
       expect(await ended).toEqual({ done: true, value: undefined });

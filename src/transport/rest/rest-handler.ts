@@ -40,7 +40,7 @@ export interface RestSurface {
     query: URLSearchParams,
     parts: RestRequestParts,
     lastEventId: string | undefined,
-  ): Promise<AsyncIterable<WatchEvent>>;
+  ): Promise<AsyncIterable<readonly WatchEvent[]>>;
 }
 
 export interface RestSurfaceOptions {
