@@ -5,6 +5,9 @@
  * own (WATCH_RETENTION_COUNT, WATCH_COMPACT_SECONDS) on a server of its own: a Deno process has no handle
  * a test could call.
  */
+
+import { once } from "node:events";
+import { connect } from "node:net";
 import { create, fromBinary, type Message, toBinary } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
@@ -312,6 +315,54 @@ forEachRuntimeAndDatabase((db, runtime) => {
         stream.close();
       }
     });
+  });
+
+  describe("a watcher that does not read", () => {
+    /** About 750 KB of JSON (75 skills of 10,000 characters, under the 1 MiB body limit): few fill the sockets. */
+    const large = (i: number) =>
+      minimalDefinition({
+        name: `large-${i}`,
+        skills: Array.from({ length: 75 }, (_, n) => ({
+          id: `s${n}`,
+          name: `Skill ${n}`,
+          description: String.fromCharCode(97 + (n % 26)).repeat(10_000),
+        })),
+      });
+
+    it("is closed with a WATCH_TOO_SLOW error event once its queue (WATCH_QUEUE_LIMIT 20) is full", async () => {
+      const t = await newTenant();
+      const start = await listRevision(t);
+      // A raw socket that is not read: what the service writes fills the sockets' buffers, then its queue.
+      const socket = connect(server().port, "127.0.0.1");
+      await once(socket, "connect");
+      socket.pause();
+      const received: Buffer[] = [];
+      socket.on("data", (chunk: Buffer) => received.push(chunk));
+      const ended = once(socket, "close");
+      socket.write(
+        `GET /api/asor/v1/${t.name}/agentDefinitionEvents?since=${start} HTTP/1.1\r\nHost: test\r\n` +
+          `Authorization: ${t.authorization}\r\nAccept: text/event-stream\r\nConnection: close\r\n\r\n`,
+      );
+      try {
+        // 60 x 750 KB = 45 MB: more than loopback's socket buffers hold (6 to 15 of these events were seen to
+        // pass before the close) and 20 events more.
+        const writes = 60;
+        for (let i = 0; i < writes; i++) await post(t, large(i));
+        socket.resume();
+        await ended;
+        const text = Buffer.concat(received).toString("utf8");
+        const errors = text.split("\n").filter((line) => line.startsWith("event: error"));
+        expect(errors).toHaveLength(1);
+        const data = /event: error\ndata: (.*)\n/.exec(text)?.[1];
+        expect(JSON.parse(data ?? "{}"), data).toMatchObject({ errors: [{ code: "WATCH_TOO_SLOW" }] });
+        // Closed before it got them all: what it received ends in revision order, with no gap, short of the writes.
+        const ids = [...text.matchAll(/^id: (\d+)\nevent: (?!BOOKMARK)/gm)].map((m) => Number(m[1]));
+        expect(ids.length).toBeLessThan(writes);
+        expect(ids).toEqual(Array.from({ length: ids.length }, (_, i) => start + 1 + i));
+      } finally {
+        socket.destroy();
+      }
+    }, 120_000);
   });
 
   describe("as an RPC", () => {
