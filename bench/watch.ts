@@ -271,7 +271,8 @@ export function watchReport(results: readonly WatchRunResult[]): { markdown: str
         `${r.writeErrors > 0 ? ` (+${r.writeErrors} failed)` : ""} | ${f(r.idleRssMib)} → ${f(r.connectedRssMib)} ` +
         `(+${f(r.connectedRssMib - r.idleRssMib)}) | ${f(r.peakRssMib)} | ${r.result.received}/${r.result.expected} ` +
         `(${r.result.complete}/${r.result.watchers}) | ${ms(r.result.fromAck)} | ${ms(r.result.fromSend)} | ` +
-        `${f(r.serviceCpu)} / ${f(r.watchersCpu)} | ${f(r.loadBefore, 1)} → ${f(r.loadAfter, 1)} | ${watchRunMet(r) ? "yes" : "**no**"} |`,
+        `${f(r.serviceCpu)} / ${f(r.watchersCpu)} | ${f(r.loadBefore, 1)} → ${f(r.loadAfter, 1)} | ` +
+        `${watchRunMet(r) ? "yes" : "**no**"} |`,
     ),
   ];
   const failures = results.filter((r) => r.result.failed > 0);
