@@ -95,7 +95,8 @@ export interface StoredDefinition extends InstanceRef {
  * the same error on a statement (an InnoDB deadlock, or on Galera a transaction aborted for another
  * node's write); `lock_wait_timeout` (1205); `duplicate_key` (another writer inserted the same key
  * first); `busy` (SQLite's write lock); `node_failed` (its database node failed before COMMIT: run
- * again on the next host).
+ * again on the next host); `triggers_reloaded` (MySQL: a table's triggers failed to load on the node,
+ * which then reloaded them: storage/run/broken-triggers.ts).
  */
 export type WriteRetryCause =
   | "certification"
@@ -103,7 +104,8 @@ export type WriteRetryCause =
   | "lock_wait_timeout"
   | "duplicate_key"
   | "busy"
-  | "node_failed";
+  | "node_failed"
+  | "triggers_reloaded";
 
 /** Every WriteRetryCause. */
 export const WRITE_RETRY_CAUSES: readonly WriteRetryCause[] = [
@@ -113,6 +115,7 @@ export const WRITE_RETRY_CAUSES: readonly WriteRetryCause[] = [
   "duplicate_key",
   "busy",
   "node_failed",
+  "triggers_reloaded",
 ];
 
 /** Write transactions run again since the repository opened, by cause. */

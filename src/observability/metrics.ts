@@ -95,7 +95,8 @@ export function createMetrics({
       help:
         "Write transactions run again, by cause: certification (a deadlock error at COMMIT: on Galera, another " +
         "node committed a row this write changed), deadlock (the same on a statement), lock_wait_timeout, " +
-        "duplicate_key, busy (SQLite) and node_failed (moved to the next database host before COMMIT).",
+        "duplicate_key, busy (SQLite), node_failed (moved to the next database host before COMMIT) and " +
+        "triggers_reloaded (a table's triggers failed to load on the node, which then reloaded them).",
       labelNames: ["cause"] as const,
       registers: [registry],
       collect() {

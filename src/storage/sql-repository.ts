@@ -54,9 +54,10 @@ import type {
 } from "./repository.js";
 import type { DefinitionReadRow } from "./rows.js";
 import { fromDatabaseInteger, toDatabaseTimestamp, toStoredDefinition, toTenant } from "./rows.js";
+import { reloadTriggers } from "./run/broken-triggers.js";
 import type { Database, StorageOptions } from "./run/connection.js";
 import { openDatabase } from "./run/connection.js";
-import { classifyDriverError, isDuplicateKey, isNodeFailure, raceKind } from "./run/driver-errors.js";
+import { classifyDriverError, isBrokenTriggers, isDuplicateKey, isNodeFailure, raceKind } from "./run/driver-errors.js";
 import { driverRunner } from "./run/reads.js";
 import { type SearchLimits, type SearchRunner, searchDeadline, searchRunner } from "./run/searches.js";
 import type { RunTransaction } from "./run/writes.js";
@@ -112,6 +113,12 @@ const duplicateKeyAttempts = 8;
  * another process's burst of commits (a Node and a Deno process on one file).
  */
 const defaultWriteBudgetMillis = 10_000;
+
+/**
+ * How often one write reloads a node's broken triggers and runs again (run/broken-triggers.ts) before its
+ * error is answered.
+ */
+const triggerReloads = 3;
 
 /** Base of the exponential backoff between attempts, in milliseconds. */
 const backoffBaseMillis = 5;
@@ -207,6 +214,8 @@ class SqlRepository implements AgentDefinitionRepository {
   readonly #dialect: Database["dialect"];
   /** MySQL: the full-text texts written after COMMIT, and their repair (search-text.ts). */
   readonly #texts: SearchTextKeeper | undefined;
+  /** Where a write's recovery from a node's broken triggers is told (run/broken-triggers.ts). */
+  readonly #logger: RepositoryOptions["logger"];
   #changeLog: ChangeLog | undefined;
   /** The ping in flight: concurrent pings share it, so probes never pile up queries on a slow database. */
   #ping: Promise<void> | undefined;
@@ -235,6 +244,7 @@ class SqlRepository implements AgentDefinitionRepository {
   ) {
     this.#pageMaxBytes = pageMaxBytes;
     this.#writeBudgetMillis = writeBudgetMillis;
+    this.#logger = logger;
     this.#hosts = hosts;
     this.#writeHosts = writer.hosts;
     this.#db = db;
@@ -264,6 +274,7 @@ class SqlRepository implements AgentDefinitionRepository {
   async write<T>(tenant: string, work: (tx: WriteTransaction) => Promise<T>): Promise<T> {
     let deadline = performance.now() + this.#writeBudgetMillis;
     let failovers = this.#writeHosts - 1;
+    let reloads = triggerReloads;
     for (let attempt = 1; ; attempt++) {
       let committing = false;
       try {
@@ -280,6 +291,27 @@ class SqlRepository implements AgentDefinitionRepository {
         });
       } catch (error) {
         if (error instanceof RegistryError) throw error;
+        // A table's triggers failed to load on the node (an interrupted statement left them broken in its
+        // table cache: run/broken-triggers.ts): the statement failed whole (a CALL's COMMIT is its last
+        // statement, so nothing was committed either), the transaction is rolled back and its connection
+        // back in the pool. Reloaded, then run again (a few times per write: a node of a cluster under a
+        // fail-over may break another instance meanwhile).
+        if (this.#dialect === "mysql" && reloads-- > 0 && isBrokenTriggers(error)) {
+          try {
+            await reloadTriggers(this.#writeDb, this.#writeBudgetMillis / 2000);
+          } catch (reloadError) {
+            this.#logger?.warn("a table's triggers failed to load and could not be reloaded", {
+              error: String(error),
+              reload: String(reloadError),
+            });
+            throw error;
+          }
+          this.#logger?.warn("a table's triggers failed to load on the database node; reloaded", {
+            error: String(error),
+          });
+          this.#retries.triggers_reloaded++;
+          continue;
+        }
         const kind = classifyDriverError(error);
         if (kind === "unavailable") {
           // Lost while COMMIT was on its way, the write may have been committed: say so, not "failed".

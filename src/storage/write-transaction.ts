@@ -54,7 +54,7 @@ import {
   toInstanceRef,
   toStoredDefinition,
 } from "./rows.js";
-import { classifyDriverError } from "./run/driver-errors.js";
+import { classifyDriverError, isBrokenTriggers } from "./run/driver-errors.js";
 import type { CommitWith } from "./run/writes.js";
 import type { KeptText } from "./search-text.js";
 
@@ -513,7 +513,9 @@ export class SqlWriteTransaction implements WriteTransaction {
       }
       return await query(this.#context);
     } catch (error) {
-      if (classifyDriverError(error) !== "other") this.#failure ??= { error };
+      // A table's triggers broken on the node (run/broken-triggers.ts): the statement failed, and write()
+      // reloads them and runs the work again, never going on from it.
+      if (classifyDriverError(error) !== "other" || isBrokenTriggers(error)) this.#failure ??= { error };
       throw error;
     }
   }

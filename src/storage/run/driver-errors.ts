@@ -164,6 +164,19 @@ export function isStatementTimeout(error: unknown): boolean {
   return false;
 }
 
+/**
+ * True when the error (or one it wraps) is MySQL's ER_PARSE_ERROR (1064). The registry's statements are
+ * fixed text, so at run time this is not a statement of ours but a table's triggers that failed to load
+ * on the node: an instance of the table left broken in its table cache (run/broken-triggers.ts).
+ */
+export function isBrokenTriggers(error: unknown): boolean {
+  for (const candidate of errorChain(error)) {
+    const { code, errno } = candidate as { code?: unknown; errno?: unknown };
+    if (code === "ER_PARSE_ERROR" || errno === 1064) return true;
+  }
+  return false;
+}
+
 /** Which race a retryable error (classifyDriverError) is. */
 export type RaceKind = "deadlock" | "lock_wait_timeout" | "duplicate_key" | "busy";
 
