@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   classifyDriverError,
+  isBrokenTriggers,
   isDuplicateKey,
   isNodeFailure,
   isSqliteBusy,
@@ -141,6 +142,24 @@ describe("isDuplicateKey", () => {
     }
     expect(isDuplicateKey(new Error("Duplicate entry 'x' for key 'PRIMARY'"))).toBe(false);
     expect(isDuplicateKey(undefined)).toBe(false);
+  });
+});
+
+describe("isBrokenTriggers", () => {
+  it("recognises MySQL's parse error (1064), wrapped or not, and nothing else", () => {
+    // What MariaDB answers a write on a table instance whose triggers failed to load (run/broken-triggers.ts).
+    const broken = withCode("ER_PARSE_ERROR", { errno: 1064, sqlState: "42000" });
+    expect(isBrokenTriggers(broken)).toBe(true);
+    expect(isBrokenTriggers(Object.assign(new Error("x"), { errno: 1064 }))).toBe(true);
+    expect(isBrokenTriggers(new Error("knex", { cause: broken }))).toBe(true);
+    expect(classifyDriverError(broken)).toBe("other");
+    for (const other of [
+      withCode("ER_QUERY_INTERRUPTED", { errno: 1317 }),
+      withCode("ER_LOCK_DEADLOCK", { errno: 1213 }),
+      withCode("SQLITE_ERROR"),
+      new Error("You have an error in your SQL syntax"),
+    ])
+      expect(isBrokenTriggers(other)).toBe(false);
   });
 });
 
