@@ -10,7 +10,8 @@
  * leaves the cache (a FLUSH, DDL on the table, eviction from table_open_cache). The triggers as stored
  * are intact. MariaDB 10.11, without Galera: a statement stopped by max_statement_time (as run/searches.ts
  * stops searches) or KILL QUERY while it opens the table does it (test/storage/broken-triggers.test.ts).
- * On the test cluster, a node's fail-over did it (test/cluster/failover.test.ts, docs/galera.md).
+ * On a Galera node a brute-force abort (another node's write needed the transaction's locks) stops it
+ * the same way: test/cluster/failover.test.ts answered hundreds of writes INTERNAL so (docs/galera.md).
  * `FLUSH LOCAL TABLES` of those tables drops the cached instances; the next statement parses again.
  */
 import type { Knex } from "knex";
