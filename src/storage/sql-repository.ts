@@ -296,7 +296,7 @@ class SqlRepository implements AgentDefinitionRepository {
         // statement, so nothing was committed either), the transaction is rolled back and its connection
         // back in the pool. Reloaded, then run again (a few times per write: a node of a cluster under a
         // fail-over may break another instance meanwhile).
-        if (this.#dialect === "mysql" && reloads-- > 0 && isBrokenTriggers(error)) {
+        if (this.#dialect === "mysql" && isBrokenTriggers(error) && reloads-- > 0) {
           try {
             await reloadTriggers(this.#writeDb, this.#writeBudgetMillis / 2000);
           } catch (reloadError) {
