@@ -10,7 +10,7 @@ import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
 import type { Lifecycle } from "../domain/records.js";
 import { INSTANCE_ID } from "../domain/upsert.js";
 import { indexDefinition, indexedFormOf } from "./queries/search-index.js";
-import type { ChangeKind, RevisionChange, WriteContext } from "./queries/writes.js";
+import type { ChangeKind, RevisionChange, RevisionContent, WriteContext } from "./queries/writes.js";
 import {
   clearLatest,
   findAgentByNameForUpdate,
@@ -34,6 +34,7 @@ import {
   takeAgentNumber,
   updateDocument,
   updateStatus,
+  writeContent,
 } from "./queries/writes.js";
 import type {
   AgentRef,
@@ -269,10 +270,24 @@ export class SqlWriteTransaction implements WriteTransaction {
     const { document, json, binary } = encodeDefinition(definition);
     const created = this.#createdAgents.has(agent.number);
     let latest = true;
+    /** The staged version's numbering, left for the CALL that ends the transaction (MySQL; see below). */
+    let numbering: RevisionContent | undefined;
     await this.#run(async (context) => {
       this.#pending = undefined;
       if (pending?.seq !== undefined) {
-        await numberDefinition(context, pending.seq, agent.number, { document, document_binary: binary });
+        const numbered = {
+          numbered: { seq: pending.seq, agentNumber: agent.number },
+          document,
+          document_binary: binary,
+        };
+        // A new agent's only version, indexed as staged: nothing else is left to write, and its numbering goes
+        // into the CALL that takes the revisions and commits, one round trip fewer while the tenant's sequence
+        // row is held (migration 0015). Written now if the transaction goes on (#run).
+        if (created && indexedFormOf(definition) === pending.indexed) {
+          numbering = numbered;
+          return;
+        }
+        await writeContent(context, tenant, definition.id, numbered);
         // The index was made from the staged definition; the agent's reference id is not indexed, so
         // this does not happen unless that changes.
         if (indexedFormOf(definition) !== pending.indexed)
@@ -332,7 +347,9 @@ export class SqlWriteTransaction implements WriteTransaction {
       statusChangedAt: now,
       latest,
     };
-    this.#changed(definition.id, agent.number, "ADDED", timestamp).answers.push(stored);
+    const change = this.#changed(definition.id, agent.number, "ADDED", timestamp);
+    change.answers.push(stored);
+    if (numbering !== undefined) change.content = numbering;
     return stored;
   }
 
@@ -508,7 +525,7 @@ export class SqlWriteTransaction implements WriteTransaction {
       // A content UPDATE left for COMMIT is written first if the transaction goes on: what follows reads it.
       for (const change of this.#changes.values()) {
         if (change.content === undefined) continue;
-        await updateDocument(this.#context, this.tenant.name, change.id, change.content);
+        await writeContent(this.#context, this.tenant.name, change.id, change.content);
         change.content = undefined;
       }
       return await query(this.#context);

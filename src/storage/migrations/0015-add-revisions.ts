@@ -24,7 +24,12 @@
  *   mod_revision, appends the change records, COMMITs and answers the last
  *   revision; given a version's new content (`p_content_id`, a POST or PUT
  *   of an existing key), it writes that too, in the UPDATE that sets its
- *   mod_revision. The counter's lock is then held for the server's own work
+ *   mod_revision; given also `p_agent_number`, the content is a new agent's
+ *   staged version (migration 0014), numbered in that UPDATE: the statement
+ *   that numbered it was the last round trip of the section a tenant's new
+ *   agents pass one at a time (its sequence row is held to COMMIT), and with
+ *   it folded in that section ends with the CALL, as it ended with COMMIT.
+ *   The counter's lock is then held for the server's own work
  *   only, never across a round trip to the service: sent as statements, one
  *   round trip each and COMMIT after them, the lock was held through four
  *   round trips, and on a loaded machine each waits for the service's event
@@ -110,7 +115,8 @@ async function createMysql(db: Knex): Promise<void> {
       IN p_content_id CHAR(32) CHARACTER SET ascii COLLATE ascii_bin,
       IN p_document LONGBLOB,
       IN p_binary LONGBLOB,
-      IN p_updated_at DATETIME(3)
+      IN p_updated_at DATETIME(3),
+      IN p_agent_number BIGINT
     )
       MODIFIES SQL DATA
       SQL SECURITY INVOKER
@@ -127,7 +133,13 @@ async function createMysql(db: Knex): Promise<void> {
       WHILE i < n DO
         SET r = last - n + 1 + i;
         SET v_id = ${item(0)};
-        IF v_id = p_content_id THEN
+        IF v_id = p_content_id AND p_agent_number IS NOT NULL THEN
+          UPDATE ${definitions} FORCE INDEX (PRIMARY) SET agent_number = p_agent_number, document = p_document,
+            document_binary = p_binary, ${column} = r WHERE tenant = p_tenant AND id = v_id AND agent_number IS NULL;
+          IF ROW_COUNT() <> 1 THEN
+            SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'asor_commit_revisions: the version to number is not there';
+          END IF;
+        ELSEIF v_id = p_content_id THEN
           UPDATE ${definitions} FORCE INDEX (PRIMARY) SET document = p_document, document_binary = p_binary,
             updated_at = p_updated_at, revision = revision + 1, ${column} = r WHERE tenant = p_tenant AND id = v_id;
           IF ROW_COUNT() <> 1 THEN

@@ -210,7 +210,7 @@ export function writeStatements(dialect: Dialect): WriteStatements {
     latestOfAgent: `SELECT id FROM ${definitions} WHERE tenant = ? AND agent_number = ? AND is_latest = 1`,
     // An upsert, so a tenant made by a version before migration 0015 (which has no row) starts its count here.
     takeRevisions: mysql
-      ? "CALL asor_commit_revisions(?, ?, ?, ?, ?, ?)"
+      ? "CALL asor_commit_revisions(?, ?, ?, ?, ?, ?, ?)"
       : `INSERT INTO ${tenantRevisions} (tenant, revision) VALUES (?, ?) ON CONFLICT (tenant) DO UPDATE SET ` +
         "revision = revision + excluded.revision RETURNING revision",
     setModRevision: `UPDATE ${definitions} SET mod_revision = ? WHERE tenant = ? AND id = ?`,
@@ -577,7 +577,31 @@ export interface RevisionChange {
   /** When, as toDatabaseTimestamp's text. */
   readonly at: string;
   /** Its new content, when the write's UPDATE of it is left to the statements sent with COMMIT. */
-  readonly content?: Pick<NewAgentDefinitionRow, "document" | "document_binary" | "updated_at">;
+  readonly content?: RevisionContent;
+}
+
+/**
+ * A version's content written with COMMIT: an existing version's new content, or (`numbered`) a new agent's
+ * staged version (migration 0014) taking its agent number and its complete encodings.
+ */
+export type RevisionContent =
+  | Pick<NewAgentDefinitionRow, "document" | "document_binary" | "updated_at">
+  | {
+      readonly numbered: { readonly seq: number; readonly agentNumber: number };
+      readonly document: string;
+      readonly document_binary: Buffer;
+    };
+
+/** Writes a content left for COMMIT now, as its own statement: the transaction goes on and reads it. */
+export async function writeContent(
+  context: WriteContext,
+  tenant: string,
+  id: string,
+  content: RevisionContent,
+): Promise<void> {
+  if ("numbered" in content)
+    await numberDefinition(context, content.numbered.seq, content.numbered.agentNumber, content);
+  else await updateDocument(context, tenant, id, content);
 }
 
 /**
@@ -592,16 +616,22 @@ export function revisionStatements(
   changes: readonly RevisionChange[],
 ): CommitWith {
   const count = changes.length;
-  const before = changes.flatMap(({ id, content }): BoundStatement[] =>
-    content === undefined
-      ? []
-      : [
-          {
-            sql: statements.updateDocument,
-            bindings: [content.document, content.document_binary, content.updated_at, tenant, id],
-          },
-        ],
-  );
+  const before = changes.flatMap(({ id, content }): BoundStatement[] => {
+    if (content === undefined) return [];
+    if ("numbered" in content)
+      return [
+        {
+          sql: statements.numberDefinition,
+          bindings: [content.numbered.agentNumber, content.document, content.document_binary, content.numbered.seq],
+        },
+      ];
+    return [
+      {
+        sql: statements.updateDocument,
+        bindings: [content.document, content.document_binary, content.updated_at, tenant, id],
+      },
+    ];
+  });
   if (statements.dialect === "mysql") {
     const json = JSON.stringify(changes.map((change) => [change.id, change.kind, change.agentNumber, change.at]));
     // One version's new content goes into the CALL (the UPDATE that sets its mod_revision writes it): a round
@@ -618,7 +648,8 @@ export function revisionStatements(
           folded?.id ?? null,
           folded?.document ?? null,
           folded?.document_binary ?? null,
-          folded?.updated_at ?? null,
+          folded !== undefined && "updated_at" in folded ? folded.updated_at : null,
+          folded !== undefined && "numbered" in folded ? folded.numbered.agentNumber : null,
         ],
       },
       after: () => [],
