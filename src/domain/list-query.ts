@@ -14,6 +14,7 @@
  */
 import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
+import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
 import { type Issue, invalid, issueAt, RegistryError } from "./errors.js";
 import { DEFINITION_STATUSES, type DefinitionStatus } from "./records.js";
 
@@ -102,10 +103,11 @@ export const MIN_WORD_LENGTH = 3;
  */
 export const MAX_WORD_LENGTH = 255;
 
-/** The request members a ListQuery is made from (ListAgentDefinitionsRequest's, by their TS names). */
-export interface ListRequestParts {
-  readonly limit: number;
-  readonly offset?: number | undefined;
+/**
+ * The exact filters' request members (ListAgentDefinitionsRequest's and WatchAgentDefinitionsRequest's, by
+ * their TS names).
+ */
+export interface FilterParts {
   readonly name: readonly string[];
   readonly provider: readonly string[];
   readonly platform: readonly string[];
@@ -116,6 +118,36 @@ export interface ListRequestParts {
   readonly resource: readonly string[];
   readonly externalAgentId: readonly string[];
   readonly status: readonly string[];
+}
+
+/**
+ * Calls `add` with every exact filter's (kind, value) that `definition` is found by, in one order, empty
+ * and absent values included (callers skip them): what the term index stores of it (storage's
+ * searchTermsOf) and what a watch's filters test (watch.ts).
+ */
+export function forEachFilterValue(
+  definition: AgentDefinition,
+  add: (kind: Exclude<TermKind, "word">, value: string | undefined) => void,
+): void {
+  add("name", definition.name);
+  add("provider", definition.provider?.id);
+  add("platform", definition.platform?.id);
+  add("version", definition.version);
+  add("externalAgentID", definition.externalAgentId);
+  for (const skill of definition.skills) {
+    add("skillId", skill.id);
+    for (const tag of skill.tags) add("tag", tag.tag);
+  }
+  for (const item of definition.hostConfig) {
+    add("executionMode", item.executionMode?.id);
+    for (const resource of item.hostResources) add("resource", resource.agentResource?.id);
+  }
+}
+
+/** The request members a ListQuery is made from (ListAgentDefinitionsRequest's, by their TS names). */
+export interface ListRequestParts extends FilterParts {
+  readonly limit: number;
+  readonly offset?: number | undefined;
   readonly updatedSince?: string | undefined;
   readonly latest?: boolean | undefined;
   readonly q?: string | undefined;

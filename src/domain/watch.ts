@@ -4,7 +4,7 @@
  * an event carries instead of the term index, so one change read once serves every watcher.
  */
 import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
-import type { TermKind } from "./list-query.js";
+import { type FilterParts, forEachFilterValue, type TermKind } from "./list-query.js";
 import { DEFINITION_STATUSES, type DefinitionStatus, type StoredDefinition } from "./records.js";
 
 /** The kinds of an event, by their wire names. */
@@ -23,18 +23,7 @@ export type WatchEvent =
   | { readonly type: "BOOKMARK"; readonly revision: number; readonly stored?: undefined };
 
 /** The request members a filter is made from (WatchAgentDefinitionsRequest's, by their TS names). */
-export interface WatchFilterParts {
-  readonly name: readonly string[];
-  readonly provider: readonly string[];
-  readonly platform: readonly string[];
-  readonly version: readonly string[];
-  readonly tag: readonly string[];
-  readonly skillId: readonly string[];
-  readonly executionMode: readonly string[];
-  readonly resource: readonly string[];
-  readonly externalAgentId: readonly string[];
-  readonly status: readonly string[];
-}
+export type WatchFilterParts = FilterParts;
 
 type FilterKind = Exclude<TermKind, "word">;
 
@@ -73,19 +62,7 @@ export function filterValuesOf(definition: AgentDefinition): ReadonlyMap<FilterK
     if (set === undefined) values.set(kind, (set = new Set()));
     set.add(value);
   };
-  add("name", definition.name);
-  add("provider", definition.provider?.id);
-  add("platform", definition.platform?.id);
-  add("version", definition.version);
-  add("externalAgentID", definition.externalAgentId);
-  for (const skill of definition.skills) {
-    add("skillId", skill.id);
-    for (const tag of skill.tags) add("tag", tag.tag);
-  }
-  for (const item of definition.hostConfig) {
-    add("executionMode", item.executionMode?.id);
-    for (const resource of item.hostResources) add("resource", resource.agentResource?.id);
-  }
+  forEachFilterValue(definition, add);
   return values;
 }
 

@@ -16,7 +16,7 @@
  * here reaches the rows written from then on, not that migration.
  */
 import type { AgentDefinition } from "../../../gen/asor/v1/agent_definition_pb.js";
-import { searchWordsOf, type TermKind, wordsOf } from "../../domain/list-query.js";
+import { forEachFilterValue, searchWordsOf, type TermKind, wordsOf } from "../../domain/list-query.js";
 import type { Dialect } from "../run/connection.js";
 import type { WriteBinding } from "../run/writes.js";
 import type { WriteContext } from "./writes.js";
@@ -57,19 +57,7 @@ export function searchTermsOf(definition: AgentDefinition): SearchTerm[] {
     seen.add(key);
     terms.push({ kind: code, value });
   };
-  add("name", definition.name);
-  add("provider", definition.provider?.id);
-  add("platform", definition.platform?.id);
-  add("version", definition.version);
-  add("externalAgentID", definition.externalAgentId);
-  for (const skill of definition.skills) {
-    add("skillId", skill.id);
-    for (const tag of skill.tags) add("tag", tag.tag);
-  }
-  for (const item of definition.hostConfig) {
-    add("executionMode", item.executionMode?.id);
-    for (const resource of item.hostResources) add("resource", resource.agentResource?.id);
-  }
+  forEachFilterValue(definition, add);
   for (const text of searchableTextsOf(definition)) for (const word of searchWordsOf(text)) add("word", word);
   return terms;
 }
