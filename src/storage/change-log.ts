@@ -29,8 +29,19 @@ interface ChangeRow extends DefinitionReadRow {
   readonly change_kind: ChangeKind;
 }
 
-/** The change log on `db` (the read pool): selects through the driver (`run`), deletes through knex. */
-export function createChangeLog(db: Knex, dialect: Dialect, run: RunRead): ChangeLog {
+/**
+ * The most change records one DELETE of the compaction removes: each is a transaction of its own, so the
+ * first compaction after migration 0015's backfill (a record per definition: a million at a million) is
+ * not one transaction of 900,000 row deletions, which a Galera cluster would certify and apply as one
+ * writeset while holding back every other commit.
+ */
+const deleteBatch = 10_000;
+
+/**
+ * The change log on `db` (the read pool): selects through the driver (`run`), deletes through knex, at most
+ * `batch` records per statement.
+ */
+export function createChangeLog(db: Knex, dialect: Dialect, run: RunRead, batch = deleteBatch): ChangeLog {
   const changeRows = `
     SELECT c.revision AS change_revision, c.kind AS change_kind, ${readColumns(dialect)}
     FROM ${definitionChanges} c
@@ -41,12 +52,25 @@ export function createChangeLog(db: Knex, dialect: Dialect, run: RunRead): Chang
     LIMIT ?`;
   const rows = async <T>(sql: string, bindings: readonly unknown[]): Promise<T[]> =>
     (await run(sql, bindings as never)) as unknown as T[];
-  /** Deletes the tenant's records up to `upTo`. */
+  const oldestSql = `SELECT MIN(revision) AS oldest FROM ${definitionChanges} WHERE tenant = ?`;
+  const oldestOf = async (tenant: string): Promise<number | undefined> => {
+    const [row] = await rows<{ oldest: DatabaseInteger | null }>(oldestSql, [tenant]);
+    return row?.oldest == null ? undefined : fromDatabaseInteger(row.oldest);
+  };
+  /**
+   * Deletes the tenant's records up to `upTo`, oldest first, `batch` revisions per statement (a range of the
+   * primary key each: revisions have no gaps below the counter, so a range holds at most `batch` records).
+   */
   const deleteUpTo = async (tenant: string, upTo: number): Promise<number> => {
-    const result = await db.raw(`DELETE FROM ${definitionChanges} WHERE tenant = ? AND revision <= ?`, [tenant, upTo]);
-    // mysql2: [ResultSetHeader, fields]; better-sqlite3 through knex: { changes } or an array.
-    const header = Array.isArray(result) ? result[0] : result;
-    return Number(header?.affectedRows ?? header?.changes ?? 0);
+    let removed = 0;
+    for (let from = await oldestOf(tenant); from !== undefined && from <= upTo; from = await oldestOf(tenant)) {
+      const to = Math.min(upTo, from + batch - 1);
+      const result = await db.raw(`DELETE FROM ${definitionChanges} WHERE tenant = ? AND revision <= ?`, [tenant, to]);
+      // mysql2: [ResultSetHeader, fields]; better-sqlite3 through knex: { changes } or an array.
+      const header = Array.isArray(result) ? result[0] : result;
+      removed += Number(header?.affectedRows ?? header?.changes ?? 0);
+    }
+    return removed;
   };
   return {
     async revisions(tenants) {
@@ -68,11 +92,7 @@ export function createChangeLog(db: Knex, dialect: Dialect, run: RunRead): Chang
       }
       return records;
     },
-    async oldest(tenant) {
-      const sql = `SELECT MIN(revision) AS oldest FROM ${definitionChanges} WHERE tenant = ?`;
-      const [row] = await rows<{ oldest: DatabaseInteger | null }>(sql, [tenant]);
-      return row?.oldest == null ? undefined : fromDatabaseInteger(row.oldest);
-    },
+    oldest: oldestOf,
     async compact({ count, maxAgeMillis }, now) {
       // Per tenant, the revision up to which records go: a cut per tenant, never a hole in the middle (a
       // record's time is when its write began, so times are not in revision order).

@@ -6,8 +6,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RegistryError } from "../../src/domain/errors.js";
+import { createChangeLog } from "../../src/storage/change-log.js";
 import { type ChangeReader, createChangeReader, type WatchItem } from "../../src/storage/change-reader.js";
 import type { AgentDefinitionRepository } from "../../src/storage/repository.js";
+import { openDatabase } from "../../src/storage/run/connection.js";
+import { driverRunner } from "../../src/storage/run/reads.js";
 import { createSqlRepository } from "../../src/storage/sql-repository.js";
 import { forEachDatabase, useFreshDatabase } from "../support/databases.js";
 import { definition, save } from "./fixtures.js";
@@ -144,6 +147,21 @@ forEachDatabase((db) => {
       const later = new Date(Date.now() + 60_000);
       await repo.changeLog().compact({ count: 0, maxAgeMillis: 1_000 }, later);
       expect(await repo.changeLog().oldest(tenant)).toBeUndefined();
+    });
+
+    it("compacts a long tail in batches, oldest first, and keeps what the retention holds", async () => {
+      const tenant = await newTenant();
+      for (let i = 0; i < 7; i++) await save(repo, definition({ name: `b${i}` }), tenant);
+      const direct = await openDatabase(target());
+      try {
+        // Two revisions per DELETE: the 5 records below the kept 2 go in three statements.
+        const log = createChangeLog(direct.db, direct.dialect, driverRunner(direct.db, direct.dialect), 2);
+        expect(await log.compact({ count: 2, maxAgeMillis: 0 }, new Date())).toBeGreaterThanOrEqual(5);
+        expect(await log.oldest(tenant)).toBe(6);
+        expect((await log.read(tenant, 0, 7, 10)).map((record) => record.revision)).toEqual([6, 7]);
+      } finally {
+        await direct.db.destroy();
+      }
     });
 
     it("refuses a start ahead of the tenant's revision", async () => {
