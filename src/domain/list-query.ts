@@ -144,6 +144,22 @@ export function forEachFilterValue(
   }
 }
 
+/** Calls `term` with each exact filter's kind and the values `parts` asks for it (maybe none), in one order. */
+export function forEachFilterParam(
+  parts: FilterParts,
+  term: (kind: Exclude<TermKind, "word">, values: readonly string[]) => void,
+): void {
+  term("name", parts.name);
+  term("provider", parts.provider);
+  term("platform", parts.platform);
+  term("version", parts.version);
+  term("tag", parts.tag);
+  term("skillId", parts.skillId);
+  term("executionMode", parts.executionMode);
+  term("resource", parts.resource);
+  term("externalAgentID", parts.externalAgentId);
+}
+
 /** The request members a ListQuery is made from (ListAgentDefinitionsRequest's, by their TS names). */
 export interface ListRequestParts extends FilterParts {
   readonly limit: number;
@@ -162,18 +178,9 @@ const orderForm = /^(?:(createdAt|updatedAt|name)( desc)?|(relevance))$/;
 export function parseListQuery(tenant: string, request: ListRequestParts): ListQuery {
   const issues: Issue[] = [];
   const terms: TermFilter[] = [];
-  const term = (kind: TermKind, values: readonly string[]): void => {
+  forEachFilterParam(request, (kind, values) => {
     if (values.length > 0) terms.push({ kind, values: [...new Set(values)].sort() });
-  };
-  term("name", request.name);
-  term("provider", request.provider);
-  term("platform", request.platform);
-  term("version", request.version);
-  term("tag", request.tag);
-  term("skillId", request.skillId);
-  term("executionMode", request.executionMode);
-  term("resource", request.resource);
-  term("externalAgentID", request.externalAgentId);
+  });
 
   const statuses: DefinitionStatus[] = request.status.includes("ALL")
     ? [...DEFINITION_STATUSES]

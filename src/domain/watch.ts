@@ -4,7 +4,7 @@
  * an event carries instead of the term index, so one change read once serves every watcher.
  */
 import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
-import { type FilterParts, forEachFilterValue, type TermKind } from "./list-query.js";
+import { type FilterParts, forEachFilterParam, forEachFilterValue, type TermKind } from "./list-query.js";
 import { DEFINITION_STATUSES, type DefinitionStatus, type StoredDefinition } from "./records.js";
 
 /** The kinds of an event, by their wire names. */
@@ -37,18 +37,9 @@ export interface WatchFilter {
 /** The filter a request asks for; the request's own validation (protovalidate) has checked the values. */
 export function watchFilterOf(parts: WatchFilterParts): WatchFilter {
   const terms = new Map<FilterKind, ReadonlySet<string>>();
-  const term = (kind: FilterKind, values: readonly string[]) => {
+  forEachFilterParam(parts, (kind, values) => {
     if (values.length > 0) terms.set(kind, new Set(values));
-  };
-  term("name", parts.name);
-  term("provider", parts.provider);
-  term("platform", parts.platform);
-  term("version", parts.version);
-  term("tag", parts.tag);
-  term("skillId", parts.skillId);
-  term("executionMode", parts.executionMode);
-  term("resource", parts.resource);
-  term("externalAgentID", parts.externalAgentId);
+  });
   const asked = parts.status.includes("ALL") ? [] : DEFINITION_STATUSES.filter((s) => parts.status.includes(s));
   return asked.length === 0 ? { terms } : { terms, statuses: new Set(asked) };
 }
