@@ -40,10 +40,11 @@ export interface App {
   /** Every request of every surface, once its runtime's adapter has read it. */
   readonly edge: Edge;
   /**
-   * The request paths of the registry's unary RPCs, which the lean paths serve (binary gRPC, Connect unary
-   * POSTs): a runtime's adapter may hand their binary gRPC calls to the edge straight from its HTTP/2 stream.
+   * The request paths of the registry's RPCs whose binary gRPC calls the lean paths serve (every unary RPC, and
+   * the watch: grpc-unary.ts, grpc-stream.ts): a runtime's adapter may hand them to the edge straight from their
+   * HTTP/2 stream.
    */
-  readonly unaryPaths: ReadonlySet<string>;
+  readonly leanGrpcPaths: ReadonlySet<string>;
   /** The operations every surface runs, by method (for in-process use: tests, tools). */
   readonly operations: Operations;
   /** The access log and request metrics: a runtime's adapter starts a record per request and finishes it once. */
@@ -170,6 +171,13 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     createOpenApiEndpoint(openApiDocument),
   ];
   const unary = createUnaryMethods(implementations, [recordInterceptor()]);
+  const streams = new Map(
+    REGISTRY_SERVICES.flatMap((service) =>
+      service.methods
+        .filter((method) => method.methodKind === "server_streaming")
+        .map((method) => [`/${service.typeName}/${method.name}`, method] as const),
+    ),
+  );
   const catalog = await createAppCatalog(config, made, deps.catalogFiles);
   const edge = createEdge({
     authenticator,
@@ -183,6 +191,7 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     // Binary gRPC calls and Connect unary POSTs of the registry's RPCs take the lean paths, with the same
     // handlers and interceptors (the record first, as withInterceptors puts it on the router).
     unary,
+    streams,
     lean: { logger, acceptCompression, compressMinBytes: COMPRESS_MIN_BYTES },
     rest,
     endpoints,
@@ -208,7 +217,7 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     config,
     logger,
     edge,
-    unaryPaths: new Set(unary.keys()),
+    leanGrpcPaths: new Set([...unary.keys(), ...streams.keys()]),
     operations,
     authenticator,
     requests,

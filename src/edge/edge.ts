@@ -9,6 +9,7 @@
  * Connect's router, the rest to the REST surface. The runtime adapter
  * (node-edge.ts, under Node and Deno alike) only translates requests and answers.
  */
+import type { DescMethod } from "@bufbuild/protobuf";
 import {
   Code,
   type ConnectRouter,
@@ -34,6 +35,7 @@ import { codeName, type RequestRecord, requestRecordKey, rpcProtocolOf } from ".
 import { type Admission, admit, type Operation, type Operations } from "../operations/operation.js";
 import { connectUnaryFormat, serveConnect } from "../transport/connect-unary.js";
 import { callerError } from "../transport/failures.js";
+import { type StreamAnswer, serveGrpcStream } from "../transport/grpc-stream.js";
 import { isBinaryGrpc, type LeanOptions, serveGrpc } from "../transport/grpc-unary.js";
 import { verdictKey } from "../transport/registry-routes.js";
 import type { RestSurface } from "../transport/rest/rest-handler.js";
@@ -73,10 +75,11 @@ export interface EdgeRequest {
   readonly signal?: AbortSignal | undefined;
 }
 
-/** An answer: Connect's, for an RPC, or a plain HTTP one. */
+/** An answer: Connect's, for an RPC, a plain HTTP one, or a stream's (the lean gRPC watch). */
 export type EdgeAnswer =
-  | { readonly rpc: UniversalServerResponse; readonly http?: undefined }
-  | { readonly http: HttpAnswer; readonly rpc?: undefined };
+  | { readonly rpc: UniversalServerResponse; readonly http?: undefined; readonly stream?: undefined }
+  | { readonly http: HttpAnswer; readonly rpc?: undefined; readonly stream?: undefined }
+  | { readonly stream: StreamAnswer; readonly rpc?: undefined; readonly http?: undefined };
 
 export interface EdgeOptions {
   readonly authenticator: Authenticator;
@@ -94,6 +97,11 @@ export interface EdgeOptions {
    * (grpc-unary.ts) and Connect unary POSTs (connect-unary.ts) are served there, the rest by Connect's router.
    */
   readonly unary?: ReadonlyMap<string, UnaryMethod>;
+  /**
+   * The registry's server-streaming RPCs by request path: binary gRPC calls of them are served by the lean gRPC
+   * watch (grpc-stream.ts), the rest by Connect's router.
+   */
+  readonly streams?: ReadonlyMap<string, DescMethod>;
   /** The lean paths' compressions and threshold (the router's). */
   readonly lean?: LeanOptions;
   /** The catalog's pages at `/ui/` (and a browser's `/`), when served. */
@@ -260,11 +268,38 @@ export function createEdge(options: EdgeOptions): Edge {
     );
   };
 
+  /** The lean gRPC watch, if it serves `req`: a binary gRPC POST of a registry server-streaming RPC. */
+  const leanStream = (req: EdgeRequest, pathname: string, record: RequestRecord): Promise<StreamAnswer> | undefined => {
+    const method = req.method === "POST" ? options.streams?.get(pathname) : undefined;
+    const lean = options.lean;
+    if (method === undefined || lean === undefined || !isBinaryGrpc(req.header("content-type"))) return undefined;
+    return (async () => {
+      record.protocol = rpcProtocolOf(req.header("content-type"));
+      const operation = operations.get(method) as Operation;
+      const check = checks.get(method) as MessageCheck;
+      const length = req.header("content-length");
+      return serveGrpcStream(
+        {
+          method,
+          operation,
+          admission: await admitCaller(req, operation, record),
+          record,
+          header: (name) => req.header(name),
+          signal: req.signal,
+          message: (compression) => check.grpcMessage((limit) => req.bodyBytes(limit), length, compression),
+        },
+        lean,
+      );
+    })();
+  };
+
   return async (req, record) => {
     const q = req.target.indexOf("?");
     const pathname = q === -1 ? req.target : req.target.slice(0, q);
     const lean = leanAnswer(req, pathname, record);
     if (lean !== undefined) return { http: await lean };
+    const stream = leanStream(req, pathname, record);
+    if (stream !== undefined) return { stream: await stream };
     const rpc = rpcs.get(pathname);
     if (rpc !== undefined) return { rpc: await serveRpc(rpc, req, record) };
     const endpoint = endpoints.get(pathname);

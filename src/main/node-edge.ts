@@ -26,6 +26,7 @@ import { codeName } from "../observability/request-record.js";
 import { toConnectError } from "../transport/connect-errors.js";
 import { connectionKey } from "../transport/connection.js";
 import { callerError } from "../transport/failures.js";
+import type { StreamAnswer } from "../transport/grpc-stream.js";
 import { isBinaryGrpc } from "../transport/grpc-unary.js";
 
 type NodeRequest = IncomingMessage | Http2ServerRequest;
@@ -265,6 +266,39 @@ export function writeAnswer(res: NodeResponse, answer: HttpAnswer): void {
   (res as ServerResponse).end(answer.body ?? undefined);
 }
 
+/** Resolves when `writable` may be written again, or has closed. */
+function drainedOrClosed(writable: NodeJS.EventEmitter): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      writable.off("drain", done);
+      writable.off("close", done);
+      resolve();
+    };
+    writable.once("drain", done);
+    writable.once("close", done);
+  });
+}
+
+/**
+ * Writes a streaming answer through Node's response (where the HTTP/2 stream is not served directly: another
+ * runtime's node:http2): headers at once, each chunk as it comes, then the trailers; a response closed first
+ * stops the body (its iterator returned).
+ */
+async function writeStreamAnswer(res: NodeResponse, answer: StreamAnswer): Promise<void> {
+  const out = res as ServerResponse;
+  // An HTTP/2 answer has no `destroyed` of its own: its stream tells.
+  const gone = (): boolean => out.destroyed || (res as Partial<Http2ServerResponse>).stream?.destroyed === true;
+  out.writeHead(answer.status, answer.headers);
+  out.flushHeaders();
+  for await (const chunk of answer.body) {
+    if (gone()) break;
+    if (!out.write(chunk)) await drainedOrClosed(out);
+  }
+  if (gone()) return;
+  out.addTrailers(answer.trailers());
+  out.end();
+}
+
 /** Reads and drops what is left of an HTTP/1.1 request body after its answer, up to LINGER_BYTES, then cuts. */
 function discardRest(req: NodeRequest): void {
   let discarded = 0;
@@ -348,6 +382,7 @@ export function createNodeEdge(app: App): NodeEdge {
         const linger = h1 !== undefined && !req.complete && !share.refused && mayLinger(req);
         if (h1 !== undefined && !req.complete && !share.refused && !linger) h1.setHeader("connection", "close");
         if (answer.rpc !== undefined) await universalResponseToNodeResponse(answer.rpc, res);
+        else if (answer.stream !== undefined) await writeStreamAnswer(res, answer.stream);
         else writeAnswer(res, answer.http);
         if (linger && !req.complete) discardRest(req);
       })
@@ -365,7 +400,7 @@ export function createNodeEdge(app: App): NodeEdge {
     const target = headers[":path"] ?? "/";
     const q = target.indexOf("?");
     const path = q === -1 ? target : target.slice(0, q);
-    if (headers[":method"] !== "POST" || !app.unaryPaths.has(path) || !isBinaryGrpc(headers["content-type"]))
+    if (headers[":method"] !== "POST" || !app.leanGrpcPaths.has(path) || !isBinaryGrpc(headers["content-type"]))
       return false;
     const header = (name: string): string | undefined => headerOf(headers, name);
     // A stream the client resets with an error code is destroyed with an error: without a listener it would
@@ -403,7 +438,29 @@ export function createNodeEdge(app: App): NodeEdge {
     };
     app
       .edge(req, record)
-      .then(({ http: answer }) => {
+      .then(async ({ http: answer, stream: streaming }) => {
+        if (streaming !== undefined) {
+          // The watch: headers at once, each chunk as it comes (waiting while the client's window is full), then
+          // the trailers. Only a stream that ended with its trailers was answered: any earlier close (a reset, a
+          // connection gone) aborts the call's signal, which ends the watch.
+          stream.respond(
+            { ":status": streaming.status, "x-request-id": record.id, ...streaming.headers },
+            {
+              waitForTrailers: true,
+            },
+          );
+          for await (const chunk of streaming.body) {
+            if (stream.destroyed) break;
+            if (!stream.write(chunk)) await drainedOrClosed(stream);
+          }
+          if (stream.destroyed) return;
+          const trailers = streaming.trailers();
+          grpcStatus = trailers["grpc-status"];
+          stream.once("wantTrailers", () => stream.sendTrailers(trailers));
+          answered = true;
+          stream.end();
+          return;
+        }
         if (answer === undefined || stream.destroyed) return void stream.destroy();
         grpcStatus = answer.trailers?.["grpc-status"];
         const head = { ":status": answer.status, "x-request-id": record.id, ...answer.headers };

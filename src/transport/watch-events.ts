@@ -3,7 +3,8 @@
  * Server-Sent Events for REST (`id:` the revision, `event:` the type, `data:` JSON with the type, the
  * revision and the definition as GET answers it).
  */
-import { create, fromBinary } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { type Compression, encodeEnvelope, envelopeCompress } from "@connectrpc/connect/protocol";
 import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
 import {
   type AgentDefinitionEvent,
@@ -26,6 +27,9 @@ interface Made {
   sse?: Uint8Array;
   binary?: AgentDefinitionEvent;
   json?: AgentDefinitionEvent;
+  /** The binary message in a gRPC envelope, plain and by compression (the lean gRPC watch, grpc-stream.ts). */
+  grpc?: Uint8Array;
+  compressed?: Map<string, Promise<Uint8Array>>;
 }
 const made = new WeakMap<StoredDefinition, Made>();
 
@@ -93,24 +97,69 @@ function newSseEvent(event: WatchEvent): Uint8Array {
   return bytes;
 }
 
-/** The batches already joined: by their first change's definition, then by their revisions. */
+/** The batches already joined: by their first change's definition, then by their wire and revisions. */
 const joined = new WeakMap<StoredDefinition, Map<string, Uint8Array>>();
 
 /**
- * A batch of events (what a watcher had ready at once) as one chunk, so it is one write. Watchers of a
- * tenant at the same point get the same batch: it is joined once for all of them (kept while its first
- * change's definition is), so a thousand watchers do not each hold a copy.
+ * `batch`'s events (what a watcher had ready at once) as one chunk, made by `each`, so it is one write.
+ * Watchers of a tenant at the same point get the same batch: it is joined once for all of them (kept while
+ * its first change's definition is), so a thousand watchers do not each hold a copy.
  */
-export function sseEvents(batch: readonly WatchEvent[]): Uint8Array {
+function joinedOnce(batch: readonly WatchEvent[], wire: string, each: (event: WatchEvent) => Uint8Array): Uint8Array {
   const first = batch[0];
-  if (batch.length === 1 && first !== undefined) return sseEvent(first);
-  if (first?.stored === undefined) return concatBytes(batch.map(sseEvent));
-  const key = batch.map((event) => `${event.type[0]}${event.revision}`).join(",");
+  if (batch.length === 1 && first !== undefined) return each(first);
+  if (first?.stored === undefined) return concatBytes(batch.map(each));
+  const key = `${wire}${batch.map((event) => `${event.type[0]}${event.revision}`).join(",")}`;
   let byKey = joined.get(first.stored);
   if (byKey === undefined) joined.set(first.stored, (byKey = new Map()));
   let bytes = byKey.get(key);
-  if (bytes === undefined) byKey.set(key, (bytes = concatBytes(batch.map(sseEvent))));
+  if (bytes === undefined) byKey.set(key, (bytes = concatBytes(batch.map(each))));
   return bytes;
+}
+
+/** A batch of events as one SSE chunk (joinedOnce). */
+export function sseEvents(batch: readonly WatchEvent[]): Uint8Array {
+  return joinedOnce(batch, "s", sseEvent);
+}
+
+/** One event as a gRPC message in its envelope, uncompressed: made once for all the watchers of its change. */
+function grpcEvent(event: WatchEvent): Uint8Array {
+  if (event.stored === undefined) return newGrpcEvent(event);
+  const entry = madeFor(event);
+  return (entry.grpc ??= newGrpcEvent(event));
+}
+
+function newGrpcEvent(event: WatchEvent): Uint8Array {
+  return encodeEnvelope(0, toBinary(AgentDefinitionEventSchema, eventMessage(event, true)));
+}
+
+/** One event's envelope with `compression` (when it is at least `minBytes`), made once for all watchers. */
+function compressedGrpcEvent(event: WatchEvent, compression: Compression, minBytes: number): Promise<Uint8Array> {
+  const make = async (): Promise<Uint8Array> => {
+    const data = toBinary(AgentDefinitionEventSchema, eventMessage(event, true));
+    const envelope = await envelopeCompress({ flags: 0, data }, compression, minBytes);
+    return encodeEnvelope(envelope.flags, envelope.data);
+  };
+  if (event.stored === undefined) return make();
+  const entry = madeFor(event);
+  entry.compressed ??= new Map();
+  let bytes = entry.compressed.get(compression.name);
+  if (bytes === undefined) entry.compressed.set(compression.name, (bytes = make()));
+  return bytes;
+}
+
+/**
+ * A batch of events as gRPC messages (AgentDefinitionEvent, binary), one envelope each, in one chunk: joined
+ * once for all watchers (joinedOnce) when uncompressed; with a compression each message is compressed once
+ * for all and the batch joined per watcher.
+ */
+export async function grpcEvents(
+  batch: readonly WatchEvent[],
+  compression: Compression | null,
+  minBytes: number,
+): Promise<Uint8Array> {
+  if (compression === null) return joinedOnce(batch, "g", grpcEvent);
+  return concatBytes(await Promise.all(batch.map((event) => compressedGrpcEvent(event, compression, minBytes))));
 }
 
 /** The SSE event that ends a stream that failed after it began: `event: error`, data the error's body. */

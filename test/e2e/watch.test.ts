@@ -8,8 +8,9 @@
 
 import { once } from "node:events";
 import { connect } from "node:net";
+import { gunzipSync } from "node:zlib";
 import { create, fromBinary, type Message, toBinary } from "@bufbuild/protobuf";
-import { createClient } from "@connectrpc/connect";
+import { Code, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import { describe, expect, it } from "vitest";
@@ -21,8 +22,10 @@ import {
   type WatchAgentDefinitionsRequest,
   WatchAgentDefinitionsRequestSchema,
 } from "../../gen/asor/v1/agent_definition_service_pb.js";
+import { ValidationErrorSchema } from "../../gen/asor/v1/error_pb.js";
 import { withAuthorization } from "../support/auth.js";
 import { minimalDefinition } from "../support/definitions.js";
+import { rawGrpcCall, rawGrpcStream } from "../support/raw-grpc.js";
 import { forEachRuntimeAndDatabase, type ReachableServer, useServerUnder } from "../support/runtimes.js";
 
 /** One Server-Sent Event as the client parsed it. */
@@ -153,6 +156,56 @@ forEachRuntimeAndDatabase((db, runtime) => {
     const res = await fetch(`${t.base}/agentDefinition?limit=1`, { headers: { authorization: t.authorization } });
     return Number(((await res.json()) as { revision: string }).revision);
   };
+  /** About 750 KB of JSON (75 skills of 10,000 characters, under the 1 MiB body limit): few fill the sockets. */
+  const large = (i: number) =>
+    minimalDefinition({
+      name: `large-${i}`,
+      skills: Array.from({ length: 75 }, (_, n) => ({
+        id: `s${n}`,
+        name: `Skill ${n}`,
+        description: String.fromCharCode(97 + (n % 26)).repeat(10_000),
+      })),
+    });
+  const watchRequest = (request: { since?: number; bookmark?: boolean }) =>
+    toBinary(
+      WatchAgentDefinitionsRequestSchema,
+      create(WatchAgentDefinitionsRequestSchema, {
+        ...request,
+        since: request.since === undefined ? undefined : BigInt(request.since),
+      }),
+    );
+  const watchPath = `/${AgentDefinitionService.typeName}/${AgentDefinitionService.method.watchAgentDefinitions.name}`;
+  /** A watch over gRPC with @grpc/grpc-js: its events as they come, and how it ended. */
+  const grpcWatch = (on: () => ReachableServer, authorization: string, request: { bookmark?: boolean }) => {
+    const client = new grpc.Client(`127.0.0.1:${on().port}`, grpc.credentials.createInsecure());
+    const metadata = new grpc.Metadata();
+    metadata.set("authorization", authorization);
+    const call = client.makeServerStreamRequest<Message, AgentDefinitionEvent>(
+      watchPath,
+      (m) => Buffer.from(toBinary(WatchAgentDefinitionsRequestSchema, m as WatchAgentDefinitionsRequest)),
+      (b) => fromBinary(AgentDefinitionEventSchema, b),
+      create(WatchAgentDefinitionsRequestSchema, request),
+      metadata,
+    );
+    const events: AgentDefinitionEvent[] = [];
+    call.on("data", (event: AgentDefinitionEvent) => events.push(event));
+    let failure: grpc.ServiceError | undefined;
+    call.on("error", (err: grpc.ServiceError) => {
+      failure = err;
+    });
+    const ended = new Promise<{ code: grpc.status; error: grpc.ServiceError | undefined }>((resolve) =>
+      call.on("status", (status: grpc.StatusObject) => resolve({ code: status.code, error: failure })),
+    );
+    return {
+      events,
+      ended,
+      close: () => {
+        call.cancel();
+        client.close();
+      },
+    };
+  };
+
   /** The next `count` change events (bookmarks skipped), as data. */
   const changes = async (stream: SseStream, count: number): Promise<EventData[]> => {
     const seen: EventData[] = [];
@@ -318,17 +371,6 @@ forEachRuntimeAndDatabase((db, runtime) => {
   });
 
   describe("a watcher that does not read", () => {
-    /** About 750 KB of JSON (75 skills of 10,000 characters, under the 1 MiB body limit): few fill the sockets. */
-    const large = (i: number) =>
-      minimalDefinition({
-        name: `large-${i}`,
-        skills: Array.from({ length: 75 }, (_, n) => ({
-          id: `s${n}`,
-          name: `Skill ${n}`,
-          description: String.fromCharCode(97 + (n % 26)).repeat(10_000),
-        })),
-      });
-
     it("is closed with a WATCH_TOO_SLOW error event once its queue (WATCH_QUEUE_LIMIT 20) is full", async () => {
       const t = await newTenant();
       const start = await listRevision(t);
@@ -361,6 +403,37 @@ forEachRuntimeAndDatabase((db, runtime) => {
         expect(ids).toEqual(Array.from({ length: ids.length }, (_, i) => start + 1 + i));
       } finally {
         socket.destroy();
+      }
+    }, 120_000);
+
+    it("over gRPC is closed with RESOURCE_EXHAUSTED (WATCH_TOO_SLOW) once its queue is full", async () => {
+      const t = await newTenant();
+      const start = await listRevision(t);
+      // A stream that is not read (HTTP/2 flow control stops the service's writes), then read to its end.
+      const watch = rawGrpcStream(
+        server().baseUrl,
+        t.authorization,
+        watchPath.slice(1),
+        watchRequest({ since: start }),
+      );
+      try {
+        await watch.headers;
+        watch.pause();
+        const writes = 60;
+        for (let i = 0; i < writes; i++) await post(t, large(i));
+        watch.resume();
+        const { error } = await watch.closed;
+        expect(error?.code, error?.message).toBe(Code.ResourceExhausted);
+        expect(error?.findDetails(ValidationErrorSchema)[0]?.errors[0]?.code).toBe("WATCH_TOO_SLOW");
+        // Closed before it got them all: what it received ends in revision order, with no gap, short of the writes.
+        const revisions = watch.envelopes
+          .map((e) => fromBinary(AgentDefinitionEventSchema, e.data))
+          .filter((e) => e.type !== AgentDefinitionEvent_EventType.BOOKMARK)
+          .map((e) => Number(e.revision));
+        expect(revisions.length).toBeLessThan(writes);
+        expect(revisions).toEqual(Array.from({ length: revisions.length }, (_, i) => start + 1 + i));
+      } finally {
+        watch.close();
       }
     }, 120_000);
   });
@@ -406,6 +479,84 @@ forEachRuntimeAndDatabase((db, runtime) => {
       } finally {
         call.cancel();
         client.close();
+      }
+    });
+
+    it("streams over gRPC compressed (gzip) to a client that asks for it", async () => {
+      const t = await newTenant();
+      const start = await listRevision(t);
+      // Events of COMPRESS_MIN_BYTES (64 KiB) and more are compressed: the large definition's, not a bookmark.
+      const watch = rawGrpcStream(
+        server().baseUrl,
+        t.authorization,
+        watchPath.slice(1),
+        watchRequest({ since: start, bookmark: true }),
+        { "grpc-accept-encoding": "gzip" },
+      );
+      try {
+        expect((await watch.headers)["grpc-encoding"]).toBe("gzip");
+        await post(t, large(1));
+        await post(t, minimalDefinition({ name: "small" }));
+        // Periodic bookmarks (WATCH_BOOKMARK_MS 400) may come between the changes.
+        const events = await eventually(async () => {
+          const decoded = watch.envelopes.map((e) => ({
+            compressed: e.flags === 1,
+            event: fromBinary(AgentDefinitionEventSchema, e.flags === 1 ? gunzipSync(e.data) : e.data),
+          }));
+          const changes = decoded.filter((d) => d.event.type !== AgentDefinitionEvent_EventType.BOOKMARK);
+          return changes.length >= 2 ? decoded : undefined;
+        }, "two changes");
+        expect(events[0]?.event.type).toBe(AgentDefinitionEvent_EventType.BOOKMARK);
+        expect(
+          events
+            .filter((d) => d.event.type !== AgentDefinitionEvent_EventType.BOOKMARK)
+            .map((d) => [d.compressed, d.event.type, Number(d.event.revision), d.event.definition?.name]),
+        ).toEqual([
+          [true, AgentDefinitionEvent_EventType.ADDED, start + 1, "large-1"],
+          [false, AgentDefinitionEvent_EventType.ADDED, start + 2, "small"],
+        ]);
+        // Bookmarks are small: never compressed.
+        expect(events.filter((d) => d.event.type === AgentDefinitionEvent_EventType.BOOKMARK && d.compressed)).toEqual(
+          [],
+        );
+        expect(events.find((d) => d.compressed)?.event.definition?.skills).toHaveLength(75);
+      } finally {
+        watch.close();
+      }
+    });
+
+    it("ends a gRPC watch with DEADLINE_EXCEEDED when its grpc-timeout passes", async () => {
+      const t = await newTenant();
+      // A raw call: grpc-js would end the call at its own deadline, whatever the service did.
+      const started = Date.now();
+      const error = await rawGrpcCall(server().baseUrl, t.authorization, watchPath.slice(1), watchRequest({}), {
+        headers: { "grpc-timeout": "700m" },
+      });
+      expect(error?.code).toBe(Code.DeadlineExceeded);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(650);
+    });
+
+    it("ends a gRPC watch with UNAUTHENTICATED when the token expires", async () => {
+      const t = await newTenant();
+      const short = await server().bearer({ tenant: t.name, ttlSeconds: 2 });
+      const watch = grpcWatch(server, short, { bookmark: true });
+      try {
+        const { code, error } = await watch.ended;
+        expect(code, error?.details).toBe(grpc.status.UNAUTHENTICATED);
+        expect(watch.events.length).toBeGreaterThan(0);
+      } finally {
+        watch.close();
+      }
+    });
+
+    it("refuses a gRPC watch without a valid token UNAUTHENTICATED, with no event", async () => {
+      const watch = grpcWatch(server, "Bearer not-a-token", { bookmark: true });
+      try {
+        const { code } = await watch.ended;
+        expect(code).toBe(grpc.status.UNAUTHENTICATED);
+        expect(watch.events).toEqual([]);
+      } finally {
+        watch.close();
       }
     });
 
@@ -500,6 +651,30 @@ forEachRuntimeAndDatabase((db, runtime) => {
       } finally {
         stream.close();
       }
+    });
+
+    it("answers FAILED_PRECONDITION with REVISION_COMPACTED over gRPC from a compacted start", async () => {
+      const t = await newTenant(undefined, compacting);
+      const start = await listRevision(t);
+      for (const name of ["c1", "c2", "c3"]) await post(t, minimalDefinition({ name }));
+      // Until compacted, the watch starts and runs to its deadline: then it is tried again.
+      const refused = await eventually(async () => {
+        const error = await rawGrpcCall(
+          compacting().baseUrl,
+          t.authorization,
+          watchPath.slice(1),
+          watchRequest({ since: start }),
+          {
+            headers: { "grpc-timeout": "300m" },
+          },
+        );
+        return error?.code === Code.DeadlineExceeded ? undefined : { error };
+      }, `a start at ${start} refused`);
+      expect(refused.error?.code, refused.error?.message).toBe(Code.FailedPrecondition);
+      expect(refused.error?.findDetails(ValidationErrorSchema)[0]?.errors[0]).toMatchObject({
+        code: "REVISION_COMPACTED",
+        field: "since",
+      });
     });
 
     it("answers FAILED_PRECONDITION to an RPC (Connect) from a compacted start", async () => {
