@@ -53,6 +53,9 @@ export const USAGE = `usage: npm run bench -- [options]
                         (default 20): every write must reach every watcher; commit-to-delivery p50/p99 from each
                         write's acknowledgement and from its send (exit 1 when a limit of issue 20 is missed)
   --watch-runs sse:1000x20,sse:1000x200,grpc:1000x20,grpc:1000x200   the runs of --watch
+  --watch-grpc-window <bytes>   the HTTP/2 flow-control window the gRPC watchers announce (grpc-js's
+                        grpc-node.flow_control_window; default grpc-js's 64 KiB): a client that reads a heavy stream
+                        sets a larger one (gRPC's C core and Go grow theirs by BDP probing)
   --rounds 3            rounds of --wire, fail-over rounds of --cluster
   --sockets 600         connections of --held-bodies
   --hold 20             seconds --held-bodies holds them
@@ -91,7 +94,7 @@ export interface BenchOptions {
   /** Issue 21's cluster scenarios (bench/cluster.ts) instead, with their fail-over rounds. */
   readonly cluster: { readonly rounds: number } | undefined;
   /** The watch scenarios (bench/watch.ts) instead, with their runs. */
-  readonly watch: { readonly runs: readonly WatchRun[] } | undefined;
+  readonly watch: { readonly runs: readonly WatchRun[]; readonly grpcWindow: number | undefined } | undefined;
   /** The wire scenarios (bench/wire.ts) instead, with their rounds. */
   readonly wire: { readonly rounds: number } | undefined;
   /** The checkout whose service is run (see serviceCommand in processes.ts); undefined: this one. */
@@ -106,6 +109,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
       wire: { type: "boolean", default: false },
       watch: { type: "boolean", default: false },
       "watch-runs": { type: "string", default: "sse:1000x20,sse:1000x200,grpc:1000x20,grpc:1000x200" },
+      "watch-grpc-window": { type: "string" },
       cluster: { type: "boolean", default: false },
       rounds: { type: "string" },
       deno: { type: "boolean", default: false },
@@ -182,7 +186,12 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     fairness: values.fairness,
     serviceDir: values.service,
     soakMinutes: values.soak === undefined ? undefined : number("soak", values.soak, 10, 0.1, 600),
-    watch: values.watch ? { runs: parseWatchRuns(values["watch-runs"]) } : undefined,
+    watch: values.watch
+      ? {
+          runs: parseWatchRuns(values["watch-runs"]),
+          grpcWindow: values["watch-grpc-window"] === undefined ? undefined : Number(values["watch-grpc-window"]),
+        }
+      : undefined,
     wire: values.wire ? { rounds: number("rounds", values.rounds, 3, 1, 50) } : undefined,
     cluster: values.cluster ? { rounds: number("rounds", values.rounds, 3, 1, 50) } : undefined,
     heldBodies: values["held-bodies"]

@@ -168,6 +168,7 @@ async function main(options: BenchOptions): Promise<number> {
       const profile = options.cpuProf === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", resolve(options.cpuProf)];
       const results = await runWatch((env) => startService(profile, env), authorization, TENANT, {
         runs: options.watch.runs,
+        grpcWindow: options.watch.grpcWindow,
         seconds: options.durationSeconds,
         log,
       });

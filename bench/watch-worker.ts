@@ -31,6 +31,8 @@ export type WatchWorkerRequest =
       readonly since: number;
       /** The most changes a watcher is expected to see (the size of its arrival table). */
       readonly capacity: number;
+      /** gRPC: the HTTP/2 flow-control window the watchers' connections announce, in bytes (grpc-js: 64 KiB). */
+      readonly grpcWindow?: number | undefined;
     }
   | {
       readonly type: "finish";
@@ -218,6 +220,8 @@ function openGrpc(
         new grpc.Client(`127.0.0.1:${request.port}`, grpc.credentials.createInsecure(), {
           // A connection of its own for each client (grpc-js shares one per target otherwise).
           "grpc.use_local_subchannel_pool": 1,
+          // The HTTP/2 window (stream and connection) the watchers announce; grpc-js's default is 64 KiB.
+          ...(request.grpcWindow === undefined ? {} : { "grpc-node.flow_control_window": request.grpcWindow }),
         }),
       );
     const client = clients.at(-1) as grpc.Client;

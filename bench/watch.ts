@@ -135,7 +135,13 @@ export async function runWatch(
   startService: (env: Record<string, string>) => Promise<ServerProcess>,
   authorization: string,
   tenant: string,
-  options: { runs: readonly WatchRun[]; seconds: number; log(message: string): void },
+  options: {
+    runs: readonly WatchRun[];
+    seconds: number;
+    /** gRPC watchers' HTTP/2 window in bytes (undefined: grpc-js's 64 KiB). */
+    grpcWindow?: number | undefined;
+    log(message: string): void;
+  },
 ): Promise<WatchRunResult[]> {
   const { log } = options;
   const results: WatchRunResult[] = [];
@@ -169,6 +175,7 @@ export async function runWatch(
           count: run.watchers,
           since,
           capacity: Math.ceil(run.rate * options.seconds * 1.2) + 100,
+          grpcWindow: options.grpcWindow,
         },
         "opened",
       );

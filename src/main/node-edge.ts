@@ -266,6 +266,22 @@ export function writeAnswer(res: NodeResponse, answer: HttpAnswer): void {
   (res as ServerResponse).end(answer.body ?? undefined);
 }
 
+/**
+ * Writes `chunks` at once (corked: one writev where the stream has it); false when the stream wants a drain
+ * before more.
+ */
+function writeAll(
+  writable: { write(chunk: Uint8Array): boolean; cork?(): void; uncork?(): void },
+  chunks: readonly Uint8Array[],
+): boolean {
+  if (chunks.length === 1) return writable.write(chunks[0] as Uint8Array);
+  writable.cork?.();
+  let more = true;
+  for (const chunk of chunks) more = writable.write(chunk);
+  writable.uncork?.();
+  return more;
+}
+
 /** Resolves when `writable` may be written again, or has closed. */
 function drainedOrClosed(writable: NodeJS.EventEmitter): Promise<void> {
   return new Promise((resolve) => {
@@ -290,9 +306,9 @@ async function writeStreamAnswer(res: NodeResponse, answer: StreamAnswer): Promi
   const gone = (): boolean => out.destroyed || (res as Partial<Http2ServerResponse>).stream?.destroyed === true;
   out.writeHead(answer.status, answer.headers);
   out.flushHeaders();
-  for await (const chunk of answer.body) {
+  for await (const chunks of answer.body) {
     if (gone()) break;
-    if (!out.write(chunk)) await drainedOrClosed(out);
+    if (!writeAll(out, chunks)) await drainedOrClosed(out);
   }
   if (gone()) return;
   out.addTrailers(answer.trailers());
@@ -449,9 +465,9 @@ export function createNodeEdge(app: App): NodeEdge {
               waitForTrailers: true,
             },
           );
-          for await (const chunk of streaming.body) {
+          for await (const chunks of streaming.body) {
             if (stream.destroyed) break;
-            if (!stream.write(chunk)) await drainedOrClosed(stream);
+            if (!writeAll(stream, chunks)) await drainedOrClosed(stream);
           }
           if (stream.destroyed) return;
           const trailers = streaming.trailers();

@@ -5,8 +5,8 @@
  * times for a thousand watchers), enveloped and written one by one through a pipeline of async iterables per
  * stream; with 1,000 gRPC watchers the service used 131 % CPU for 20 writes a second and held 70 MiB more than
  * idle (BENCHMARKS.md, "Watch (issue 20)"). Here each change's message is encoded once for all watchers
- * (watch-events.ts grpcEvents), a watcher's batch (what was ready at once) is one write, and a stream holds one
- * loop.
+ * (watch-events.ts grpcEvents), a watcher's batch (what was ready at once) is one write of those shared
+ * envelopes, and a stream holds one loop.
  *
  * What Connect's gRPC handler answers, this answers too: `application/grpc+proto`, `grpc-encoding` negotiation
  * (gzip and br; messages under COMPRESS_MIN_BYTES plain), a `grpc-timeout` deadline (DEADLINE_EXCEEDED when it
@@ -37,8 +37,11 @@ import { grpcEvents } from "./watch-events.js";
 export interface StreamAnswer {
   readonly status: number;
   readonly headers: Record<string, string>;
-  /** The chunks; a reader that stops early (the client left) returns the iterator, which ends the work. */
-  readonly body: AsyncIterable<Uint8Array>;
+  /**
+   * The chunks, in groups to be written at once (a batch's messages); a reader that stops early (the client
+   * left) returns the iterator, which ends the work.
+   */
+  readonly body: AsyncIterable<readonly Uint8Array[]>;
   /** The trailers, read once the body has ended. */
   trailers(): Record<string, string>;
 }
@@ -94,7 +97,7 @@ export async function serveGrpcStream(call: StreamCall, options: LeanOptions): P
     record.code ??= codeName(failure?.code ?? 0);
     done();
   };
-  const answer = (body: AsyncIterable<Uint8Array>): StreamAnswer => ({
+  const answer = (body: AsyncIterable<readonly Uint8Array[]>): StreamAnswer => ({
     status: 200,
     headers,
     body,
@@ -116,12 +119,12 @@ export async function serveGrpcStream(call: StreamCall, options: LeanOptions): P
     events = result.events;
   } catch (err) {
     end(err);
-    return answer((async function* none(): AsyncGenerator<Uint8Array> {})());
+    return answer((async function* none(): AsyncGenerator<readonly Uint8Array[]> {})());
   }
 
   const minBytes = options.compressMinBytes;
   return answer(
-    (async function* body(): AsyncGenerator<Uint8Array> {
+    (async function* body(): AsyncGenerator<readonly Uint8Array[]> {
       let failure: unknown;
       try {
         for await (const batch of events) yield await grpcEvents(batch, compression.response, minBytes);

@@ -149,17 +149,18 @@ function compressedGrpcEvent(event: WatchEvent, compression: Compression, minByt
 }
 
 /**
- * A batch of events as gRPC messages (AgentDefinitionEvent, binary), one envelope each, in one chunk: joined
- * once for all watchers (joinedOnce) when uncompressed; with a compression each message is compressed once
- * for all and the batch joined per watcher.
+ * A batch of events as gRPC messages (AgentDefinitionEvent, binary), one envelope each, to be written at once
+ * (corked: one writev). Each change's envelope is made once for all its watchers, compressed or not; a batch
+ * is not joined into one buffer, so watchers at different points (with different batches) share the
+ * envelopes instead of each holding a copy of theirs.
  */
 export async function grpcEvents(
   batch: readonly WatchEvent[],
   compression: Compression | null,
   minBytes: number,
-): Promise<Uint8Array> {
-  if (compression === null) return joinedOnce(batch, "g", grpcEvent);
-  return concatBytes(await Promise.all(batch.map((event) => compressedGrpcEvent(event, compression, minBytes))));
+): Promise<readonly Uint8Array[]> {
+  if (compression === null) return batch.map(grpcEvent);
+  return Promise.all(batch.map((event) => compressedGrpcEvent(event, compression, minBytes)));
 }
 
 /** The SSE event that ends a stream that failed after it began: `event: error`, data the error's body. */
