@@ -1,6 +1,11 @@
 /** The command line of `npm run bench`. */
 import { parseArgs } from "node:util";
-import { parseWatchRuns, type WatchRun } from "./watch.js";
+import { parseWatchRuns, type WatchRun, type WatchWrites } from "./watch.js";
+
+function watchWrites(value: string): WatchWrites {
+  if (value !== "new" && value !== "existing") throw new Error(`--watch-writes: "${value}" is not new or existing`);
+  return value;
+}
 
 export const USAGE = `usage: npm run bench -- [options]
 
@@ -56,6 +61,8 @@ export const USAGE = `usage: npm run bench -- [options]
   --watch-grpc-window <bytes>   the HTTP/2 flow-control window the gRPC watchers announce (grpc-js's
                         grpc-node.flow_control_window; default grpc-js's 64 KiB): a client that reads a heavy stream
                         sets a larger one (gRPC's C core and Go grow theirs by BDP probing)
+  --watch-writes new    what each write of --watch is: new (a new agent) or existing (an update of one of the
+                        100 warm-up keys, a new overview each time: no sequence to wait for)
   --rounds 3            rounds of --wire, fail-over rounds of --cluster
   --sockets 600         connections of --held-bodies
   --hold 20             seconds --held-bodies holds them
@@ -94,7 +101,9 @@ export interface BenchOptions {
   /** Issue 21's cluster scenarios (bench/cluster.ts) instead, with their fail-over rounds. */
   readonly cluster: { readonly rounds: number } | undefined;
   /** The watch scenarios (bench/watch.ts) instead, with their runs. */
-  readonly watch: { readonly runs: readonly WatchRun[]; readonly grpcWindow: number | undefined } | undefined;
+  readonly watch:
+    | { readonly runs: readonly WatchRun[]; readonly grpcWindow: number | undefined; readonly writes: WatchWrites }
+    | undefined;
   /** The wire scenarios (bench/wire.ts) instead, with their rounds. */
   readonly wire: { readonly rounds: number } | undefined;
   /** The checkout whose service is run (see serviceCommand in processes.ts); undefined: this one. */
@@ -110,6 +119,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
       watch: { type: "boolean", default: false },
       "watch-runs": { type: "string", default: "sse:1000x20,sse:1000x200,grpc:1000x20,grpc:1000x200" },
       "watch-grpc-window": { type: "string" },
+      "watch-writes": { type: "string", default: "new" },
       cluster: { type: "boolean", default: false },
       rounds: { type: "string" },
       deno: { type: "boolean", default: false },
@@ -190,6 +200,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
       ? {
           runs: parseWatchRuns(values["watch-runs"]),
           grpcWindow: values["watch-grpc-window"] === undefined ? undefined : Number(values["watch-grpc-window"]),
+          writes: watchWrites(values["watch-writes"]),
         }
       : undefined,
     wire: values.wire ? { rounds: number("rounds", values.rounds, 3, 1, 50) } : undefined,

@@ -169,13 +169,14 @@ async function main(options: BenchOptions): Promise<number> {
       const results = await runWatch((env) => startService(profile, env), authorization, TENANT, {
         runs: options.watch.runs,
         grpcWindow: options.watch.grpcWindow,
+        writes: options.watch.writes,
         seconds: options.durationSeconds,
         log,
       });
       const { markdown, met } = watchReport(results);
       console.log(
         `The watch (issue 20), ${database.description}, ${options.deno ? "Deno" : "Node"}, service ` +
-          `${serviceProcess.cwd}, ${options.durationSeconds} s of writes per run, load before ` +
+          `${serviceProcess.cwd}, ${options.durationSeconds} s of writes (${options.watch.writes === "new" ? "new agents" : "updates of existing keys"}) per run, load before ` +
           `${loadBefore.toFixed(2)}\n\n${markdown}`,
       );
       return met ? 0 : 1;

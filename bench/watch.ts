@@ -23,6 +23,9 @@ import { cpuSeconds, loadAverage, peakRssKib, resetPeakRss, rssKib } from "./pro
 import type { ServerProcess } from "./processes.js";
 import type { Percentiles, WatchProtocol, WatchWorkerRequest, WatchWorkerResult } from "./watch-worker.js";
 
+/** The writes of a run: new agents, or updates of existing keys. */
+export type WatchWrites = "new" | "existing";
+
 /** One run: how many watchers over which protocol, and how many writes a second. */
 export interface WatchRun {
   readonly protocol: WatchProtocol;
@@ -93,7 +96,9 @@ function post(
         res.on("end", () => {
           const acked = now();
           const text = Buffer.concat(chunks).toString("utf8");
-          if (res.statusCode !== 201) return resolve({ revision: undefined, sent, acked, error: text.slice(0, 300) });
+          // 201 for a new agent, 200 for an existing key's update.
+          if (res.statusCode !== 201 && res.statusCode !== 200)
+            return resolve({ revision: undefined, sent, acked, error: text.slice(0, 300) });
           const meta = (JSON.parse(text) as { meta?: { modRevision?: string } }).meta;
           resolve({ revision: Number(meta?.modRevision), sent, acked });
         });
@@ -140,6 +145,11 @@ export async function runWatch(
     seconds: number;
     /** gRPC watchers' HTTP/2 window in bytes (undefined: grpc-js's 64 KiB). */
     grpcWindow?: number | undefined;
+    /**
+     * What each write is: a new agent (the default; one tenant's new agents take its sequence one at a time), or
+     * an update of an existing key (the warm-up's 100 definitions in turn, each with a new overview).
+     */
+    writes?: WatchWrites | undefined;
     log(message: string): void;
   },
 ): Promise<WatchRunResult[]> {
@@ -156,7 +166,8 @@ export async function runWatch(
     const watchers = startWatchers();
     try {
       // Warm up the write path, unmeasured, then let the service settle.
-      for (let i = 0; i < 100; i++) await post(service, agent, authorization, tenant, benchBody(template, name()));
+      const existing = Array.from({ length: 100 }, name);
+      for (const key of existing) await post(service, agent, authorization, tenant, benchBody(template, key));
       await sleep(2_000);
       const idleRssMib = await rssMib(service.pid);
       const list = await fetch(`${service.baseUrl}/api/asor/v1/${tenant}/agentDefinition?limit=1`, {
@@ -196,7 +207,11 @@ export async function runWatch(
         const due = start + (i * 1000) / run.rate;
         const wait = due - performance.now();
         if (wait > 1) await sleep(wait);
-        writes.push(post(service, agent, authorization, tenant, benchBody(template, name())));
+        const body =
+          options.writes === "existing"
+            ? benchBody(template, existing[i % existing.length] as string, `watch ${run.rate} ${i}`)
+            : benchBody(template, name());
+        writes.push(post(service, agent, authorization, tenant, body));
       }
       const done = await Promise.all(writes);
       const elapsed = (performance.now() - start) / 1000;
@@ -253,9 +268,13 @@ export async function runWatch(
   return results;
 }
 
-/** Whether a run met issue 20's limits. */
+/** The share of the asked write rate a run must reach for its latencies to count as at that rate. */
+export const RATE_REACHED = 0.95;
+
+/** Whether a run met issue 20's limits: at the rate asked (RATE_REACHED of it), not at whatever the writer reached. */
 export function watchRunMet(r: WatchRunResult): boolean {
   return (
+    r.achievedRate >= RATE_REACHED * r.rate &&
     r.connectedRssMib - r.idleRssMib <= RSS_LIMIT_MIB &&
     r.writeErrors === 0 &&
     r.watchersOpenFailed === 0 &&

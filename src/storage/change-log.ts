@@ -41,7 +41,17 @@ const deleteBatch = 10_000;
  * The change log on `db` (the read pool): selects through the driver (`run`), deletes through knex, at most
  * `batch` records per statement.
  */
-export function createChangeLog(db: Knex, dialect: Dialect, run: RunRead, batch = deleteBatch): ChangeLog {
+/**
+ * The change log on `db`. `run` runs its statements; `poll`, when given, runs the reads the change reader makes
+ * at every poll (the counters, the new records) on a connection of their own, so that they never queue
+ * behind the pool's other users; compaction stays on `run` and `db`.
+ */
+export function createChangeLog(
+  db: Knex,
+  dialect: Dialect,
+  run: RunRead,
+  { batch = deleteBatch, poll = run }: { batch?: number; poll?: RunRead } = {},
+): ChangeLog {
   const changeRows = `
     SELECT c.revision AS change_revision, c.kind AS change_kind, ${readColumns(dialect)}
     FROM ${definitionChanges} c
@@ -50,8 +60,8 @@ export function createChangeLog(db: Knex, dialect: Dialect, run: RunRead, batch 
     WHERE c.tenant = ? AND c.revision > ? AND c.revision <= ?
     ORDER BY c.revision
     LIMIT ?`;
-  const rows = async <T>(sql: string, bindings: readonly unknown[]): Promise<T[]> =>
-    (await run(sql, bindings as never)) as unknown as T[];
+  const rows = async <T>(sql: string, bindings: readonly unknown[], on = run): Promise<T[]> =>
+    (await on(sql, bindings as never)) as unknown as T[];
   const oldestSql = `SELECT MIN(revision) AS oldest FROM ${definitionChanges} WHERE tenant = ?`;
   const oldestOf = async (tenant: string): Promise<number | undefined> => {
     const [row] = await rows<{ oldest: DatabaseInteger | null }>(oldestSql, [tenant]);
@@ -78,13 +88,13 @@ export function createChangeLog(db: Knex, dialect: Dialect, run: RunRead, batch 
       if (tenants.length === 0) return found;
       const marks = tenants.map(() => "?").join(", ");
       const sql = `SELECT tenant, revision FROM ${tenantRevisions} WHERE tenant IN (${marks})`;
-      for (const row of await rows<{ tenant: string; revision: DatabaseInteger }>(sql, tenants))
+      for (const row of await rows<{ tenant: string; revision: DatabaseInteger }>(sql, tenants, poll))
         found.set(row.tenant, fromDatabaseInteger(row.revision));
       return found;
     },
     async read(tenant, after, upTo, limit) {
       const records: ChangeRecord[] = [];
-      for (const row of await rows<ChangeRow>(changeRows, [tenant, after, upTo, limit])) {
+      for (const row of await rows<ChangeRow>(changeRows, [tenant, after, upTo, limit], poll)) {
         const stored = toStoredDefinition(tenant, row);
         // Every record names a stored version (definitions are never deleted); a row that is not one is skipped.
         if (stored !== undefined)

@@ -157,13 +157,23 @@ export { createChangeReader } from "./change-reader.js";
  * write transactions, the tenants' creation and the migrations go to its
  * hosts, on a pool of their own, and everything else to `databaseUrl`'s.
  */
+/** The connections the change reader reads the log on (MySQL): one, for the process's one reader. */
+const WATCH_POOL_SIZE = 1;
+
 export async function createSqlRepository(options: RepositoryOptions): Promise<AgentDefinitionRepository> {
   const database = await openDatabase(options);
   const writeUrl = database.dialect === "mysql" ? options.databaseWriteUrl || undefined : undefined;
   const writer = writeUrl === undefined ? database : await openDatabase({ ...options, databaseUrl: writeUrl });
+  // The change reader's one connection (MySQL): it reads the log once for every watcher of the process, every
+  // WATCH_POLL_MS, and must not queue behind writers that hold the pool's connections while they wait for a
+  // tenant's lock (with 64 writes in flight its polls waited up to 950 ms for a connection: BENCHMARKS.md,
+  // "Watch (issue 20)"). Opened lazily: it connects at the first watch.
+  const watching =
+    database.dialect === "mysql" ? await openDatabase({ ...options, poolSize: WATCH_POOL_SIZE }) : undefined;
   const close = async () => {
     await database.db.destroy().catch(() => undefined);
     if (writer !== database) await writer.db.destroy().catch(() => undefined);
+    await watching?.db.destroy().catch(() => undefined);
   };
   const migrating =
     database.dialect === "mysql"
@@ -186,6 +196,7 @@ export async function createSqlRepository(options: RepositoryOptions): Promise<A
     writer,
     { ...options.search, databaseTimeoutMillis: options.timeoutMillis },
     {
+      watching: watching ?? database,
       pageMaxBytes: options.pageMaxBytes ?? defaultPageMaxBytes,
       writeBudgetMillis: options.timeoutMillis ?? defaultWriteBudgetMillis,
       logger: options.logger,
@@ -217,6 +228,8 @@ class SqlRepository implements AgentDefinitionRepository {
   /** Where a write's recovery from a node's broken triggers is told (run/broken-triggers.ts). */
   readonly #logger: RepositoryOptions["logger"];
   #changeLog: ChangeLog | undefined;
+  /** Where the change log is read (createSqlRepository's `watching`): #db on SQLite. */
+  readonly #watching: Knex;
   /** The ping in flight: concurrent pings share it, so probes never pile up queries on a slow database. */
   #ping: Promise<void> | undefined;
   /** RepositoryOptions.pageMaxBytes. */
@@ -237,11 +250,13 @@ class SqlRepository implements AgentDefinitionRepository {
     writer: Database,
     searchLimits: SearchLimits,
     {
+      watching,
       pageMaxBytes,
       writeBudgetMillis,
       logger,
-    }: { pageMaxBytes: number; writeBudgetMillis: number; logger: RepositoryOptions["logger"] },
+    }: { watching: Database; pageMaxBytes: number; writeBudgetMillis: number; logger: RepositoryOptions["logger"] },
   ) {
+    this.#watching = watching.db;
     this.#pageMaxBytes = pageMaxBytes;
     this.#writeBudgetMillis = writeBudgetMillis;
     this.#logger = logger;
@@ -364,7 +379,10 @@ class SqlRepository implements AgentDefinitionRepository {
   }
 
   changeLog(): ChangeLog {
-    this.#changeLog ??= createChangeLog(this.#db, this.#dialect, this.#reads.run);
+    // The polls' reads on their own connection (MySQL); compaction stays on the pool.
+    this.#changeLog ??= createChangeLog(this.#db, this.#dialect, this.#reads.run, {
+      poll: this.#watching === this.#db ? this.#reads.run : driverRunner(this.#watching, this.#dialect),
+    });
     return this.#changeLog;
   }
 
@@ -530,6 +548,7 @@ class SqlRepository implements AgentDefinitionRepository {
     await this.#search.close();
     await this.#db.destroy();
     if (this.#writeDb !== this.#db) await this.#writeDb.destroy();
+    if (this.#watching !== this.#db) await this.#watching.destroy();
   }
 }
 

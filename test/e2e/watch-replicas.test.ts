@@ -6,12 +6,14 @@
  * ends cleanly and the process exits 0. Before that, the bound of item 4: a write acknowledged by one
  * process reaches a watcher of the other within 1 s, at the default WATCH_POLL_MS (200).
  */
+import { createConnection } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAuthConfig } from "../../src/auth/auth-config.js";
 import { openLocalIssuer } from "../../src/auth/local-issuer.js";
 import { localIssuerKeyFile } from "../../src/main/local-issuer-key-file.js";
 import { type FreshDatabase, testDatabases } from "../support/databases.js";
 import { minimalDefinition } from "../support/definitions.js";
+import { mysqlConnectionOptions } from "../support/mysql-url.js";
 import { ALL_DOMAINS } from "../support/server.js";
 import { type ServerProcess, spawnServer } from "../support/server-process.js";
 
@@ -105,6 +107,62 @@ describe.skipIf(mariadb === undefined || mariadb.skip)("the watch on two service
     }
     for (const ms of elapsed)
       expect(ms, `each write's delivery after its acknowledgement (ms): ${elapsed.map(Math.round)}`).toBeLessThan(1000);
+  }, 60_000);
+
+  it("delivers within 1 s while every pooled connection of the watcher's process waits for a lock", async () => {
+    const api = (server: ServerProcess) => `${server.baseUrl}/api/asor/v1/default`;
+    const post = (server: ServerProcess, body: unknown) =>
+      fetch(`${api(server)}/agentDefinition`, {
+        method: "POST",
+        headers: { authorization, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+    const held = await post(writer, minimalDefinition({ name: "held" }));
+    expect(held.status).toBe(201);
+    const { id } = (await held.json()) as { id: string };
+    const list = await fetch(`${api(writer)}/agentDefinition?limit=1`, { headers: { authorization } });
+    const start = Number(((await list.json()) as { revision: string }).revision);
+    const abort = new AbortController();
+    const res = await fetch(`${api(watcher)}/agentDefinitionEvents?since=${start}`, {
+      headers: { authorization },
+      signal: abort.signal,
+    });
+    expect(res.status).toBe(200);
+    const events = sseEvents(res.body as ReadableStream<Uint8Array>);
+    // Another session locks the definition's row; updates of its key through the watcher's process each hold a
+    // pooled connection while they wait for it: more of them than the pool has connections (10).
+    const lock = await createConnection(mysqlConnectionOptions(database.databaseUrl as string));
+    const updates: Promise<Response>[] = [];
+    try {
+      await lock.query("BEGIN");
+      await lock.query("SELECT id FROM agent_definitions WHERE id = ? FOR UPDATE", [id]);
+      for (let i = 0; i < 14; i++)
+        updates.push(post(watcher, minimalDefinition({ name: "held", description: `waiting ${i}` })));
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const written = await post(writer, minimalDefinition({ name: "while-held" }));
+      const acknowledged = performance.now();
+      expect(written.status).toBe(201);
+      const revision = ((await written.json()) as { meta: { modRevision: string } }).meta.modRevision;
+      for (;;) {
+        const next = await Promise.race([
+          events.next(),
+          new Promise<never>((_, reject) =>
+            setTimeout(() => reject(new Error(`revision ${revision}: no event within 5 s`)), 5_000),
+          ),
+        ]);
+        if (next.done === true) throw new Error(`the stream ended before revision ${revision}`);
+        if (next.value.event === "BOOKMARK") continue;
+        expect(next.value.id).toBe(revision);
+        break;
+      }
+      expect(performance.now() - acknowledged).toBeLessThan(1000);
+    } finally {
+      await lock.query("ROLLBACK");
+      await lock.end();
+      abort.abort();
+    }
+    // The updates went on once the lock was gone.
+    for (const update of await Promise.all(updates)) expect([200, 201], await update.text()).toContain(update.status);
   }, 60_000);
 
   it("delivers 500 writes made through one to a watcher of the other, across a resume, exactly once", async () => {

@@ -155,7 +155,7 @@ forEachDatabase((db) => {
       const direct = await openDatabase(target());
       try {
         // Two revisions per DELETE: the 5 records below the kept 2 go in three statements.
-        const log = createChangeLog(direct.db, direct.dialect, driverRunner(direct.db, direct.dialect), 2);
+        const log = createChangeLog(direct.db, direct.dialect, driverRunner(direct.db, direct.dialect), { batch: 2 });
         expect(await log.compact({ count: 2, maxAgeMillis: 0 }, new Date())).toBeGreaterThanOrEqual(5);
         expect(await log.oldest(tenant)).toBe(6);
         expect((await log.read(tenant, 0, 7, 10)).map((record) => record.revision)).toEqual([6, 7]);

@@ -45,6 +45,8 @@ export interface StorageOptions {
    * every BEGIN first waits until the node has applied what the cluster committed before it (causal reads).
    */
   readonly syncWait?: number | undefined;
+  /** MySQL: the connections of the pool (default MYSQL_POOL_SIZE). */
+  readonly poolSize?: number | undefined;
 }
 
 /** A knex instance and the dialect it speaks. */
@@ -146,7 +148,15 @@ export async function openDatabase(options: StorageOptions): Promise<Database> {
     const timeoutMillis = options.timeoutMillis ?? defaultTimeoutMillis;
     const target = parseDatabaseUrl(options.databaseUrl);
     const hosts = new DatabaseHosts(target.hosts.length);
-    const db = knex(mysqlConfig(target, hosts, timeoutMillis, options.statementTimeoutMillis ?? timeoutMillis));
+    const db = knex(
+      mysqlConfig(
+        target,
+        hosts,
+        timeoutMillis,
+        options.statementTimeoutMillis ?? timeoutMillis,
+        options.poolSize ?? MYSQL_POOL_SIZE,
+      ),
+    );
     connectInTurn(db, target, hosts, { timeoutMillis, syncWait: options.syncWait ?? defaultSyncWait });
     return { db, dialect: "mysql", hosts: target.hosts.length };
   }
@@ -287,6 +297,7 @@ function mysqlConfig(
   hosts: DatabaseHosts,
   timeoutMillis: number,
   statementTimeoutMillis: number,
+  poolSize: number,
 ): Knex.Config {
   const [first] = target.hosts;
   return {
@@ -307,7 +318,7 @@ function mysqlConfig(
     },
     pool: {
       min: 0,
-      max: MYSQL_POOL_SIZE,
+      max: poolSize,
       afterCreate(connection: MysqlConnection, done: (error: Error | null, connection: unknown) => void) {
         // Strict mode so an over-long value fails instead of being truncated into a different key.
         connection.query(
