@@ -19,6 +19,22 @@ import { type ServerProcess, spawnServer } from "../support/server-process.js";
 
 const mariadb = testDatabases().find((db) => db.name === "mariadb");
 
+/** Asserts that the next change event (bookmarks skipped) is `revision`'s; 5 s to fail clearly, not hang. */
+async function nextChangeIs(events: AsyncGenerator<{ id: string; event: string }>, revision: string): Promise<void> {
+  for (;;) {
+    const next = await Promise.race([
+      events.next(),
+      new Promise<never>((_, reject) =>
+        setTimeout(() => reject(new Error(`revision ${revision}: no event within 5 s`)), 5_000),
+      ),
+    ]);
+    if (next.done === true) throw new Error(`the stream ended before revision ${revision}`);
+    if (next.value.event === "BOOKMARK") continue;
+    expect(next.value.id).toBe(revision);
+    return;
+  }
+}
+
 /** The events of an SSE body, each `[id, event]`, as they arrive; ends with the body. */
 async function* sseEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<{ id: string; event: string }> {
   const decoder = new TextDecoder();
@@ -87,19 +103,8 @@ describe.skipIf(mariadb === undefined || mariadb.skip)("the watch on two service
         const acknowledged = performance.now();
         expect(written.status).toBe(201);
         const revision = ((await written.json()) as { meta: { modRevision: string } }).meta.modRevision;
-        // One write at a time: the next event is this one's (bookmarks skipped); 5 s to fail clearly, not hang.
-        for (;;) {
-          const next = await Promise.race([
-            events.next(),
-            new Promise<never>((_, reject) =>
-              setTimeout(() => reject(new Error(`revision ${revision}: no event within 5 s`)), 5_000),
-            ),
-          ]);
-          if (next.done === true) throw new Error(`the stream ended before revision ${revision}`);
-          if (next.value.event === "BOOKMARK") continue;
-          expect(next.value.id).toBe(revision);
-          break;
-        }
+        // One write at a time: the next event is this one's.
+        await nextChangeIs(events, revision);
         elapsed.push(performance.now() - acknowledged);
       }
     } finally {
@@ -143,18 +148,7 @@ describe.skipIf(mariadb === undefined || mariadb.skip)("the watch on two service
       const acknowledged = performance.now();
       expect(written.status).toBe(201);
       const revision = ((await written.json()) as { meta: { modRevision: string } }).meta.modRevision;
-      for (;;) {
-        const next = await Promise.race([
-          events.next(),
-          new Promise<never>((_, reject) =>
-            setTimeout(() => reject(new Error(`revision ${revision}: no event within 5 s`)), 5_000),
-          ),
-        ]);
-        if (next.done === true) throw new Error(`the stream ended before revision ${revision}`);
-        if (next.value.event === "BOOKMARK") continue;
-        expect(next.value.id).toBe(revision);
-        break;
-      }
+      await nextChangeIs(events, revision);
       expect(performance.now() - acknowledged).toBeLessThan(1000);
     } finally {
       await lock.query("ROLLBACK");

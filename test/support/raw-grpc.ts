@@ -2,6 +2,15 @@ import { connect } from "node:http2";
 import type { ConnectError } from "@connectrpc/connect";
 import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
 
+/** `message` in a gRPC envelope: its flags byte, its length, the bytes as they are. */
+function envelope(message: Uint8Array, flags: number): Buffer {
+  const frame = Buffer.alloc(5 + message.byteLength);
+  frame[0] = flags;
+  frame.writeUInt32BE(message.byteLength, 1);
+  frame.set(message, 5);
+  return frame;
+}
+
 /** How the envelope is framed: its flags byte (1 = compressed) and extra request headers (`grpc-encoding`). */
 export interface RawGrpcFraming {
   readonly flags?: number;
@@ -32,10 +41,7 @@ export function rawGrpcCall(
       authorization,
       ...framing.headers,
     });
-    const frame = Buffer.alloc(5 + message.byteLength);
-    frame[0] = framing.flags ?? 0;
-    frame.writeUInt32BE(message.byteLength, 1);
-    frame.set(message, 5);
+    const frame = envelope(message, framing.flags ?? 0);
     const received = new Headers();
     const take = (h: Record<string, unknown>): void => {
       for (const [name, value] of Object.entries(h))
@@ -96,9 +102,7 @@ export function rawGrpcStream(
     ...headers,
   });
   stream.on("error", () => undefined);
-  const frame = Buffer.alloc(5 + message.byteLength);
-  frame.writeUInt32BE(message.byteLength, 1);
-  frame.set(message, 5);
+  const frame = envelope(message, 0);
   const envelopes: RawEnvelope[] = [];
   let pending = Buffer.alloc(0);
   stream.on("data", (chunk: Buffer) => {
