@@ -174,9 +174,10 @@ async function main(options: BenchOptions): Promise<number> {
         log,
       });
       const { markdown, met } = watchReport(results);
+      const watchWritesText = options.watch.writes === "new" ? "new agents" : "updates of existing keys";
       console.log(
         `The watch (issue 20), ${database.description}, ${options.deno ? "Deno" : "Node"}, service ` +
-          `${serviceProcess.cwd}, ${options.durationSeconds} s of writes (${options.watch.writes === "new" ? "new agents" : "updates of existing keys"}) per run, load before ` +
+          `${serviceProcess.cwd}, ${options.durationSeconds} s of writes (${watchWritesText}) per run, load before ` +
           `${loadBefore.toFixed(2)}\n\n${markdown}`,
       );
       return met ? 0 : 1;
