@@ -28,21 +28,21 @@ import type { Authenticator } from "../auth/authenticator.js";
 import type { Catalog } from "../catalog/catalog.js";
 import { noResourceAt, type RegistryError } from "../domain/errors.js";
 import type { WatchEvent } from "../domain/watch.js";
-import { errorAnswer, type HttpAnswer, methodNotAllowedAnswer } from "../http/http-answer.js";
+import { errorAnswer, type HttpAnswer, methodNotAllowedAnswer, type StreamAnswer } from "../http/http-answer.js";
 import type { HttpEndpoint } from "../http/http-endpoint.js";
 import type { Logger } from "../logger.js";
 import { codeName, type RequestRecord, requestRecordKey, rpcProtocolOf } from "../observability/request-record.js";
 import { type Admission, admit, type Operation, type Operations } from "../operations/operation.js";
 import { connectUnaryFormat, serveConnect } from "../transport/connect-unary.js";
 import { callerError } from "../transport/failures.js";
-import { type StreamAnswer, serveGrpcStream } from "../transport/grpc-stream.js";
+import { serveGrpcStream } from "../transport/grpc-stream.js";
 import { isBinaryGrpc, type LeanOptions, serveGrpc } from "../transport/grpc-unary.js";
 import { verdictKey } from "../transport/registry-routes.js";
 import type { RestSurface } from "../transport/rest/rest-handler.js";
 import { mediaTypeOf } from "../transport/rest/rest-request.js";
 import { createMessageCheck, type MessageCheck } from "../transport/rpc-message.js";
 import type { UnaryCall, UnaryMessage, UnaryMethod } from "../transport/unary-call.js";
-import { SSE_OPEN, sseError, sseEvents } from "../transport/watch-events.js";
+import { SSE_OPEN, sseError, sseEvent } from "../transport/watch-events.js";
 
 /** A request as the edge reads it, whichever runtime received it. */
 export interface EdgeRequest {
@@ -185,7 +185,7 @@ export function createEdge(options: EdgeOptions): Edge {
             req.header("last-event-id"),
           );
           record.code = codeName(0);
-          return { rpc: eventStream(events, (err) => callerError(err, logger, record.rpc ?? pathname, { record })) };
+          return { stream: eventStream(events, (err) => callerError(err, logger, record.rpc ?? pathname, { record })) };
         }
         const answer = await rest.serve(match, admission.call, new URLSearchParams(query), parts, pathname);
         record.code = codeName(0);
@@ -352,23 +352,24 @@ function messageChecks(
 function eventStream(
   events: AsyncIterable<readonly WatchEvent[]>,
   failureOf: (err: unknown) => RegistryError,
-): UniversalServerResponse {
-  async function* body(): AsyncGenerator<Uint8Array> {
-    yield SSE_OPEN;
+): StreamAnswer {
+  async function* body(): AsyncGenerator<readonly Uint8Array[]> {
+    yield [SSE_OPEN];
     try {
-      // A batch (what was ready at once) as one chunk: one write per watcher and poll, not per change.
-      for await (const batch of events) yield sseEvents(batch);
+      // A batch (what was ready at once) as one write: each event's bytes made once for all its watchers.
+      for await (const batch of events) yield batch.map(sseEvent);
     } catch (err) {
-      yield sseError(failureOf(err));
+      yield [sseError(failureOf(err))];
     }
   }
   return {
     status: 200,
-    header: new Headers({
+    headers: {
       "content-type": "text/event-stream; charset=utf-8",
       "cache-control": "no-store",
       "x-accel-buffering": "no",
-    }),
+    },
     body: body(),
+    trailers: () => ({}),
   };
 }

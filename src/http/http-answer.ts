@@ -22,6 +22,22 @@ export interface HttpAnswer {
   readonly trailers?: Readonly<Record<string, string>>;
 }
 
+/**
+ * A streaming answer (a watch: the lean gRPC watch, Server-Sent Events): headers at once, then the body's
+ * chunks as they come, then the trailers, if any.
+ */
+export interface StreamAnswer {
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string>>;
+  /**
+   * The chunks, in groups to be written at once (a batch's events, each made once and shared by every watcher
+   * it goes to); a reader that stops early (the client left) returns the iterator, which ends the work.
+   */
+  readonly body: AsyncIterable<readonly Uint8Array[]>;
+  /** The trailers (gRPC's status; none for SSE), read once the body has ended. */
+  trailers(): Record<string, string>;
+}
+
 export const JSON_CONTENT_TYPE = "application/json; charset=utf-8";
 
 const encoder = new TextEncoder();

@@ -21,12 +21,11 @@ import type { App } from "../app.js";
 import { RegistryError, shuttingDown } from "../domain/errors.js";
 import type { BodyShare } from "../edge/body-budget.js";
 import type { EdgeRequest } from "../edge/edge.js";
-import { errorAnswer, type HttpAnswer } from "../http/http-answer.js";
+import { errorAnswer, type HttpAnswer, type StreamAnswer } from "../http/http-answer.js";
 import { codeName } from "../observability/request-record.js";
 import { toConnectError } from "../transport/connect-errors.js";
 import { connectionKey } from "../transport/connection.js";
 import { callerError } from "../transport/failures.js";
-import type { StreamAnswer } from "../transport/grpc-stream.js";
 import { isBinaryGrpc } from "../transport/grpc-unary.js";
 
 type NodeRequest = IncomingMessage | Http2ServerRequest;
@@ -311,7 +310,8 @@ async function writeStreamAnswer(res: NodeResponse, answer: StreamAnswer): Promi
     if (!writeAll(out, chunks)) await drainedOrClosed(out);
   }
   if (gone()) return;
-  out.addTrailers(answer.trailers());
+  const trailers = answer.trailers();
+  if (Object.keys(trailers).length > 0) out.addTrailers(trailers);
   out.end();
 }
 

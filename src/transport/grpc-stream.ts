@@ -25,6 +25,7 @@ import {
 } from "@connectrpc/connect/protocol";
 import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import type { WatchEvent } from "../domain/watch.js";
+import type { StreamAnswer } from "../http/http-answer.js";
 import type { Logger } from "../logger.js";
 import { codeName, type RequestRecord } from "../observability/request-record.js";
 import { type Admission, type Operation, runOperation } from "../operations/operation.js";
@@ -32,19 +33,6 @@ import { callerConnectError } from "./connect-errors.js";
 import type { LeanOptions } from "./grpc-unary.js";
 import type { UnaryMessage } from "./unary-call.js";
 import { grpcEvents } from "./watch-events.js";
-
-/** A streaming answer: headers at once, then the body's chunks as they come, then the trailers. */
-export interface StreamAnswer {
-  readonly status: number;
-  readonly headers: Record<string, string>;
-  /**
-   * The chunks, in groups to be written at once (a batch's messages); a reader that stops early (the client
-   * left) returns the iterator, which ends the work.
-   */
-  readonly body: AsyncIterable<readonly Uint8Array[]>;
-  /** The trailers, read once the body has ended. */
-  trailers(): Record<string, string>;
-}
 
 /** A server-streaming call as the edge hands it on: admitted (or refused), its message still to read. */
 export interface StreamCall {

@@ -14,7 +14,6 @@ import {
 import { errorBody, type RegistryError } from "../domain/errors.js";
 import type { StoredDefinition } from "../domain/records.js";
 import type { WatchEvent } from "../domain/watch.js";
-import { concatBytes } from "./bytes.js";
 import { definitionWithMeta, jsonWithMeta, metaMessage } from "./definition-meta.js";
 
 /**
@@ -95,31 +94,6 @@ function newSseEvent(event: WatchEvent): Uint8Array {
   bytes.set(definition, start.byteLength);
   bytes.set(end, start.byteLength + definition.byteLength);
   return bytes;
-}
-
-/** The batches already joined: by their first change's definition, then by their wire and revisions. */
-const joined = new WeakMap<StoredDefinition, Map<string, Uint8Array>>();
-
-/**
- * `batch`'s events (what a watcher had ready at once) as one chunk, made by `each`, so it is one write.
- * Watchers of a tenant at the same point get the same batch: it is joined once for all of them (kept while
- * its first change's definition is), so a thousand watchers do not each hold a copy.
- */
-function joinedOnce(batch: readonly WatchEvent[], wire: string, each: (event: WatchEvent) => Uint8Array): Uint8Array {
-  const first = batch[0];
-  if (batch.length === 1 && first !== undefined) return each(first);
-  if (first?.stored === undefined) return concatBytes(batch.map(each));
-  const key = `${wire}${batch.map((event) => `${event.type[0]}${event.revision}`).join(",")}`;
-  let byKey = joined.get(first.stored);
-  if (byKey === undefined) joined.set(first.stored, (byKey = new Map()));
-  let bytes = byKey.get(key);
-  if (bytes === undefined) byKey.set(key, (bytes = concatBytes(batch.map(each))));
-  return bytes;
-}
-
-/** A batch of events as one SSE chunk (joinedOnce). */
-export function sseEvents(batch: readonly WatchEvent[]): Uint8Array {
-  return joinedOnce(batch, "s", sseEvent);
 }
 
 /** One event as a gRPC message in its envelope, uncompressed: made once for all the watchers of its change. */
