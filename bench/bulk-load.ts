@@ -12,6 +12,15 @@
  *   database kept for it (information_schema / sqlite_master), so the schema
  *   ends as the migrations made it; the shard expression (`seq % 16`) is read
  *   from that statement too, not copied here.
+ * - definition_terms' lookup index (tenant, kind, value, seq, status,
+ *   is_latest; migration 0009) is dropped too and built once after the rows
+ *   (both databases build an index by sorting): ~58 index entries per
+ *   definition, inserted into ~58 places of the index at once, were most of
+ *   the seeding's time. Made again from the database's own statement
+ *   (sqlite_master; the line of SHOW CREATE TABLE on MySQL). What is
+ *   suspended is recorded first in a table of its own (SUSPENDED_TABLE), so a
+ *   seeding that dies leaves a record, and the next top-up makes it again
+ *   before anything else, even one that adds nothing.
  * - On SQLite, the seeder's own connection skips the fsyncs
  *   (`synchronous = OFF`) and keeps a larger page cache: settings of one
  *   connection, not of the file, so the service's connections keep theirs.
@@ -56,31 +65,46 @@ export interface BulkLoad {
    * one by one; called inside the transaction that wrote them.
    */
   countTerms(tx: Knex.Transaction, from: number, to: number): Promise<void>;
-  /** Makes the trigger again, from its own statement. */
+  /** Makes the trigger and the lookup index again, from their own statements. */
   restore(): Promise<void>;
 }
 
-interface SavedTrigger {
+/** The lookup index of definition_terms (migration 0009) that the seeding builds once, after the rows. */
+export const TERM_LOOKUP_INDEX = "ix_definition_terms_lookup";
+
+/**
+ * Where a seeding keeps the statements of what it suspended until it has made them again: a seeding that
+ * died in between leaves them there, and the next one (or the next top-up that adds nothing) makes them
+ * from it. Dropped by restore(), so the schema ends as the migrations made it.
+ */
+export const SUSPENDED_TABLE = "bench_bulk_load_suspended";
+
+/** One object the seeding suspends: the statement that makes it, and (MySQL) the sql_mode to make it in. */
+interface Suspended {
+  readonly name: string;
   readonly statement: string;
-  readonly sqlMode: string | undefined;
+  readonly sqlMode: string | null;
 }
 
 /**
- * Drops the term counters' insert trigger of a bench database (after
- * benchDatabaseGuard), keeping its statement to make it again. Throws when
- * the trigger is missing: a seeding that died before restore() left the
- * database so, and it must be made afresh (no --reuse).
+ * Drops the term counters' insert trigger and definition_terms' lookup
+ * index of a bench database (after benchDatabaseGuard), keeping their
+ * statements (in memory and in SUSPENDED_TABLE) to make them again. First
+ * makes again what a seeding that died left suspended. Throws when the
+ * trigger or index is missing with no record of it: the database must be
+ * made afresh (no --reuse).
  */
-export async function suspendTermCounting(
+export async function suspendForBulkLoad(
   db: Knex,
   dialect: Dialect,
   where: { readonly databaseUrl: string | undefined; readonly dataDir: string },
 ): Promise<BulkLoad> {
   benchDatabaseGuard(where.databaseUrl, where.dataDir);
-  const saved = await savedTrigger(db, dialect);
-  const shards = /\bseq % (\d+)/.exec(saved.statement)?.[1];
+  await restoreInterrupted(db, dialect);
+  const saved = [await savedTrigger(db, dialect), await savedIndex(db, dialect)];
+  const shards = /\bseq % (\d+)/.exec(saved[0]!.statement)?.[1];
   if (shards === undefined)
-    throw new Error(`The trigger ${TERM_COUNT_TRIGGER} has no "seq % <shards>": ${saved.statement}`);
+    throw new Error(`The trigger ${TERM_COUNT_TRIGGER} has no "seq % <shards>": ${saved[0]!.statement}`);
   const columns = "tenant, kind, value, status, is_latest";
   const add =
     dialect === "mysql"
@@ -90,45 +114,154 @@ export async function suspendTermCounting(
     `INSERT INTO definition_term_counts (${columns}, shard, n) ` +
     `SELECT ${columns}, seq % ${shards}, COUNT(*) FROM definition_terms WHERE seq >= ? AND seq < ? ` +
     `GROUP BY ${columns}, seq % ${shards} ${add}`;
+  // The record first (committed), then the drops: a seeding that dies at any point leaves nothing dropped
+  // without a record of how to make it again.
+  await db.raw(
+    `CREATE TABLE ${SUSPENDED_TABLE} (name VARCHAR(64) NOT NULL PRIMARY KEY, statement TEXT NOT NULL, sql_mode TEXT)`,
+  );
+  await db(SUSPENDED_TABLE).insert(saved.map((s) => ({ name: s.name, statement: s.statement, sql_mode: s.sqlMode })));
   await db.raw(`DROP TRIGGER ${TERM_COUNT_TRIGGER}`);
+  await db.raw(
+    dialect === "mysql"
+      ? `ALTER TABLE definition_terms DROP INDEX ${TERM_LOOKUP_INDEX}`
+      : `DROP INDEX ${TERM_LOOKUP_INDEX}`,
+  );
   return {
     async countTerms(tx, from, to) {
       await tx.raw(count, [from, to]);
     },
     async restore() {
-      if (dialect === "mysql" && saved.sqlMode !== undefined) {
-        // One connection for the mode and the statement: the trigger keeps the sql_mode it was made under.
-        await db.transaction(async (tx) => {
-          await tx.raw("SET SESSION sql_mode = ?", [saved.sqlMode as string]);
-          await tx.raw(saved.statement);
-        });
-      } else await db.raw(saved.statement);
+      await makeAgain(db, dialect, saved);
+      await db.schema.dropTable(SUSPENDED_TABLE);
     },
   };
 }
 
-async function savedTrigger(db: Knex, dialect: Dialect): Promise<SavedTrigger> {
+/**
+ * Makes again what a seeding that died left suspended (SUSPENDED_TABLE), and drops the record; answers
+ * the names it made. Nothing when no seeding died.
+ */
+export async function restoreInterrupted(db: Knex, dialect: Dialect): Promise<string[]> {
+  if (!(await db.schema.hasTable(SUSPENDED_TABLE))) return [];
+  const rows = (await db(SUSPENDED_TABLE).select(["name", "statement", "sql_mode"])) as Array<{
+    name: string;
+    statement: string;
+    sql_mode: string | null;
+  }>;
+  const made = await makeAgain(
+    db,
+    dialect,
+    rows.map((r) => ({ name: r.name, statement: r.statement, sqlMode: r.sql_mode })),
+  );
+  await db.schema.dropTable(SUSPENDED_TABLE);
+  return made;
+}
+
+/** Makes each of `saved` that is missing, by its statement; answers the names made. */
+async function makeAgain(db: Knex, dialect: Dialect, saved: readonly Suspended[]): Promise<string[]> {
+  const made: string[] = [];
+  for (const { name, statement, sqlMode } of saved) {
+    if (await exists(db, dialect, name)) continue;
+    if (dialect === "mysql" && sqlMode !== null) {
+      // One connection for the mode and the statement: a trigger keeps the sql_mode it was made under.
+      await db.transaction(async (tx) => {
+        await tx.raw("SET SESSION sql_mode = ?", [sqlMode]);
+        await tx.raw(statement);
+      });
+    } else await db.raw(statement);
+    made.push(name);
+  }
+  return made;
+}
+
+/** Whether the trigger or index `name` exists. */
+async function exists(db: Knex, dialect: Dialect, name: string): Promise<boolean> {
+  if (dialect === "mysql") {
+    const [rows] = (await db.raw(
+      name === TERM_COUNT_TRIGGER
+        ? "SELECT 1 FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() AND TRIGGER_NAME = ?"
+        : "SELECT 1 FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND INDEX_NAME = ?",
+      [name],
+    )) as [unknown[]];
+    return rows.length > 0;
+  }
+  return ((await db.raw("SELECT 1 FROM sqlite_master WHERE name = ?", [name])) as unknown[]).length > 0;
+}
+
+async function savedTrigger(db: Knex, dialect: Dialect): Promise<Suspended> {
   if (dialect === "mysql") {
     const [rows] = (await db.raw(`SHOW CREATE TRIGGER ${TERM_COUNT_TRIGGER}`).catch(() => [[]])) as [
       Array<Record<string, string>>,
     ];
     const row = rows[0];
-    if (row === undefined) throw missing();
-    return { statement: String(row["SQL Original Statement"]), sqlMode: String(row.sql_mode) };
+    if (row === undefined) throw missing(TERM_COUNT_TRIGGER);
+    return {
+      name: TERM_COUNT_TRIGGER,
+      statement: String(row["SQL Original Statement"]),
+      sqlMode: String(row.sql_mode),
+    };
   }
-  const rows = (await db.raw("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?", [
-    TERM_COUNT_TRIGGER,
-  ])) as Array<{ sql: string }>;
-  const row = rows[0];
-  if (row === undefined) throw missing();
-  return { statement: row.sql, sqlMode: undefined };
+  return { name: TERM_COUNT_TRIGGER, statement: await sqliteStatement(db, TERM_COUNT_TRIGGER), sqlMode: null };
 }
 
-const missing = () =>
+/**
+ * The lookup index's statement: on SQLite as kept in sqlite_master; on MySQL its line of SHOW CREATE
+ * TABLE, added back by ALTER TABLE (InnoDB builds it by sorting the rows, as SQLite's CREATE INDEX does).
+ */
+async function savedIndex(db: Knex, dialect: Dialect): Promise<Suspended> {
+  if (dialect === "sqlite")
+    return { name: TERM_LOOKUP_INDEX, statement: await sqliteStatement(db, TERM_LOOKUP_INDEX), sqlMode: null };
+  const [[row]] = (await db.raw("SHOW CREATE TABLE definition_terms")) as [Array<Record<string, string>>];
+  const line = new RegExp(`^\\s*(KEY \`${TERM_LOOKUP_INDEX}\` \\(.*\\)),?$`, "m").exec(
+    String(row?.["Create Table"]),
+  )?.[1];
+  if (line === undefined) throw missing(TERM_LOOKUP_INDEX);
+  return { name: TERM_LOOKUP_INDEX, statement: `ALTER TABLE definition_terms ADD ${line}`, sqlMode: null };
+}
+
+async function sqliteStatement(db: Knex, name: string): Promise<string> {
+  const rows = (await db.raw("SELECT sql FROM sqlite_master WHERE name = ?", [name])) as Array<{ sql: string }>;
+  const row = rows[0];
+  if (row === undefined) throw missing(name);
+  return row.sql;
+}
+
+const missing = (name: string) =>
   new Error(
-    `The bench database has no trigger ${TERM_COUNT_TRIGGER}: a seeding that died left it so; ` +
+    `The bench database has no ${name}, and no record of a seeding that suspended it; ` +
       "start it afresh (without --reuse).",
   );
+
+/**
+ * Checks a bench database after a seeding: the trigger, the lookup index and definition_terms' foreign key
+ * are there, and the counters add up to the rows they count (the tenant's terms, its definitions).
+ */
+export async function checkAfterBulkLoad(db: Knex, dialect: Dialect, tenant: string): Promise<void> {
+  for (const name of [TERM_COUNT_TRIGGER, TERM_LOOKUP_INDEX])
+    if (!(await exists(db, dialect, name))) throw new Error(`After seeding, ${name} is missing.`);
+  const foreignKeys =
+    dialect === "mysql"
+      ? (
+          (await db.raw(
+            "SELECT 1 FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = DATABASE() " +
+              "AND TABLE_NAME = 'definition_terms' AND REFERENCED_TABLE_NAME = 'agent_definitions'",
+          )) as [unknown[]]
+        )[0]
+      : ((await db.raw(
+          "SELECT 1 FROM pragma_foreign_key_list('definition_terms') WHERE \"table\" = 'agent_definitions'",
+        )) as unknown[]);
+  if (foreignKeys.length !== 1) throw new Error("After seeding, definition_terms' foreign key is missing.");
+  const pairs = [
+    ["definition_term_counts", "definition_terms"],
+    ["definition_counts", "agent_definitions"],
+  ] as const;
+  for (const [counters, rows] of pairs) {
+    const sum = (await db(counters).where({ tenant }).sum({ n: "n" }).first()) as { n: number | string | null };
+    const all = (await db(rows).where({ tenant }).count({ n: "*" }).first()) as { n: number | string };
+    if (Number(sum.n ?? 0) !== Number(all.n))
+      throw new Error(`After seeding, SUM(n) of ${counters} is ${sum.n} and COUNT(*) of ${rows} is ${all.n}.`);
+  }
+}
 
 /**
  * The seeder's own SQLite connection: no fsync per commit and a 256 MiB page

@@ -5,8 +5,10 @@
  * On both databases: the schema (tables, indexes, triggers) ends as the
  * migrations made it, every counter equals the COUNT(*) of what it counts,
  * the list's totals are exact, and a write of the service after the seeding
- * still moves the counters. And a database that is not the bench's own is
- * refused before anything changes.
+ * still moves the counters. A seeding that died with the trigger and the
+ * terms' lookup index dropped leaves a record, and the next top-up makes them
+ * again even when it adds nothing. And a database that is not the bench's own
+ * is refused before anything changes.
  */
 import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -16,7 +18,13 @@ import { create } from "@bufbuild/protobuf";
 import type { Knex } from "knex";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createBenchDatabase } from "../../bench/bench-database.js";
-import { benchDatabaseGuard, TERM_COUNT_TRIGGER } from "../../bench/bulk-load.js";
+import {
+  benchDatabaseGuard,
+  SUSPENDED_TABLE,
+  suspendForBulkLoad,
+  TERM_COUNT_TRIGGER,
+  TERM_LOOKUP_INDEX,
+} from "../../bench/bulk-load.js";
 import { ONE_PERCENT_TAG, onePercentOf, openSeeder } from "../../bench/seed.js";
 import { SkillTagSchema } from "../../gen/asor/v1/agent_definition_pb.js";
 import { parseListQuery } from "../../src/domain/list-query.js";
@@ -159,6 +167,27 @@ describe.each([
       await repository.close();
     }
   });
+  it.skipIf(skip)(
+    "makes again what a seeding that died left suspended, at the next top-up even when it adds nothing",
+    async () => {
+      if (db === undefined) throw new Error("not seeded");
+      // A seeding that died after dropping the trigger and the lookup index, before making them again.
+      await suspendForBulkLoad(db, dialect, { databaseUrl, dataDir });
+      const suspended = JSON.stringify(await schemaOf(db, dialect));
+      expect(suspended).not.toContain(TERM_LOOKUP_INDEX);
+      expect(suspended).not.toContain(TERM_COUNT_TRIGGER);
+      expect(suspended).toContain(SUSPENDED_TABLE);
+      const seeder = await openSeeder({ databaseUrl, dataDir, tenant: TENANT });
+      try {
+        // The tenant holds SIZE and more already: nothing to add, and still not measured without its index.
+        expect(await seeder.topUp(SIZE)).toBe(0);
+      } finally {
+        await seeder.close();
+      }
+      expect(await schemaOf(db, dialect)).toEqual(migrated);
+      expect(await counterMismatches(db)).toEqual([]);
+    },
+  );
 });
 
 forEachDatabase((database) => {
