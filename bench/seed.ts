@@ -5,9 +5,10 @@
  * ones the service writes for a new agent (seed-rows.ts, by the storage's own
  * functions), made in worker threads while the database writes the batch
  * before; the run checks that a GET of a seeded row answers that document
- * (see `expected`). The term counters' per-row trigger and the terms' lookup
- * index are suspended while the batches are written: each batch counts its
- * terms itself, and the index is built once at the end (bulk-load.ts). On
+ * (see `expected`). The term counters' per-row trigger (and on SQLite the
+ * terms' lookup index) are suspended while the batches are written: each
+ * batch counts its terms itself, and the index is built once at the end
+ * (bulk-load.ts). On
  * SQLite each statement text is prepared once; on MySQL the term rows go in
  * by LOAD DATA.
  */
@@ -207,8 +208,8 @@ export async function openSeeder(options: {
     databaseUrl: options.databaseUrl,
     dataDir: options.dataDir,
     // A batch's agent_definitions INSERT is ~6 MB of SQL: on a loaded machine it outlived the service's 10 s,
-    // and the driver dropped the connection in the middle of the seeding. Building the terms' lookup index
-    // after a million (58 million rows) is one statement of minutes.
+    // and the driver dropped the connection in the middle of the seeding. Counting a million's 58 million
+    // term rows afterwards (checkAfterBulkLoad) is one statement of tens of seconds on a loaded machine.
     statementTimeoutMillis: 3_600_000,
   });
   if (dialect === "sqlite") await fastSqliteConnection(db);
@@ -350,7 +351,7 @@ export async function openSeeder(options: {
       const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
       console.error(
         `[seed] ${written} definitions in ${s(performance.now() - t0)}: ${s(writing)} writing (${parts}; ` +
-          `the rest: locks, checks, commits), ${s(restoring)} building the lookup index and trigger again, ` +
+          `the rest: locks, checks, commits), ${s(restoring)} making the trigger (and index) again, ` +
           `${s(checking)} checking the schema and counters`,
       );
       return written;

@@ -5,9 +5,9 @@
  * On both databases: the schema (tables, indexes, triggers) ends as the
  * migrations made it, every counter equals the COUNT(*) of what it counts,
  * the list's totals are exact, and a write of the service after the seeding
- * still moves the counters. A seeding that died with the trigger and the
- * terms' lookup index dropped leaves a record, and the next top-up makes them
- * again even when it adds nothing. And a database that is not the bench's own
+ * still moves the counters. A seeding that died with the trigger (and on
+ * SQLite the terms' lookup index) dropped leaves a record, and the next
+ * top-up makes them again even when it adds nothing. And a database that is not the bench's own
  * is refused before anything changes.
  */
 import { randomBytes } from "node:crypto";
@@ -171,10 +171,11 @@ describe.each([
     "makes again what a seeding that died left suspended, at the next top-up even when it adds nothing",
     async () => {
       if (db === undefined) throw new Error("not seeded");
-      // A seeding that died after dropping the trigger and the lookup index, before making them again.
+      // A seeding that died after dropping the trigger (and on SQLite the lookup index), before making them again.
       await suspendForBulkLoad(db, dialect, { databaseUrl, dataDir });
       const suspended = JSON.stringify(await schemaOf(db, dialect));
-      expect(suspended).not.toContain(TERM_LOOKUP_INDEX);
+      // The index is built after the rows on SQLite only (bulk-load.ts, buildsIndexAfter).
+      expect(suspended.includes(TERM_LOOKUP_INDEX)).toBe(dialect === "mysql");
       expect(suspended).not.toContain(TERM_COUNT_TRIGGER);
       expect(suspended).toContain(SUSPENDED_TABLE);
       const seeder = await openSeeder({ databaseUrl, dataDir, tenant: TENANT });
