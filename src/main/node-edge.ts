@@ -295,9 +295,10 @@ function drainedOrClosed(writable: NodeJS.EventEmitter): Promise<void> {
 }
 
 /**
- * Writes a streaming answer through Node's response (where the HTTP/2 stream is not served directly: another
- * runtime's node:http2): headers at once, each chunk as it comes, then the trailers; a response closed first
- * stops the body (its iterator returned).
+ * Writes a streaming answer through Node's response (Server-Sent Events; the gRPC watch where the HTTP/2 stream
+ * is not served directly, as under another runtime's node:http2): headers at once, each group of chunks as it
+ * comes, the next after a drain, then the trailers if any; a response closed first stops the body (its
+ * iterator returned), and its signal (clientLeft) has ended the watch.
  */
 async function writeStreamAnswer(res: NodeResponse, answer: StreamAnswer): Promise<void> {
   const out = res as ServerResponse;
