@@ -39,12 +39,9 @@ const deleteBatch = 10_000;
 
 /**
  * The change log on `db` (the read pool): selects through the driver (`run`), deletes through knex, at most
- * `batch` records per statement.
- */
-/**
- * The change log on `db`. `run` runs its statements; `poll`, when given, runs the reads the change reader makes
- * at every poll (the counters, the new records) on a connection of their own, so that they never queue
- * behind the pool's other users; compaction stays on `run` and `db`.
+ * `batch` records per statement. `poll`, when given, runs the reads the change reader makes at every poll (the
+ * counters, the new records) on a connection of their own, so that they never queue behind the pool's other
+ * users; compaction stays on `run` and `db`.
  */
 export function createChangeLog(
   db: Knex,

@@ -148,6 +148,9 @@ const migrationStatementMillis = 60 * 60_000;
 /** The process's change reader over a repository's change log (change-reader.ts): made beside the repository. */
 export { createChangeReader } from "./change-reader.js";
 
+/** The connections the change reader reads the log on (MySQL): one, for the process's one reader. */
+const WATCH_POOL_SIZE = 1;
+
 /**
  * Opens the database, brings its schema up to date and returns the
  * repository. Throws `UNAVAILABLE` when the database cannot be reached.
@@ -157,9 +160,6 @@ export { createChangeReader } from "./change-reader.js";
  * write transactions, the tenants' creation and the migrations go to its
  * hosts, on a pool of their own, and everything else to `databaseUrl`'s.
  */
-/** The connections the change reader reads the log on (MySQL): one, for the process's one reader. */
-const WATCH_POOL_SIZE = 1;
-
 export async function createSqlRepository(options: RepositoryOptions): Promise<AgentDefinitionRepository> {
   const database = await openDatabase(options);
   const writeUrl = database.dialect === "mysql" ? options.databaseWriteUrl || undefined : undefined;

@@ -16,22 +16,16 @@
  * stream's interceptors see its start only, not its end.
  */
 import type { DescMethod } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
-import {
-  type Compression,
-  compressionNegotiate,
-  createDeadlineSignal,
-  createLinkedAbortController,
-} from "@connectrpc/connect/protocol";
-import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import type { Compression } from "@connectrpc/connect/protocol";
+import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import type { WatchEvent } from "../domain/watch.js";
 import type { StreamAnswer } from "../http/http-answer.js";
 import type { Logger } from "../logger.js";
 import { codeName, type RequestRecord } from "../observability/request-record.js";
 import { type Admission, type Operation, runOperation } from "../operations/operation.js";
 import { callerConnectError } from "./connect-errors.js";
-import type { LeanOptions } from "./grpc-unary.js";
-import type { UnaryMessage } from "./unary-call.js";
+import { GRPC, grpcRequestOptions, type LeanOptions } from "./grpc-unary.js";
+import { callSignal, readFailure, type UnaryMessage } from "./unary-call.js";
 import { grpcEvents } from "./watch-events.js";
 
 /** A server-streaming call as the edge hands it on: admitted (or refused), its message still to read. */
@@ -47,38 +41,17 @@ export interface StreamCall {
   message(compression: Compression | null): Promise<UnaryMessage>;
 }
 
-const CONTENT_TYPE = "application/grpc+proto";
-
-/** Why a stream's deadline signal is aborted once the stream is over (nothing listens by then). */
-const STREAM_OVER = new ConnectError("the stream is over", Code.Canceled);
-
 /** Serves one binary gRPC call of a server-streaming registry RPC. */
 export async function serveGrpcStream(call: StreamCall, options: LeanOptions): Promise<StreamAnswer> {
   const procedure = `${call.method.parent.typeName}/${call.method.name}`;
   const { record } = call;
   record.rpc ??= procedure;
-  const headers: Record<string, string> = { "content-type": CONTENT_TYPE };
+  const headers: Record<string, string> = { "content-type": GRPC.contentType };
   const trailers = new Headers();
-  const compression = compressionNegotiate(
-    [...options.acceptCompression],
-    call.header("grpc-encoding") ?? null,
-    call.header("grpc-accept-encoding") ?? null,
-    "grpc-accept-encoding",
-  );
+  const { compression, timeout } = grpcRequestOptions((name) => call.header(name), options);
   if (compression.response !== null) headers["grpc-encoding"] = compression.response.name;
-  const timeout = parseTimeout(call.header("grpc-timeout") ?? null, Number.MAX_SAFE_INTEGER);
   // The call's signal: the client leaving, and the deadline when one was asked.
-  let signal = call.signal;
-  let done = (): void => {};
-  if (timeout.timeoutMs !== undefined) {
-    const deadline = createDeadlineSignal(timeout.timeoutMs);
-    const linked = createLinkedAbortController(deadline.signal, call.signal);
-    signal = linked.signal;
-    done = () => {
-      deadline.cleanup();
-      linked.abort(STREAM_OVER);
-    };
-  }
+  const { signal, done } = callSignal(call.signal, timeout.timeoutMs);
   const end = (err: unknown): void => {
     const failure = err === undefined ? undefined : callerConnectError(err, options.logger, procedure, record);
     setTrailerStatus(trailers, failure);
@@ -99,8 +72,7 @@ export async function serveGrpcStream(call: StreamCall, options: LeanOptions): P
     if (timeout.error !== undefined) throw timeout.error;
     if (call.admission.error !== undefined) throw call.admission.error;
     const read = await call.message(compression.request);
-    if (read.failure !== undefined)
-      throw read.failure instanceof ConnectError ? read.failure : ConnectError.from(read.failure, Code.Canceled);
+    if (read.failure !== undefined) throw readFailure(read.failure);
     if (read.problem !== undefined) throw read.problem;
     const result = await runOperation(call.operation, { ...call.admission.call, signal }, read.message as never);
     if (result.kind !== "events") throw new Error(`${call.method.name} answered no stream.`);

@@ -33,7 +33,7 @@ const headerEncoding = "grpc-encoding";
 const headerTimeout = "grpc-timeout";
 
 /** The protocol as the handler's context names it; the content type of every answer, as Connect's handler sends it. */
-const GRPC = { name: "grpc", contentType: "application/grpc+proto", binary: true } as const;
+export const GRPC = { name: "grpc", contentType: "application/grpc+proto", binary: true } as const;
 
 /** The content types that take the lean path: binary gRPC (a bare `application/grpc` is protobuf). */
 const BINARY_GRPC = /^application\/grpc(?:\+proto)?\s*(?:;|$)/i;
@@ -72,17 +72,28 @@ async function envelopeOf(
   return encodeEnvelope(envelope.flags, envelope.data);
 }
 
+/**
+ * What a gRPC call's headers ask of the protocol, as Connect's gRPC handler reads them: the compression of the
+ * request and of the answer (`grpc-encoding`, `grpc-accept-encoding`) and the deadline (`grpc-timeout`), each
+ * with the error a bad value raises (before the message is read).
+ */
+export function grpcRequestOptions(header: (name: string) => string | undefined, options: LeanOptions) {
+  return {
+    compression: compressionNegotiate(
+      [...options.acceptCompression],
+      header(headerEncoding) ?? null,
+      header(headerAcceptEncoding) ?? null,
+      headerAcceptEncoding,
+    ),
+    timeout: parseTimeout(header(headerTimeout) ?? null, Number.MAX_SAFE_INTEGER),
+  };
+}
+
 /** Serves one binary gRPC call of `unary`. */
 export async function serveGrpc(unary: UnaryMethod, call: UnaryCall, options: LeanOptions): Promise<HttpAnswer> {
   const { method } = unary;
-  const timeout = parseTimeout(call.header(headerTimeout) ?? null, Number.MAX_SAFE_INTEGER);
+  const { compression, timeout } = grpcRequestOptions((name) => call.header(name), options);
   const context = handlerContext(method, call, timeout.timeoutMs, GRPC);
-  const compression = compressionNegotiate(
-    [...options.acceptCompression],
-    call.header(headerEncoding) ?? null,
-    call.header(headerAcceptEncoding) ?? null,
-    headerAcceptEncoding,
-  );
   if (compression.response !== null) context.responseHeader.set(headerEncoding, compression.response.name);
   let body: Uint8Array | null = null;
   try {

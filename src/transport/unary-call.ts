@@ -159,6 +159,27 @@ class AnswerHeaders implements Headers {
 const NEVER = new AbortController().signal;
 
 /**
+ * A call's signal: the request's own (`signal`), or with a timeout one linked signal that also aborts at the
+ * deadline, as Connect links them; `done` ends the deadline's timer once the call is over.
+ */
+export function callSignal(
+  signal: AbortSignal | undefined,
+  timeoutMs: number | undefined,
+): { signal: AbortSignal | undefined; done(): void } {
+  if (timeoutMs === undefined) return { signal, done: () => {} };
+  const deadline = createDeadlineSignal(timeoutMs);
+  const linked = createLinkedAbortController(deadline.signal, signal);
+  return {
+    signal: linked.signal,
+    // With a reason of its own: an abort without one builds a DOMException with a stack.
+    done: () => {
+      deadline.cleanup();
+      linked.abort(CALL_OVER);
+    },
+  };
+}
+
+/**
  * The handler's context, as Connect's createHandlerContext makes it, less what a call of one message does not
  * need: its signal is the request's own unless a timeout (`grpc-timeout`, `connect-timeout-ms`) asks for a
  * deadline (then one linked signal, as Connect links them), and `done` ends the deadline's timer.
@@ -169,26 +190,17 @@ export function handlerContext(
   timeoutMs: number | undefined,
   protocol: { readonly name: string; readonly contentType: string; readonly binary: boolean },
 ): HandlerContext & { done(): void } {
-  let signal = call.signal ?? NEVER;
-  let done = (): void => {};
+  const { signal, done } = callSignal(call.signal, timeoutMs);
   let remaining = (): number | undefined => undefined;
   if (timeoutMs !== undefined) {
-    const deadline = createDeadlineSignal(timeoutMs);
-    const linked = createLinkedAbortController(deadline.signal, call.signal);
-    signal = linked.signal;
     const end = Date.now() + timeoutMs;
     remaining = () => end - Date.now();
-    // With a reason of its own: an abort without one builds a DOMException with a stack.
-    done = () => {
-      deadline.cleanup();
-      linked.abort(CALL_OVER);
-    };
   }
   let requestHeader: Headers | undefined;
   return {
     method,
     service: method.parent,
-    signal,
+    signal: signal ?? NEVER,
     timeoutMs: remaining,
     requestMethod: "POST",
     // Made when first read: the registry's handlers read none here (binaryAnswerKey tells them the codec).
@@ -276,11 +288,16 @@ export async function outputOf(
   if (compression.error !== undefined) throw compression.error;
   if (timeout.error !== undefined) throw timeout.error;
   const read = await call.message(compression.request);
-  // A body that could not be read whole (a broken envelope is Connect's own error; anything else is the
-  // client's connection failing under it): no fault of the service.
-  if (read.failure !== undefined)
-    throw read.failure instanceof ConnectError ? read.failure : ConnectError.from(read.failure, Code.Canceled);
+  if (read.failure !== undefined) throw readFailure(read.failure);
   return invoke(unary.spec, context, read.message, unary.interceptors);
+}
+
+/**
+ * What a body that could not be read whole answers: a broken envelope is Connect's own error; anything else is
+ * the client's connection failing under it, no fault of the service (CANCELED).
+ */
+export function readFailure(failure: unknown): ConnectError {
+  return failure instanceof ConnectError ? failure : ConnectError.from(failure, Code.Canceled);
 }
 
 /**

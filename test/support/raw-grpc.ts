@@ -1,4 +1,4 @@
-import { connect } from "node:http2";
+import { type ClientHttp2Session, type ClientHttp2Stream, connect } from "node:http2";
 import type { ConnectError } from "@connectrpc/connect";
 import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
 
@@ -9,6 +9,23 @@ function envelope(message: Uint8Array, flags: number): Buffer {
   frame.writeUInt32BE(message.byteLength, 1);
   frame.set(message, 5);
   return frame;
+}
+
+/** A binary gRPC POST of `rpc` (`package.Service/Method`) on `session`, with `headers` besides gRPC's own. */
+function grpcRequest(
+  session: ClientHttp2Session,
+  authorization: string,
+  rpc: string,
+  headers: Readonly<Record<string, string>> = {},
+): ClientHttp2Stream {
+  return session.request({
+    ":method": "POST",
+    ":path": `/${rpc}`,
+    "content-type": "application/grpc+proto",
+    te: "trailers",
+    authorization,
+    ...headers,
+  });
 }
 
 /** How the envelope is framed: its flags byte (1 = compressed) and extra request headers (`grpc-encoding`). */
@@ -33,14 +50,7 @@ export function rawGrpcCall(
   return new Promise((resolve, reject) => {
     const session = connect(baseUrl);
     session.on("error", reject);
-    const stream = session.request({
-      ":method": "POST",
-      ":path": `/${rpc}`,
-      "content-type": "application/grpc+proto",
-      te: "trailers",
-      authorization,
-      ...framing.headers,
-    });
+    const stream = grpcRequest(session, authorization, rpc, framing.headers);
     const frame = envelope(message, framing.flags ?? 0);
     const received = new Headers();
     const take = (h: Record<string, unknown>): void => {
@@ -93,14 +103,7 @@ export function rawGrpcStream(
 ): RawGrpcStream {
   const session = connect(baseUrl);
   session.on("error", () => undefined);
-  const stream = session.request({
-    ":method": "POST",
-    ":path": `/${rpc}`,
-    "content-type": "application/grpc+proto",
-    te: "trailers",
-    authorization,
-    ...headers,
-  });
+  const stream = grpcRequest(session, authorization, rpc, headers);
   stream.on("error", () => undefined);
   const frame = envelope(message, 0);
   const envelopes: RawEnvelope[] = [];
