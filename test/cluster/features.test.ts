@@ -140,8 +140,18 @@ describe.skipIf(galeraSkipped())("search, counters, lifecycle, ETags and the adm
           ];
       }
     });
-    const statuses = (await Promise.all(writes)).flat().map((a) => a.status);
-    expect(statuses.filter((s) => s !== 200 && s !== 201)).toEqual([]);
+    const failed = (await Promise.all(writes)).flat().filter((a) => a.status !== 200 && a.status !== 201);
+    const logs = () =>
+      replicas().servers.map((s) =>
+        s
+          .stderr()
+          .split("\n")
+          .filter((l) => l.includes('"error"')),
+      );
+    expect(
+      failed.map((a) => ({ status: a.status, body: a.body })),
+      JSON.stringify(logs()),
+    ).toEqual([]);
     await replicated();
     for (const n of NODES) {
       // Every counter row against the rows it counts, shard by shard: the differences, which must be none.
