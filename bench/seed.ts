@@ -264,6 +264,14 @@ export async function openSeeder(options: {
       await tx("tenants")
         .where({ name: tenant })
         .update({ next_agent_number: first + n });
+      // The rows change what the tenant's reads answer, so its revision moves, as every write's does: a running
+      // service's totals kept by revision (src/storage/counted-totals.ts) must not outlive them.
+      await tx.raw(
+        `INSERT INTO tenant_revisions (tenant, revision) VALUES (?, 1) ${
+          dialect === "mysql" ? "ON DUPLICATE KEY UPDATE" : "ON CONFLICT (tenant) DO UPDATE SET"
+        } revision = revision + 1`,
+        [tenant],
+      );
     });
     last = batch.sample;
   };

@@ -18,6 +18,7 @@ import {
 } from "../domain/errors.js";
 import type { Logger } from "../logger.js";
 import { type ChangeLog, createChangeLog } from "./change-log.js";
+import { CountedTotals } from "./counted-totals.js";
 import { migrateToLatest } from "./migrations/index.js";
 import type { ReadContext } from "./queries/reads.js";
 import { readById, readNewestByReference, readStatements } from "./queries/reads.js";
@@ -234,6 +235,8 @@ class SqlRepository implements AgentDefinitionRepository {
   #ping: Promise<void> | undefined;
   /** RepositoryOptions.pageMaxBytes. */
   readonly #pageMaxBytes: number;
+  /** The counted totals of this process's searches, by revision (counted-totals.ts). */
+  readonly #countedTotals = new CountedTotals();
   /** How long a write may keep retrying lost races (defaultWriteBudgetMillis). */
   readonly #writeBudgetMillis: number;
   /** The database hosts (DATABASE_URL may name several): what a read's node failure is tried on again. */
@@ -443,13 +446,21 @@ class SqlRepository implements AgentDefinitionRepository {
     }
     // MySQL's relevance scores the full-text texts, written after COMMIT: this process's writes' are in first.
     if (query.order.key === "relevance") await this.#texts?.flushed();
-    const { sql, bindings } = buildSearch(this.#dialect, tenant, { ...query, limit, offset }, this.#pageMaxBytes);
+    const { sql, bindings, countKey } = buildSearch(
+      this.#dialect,
+      tenant,
+      { ...query, limit, offset },
+      this.#pageMaxBytes,
+      this.#countedTotals.get,
+    );
     const call = { bounded: isBounded(query), tenant, signal: work.signal, deadline };
     const rows = await this.#guard(() => this.#search(sql, bindings, call));
     const ordered = inSearchOrder(rows, query.order.key, query.order.descending);
-    return pageWithNext(tenant, ordered, { limit, maxBytes: this.#pageMaxBytes }, (row) =>
+    const page = pageWithNext(tenant, ordered, { limit, maxBytes: this.#pageMaxBytes }, (row) =>
       orderValueOf(query.order.key, row),
     );
+    if (countKey !== undefined) this.#countedTotals.keep(countKey, { revision: page.revision, total: page.total });
+    return page;
   }
 
   /**

@@ -84,8 +84,38 @@ export interface Statement {
   readonly bindings: readonly ReadBinding[];
 }
 
-/** A search's statement: its page and its total. */
-export type SearchStatement = Statement;
+/**
+ * A search's statement: its page and its total. `countKey` is set when the total is counted (a COUNT over the
+ * matches, not the counters): the same key is the same count, so the caller may keep what it answered at a
+ * tenant revision and give it back (KnownTotal) to spare the next statement the count.
+ */
+export interface SearchStatement extends Statement {
+  readonly countKey?: string;
+}
+
+/** A counted total a statement answered at a tenant revision (the `revision` of its ListResult). */
+export interface KnownTotal {
+  readonly revision: number;
+  readonly total: number;
+}
+
+/** What a caller knows of counted totals: by countKey, the last one answered and its revision. */
+export type KnownTotals = (countKey: string) => KnownTotal | undefined;
+
+/**
+ * The total of a page's statement. A counted total known at a revision is answered as it is while the
+ * tenant is still at that revision, read in the statement's own snapshot: every write that changes what a
+ * search matches takes a new revision in its transaction (change-log.ts), so an unchanged revision is an
+ * unchanged count. Both databases evaluate only the branch of a CASE they take, so the COUNT runs only when
+ * the revision moved (measured: docs/decisions.md, "Counted totals by revision").
+ */
+function totalOf(tenant: string, total: Sql, known: KnownTotal | undefined): Statement {
+  if (known === undefined) return { sql: `(${total.sql})`, bindings: total.bindings };
+  return {
+    sql: `(CASE WHEN (SELECT revision FROM tenant_revisions WHERE tenant = ?) = ? THEN ? ELSE (${total.sql}) END)`,
+    bindings: [tenant, known.revision, known.total, ...total.bindings],
+  };
+}
 
 /** SQL fragments and their bindings, in order. */
 class Sql {
@@ -260,7 +290,13 @@ export function resolveWords(query: ListQuery, plan?: WordPlan): ListQuery {
  * The statement that answers a page of `query` in `tenant`, with its total.
  * Words of `q` not resolved yet are resolved here without a plan (resolveWords).
  */
-export function buildSearch(dialect: Dialect, tenant: string, asked: ListQuery, maxBytes: number): SearchStatement {
+export function buildSearch(
+  dialect: Dialect,
+  tenant: string,
+  asked: ListQuery,
+  maxBytes: number,
+  knownTotals?: KnownTotals,
+): SearchStatement {
   const query = resolveWords(asked);
   const mysql = dialect === "mysql";
   const { key, descending } = query.order;
@@ -311,6 +347,7 @@ export function buildSearch(dialect: Dialect, tenant: string, asked: ListQuery, 
   };
 
   const total = new Sql();
+  let countKey: string | undefined;
   if (source === "definitions" && query.updatedSince === undefined) {
     total
       .add("SELECT COALESCE(SUM(n), 0) FROM definition_counts WHERE tenant = ? AND status", tenant)
@@ -334,9 +371,16 @@ export function buildSearch(dialect: Dialect, tenant: string, asked: ListQuery, 
   } else {
     const counted = matches(true);
     total.add(`SELECT COUNT(${distinct === "" ? "*" : `DISTINCT ${seqOf}`})`).add(counted.sql, ...counted.bindings);
+    countKey = JSON.stringify([total.sql, total.bindings]);
   }
+  const totalStatement = totalOf(tenant, total, countKey === undefined ? undefined : knownTotals?.(countKey));
+  const counting = countKey === undefined ? {} : { countKey };
 
-  if (relevance) return relevancePage(dialect, tenant, query, { total, rows: matches(false), distinct, maxBytes });
+  if (relevance)
+    return {
+      ...relevancePage(dialect, tenant, query, { total: totalStatement, rows: matches(false), distinct, maxBytes }),
+      ...counting,
+    };
 
   const rows = matches(false);
   const after = query.after;
@@ -359,13 +403,16 @@ export function buildSearch(dialect: Dialect, tenant: string, asked: ListQuery, 
   );
   const ordered = key === "createdAt" ? "" : `, ${orderColumn} AS k`;
   const pageOrder = key === "createdAt" ? [`seq ${direction}`] : [`k ${direction}`, `seq ${direction}`];
-  return pageStatement(
-    dialect,
-    tenant,
-    { sql: `(${total.sql})`, bindings: total.bindings },
-    { sql: `SELECT ${distinct}${seqOf} AS seq${ordered} ${rows.sql}`, bindings: rows.bindings },
-    { order: pageOrder, maxBytes },
-  );
+  return {
+    ...pageStatement(
+      dialect,
+      tenant,
+      totalStatement,
+      { sql: `SELECT ${distinct}${seqOf} AS seq${ordered} ${rows.sql}`, bindings: rows.bindings },
+      { order: pageOrder, maxBytes },
+    ),
+    ...counting,
+  };
 }
 
 /**
@@ -422,8 +469,8 @@ function relevancePage(
   dialect: Dialect,
   tenant: string,
   query: ListQuery,
-  parts: { total: Sql; rows: Sql; distinct: string; maxBytes: number },
-): SearchStatement {
+  parts: { total: Statement; rows: Sql; distinct: string; maxBytes: number },
+): Statement {
   const mysql = dialect === "mysql";
   const score = mysql ? "CAST(COALESCE(ft.score, 0) AS DECIMAL(30, 9))" : "COALESCE(ft.score, 0)";
   const scored = new Sql().add(
@@ -442,7 +489,7 @@ function relevancePage(
   return pageStatement(
     dialect,
     tenant,
-    { sql: `(${parts.total.sql})`, bindings: parts.total.bindings },
+    parts.total,
     { sql: scored.sql, bindings: scored.bindings },
     { order: ["k DESC", "seq ASC"], maxBytes: parts.maxBytes, scored: true },
   );
