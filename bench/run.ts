@@ -7,6 +7,7 @@
  * service does not start, a seeded row does not read back, or any request of
  * any scenario fails. See BENCHMARKS.md for the method.
  */
+
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { cpus, tmpdir, totalmem } from "node:os";
 import { join, resolve } from "node:path";
@@ -15,6 +16,7 @@ import { openLocalIssuer } from "../src/auth/local-issuer.js";
 import { localIssuerKeyFile } from "../src/main/local-issuer-key-file.js";
 import { createBenchDatabase, settleDatabase } from "./bench-database.js";
 import { runClusterBench } from "./cluster.js";
+import { type CountProbe, probeCountedTotal } from "./count-probe.js";
 import { fairnessReport, runFairness } from "./fairness.js";
 import { heldBodies, heldBodiesReport } from "./held-bodies.js";
 import {
@@ -293,6 +295,7 @@ async function main(options: BenchOptions): Promise<number> {
 
     const rows: Row[] = [];
     const listTotals = new Map<number, number>();
+    const countProbes = new Map<number, CountProbe>();
     const createPrefix = `Bench Create ${started.getTime().toString(36)}`;
     let jobNumber = 0;
 
@@ -360,6 +363,20 @@ async function main(options: BenchOptions): Promise<number> {
           if (stderr !== "") log(`  ${target.name}'s stderr ends with:\n${stderr.slice(-2000)}`);
         }
       }
+      if (options.search && scenarios.some((s) => s.kind === "search-q2")) {
+        const query = await searchQuery(service, authorization, "search-q2", await seeder.count());
+        const probe = await probeCountedTotal(
+          { baseUrl: service.baseUrl, tenant: TENANT, authorization },
+          query,
+          ids[0] ?? "",
+        );
+        countProbes.set(size, probe);
+        log(
+          `size ${size}: ?${query} after a write (counted) p50 ${probe.counted.p50.toFixed(2)} / p99 ` +
+            `${probe.counted.p99.toFixed(2)} ms, again (kept) p50 ${probe.kept.p50.toFixed(2)} / p99 ` +
+            `${probe.kept.p99.toFixed(2)} ms (${probe.rounds} rounds, one request at a time)`,
+        );
+      }
       const removed = options.search ? 0 : await seeder.removeCreated(createPrefix);
       if (removed > 0) log(`size ${size}: removed the ${removed} definitions the create scenarios made`);
     }
@@ -386,7 +403,15 @@ async function main(options: BenchOptions): Promise<number> {
       await writeFile(
         join(options.out, "results.json"),
         JSON.stringify(
-          { started, database: database.description, machine, options, rows, listTotals: [...listTotals] },
+          {
+            started,
+            database: database.description,
+            machine,
+            options,
+            rows,
+            listTotals: [...listTotals],
+            countProbes: [...countProbes],
+          },
           null,
           2,
         ),

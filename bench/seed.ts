@@ -237,6 +237,20 @@ export async function openSeeder(options: {
     }
   };
 
+  /**
+   * The seeding's rows (and their removal) change what the tenant's reads answer, so the tenant's revision moves,
+   * as every write's does: a running service's totals kept by revision (src/storage/counted-totals.ts) must not
+   * outlive them.
+   */
+  const moveRevision = async (tx: Knex.Transaction): Promise<void> => {
+    await tx.raw(
+      `INSERT INTO tenant_revisions (tenant, revision) VALUES (?, 1) ${
+        dialect === "mysql" ? "ON DUPLICATE KEY UPDATE" : "ON CONFLICT (tenant) DO UPDATE SET"
+      } revision = revision + 1`,
+      [tenant],
+    );
+  };
+
   const insertBatch = async (batch: Batch, bulk: BulkLoad): Promise<void> => {
     const { first, n, seq } = batch;
     await db.transaction(async (tx) => {
@@ -264,14 +278,7 @@ export async function openSeeder(options: {
       await tx("tenants")
         .where({ name: tenant })
         .update({ next_agent_number: first + n });
-      // The rows change what the tenant's reads answer, so its revision moves, as every write's does: a running
-      // service's totals kept by revision (src/storage/counted-totals.ts) must not outlive them.
-      await tx.raw(
-        `INSERT INTO tenant_revisions (tenant, revision) VALUES (?, 1) ${
-          dialect === "mysql" ? "ON DUPLICATE KEY UPDATE" : "ON CONFLICT (tenant) DO UPDATE SET"
-        } revision = revision + 1`,
-        [tenant],
-      );
+      await moveRevision(tx);
     });
     last = batch.sample;
   };
@@ -395,6 +402,7 @@ export async function openSeeder(options: {
         const created = tx("agents").select("number").where({ tenant }).andWhere("name", "like", `${prefix}%`);
         const removed = await tx("agent_definitions").where({ tenant }).whereIn("agent_number", created).delete();
         await tx("agents").where({ tenant }).andWhere("name", "like", `${prefix}%`).delete();
+        if (removed > 0) await moveRevision(tx);
         // The created agents were the newest, so numbering goes on from the newest left: no gaps.
         const newest = (await tx("agents").where({ tenant }).max({ m: "number" }).first()) as
           | { m: number | string | null }
