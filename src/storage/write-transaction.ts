@@ -27,12 +27,10 @@ import {
   lockAgent,
   lockSequenceAndFindAgent,
   newestLiveOfAgent,
-  numberDefinition,
   readStoredInWrite,
   refreshLatest,
   revisionStatements,
   takeAgentNumber,
-  updateDocument,
   updateStatus,
   writeContent,
 } from "./queries/writes.js";

@@ -20,7 +20,6 @@ import type { Compression } from "@connectrpc/connect/protocol";
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import type { WatchEvent } from "../domain/watch.js";
 import type { StreamAnswer } from "../http/http-answer.js";
-import type { Logger } from "../logger.js";
 import { codeName, type RequestRecord } from "../observability/request-record.js";
 import { type Admission, type Operation, runOperation } from "../operations/operation.js";
 import { callerConnectError } from "./connect-errors.js";
