@@ -35,7 +35,6 @@ interface TextRow {
 }
 
 describe.skipIf(mariadb === undefined || mariadb.skip)("the full-text text after COMMIT, on mariadb", () => {
-  // biome-ignore lint/style/noNonNullAssertion: skipped above when undefined
   const target = useFreshDatabase(mariadb!);
   let repo: AgentDefinitionRepository;
   let service: RegistryService;
