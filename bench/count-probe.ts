@@ -7,15 +7,14 @@
  * no total moves and the definition ends as it began) then the search timed once (counted: the revision moved)
  * and once more (kept), one request at a time.
  */
+import { percentile } from "./percentile.js";
+
 export interface CountProbe {
   readonly rounds: number;
   /** p50 and p99 in ms of the search right after a write (counted), and of the same search again (kept). */
   readonly counted: { readonly p50: number; readonly p99: number };
   readonly kept: { readonly p50: number; readonly p99: number };
 }
-
-const percentile = (sorted: readonly number[], p: number): number =>
-  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
 
 export async function probeCountedTotal(
   target: { readonly baseUrl: string; readonly tenant: string; readonly authorization: string },
@@ -52,9 +51,6 @@ export async function probeCountedTotal(
     counted.push(first.ms);
     kept.push(again.ms);
   }
-  const summary = (values: number[]) => {
-    const sorted = [...values].sort((a, b) => a - b);
-    return { p50: percentile(sorted, 50), p99: percentile(sorted, 99) };
-  };
+  const summary = (values: number[]) => ({ p50: percentile(values, 50), p99: percentile(values, 99) });
   return { rounds, counted: summary(counted), kept: summary(kept) };
 }

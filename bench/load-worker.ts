@@ -15,6 +15,7 @@ import {
 } from "../gen/asor/v1/agent_definition_service_pb.js";
 import { benchBody, benchBodyTemplate, benchDefinition, benchOverview } from "./definition.js";
 import type { LoadJob, LoadResult } from "./load-job.js";
+import { percentile } from "./percentile.js";
 import { createConnectClient, createGrpcClient, type RpcClient, type UnaryCall } from "./rpc-clients.js";
 
 const template = benchBodyTemplate();
@@ -36,13 +37,6 @@ function nameMaker(job: LoadJob, phase: string): () => string {
 function editionMaker(phase: string): () => string {
   let n = 0;
   return () => `${phase}${n++}`;
-}
-
-/** The `p`th percentile of the latencies of successful requests (sorts them in place). */
-function percentile(latencies: number[], p: number): number {
-  if (latencies.length === 0) return Number.NaN;
-  latencies.sort((a, b) => a - b);
-  return latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))]!;
 }
 
 // ---- REST (and the floor): autocannon ----
