@@ -73,6 +73,21 @@ export async function queryNode<T = unknown>(
   }
 }
 
+/** Resolves once node n has the database `name` (a causal read, again until it does); throws after 10 s. */
+async function untilNodeHasDatabase(n: number, name: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const rows = await queryNode<unknown[]>(
+      n,
+      "SET STATEMENT wsrep_sync_wait = 1 FOR SELECT 1 FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?",
+      [name],
+    );
+    if (rows.length > 0) return;
+    if (Date.now() > deadline) throw new Error(`Node ${n} has no database ${name} 10 s after it was created.`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
 /**
  * Creates a fresh, empty database on the cluster before the enclosing suite (through node 1, once all 3
  * nodes are Synced: it restarts any node left down) and drops it after; the returned function gives it to the tests.
@@ -84,6 +99,10 @@ export function useGaleraDatabase(): () => GaleraDatabase {
     await cluster.start();
     const name = `asor_cluster_${randomBytes(6).toString("hex")}`;
     await queryNode(1, `CREATE DATABASE \`${name}\` CHARACTER SET utf8mb4`);
+    // DDL through node 1 returns once node 1 has run it; the other nodes run it in the same order a moment
+    // later (CI once connected to node 2 before it had: "Unknown database"). Each is asked, with a causal
+    // read, until it has it.
+    for (const n of NODES) await untilNodeHasDatabase(n, name);
     const dataDir = await mkdtemp(join(tmpdir(), "asor-cluster-test-"));
     db = {
       name,
