@@ -165,10 +165,11 @@ async function main(options: BenchOptions): Promise<number> {
       return result.survived ? 0 : 1;
     }
 
+    /** `--cpu-prof <dir>`: the service's node flags that write its CPU profile there on exit. */
+    const cpuProf = options.cpuProf === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", resolve(options.cpuProf)];
     if (options.watch !== undefined) {
       log(`watch: ${options.watch.runs.length} runs of ${options.durationSeconds} s of writes`);
-      const profile = options.cpuProf === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", resolve(options.cpuProf)];
-      const results = await runWatch((env) => startService(profile, env), authorization, TENANT, {
+      const results = await runWatch((env) => startService(cpuProf, env), authorization, TENANT, {
         runs: options.watch.runs,
         grpcWindow: options.watch.grpcWindow,
         writes: options.watch.writes,
@@ -192,7 +193,7 @@ async function main(options: BenchOptions): Promise<number> {
       ensureH2load(log);
       await seeder.topUp(options.sizes[0] ?? 1000);
       const { ids, names } = await seeder.sample(1000);
-      const service = await startService();
+      const service = await startService(cpuProf);
       cleanup.unshift(() => service.stop());
       const runs = await runWire(service, authorization, {
         tenant: TENANT,
@@ -216,7 +217,6 @@ async function main(options: BenchOptions): Promise<number> {
       return met ? 0 : 1;
     }
 
-    const cpuProf = options.cpuProf === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", resolve(options.cpuProf)];
     log(
       `the service: ${serviceProcess.executable ?? "node"} ${[...cpuProf, ...serviceProcess.args].join(" ")} ` +
         `(in ${serviceProcess.cwd})`,

@@ -24,7 +24,7 @@ import {
   UpsertAgentDefinitionRequestSchema,
 } from "../gen/asor/v1/agent_definition_service_pb.js";
 import { benchBody, benchBodyTemplate } from "./definition.js";
-import { peakRssKib, resetPeakRss } from "./proc-stats.js";
+import { cpuSeconds, peakRssKib, resetPeakRss } from "./proc-stats.js";
 import type { ServerProcess } from "./processes.js";
 
 const SERVICE = "/asor.v1.AgentDefinitionService";
@@ -57,6 +57,10 @@ export interface WireRun {
   readonly requests: number;
   readonly failures: number;
   readonly peakRssMib: number;
+  /** The service's CPU (user + system) over the run's wall time, warm-up included, in % of one core. */
+  readonly cpuPercent: number;
+  /** The service's CPU per request, µs: its CPU over the run divided by what it answered at the run's rate. */
+  readonly cpuUsPerRequest: number;
 }
 
 export interface WireOptions {
@@ -275,6 +279,8 @@ export async function runWire(service: ServerProcess, authorization: string, opt
       if (options.only !== undefined && !options.only.test(scenario)) continue;
       let result: { rps: number; latenciesUs: number[]; requests: number; failures: number };
       resetPeakRss(service.pid);
+      const cpuBefore = cpuSeconds(service.pid);
+      const wallBefore = performance.now();
       switch (scenario) {
         case "rest get":
           result = h2load(service, `${restPath}/${id}`, auth, undefined, options);
@@ -310,6 +316,7 @@ export async function runWire(service: ServerProcess, authorization: string, opt
       }
       // A run that completed nothing (the service gone, h2load unable to connect) is a failure, not a zero.
       if (result.requests === 0 || !Number.isFinite(result.rps)) result = { ...result, failures: result.failures + 1 };
+      const cpuShare = (cpuSeconds(service.pid) - cpuBefore) / ((performance.now() - wallBefore) / 1000);
       const run: WireRun = {
         scenario,
         round,
@@ -319,11 +326,14 @@ export async function runWire(service: ServerProcess, authorization: string, opt
         requests: result.requests,
         failures: result.failures,
         peakRssMib: peakRssKib(service.pid) / 1024,
+        cpuPercent: cpuShare * 100,
+        cpuUsPerRequest: (cpuShare / result.rps) * 1e6,
       };
       options.log(
         `round ${round} ${scenario}: ${run.rps.toFixed(0)} req/s, ` +
           `p50 ${run.p50Ms.toFixed(2)} ms, p99 ${run.p99Ms.toFixed(2)} ms, ` +
-          `${run.failures} failed, peak RSS ${run.peakRssMib.toFixed(0)} MiB`,
+          `${run.failures} failed, peak RSS ${run.peakRssMib.toFixed(0)} MiB, ` +
+          `service CPU ${run.cpuPercent.toFixed(0)} % (${run.cpuUsPerRequest.toFixed(0)} µs a request)`,
       );
       runs.push(run);
     }
@@ -348,6 +358,8 @@ export function wireReport(runs: readonly WireRun[]): { markdown: string; met: b
       p99: median(r.map((x) => x.p99Ms)),
       rss: Math.max(...r.map((x) => x.peakRssMib)),
       failures: r.reduce((n, x) => n + x.failures, 0),
+      cpu: median(r.map((x) => x.cpuPercent)),
+      cpuUs: median(r.map((x) => x.cpuUsPerRequest)),
     };
   });
   /**
@@ -363,12 +375,12 @@ export function wireReport(runs: readonly WireRun[]): { markdown: string; met: b
     return median(pairs);
   };
   const lines = [
-    "| scenario | req/s (median) | p50 ms | p99 ms | peak RSS MiB | failed |",
-    "|---|---:|---:|---:|---:|---:|",
+    "| scenario | req/s (median) | p50 ms | p99 ms | peak RSS MiB | service CPU % | service CPU µs a request | failed |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|",
     ...rows.map(
       (r) =>
         `| ${r.s} | ${r.rps.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} ` +
-        `| ${r.rss.toFixed(0)} | ${r.failures} |`,
+        `| ${r.rss.toFixed(0)} | ${r.cpu.toFixed(0)} | ${r.cpuUs.toFixed(0)} | ${r.failures} |`,
     ),
     "",
     "| ratio (median over the rounds of each round's ratio) | measured | target |",
