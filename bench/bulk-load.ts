@@ -4,14 +4,17 @@
  *
  * - definition_terms' insert trigger (migration 0010) moves a counter row per
  *   term row: 14 upserts per definition today, 3-4 times more with the word
- *   terms of issue 24, item 1. While the bench seeds, the trigger is dropped,
- *   and each batch's transaction counts the terms it wrote with one
- *   INSERT ... SELECT ... GROUP BY (the statement of 0010's own backfill), so
- *   at every commit the counters are what the trigger would have made them.
- *   The trigger is made again afterwards from the very statement the
- *   database kept for it (information_schema / sqlite_master), so the schema
- *   ends as the migrations made it; the shard expression (`seq % 16`) is read
- *   from that statement too, not copied here.
+ *   terms of issue 24, item 1; agent_definitions' insert trigger (0009) moves
+ *   one of definition_counts' rows per definition, the same few rows for a
+ *   whole batch, which would make two batches written at once wait for each
+ *   other's COMMIT. While the bench seeds, both triggers are dropped, and each
+ *   batch's transaction counts what it wrote with one
+ *   INSERT ... SELECT ... GROUP BY per counter table (the statement of 0010's
+ *   own backfill), so at every commit the counters are what the triggers
+ *   would have made them. The triggers are made again afterwards from the
+ *   very statements the database kept for them (information_schema /
+ *   sqlite_master), so the schema ends as the migrations made it; the shard
+ *   expression (`seq % 16`) is read from those statements too, not copied here.
  * - On SQLite, definition_terms' lookup index (tenant, kind, value, seq,
  *   status, is_latest; migration 0009) is dropped too and built once after
  *   the rows, by sorting: ~58 index entries per definition, inserted into ~58
@@ -36,8 +39,27 @@ import type { Knex } from "knex";
 import type { Dialect } from "../src/storage/run/connection.js";
 import { parseDatabaseUrl } from "../src/storage/run/connection.js";
 
-/** The per-row counter trigger the seeding suspends. */
+/** The per-row counter triggers the seeding suspends: definition_terms' and agent_definitions' inserts'. */
 export const TERM_COUNT_TRIGGER = "tr_definition_terms_count_insert";
+export const DEFINITION_COUNT_TRIGGER = "tr_agent_definitions_search_insert";
+const COUNT_TRIGGERS: readonly string[] = [TERM_COUNT_TRIGGER, DEFINITION_COUNT_TRIGGER];
+
+/**
+ * What each suspended trigger counted, counted again for a range of seqs: its counter table, the rows it counts
+ * and the columns it counts by.
+ */
+const COUNTED: Readonly<Record<string, { counters: string; rows: string; columns: string }>> = {
+  [TERM_COUNT_TRIGGER]: {
+    counters: "definition_term_counts",
+    rows: "definition_terms",
+    columns: "tenant, kind, value, status, is_latest",
+  },
+  [DEFINITION_COUNT_TRIGGER]: {
+    counters: "definition_counts",
+    rows: "agent_definitions",
+    columns: "tenant, status, is_latest",
+  },
+};
 
 /** A MariaDB database the bench made (bench-database.ts: --database, asor_bench by default). */
 const benchDatabaseName = /^asor_bench[a-z0-9_]*$/;
@@ -62,11 +84,11 @@ export function benchDatabaseGuard(databaseUrl: string | undefined, dataDir: str
 
 export interface BulkLoad {
   /**
-   * Counts the term rows of seqs `from` to `to` (exclusive) into their counters, as the trigger would have
-   * one by one; called inside the transaction that wrote them.
+   * Counts the definitions and term rows of seqs `from` to `to` (exclusive) into their counters, as the
+   * triggers would have one by one; called inside the transaction that wrote them.
    */
-  countTerms(tx: Knex.Transaction, from: number, to: number): Promise<void>;
-  /** Makes the trigger and the lookup index again, from their own statements. */
+  count(tx: Knex.Transaction, from: number, to: number): Promise<void>;
+  /** Makes the triggers and the lookup index again, from their own statements. */
   restore(): Promise<void>;
 }
 
@@ -96,11 +118,11 @@ interface Suspended {
 }
 
 /**
- * Drops the term counters' insert trigger and definition_terms' lookup
+ * Drops the counters' insert triggers and (SQLite) definition_terms' lookup
  * index of a bench database (after benchDatabaseGuard), keeping their
  * statements (in memory and in SUSPENDED_TABLE) to make them again. First
- * makes again what a seeding that died left suspended. Throws when the
- * trigger or index is missing with no record of it: the database must be
+ * makes again what a seeding that died left suspended. Throws when a
+ * trigger or the index is missing with no record of it: the database must be
  * made afresh (no --reuse).
  */
 export async function suspendForBulkLoad(
@@ -110,27 +132,30 @@ export async function suspendForBulkLoad(
 ): Promise<BulkLoad> {
   benchDatabaseGuard(where.databaseUrl, where.dataDir);
   await restoreInterrupted(db, dialect);
-  const saved = [await savedTrigger(db, dialect)];
-  if (buildsIndexAfter[dialect]) saved.push(await savedIndex(db, dialect));
-  const shards = /\bseq % (\d+)/.exec(saved[0]!.statement)?.[1];
-  if (shards === undefined)
-    throw new Error(`The trigger ${TERM_COUNT_TRIGGER} has no "seq % <shards>": ${saved[0]!.statement}`);
-  const columns = "tenant, kind, value, status, is_latest";
-  const add =
-    dialect === "mysql"
-      ? "ON DUPLICATE KEY UPDATE n = n + VALUES(n)"
-      : `ON CONFLICT (${columns}, shard) DO UPDATE SET n = n + excluded.n`;
-  const count =
-    `INSERT INTO definition_term_counts (${columns}, shard, n) ` +
-    `SELECT ${columns}, seq % ${shards}, COUNT(*) FROM definition_terms WHERE seq >= ? AND seq < ? ` +
-    `GROUP BY ${columns}, seq % ${shards} ${add}`;
+  const triggers: Suspended[] = [];
+  for (const name of COUNT_TRIGGERS) triggers.push(await savedTrigger(db, dialect, name));
+  const saved = buildsIndexAfter[dialect] ? [...triggers, await savedIndex(db, dialect)] : triggers;
+  const counts = triggers.map(({ name, statement }) => {
+    const shards = /\bseq % (\d+)/.exec(statement)?.[1];
+    if (shards === undefined) throw new Error(`The trigger ${name} has no "seq % <shards>": ${statement}`);
+    const { counters, rows, columns } = COUNTED[name]!;
+    const add =
+      dialect === "mysql"
+        ? "ON DUPLICATE KEY UPDATE n = n + VALUES(n)"
+        : `ON CONFLICT (${columns}, shard) DO UPDATE SET n = n + excluded.n`;
+    return (
+      `INSERT INTO ${counters} (${columns}, shard, n) ` +
+      `SELECT ${columns}, seq % ${shards}, COUNT(*) FROM ${rows} WHERE seq >= ? AND seq < ? ` +
+      `GROUP BY ${columns}, seq % ${shards} ${add}`
+    );
+  });
   // The record first (committed), then the drops: a seeding that dies at any point leaves nothing dropped
   // without a record of how to make it again.
   await db.raw(
     `CREATE TABLE ${SUSPENDED_TABLE} (name VARCHAR(64) NOT NULL PRIMARY KEY, statement TEXT NOT NULL, sql_mode TEXT)`,
   );
   await db(SUSPENDED_TABLE).insert(saved.map((s) => ({ name: s.name, statement: s.statement, sql_mode: s.sqlMode })));
-  await db.raw(`DROP TRIGGER ${TERM_COUNT_TRIGGER}`);
+  for (const name of COUNT_TRIGGERS) await db.raw(`DROP TRIGGER ${name}`);
   if (buildsIndexAfter[dialect])
     await db.raw(
       dialect === "mysql"
@@ -138,8 +163,8 @@ export async function suspendForBulkLoad(
         : `DROP INDEX ${TERM_LOOKUP_INDEX}`,
     );
   return {
-    async countTerms(tx, from, to) {
-      await tx.raw(count, [from, to]);
+    async count(tx, from, to) {
+      for (const sql of counts) await tx.raw(sql, [from, to]);
     },
     async restore() {
       await makeAgain(db, dialect, saved);
@@ -189,7 +214,7 @@ async function makeAgain(db: Knex, dialect: Dialect, saved: readonly Suspended[]
 async function exists(db: Knex, dialect: Dialect, name: string): Promise<boolean> {
   if (dialect === "mysql") {
     const [rows] = (await db.raw(
-      name === TERM_COUNT_TRIGGER
+      COUNT_TRIGGERS.includes(name)
         ? "SELECT 1 FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() AND TRIGGER_NAME = ?"
         : "SELECT 1 FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND INDEX_NAME = ?",
       [name],
@@ -199,20 +224,14 @@ async function exists(db: Knex, dialect: Dialect, name: string): Promise<boolean
   return ((await db.raw("SELECT 1 FROM sqlite_master WHERE name = ?", [name])) as unknown[]).length > 0;
 }
 
-async function savedTrigger(db: Knex, dialect: Dialect): Promise<Suspended> {
+async function savedTrigger(db: Knex, dialect: Dialect, name: string): Promise<Suspended> {
   if (dialect === "mysql") {
-    const [rows] = (await db.raw(`SHOW CREATE TRIGGER ${TERM_COUNT_TRIGGER}`).catch(() => [[]])) as [
-      Array<Record<string, string>>,
-    ];
+    const [rows] = (await db.raw(`SHOW CREATE TRIGGER ${name}`).catch(() => [[]])) as [Array<Record<string, string>>];
     const row = rows[0];
-    if (row === undefined) throw missing(TERM_COUNT_TRIGGER);
-    return {
-      name: TERM_COUNT_TRIGGER,
-      statement: String(row["SQL Original Statement"]),
-      sqlMode: String(row.sql_mode),
-    };
+    if (row === undefined) throw missing(name);
+    return { name, statement: String(row["SQL Original Statement"]), sqlMode: String(row.sql_mode) };
   }
-  return { name: TERM_COUNT_TRIGGER, statement: await sqliteStatement(db, TERM_COUNT_TRIGGER), sqlMode: null };
+  return { name, statement: await sqliteStatement(db, name), sqlMode: null };
 }
 
 /**
@@ -244,11 +263,11 @@ const missing = (name: string) =>
   );
 
 /**
- * Checks a bench database after a seeding: the trigger, the lookup index and definition_terms' foreign key
+ * Checks a bench database after a seeding: the triggers, the lookup index and definition_terms' foreign key
  * are there, and the counters add up to the rows they count (the tenant's terms, its definitions).
  */
 export async function checkAfterBulkLoad(db: Knex, dialect: Dialect, tenant: string): Promise<void> {
-  for (const name of [TERM_COUNT_TRIGGER, TERM_LOOKUP_INDEX])
+  for (const name of [...COUNT_TRIGGERS, TERM_LOOKUP_INDEX])
     if (!(await exists(db, dialect, name))) throw new Error(`After seeding, ${name} is missing.`);
   const foreignKeys =
     dialect === "mysql"

@@ -2,7 +2,7 @@
  * Times the bench's seeding alone (issue 24, item 3): makes a fresh bench database, seeds its tenant to `n`
  * definitions with bench/seed.ts, prints the time, and drops the database and data dir.
  *
- *   node --import tsx bench/seed-time.ts <mysql|sqlite> <n> [--checkout <dir>] [--makers <threads>]
+ *   node --import tsx bench/seed-time.ts <mysql|sqlite> <n> [--checkout <dir>] [--makers <threads>] [--writers <n>]
  *
  * `--checkout` seeds with another checkout's bench/seed.ts (e.g. one at an older commit, for a before and
  * after); MariaDB at 127.0.0.1:3306, database asor_bench_seed_time.
@@ -14,11 +14,13 @@ import { parseArgs } from "node:util";
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { checkout: { type: "string" }, makers: { type: "string" } },
+  options: { checkout: { type: "string" }, makers: { type: "string" }, writers: { type: "string" } },
 });
 const [kind, size] = positionals;
 if ((kind !== "mysql" && kind !== "sqlite") || !Number.isInteger(Number(size))) {
-  console.error("usage: node --import tsx bench/seed-time.ts <mysql|sqlite> <n> [--checkout <dir>] [--makers <n>]");
+  console.error(
+    "usage: node --import tsx bench/seed-time.ts <mysql|sqlite> <n> [--checkout <dir>] [--makers <n>] [--writers <n>]",
+  );
   process.exit(2);
 }
 const root = values.checkout === undefined ? new URL("..", import.meta.url).pathname : resolve(values.checkout);
@@ -41,6 +43,7 @@ try {
     dataDir,
     tenant: "bench",
     ...(values.makers === undefined ? {} : { makers: Number(values.makers) }),
+    ...(values.writers === undefined ? {} : { writers: Number(values.writers) }),
   });
   try {
     const t0 = performance.now();

@@ -5,12 +5,12 @@
  * ones the service writes for a new agent (seed-rows.ts, by the storage's own
  * functions), made in worker threads while the database writes the batch
  * before; the run checks that a GET of a seeded row answers that document
- * (see `expected`). The term counters' per-row trigger (and on SQLite the
+ * (see `expected`). The counters' per-row triggers (and on SQLite the
  * terms' lookup index) are suspended while the batches are written: each
- * batch counts its terms itself, and the index is built once at the end
- * (bulk-load.ts). On
- * SQLite each statement text is prepared once; on MySQL the term rows go in
- * by LOAD DATA.
+ * batch counts its definitions and terms itself, and the index is built once
+ * at the end (bulk-load.ts). On SQLite each statement text is prepared once;
+ * on MySQL the term rows go in by LOAD DATA, and two batches are written at
+ * once, committing in order (insertBatch).
  */
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { availableParallelism } from "node:os";
@@ -203,6 +203,8 @@ export async function openSeeder(options: {
   readonly tenant: string;
   /** Threads making rows; default: one per core but one. */
   readonly makers?: number;
+  /** MySQL: batches written at once, each on a connection of its own; default 2 (SQLite: always 1). */
+  readonly writers?: number;
 }): Promise<Seeder> {
   const { db, dialect } = await openDatabase({
     databaseUrl: options.databaseUrl,
@@ -225,6 +227,10 @@ export async function openSeeder(options: {
 
   const maxSeq = async (tx: Knex | Knex.Transaction): Promise<number> =>
     Number(((await tx("agent_definitions").max({ m: "seq" }).first()) as { m: number | string | null }).m ?? 0);
+  const newestAgent = async (tx: Knex | Knex.Transaction): Promise<number> =>
+    Number(
+      ((await tx("agents").where({ tenant }).max({ m: "number" }).first()) as { m: number | string | null }).m ?? 0,
+    );
 
   /** Where the writing's time goes, for the summary of a top-up. */
   const spent = new Map<string, number>();
@@ -251,19 +257,32 @@ export async function openSeeder(options: {
     );
   };
 
-  const insertBatch = async (batch: Batch, bulk: BulkLoad): Promise<void> => {
+  /**
+   * Writes one batch in a transaction of its own. Its rows go in while the batch before it may still be
+   * writing (MySQL: `writers` at once); then, once that one has committed, it counts what it wrote and
+   * commits. Batches commit in order, so a seeding that dies leaves its first batches whole and nothing
+   * after them, as with one writer. The tenant's next agent number is moved once, after the last batch
+   * (topUp): updating the tenant's row here would wait for every later batch's COMMIT (their agents' foreign
+   * key holds a shared lock on it) while they wait for this one's.
+   */
+  /**
+   * Moves the tenant's next agent number past its newest agent, if it is not already: after the batches of a
+   * top-up, or of one that died before it could (the batches write the agents, not the number; insertBatch).
+   */
+  const numberAfterNewest = async (): Promise<void> => {
+    await db.transaction(async (tx) => {
+      const { next_agent_number: next } = await lockTenant(tx, dialect, tenant);
+      const newest = await newestAgent(tx);
+      if (Number(next) <= newest)
+        await tx("tenants")
+          .where({ name: tenant })
+          .update({ next_agent_number: newest + 1 });
+    });
+  };
+
+  const insertBatch = async (batch: Batch, bulk: BulkLoad, previous: Promise<void>): Promise<void> => {
     const { first, n, seq } = batch;
     await db.transaction(async (tx) => {
-      const sequence = await lockTenant(tx, dialect, tenant);
-      // Nothing else writes while the bench seeds; if something did, its agent numbers would clash with ours.
-      if (Number(sequence.next_agent_number) !== first)
-        throw new Error(
-          `The tenant's next agent number moved to ${sequence.next_agent_number} while seeding from ${first}.`,
-        );
-      // seq given explicitly on both (MySQL moves its AUTO_INCREMENT past it), so the side rows can name it;
-      // the rows were made for the seqs after the newest one, which nothing else may have taken since.
-      const newest = await maxSeq(tx);
-      if (newest + 1 !== seq) throw new Error(`The newest seq moved to ${newest} while seeding from ${seq}.`);
       // agents, agent_definitions, then the side rows the service's write path makes (seed-rows.ts).
       const run = dialect === "sqlite" ? await preparedOnce(tx) : undefined;
       for (const { what, sql, bindings, infile } of batch.statements)
@@ -273,11 +292,19 @@ export async function openSeeder(options: {
           else if (run !== undefined) run(sql, bindings.map(asBuffer));
           else await tx.raw(sql, bindings.map(asBuffer));
         });
-      // The term counters the suspended trigger would have moved row by row (bulk-load.ts).
-      await timed("counts", () => bulk.countTerms(tx, seq, seq + n));
-      await tx("tenants")
-        .where({ name: tenant })
-        .update({ next_agent_number: first + n });
+      // The batch before has committed; if it failed, this one fails before anything of it commits.
+      await previous;
+      // seq and agent numbers are given explicitly (MySQL moves its AUTO_INCREMENT past seq), made for the
+      // ones after the newest: nothing else writes while the bench seeds, and if something did, its rows
+      // would clash with ours or sit above them.
+      const newest = await maxSeq(tx);
+      if (newest !== seq + n - 1)
+        throw new Error(`The newest seq is ${newest} after writing ${seq} to ${seq + n - 1}.`);
+      const agent = await newestAgent(tx);
+      if (agent !== first + n - 1)
+        throw new Error(`The newest agent number is ${agent} after writing ${first} to ${first + n - 1}.`);
+      // The counters the suspended triggers would have moved row by row (bulk-load.ts).
+      await timed("counts", () => bulk.count(tx, seq, seq + n));
       await moveRevision(tx);
     });
     last = batch.sample;
@@ -289,7 +316,10 @@ export async function openSeeder(options: {
       // Even when nothing is added: a bench database must not be measured without what a seeding that died
       // left suspended (its lookup index).
       const remade = await restoreInterrupted(db, dialect);
-      if (remade.length > 0) console.error(`[seed] made again what a seeding that died left out: ${remade.join(", ")}`);
+      if (remade.length > 0) {
+        console.error(`[seed] made again what a seeding that died left out: ${remade.join(", ")}`);
+        await numberAfterNewest();
+      }
       const before = await count();
       if (before >= target) return 0;
       const sequence = await lockTenant(db, dialect, tenant);
@@ -320,17 +350,27 @@ export async function openSeeder(options: {
       const bulk = await suspendForBulkLoad(db, dialect, options);
       // One core is left to the thread that writes (SQLite runs in it) or to the database server.
       const threads = options.makers ?? Math.max(1, availableParallelism() - 1);
+      // MySQL: two batches written at once, so the server works on two connections while this process makes
+      // rows (one kept mariadbd at ~95 % of one core and this process at ~55 %; BENCHMARKS.md). SQLite has one
+      // writer.
+      const writers = dialect === "mysql" ? (options.writers ?? 2) : 1;
       const script = await bundleWorker().catch(async (error: unknown) => {
         await bulk.restore();
         throw error;
       });
       const makers = new BatchMakers(script.file, threads);
       const t0 = performance.now();
+      /** Time with at least one batch being written (the batches overlap: their statements' times add up to more). */
       let writing = 0;
+      let active = 0;
+      let activeSince = 0;
       let written = 0;
       let restoring = 0;
       // Two batches per thread in the making while the database writes the oldest.
       const making: Promise<Batch>[] = [];
+      /** The batches being written, oldest first; each commits after the one before it. */
+      const inFlight: Promise<void>[] = [];
+      let previous: Promise<void> = Promise.resolve();
       try {
         for (;;) {
           for (let s = making.length < 2 * threads ? spec() : undefined; s !== undefined; ) {
@@ -342,18 +382,32 @@ export async function openSeeder(options: {
           }
           const batch = await making.shift();
           if (batch === undefined) break;
-          const t1 = performance.now();
-          await insertBatch(batch, bulk);
-          writing += performance.now() - t1;
-          written += batch.n;
-          // A million takes a while: say how it goes.
-          if (written % 50_000 < batch.n && written >= 50_000)
-            console.error(`[seed] ${written} of ${target - before} definitions written`);
+          // At most `writers` batches at once: the next one waits for the oldest's COMMIT (and its failure).
+          if (inFlight.length >= writers) await inFlight.shift();
+          if (active++ === 0) activeSince = performance.now();
+          const committed = insertBatch(batch, bulk, previous).finally(() => {
+            if (--active === 0) writing += performance.now() - activeSince;
+          });
+          const counted = committed.then(() => {
+            written += batch.n;
+            // A million takes a while: say how it goes.
+            if (written % 50_000 < batch.n && written >= 50_000)
+              console.error(`[seed] ${written} of ${target - before} definitions written`);
+          });
+          // Neither is left unhandled while the loop waits for the makers: a failure is rethrown when inFlight
+          // is awaited, and by the next batch before its COMMIT.
+          committed.catch(() => undefined);
+          counted.catch(() => undefined);
+          inFlight.push(counted);
+          previous = committed;
         }
+        await Promise.all(inFlight);
       } finally {
-        await Promise.allSettled(making);
+        await Promise.allSettled([...making, ...inFlight]);
         await makers.close();
         await script.remove();
+        // Once, for every batch that committed (insertBatch says why not in each).
+        await numberAfterNewest();
         const t2 = performance.now();
         await bulk.restore();
         restoring = performance.now() - t2;
@@ -365,8 +419,9 @@ export async function openSeeder(options: {
       spent.clear();
       const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
       console.error(
-        `[seed] ${written} definitions in ${s(performance.now() - t0)}: ${s(writing)} writing (${parts}; ` +
-          `the rest: locks, checks, commits), ${s(restoring)} making the trigger (and index) again, ` +
+        `[seed] ${written} definitions in ${s(performance.now() - t0)}: ${s(writing)} writing, ${writers} ` +
+          `batch${writers === 1 ? "" : "es"} at a time (statements, summed over the batches: ${parts}; the rest: ` +
+          `checks, commits, waiting for the batch before), ${s(restoring)} making the triggers (and index) again, ` +
           `${s(checking)} checking the schema and counters`,
       );
       return written;
