@@ -11,7 +11,7 @@ import { createServer as createNetServer, type Server, type Socket } from "node:
 import type { Duplex } from "node:stream";
 import type { App } from "../app.js";
 import { bodyDeadline } from "./body-deadline.js";
-import { markListening, quietOnPeerGoaway, replayingSocket, underDeno } from "./deno-socket.js";
+import { coalesceWrites, markListening, quietOnPeerGoaway, replayingSocket, underDeno } from "./deno-socket.js";
 import { answerParserRefusals } from "./http1-refusals.js";
 import { createNodeEdge, type NodeEdge } from "./node-edge.js";
 
@@ -135,11 +135,14 @@ export function createNodeServer(app: App): NodeServer {
         // (the preface) from its buffer first (nodejs/node#35475): no JavaScript stream in between.
         socket.pause();
         socket.unshift(seen);
+        // Deno's session writes frame by frame: a turn's writes go out as one (deno-socket.ts).
+        if (underDeno) coalesceWrites(socket);
         h2.emit("connection", socket);
       } else if (underDeno) {
         // Deno's HTTP/1.1 server garbles a socket handed over as below: it gets a copy (deno-socket.ts),
         // on which Deno's server leaves Nagle's algorithm on, where Node's turns it off (40 ms per answer).
         socket.setNoDelay(true);
+        coalesceWrites(socket);
         const connection = replayingSocket(socket, seen);
         h1Busy.set(connection, { requests: 1, awaitingFirst: true });
         socket.once("close", () => h1Busy.delete(connection));
