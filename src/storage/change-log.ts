@@ -60,6 +60,10 @@ export function createChangeLog(
   const rows = async <T>(sql: string, bindings: readonly unknown[], on = run): Promise<T[]> =>
     (await on(sql, bindings as never)) as unknown as T[];
   const oldestSql = `SELECT MIN(revision) AS oldest FROM ${definitionChanges} WHERE tenant = ?`;
+  /** The tenants whose revision is above `?`, with it. */
+  const revisionsSql = `SELECT tenant, revision FROM ${tenantRevisions} WHERE revision > ?`;
+  /** A tenant's oldest record written at or after `?`, along the primary key (tenant, revision). */
+  const firstYoungSql = `SELECT revision FROM ${definitionChanges} WHERE tenant = ? AND changed_at >= ? ORDER BY revision LIMIT 1`;
   const oldestOf = async (tenant: string): Promise<number | undefined> => {
     const [row] = await rows<{ oldest: DatabaseInteger | null }>(oldestSql, [tenant]);
     return row?.oldest == null ? undefined : fromDatabaseInteger(row.oldest);
@@ -108,17 +112,23 @@ export function createChangeLog(
         if (upTo > 0) cuts.set(tenant, Math.max(cuts.get(tenant) ?? 0, upTo));
       };
       if (count > 0) {
-        const sql = `SELECT tenant, revision FROM ${tenantRevisions} WHERE revision > ?`;
-        for (const row of await rows<{ tenant: string; revision: DatabaseInteger }>(sql, [count]))
+        for (const row of await rows<{ tenant: string; revision: DatabaseInteger }>(revisionsSql, [count]))
           cut(row.tenant, fromDatabaseInteger(row.revision) - count);
       }
       if (maxAgeMillis > 0) {
+        // Per tenant, the records before its first one written since `before` go. Read along the primary key
+        // from the oldest record, this stops at that first young record: it reads what it deletes and one row
+        // more, where a MAX(revision) over every record older than `before` read the whole log at every
+        // compaction (changed_at has no index). A record older than `before` behind a younger one stays
+        // until the next compaction after that one ages.
         const before = toDatabaseTimestamp(new Date(now.getTime() - maxAgeMillis));
-        const sql =
-          `SELECT tenant, MAX(revision) AS revision FROM ${definitionChanges} WHERE changed_at < ? ` +
-          "GROUP BY tenant";
-        for (const row of await rows<{ tenant: string; revision: DatabaseInteger }>(sql, [before]))
-          cut(row.tenant, fromDatabaseInteger(row.revision));
+        for (const row of await rows<{ tenant: string; revision: DatabaseInteger }>(revisionsSql, [0])) {
+          const [young] = await rows<{ revision: DatabaseInteger }>(firstYoungSql, [row.tenant, before]);
+          cut(
+            row.tenant,
+            young === undefined ? fromDatabaseInteger(row.revision) : fromDatabaseInteger(young.revision) - 1,
+          );
+        }
       }
       let removed = 0;
       for (const [tenant, upTo] of cuts) removed += await deleteUpTo(tenant, upTo);

@@ -9,6 +9,7 @@ import { RegistryError } from "../../src/domain/errors.js";
 import { createChangeLog } from "../../src/storage/change-log.js";
 import { type ChangeReader, createChangeReader, type WatchItem } from "../../src/storage/change-reader.js";
 import type { AgentDefinitionRepository } from "../../src/storage/repository.js";
+import { toDatabaseTimestamp } from "../../src/storage/rows.js";
 import { openDatabase } from "../../src/storage/run/connection.js";
 import { driverRunner } from "../../src/storage/run/reads.js";
 import { createSqlRepository } from "../../src/storage/sql-repository.js";
@@ -147,6 +148,32 @@ forEachDatabase((db) => {
       const later = new Date(Date.now() + 60_000);
       await repo.changeLog().compact({ count: 0, maxAgeMillis: 1_000 }, later);
       expect(await repo.changeLog().oldest(tenant)).toBeUndefined();
+    });
+
+    it("compacts by age up to the tenant's first record written since the cut, never past it", async () => {
+      const tenant = await newTenant();
+      for (let i = 0; i < 6; i++) await save(repo, definition({ name: `a${i}` }), tenant);
+      const direct = await openDatabase(target());
+      // Records 1-3 and 5 written two hours ago, 4 and 6 now (a record's time is when its write began, so
+      // times need not follow revisions).
+      const age = (revisions: number[]) =>
+        direct
+          .db("definition_changes")
+          .where({ tenant })
+          .whereIn("revision", revisions)
+          .update({ changed_at: toDatabaseTimestamp(new Date(Date.now() - 2 * 3_600_000)) });
+      try {
+        await age([1, 2, 3, 5]);
+        const log = repo.changeLog();
+        expect(await log.compact({ count: 0, maxAgeMillis: 3_600_000 }, new Date())).toBe(3);
+        // 4 is within the hour: it stays, and 5 behind it with it.
+        expect(await log.oldest(tenant)).toBe(4);
+        await age([4]);
+        expect(await log.compact({ count: 0, maxAgeMillis: 3_600_000 }, new Date())).toBe(2);
+        expect(await log.oldest(tenant)).toBe(6);
+      } finally {
+        await direct.db.destroy();
+      }
     });
 
     it("compacts a long tail in batches, oldest first, and keeps what the retention holds", async () => {
