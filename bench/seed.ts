@@ -258,14 +258,6 @@ export async function openSeeder(options: {
   };
 
   /**
-   * Writes one batch in a transaction of its own. Its rows go in while the batch before it may still be
-   * writing (MySQL: `writers` at once); then, once that one has committed, it counts what it wrote and
-   * commits. Batches commit in order, so a seeding that dies leaves its first batches whole and nothing
-   * after them, as with one writer. The tenant's next agent number is moved once, after the last batch
-   * (topUp): updating the tenant's row here would wait for every later batch's COMMIT (their agents' foreign
-   * key holds a shared lock on it) while they wait for this one's.
-   */
-  /**
    * Moves the tenant's next agent number past its newest agent, if it is not already: after the batches of a
    * top-up, or of one that died before it could (the batches write the agents, not the number; insertBatch).
    */
@@ -280,6 +272,14 @@ export async function openSeeder(options: {
     });
   };
 
+  /**
+   * Writes one batch in a transaction of its own. Its rows go in while the batch before it may still be
+   * writing (MySQL: `writers` at once); then, once that one has committed, it counts what it wrote and
+   * commits. Batches commit in order, so a seeding that dies leaves its first batches whole and nothing
+   * after them, as with one writer. The tenant's next agent number is moved once, after the last batch
+   * (topUp): updating the tenant's row here would wait for every later batch's COMMIT (their agents' foreign
+   * key holds a shared lock on it) while they wait for this one's.
+   */
   const insertBatch = async (batch: Batch, bulk: BulkLoad, previous: Promise<void>): Promise<void> => {
     const { first, n, seq } = batch;
     await db.transaction(async (tx) => {

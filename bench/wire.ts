@@ -375,7 +375,8 @@ export function wireReport(runs: readonly WireRun[]): { markdown: string; met: b
     return median(pairs);
   };
   const lines = [
-    "| scenario | req/s (median) | p50 ms | p99 ms | peak RSS MiB | service CPU % | service CPU µs a request | failed |",
+    "| scenario | req/s (median) | p50 ms | p99 ms | peak RSS MiB | service CPU % | service CPU µs a request " +
+      "| failed |",
     "|---|---:|---:|---:|---:|---:|---:|---:|",
     ...rows.map(
       (r) =>

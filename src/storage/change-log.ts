@@ -63,7 +63,9 @@ export function createChangeLog(
   /** The tenants whose revision is above `?`, with it. */
   const revisionsSql = `SELECT tenant, revision FROM ${tenantRevisions} WHERE revision > ?`;
   /** A tenant's oldest record written at or after `?`, along the primary key (tenant, revision). */
-  const firstYoungSql = `SELECT revision FROM ${definitionChanges} WHERE tenant = ? AND changed_at >= ? ORDER BY revision LIMIT 1`;
+  const firstYoungSql = `
+    SELECT revision FROM ${definitionChanges} WHERE tenant = ? AND changed_at >= ?
+    ORDER BY revision LIMIT 1`;
   const oldestOf = async (tenant: string): Promise<number | undefined> => {
     const [row] = await rows<{ oldest: DatabaseInteger | null }>(oldestSql, [tenant]);
     return row?.oldest == null ? undefined : fromDatabaseInteger(row.oldest);
