@@ -279,16 +279,24 @@ export async function runWire(service: ServerProcess, authorization: string, opt
       if (options.only !== undefined && !options.only.test(scenario)) continue;
       let result: { rps: number; latenciesUs: number[]; requests: number; failures: number };
       resetPeakRss(service.pid);
-      const cpuBefore = cpuSeconds(service.pid);
-      const wallBefore = performance.now();
+      // The service's CPU and the wall clock from the moment the load starts: the POSTs' bodies are made before.
+      let cpuBefore = 0;
+      let wallBefore = 0;
+      const startClock = (): void => {
+        cpuBefore = cpuSeconds(service.pid);
+        wallBefore = performance.now();
+      };
       switch (scenario) {
         case "rest get":
+          startClock();
           result = h2load(service, `${restPath}/${id}`, auth, undefined, options);
           break;
         case "grpc get":
+          startClock();
           result = h2load(service, `${SERVICE}/GetAgentDefinition`, grpcHeaders, envelope(getMessage), options);
           break;
         case "connect get":
+          startClock();
           result = h2load(
             service,
             `${SERVICE}/GetAgentDefinition`,
@@ -303,6 +311,7 @@ export async function runWire(service: ServerProcess, authorization: string, opt
           const next = prepared((i) =>
             make(benchBody(template, options.names[i % options.names.length]!, `w${round}${scenario[0]}${edition++}`)),
           );
+          startClock();
           result = await h2Posts(service, next, scenario === "grpc update", options);
           break;
         }
@@ -310,6 +319,7 @@ export async function runWire(service: ServerProcess, authorization: string, opt
         case "grpc create": {
           const make = scenario === "rest create" ? restPost : grpcPost;
           const next = prepared(() => make(benchBody(template, `Wire Agent ${created++}`)));
+          startClock();
           result = await h2Posts(service, next, scenario === "grpc create", options);
           break;
         }

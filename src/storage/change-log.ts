@@ -60,8 +60,8 @@ export function createChangeLog(
   const rows = async <T>(sql: string, bindings: readonly unknown[], on = run): Promise<T[]> =>
     (await on(sql, bindings as never)) as unknown as T[];
   const oldestSql = `SELECT MIN(revision) AS oldest FROM ${definitionChanges} WHERE tenant = ?`;
-  /** The tenants whose revision is above `?`, with it. */
-  const revisionsSql = `SELECT tenant, revision FROM ${tenantRevisions} WHERE revision > ?`;
+  /** Every tenant that has taken a revision, with it. */
+  const revisionsSql = `SELECT tenant, revision FROM ${tenantRevisions} WHERE revision > 0`;
   /** A tenant's oldest record written at or after `?`, along the primary key (tenant, revision). */
   const firstYoungSql = `
     SELECT revision FROM ${definitionChanges} WHERE tenant = ? AND changed_at >= ?
@@ -113,10 +113,12 @@ export function createChangeLog(
       const cut = (tenant: string, upTo: number) => {
         if (upTo > 0) cuts.set(tenant, Math.max(cuts.get(tenant) ?? 0, upTo));
       };
-      if (count > 0) {
-        for (const row of await rows<{ tenant: string; revision: DatabaseInteger }>(revisionsSql, [count]))
-          cut(row.tenant, fromDatabaseInteger(row.revision) - count);
-      }
+      // Every tenant's revision, read once for both rules.
+      const tenants =
+        count > 0 || maxAgeMillis > 0
+          ? await rows<{ tenant: string; revision: DatabaseInteger }>(revisionsSql, [])
+          : [];
+      if (count > 0) for (const row of tenants) cut(row.tenant, fromDatabaseInteger(row.revision) - count);
       if (maxAgeMillis > 0) {
         // Per tenant, the records before its first one written since `before` go. Read along the primary key
         // from the oldest record, this stops at that first young record: it reads what it deletes and one row
@@ -124,7 +126,7 @@ export function createChangeLog(
         // compaction (changed_at has no index). A record older than `before` behind a younger one stays
         // until the next compaction after that one ages.
         const before = toDatabaseTimestamp(new Date(now.getTime() - maxAgeMillis));
-        for (const row of await rows<{ tenant: string; revision: DatabaseInteger }>(revisionsSql, [0])) {
+        for (const row of tenants) {
           const [young] = await rows<{ revision: DatabaseInteger }>(firstYoungSql, [row.tenant, before]);
           cut(
             row.tenant,
