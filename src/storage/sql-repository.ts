@@ -59,7 +59,7 @@ import { reloadTriggers } from "./run/broken-triggers.js";
 import type { Database, StorageOptions } from "./run/connection.js";
 import { openDatabase } from "./run/connection.js";
 import { classifyDriverError, isBrokenTriggers, isDuplicateKey, isNodeFailure, raceKind } from "./run/driver-errors.js";
-import { driverRunner } from "./run/reads.js";
+import { coalescedReadsById, driverRunner } from "./run/reads.js";
 import { type SearchLimits, type SearchRunner, searchDeadline, searchRunner } from "./run/searches.js";
 import type { RunTransaction } from "./run/writes.js";
 import { transactionRunner } from "./run/writes.js";
@@ -214,6 +214,11 @@ class SqlRepository implements AgentDefinitionRepository {
   readonly #writeContext: QueryContext;
   /** The hot reads: SQL built here, once, and run through the driver (run/reads.ts). */
   readonly #reads: ReadContext;
+  /**
+   * The reads by id (a GET by id): on MySQL those of one turn of the event loop coalesced, one statement per
+   * tenant (run/reads.ts); on SQLite, in-process with no round trip to save, each its own statement.
+   */
+  readonly #readById: (tenant: string, id: string) => Promise<DefinitionReadRow[]>;
   /** The write transaction: BEGIN, SQL built here once, COMMIT, through the driver (run/writes.ts). */
   readonly #transaction: RunTransaction;
   readonly #writes: WriteStatements;
@@ -270,6 +275,10 @@ class SqlRepository implements AgentDefinitionRepository {
     this.#context = { tx: db, dialect };
     this.#writeContext = { tx: writer.db, dialect };
     this.#reads = { run: driverRunner(db, dialect), statements: readStatements(dialect) };
+    if (dialect === "mysql") {
+      const coalesced = coalescedReadsById(this.#reads.run, this.#reads.statements);
+      this.#readById = (tenant, id) => coalesced.read(tenant, id);
+    } else this.#readById = (tenant, id) => readById(this.#reads, tenant, id);
     // READ COMMITTED on MySQL (every connection's session level, connection.ts): a locking read
     // that finds nothing takes no gap lock. Under REPEATABLE READ the gap locks of writers
     // creating different new agents deadlock against the tenant row that numbers them, and 200
@@ -401,7 +410,7 @@ class SqlRepository implements AgentDefinitionRepository {
     // An id we could not have issued (which also keeps non-ASCII out of a comparison with the
     // ASCII id column) is looked up as "", which no row has: the same one statement still
     // tells an unknown tenant from an unknown id.
-    const rows = await this.#guard(() => readById(this.#reads, tenant, INSTANCE_ID.test(id) ? id : ""));
+    const rows = await this.#guard(() => this.#readById(tenant, INSTANCE_ID.test(id) ? id : ""));
     return oneOf(tenant, rows);
   }
 

@@ -31,6 +31,12 @@ export interface ReadContext {
 export interface ReadStatements {
   /** Bindings: id, tenant. */
   readonly byId: string;
+  /**
+   * byId for `count` ids of one tenant at once (`d.id IN (...)`): bindings the ids, then the tenant. It answers
+   * no row for an unknown tenant, else a row for each id found, or the tenant's row alone when none is
+   * (rowsById takes one id's rows out of it).
+   */
+  byIds(count: number): string;
   /** Bindings: reference id, tenant. */
   readonly newestByReference: string;
 }
@@ -71,14 +77,17 @@ export function readStatements(dialect: Dialect): ReadStatements {
   const newestOfAgent =
     `SELECT n.id FROM ${definitions} n WHERE n.tenant = a.tenant AND n.agent_number = a.number ` +
     "ORDER BY n.is_latest DESC, n.seq DESC LIMIT 1";
-  return {
-    byId: `
+  const byId = (match: string): string => `
       SELECT ${columns}, ${tenantRevisionJoined}
       FROM ${tenants} t
       ${tenantRevisionJoin}
-      LEFT JOIN ${definitions} d ON d.tenant = t.name AND d.id = ?
+      LEFT JOIN ${definitions} d ON d.tenant = t.name AND d.id ${match}
       ${agentOfDefinition}
-      WHERE t.name = ?`,
+      WHERE t.name = ?`;
+  const byIds: string[] = [];
+  return {
+    byId: byId("= ?"),
+    byIds: (count) => (byIds[count] ??= byId(`IN (${Array.from({ length: count }, () => "?").join(", ")})`)),
     // The version an `Agent_ID=` names: the newest that is not DEACTIVATED (the one is_latest marks),
     // else the newest of all: its id from the (tenant, agent_number, is_latest, seq) index (migration
     // 0008), then that one row by its primary key. Joined to every version and sorted, MariaDB
@@ -99,6 +108,38 @@ export function readStatements(dialect: Dialect): ReadStatements {
 /** The tenant's row, with the instance with this id if the tenant holds one. */
 export function readById({ run, statements }: ReadContext, tenant: string, id: string): Promise<DefinitionReadRow[]> {
   return run(statements.byId, [id, tenant]);
+}
+
+/**
+ * What byId would have answered for `id`, out of what byIds answered for several ids of the same tenant: its
+ * row when the tenant holds it, else the tenant's row with no definition in it, and no row when the tenant
+ * is unknown. Ids are compared as the column does (ascii_bin: byte for byte).
+ */
+export function rowsById(rows: readonly DefinitionReadRow[], id: string): DefinitionReadRow[] {
+  const [first] = rows;
+  if (first === undefined) return [];
+  const found = rows.find((row) => row.id === id);
+  return [found ?? tenantRowOnly(first)];
+}
+
+/** A read's row with no definition in it: what a read whose id matches nothing answers for a known tenant. */
+function tenantRowOnly(row: DefinitionReadRow): DefinitionReadRow {
+  return {
+    tenant_revision: row.tenant_revision ?? null,
+    id: null,
+    agent_number: null,
+    reference_id: null,
+    document_json: null,
+    document_binary: null,
+    created_at: null,
+    updated_at: null,
+    revision: null,
+    mod_revision: null,
+    status: null,
+    status_message: null,
+    status_changed_at: null,
+    is_latest: null,
+  };
 }
 
 /** The tenant's row, with the newest instance of the agent with this reference id if there is one. */
