@@ -178,7 +178,7 @@ function createFloor(db: FloorDatabase, dialect: "mysql" | "sqlite") {
   const statements = readStatements(dialect);
 
   async function get(tenant: string, id: string): Promise<Answer> {
-    const [row] = await db.read(statements.byId, [id, tenant]);
+    const [row] = await db.read(statements.byId.one, [id, tenant]);
     if (row === undefined) return [404, '{"error":"no such tenant"}'];
     return row.id === null ? [404, '{"error":"not found"}'] : [200, row.document_json as Buffer];
   }

@@ -59,7 +59,7 @@ import { reloadTriggers } from "./run/broken-triggers.js";
 import type { Database, StorageOptions } from "./run/connection.js";
 import { openDatabase } from "./run/connection.js";
 import { classifyDriverError, isBrokenTriggers, isDuplicateKey, isNodeFailure, raceKind } from "./run/driver-errors.js";
-import { coalescedReadsById, driverRunner } from "./run/reads.js";
+import { coalescedReads, driverRunner } from "./run/reads.js";
 import { type SearchLimits, type SearchRunner, searchDeadline, searchRunner } from "./run/searches.js";
 import type { RunTransaction } from "./run/writes.js";
 import { transactionRunner } from "./run/writes.js";
@@ -215,10 +215,12 @@ class SqlRepository implements AgentDefinitionRepository {
   /** The hot reads: SQL built here, once, and run through the driver (run/reads.ts). */
   readonly #reads: ReadContext;
   /**
-   * The reads by id (a GET by id): on MySQL those of one turn of the event loop coalesced, one statement per
-   * tenant (run/reads.ts); on SQLite, in-process with no round trip to save, each its own statement.
+   * The reads by id and by reference id (a GET of either): on MySQL those asked while one is in flight
+   * coalesced, one statement per tenant (run/reads.ts); on SQLite, in-process with no round trip to save,
+   * each its own statement.
    */
   readonly #readById: (tenant: string, id: string) => Promise<DefinitionReadRow[]>;
+  readonly #readByReference: (tenant: string, referenceId: string) => Promise<DefinitionReadRow[]>;
   /** The write transaction: BEGIN, SQL built here once, COMMIT, through the driver (run/writes.ts). */
   readonly #transaction: RunTransaction;
   readonly #writes: WriteStatements;
@@ -276,9 +278,14 @@ class SqlRepository implements AgentDefinitionRepository {
     this.#writeContext = { tx: writer.db, dialect };
     this.#reads = { run: driverRunner(db, dialect), statements: readStatements(dialect) };
     if (dialect === "mysql") {
-      const coalesced = coalescedReadsById(this.#reads.run, this.#reads.statements);
-      this.#readById = (tenant, id) => coalesced.read(tenant, id);
-    } else this.#readById = (tenant, id) => readById(this.#reads, tenant, id);
+      const byId = coalescedReads(this.#reads.run, this.#reads.statements.byId);
+      const byReference = coalescedReads(this.#reads.run, this.#reads.statements.newestByReference);
+      this.#readById = (tenant, id) => byId.read(tenant, id);
+      this.#readByReference = (tenant, referenceId) => byReference.read(tenant, referenceId);
+    } else {
+      this.#readById = (tenant, id) => readById(this.#reads, tenant, id);
+      this.#readByReference = (tenant, referenceId) => readNewestByReference(this.#reads, tenant, referenceId);
+    }
     // READ COMMITTED on MySQL (every connection's session level, connection.ts): a locking read
     // that finds nothing takes no gap lock. Under REPEATABLE READ the gap locks of writers
     // creating different new agents deadlock against the tenant row that numbers them, and 200
@@ -415,7 +422,7 @@ class SqlRepository implements AgentDefinitionRepository {
   }
 
   async findNewestByReference(tenant: string, referenceId: string): Promise<Found> {
-    const rows = await this.#guard(() => readNewestByReference(this.#reads, tenant, referenceId));
+    const rows = await this.#guard(() => this.#readByReference(tenant, referenceId));
     return oneOf(tenant, rows);
   }
 

@@ -27,18 +27,31 @@ export interface ReadContext {
   readonly statements: ReadStatements;
 }
 
+/**
+ * One hot read by a key (an id, a reference id) in a tenant: the tenant's row, with the definition the key
+ * names if the tenant holds one. No row at all means no such tenant.
+ */
+export interface KeyedRead {
+  /** Bindings: the key, then the tenant. */
+  readonly one: string;
+  /**
+   * The same for `count` keys of one tenant at once (`IN (...)`): bindings the keys, then the tenant. It
+   * answers no row for an unknown tenant, else a row for each key that names a definition, or the tenant's
+   * row alone when none does (rowsOfKey takes one key's rows out of it).
+   */
+  many(count: number): string;
+  /**
+   * The column of a row that holds its key, as stored: both key columns have NO PAD binary collations
+   * (`ascii_bin`, exactCollation's), so a key names a row exactly when their strings are equal.
+   */
+  readonly keyColumn: "id" | "reference_id";
+}
+
 /** The SQL of the hot reads, for one dialect. */
 export interface ReadStatements {
-  /** Bindings: id, tenant. */
-  readonly byId: string;
-  /**
-   * byId for `count` ids of one tenant at once (`d.id IN (...)`): bindings the ids, then the tenant. It answers
-   * no row for an unknown tenant, else a row for each id found, or the tenant's row alone when none is
-   * (rowsById takes one id's rows out of it).
-   */
-  byIds(count: number): string;
-  /** Bindings: reference id, tenant. */
-  readonly newestByReference: string;
+  readonly byId: KeyedRead;
+  /** The newest version of the agent a reference id (`Agent_ID=...`) names. */
+  readonly newestByReference: KeyedRead;
 }
 
 /**
@@ -84,45 +97,54 @@ export function readStatements(dialect: Dialect): ReadStatements {
       LEFT JOIN ${definitions} d ON d.tenant = t.name AND d.id ${match}
       ${agentOfDefinition}
       WHERE t.name = ?`;
-  const byIds: string[] = [];
-  return {
-    byId: byId("= ?"),
-    byIds: (count) => (byIds[count] ??= byId(`IN (${Array.from({ length: count }, () => "?").join(", ")})`)),
-    // The version an `Agent_ID=` names: the newest that is not DEACTIVATED (the one is_latest marks),
-    // else the newest of all: its id from the (tenant, agent_number, is_latest, seq) index (migration
-    // 0008), then that one row by its primary key. Joined to every version and sorted, MariaDB
-    // chose to read the whole tenant through its (tenant, seq) index into a temporary table
-    // with the documents in it: 1.6 ms at 1,000 definitions, against 0.05 ms (ANALYZE).
-    newestByReference: `
+  // The version an `Agent_ID=` names: the newest that is not DEACTIVATED (the one is_latest marks),
+  // else the newest of all: its id from the (tenant, agent_number, is_latest, seq) index (migration
+  // 0008), then that one row by its primary key. Joined to every version and sorted, MariaDB
+  // chose to read the whole tenant through its (tenant, seq) index into a temporary table
+  // with the documents in it: 1.6 ms at 1,000 definitions, against 0.05 ms (ANALYZE).
+  const newestByReference = (match: string): string => `
       SELECT ${columns}, ${tenantRevisionJoined}
       FROM ${tenants} t
       ${tenantRevisionJoin}
-      LEFT JOIN ${agents} a ON a.tenant = t.name AND a.reference_id = ?
+      LEFT JOIN ${agents} a ON a.tenant = t.name AND a.reference_id ${match}
       LEFT JOIN ${definitions} d ON d.id = (
         ${newestOfAgent}
       )
-      WHERE t.name = ?`,
+      WHERE t.name = ?`;
+  return {
+    byId: keyedRead(byId, "id"),
+    newestByReference: keyedRead(newestByReference, "reference_id"),
+  };
+}
+
+/** A KeyedRead from its statement with the key's match (`= ?`, `IN (?, ?)`) left open; `many`'s kept by count. */
+function keyedRead(statement: (match: string) => string, keyColumn: KeyedRead["keyColumn"]): KeyedRead {
+  const many: string[] = [];
+  return {
+    one: statement("= ?"),
+    many: (count) => (many[count] ??= statement(`IN (${Array.from({ length: count }, () => "?").join(", ")})`)),
+    keyColumn,
   };
 }
 
 /** The tenant's row, with the instance with this id if the tenant holds one. */
 export function readById({ run, statements }: ReadContext, tenant: string, id: string): Promise<DefinitionReadRow[]> {
-  return run(statements.byId, [id, tenant]);
+  return run(statements.byId.one, [id, tenant]);
 }
 
 /**
- * What byId would have answered for `id`, out of what byIds answered for several ids of the same tenant: its
- * row when the tenant holds it, else the tenant's row with no definition in it, and no row when the tenant
- * is unknown. Ids are compared as the column does (ascii_bin: byte for byte).
+ * What `read.one` would have answered for `key`, out of what `read.many` answered for several keys of the
+ * same tenant: the key's row when it names a definition there, else the tenant's row with no definition in
+ * it, and no row when the tenant is unknown.
  */
-export function rowsById(rows: readonly DefinitionReadRow[], id: string): DefinitionReadRow[] {
+export function rowsOfKey(read: KeyedRead, rows: readonly DefinitionReadRow[], key: string): DefinitionReadRow[] {
   const [first] = rows;
   if (first === undefined) return [];
-  const found = rows.find((row) => row.id === id);
+  const found = rows.find((row) => row[read.keyColumn] === key);
   return [found ?? tenantRowOnly(first)];
 }
 
-/** A read's row with no definition in it: what a read whose id matches nothing answers for a known tenant. */
+/** A read's row with no definition in it: what a read whose key names nothing answers for a known tenant. */
 function tenantRowOnly(row: DefinitionReadRow): DefinitionReadRow {
   return {
     tenant_revision: row.tenant_revision ?? null,
@@ -148,5 +170,5 @@ export function readNewestByReference(
   tenant: string,
   referenceId: string,
 ): Promise<DefinitionReadRow[]> {
-  return run(statements.newestByReference, [referenceId, tenant]);
+  return run(statements.newestByReference.one, [referenceId, tenant]);
 }

@@ -3,7 +3,7 @@
  * so all a read needs is a pooled connection and the driver.
  */
 import type { Knex } from "knex";
-import { type ReadStatements, type RunRead, rowsById } from "../queries/reads.js";
+import { type KeyedRead, type RunRead, rowsOfKey } from "../queries/reads.js";
 import type { DefinitionReadRow } from "../rows.js";
 import type { Dialect } from "./connection.js";
 import type { MysqlConnection, SqliteConnection } from "./driver.js";
@@ -34,39 +34,40 @@ export function driverRunner(db: Knex, dialect: Dialect): RunRead {
     withConnection((connection) => statement(connection as SqliteConnection, sql).all(bindings) as DefinitionReadRow[]);
 }
 
-/** The most ids one coalesced read binds; a larger batch is read in several statements. */
-export const MAX_IDS_PER_READ = 64;
+/** The most keys one coalesced statement binds; a larger batch is read in several statements. */
+export const MAX_KEYS_PER_READ = 64;
 
-/** Reads by id, each answering what queries/reads.ts's readById answers for it. */
-export interface ReadsById {
-  read(tenant: string, id: string): Promise<DefinitionReadRow[]>;
+/** Reads of one KeyedRead, each answering what the read's one-key statement answers for its key. */
+export interface KeyedReads {
+  read(tenant: string, key: string): Promise<DefinitionReadRow[]>;
   /** How many reads were asked and how many statements answered them (for tests). */
   stats(): { reads: number; statements: number };
 }
 
 interface Waiting {
-  readonly id: string;
+  readonly key: string;
   resolve(rows: DefinitionReadRow[]): void;
   reject(error: unknown): void;
 }
 
+/** A string mysql2 would not send as it is: a lone surrogate goes out as U+FFFD. */
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
+
 /**
- * Reads by id coalesced (MySQL): the reads asked in one turn of the event loop (the GETs whose requests one
- * poll of the sockets delivered, whichever door they came through) are sent at the turn's end
- * (setImmediate), one statement per tenant (`byIds`: `d.id IN (...)`, at most `maxIds` ids) instead of one
- * each, and each caller gets what its own statement would have answered (rowsById). A read asked while no
- * statement of these is in flight is sent at once, alone (the one-id statement, as before): the coalescing
- * only gathers what would otherwise have queued behind the database. Each statement is a round trip, a socket write and a wake-up of a
- * MariaDB thread: on this project's 2-core machines the GETs by id ran at 0.47-0.57x of the bench's floor
- * one statement each and 0.81-0.86x coalesced, MariaDB's CPU 40-44 % against 26 % (BENCHMARKS.md, "Reads
- * by id coalesced"). Every read of a statement shares its outcome: a failure fails them all, each mapped
- * as its own would have been.
+ * Hot reads by key coalesced (MySQL): the reads by id (a GET by id) or by reference id (a GET by
+ * `Agent_ID=`) asked while one of the same is in flight are sent at the end of the event loop's turn
+ * (setImmediate: every request whose bytes that poll of the sockets delivered has asked by then), one
+ * statement per tenant (`read.many`: `IN (...)`, at most `maxKeys` keys) instead of one each, and each
+ * caller gets what its own statement would have answered (rowsOfKey). A read asked while none is in flight
+ * is sent at once, alone (`read.one`, as before): the coalescing only gathers what would otherwise have
+ * queued behind the database, and a lone GET pays nothing for it. Each statement is a round trip, a socket
+ * write and a wake-up of a MariaDB thread: on this project's 2-core machines the GETs by id ran at
+ * 0.42-0.53x of the bench's floor one statement each and 0.70-0.89x coalesced, MariaDB's CPU 36-43 % against
+ * 26-32 % (BENCHMARKS.md, "Reads by id coalesced"). Every read of a statement shares its outcome: a failure
+ * fails them all, each mapped by the repository as its own would have been. A key with a lone surrogate is
+ * read alone: the driver sends it changed, so a row's key could not be matched to it.
  */
-export function coalescedReadsById(
-  run: RunRead,
-  statements: Pick<ReadStatements, "byId" | "byIds">,
-  maxIds = MAX_IDS_PER_READ,
-): ReadsById {
+export function coalescedReads(run: RunRead, read: KeyedRead, maxKeys = MAX_KEYS_PER_READ): KeyedReads {
   let pending: Map<string, Waiting[]> | undefined;
   let reads = 0;
   let sent = 0;
@@ -75,16 +76,16 @@ export function coalescedReadsById(
   const send = (tenant: string, waiting: readonly Waiting[]): void => {
     sent++;
     inFlight++;
-    const ids = [...new Set(waiting.map((w) => w.id))];
-    const [only] = ids;
+    const keys = [...new Set(waiting.map((w) => w.key))];
+    const [only] = keys;
     const answer =
-      ids.length === 1 && only !== undefined
-        ? run(statements.byId, [only, tenant])
-        : run(statements.byIds(ids.length), [...ids, tenant]);
+      keys.length === 1 && only !== undefined
+        ? run(read.one, [only, tenant])
+        : run(read.many(keys.length), [...keys, tenant]);
     answer.then(
       (rows) => {
         inFlight--;
-        for (const w of waiting) w.resolve(ids.length === 1 ? rows : rowsById(rows, w.id));
+        for (const w of waiting) w.resolve(keys.length === 1 ? rows : rowsOfKey(read, rows, w.key));
       },
       (error: unknown) => {
         inFlight--;
@@ -96,22 +97,22 @@ export function coalescedReadsById(
     const batches = pending;
     pending = undefined;
     for (const [tenant, waiting] of batches ?? []) {
-      for (let i = 0; i < waiting.length; i += maxIds) send(tenant, waiting.slice(i, i + maxIds));
+      for (let i = 0; i < waiting.length; i += maxKeys) send(tenant, waiting.slice(i, i + maxKeys));
     }
   };
   return {
-    read(tenant, id) {
+    read(tenant, key) {
       reads++;
       return new Promise((resolve, reject) => {
-        // Nothing to wait behind: sent at once, so that a read alone pays nothing for the coalescing.
-        if (inFlight === 0 && pending === undefined) return send(tenant, [{ id, resolve, reject }]);
+        if ((inFlight === 0 && pending === undefined) || LONE_SURROGATE.test(key))
+          return send(tenant, [{ key, resolve, reject }]);
         if (pending === undefined) {
           pending = new Map();
           setImmediate(flush);
         }
         const waiting = pending.get(tenant);
-        if (waiting === undefined) pending.set(tenant, [{ id, resolve, reject }]);
-        else waiting.push({ id, resolve, reject });
+        if (waiting === undefined) pending.set(tenant, [{ key, resolve, reject }]);
+        else waiting.push({ key, resolve, reject });
       });
     },
     stats: () => ({ reads, statements: sent }),
