@@ -90,11 +90,15 @@ export function readStatements(dialect: Dialect): ReadStatements {
   const newestOfAgent =
     `SELECT n.id FROM ${definitions} n WHERE n.tenant = a.tenant AND n.agent_number = a.number ` +
     "ORDER BY n.is_latest DESC, n.seq DESC LIMIT 1";
-  const byId = (match: string): string => `
+  // The IN form names its index on MySQL: with a tenant's statistics not yet gathered (a new or small
+  // table), MariaDB 10.11 chose the (tenant, ...) primary key of agents for several reference ids, reading
+  // every agent of the tenant, where one reference id reads its unique key (EXPLAIN, 2026-11-27).
+  const index = (name: string, many: boolean): string => (many && dialect === "mysql" ? ` FORCE INDEX (${name})` : "");
+  const byId = (match: string, many: boolean): string => `
       SELECT ${columns}, ${tenantRevisionJoined}
       FROM ${tenants} t
       ${tenantRevisionJoin}
-      LEFT JOIN ${definitions} d ON d.tenant = t.name AND d.id ${match}
+      LEFT JOIN ${definitions} d${index("PRIMARY", many)} ON d.tenant = t.name AND d.id ${match}
       ${agentOfDefinition}
       WHERE t.name = ?`;
   // The version an `Agent_ID=` names: the newest that is not DEACTIVATED (the one is_latest marks),
@@ -102,11 +106,11 @@ export function readStatements(dialect: Dialect): ReadStatements {
   // 0008), then that one row by its primary key. Joined to every version and sorted, MariaDB
   // chose to read the whole tenant through its (tenant, seq) index into a temporary table
   // with the documents in it: 1.6 ms at 1,000 definitions, against 0.05 ms (ANALYZE).
-  const newestByReference = (match: string): string => `
+  const newestByReference = (match: string, many: boolean): string => `
       SELECT ${columns}, ${tenantRevisionJoined}
       FROM ${tenants} t
       ${tenantRevisionJoin}
-      LEFT JOIN ${agents} a ON a.tenant = t.name AND a.reference_id ${match}
+      LEFT JOIN ${agents} a${index("uq_agents_reference_id", many)} ON a.tenant = t.name AND a.reference_id ${match}
       LEFT JOIN ${definitions} d ON d.id = (
         ${newestOfAgent}
       )
@@ -117,12 +121,16 @@ export function readStatements(dialect: Dialect): ReadStatements {
   };
 }
 
-/** A KeyedRead from its statement with the key's match (`= ?`, `IN (?, ?)`) left open; `many`'s kept by count. */
-function keyedRead(statement: (match: string) => string, keyColumn: KeyedRead["keyColumn"]): KeyedRead {
+/**
+ * A KeyedRead from its statement with the key's match (`= ?`, `IN (?, ?)`) left open, and whether it is the IN
+ * form; `many`'s statements kept by count.
+ */
+function keyedRead(statement: (match: string, many: boolean) => string, keyColumn: KeyedRead["keyColumn"]): KeyedRead {
   const many: string[] = [];
+  const keys = (count: number): string => `IN (${Array.from({ length: count }, () => "?").join(", ")})`;
   return {
-    one: statement("= ?"),
-    many: (count) => (many[count] ??= statement(`IN (${Array.from({ length: count }, () => "?").join(", ")})`)),
+    one: statement("= ?", false),
+    many: (count) => (many[count] ??= statement(keys(count), true)),
     keyColumn,
   };
 }
