@@ -61,11 +61,17 @@ export function createChangeLog(
     (await on(sql, bindings as never)) as unknown as T[];
   const oldestSql = `SELECT MIN(revision) AS oldest FROM ${definitionChanges} WHERE tenant = ?`;
   /** Every tenant that has taken a revision, with it. */
-  const revisionsSql = `SELECT tenant, revision FROM ${tenantRevisions} WHERE revision > 0`;
-  /** A tenant's oldest record written at or after `?`, along the primary key (tenant, revision). */
-  const firstYoungSql = `
-    SELECT revision FROM ${definitionChanges} WHERE tenant = ? AND changed_at >= ?
-    ORDER BY revision LIMIT 1`;
+  const tenantsSql = `SELECT tenant, revision, NULL AS young FROM ${tenantRevisions} WHERE revision > 0`;
+  /**
+   * The same, with each tenant's oldest record written at or after `?` (compaction by age): one statement,
+   * each tenant's subquery read along the primary key (tenant, revision) and stopping at that record.
+   */
+  const tenantsByAgeSql = `
+    SELECT r.tenant, r.revision, (
+      SELECT c.revision FROM ${definitionChanges} c WHERE c.tenant = r.tenant AND c.changed_at >= ?
+      ORDER BY c.revision LIMIT 1
+    ) AS young
+    FROM ${tenantRevisions} r WHERE r.revision > 0`;
   const oldestOf = async (tenant: string): Promise<number | undefined> => {
     const [row] = await rows<{ oldest: DatabaseInteger | null }>(oldestSql, [tenant]);
     return row?.oldest == null ? undefined : fromDatabaseInteger(row.oldest);
@@ -113,26 +119,23 @@ export function createChangeLog(
       const cut = (tenant: string, upTo: number) => {
         if (upTo > 0) cuts.set(tenant, Math.max(cuts.get(tenant) ?? 0, upTo));
       };
-      // Every tenant's revision, read once for both rules.
+      // Every tenant's revision, and by age its first record written since `before`, read once for both rules.
+      // By age, the records before that first young record go: read along the primary key from the oldest
+      // record, each tenant's subquery reads what it deletes and one row more, where a MAX(revision) over every
+      // record older than `before` read the whole log at every compaction (changed_at has no index). A record
+      // older than `before` behind a younger one stays until the next compaction after that one ages.
+      const byAge = maxAgeMillis > 0;
       const tenants =
-        count > 0 || maxAgeMillis > 0
-          ? await rows<{ tenant: string; revision: DatabaseInteger }>(revisionsSql, [])
+        count > 0 || byAge
+          ? await rows<{ tenant: string; revision: DatabaseInteger; young: DatabaseInteger | null }>(
+              byAge ? tenantsByAgeSql : tenantsSql,
+              byAge ? [toDatabaseTimestamp(new Date(now.getTime() - maxAgeMillis))] : [],
+            )
           : [];
-      if (count > 0) for (const row of tenants) cut(row.tenant, fromDatabaseInteger(row.revision) - count);
-      if (maxAgeMillis > 0) {
-        // Per tenant, the records before its first one written since `before` go. Read along the primary key
-        // from the oldest record, this stops at that first young record: it reads what it deletes and one row
-        // more, where a MAX(revision) over every record older than `before` read the whole log at every
-        // compaction (changed_at has no index). A record older than `before` behind a younger one stays
-        // until the next compaction after that one ages.
-        const before = toDatabaseTimestamp(new Date(now.getTime() - maxAgeMillis));
-        for (const row of tenants) {
-          const [young] = await rows<{ revision: DatabaseInteger }>(firstYoungSql, [row.tenant, before]);
-          cut(
-            row.tenant,
-            young === undefined ? fromDatabaseInteger(row.revision) : fromDatabaseInteger(young.revision) - 1,
-          );
-        }
+      for (const row of tenants) {
+        const revision = fromDatabaseInteger(row.revision);
+        if (count > 0) cut(row.tenant, revision - count);
+        if (byAge) cut(row.tenant, row.young == null ? revision : fromDatabaseInteger(row.young) - 1);
       }
       let removed = 0;
       for (const [tenant, upTo] of cuts) removed += await deleteUpTo(tenant, upTo);

@@ -76,12 +76,9 @@ export function coalescedReads(run: RunRead, read: KeyedRead, maxKeys = MAX_KEYS
   const send = (tenant: string, waiting: readonly Waiting[]): void => {
     sent++;
     inFlight++;
-    const keys = [...new Set(waiting.map((w) => w.key))];
-    const [only] = keys;
-    const answer =
-      keys.length === 1 && only !== undefined
-        ? run(read.one, [only, tenant])
-        : run(read.many(keys.length), [...keys, tenant]);
+    // A read alone (the usual case when the database keeps up) makes no set of its keys.
+    const keys = waiting.length === 1 ? waiting.map((w) => w.key) : [...new Set(waiting.map((w) => w.key))];
+    const answer = run(keys.length === 1 ? read.one : read.many(keys.length), [...keys, tenant]);
     answer.then(
       (rows) => {
         inFlight--;
