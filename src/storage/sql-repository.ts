@@ -121,6 +121,11 @@ const defaultWriteBudgetMillis = 10_000;
  */
 const triggerReloads = 3;
 
+/** What a write answers when the node's broken triggers (run/broken-triggers.ts) could not be mended in time. */
+const brokenTriggersMessage =
+  "The registry's database node could not take the write now (its triggers failed to load); nothing was saved. " +
+  "Try again.";
+
 /** Base of the exponential backoff between attempts, in milliseconds. */
 const backoffBaseMillis = 5;
 
@@ -328,17 +333,26 @@ class SqlRepository implements AgentDefinitionRepository {
         // A table's triggers failed to load on the node (an interrupted statement left them broken in its
         // table cache: run/broken-triggers.ts): the statement failed whole (a CALL's COMMIT is its last
         // statement, so nothing was committed either), the transaction is rolled back and its connection
-        // back in the pool. Reloaded, then run again (a few times per write: a node of a cluster under a
-        // fail-over may break another instance meanwhile).
-        if (this.#dialect === "mysql" && isBrokenTriggers(error) && reloads-- > 0) {
+        // back in the pool.
+        // Reloaded, then run again (a few times per write: a node of a cluster under a fail-over may break
+        // another instance meanwhile). Nothing was written, so a write that still meets them, or whose
+        // reload fails, is answered UNAVAILABLE (retry), never INTERNAL: the node cannot take it now.
+        if (this.#dialect === "mysql" && isBrokenTriggers(error)) {
+          if (reloads-- <= 0) throw unavailable(error, brokenTriggersMessage);
           try {
             await reloadTriggers(this.#writeDb, this.#writeBudgetMillis / 2000);
           } catch (reloadError) {
+            // The node failed under the reload: the pool moved on, and the write is tried on the next host.
+            if (failovers-- > 0 && isNodeFailure(reloadError)) {
+              deadline = performance.now() + this.#writeBudgetMillis;
+              this.#retries.node_failed++;
+              continue;
+            }
             this.#logger?.warn("a table's triggers failed to load and could not be reloaded", {
               error: String(error),
               reload: String(reloadError),
             });
-            throw error;
+            throw unavailable(error, brokenTriggersMessage);
           }
           this.#logger?.warn("a table's triggers failed to load on the database node; reloaded", {
             error: String(error),

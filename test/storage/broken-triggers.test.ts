@@ -82,4 +82,30 @@ describe.skipIf(mariadb === undefined || mariadb.skip)("on mariadb", () => {
     )) as [Array<{ n: number; counted: string }>];
     expect(counted).toEqual({ n: 2, counted: "2" });
   });
+
+  it("a write whose reload is refused is answered UNAVAILABLE and stores nothing", async () => {
+    // A user with every privilege on the database but not RELOAD, which FLUSH needs.
+    const user = `asor_noreload_${process.pid}`;
+    await raw.db.raw(`CREATE OR REPLACE USER ?@'%' IDENTIFIED BY 'noreload'`, [user]);
+    const url = new URL(target().databaseUrl as string);
+    await raw.db.raw(`GRANT ALL ON \`${url.pathname.slice(1)}\`.* TO ?@'%'`, [user]);
+    url.username = user;
+    url.password = "noreload";
+    const limited = await createSqlRepository({ ...target(), databaseUrl: url.toString() });
+    try {
+      const count = async () =>
+        ((await raw.db.raw("SELECT COUNT(*) AS n FROM agent_definitions")) as [Array<{ n: number }>])[0][0]!.n;
+      const before = await count();
+      expect(await breakTriggers()).toMatchObject({ errno: 1064 });
+
+      const refused = await save(limited, definition({ name: "Not stored" })).catch((error: unknown) => error);
+      expect(refused).toMatchObject({ code: "UNAVAILABLE", message: expect.stringContaining("triggers failed") });
+      expect(await count()).toBe(before);
+      expect(limited.writeRetries().triggers_reloaded).toBe(0);
+    } finally {
+      await limited.close();
+      await raw.db.raw("FLUSH LOCAL TABLES agent_definitions");
+      await raw.db.raw("DROP USER ?@'%'", [user]);
+    }
+  });
 });
