@@ -16,7 +16,7 @@
  *   node --import tsx bench/tail.ts [--rounds 5] [--duration 5] [--warmup 1]
  *     [--variant name=flags ...]  e.g. --variant semi2= --variant semi16=--max-semi-space-size=16
  *     [--shape c1m10 ...]          h2load -c/-m: c1m10 (the wire bench's), c1m1, c10m1, ...
- *     [--scenario rest|grpc ...] [--out dir]  (keeps the logs)  [--sqlite]  (the embedded database: no MariaDB)
+ *     [--scenario rest|grpc|connect ...] [--out dir]  (keeps the logs)  [--sqlite]  (the embedded database: no MariaDB)
  *     [--nice=-20]                 the service and h2load (and this session's autogroup) ahead of the machine's
  *                                  other work: what the tail is on a quiet machine, MariaDB left as it is
  */
@@ -155,6 +155,11 @@ async function h2loadRun(
       ),
     );
     args.push("-H", "content-type: application/grpc", "-H", "te: trailers", "-d", join(dir, "body"));
+    args.push(`${service.baseUrl}/asor.v1.AgentDefinitionService/GetAgentDefinition`);
+  } else if (scenario === "connect") {
+    // A Connect unary JSON POST, as the wire bench's "connect get" sends it.
+    writeFileSync(join(dir, "body"), JSON.stringify({ tenant: TENANT, id }));
+    args.push("-H", "content-type: application/json", "-d", join(dir, "body"));
     args.push(`${service.baseUrl}/asor.v1.AgentDefinitionService/GetAgentDefinition`);
   } else args.push(`${service.baseUrl}/api/asor/v1/${TENANT}/agentDefinition/${id}`);
   writeFileSync(gcFile, "");

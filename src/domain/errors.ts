@@ -380,6 +380,8 @@ export function createIssueCollector(): IssueCollector {
       atLeast = true;
     },
     issues() {
+      // Nothing found, the common case: one shared list, so a check that finds nothing leaves nothing behind.
+      if (kept.length === 0 && omitted === 0 && !atLeast) return NO_ISSUES;
       // Frozen: a list capped once stays as it was capped.
       const made = Object.freeze(collected());
       capped.add(made);
@@ -402,6 +404,10 @@ export function createIssueCollector(): IssueCollector {
 
 /** The lists collectors made: capped already. */
 const capped = new WeakSet<readonly Issue[]>();
+
+/** What a collector that found nothing answers: one frozen list for all of them. */
+const NO_ISSUES: readonly Issue[] = Object.freeze([]);
+capped.add(NO_ISSUES);
 
 /** How many problems `issues` stands for: its items, a MORE_ISSUES item counted as the problems it left out. */
 export function problemCount(issues: readonly Issue[]): number {

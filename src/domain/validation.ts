@@ -202,16 +202,25 @@ export function unknownFieldIssues<Desc extends DescMessage>(
       });
     }
     for (const field of desc.fields) {
-      const value = (m as unknown as Record<string, unknown>)[field.localName];
-      const path = at === "" ? field.jsonName : `${at}.${field.jsonName}`;
-      if (field.fieldKind === "message" && value !== undefined) visit(field.message, value as Message, path);
-      if (field.fieldKind === "list" && field.listKind === "message") {
-        (value as Message[]).forEach((item, i) => visit(field.message, item, `${path}[${i}]`));
+      // The path is made only for the members that hold messages (a request's scalars make none).
+      if (field.fieldKind === "message") {
+        const value = (m as unknown as Record<string, unknown>)[field.localName];
+        if (value !== undefined) visit(field.message, value as Message, pathOf(at, field.jsonName));
+      } else if (field.fieldKind === "list" && field.listKind === "message") {
+        const items = (m as unknown as Record<string, unknown>)[field.localName] as Message[];
+        if (items.length === 0) continue;
+        const path = pathOf(at, field.jsonName);
+        items.forEach((item, i) => visit(field.message, item, `${path}[${i}]`));
       }
     }
   };
   visit(schema, message, prefix);
   return issues.issues();
+}
+
+/** The path of the member `name` inside the message at `at` (`""`: the request). */
+function pathOf(at: string, name: string): string {
+  return at === "" ? name : `${at}.${name}`;
 }
 
 /** The registry's rules across members, which the proto cannot say. */

@@ -57,8 +57,11 @@ export type UnaryMessage =
 export interface UnaryMethod {
   readonly method: DescMethod;
   readonly spec: MethodImplSpec;
-  /** The router's interceptors in front of the service's own, in the router's order. */
-  readonly interceptors: readonly Interceptor[];
+  /**
+   * The router's interceptors in front of the service's own, innermost first: the order the call's chain is
+   * built in (the router's order, reversed once here rather than at each call).
+   */
+  readonly innermostFirst: readonly Interceptor[];
   /** The service's JSON options (the stored-JSON encoder), as Connect's router uses them. */
   readonly jsonOptions: RpcJsonOptions;
 }
@@ -77,7 +80,7 @@ export function createUnaryMethods(
       methods.set(`/${service.typeName}/${method.name}`, {
         method,
         spec: createMethodImplSpec(method, impl as never) as MethodImplSpec,
-        interceptors: all,
+        innermostFirst: [...all].reverse(),
         jsonOptions: options.jsonOptions,
       });
     }
@@ -226,7 +229,7 @@ async function invoke(
   spec: MethodImplSpec,
   context: HandlerContext,
   input: Message | undefined,
-  interceptors: readonly Interceptor[],
+  innermostFirst: readonly Interceptor[],
 ): Promise<Message> {
   const method = spec.method as DescMethodUnary;
   const impl = spec.impl as (req: Message, ctx: HandlerContext) => Promise<Message>;
@@ -246,7 +249,7 @@ async function invoke(
       trailer: context.responseTrailer,
     };
   };
-  for (const interceptor of [...interceptors].reverse()) next = interceptor(next as never) as UnaryFn;
+  for (const interceptor of innermostFirst) next = interceptor(next as never) as UnaryFn;
   const request: UnaryRequest = {
     stream: false,
     // No message (a refused one): an empty one; the verdict the edge left raises the refusal.
@@ -289,7 +292,7 @@ export async function outputOf(
   if (timeout.error !== undefined) throw timeout.error;
   const read = await call.message(compression.request);
   if (read.failure !== undefined) throw readFailure(read.failure);
-  return invoke(unary.spec, context, read.message, unary.interceptors);
+  return invoke(unary.spec, context, read.message, unary.innermostFirst);
 }
 
 /**
