@@ -21,10 +21,19 @@ import {
   parseContentType,
   parseTimeout,
 } from "@connectrpc/connect/protocol-connect";
+import type { StoredDefinition } from "../domain/records.js";
 import type { HttpAnswer } from "../http/http-answer.js";
-import { storedAnswerBinary } from "./definition-meta.js";
+import { storedAnswerBinary, storedDefinitionBinary } from "./definition-meta.js";
 import type { LeanOptions } from "./grpc-unary.js";
-import { failureOf, handlerContext, outputOf, plainHeaders, type UnaryCall, type UnaryMethod } from "./unary-call.js";
+import {
+  failureOf,
+  handedOverAnswer,
+  handlerContext,
+  outputOf,
+  plainHeaders,
+  type UnaryCall,
+  type UnaryMethod,
+} from "./unary-call.js";
 
 // Connect's unary headers, lower-case as the edge reads them.
 const headerAcceptEncoding = "accept-encoding";
@@ -38,6 +47,13 @@ const CONNECT_PROTO = { name: "connect", contentType: "application/proto", binar
 export function connectUnaryFormat(contentType: string | undefined): { binary: boolean } | undefined {
   const type = contentType === undefined ? undefined : parseContentType(contentType);
   return type === undefined || type.stream ? undefined : { binary: type.binary };
+}
+
+/** The bytes of an answer its handler handed over in the call's codec (a failure here is the service's). */
+function handedOverBytes(handed: { stored?: StoredDefinition; json?: Uint8Array }, binary: boolean): Uint8Array {
+  if (binary && handed.stored !== undefined) return storedDefinitionBinary(handed.stored);
+  if (!binary && handed.json !== undefined) return handed.json;
+  throw new Error(`The handler handed over no ${binary ? "binary" : "JSON"} answer.`);
 }
 
 /** Serves one Connect unary POST of `unary`. */
@@ -60,7 +76,9 @@ export async function serveConnect(
   let body: Uint8Array;
   try {
     const output = await outputOf(unary, context, call, compression, timeout);
-    body = binary ? (storedAnswerBinary(output) ?? toBinary(method.output, output)) : json(output);
+    const handed = handedOverAnswer(output, context.handedOver);
+    if (handed !== undefined) body = handedOverBytes(handed, binary);
+    else body = binary ? (storedAnswerBinary(output) ?? toBinary(method.output, output)) : json(output);
   } catch (err) {
     const error = failureOf(err, unary, call, options.logger);
     status = codeToHttpStatus(error.code);

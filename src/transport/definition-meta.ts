@@ -223,7 +223,14 @@ const utf8 = new TextEncoder();
  */
 export function storedAnswerBinary(message: object, headroom = 0): Uint8Array | undefined {
   const stored = storedAnswers.get(message);
-  if (stored === undefined) return undefined;
+  return stored === undefined ? undefined : storedDefinitionBinary(stored, headroom);
+}
+
+/**
+ * The binary encoding of `stored` as an answer (its `meta`, then its stored bytes), after `headroom` bytes left
+ * for the caller: what storedAnswerBinary writes for a message definitionWithMeta made of it.
+ */
+export function storedDefinitionBinary(stored: StoredDefinition, headroom = 0): Uint8Array {
   const binary = stored.binary;
   // meta's tag and length (room for PREFIX_ROOM bytes), then meta, then the stored bytes.
   const meta = metaInto(stored, headroom + PREFIX_ROOM, binary.byteLength);

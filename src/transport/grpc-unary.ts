@@ -22,10 +22,19 @@
 import { type DescMethod, type Message, toBinary } from "@bufbuild/protobuf";
 import { type Compression, compressionNegotiate, encodeEnvelope, envelopeCompress } from "@connectrpc/connect/protocol";
 import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import type { StoredDefinition } from "../domain/records.js";
 import type { HttpAnswer } from "../http/http-answer.js";
 import type { Logger } from "../logger.js";
-import { storedAnswerBinary } from "./definition-meta.js";
-import { failureOf, handlerContext, outputOf, plainHeaders, type UnaryCall, type UnaryMethod } from "./unary-call.js";
+import { storedAnswerBinary, storedDefinitionBinary } from "./definition-meta.js";
+import {
+  failureOf,
+  handedOverAnswer,
+  handlerContext,
+  outputOf,
+  plainHeaders,
+  type UnaryCall,
+  type UnaryMethod,
+} from "./unary-call.js";
 
 // gRPC's headers, lower-case as the edge reads them (Connect's constants are capitalized).
 const headerAcceptEncoding = "grpc-accept-encoding";
@@ -53,16 +62,18 @@ export interface LeanOptions {
 }
 
 /**
- * The answer's one envelope. A stored definition's bytes are written once, behind the envelope's prefix
- * (storedAnswerBinary); anything else through toBinary. Compressed when it is at least `compressMinBytes`.
+ * The answer's one envelope. A stored definition's bytes (handed over by the handler, or behind a message
+ * definitionWithMeta made) are written once, behind the envelope's prefix; anything else through toBinary.
+ * Compressed when it is at least `compressMinBytes`.
  */
 async function envelopeOf(
   output: Message,
+  handedOver: StoredDefinition | undefined,
   method: DescMethod,
   compression: Compression | null,
   compressMinBytes: number,
 ): Promise<Uint8Array> {
-  const stored = storedAnswerBinary(output, 5);
+  const stored = handedOver !== undefined ? storedDefinitionBinary(handedOver, 5) : storedAnswerBinary(output, 5);
   if (stored !== undefined && (compression === null || stored.byteLength - 5 < compressMinBytes)) {
     new DataView(stored.buffer, stored.byteOffset, 5).setUint32(1, stored.byteLength - 5);
     return stored;
@@ -98,7 +109,8 @@ export async function serveGrpc(unary: UnaryMethod, call: UnaryCall, options: Le
   let body: Uint8Array | null = null;
   try {
     const output = await outputOf(unary, context, call, compression, timeout);
-    body = await envelopeOf(output, method, compression.response, options.compressMinBytes);
+    const stored = handedOverAnswer(output, context.handedOver)?.stored;
+    body = await envelopeOf(output, stored, method, compression.response, options.compressMinBytes);
     setTrailerStatus(context.responseTrailer, undefined);
   } catch (err) {
     body = null;

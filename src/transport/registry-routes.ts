@@ -15,6 +15,7 @@ import {
 import { type ConnectRouter, createContextKey, type HandlerContext, type Interceptor } from "@connectrpc/connect";
 import { AGENT_CARD_CACHE_CONTROL } from "../domain/agent-card.js";
 import { etagOf } from "../domain/lifecycle.js";
+import type { StoredDefinition } from "../domain/records.js";
 import { REVISION_HEADER } from "../http/http-answer.js";
 import type { Logger } from "../logger.js";
 import { recordOf } from "../observability/request-record.js";
@@ -57,6 +58,45 @@ function answersBinary(ctx: HandlerContext): boolean {
   const type = ctx.requestHeader.get("content-type");
   if (type === null) return new URL(ctx.url).searchParams.get("encoding") === "proto";
   return !/^application\/(?:[a-z-]+\+)?json\b/i.test(type.trim());
+}
+
+/**
+ * Where a handler called by a lean unary path (unary-call.ts) leaves an answer it already holds as bytes, for
+ * the path to write as it is: the stored definition of a binary answer (written by storedDefinitionBinary), or
+ * the JSON of a definition or a page. The handler then answers `placeholder`, an empty message of the output
+ * type; the path writes the bytes only if the message the interceptors hand back is that placeholder (an
+ * interceptor that answered another message is answered that message). Connect's router sets no slot, and its
+ * calls are answered messages as before (responseOf).
+ */
+export interface HandedOver {
+  stored?: StoredDefinition;
+  json?: Uint8Array<ArrayBuffer>;
+  placeholder?: Message;
+}
+
+export const handedOverKey = createContextKey<HandedOver | undefined>(undefined, {
+  description: "where the handler leaves an answer it holds as bytes",
+});
+
+/** One frozen empty message per output type: what a handler answers when it handed its answer over. */
+const placeholders = new Map<DescMessage, Message>();
+
+/**
+ * The placeholder answered when `result` is handed over in `slot` as bytes (a definition, binary or JSON; a page
+ * as JSON); undefined when it is not (the handler answers a message).
+ */
+function handOver(output: DescMessage, result: Result, binary: boolean, slot: HandedOver): Message | undefined {
+  if (result.kind === "definition") {
+    if (binary) slot.stored = result.stored;
+    else slot.json = jsonWithMeta(result.stored);
+  } else if (result.kind === "page" && !binary) {
+    const { total, data, nextPageToken, revision } = result.page;
+    slot.json = pageJson(total, data, nextPageToken, revision);
+  } else return undefined;
+  let placeholder = placeholders.get(output);
+  if (placeholder === undefined) placeholders.set(output, (placeholder = Object.freeze(create(output))));
+  slot.placeholder = placeholder;
+  return placeholder;
 }
 
 /**
@@ -166,7 +206,12 @@ export function createRegistryImplementations({ operations, logger }: RegistryRo
           ctx.responseHeader.set("etag", result.etag);
           ctx.responseHeader.set("cache-control", AGENT_CARD_CACHE_CONTROL);
         }
-        return responseOf(method, result, answersBinary(ctx), ctx, storedJson);
+        const binary = answersBinary(ctx);
+        const slot = ctx.values.get(handedOverKey);
+        return (
+          (slot !== undefined ? handOver(method.output, result, binary, slot) : undefined) ??
+          responseOf(method, result, binary, ctx, storedJson)
+        );
       };
     }
     return { service, implementation, options };

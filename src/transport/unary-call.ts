@@ -23,10 +23,17 @@ import {
 } from "@connectrpc/connect";
 import { type Compression, createDeadlineSignal, createLinkedAbortController } from "@connectrpc/connect/protocol";
 import type { RegistryError } from "../domain/errors.js";
+import type { StoredDefinition } from "../domain/records.js";
 import type { Logger } from "../logger.js";
 import { recordOf } from "../observability/request-record.js";
 import { callerConnectError } from "./connect-errors.js";
-import { binaryAnswerKey, type RegistryServiceImpl, type RpcJsonOptions } from "./registry-routes.js";
+import {
+  binaryAnswerKey,
+  type HandedOver,
+  handedOverKey,
+  type RegistryServiceImpl,
+  type RpcJsonOptions,
+} from "./registry-routes.js";
 
 /** A unary call as the edge hands it on, once the caller is admitted or refused. */
 export interface UnaryCall {
@@ -192,8 +199,9 @@ export function handlerContext(
   call: UnaryCall,
   timeoutMs: number | undefined,
   protocol: { readonly name: string; readonly contentType: string; readonly binary: boolean },
-): HandlerContext & { done(): void } {
+): HandlerContext & { done(): void; readonly handedOver: HandedOver } {
   const { signal, done } = callSignal(call.signal, timeoutMs);
+  const handedOver: HandedOver = {};
   let remaining = (): number | undefined => undefined;
   if (timeoutMs !== undefined) {
     const end = Date.now() + timeoutMs;
@@ -214,9 +222,10 @@ export function handlerContext(
     responseHeader: new AnswerHeaders("content-type", protocol.contentType),
     responseTrailer: new AnswerHeaders(),
     protocolName: protocol.name,
-    values: call.contextValues.set(binaryAnswerKey, protocol.binary),
+    values: call.contextValues.set(binaryAnswerKey, protocol.binary).set(handedOverKey, handedOver),
     url: call.url,
     done,
+    handedOver,
   };
 }
 
@@ -274,6 +283,17 @@ async function invoke(
 }
 
 type UnaryFn = (req: UnaryRequest) => Promise<UnaryResponse>;
+
+/**
+ * What the handler handed over as bytes (registry-routes.ts's HandedOver), if the answer `output` is its
+ * placeholder: the stored definition of a binary answer, or a JSON answer's bytes.
+ */
+export function handedOverAnswer(
+  output: Message,
+  slot: HandedOver,
+): { stored?: StoredDefinition; json?: Uint8Array<ArrayBuffer> } | undefined {
+  return slot.placeholder !== undefined && output === slot.placeholder ? slot : undefined;
+}
 
 /**
  * The call's answer message: the protocol's own refusals first, as Connect's handlers raise them (an unknown
