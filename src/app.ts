@@ -138,6 +138,7 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
   const metrics = createMetrics({
     poolStats: () => repository.poolStats(),
     writeRetries: () => repository.writeRetries(),
+    keyedReads: () => repository.keyedReads(),
     bodyBudget,
   });
   const metricsEndpoint = createMetricsEndpoint(metrics);

@@ -121,6 +121,18 @@ export const WRITE_RETRY_CAUSES: readonly WriteRetryCause[] = [
 /** Write transactions run again since the repository opened, by cause. */
 export type WriteRetries = Readonly<Record<WriteRetryCause, number>>;
 
+/** The hot reads by key since the repository opened, and the statements that answered them. */
+export interface KeyedReadCount {
+  readonly reads: number;
+  readonly statements: number;
+}
+
+/**
+ * The hot reads by key, by kind: `by_id` (a GET by id), `by_reference` (a GET by `Agent_ID=`). On MySQL the
+ * reads asked together go in one statement (storage/run/reads.ts), so statements can be fewer than reads.
+ */
+export type KeyedReads = Readonly<Record<"by_id" | "by_reference", KeyedReadCount>>;
+
 /** How a repository's connection pool is used at one moment. */
 export interface PoolStats {
   /** Connections lent out to a query or transaction. */

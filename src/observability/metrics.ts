@@ -1,5 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
-import { type PoolStats, WRITE_RETRY_CAUSES, type WriteRetries } from "../domain/records.js";
+import { type KeyedReads, type PoolStats, WRITE_RETRY_CAUSES, type WriteRetries } from "../domain/records.js";
 
 /** One finished request, as the metrics count it. */
 export interface RequestSample {
@@ -41,11 +41,14 @@ export interface BodyBudgetStats {
 export function createMetrics({
   poolStats,
   writeRetries,
+  keyedReads,
   bodyBudget,
 }: {
   poolStats: () => PoolStats;
   /** The repository's write transactions run again, by cause (read when scraped). */
   writeRetries?: () => WriteRetries;
+  /** The repository's reads by id and by reference, and their statements (read when scraped). */
+  keyedReads?: () => KeyedReads;
   bodyBudget?: BodyBudgetStats;
 }): Metrics {
   const registry = new Registry();
@@ -103,6 +106,33 @@ export function createMetrics({
         const counts = writeRetries();
         this.reset();
         for (const cause of WRITE_RETRY_CAUSES) this.inc({ cause }, counts[cause]);
+      },
+    });
+  }
+  if (keyedReads !== undefined) {
+    const kinds = ["by_id", "by_reference"] as const;
+    new Counter({
+      name: "asor_db_keyed_reads_total",
+      help: "Reads of one definition by key: by_id (a GET by id) and by_reference (a GET by Agent_ID=).",
+      labelNames: ["read"] as const,
+      registers: [registry],
+      collect() {
+        const counts = keyedReads();
+        this.reset();
+        for (const read of kinds) this.inc({ read }, counts[read].reads);
+      },
+    });
+    new Counter({
+      name: "asor_db_keyed_read_statements_total",
+      help:
+        "Statements sent for the reads of asor_db_keyed_reads_total: on MySQL the reads asked while one is in " +
+        "flight go together, one statement per tenant, so reads per statement above 1 is the coalescing at work.",
+      labelNames: ["read"] as const,
+      registers: [registry],
+      collect() {
+        const counts = keyedReads();
+        this.reset();
+        for (const read of kinds) this.inc({ read }, counts[read].statements);
       },
     });
   }

@@ -5,6 +5,7 @@ import type {
   DefinitionStatus,
   InstanceRef,
   KeyedInstanceRef,
+  KeyedReads,
   PoolStats,
   StoredDefinition,
   Tenant,
@@ -18,6 +19,7 @@ export type {
   DefinitionStatus,
   InstanceRef,
   KeyedInstanceRef,
+  KeyedReads,
   PoolStats,
   StoredDefinition,
   Tenant,
@@ -238,6 +240,8 @@ export interface AgentDefinitionRepository {
   poolStats(): PoolStats;
   /** Write transactions run again since the repository opened, by cause, for metrics. */
   writeRetries(): WriteRetries;
+  /** The reads by id and by reference since the repository opened, and the statements sent for them, for metrics. */
+  keyedReads(): KeyedReads;
   /** Releases the connection pool. */
   close(): Promise<void>;
 }

@@ -43,6 +43,7 @@ import { findTenantIn, writeStatements } from "./queries/writes.js";
 import type {
   AgentDefinitionRepository,
   Found,
+  KeyedReads,
   ListQuery,
   ListResult,
   Page,
@@ -226,6 +227,7 @@ class SqlRepository implements AgentDefinitionRepository {
    */
   readonly #readById: (tenant: string, id: string) => Promise<DefinitionReadRow[]>;
   readonly #readByReference: (tenant: string, referenceId: string) => Promise<DefinitionReadRow[]>;
+  readonly #keyedReads: () => KeyedReads;
   /** The write transaction: BEGIN, SQL built here once, COMMIT, through the driver (run/writes.ts). */
   readonly #transaction: RunTransaction;
   readonly #writes: WriteStatements;
@@ -287,9 +289,23 @@ class SqlRepository implements AgentDefinitionRepository {
       const byReference = coalescedReads(this.#reads.run, this.#reads.statements.newestByReference);
       this.#readById = (tenant, id) => byId.read(tenant, id);
       this.#readByReference = (tenant, referenceId) => byReference.read(tenant, referenceId);
+      this.#keyedReads = () => ({ by_id: byId.stats(), by_reference: byReference.stats() });
     } else {
-      this.#readById = (tenant, id) => readById(this.#reads, tenant, id);
-      this.#readByReference = (tenant, referenceId) => readNewestByReference(this.#reads, tenant, referenceId);
+      // One statement a read: counted all the same, so the metrics read alike on both databases.
+      let byId = 0;
+      let byReference = 0;
+      this.#readById = (tenant, id) => {
+        byId++;
+        return readById(this.#reads, tenant, id);
+      };
+      this.#readByReference = (tenant, referenceId) => {
+        byReference++;
+        return readNewestByReference(this.#reads, tenant, referenceId);
+      };
+      this.#keyedReads = () => ({
+        by_id: { reads: byId, statements: byId },
+        by_reference: { reads: byReference, statements: byReference },
+      });
     }
     // READ COMMITTED on MySQL (every connection's session level, connection.ts): a locking read
     // that finds nothing takes no gap lock. Under REPEATABLE READ the gap locks of writers
@@ -581,6 +597,10 @@ class SqlRepository implements AgentDefinitionRepository {
 
   writeRetries(): WriteRetries {
     return { ...this.#retries };
+  }
+
+  keyedReads(): KeyedReads {
+    return this.#keyedReads();
   }
 
   async close(): Promise<void> {

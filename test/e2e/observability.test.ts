@@ -268,6 +268,44 @@ forEachDatabase((db) => {
       expect(text).toMatch(/^nodejs_eventloop_lag_seconds /m);
     });
 
+    it("counts the reads by id and by reference, and the statements that answered them", async () => {
+      const created = await fetch(`${server.baseUrl}/api/asor/v1/default/agentDefinition`, {
+        method: "POST",
+        headers: { authorization: server.authorization, "content-type": "application/json" },
+        body: JSON.stringify(minimalDefinition({ name: "Counted Reads Agent" })),
+      });
+      expect(created.status).toBe(201);
+      const { id, reference_id: referenceId } = (await created.json()) as { id: string; reference_id: string };
+      const series = (metric: string, read: string) => `${metric}{read="${read}"}`;
+      const counts = (text: string) =>
+        Object.fromEntries(
+          ["by_id", "by_reference"].flatMap((read) => [
+            [`${read} reads`, sample(text, series("asor_db_keyed_reads_total", read))],
+            [`${read} statements`, sample(text, series("asor_db_keyed_read_statements_total", read))],
+          ]),
+        );
+      const before = counts(await scrape());
+      // Twenty GETs of each at once: on MariaDB those asked while one is in flight share a statement.
+      const get = async (key: string) => {
+        const res = await fetch(`${server.baseUrl}/api/asor/v1/default/agentDefinition/${key}`, {
+          headers: { authorization: server.authorization },
+        });
+        expect(res.status).toBe(200);
+        await res.arrayBuffer();
+      };
+      await Promise.all(Array.from({ length: 20 }, () => [get(id), get(referenceId)]).flat());
+      const after = counts(await scrape());
+      expect(after["by_id reads"]).toBe(before["by_id reads"]! + 20);
+      expect(after["by_reference reads"]).toBe(before["by_reference reads"]! + 20);
+      for (const read of ["by_id", "by_reference"]) {
+        const statements = after[`${read} statements`]! - before[`${read} statements`]!;
+        expect(statements).toBeGreaterThanOrEqual(1);
+        // SQLite reads one key a statement; MariaDB at most as many statements as reads.
+        if (db.name === "sqlite") expect(statements).toBe(20);
+        else expect(statements).toBeLessThanOrEqual(20);
+      }
+    });
+
     it("counts a pool connection as used while a request holds it", async () => {
       // A write transaction holds its connection; watch the gauge from inside one through the repository.
       let seen = -1;

@@ -139,6 +139,7 @@ export function withWriteHook(
     ping: () => repository.ping(),
     poolStats: () => repository.poolStats(),
     writeRetries: () => repository.writeRetries(),
+    keyedReads: () => repository.keyedReads(),
     close: () => repository.close(),
   };
 }
