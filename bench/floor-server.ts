@@ -14,7 +14,7 @@
  * server would have to pick those values out of the JSON as well; protobuf's
  * reader is the floor's one borrowed convenience, and it is charged to it.
  *
- *   GET  /floor/{tenant}/agentDefinition/{id}
+ *   GET  /floor/{tenant}/agentDefinition/{id}             (or an Agent_ID= reference)
  *   GET  /floor/{tenant}/agentDefinition?limit=&offset=
  *   POST /floor/{tenant}/agentDefinition          (create or update on name + provider + version)
  *
@@ -178,7 +178,9 @@ function createFloor(db: FloorDatabase, dialect: "mysql" | "sqlite") {
   const statements = readStatements(dialect);
 
   async function get(tenant: string, id: string): Promise<Answer> {
-    const [row] = await db.read(statements.byId.one, [id, tenant]);
+    // An Agent_ID= reference reads its agent's newest version, as the service's GET does.
+    const read = id.startsWith("Agent_ID=") ? statements.newestByReference : statements.byId;
+    const [row] = await db.read(read.one, [id, tenant]);
     if (row === undefined) return [404, '{"error":"no such tenant"}'];
     return row.id === null ? [404, '{"error":"not found"}'] : [200, row.document_json as Buffer];
   }

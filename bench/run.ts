@@ -304,7 +304,7 @@ async function main(options: BenchOptions): Promise<number> {
       const added = await seeder.topUp(size);
       log(`size ${size}: seeded ${added} definitions in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
       if (added > 0) await checkRoundTrip(service, authorization, seeder);
-      const { ids, names } = await seeder.sample(1000);
+      const { ids, references, names } = await seeder.sample(1000);
       const scenarios = scenariosAt(size, options.surfacesAt, options.only, options.search);
       // Before the first round, every scenario runs once unmeasured: a scenario's own warm-up is too short to compile
       // every code path of a process that has served nothing yet, so the first scenarios would pay for it.
@@ -332,7 +332,8 @@ async function main(options: BenchOptions): Promise<number> {
           connections: options.connections,
           warmupSeconds: warmingUp ? 0 : options.warmupSeconds,
           durationSeconds: warmingUp ? options.warmupSeconds : options.durationSeconds,
-          ids,
+          // A GET by reference reads the same definitions through their agents' Agent_ID= references.
+          ids: scenario.kind === "get-ref" ? references : ids,
           updateNames: names,
           createPrefix: `${createPrefix} ${jobNumber++}`,
           limit: PAGE,

@@ -2,7 +2,7 @@
 import type { Operation, Surface } from "./load-job.js";
 
 /** What a scenario does, independent of where it sends it. */
-export type Kind = "get" | "list-first" | "list-deep" | "update" | "create" | SearchKind;
+export type Kind = "get" | "get-ref" | "list-first" | "list-deep" | "update" | "create" | SearchKind;
 
 /** The search scenarios (`--search`), over REST only. */
 export type SearchKind =
@@ -34,12 +34,13 @@ export interface Scenario {
   readonly kind: Kind;
 }
 
-export const KINDS: readonly Kind[] = ["create", "update", "get", "list-first", "list-deep"];
+export const KINDS: readonly Kind[] = ["create", "update", "get", "get-ref", "list-first", "list-deep"];
 
 export const KIND_LABELS: Record<Kind, string> = {
   create: "POST, new agent",
   update: "POST, existing key",
   get: "GET by id",
+  "get-ref": "GET by reference (Agent_ID=)",
   "list-first": "GET list, first page",
   "list-deep": "GET list, last page",
   "search-first": "GET list, first page (total from the counters)",
@@ -52,6 +53,7 @@ export const KIND_LABELS: Record<Kind, string> = {
 };
 
 export function operationOf(kind: Kind): Operation {
+  if (kind === "get-ref") return "get";
   return kind === "list-first" || kind === "list-deep" || kind.startsWith("search-") ? "list" : (kind as Operation);
 }
 
@@ -79,7 +81,7 @@ export function scenariosAt(size: number, surfacesAt: number, only: RegExp | und
   const surfaces = (kind: Kind): void => {
     if (sideBySide) list.push(scenario("service", "connect", kind), scenario("service", "grpc", kind));
   };
-  for (const kind of ["get", "list-first", "list-deep"] as const) both(kind);
+  for (const kind of ["get", "get-ref", "list-first", "list-deep"] as const) both(kind);
   surfaces("get");
   surfaces("list-first");
   both("update");

@@ -126,7 +126,7 @@ export interface Seeder {
    * rows it updated are kept out of what later reads and list pages see (the
    * first page holds agents 1 to 20, a last page the newest).
    */
-  sample(n: number): Promise<{ ids: string[]; names: string[] }>;
+  sample(n: number): Promise<{ ids: string[]; references: string[]; names: string[] }>;
   /**
    * Deletes the definitions and agents the create scenarios made (their names start with `prefix`), so the
    * next size starts exact.
@@ -428,9 +428,13 @@ export async function openSeeder(options: {
     },
     expected: () => last,
     async sample(n) {
-      const rows = (await db("agent_definitions").where({ tenant }).select(["id", "name"])) as {
+      const rows = (await db("agent_definitions as d")
+        .join("agents as a", (on) => on.on("a.tenant", "d.tenant").andOn("a.number", "d.agent_number"))
+        .where("d.tenant", tenant)
+        .select(["d.id as id", "d.name as name", "a.reference_id as reference"])) as {
         id: string;
         name: string;
+        reference: string;
       }[];
       const pick = <T>(items: T[]): T[] => {
         const copy = [...items];
@@ -446,8 +450,11 @@ export async function openSeeder(options: {
         return number >= UPDATE_POOL.from && number <= UPDATE_POOL.to;
       };
       const readable = rows.filter((r) => !inPool(r.name));
+      const read = pick(readable.length >= 20 ? readable : rows);
       return {
-        ids: pick((readable.length >= 20 ? readable : rows).map((r) => r.id)),
+        ids: read.map((r) => r.id),
+        // The same definitions' agents: each the newest (the only) version of its agent.
+        references: read.map((r) => r.reference),
         names: pick(rows.filter((r) => inPool(r.name)).map((r) => r.name)),
       };
     },
