@@ -277,6 +277,39 @@ forEachDatabase((db) => {
     );
   }, 240_000);
 
+  it("rewrites a definition's words: those it lost leave the index, those it gained enter, counters kept", async () => {
+    const tenant = "words-rewritten";
+    await repo.createTenant(tenant, "REWR-");
+    // 240 words that all go: more than one statement removes on MariaDB (search-index.ts, rowsPerDelete).
+    const lost = Array.from({ length: 240 }, (_, i) => `lost${i}word`).join(" ");
+    const first = await upsert(tenant, definitionOf({ ...emptyTexts, overview: `keeper ${lost}` }, "1"));
+    const other = await upsert(tenant, definitionOf({ ...emptyTexts, overview: "keeper lost7word" }, "2"));
+    const rewritten = await upsert(tenant, definitionOf({ ...emptyTexts, overview: "keeper fresh gained" }, "1"));
+    expect(rewritten.id).toBe(first.id);
+    const ids = async (q: string) => (await list(tenant, q)).data.map((s) => s.id).sort();
+    expect(await ids("lost7word")).toEqual([other.id]);
+    expect(await ids("lost239word")).toEqual([]);
+    expect(await ids("lost")).toEqual([other.id]);
+    expect(await ids("fresh gained")).toEqual([first.id]);
+    expect(await ids("keeper")).toEqual([first.id, other.id].sort());
+    const words = (
+      await raw
+        .db("definition_terms as t")
+        .join("agent_definitions as d", "d.seq", "t.seq")
+        .where({ "d.tenant": tenant, "d.id": first.id, "t.kind": 10 })
+        .select("t.value")
+    ).map((r: { value: string }) => r.value);
+    expect(words.filter((w) => w.startsWith("lost"))).toEqual([]);
+    expect(words).toEqual(expect.arrayContaining(["keeper", "fresh", "gained"]));
+    const columns = ["value", "status", "is_latest"];
+    const counted = await groupCounts(raw.db, "definition_terms", columns, { where: { tenant, kind: 10 } });
+    const counters = await groupCounts(raw.db, "definition_term_counts", columns, {
+      counters: true,
+      where: { tenant, kind: 10 },
+    });
+    expect(counters).toEqual(counted);
+  });
+
   it("finds a word longer than the value column (255) by its first 255 code points, whole or begun", async () => {
     const tenant = "long-words";
     await repo.createTenant(tenant, "LONG-");

@@ -107,6 +107,8 @@ interface IndexStatements {
   readonly indexed: string;
   /** Bindings: seq, kind, value. */
   readonly deleteTerm: string;
+  /** Bindings: seq, then kind, value per term: several terms of one definition in one statement. */
+  readonly deleteTerms: (terms: number) => string;
   readonly insertTerms: (rows: number) => string;
   /** Bindings: seq (SQLite only: FTS5 has no upsert). */
   readonly deleteText: string | undefined;
@@ -135,6 +137,11 @@ function indexStatements(dialect: Dialect): IndexStatements {
         UNION ALL
         ${termsOfDefinition}`,
       deleteTerm: "DELETE FROM definition_terms WHERE seq = ? AND kind = ? AND value = ?",
+      // Each term an equality on the primary key (seq, kind, value): one range of it per term.
+      deleteTerms: (terms) =>
+        "DELETE FROM definition_terms WHERE seq = ? AND (" +
+        Array.from({ length: terms }, () => "(kind = ? AND value = ?)").join(" OR ") +
+        ")",
       insertTerms: (rows) =>
         "INSERT INTO definition_terms (seq, kind, value, tenant, status, is_latest) VALUES " +
         Array.from({ length: rows }, () => "(?, ?, ?, ?, ?, ?)").join(", "),
@@ -158,6 +165,9 @@ export interface Unindexed {
 
 /** Rows per multi-row INSERT: 1,000 term rows bind 6,000 values, well inside SQLite's 32,766. */
 const rowsPerInsert = 1_000;
+
+/** Terms per DELETE of an update's removed terms (MySQL): a statement of at most ~6 KB. */
+const rowsPerDelete = 200;
 
 /** The bindings of the side rows of some definitions: what insertSideRows writes. */
 export interface SideRows {
@@ -238,8 +248,9 @@ interface IndexedRow {
  * indexed (one statement) and writes only the difference, so rewriting a
  * definition whose filters and words stay costs one read and no write to the
  * side tables or the full-text index. On MySQL new terms go in one
- * statement (one round trip); on SQLite row by row through one prepared
- * statement, so the statement cache holds one shape, not one per count.
+ * statement (one round trip), and the terms an update lost in another; on
+ * SQLite row by row through one prepared statement each, so the statement
+ * cache holds one shape, not one per count.
  *
  * The keyword text: SQLite's is written here, in the transaction. MySQL's is
  * answered instead, for the caller to write after COMMIT (keepTextsStatement,
@@ -280,8 +291,17 @@ export async function indexDefinition(
       r.kind === null || r.value === null ? [] : [{ kind: Number(r.kind), value: r.value }],
     );
     const have = new Set(indexed.map(termKey));
-    for (const old of indexed)
-      if (!wanted.has(termKey(old))) await session.change(sql.deleteTerm, [seq, old.kind, old.value]);
+    const gone = indexed.filter((old) => !wanted.has(termKey(old)));
+    if (statements.dialect === "mysql") {
+      // A round trip, a socket write and a wake-up of the server per statement: the terms an edit removes (a
+      // description rewritten drops tens of words) go in as few statements as rowsPerDelete allows.
+      for (let i = 0; i < gone.length; i += rowsPerDelete) {
+        const chunk = gone.slice(i, i + rowsPerDelete);
+        await session.change(sql.deleteTerms(chunk.length), [seq, ...chunk.flatMap((t) => [t.kind, t.value])]);
+      }
+    } else {
+      for (const old of gone) await session.change(sql.deleteTerm, [seq, old.kind, old.value]);
+    }
     terms = terms.filter((t) => !have.has(termKey(t)));
   }
   const termRow = (term: SearchTerm): WriteBinding[] => [seq, term.kind, term.value, tenant, row.status, latest];
