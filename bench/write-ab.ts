@@ -8,7 +8,8 @@
  * differ in schema), 200 definitions seeded; then slices of `--slice-ms`, A and
  * B alternating and the order reversed every other pair, `--in-flight` upserts
  * at a time: POST of an existing key (the overview changes every time, as the
- * bench's update does) and POST of a new agent (a new name every time). Prints
+ * bench's update does), POST of a new agent (a new name every time), and POST of
+ * an existing key whose 30 words of overview all change (an edit's lost terms). Prints
  * each build's mean calls per second over its slices and B's ratio to A. Made
  * for issue 20's limit (the revision counter may cost at most 10 % of either);
  * the HTTP bench's noise on a shared 2-core machine hid a difference that size.
@@ -90,10 +91,15 @@ async function slice(call: (n: number) => Promise<unknown>): Promise<number> {
   return calls / ((performance.now() - started) / 1000);
 }
 
+/** An overview of 30 words, all different between `set` 0 and 1. */
+const thirtyWords = (set: number): string => Array.from({ length: 30 }, (_, i) => `set${set}word${i}`).join(" ");
+
 const builds = [await openBuild("A", values.a, "asor_write_ab_a"), await openBuild("B", values.b, "asor_write_ab_b")];
 const scenarios: Record<string, (build: Build, n: number) => Promise<unknown>> = {
   "existing key": (build, n) => build.upsert(`Seeded ${n % SEEDED}`, `overview ${n} ${Math.random()}`),
   "new agent": (build, n) => build.upsert(`New ${build.label} ${Date.now()} ${n} ${Math.random()}`, "new"),
+  // Each write of a key replaces all 30 words of its overview by 30 others (its writes are SEEDED calls apart).
+  "rewritten words": (build, n) => build.upsert(`Seeded ${n % SEEDED}`, thirtyWords(Math.floor(n / SEEDED) % 2)),
 };
 try {
   for (const [scenario, call] of Object.entries(scenarios)) {
