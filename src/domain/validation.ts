@@ -11,7 +11,15 @@ import { createValidator, type Violation } from "@bufbuild/protovalidate";
 import { field as fieldRules } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
 import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
 import type { IssueCode } from "./errors.js";
-import { createIssueCollector, type Issue, type IssueCollector, invalid, issueAt, problemsMessage } from "./errors.js";
+import {
+  createIssueCollector,
+  type Issue,
+  type IssueCollector,
+  invalid,
+  issueAt,
+  memberPath,
+  problemsMessage,
+} from "./errors.js";
 
 const validator = createValidator();
 /** Finds whether a message is valid at all, stopping at its first violation. */
@@ -98,7 +106,7 @@ function boundedCopy(
   const source = message as unknown as Record<string, unknown>;
   for (const field of desc.fields) {
     const value = source[field.localName];
-    const path = at === "" ? field.jsonName : `${at}.${field.jsonName}`;
+    const path = memberPath(at, field.jsonName);
     if (field.fieldKind === "list" && field.listKind === "message") {
       const items = value as Message[];
       const max = maxItemsOf(field);
@@ -192,7 +200,7 @@ export function unknownFieldIssues<Desc extends DescMessage>(
   const visit = (desc: DescMessage, m: Message, at: string): void => {
     for (const u of m.$unknown ?? []) {
       issues.add(() => {
-        const path = `${at === "" ? "" : `${at}.`}#${u.no}`;
+        const path = memberPath(at, `#${u.no}`);
         return {
           code: "UNKNOWN_FIELD",
           message: `${path}: field number ${u.no} is not part of the contract.`,
@@ -205,22 +213,17 @@ export function unknownFieldIssues<Desc extends DescMessage>(
       // The path is made only for the members that hold messages (a request's scalars make none).
       if (field.fieldKind === "message") {
         const value = (m as unknown as Record<string, unknown>)[field.localName];
-        if (value !== undefined) visit(field.message, value as Message, pathOf(at, field.jsonName));
+        if (value !== undefined) visit(field.message, value as Message, memberPath(at, field.jsonName));
       } else if (field.fieldKind === "list" && field.listKind === "message") {
         const items = (m as unknown as Record<string, unknown>)[field.localName] as Message[];
         if (items.length === 0) continue;
-        const path = pathOf(at, field.jsonName);
+        const path = memberPath(at, field.jsonName);
         items.forEach((item, i) => visit(field.message, item, `${path}[${i}]`));
       }
     }
   };
   visit(schema, message, prefix);
   return issues.issues();
-}
-
-/** The path of the member `name` inside the message at `at` (`""`: the request). */
-function pathOf(at: string, name: string): string {
-  return at === "" ? name : `${at}.${name}`;
 }
 
 /** The registry's rules across members, which the proto cannot say. */

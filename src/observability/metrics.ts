@@ -110,31 +110,30 @@ export function createMetrics({
     });
   }
   if (keyedReads !== undefined) {
-    const kinds = ["by_id", "by_reference"] as const;
-    new Counter({
-      name: "asor_db_keyed_reads_total",
-      help: "Reads of one definition by key: by_id (a GET by id) and by_reference (a GET by Agent_ID=).",
-      labelNames: ["read"] as const,
-      registers: [registry],
-      collect() {
-        const counts = keyedReads();
-        this.reset();
-        for (const read of kinds) this.inc({ read }, counts[read].reads);
-      },
-    });
-    new Counter({
-      name: "asor_db_keyed_read_statements_total",
-      help:
-        "Statements sent for the reads of asor_db_keyed_reads_total: on MySQL the reads asked while one is in " +
+    /** A counter by read (by_id, by_reference) of one of keyedReads' counts, read when scraped. */
+    const byRead = (name: string, help: string, count: keyof KeyedReads["by_id"]): void =>
+      void new Counter({
+        name,
+        help,
+        labelNames: ["read"] as const,
+        registers: [registry],
+        collect() {
+          const counts = keyedReads();
+          this.reset();
+          for (const read of ["by_id", "by_reference"] as const) this.inc({ read }, counts[read][count]);
+        },
+      });
+    byRead(
+      "asor_db_keyed_reads_total",
+      "Reads of one definition by key: by_id (a GET by id) and by_reference (a GET by Agent_ID=).",
+      "reads",
+    );
+    byRead(
+      "asor_db_keyed_read_statements_total",
+      "Statements sent for the reads of asor_db_keyed_reads_total: on MySQL the reads asked while one is in " +
         "flight go together, one statement per tenant, so reads per statement above 1 is the coalescing at work.",
-      labelNames: ["read"] as const,
-      registers: [registry],
-      collect() {
-        const counts = keyedReads();
-        this.reset();
-        for (const read of kinds) this.inc({ read }, counts[read].statements);
-      },
-    });
+      "statements",
+    );
   }
   if (bodyBudget !== undefined) {
     new Gauge({

@@ -23,7 +23,7 @@ import {
 } from "@connectrpc/connect/protocol-connect";
 import type { StoredDefinition } from "../domain/records.js";
 import type { HttpAnswer } from "../http/http-answer.js";
-import { storedAnswerBinary, storedDefinitionBinary } from "./definition-meta.js";
+import { storedDefinitionBinary } from "./definition-meta.js";
 import type { LeanOptions } from "./grpc-unary.js";
 import {
   failureOf,
@@ -78,7 +78,7 @@ export async function serveConnect(
     const output = await outputOf(unary, context, call, compression, timeout);
     const handed = handedOverAnswer(output, context.handedOver);
     if (handed !== undefined) body = handedOverBytes(handed, binary);
-    else body = binary ? (storedAnswerBinary(output) ?? toBinary(method.output, output)) : json(output);
+    else body = binary ? toBinary(method.output, output) : json(output);
   } catch (err) {
     const error = failureOf(err, unary, call, options.logger);
     status = codeToHttpStatus(error.code);

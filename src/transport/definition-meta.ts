@@ -118,7 +118,7 @@ export function pageJson(
  */
 export function definitionWithMeta(stored: StoredDefinition): AgentDefinition {
   const message = preEncoded(AgentDefinitionSchema, stored.binary);
-  // Made when first read: an answer written by storedAnswerBinary writes it from `stored` directly.
+  // Made when first read.
   let meta: RegistryMeta | undefined;
   Object.defineProperty(message, "meta", {
     enumerable: true,
@@ -128,12 +128,8 @@ export function definitionWithMeta(stored: StoredDefinition): AgentDefinition {
       meta = value;
     },
   });
-  storedAnswers.set(message, stored);
   return message;
 }
-
-/** The stored definition behind each answer definitionWithMeta made, for storedAnswerBinary. */
-const storedAnswers = new WeakMap<object, StoredDefinition>();
 
 const META = RegistryMetaSchema.field;
 
@@ -215,20 +211,10 @@ function metaInto(stored: StoredDefinition, headroom: number, more = 0): Uint8Ar
 const utf8 = new TextEncoder();
 
 /**
- * The binary encoding of an answer definitionWithMeta made, after `headroom` bytes left for the caller (a gRPC
- * envelope's prefix): its `meta`, then the stored bytes as they are, written once into one buffer (toBinary
- * would copy the stored fields one by one through its writer, growing it as it goes). undefined for any other
- * message. Nothing is read from the message: its `meta` is written from the stored definition it was made of,
- * the rest is the stored bytes.
- */
-export function storedAnswerBinary(message: object, headroom = 0): Uint8Array | undefined {
-  const stored = storedAnswers.get(message);
-  return stored === undefined ? undefined : storedDefinitionBinary(stored, headroom);
-}
-
-/**
- * The binary encoding of `stored` as an answer (its `meta`, then its stored bytes), after `headroom` bytes left
- * for the caller: what storedAnswerBinary writes for a message definitionWithMeta made of it.
+ * The binary encoding of `stored` as an answer, after `headroom` bytes left for the caller (a gRPC envelope's
+ * prefix): its `meta`, then the stored bytes as they are, written once into one buffer (toBinary of the message
+ * definitionWithMeta makes would copy the stored fields one by one through its writer, growing it as it goes).
+ * What the lean paths write for a definition their handler handed over (registry-routes.ts, HandedOver).
  */
 export function storedDefinitionBinary(stored: StoredDefinition, headroom = 0): Uint8Array {
   const binary = stored.binary;

@@ -10,8 +10,7 @@ import { BinaryReader } from "@bufbuild/protobuf/wire";
  */
 export function preEncoded<Desc extends DescMessage>(desc: Desc, bytes: Uint8Array): MessageShape<Desc> {
   const message = create(desc);
-  // Split when first read: an answer written from its stored bytes directly (definition-meta.ts's
-  // storedAnswerBinary) never reads them.
+  // Split when first read: a message serialized as JSON, or not at all, never reads them.
   let fields: MessageShape<Desc>["$unknown"];
   Object.defineProperty(message, "$unknown", {
     enumerable: true,

@@ -25,7 +25,7 @@ import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grp
 import type { StoredDefinition } from "../domain/records.js";
 import type { HttpAnswer } from "../http/http-answer.js";
 import type { Logger } from "../logger.js";
-import { storedAnswerBinary, storedDefinitionBinary } from "./definition-meta.js";
+import { storedDefinitionBinary } from "./definition-meta.js";
 import {
   failureOf,
   handedOverAnswer,
@@ -62,9 +62,8 @@ export interface LeanOptions {
 }
 
 /**
- * The answer's one envelope. A stored definition's bytes (handed over by the handler, or behind a message
- * definitionWithMeta made) are written once, behind the envelope's prefix; anything else through toBinary.
- * Compressed when it is at least `compressMinBytes`.
+ * The answer's one envelope. A stored definition the handler handed over is written once, behind the envelope's
+ * prefix; anything else through toBinary. Compressed when it is at least `compressMinBytes`.
  */
 async function envelopeOf(
   output: Message,
@@ -73,7 +72,7 @@ async function envelopeOf(
   compression: Compression | null,
   compressMinBytes: number,
 ): Promise<Uint8Array> {
-  const stored = handedOver !== undefined ? storedDefinitionBinary(handedOver, 5) : storedAnswerBinary(output, 5);
+  const stored = handedOver === undefined ? undefined : storedDefinitionBinary(handedOver, 5);
   if (stored !== undefined && (compression === null || stored.byteLength - 5 < compressMinBytes)) {
     new DataView(stored.buffer, stored.byteOffset, 5).setUint32(1, stored.byteLength - 5);
     return stored;

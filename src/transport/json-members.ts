@@ -4,7 +4,7 @@
  * just the first (body-check.ts runs it for REST bodies and RPC messages alike).
  */
 import { type DescField, type DescMessage, ScalarType } from "@bufbuild/protobuf";
-import { createIssueCollector, type Issue, type IssueCollector, issueAt } from "../domain/errors.js";
+import { createIssueCollector, type Issue, type IssueCollector, issueAt, memberPath } from "../domain/errors.js";
 
 /** A high surrogate not followed by a low one, or a low one not preceded by a high one (code units: no `u` flag). */
 const UNPAIRED_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
@@ -22,10 +22,6 @@ function describe(value: unknown): string {
   if (value === null) return "null";
   if (Array.isArray(value)) return "an array";
   return typeof value === "object" ? "an object" : `a ${typeof value}`;
-}
-
-function join(path: string, name: string): string {
-  return path === "" ? name : `${path}.${name}`;
 }
 
 function scalarIssue(type: ScalarType, value: unknown, path: string): Issue | undefined {
@@ -121,7 +117,7 @@ function objectIssues(
     if (field === undefined) {
       // Built only while the collector keeps issues: past its cap an unknown member is only counted.
       issues.add(() => {
-        const at = join(path, key);
+        const at = memberPath(path, key);
         const near = desc.fields.find((f) => f.name === key || f.jsonName.toLowerCase() === key.toLowerCase());
         const hint = near ? ` Did you mean "${near.jsonName}"?` : "";
         return {
@@ -132,7 +128,7 @@ function objectIssues(
         };
       });
     } else if (member !== null) {
-      const at = join(path, key);
+      const at = memberPath(path, key);
       valueIssues(field, member, at, issues, options);
     }
   }

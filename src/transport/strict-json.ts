@@ -1,4 +1,4 @@
-import { createIssueCollector, type Issue } from "../domain/errors.js";
+import { createIssueCollector, type Issue, memberPath } from "../domain/errors.js";
 
 /**
  * The deepest nesting of objects and arrays a JSON body may have. The
@@ -20,14 +20,10 @@ type Frame =
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 
-function join(path: string, name: string): string {
-  return path === "" ? name : `${path}.${name}`;
-}
-
 /** The path of the value that starts at the current position inside `top`. */
 function valuePath(top: Frame | undefined): string {
   if (top === undefined) return "";
-  return top.kind === "array" ? `${top.path}[${top.index}]` : join(top.path, top.key ?? "");
+  return top.kind === "array" ? `${top.path}[${top.index}]` : memberPath(top.path, top.key ?? "");
 }
 
 /** The index of the quote that closes the string opening at `start`, or -1. */
@@ -73,7 +69,7 @@ export function structureIssues(text: string): readonly Issue[] {
           const named = key;
           const parent = top.path;
           issues.add(() => {
-            const path = join(parent, named);
+            const path = memberPath(parent, named);
             return {
               code: "DUPLICATE_KEY",
               message: `${path} is given twice; send each member once.`,
