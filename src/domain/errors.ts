@@ -406,7 +406,7 @@ export function createIssueCollector(): IssueCollector {
 const capped = new WeakSet<readonly Issue[]>();
 
 /** What a collector that found nothing answers: one frozen list for all of them. */
-const NO_ISSUES: readonly Issue[] = Object.freeze([]);
+export const NO_ISSUES: readonly Issue[] = Object.freeze([]);
 capped.add(NO_ISSUES);
 
 /** How many problems `issues` stands for: its items, a MORE_ISSUES item counted as the problems it left out. */

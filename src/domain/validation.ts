@@ -18,6 +18,7 @@ import {
   invalid,
   issueAt,
   memberPath,
+  NO_ISSUES,
   problemsMessage,
 } from "./errors.js";
 
@@ -167,7 +168,7 @@ export function contractIssues<Desc extends DescMessage>(
   prefix = "",
 ): readonly Issue[] {
   const first = firstViolation.validate(schema, message);
-  if (first.kind === "valid") return [];
+  if (first.kind === "valid") return NO_ISSUES;
   if (first.kind === "error") throw first.error;
   const issues = createIssueCollector();
   const bounded = needsBounding(schema, message as Message, { left: LISTED_ITEMS_BUDGET });
@@ -196,9 +197,11 @@ export function unknownFieldIssues<Desc extends DescMessage>(
   message: MessageShape<Desc>,
   prefix = "",
 ): readonly Issue[] {
-  const issues = createIssueCollector();
+  // Made at the first unknown field: a message without any (nearly every request) allocates nothing here.
+  let issues: IssueCollector | undefined;
   const visit = (desc: DescMessage, m: Message, at: string): void => {
     for (const u of m.$unknown ?? []) {
+      issues ??= createIssueCollector();
       issues.add(() => {
         const path = memberPath(at, `#${u.no}`);
         return {
@@ -223,7 +226,7 @@ export function unknownFieldIssues<Desc extends DescMessage>(
     }
   };
   visit(schema, message, prefix);
-  return issues.issues();
+  return issues?.issues() ?? NO_ISSUES;
 }
 
 /** The registry's rules across members, which the proto cannot say. */

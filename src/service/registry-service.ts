@@ -47,8 +47,13 @@ import type {
 export const DEFAULT_PAGE_SIZE = 20;
 
 /** Every contract issue of a request: unknown binary fields and protovalidate rules, in one pass. */
-function requestIssues<Desc extends DescMessage>(schema: Desc, request: MessageShape<Desc>): Issue[] {
-  return [...unknownFieldIssues(schema, request), ...contractIssues(schema, request)];
+function requestIssues<Desc extends DescMessage>(schema: Desc, request: MessageShape<Desc>): readonly Issue[] {
+  return joinIssues(unknownFieldIssues(schema, request), contractIssues(schema, request));
+}
+
+/** Both lists as one; the empty list is the shared one when both are (a valid request allocates no list). */
+function joinIssues(a: readonly Issue[], b: readonly Issue[]): readonly Issue[] {
+  return a.length === 0 ? b : b.length === 0 ? a : [...a, ...b];
 }
 
 /** A page of stored definitions, ready to answer. */
@@ -170,10 +175,8 @@ export function createRegistryService({ repository, host }: RegistryServiceOptio
     request: MessageShape<Desc> & { readonly agentCardAndTools?: AgentDefinition },
   ): AgentDefinition => {
     const def = request.agentCardAndTools;
-    assertValid([
-      ...requestIssues(schema, request),
-      ...(def ? [...crossFieldIssues(def), ...hostPlatformIssues(def, host)] : []),
-    ]);
+    const issues = requestIssues(schema, request);
+    assertValid(def ? joinIssues(joinIssues(issues, crossFieldIssues(def)), hostPlatformIssues(def, host)) : issues);
     if (def === undefined) throw new Error("unreachable: a missing definition is a validation issue");
     return def;
   };
