@@ -7,12 +7,15 @@ import { developmentIssuerWarning } from "../auth/local-issuer.js";
 import { ConfigError, describeStorage, parseConfig } from "../config.js";
 import { catalogDir, readCatalogFiles } from "./catalog-files.js";
 import { installGracefulShutdown } from "./graceful-shutdown.js";
+import { growHeap } from "./heap-growth.js";
 import { localIssuerKeyFile } from "./local-issuer-key-file.js";
 import { createNodeMetricsServer } from "./node-metrics-server.js";
 import { createNodeServer, listen } from "./node-server.js";
 
 async function main(): Promise<void> {
   const config = parseConfig(process.env);
+  // The process is the service's own (not an app it is mounted in): its V8 heap's growth is ours to set.
+  const heapGrowingPercent = growHeap(config.databaseUrl);
   const catalogFiles = await readCatalogFiles();
   const app = await createApp(config, {
     keyStore: localIssuerKeyFile(config.dataDir),
@@ -42,6 +45,7 @@ async function main(): Promise<void> {
         ? `http://${config.host}:${port}/metrics`
         : `http://${config.host}:${metricsPort}/metrics`,
     storage: describeStorage(config),
+    ...(heapGrowingPercent === undefined ? {} : { heapGrowingPercent }),
     defaultTenant: config.defaultTenant,
     auth: app.authenticator.description,
   });
