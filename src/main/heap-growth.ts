@@ -8,7 +8,8 @@
  *
  * Not on the embedded database: SQLite runs inside the process (a worker thread's isolate and the caches of two
  * connections), and at a million definitions its RSS is already near the 150 MiB the service keeps under. Not when
- * the command line sets the flag itself: the operator's value stands.
+ * node's command line sets the flag itself: the operator's value stands. (Deno shows the process no `--v8-flags`:
+ * under `npm run start:deno` the setting is made whatever they hold.)
  */
 import { setFlagsFromString } from "node:v8";
 
