@@ -7,6 +7,7 @@
  */
 import { Buffer } from "node:buffer";
 import {
+  type DescField,
   type DescMessage,
   fromJsonString,
   type JsonObject,
@@ -211,7 +212,7 @@ export function toJsonWithEmptyLists<Desc extends DescMessage>(desc: Desc, messa
 
 function withEmptyLists(desc: DescMessage, json: JsonObject): JsonObject {
   const out: JsonObject = {};
-  for (const field of [...desc.fields].sort((a, b) => a.number - b.number)) {
+  for (const field of inNumberOrder(desc)) {
     const value = json[field.jsonName];
     if (field.fieldKind === "list") {
       const items = (value ?? []) as JsonValue[];
@@ -228,6 +229,18 @@ function withEmptyLists(desc: DescMessage, json: JsonObject): JsonObject {
     }
   }
   return out;
+}
+
+/** Each message's fields in field number order, sorted once per message type (every write walks them). */
+const fieldsInNumberOrder = new WeakMap<DescMessage, readonly DescField[]>();
+
+function inNumberOrder(desc: DescMessage): readonly DescField[] {
+  let fields = fieldsInNumberOrder.get(desc);
+  if (fields === undefined) {
+    fields = [...desc.fields].sort((a, b) => a.number - b.number);
+    fieldsInNumberOrder.set(desc, fields);
+  }
+  return fields;
 }
 
 /** Whether a message's JSON is an object of its fields: not so for the well-known types (Timestamp, Struct...). */

@@ -127,6 +127,11 @@ describe("derived fields", () => {
     expect((await of(fixedId)).filter((id) => other.includes(id))).toEqual([]);
   });
 
+  it("derives an id as the first 32 hex digits of SHA-256(definition id NUL path), as stored ids were", () => {
+    // printf '0123456789abcdef0123456789abcdef\0skills[0].tags[0]' | sha256sum | cut -c1-32
+    expect(derivedId(fixedId, "skills[0].tags[0]")).toBe("323e1297035ec85b9dd3bddc49c7d071");
+  });
+
   it("replaces read-only members a client sent with the registry's own, and leaves the input alone", async () => {
     const incoming = example();
     incoming.provider!.descriptor = "Spoofed";
