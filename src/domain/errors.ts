@@ -521,12 +521,12 @@ export function invalid(issues: readonly Issue[], message = problemsMessage(issu
   return new RegistryError("VALIDATION_FAILED", message, issues);
 }
 
-/** Builds an issue for the member at `path` (a JSON path): its field is the last name in the path. */
 /** The path of the member `name` inside the one at `at` (`""`: the request or body itself), as issues give it. */
 export function memberPath(at: string, name: string): string {
   return at === "" ? name : `${at}.${name}`;
 }
 
+/** Builds an issue for the member at `path` (a JSON path): its field is the last name in the path. */
 export function issueAt(path: string, code: IssueCode, message: string): Issue {
   const names = path.match(/[A-Za-z_][A-Za-z0-9_]*/g);
   const field = names?.at(-1);

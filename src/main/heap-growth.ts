@@ -6,15 +6,16 @@
  * come a third as often per request, for about 20 MiB more peak RSS (BENCHMARKS.md, "The heap allowed to
  * double").
  *
- * Not on the embedded database: SQLite runs inside the process (a worker thread's isolate and the caches of two
- * connections), and at a million definitions its RSS is already near the 150 MiB the service keeps under. Not when
+ * Not on the embedded database: SQLite runs inside the process (its search worker thread has an isolate and a
+ * connection of its own), and at a million definitions the RSS is already 137-139 MiB of the 150 the service keeps
+ * under (150-156 with the setting). Not when
  * node's command line sets the flag itself: the operator's value stands. (Deno shows the process no `--v8-flags`:
  * under `npm run start:deno` the setting is made whatever they hold.)
  */
 import { setFlagsFromString } from "node:v8";
 
 /** The percent the service asks for on MySQL/MariaDB. */
-export const HEAP_GROWING_PERCENT = 100;
+const HEAP_GROWING_PERCENT = 100;
 
 /** Whether the service should set the heap's growth: a database server, and no value on the command line. */
 export function growsHeap(databaseUrl: string | undefined, execArgv: readonly string[]): boolean {
