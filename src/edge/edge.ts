@@ -16,7 +16,6 @@ import {
   type ConnectRouterOptions,
   type ContextValues,
   createConnectRouter,
-  createContextValues,
 } from "@connectrpc/connect";
 import type {
   Compression,
@@ -31,7 +30,7 @@ import type { WatchEvent } from "../domain/watch.js";
 import { errorAnswer, type HttpAnswer, methodNotAllowedAnswer, type StreamAnswer } from "../http/http-answer.js";
 import type { HttpEndpoint } from "../http/http-endpoint.js";
 import type { Logger } from "../logger.js";
-import { codeName, type RequestRecord, requestRecordKey, rpcProtocolOf } from "../observability/request-record.js";
+import { codeName, type RequestRecord, requestValues, rpcProtocolOf } from "../observability/request-record.js";
 import { type Admission, admit, type Operation, type Operations } from "../operations/operation.js";
 import { connectUnaryFormat, serveConnect } from "../transport/connect-unary.js";
 import { callerError } from "../transport/failures.js";
@@ -136,7 +135,7 @@ export function createEdge(options: EdgeOptions): Edge {
     record: RequestRecord,
   ): Promise<UniversalServerResponse> => {
     record.protocol = rpcProtocolOf(req.header("content-type"));
-    const values = createContextValues().set(requestRecordKey, record);
+    const values = requestValues(record);
     const operation = operations.get(handler.method);
     // Health and reflection carry no registry data: no token.
     if (operation === undefined) return handler(req.universal(values));
@@ -220,7 +219,7 @@ export function createEdge(options: EdgeOptions): Edge {
     record.protocol = rpcProtocolOf(req.header("content-type"));
     const operation = operations.get(unary.method) as Operation;
     const check = checks.get(unary.method) as MessageCheck;
-    const values = createContextValues().set(requestRecordKey, record);
+    const values = requestValues(record);
     const admission = await admitCaller(req, operation, record);
     return serve({
       header: (name) => req.header(name),

@@ -1,4 +1,4 @@
-import { Code, type ContextValues, createContextKey } from "@connectrpc/connect";
+import { Code, type ContextKey, type ContextValues, createContextKey } from "@connectrpc/connect";
 
 /**
  * How a request reached the registry: the REST transcoder, an RPC protocol, or a plain HTTP endpoint (probes,
@@ -74,6 +74,30 @@ export function createRequestRecord(init: {
     failureLogged: false,
     work: undefined,
   };
+}
+
+/**
+ * Connect's ContextValues, with the same semantics (a value by its key's symbol, the key's default when unset),
+ * as a class: Connect's createContextValues makes its three methods anew for every request.
+ */
+class RequestValues implements ContextValues {
+  get<T>(key: ContextKey<T>): T {
+    const values = this as unknown as Record<symbol, T>;
+    return key.id in values ? (values[key.id] as T) : key.defaultValue;
+  }
+  set<T>(key: ContextKey<T>, value: T): this {
+    (this as unknown as Record<symbol, T>)[key.id] = value;
+    return this;
+  }
+  delete(key: ContextKey<unknown>): this {
+    delete (this as unknown as Record<symbol, unknown>)[key.id];
+    return this;
+  }
+}
+
+/** A request's context values, holding its record. */
+export function requestValues(record: RequestRecord): ContextValues {
+  return new RequestValues().set(requestRecordKey, record);
 }
 
 /** The record in `values`, if the caller made one. */

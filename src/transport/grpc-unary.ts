@@ -20,6 +20,7 @@
  * reflection stay on Connect's router.
  */
 import { type DescMethod, type Message, toBinary } from "@bufbuild/protobuf";
+import type { ConnectError } from "@connectrpc/connect";
 import { type Compression, compressionNegotiate, encodeEnvelope, envelopeCompress } from "@connectrpc/connect/protocol";
 import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import type { StoredDefinition } from "../domain/records.js";
@@ -63,53 +64,96 @@ export interface LeanOptions {
 
 /**
  * The answer's one envelope. A stored definition the handler handed over is written once, behind the envelope's
- * prefix; anything else through toBinary. Compressed when it is at least `compressMinBytes`.
+ * prefix; anything else through toBinary. Compressed when it is at least `compressMinBytes` (only then a promise).
  */
-async function envelopeOf(
+function envelopeOf(
   output: Message,
   handedOver: StoredDefinition | undefined,
   method: DescMethod,
   compression: Compression | null,
   compressMinBytes: number,
-): Promise<Uint8Array> {
+): Uint8Array | Promise<Uint8Array> {
   const stored = handedOver === undefined ? undefined : storedDefinitionBinary(handedOver, 5);
   if (stored !== undefined && (compression === null || stored.byteLength - 5 < compressMinBytes)) {
     new DataView(stored.buffer, stored.byteOffset, 5).setUint32(1, stored.byteLength - 5);
     return stored;
   }
   const data = stored?.subarray(5) ?? toBinary(method.output, output);
-  const envelope = await envelopeCompress({ flags: 0, data }, compression, compressMinBytes);
-  return encodeEnvelope(envelope.flags, envelope.data);
+  if (compression === null || data.byteLength < compressMinBytes) return encodeEnvelope(0, data);
+  return envelopeCompress({ flags: 0, data }, compression, compressMinBytes).then((envelope) =>
+    encodeEnvelope(envelope.flags, envelope.data),
+  );
 }
+
+/** What compressionNegotiate answers for a header pair it accepts: the same few pairs come again and again. */
+type Negotiated = ReturnType<typeof compressionNegotiate>;
+
+/** What a call's headers ask (grpcRequestOptions). */
+type RequestOptions = { compression: Negotiated; timeout: { timeoutMs?: number; error?: ConnectError } };
+
+/** The header reader of each LeanOptions (its compressions), made at its first call. */
+const readers = new WeakMap<LeanOptions, (header: (name: string) => string | undefined) => RequestOptions>();
 
 /**
  * What a gRPC call's headers ask of the protocol, as Connect's gRPC handler reads them: the compression of the
  * request and of the answer (`grpc-encoding`, `grpc-accept-encoding`) and the deadline (`grpc-timeout`), each
  * with the error a bad value raises (before the message is read).
  */
-export function grpcRequestOptions(header: (name: string) => string | undefined, options: LeanOptions) {
-  return {
-    compression: compressionNegotiate(
-      [...options.acceptCompression],
-      header(headerEncoding) ?? null,
-      header(headerAcceptEncoding) ?? null,
+export function grpcRequestOptions(header: (name: string) => string | undefined, options: LeanOptions): RequestOptions {
+  let reader = readers.get(options);
+  if (reader === undefined) readers.set(options, (reader = headerReader(options)));
+  return reader(header);
+}
+
+/** grpcRequestOptions for the compressions of `options`, keeping the negotiations it made. */
+function headerReader(options: LeanOptions): (header: (name: string) => string | undefined) => RequestOptions {
+  /** Negotiations without an error by `grpc-encoding` and `grpc-accept-encoding` (at most NEGOTIATIONS_KEPT). */
+  const negotiated = new Map<string | undefined, Map<string | undefined, Negotiated>>();
+  let kept = 0;
+  const negotiate = (encoding: string | undefined, accepted: string | undefined): Negotiated => {
+    const known = negotiated.get(encoding)?.get(accepted);
+    if (known !== undefined) return known;
+    const result = compressionNegotiate(
+      options.acceptCompression as Compression[],
+      encoding ?? null,
+      accepted ?? null,
       headerAcceptEncoding,
-    ),
-    timeout: parseTimeout(header(headerTimeout) ?? null, Number.MAX_SAFE_INTEGER),
+    );
+    if (result.error === undefined && kept < NEGOTIATIONS_KEPT) {
+      let byAccepted = negotiated.get(encoding);
+      if (byAccepted === undefined) negotiated.set(encoding, (byAccepted = new Map()));
+      byAccepted.set(accepted, result);
+      kept++;
+    }
+    return result;
+  };
+  return (header) => {
+    const timeout = header(headerTimeout);
+    return {
+      compression: negotiate(header(headerEncoding), header(headerAcceptEncoding)),
+      timeout: timeout === undefined ? NO_TIMEOUT : parseTimeout(timeout, Number.MAX_SAFE_INTEGER),
+    };
   };
 }
+
+/** How many header pairs grpcRequestOptions keeps the negotiation of (a client's own spellings are few). */
+const NEGOTIATIONS_KEPT = 64;
+/** A call that asks for no deadline. */
+const NO_TIMEOUT: RequestOptions["timeout"] = Object.freeze({});
 
 /** Serves one binary gRPC call of `unary`. */
 export async function serveGrpc(unary: UnaryMethod, call: UnaryCall, options: LeanOptions): Promise<HttpAnswer> {
   const { method } = unary;
-  const { compression, timeout } = grpcRequestOptions((name) => call.header(name), options);
+  const { compression, timeout } = grpcRequestOptions(call.header, options);
   const context = handlerContext(method, call, timeout.timeoutMs, GRPC);
   if (compression.response !== null) context.responseHeader.set(headerEncoding, compression.response.name);
   let body: Uint8Array | null = null;
   try {
     const output = await outputOf(unary, context, call, compression, timeout);
     const stored = handedOverAnswer(output, context.handedOver)?.stored;
-    body = await envelopeOf(output, stored, method, compression.response, options.compressMinBytes);
+    const envelope = envelopeOf(output, stored, method, compression.response, options.compressMinBytes);
+    // Awaited only when compressed: an await of bytes would still cost the call a turn of the microtask queue.
+    body = envelope instanceof Uint8Array ? envelope : await envelope;
     setTrailerStatus(context.responseTrailer, undefined);
   } catch (err) {
     body = null;

@@ -9,7 +9,14 @@
  * "Issue 19"); here the call's signal is the request's own unless a timeout
  * asks for a deadline.
  */
-import { create, type DescMethod, type DescMethodUnary, isMessage, type Message } from "@bufbuild/protobuf";
+import {
+  create,
+  type DescMethod,
+  type DescMethodUnary,
+  type DescService,
+  isMessage,
+  type Message,
+} from "@bufbuild/protobuf";
 import {
   Code,
   ConnectError,
@@ -37,8 +44,8 @@ import {
 
 /** A unary call as the edge hands it on, once the caller is admitted or refused. */
 export interface UnaryCall {
-  /** A request header by its lower-case name. */
-  header(name: string): string | undefined;
+  /** A request header by its lower-case name (a function that needs no `this`). */
+  readonly header: (name: string) => string | undefined;
   /** Every request header (no pseudo-headers), for the handler's context. */
   headers(): Record<string, string>;
   /** `http://localhost<path>` */
@@ -112,61 +119,86 @@ export function plainHeaders(headers: Headers): Record<string, string> {
 }
 
 /**
- * The Headers of a call's answer: Headers' methods over a record of lower-case names, in the order they were
+ * The Headers of a call's answer: Headers' methods over a plain object of lower-case names, in the order they were
  * set. undici's Headers checks and sorts its names on every call (~15 µs a call in the lean gRPC path's
- * profile); these are read once, by the adapter, which checks every value as it writes it (Node refuses a
- * header value with a line break).
+ * profile), and a Map behind them was copied into the record the answer carries; this object is the record
+ * (handed over once, by `record`). The adapter checks every value as it writes it (Node refuses a header value
+ * with a line break).
  */
 class AnswerHeaders implements Headers {
-  readonly #values = new Map<string, string>();
+  #values: Record<string, string> = {};
+  /** Whether `#values` was handed over as the answer's record: a later change is made on a copy. */
+  #handed = false;
 
   constructor(name?: string, value?: string) {
-    if (name !== undefined && value !== undefined) this.#values.set(name, value);
+    if (name !== undefined && value !== undefined) this.#put(name, value);
+  }
+  /** Sets `key` (lower-case) as an own data property, even `__proto__`, which an assignment would not make one. */
+  #put(key: string, value: string): void {
+    this.#own();
+    if (key === "__proto__") Object.defineProperty(this.#values, key, { value, enumerable: true, writable: true });
+    else this.#values[key] = value;
+  }
+  /** Makes `#values` this object's own again if it was handed over. */
+  #own(): void {
+    if (!this.#handed) return;
+    this.#values = { ...this.#values };
+    this.#handed = false;
+  }
+  #get(key: string): string | undefined {
+    return Object.hasOwn(this.#values, key) ? this.#values[key] : undefined;
   }
   append(name: string, value: string): void {
     const key = name.toLowerCase();
-    const before = this.#values.get(key);
-    this.#values.set(key, before === undefined ? value : `${before}, ${value}`);
+    const before = this.#get(key);
+    this.#put(key, before === undefined ? value : `${before}, ${value}`);
   }
   delete(name: string): void {
-    this.#values.delete(name.toLowerCase());
+    this.#own();
+    delete this.#values[name.toLowerCase()];
   }
   get(name: string): string | null {
-    return this.#values.get(name.toLowerCase()) ?? null;
+    return this.#get(name.toLowerCase()) ?? null;
   }
   getSetCookie(): string[] {
-    const value = this.#values.get("set-cookie");
+    const value = this.#get("set-cookie");
     return value === undefined ? [] : [value];
   }
   has(name: string): boolean {
-    return this.#values.has(name.toLowerCase());
+    return Object.hasOwn(this.#values, name.toLowerCase());
   }
   set(name: string, value: string): void {
-    this.#values.set(name.toLowerCase(), value);
+    this.#put(name.toLowerCase(), value);
   }
   forEach(callback: (value: string, name: string, parent: Headers) => void, thisArg?: unknown): void {
-    for (const [name, value] of this.#values) callback.call(thisArg, value, name, this);
+    for (const [name, value] of Object.entries(this.#values)) callback.call(thisArg, value, name, this);
   }
   entries(): HeadersIterator<[string, string]> {
-    return this.#values.entries() as HeadersIterator<[string, string]>;
+    return Object.entries(this.#values)[Symbol.iterator]() as HeadersIterator<[string, string]>;
   }
   keys(): HeadersIterator<string> {
-    return this.#values.keys() as HeadersIterator<string>;
+    return Object.keys(this.#values)[Symbol.iterator]() as HeadersIterator<string>;
   }
   values(): HeadersIterator<string> {
-    return this.#values.values() as HeadersIterator<string>;
+    return Object.values(this.#values)[Symbol.iterator]() as HeadersIterator<string>;
   }
   [Symbol.iterator](): HeadersIterator<[string, string]> {
     return this.entries();
   }
-  /** The headers as a plain record, for the answer. */
+  /** The headers as the plain record the answer carries: the object behind them, handed over (not copied). */
   record(): Record<string, string> {
-    return Object.fromEntries(this.#values);
+    this.#handed = true;
+    return this.#values;
   }
 }
 
 /** A signal that never aborts, for a call whose adapter gives none. */
 const NEVER = new AbortController().signal;
+
+/** A call without a deadline ends with nothing to stop. */
+const NOTHING_TO_END = (): void => {};
+/** A call without a deadline has no time left to tell. */
+const NO_DEADLINE = (): number | undefined => undefined;
 
 /**
  * A call's signal: the request's own (`signal`), or with a timeout one linked signal that also aborts at the
@@ -176,7 +208,7 @@ export function callSignal(
   signal: AbortSignal | undefined,
   timeoutMs: number | undefined,
 ): { signal: AbortSignal | undefined; done(): void } {
-  if (timeoutMs === undefined) return { signal, done: () => {} };
+  if (timeoutMs === undefined) return { signal, done: NOTHING_TO_END };
   const deadline = createDeadlineSignal(timeoutMs);
   const linked = createLinkedAbortController(deadline.signal, signal);
   return {
@@ -190,65 +222,125 @@ export function callSignal(
 }
 
 /**
- * The handler's context, as Connect's createHandlerContext makes it, less what a call of one message does not
- * need: its signal is the request's own unless a timeout (`grpc-timeout`, `connect-timeout-ms`) asks for a
- * deadline (then one linked signal, as Connect links them), and `done` ends the deadline's timer.
+ * The handler's context of a lean call, as Connect's createHandlerContext makes it, less what a call of one
+ * message does not need: its signal is the request's own unless a timeout (`grpc-timeout`, `connect-timeout-ms`)
+ * asks for a deadline (then one linked signal, as Connect links them), and `done` ends the deadline's timer. A
+ * class, not an object literal: a literal's getter (the request's headers, made when first read) and closures
+ * were made anew at every call.
  */
+export class LeanContext implements HandlerContext {
+  readonly service: DescService;
+  readonly signal: AbortSignal;
+  readonly timeoutMs: () => number | undefined;
+  readonly requestMethod = "POST";
+  readonly responseHeader: AnswerHeaders;
+  readonly responseTrailer = new AnswerHeaders();
+  readonly protocolName: string;
+  readonly values: ContextValues;
+  readonly url: string;
+  /** Ends the deadline's timer, if the call has one; called once the call is answered. */
+  readonly done: () => void;
+  /** What the handler hands over as bytes (registry-routes.ts's HandedOver). */
+  readonly handedOver: HandedOver = {};
+  #requestHeader: Headers | undefined;
+
+  constructor(
+    readonly method: DescMethod,
+    private readonly call: UnaryCall,
+    timeoutMs: number | undefined,
+    protocol: { readonly name: string; readonly contentType: string; readonly binary: boolean },
+  ) {
+    const { signal, done } = callSignal(call.signal, timeoutMs);
+    this.service = method.parent;
+    this.signal = signal ?? NEVER;
+    this.done = done;
+    this.timeoutMs = NO_DEADLINE;
+    if (timeoutMs !== undefined) {
+      const end = Date.now() + timeoutMs;
+      this.timeoutMs = () => end - Date.now();
+    }
+    this.responseHeader = new AnswerHeaders("content-type", protocol.contentType);
+    this.protocolName = protocol.name;
+    this.values = call.contextValues.set(binaryAnswerKey, protocol.binary).set(handedOverKey, this.handedOver);
+    this.url = call.url;
+  }
+
+  /** Made when first read: the registry's handlers read none here (binaryAnswerKey tells them the codec). */
+  get requestHeader(): Headers {
+    this.#requestHeader ??= new Headers(this.call.headers());
+    return this.#requestHeader;
+  }
+
+  /** This context with the values and signal of a request an interceptor replaced (as Connect merges them). */
+  withRequest(req: UnaryRequest): HandlerContext {
+    if (req.contextValues === this.values && req.signal === this.signal) return this;
+    const context = this;
+    return {
+      method: this.method,
+      service: this.service,
+      signal: req.signal,
+      timeoutMs: this.timeoutMs,
+      requestMethod: this.requestMethod,
+      get requestHeader() {
+        return context.requestHeader;
+      },
+      responseHeader: this.responseHeader,
+      responseTrailer: this.responseTrailer,
+      protocolName: this.protocolName,
+      values: req.contextValues,
+      url: this.url,
+    };
+  }
+}
+
+/** The handler's context of a lean call (LeanContext). */
 export function handlerContext(
   method: DescMethod,
   call: UnaryCall,
   timeoutMs: number | undefined,
   protocol: { readonly name: string; readonly contentType: string; readonly binary: boolean },
-): HandlerContext & { done(): void; readonly handedOver: HandedOver } {
-  const { signal, done } = callSignal(call.signal, timeoutMs);
-  const handedOver: HandedOver = {};
-  let remaining = (): number | undefined => undefined;
-  if (timeoutMs !== undefined) {
-    const end = Date.now() + timeoutMs;
-    remaining = () => end - Date.now();
-  }
-  let requestHeader: Headers | undefined;
-  return {
-    method,
-    service: method.parent,
-    signal: signal ?? NEVER,
-    timeoutMs: remaining,
-    requestMethod: "POST",
-    // Made when first read: the registry's handlers read none here (binaryAnswerKey tells them the codec).
-    get requestHeader() {
-      requestHeader ??= new Headers(call.headers());
-      return requestHeader;
-    },
-    responseHeader: new AnswerHeaders("content-type", protocol.contentType),
-    responseTrailer: new AnswerHeaders(),
-    protocolName: protocol.name,
-    values: call.contextValues.set(binaryAnswerKey, protocol.binary).set(handedOverKey, handedOver),
-    url: call.url,
-    done,
-    handedOver,
-  };
+): LeanContext {
+  return new LeanContext(method, call, timeoutMs, protocol);
 }
 
 /**
- * The implementation called through the interceptors, as Connect's invokeUnaryImplementation calls it, but
- * with the request's headers read only if someone reads them (the request and the context share the one
- * lazily made Headers; Connect's copies it into each).
+ * A lean call's request as its interceptors see it, the request's headers read only if someone reads them (the
+ * request and the context share the one lazily made Headers; Connect's copies it into each).
  */
+class LeanRequest implements UnaryRequest {
+  readonly stream = false;
+  readonly requestMethod = "POST";
+  readonly service: DescService;
+  readonly url: string;
+  readonly signal: AbortSignal;
+  readonly contextValues: ContextValues;
+
+  constructor(
+    readonly method: DescMethodUnary,
+    readonly message: Message,
+    private readonly context: LeanContext,
+  ) {
+    this.service = method.parent;
+    this.url = context.url;
+    this.signal = context.signal;
+    this.contextValues = context.values;
+  }
+  get header(): Headers {
+    return this.context.requestHeader;
+  }
+}
+
+/** The implementation called through the interceptors, as Connect's invokeUnaryImplementation calls it. */
 async function invoke(
   spec: MethodImplSpec,
-  context: HandlerContext,
+  context: LeanContext,
   input: Message | undefined,
   innermostFirst: readonly Interceptor[],
 ): Promise<Message> {
   const method = spec.method as DescMethodUnary;
   const impl = spec.impl as (req: Message, ctx: HandlerContext) => Promise<Message>;
   let next: UnaryFn = async (req) => {
-    // As Connect merges them: an interceptor may have replaced the request's values or signal.
-    const ctx =
-      req.contextValues === context.values && req.signal === context.signal
-        ? context
-        : { ...context, values: req.contextValues, signal: req.signal };
-    const output = await impl(req.message, ctx);
+    const output = await impl(req.message, context.withRequest(req));
     return {
       stream: false,
       message: isMessage(output, method.output) ? output : create(method.output, output),
@@ -259,21 +351,8 @@ async function invoke(
     };
   };
   for (const interceptor of innermostFirst) next = interceptor(next as never) as UnaryFn;
-  const request: UnaryRequest = {
-    stream: false,
-    // No message (a refused one): an empty one; the verdict the edge left raises the refusal.
-    message: input ?? create(method.input),
-    method,
-    service: method.parent,
-    requestMethod: "POST",
-    url: context.url,
-    signal: context.signal,
-    get header() {
-      return context.requestHeader;
-    },
-    contextValues: context.values,
-  };
-  const response = await next(request);
+  // No message (a refused one): an empty one; the verdict the edge left raises the refusal.
+  const response = await next(new LeanRequest(method, input ?? create(method.input), context));
   // An interceptor that answered headers of its own: they go out with the call's.
   if (response.header !== context.responseHeader)
     response.header.forEach((value, name) => void context.responseHeader.set(name, value));
@@ -303,7 +382,7 @@ export function handedOverAnswer(
  */
 export async function outputOf(
   unary: UnaryMethod,
-  context: HandlerContext,
+  context: LeanContext,
   call: UnaryCall,
   compression: { readonly request: Compression | null; readonly error?: ConnectError | undefined },
   timeout: { readonly error?: ConnectError | undefined },

@@ -1,16 +1,31 @@
 /**
  * What a lean call answers when it fails outside the interceptors (src/transport/unary-call.ts): Connect's
  * own errors as they are, a client's connection failing mid-body as CANCELED, and anything else INTERNAL
- * with the original logged once and never shown.
+ * with the original logged once and never shown. Its context's headers, the request's context values and
+ * gRPC's header negotiation, each against what Connect's own would do.
  */
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, createContextValues } from "@connectrpc/connect";
+import { Code, ConnectError, createContextKey, createContextValues, type HandlerContext } from "@connectrpc/connect";
+import { compressionGzip } from "@connectrpc/connect-node";
 import { describe, expect, it } from "vitest";
 import { GetAgentDefinitionRequestSchema } from "../../gen/asor/v1/agent_definition_service_pb.js";
-import { createRequestRecord, requestRecordKey } from "../../src/observability/request-record.js";
+import {
+  createRequestRecord,
+  recordOf,
+  requestRecordKey,
+  requestValues,
+} from "../../src/observability/request-record.js";
 import { REGISTRY_SERVICES } from "../../src/operations/registry-operations.js";
+import { grpcRequestOptions } from "../../src/transport/grpc-unary.js";
 import type { RegistryServiceImpl } from "../../src/transport/registry-routes.js";
-import { createUnaryMethods, failureOf, outputOf, type UnaryCall } from "../../src/transport/unary-call.js";
+import {
+  createUnaryMethods,
+  failureOf,
+  handlerContext,
+  outputOf,
+  plainHeaders,
+  type UnaryCall,
+} from "../../src/transport/unary-call.js";
 import { capturingLogger } from "../support/capturing-logger.js";
 
 const service = REGISTRY_SERVICES[0]!;
@@ -75,5 +90,122 @@ describe("a lean call's failures", () => {
     const err = await outputOf(unary, context, gone, { request: null }, {}).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConnectError);
     expect((err as ConnectError).code).toBe(Code.Canceled);
+  });
+});
+
+describe("a lean call's context", () => {
+  const protocol = { name: "grpc", contentType: "application/grpc+proto", binary: true };
+
+  it("hands its headers over as the answer's record, and a later change does not reach that record", () => {
+    const context = handlerContext(
+      unary.method,
+      call(async () => ({ failure: 1 })),
+      undefined,
+      protocol,
+    );
+    context.responseHeader.set("ETag", '"1"');
+    context.responseHeader.append("x-list", "a");
+    context.responseHeader.append("X-List", "b");
+    const record = plainHeaders(context.responseHeader);
+    expect(record).toEqual({ "content-type": "application/grpc+proto", etag: '"1"', "x-list": "a, b" });
+    context.responseHeader.set("etag", '"2"');
+    context.responseHeader.delete("x-list");
+    expect(record.etag).toBe('"1"');
+    expect(record["x-list"]).toBe("a, b");
+    expect(context.responseHeader.get("etag")).toBe('"2"');
+    expect(context.responseHeader.has("x-list")).toBe(false);
+  });
+
+  it("keeps a header named __proto__ as a header, not as the record's prototype", () => {
+    const context = handlerContext(
+      unary.method,
+      call(async () => ({ failure: 1 })),
+      undefined,
+      protocol,
+    );
+    context.responseTrailer.set("__proto__", "x");
+    const record = plainHeaders(context.responseTrailer);
+    expect(Object.getPrototypeOf(record)).toBe(Object.prototype);
+    expect(Object.entries(record)).toEqual([["__proto__", "x"]]);
+    expect(context.responseTrailer.get("__proto__")).toBe("x");
+  });
+
+  it("gives the handler the request's headers and values when an interceptor replaced the values", async () => {
+    const key = createContextKey<string>("unset");
+    const seen: { header: string | null; value: string; record: unknown }[] = [];
+    const [method] = createUnaryMethods(
+      [
+        {
+          service,
+          implementation: Object.fromEntries(
+            service.methods.map((m) => [
+              m.localName,
+              async (_req: unknown, ctx: HandlerContext) => {
+                seen.push({
+                  header: ctx.requestHeader.get("x-probe"),
+                  value: ctx.values.get(key),
+                  record: recordOf(ctx.values),
+                });
+                return create(GetAgentDefinitionRequestSchema);
+              },
+            ]),
+          ) as never,
+          options: { interceptors: [], jsonOptions: {} },
+        },
+      ],
+      [(next) => (req) => next({ ...req, contextValues: createContextValues().set(key, "replaced") })],
+    ).values();
+    const probe: UnaryCall = {
+      ...call(async () => ({ message: create(GetAgentDefinitionRequestSchema) })),
+      header: (name) => (name === "x-probe" ? "sent" : undefined),
+      headers: () => ({ "x-probe": "sent" }),
+    };
+    const context = handlerContext(method!.method, probe, undefined, protocol);
+    await outputOf(method!, context, probe, { request: null }, {});
+    expect(seen).toEqual([{ header: "sent", value: "replaced", record: undefined }]);
+  });
+});
+
+describe("a request's context values", () => {
+  it("answers a key's default until it is set, the value once set, the default again once deleted", () => {
+    const record = createRequestRecord({ method: "GET", path: "/x", requestIdHeader: undefined });
+    const key = createContextKey<number>(7);
+    const values = requestValues(record);
+    expect(recordOf(values)).toBe(record);
+    expect(values.get(key)).toBe(7);
+    expect(values.set(key, 8).get(key)).toBe(8);
+    expect(values.delete(key).get(key)).toBe(7);
+    expect(requestValues(record).get(key)).toBe(7);
+  });
+});
+
+describe("a gRPC call's compression and deadline", () => {
+  const options = { logger: capturingLogger(), acceptCompression: [compressionGzip], compressMinBytes: 1024 };
+  const headers =
+    (values: Record<string, string>) =>
+    (name: string): string | undefined =>
+      values[name];
+
+  it("negotiates each pair of headers as Connect does, the same answer when it comes again", () => {
+    for (let i = 0; i < 2; i++) {
+      const gzip = grpcRequestOptions(
+        headers({ "grpc-encoding": "gzip", "grpc-accept-encoding": "br, gzip" }),
+        options,
+      );
+      expect(gzip.compression).toEqual({ request: compressionGzip, response: compressionGzip, error: undefined });
+      const plain = grpcRequestOptions(headers({ "grpc-accept-encoding": "identity" }), options);
+      expect(plain.compression).toEqual({ request: null, response: null, error: undefined });
+      expect(plain.timeout).toEqual({});
+    }
+  });
+
+  it("refuses an unknown encoding and a malformed deadline every time they come", () => {
+    for (let i = 0; i < 2; i++) {
+      const unknown = grpcRequestOptions(headers({ "grpc-encoding": "zstd" }), options);
+      expect(unknown.compression.error?.code).toBe(Code.Unimplemented);
+      const malformed = grpcRequestOptions(headers({ "grpc-timeout": "soon" }), options);
+      expect(malformed.timeout.error?.code).toBe(Code.InvalidArgument);
+      expect(grpcRequestOptions(headers({ "grpc-timeout": "2S" }), options).timeout).toEqual({ timeoutMs: 2000 });
+    }
   });
 });
