@@ -207,37 +207,20 @@ export function createEdge(options: EdgeOptions): Edge {
 
   /**
    * A call on a lean path: admitted as every RPC is, its message read and decoded once, the verdict left for
-   * the handler as Connect's router gets it.
+   * the handler as Connect's router gets it. `connect`: a Connect unary POST in that codec; else binary gRPC.
    */
   const serveLean = async (
     unary: UnaryMethod,
     req: EdgeRequest,
     record: RequestRecord,
-    read: (check: MessageCheck, compression: Compression | null) => Promise<UnaryMessage>,
-    serve: (call: UnaryCall) => Promise<HttpAnswer>,
+    lean: LeanOptions,
+    connect?: { binary: boolean },
   ): Promise<HttpAnswer> => {
     record.protocol = rpcProtocolOf(req.header("content-type"));
     const operation = operations.get(unary.method) as Operation;
     const check = checks.get(unary.method) as MessageCheck;
-    const values = requestValues(record);
-    const admission = await admitCaller(req, operation, record);
-    return serve({
-      header: (name) => req.header(name),
-      headers: () => req.headers(),
-      url: `http://localhost${req.target}`,
-      signal: req.signal,
-      contextValues: values,
-      async message(compression) {
-        if (admission.error !== undefined) {
-          values.set(verdictKey, { error: admission.error });
-          return { problem: admission.error };
-        }
-        const message = await read(check, compression);
-        if (message.problem !== undefined) values.set(verdictKey, { error: message.problem });
-        else values.set(verdictKey, { call: admission.call });
-        return message;
-      },
-    });
+    const call = new LeanCall(req, requestValues(record), check, await admitCaller(req, operation, record), connect);
+    return connect === undefined ? serveGrpc(unary, call, lean) : serveConnect(unary, call, connect.binary, lean);
   };
 
   /** The lean path that serves `req`, if one does: a POST of a registry RPC in binary gRPC or Connect unary. */
@@ -246,25 +229,9 @@ export function createEdge(options: EdgeOptions): Edge {
     const lean = options.lean;
     if (unary === undefined || lean === undefined) return undefined;
     const contentType = req.header("content-type");
-    const bytes = (limit: number) => req.bodyBytes(limit);
-    const length = req.header("content-length");
-    if (isBinaryGrpc(contentType))
-      return serveLean(
-        unary,
-        req,
-        record,
-        (check, compression) => check.grpcMessage(bytes, length, compression),
-        (call) => serveGrpc(unary, call, lean),
-      );
+    if (isBinaryGrpc(contentType)) return serveLean(unary, req, record, lean);
     const connect = connectUnaryFormat(contentType);
-    if (connect === undefined) return undefined;
-    return serveLean(
-      unary,
-      req,
-      record,
-      (check, compression) => check.connectMessage(bytes, length, compression, connect.binary),
-      (call) => serveConnect(unary, call, connect.binary, lean),
-    );
+    return connect === undefined ? undefined : serveLean(unary, req, record, lean, connect);
   };
 
   /** The lean gRPC watch, if it serves `req`: a binary gRPC POST of a registry server-streaming RPC. */
@@ -327,6 +294,48 @@ export function createEdge(options: EdgeOptions): Edge {
 
 function procedureOf(operation: Operation): string {
   return `${operation.method.parent.typeName}/${operation.method.name}`;
+}
+
+/**
+ * A lean call as the edge hands it on (UnaryCall): the request, its values, and the verdict on its caller; the
+ * message read when the path asks for it (`connect`: a Connect unary POST in that codec; else binary gRPC).
+ */
+class LeanCall implements UnaryCall {
+  readonly url: string;
+  readonly signal: AbortSignal | undefined;
+
+  constructor(
+    private readonly req: EdgeRequest,
+    readonly contextValues: ContextValues,
+    private readonly check: MessageCheck,
+    private readonly admission: Admission,
+    private readonly connect: { binary: boolean } | undefined,
+  ) {
+    this.url = `http://localhost${req.target}`;
+    this.signal = req.signal;
+  }
+  header(name: string): string | undefined {
+    return this.req.header(name);
+  }
+  headers(): Record<string, string> {
+    return this.req.headers();
+  }
+  async message(compression: Compression | null): Promise<UnaryMessage> {
+    const { admission, contextValues: values, req, check, connect } = this;
+    if (admission.error !== undefined) {
+      values.set(verdictKey, { error: admission.error });
+      return { problem: admission.error };
+    }
+    const read = (limit: number) => req.bodyBytes(limit);
+    const length = req.header("content-length");
+    const message =
+      connect === undefined
+        ? await check.grpcMessage(read, length, compression)
+        : await check.connectMessage(read, length, compression, connect.binary);
+    if (message.problem !== undefined) values.set(verdictKey, { error: message.problem });
+    else values.set(verdictKey, { call: admission.call });
+    return message;
+  }
 }
 
 /**

@@ -419,85 +419,48 @@ export function createNodeEdge(app: App): NodeEdge {
     const path = q === -1 ? target : target.slice(0, q);
     if (headers[":method"] !== "POST" || !app.leanGrpcPaths.has(path) || !isBinaryGrpc(headers["content-type"]))
       return false;
-    const header = (name: string): string | undefined => headerOf(headers, name);
     // A stream the client resets with an error code is destroyed with an error: without a listener it would
     // be the process's (the compatibility layer listens for its own streams). The close below tells what happened.
-    stream.on("error", () => undefined);
-    const record = app.requests.start({ method: "POST", path, requestIdHeader: header("x-request-id") });
-    const share = bodyShare(app, headers);
-    const controller = new AbortController();
-    let answered = false;
-    let grpcStatus: string | undefined;
-    const reset = (): boolean =>
-      (stream.rstCode ?? http2Constants.NGHTTP2_NO_ERROR) !== http2Constants.NGHTTP2_NO_ERROR;
+    stream.on("error", ignore);
+    const record = app.requests.start({ method: "POST", path, requestIdHeader: headerOf(headers, "x-request-id") });
+    const req = new StreamRequest(target, stream, headers, bodyShare(app, headers));
     stream.once("close", () => {
-      share.release();
-      const completed = answered && !reset();
-      if (!completed) controller.abort(clientLeftReason());
+      req.share.release();
+      const completed = req.answered && !req.reset();
+      if (!completed) req.controller.abort(clientLeftReason());
       app.requests.finish(record, {
         status: 200,
         completed,
-        wireCode: grpcStatus === undefined ? undefined : codeName(Number(grpcStatus)),
+        wireCode: req.grpcStatus === undefined ? undefined : codeName(Number(req.grpcStatus)),
       });
     });
-    const req: EdgeRequest = {
-      method: "POST",
-      target,
-      header,
-      headers: () => headerRecord(headers),
-      body: () => share.count(stream.iterator({ destroyOnReturn: false })),
-      bodyBytes: (limit) => bodyBytes(stream, share, limit),
-      universal() {
-        throw new Error("A binary gRPC call of a registry RPC is served by the lean gRPC path, not Connect's router.");
-      },
-      clientGone: () => reset() || (stream.destroyed && !answered),
-      signal: controller.signal,
-    };
-    app
-      .edge(req, record)
-      .then(async ({ http: answer, stream: streaming }) => {
-        if (streaming !== undefined) {
-          // The watch: headers at once, each chunk as it comes (waiting while the client's window is full), then
-          // the trailers. Only a stream that ended with its trailers was answered: any earlier close (a reset, a
-          // connection gone) aborts the call's signal, which ends the watch.
-          stream.respond(
-            { ":status": streaming.status, "x-request-id": record.id, ...streaming.headers },
-            {
-              waitForTrailers: true,
-            },
-          );
-          for await (const chunks of streaming.body) {
-            if (stream.destroyed) break;
-            if (!writeAll(stream, chunks)) await drainedOrClosed(stream);
-          }
-          if (stream.destroyed) return;
-          const trailers = streaming.trailers();
-          grpcStatus = trailers["grpc-status"];
-          stream.once("wantTrailers", () => stream.sendTrailers(trailers));
-          answered = true;
-          stream.end();
-          return;
-        }
-        if (answer === undefined || stream.destroyed) return void stream.destroy();
-        grpcStatus = answer.trailers?.["grpc-status"];
-        const head = { ":status": answer.status, "x-request-id": record.id, ...answer.headers };
-        // A body refused for want of memory is not read on. The stream is not reset after the answer, as the
-        // compatibility path does: a reset right after the trailers reaches the client before them (Node sends
-        // RST_STREAM once the writable side finishes, before it asks for the trailers). Unread, the stream's
-        // flow control stops the client within one window, and a gRPC client ends the call on the trailers;
-        // HTTP_BODY_TIMEOUT_MS cancels what a client keeps open.
-        const trailers = answer.trailers ?? {};
+    app.edge(req, record).then(({ http: answer, stream: streaming }) => {
+      if (streaming !== undefined) return void writeGrpcStream(req, record.id, streaming).catch(failed);
+      if (answer === undefined || stream.destroyed) return void stream.destroy();
+      req.grpcStatus = answer.trailers?.["grpc-status"];
+      const head = { ":status": answer.status, "x-request-id": record.id, ...answer.headers };
+      // A body refused for want of memory is not read on. The stream is not reset after the answer, as the
+      // compatibility path does: a reset right after the trailers reaches the client before them (Node sends
+      // RST_STREAM once the writable side finishes, before it asks for the trailers). Unread, the stream's
+      // flow control stops the client within one window, and a gRPC client ends the call on the trailers;
+      // HTTP_BODY_TIMEOUT_MS cancels what a client keeps open.
+      try {
         stream.respond(head, { waitForTrailers: true });
-        stream.once("wantTrailers", () => stream.sendTrailers(trailers));
-        answered = true;
+        pendingTrailers.set(stream, answer.trailers ?? {});
+        stream.on("wantTrailers", sendPendingTrailers);
+        req.answered = true;
         stream.end(answer.body ?? undefined);
-      })
-      .catch((err: unknown) => {
-        // The answer could not be made or written: the stream is reset, the failure logged unless the client left.
-        if (!req.clientGone?.()) callerError(err, app.logger, record.rpc ?? path, { record });
-        stream.destroy();
-      });
+      } catch (err) {
+        failed(err);
+      }
+    }, failed);
     return true;
+
+    /** The answer could not be made or written: the stream is reset, the failure logged unless the client left. */
+    function failed(err: unknown): void {
+      if (!req.clientGone()) callerError(err, app.logger, record.rpc ?? path, { record });
+      stream.destroy();
+    }
   };
 
   return {
@@ -508,6 +471,84 @@ export function createNodeEdge(app: App): NodeEdge {
       for (const res of h1Answers) if (!res.headersSent) res.setHeader("connection", "close");
     },
   };
+}
+
+/** A binary gRPC call's HTTP/2 stream as the edge reads it (handleStream): one object, its methods shared. */
+class StreamRequest implements EdgeRequest {
+  readonly method = "POST";
+  /** Aborts when the stream closes before its answer was sent (the call's signal). */
+  readonly controller = new AbortController();
+  /** Whether the answer was handed to the stream whole (its trailers asked for). */
+  answered = false;
+  /** The `grpc-status` the answer ends with, once known. */
+  grpcStatus: string | undefined;
+
+  constructor(
+    readonly target: string,
+    readonly stream: ServerHttp2Stream,
+    private readonly headerObject: IncomingHttpHeaders,
+    readonly share: BodyShare,
+  ) {}
+
+  header(name: string): string | undefined {
+    return headerOf(this.headerObject, name);
+  }
+  headers(): Record<string, string> {
+    return headerRecord(this.headerObject);
+  }
+  body(): AsyncIterable<Uint8Array> {
+    return this.share.count(this.stream.iterator({ destroyOnReturn: false }));
+  }
+  bodyBytes(limit: number): Promise<Uint8Array | undefined> {
+    return bodyBytes(this.stream, this.share, limit);
+  }
+  universal(): never {
+    throw new Error("A binary gRPC call of a registry RPC is served by the lean gRPC path, not Connect's router.");
+  }
+  /** Whether the client reset the stream with an error code. */
+  reset(): boolean {
+    return (this.stream.rstCode ?? http2Constants.NGHTTP2_NO_ERROR) !== http2Constants.NGHTTP2_NO_ERROR;
+  }
+  clientGone(): boolean {
+    return this.reset() || (this.stream.destroyed && !this.answered);
+  }
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+}
+
+/** A listener that does nothing (shared: a stream's errors are read from its close). */
+function ignore(): void {}
+
+/** The trailers each answered stream sends once its body is out. */
+const pendingTrailers = new WeakMap<ServerHttp2Stream, Record<string, string>>();
+
+/** A stream's `wantTrailers` listener (shared, `this` is the stream): sends the trailers its answer left. */
+function sendPendingTrailers(this: ServerHttp2Stream): void {
+  this.sendTrailers(pendingTrailers.get(this) ?? {});
+}
+
+/**
+ * The lean gRPC watch's answer: headers at once, each chunk as it comes (waiting while the client's window is
+ * full), then the trailers. Only a stream that ended with its trailers was answered: any earlier close (a reset,
+ * a connection gone) aborts the call's signal, which ends the watch.
+ */
+async function writeGrpcStream(req: StreamRequest, requestId: string, streaming: StreamAnswer): Promise<void> {
+  const { stream } = req;
+  stream.respond(
+    { ":status": streaming.status, "x-request-id": requestId, ...streaming.headers },
+    { waitForTrailers: true },
+  );
+  for await (const chunks of streaming.body) {
+    if (stream.destroyed) break;
+    if (!writeAll(stream, chunks)) await drainedOrClosed(stream);
+  }
+  if (stream.destroyed) return;
+  const trailers = streaming.trailers();
+  req.grpcStatus = trailers["grpc-status"];
+  stream.once("wantTrailers", () => stream.sendTrailers(trailers));
+  req.answered = true;
+  stream.end();
 }
 
 /**

@@ -47,7 +47,7 @@ export async function serveGrpcStream(call: StreamCall, options: LeanOptions): P
   record.rpc ??= procedure;
   const headers: Record<string, string> = { "content-type": GRPC.contentType };
   const trailers = new Headers();
-  const { compression, timeout } = grpcRequestOptions((name) => call.header(name), options);
+  const { compression, timeout } = grpcRequestOptions(call, options);
   if (compression.response !== null) headers["grpc-encoding"] = compression.response.name;
   // The call's signal: the client leaving, and the deadline when one was asked.
   const { signal, done } = callSignal(call.signal, timeout.timeoutMs);

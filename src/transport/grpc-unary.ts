@@ -92,21 +92,24 @@ type Negotiated = ReturnType<typeof compressionNegotiate>;
 type RequestOptions = { compression: Negotiated; timeout: { timeoutMs?: number; error?: ConnectError } };
 
 /** The header reader of each LeanOptions (its compressions), made at its first call. */
-const readers = new WeakMap<LeanOptions, (header: (name: string) => string | undefined) => RequestOptions>();
+const readers = new WeakMap<LeanOptions, (request: { header(name: string): string | undefined }) => RequestOptions>();
 
 /**
  * What a gRPC call's headers ask of the protocol, as Connect's gRPC handler reads them: the compression of the
  * request and of the answer (`grpc-encoding`, `grpc-accept-encoding`) and the deadline (`grpc-timeout`), each
  * with the error a bad value raises (before the message is read).
  */
-export function grpcRequestOptions(header: (name: string) => string | undefined, options: LeanOptions): RequestOptions {
+export function grpcRequestOptions(
+  request: { header(name: string): string | undefined },
+  options: LeanOptions,
+): RequestOptions {
   let reader = readers.get(options);
   if (reader === undefined) readers.set(options, (reader = headerReader(options)));
-  return reader(header);
+  return reader(request);
 }
 
 /** grpcRequestOptions for the compressions of `options`, keeping the negotiations it made. */
-function headerReader(options: LeanOptions): (header: (name: string) => string | undefined) => RequestOptions {
+function headerReader(options: LeanOptions): (request: { header(name: string): string | undefined }) => RequestOptions {
   /** Negotiations without an error by `grpc-encoding` and `grpc-accept-encoding` (at most NEGOTIATIONS_KEPT). */
   const negotiated = new Map<string | undefined, Map<string | undefined, Negotiated>>();
   let kept = 0;
@@ -127,10 +130,10 @@ function headerReader(options: LeanOptions): (header: (name: string) => string |
     }
     return result;
   };
-  return (header) => {
-    const timeout = header(headerTimeout);
+  return (request) => {
+    const timeout = request.header(headerTimeout);
     return {
-      compression: negotiate(header(headerEncoding), header(headerAcceptEncoding)),
+      compression: negotiate(request.header(headerEncoding), request.header(headerAcceptEncoding)),
       timeout: timeout === undefined ? NO_TIMEOUT : parseTimeout(timeout, Number.MAX_SAFE_INTEGER),
     };
   };
@@ -144,7 +147,7 @@ const NO_TIMEOUT: RequestOptions["timeout"] = Object.freeze({});
 /** Serves one binary gRPC call of `unary`. */
 export async function serveGrpc(unary: UnaryMethod, call: UnaryCall, options: LeanOptions): Promise<HttpAnswer> {
   const { method } = unary;
-  const { compression, timeout } = grpcRequestOptions(call.header, options);
+  const { compression, timeout } = grpcRequestOptions(call, options);
   const context = handlerContext(method, call, timeout.timeoutMs, GRPC);
   if (compression.response !== null) context.responseHeader.set(headerEncoding, compression.response.name);
   let body: Uint8Array | null = null;

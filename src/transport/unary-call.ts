@@ -44,8 +44,8 @@ import {
 
 /** A unary call as the edge hands it on, once the caller is admitted or refused. */
 export interface UnaryCall {
-  /** A request header by its lower-case name (a function that needs no `this`). */
-  readonly header: (name: string) => string | undefined;
+  /** A request header by its lower-case name. */
+  header(name: string): string | undefined;
   /** Every request header (no pseudo-headers), for the handler's context. */
   headers(): Record<string, string>;
   /** `http://localhost<path>` */

@@ -181,10 +181,7 @@ describe("a request's context values", () => {
 
 describe("a gRPC call's compression and deadline", () => {
   const options = { logger: capturingLogger(), acceptCompression: [compressionGzip], compressMinBytes: 1024 };
-  const headers =
-    (values: Record<string, string>) =>
-    (name: string): string | undefined =>
-      values[name];
+  const headers = (values: Record<string, string>) => ({ header: (name: string) => values[name] });
 
   it("negotiates each pair of headers as Connect does, the same answer when it comes again", () => {
     for (let i = 0; i < 2; i++) {
