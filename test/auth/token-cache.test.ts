@@ -262,6 +262,8 @@ describe("the token cache itself", () => {
     expect(key).not.toContain(token.slice(0, 10));
     expect(tokenKey(`${token}x`)).not.toBe(key);
     expect(tokenKey(token)).toBe(key);
+    // sha256sum's digest of the token, in base64url (printf %s <token> | sha256sum | xxd -r -p | base64).
+    expect(key).toBe("OK3EEs9JO3VGVujvOBpDjfMb2QVgrzgcYQFE8skDF9E");
   });
 
   it("holds 10,000 entries by default, then drops the least recently used", () => {
