@@ -24,6 +24,7 @@ import type {
   UniversalServerResponse,
 } from "@connectrpc/connect/protocol";
 import type { Authenticator } from "../auth/authenticator.js";
+import type { Principal } from "../auth/principal.js";
 import type { Catalog } from "../catalog/catalog.js";
 import { noResourceAt, type RegistryError } from "../domain/errors.js";
 import type { WatchEvent } from "../domain/watch.js";
@@ -31,7 +32,7 @@ import { errorAnswer, type HttpAnswer, methodNotAllowedAnswer, type StreamAnswer
 import type { HttpEndpoint } from "../http/http-endpoint.js";
 import type { Logger } from "../logger.js";
 import { codeName, type RequestRecord, requestValues, rpcProtocolOf } from "../observability/request-record.js";
-import { type Admission, admit, type Operation, type Operations } from "../operations/operation.js";
+import { type Admission, admit, type Call, type Operation, type Operations } from "../operations/operation.js";
 import { connectUnaryFormat, serveConnect } from "../transport/connect-unary.js";
 import { callerError } from "../transport/failures.js";
 import { serveGrpcStream } from "../transport/grpc-stream.js";
@@ -123,7 +124,7 @@ export function createEdge(options: EdgeOptions): Edge {
     try {
       const principal = await authenticator.authenticate(req.header("authorization") ?? null);
       admit(operation, principal);
-      return { call: { principal, record, signal: req.signal } };
+      return { call: new EdgeCall(principal, record, req) };
     } catch (err) {
       return { error: callerError(err, logger, procedureOf(operation), { record }) };
     }
@@ -297,12 +298,26 @@ function procedureOf(operation: Operation): string {
 }
 
 /**
+ * An admitted caller's call: its request's signal read only when the operation reads it (a list, a watch): an
+ * adapter may make the signal only then (node-edge.ts's StreamRequest does).
+ */
+class EdgeCall implements Call {
+  constructor(
+    readonly principal: Principal,
+    readonly record: RequestRecord,
+    private readonly req: EdgeRequest,
+  ) {}
+  get signal(): AbortSignal | undefined {
+    return this.req.signal;
+  }
+}
+
+/**
  * A lean call as the edge hands it on (UnaryCall): the request, its values, and the verdict on its caller; the
  * message read when the path asks for it (`connect`: a Connect unary POST in that codec; else binary gRPC).
  */
 class LeanCall implements UnaryCall {
   readonly url: string;
-  readonly signal: AbortSignal | undefined;
 
   constructor(
     private readonly req: EdgeRequest,
@@ -312,7 +327,10 @@ class LeanCall implements UnaryCall {
     private readonly connect: { binary: boolean } | undefined,
   ) {
     this.url = `http://localhost${req.target}`;
-    this.signal = req.signal;
+  }
+  /** The request's signal, read only if someone reads it (EdgeCall). */
+  get signal(): AbortSignal | undefined {
+    return this.req.signal;
   }
   header(name: string): string | undefined {
     return this.req.header(name);

@@ -427,7 +427,7 @@ export function createNodeEdge(app: App): NodeEdge {
     stream.once("close", () => {
       req.share.release();
       const completed = req.answered && !req.reset();
-      if (!completed) req.controller.abort(clientLeftReason());
+      if (!completed) req.left();
       app.requests.finish(record, {
         status: 200,
         completed,
@@ -476,8 +476,13 @@ export function createNodeEdge(app: App): NodeEdge {
 /** A binary gRPC call's HTTP/2 stream as the edge reads it (handleStream): one object, its methods shared. */
 class StreamRequest implements EdgeRequest {
   readonly method = "POST";
-  /** Aborts when the stream closes before its answer was sent (the call's signal). */
-  readonly controller = new AbortController();
+  /**
+   * The call's signal's controller, made when the signal is first read (a GET or a POST reads none: only a list
+   * and a watch stop on it); aborted when the stream closes before its answer was sent.
+   */
+  #controller: AbortController | undefined;
+  /** Whether the client left before the answer was sent. */
+  #left = false;
   /** Whether the answer was handed to the stream whole (its trailers asked for). */
   answered = false;
   /** The `grpc-status` the answer ends with, once known. */
@@ -513,7 +518,16 @@ class StreamRequest implements EdgeRequest {
     return this.reset() || (this.stream.destroyed && !this.answered);
   }
   get signal(): AbortSignal {
-    return this.controller.signal;
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController();
+      if (this.#left) this.#controller.abort(clientLeftReason());
+    }
+    return this.#controller.signal;
+  }
+  /** The client left before the answer was sent: the signal aborts, now or when it is made. */
+  left(): void {
+    this.#left = true;
+    this.#controller?.abort(clientLeftReason());
   }
 }
 

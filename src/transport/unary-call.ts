@@ -230,7 +230,6 @@ export function callSignal(
  */
 export class LeanContext implements HandlerContext {
   readonly service: DescService;
-  readonly signal: AbortSignal;
   readonly timeoutMs: () => number | undefined;
   readonly requestMethod = "POST";
   readonly responseHeader: AnswerHeaders;
@@ -242,6 +241,8 @@ export class LeanContext implements HandlerContext {
   readonly done: () => void;
   /** What the handler hands over as bytes (registry-routes.ts's HandedOver). */
   readonly handedOver: HandedOver = {};
+  /** The deadline's linked signal, when the call has a deadline; else the request's own is read when asked. */
+  readonly #deadlineSignal: AbortSignal | undefined;
   #requestHeader: Headers | undefined;
 
   constructor(
@@ -250,12 +251,13 @@ export class LeanContext implements HandlerContext {
     timeoutMs: number | undefined,
     protocol: { readonly name: string; readonly contentType: string; readonly binary: boolean },
   ) {
-    const { signal, done } = callSignal(call.signal, timeoutMs);
     this.service = method.parent;
-    this.signal = signal ?? NEVER;
-    this.done = done;
+    this.done = NOTHING_TO_END;
     this.timeoutMs = NO_DEADLINE;
     if (timeoutMs !== undefined) {
+      const { signal, done } = callSignal(call.signal, timeoutMs);
+      this.#deadlineSignal = signal;
+      this.done = done;
       const end = Date.now() + timeoutMs;
       this.timeoutMs = () => end - Date.now();
     }
@@ -263,6 +265,14 @@ export class LeanContext implements HandlerContext {
     this.protocolName = protocol.name;
     this.values = call.contextValues.set(binaryAnswerKey, protocol.binary).set(handedOverKey, this.handedOver);
     this.url = call.url;
+  }
+
+  /**
+   * The call's signal: the deadline's, else the request's own, read only when someone reads it (a GET or a POST
+   * reads none, and the adapter may make it only then).
+   */
+  get signal(): AbortSignal {
+    return this.#deadlineSignal ?? this.call.signal ?? NEVER;
   }
 
   /** Made when first read: the registry's handlers read none here (binaryAnswerKey tells them the codec). */
@@ -273,12 +283,15 @@ export class LeanContext implements HandlerContext {
 
   /** This context with the values and signal of a request an interceptor replaced (as Connect merges them). */
   withRequest(req: UnaryRequest): HandlerContext {
-    if (req.contextValues === this.values && req.signal === this.signal) return this;
+    if (req instanceof LeanRequest && req.context === this) return this;
+    // A copy of a LeanRequest ({ ...req }) has no signal: its getter is not copied.
+    const signal = (req.signal as AbortSignal | undefined) ?? this.signal;
+    if (req.contextValues === this.values && signal === this.signal) return this;
     const context = this;
     return {
       method: this.method,
       service: this.service,
-      signal: req.signal,
+      signal,
       timeoutMs: this.timeoutMs,
       requestMethod: this.requestMethod,
       get requestHeader() {
@@ -312,21 +325,22 @@ class LeanRequest implements UnaryRequest {
   readonly requestMethod = "POST";
   readonly service: DescService;
   readonly url: string;
-  readonly signal: AbortSignal;
   readonly contextValues: ContextValues;
 
   constructor(
     readonly method: DescMethodUnary,
     readonly message: Message,
-    private readonly context: LeanContext,
+    readonly context: LeanContext,
   ) {
     this.service = method.parent;
     this.url = context.url;
-    this.signal = context.signal;
     this.contextValues = context.values;
   }
   get header(): Headers {
     return this.context.requestHeader;
+  }
+  get signal(): AbortSignal {
+    return this.context.signal;
   }
 }
 

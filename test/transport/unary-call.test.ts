@@ -132,7 +132,7 @@ describe("a lean call's context", () => {
 
   it("gives the handler the request's headers and values when an interceptor replaced the values", async () => {
     const key = createContextKey<string>("unset");
-    const seen: { header: string | null; value: string; record: unknown }[] = [];
+    const seen: { signal: boolean; header: string | null; value: string; record: unknown }[] = [];
     const [method] = createUnaryMethods(
       [
         {
@@ -142,6 +142,7 @@ describe("a lean call's context", () => {
               m.localName,
               async (_req: unknown, ctx: HandlerContext) => {
                 seen.push({
+                  signal: ctx.signal instanceof AbortSignal,
                   header: ctx.requestHeader.get("x-probe"),
                   value: ctx.values.get(key),
                   record: recordOf(ctx.values),
@@ -162,7 +163,7 @@ describe("a lean call's context", () => {
     };
     const context = handlerContext(method!.method, probe, undefined, protocol);
     await outputOf(method!, context, probe, { request: null }, {});
-    expect(seen).toEqual([{ header: "sent", value: "replaced", record: undefined }]);
+    expect(seen).toEqual([{ signal: true, header: "sent", value: "replaced", record: undefined }]);
   });
 });
 
