@@ -144,7 +144,9 @@ export function metaBinary(stored: StoredDefinition): Uint8Array {
 
 /**
  * `meta`'s bytes after `headroom` bytes left free, in a buffer with room for `more` bytes after them; returns
- * the buffer cut to headroom + meta (its `byteLength`), the room after it still in its ArrayBuffer.
+ * the buffer cut to headroom + meta (its `byteLength`), the room after it still in its ArrayBuffer. Written
+ * with no closure, string or view made per field: the instants' digits straight from the Date (writeInstant),
+ * ASCII text byte by byte, other text through encodeInto (MetaWriter).
  */
 function metaInto(stored: StoredDefinition, headroom: number, more = 0): Uint8Array {
   const message = stored.statusMessage;
@@ -152,60 +154,121 @@ function metaInto(stored: StoredDefinition, headroom: number, more = 0): Uint8Ar
   // Tags and lengths take at most 1 + 5 bytes each; the instants are 24 ASCII bytes; UTF-8 at most 3 a unit;
   // an int64 varint at most 10.
   const most = 9 * 6 + 3 * 24 + 10 + 10 + 5 + 2 + 3 * (etag.length + (message?.length ?? 0));
-  const out = new Uint8Array(headroom + most + more);
-  let at = headroom;
-  const varint = (value: number): void => {
-    let rest = value >>> 0;
-    while (rest > 0x7f) {
-      out[at++] = (rest & 0x7f) | 0x80;
-      rest >>>= 7;
-    }
-    out[at++] = rest;
-  };
-  const text = (no: number, value: string, always = false): void => {
-    if (value === "" && !always) return;
-    varint((no << 3) | WireType.LengthDelimited);
-    // Its length first, in one byte when it fits (the usual case), else written again after the text.
-    const lengthAt = at++;
-    const { written } = utf8.encodeInto(value, out.subarray(at + 4));
-    if (written < 0x80) {
-      out[lengthAt] = written;
-      out.copyWithin(at, at + 4, at + 4 + written);
-      at += written;
-      return;
-    }
-    at = lengthAt;
-    const bytes = out.slice(lengthAt + 5, lengthAt + 5 + written);
-    varint(written);
-    out.set(bytes, at);
-    at += written;
-  };
-  text(META.createdAt.number, instant(stored.createdAt));
-  text(META.updatedAt.number, instant(stored.updatedAt));
-  text(META.statusChangedAt.number, instant(stored.statusChangedAt));
+  const w = new MetaWriter(new Uint8Array(headroom + most + more), headroom);
+  w.instant(META.createdAt.number, stored.createdAt);
+  w.instant(META.updatedAt.number, stored.updatedAt);
+  w.instant(META.statusChangedAt.number, stored.statusChangedAt);
   if (stored.revision !== 0) {
-    varint((META.revision.number << 3) | WireType.Varint);
-    varint(stored.revision);
+    w.varint((META.revision.number << 3) | WireType.Varint);
+    w.varint(stored.revision);
   }
   // A stored status is never UNSPECIFIED (0, which protobuf-es would leave out).
-  varint((META.status.number << 3) | WireType.Varint);
-  varint(DefinitionStatus[stored.status]);
+  w.varint((META.status.number << 3) | WireType.Varint);
+  w.varint(DefinitionStatus[stored.status]);
   // Both optional: present when set, even empty or false.
-  if (message !== null) text(META.statusMessage.number, message, true);
-  varint((META.latest.number << 3) | WireType.Varint);
-  out[at++] = stored.latest ? 1 : 0;
-  text(META.etag.number, etag);
+  if (message !== null) w.text(META.statusMessage.number, message, true);
+  w.varint((META.latest.number << 3) | WireType.Varint);
+  w.out[w.at++] = stored.latest ? 1 : 0;
+  w.text(META.etag.number, etag);
   if (stored.modRevision !== 0) {
-    varint((META.modRevision.number << 3) | WireType.Varint);
-    // Up to 2^53: past 32 bits, by division (the shifts above are 32-bit).
+    w.varint((META.modRevision.number << 3) | WireType.Varint);
+    // Up to 2^53: past 32 bits, by division (varint's shifts are 32-bit).
     let rest = stored.modRevision;
     while (rest > 0x7f) {
-      out[at++] = (rest % 0x80) | 0x80;
+      w.out[w.at++] = (rest % 0x80) | 0x80;
       rest = Math.floor(rest / 0x80);
     }
-    out[at++] = rest;
+    w.out[w.at++] = rest;
   }
-  return out.subarray(0, at);
+  return w.out.subarray(0, w.at);
+}
+
+/** Protobuf fields written into a buffer sized for them beforehand (metaInto). */
+class MetaWriter {
+  constructor(
+    readonly out: Uint8Array,
+    public at: number,
+  ) {}
+
+  /** An unsigned varint below 2^32. */
+  varint(value: number): void {
+    let rest = value >>> 0;
+    while (rest > 0x7f) {
+      this.out[this.at++] = (rest & 0x7f) | 0x80;
+      rest >>>= 7;
+    }
+    this.out[this.at++] = rest;
+  }
+
+  /** A string field (left out when empty unless `always`). */
+  text(no: number, value: string, always = false): void {
+    if (value === "" && !always) return;
+    this.varint((no << 3) | WireType.LengthDelimited);
+    const { out } = this;
+    // ASCII below 128 bytes (an etag, most messages): its length is its own, one byte, and its bytes its codes.
+    if (value.length < 0x80) {
+      const start = this.at + 1;
+      let i = 0;
+      for (; i < value.length; i++) {
+        const code = value.charCodeAt(i);
+        if (code >= 0x80) break;
+        out[start + i] = code;
+      }
+      if (i === value.length) {
+        out[this.at] = value.length;
+        this.at = start + value.length;
+        return;
+      }
+    }
+    // Anything else: its UTF-8 written after room for a length of up to 5 bytes, then moved down to it.
+    const lengthAt = this.at;
+    const { written } = utf8.encodeInto(value, out.subarray(lengthAt + 5));
+    this.at = lengthAt;
+    this.varint(written);
+    out.copyWithin(this.at, lengthAt + 5, lengthAt + 5 + written);
+    this.at += written;
+  }
+
+  /** An instant field, as RFC 3339 text (instant()). */
+  instant(no: number, date: Date): void {
+    const year = date.getUTCFullYear();
+    // toISOString's extended years (before 0, after 9999) are not 24 bytes: written as text.
+    if (year < 0 || year > 9999 || Number.isNaN(year)) {
+      this.text(no, instant(date));
+      return;
+    }
+    this.varint((no << 3) | WireType.LengthDelimited);
+    this.out[this.at++] = 24;
+    this.at = writeInstant(this.out, this.at, date, year);
+  }
+}
+
+/** `n` as `width` ASCII digits at `at` in `out`; returns the position after them. */
+function digits(out: Uint8Array, at: number, n: number, width: number): number {
+  for (let i = width - 1; i >= 0; i--) {
+    out[at + i] = 0x30 + (n % 10);
+    n = Math.floor(n / 10);
+  }
+  return at + width;
+}
+
+/** `date` (its year 0-9999) as toISOString writes it, `YYYY-MM-DDTHH:MM:SS.mmmZ`, at `at`; returns the end. */
+function writeInstant(out: Uint8Array, at: number, date: Date, year: number): number {
+  at = digits(out, at, year, 4);
+  out[at++] = 0x2d; // -
+  at = digits(out, at, date.getUTCMonth() + 1, 2);
+  out[at++] = 0x2d;
+  at = digits(out, at, date.getUTCDate(), 2);
+  out[at++] = 0x54; // T
+  at = digits(out, at, date.getUTCHours(), 2);
+  out[at++] = 0x3a; // :
+  at = digits(out, at, date.getUTCMinutes(), 2);
+  out[at++] = 0x3a;
+  at = digits(out, at, date.getUTCSeconds(), 2);
+  out[at++] = 0x2e; // .
+  at = digits(out, at, date.getUTCMilliseconds(), 3);
+  out[at++] = 0x5a; // Z
+  return at;
 }
 
 const utf8 = new TextEncoder();

@@ -61,6 +61,16 @@ describe("meta in answers", () => {
       stored({ revision: 2 ** 31 - 1 }),
       // A long message (its length and meta's take two bytes), in 4-byte UTF-8.
       stored({ statusMessage: "\u{1F680}".repeat(100) }),
+      // ASCII past 127 bytes (a two-byte length), and ASCII that turns non-ASCII at its end.
+      stored({ statusMessage: "a".repeat(127) }),
+      stored({ statusMessage: "a".repeat(128) }),
+      stored({ statusMessage: `${"a".repeat(126)}\u00e9` }),
+      // Instants written digit by digit: the first and last of a 4-digit year, and years toISOString extends.
+      stored({ createdAt: new Date("0000-01-01T00:00:00.000Z"), updatedAt: new Date("9999-12-31T23:59:59.999Z") }),
+      stored({
+        createdAt: new Date(Date.UTC(10000, 0, 1)),
+        statusChangedAt: new Date(Date.UTC(-1, 5, 30, 1, 2, 3, 4)),
+      }),
     ];
     for (const s of variants) {
       expect(metaBinary(s)).toEqual(toBinary(RegistryMetaSchema, metaMessage(s)));
