@@ -41,9 +41,28 @@ function callOf(ctx: HandlerContext): Call {
       "A registry RPC ran without the edge's verdict: it must be served through an edge (src/edge/edge.ts).",
     );
   if (verdict.error !== undefined) throw verdict.error;
-  // Connect's signal: the client leaving (the edge's request signal), a cancel, and the call's deadline
-  // (`grpc-timeout`, `connect-timeout-ms`).
-  return { ...verdict.call, signal: ctx.signal };
+  return new RpcCall(verdict.call, ctx);
+}
+
+/**
+ * The admitted call with the RPC's signal: the client leaving (the edge's request signal), a cancel, and the
+ * call's deadline (`grpc-timeout`, `connect-timeout-ms`). Read only when the operation reads it (a list, a
+ * watch): a lean call's context makes it only then.
+ */
+class RpcCall implements Call {
+  constructor(
+    private readonly call: Call,
+    private readonly ctx: HandlerContext,
+  ) {}
+  get principal(): Call["principal"] {
+    return this.call.principal;
+  }
+  get record(): Call["record"] {
+    return this.call.record;
+  }
+  get signal(): AbortSignal {
+    return this.ctx.signal;
+  }
 }
 
 /** Set by the lean unary paths (unary-call.ts), which know the codec: no header needs reading to know it. */
