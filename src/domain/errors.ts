@@ -343,52 +343,61 @@ export interface IssueCollector {
 
 /** A new, empty IssueCollector: one per list of issues (a body, a message, a check). */
 export function createIssueCollector(): IssueCollector {
-  const kept: Issue[] = [];
-  let bytes = 0;
-  let omitted = 0;
-  let atLeast = false;
-  const isFull = (): boolean => kept.length >= MAX_ISSUES || bytes >= MAX_ISSUE_BYTES;
-  const collector: IssueCollector = {
-    get count() {
-      return kept.length + omitted;
-    },
-    add(issue) {
-      if (typeof issue !== "function" && issue.omitted !== undefined) {
-        omitted += issue.omitted.count;
-        atLeast ||= issue.omitted.atLeast;
-        return;
-      }
-      if (isFull()) {
-        omitted++;
-        return;
-      }
-      const made = typeof issue === "function" ? issue() : issue;
-      const item: Issue = {
-        code: made.code,
-        message: cut(made.message),
-        ...(made.field === undefined ? {} : { field: cut(made.field) }),
-        ...(made.path === undefined ? {} : { path: cut(made.path) }),
-      };
-      kept.push(item);
-      bytes += utf8Length(item.message) + utf8Length(item.field ?? "") + utf8Length(item.path ?? "") + 64;
-    },
-    addAll(issues) {
-      for (const issue of issues) collector.add(issue);
-      return collector;
-    },
-    stoppedEarly() {
-      atLeast = true;
-    },
-    issues() {
-      // Nothing found, the common case: one shared list, so a check that finds nothing leaves nothing behind.
-      if (kept.length === 0 && omitted === 0 && !atLeast) return NO_ISSUES;
-      // Frozen: a list capped once stays as it was capped.
-      const made = Object.freeze(collected());
-      capped.add(made);
-      return made;
-    },
-  };
-  const collected = (): Issue[] => {
+  return new Collector();
+}
+
+/**
+ * The IssueCollector: a class, its methods shared (every request makes a few, nearly all of which find
+ * nothing; an object literal of closures and a getter was made anew for each).
+ */
+class Collector implements IssueCollector {
+  #kept: Issue[] = [];
+  #bytes = 0;
+  #omitted = 0;
+  #atLeast = false;
+
+  get count(): number {
+    return this.#kept.length + this.#omitted;
+  }
+  add(issue: Issue | (() => Issue)): void {
+    if (typeof issue !== "function" && issue.omitted !== undefined) {
+      this.#omitted += issue.omitted.count;
+      this.#atLeast ||= issue.omitted.atLeast;
+      return;
+    }
+    if (this.#kept.length >= MAX_ISSUES || this.#bytes >= MAX_ISSUE_BYTES) {
+      this.#omitted++;
+      return;
+    }
+    const made = typeof issue === "function" ? issue() : issue;
+    const item: Issue = {
+      code: made.code,
+      message: cut(made.message),
+      ...(made.field === undefined ? {} : { field: cut(made.field) }),
+      ...(made.path === undefined ? {} : { path: cut(made.path) }),
+    };
+    this.#kept.push(item);
+    this.#bytes += utf8Length(item.message) + utf8Length(item.field ?? "") + utf8Length(item.path ?? "") + 64;
+  }
+  addAll(issues: Iterable<Issue>): IssueCollector {
+    for (const issue of issues) this.add(issue);
+    return this;
+  }
+  stoppedEarly(): void {
+    this.#atLeast = true;
+  }
+  issues(): readonly Issue[] {
+    // Nothing found, the common case: one shared list, so a check that finds nothing leaves nothing behind.
+    if (this.#kept.length === 0 && this.#omitted === 0 && !this.#atLeast) return NO_ISSUES;
+    // Frozen: a list capped once stays as it was capped.
+    const made = Object.freeze(this.#collected());
+    capped.add(made);
+    return made;
+  }
+  #collected(): Issue[] {
+    const kept = this.#kept;
+    const omitted = this.#omitted;
+    const atLeast = this.#atLeast;
     if (omitted === 0 && !atLeast) return [...kept];
     const listed = kept.slice(0, MAX_ISSUES - 1);
     const count = omitted + kept.length - listed.length;
@@ -398,8 +407,7 @@ export function createIssueCollector(): IssueCollector {
       : `${count} more ${count === 1 ? "problem was" : "problems were"} left out; ` +
         "fix the ones listed and send the request again.";
     return [...listed, { code: "MORE_ISSUES", message, omitted: { count, atLeast } }];
-  };
-  return collector;
+  }
 }
 
 /** The lists collectors made: capped already. */
