@@ -1,4 +1,4 @@
-import { createIssueCollector, type Issue, memberPath } from "../domain/errors.js";
+import { createIssueCollector, type Issue, type IssueCollector, memberPath, NO_ISSUES } from "../domain/errors.js";
 
 /**
  * The deepest nesting of objects and arrays a JSON body may have. The
@@ -7,23 +7,62 @@ import { createIssueCollector, type Issue, memberPath } from "../domain/errors.j
  */
 export const MAX_JSON_DEPTH = 32;
 
+/**
+ * An object or array open at the current position: where it sits in its parent (`at`, a member's name or an
+ * item's index; the path is built from the chain only when an issue needs it), and what it has seen.
+ */
 type Frame =
   | {
       readonly kind: "object";
-      readonly path: string;
-      readonly keys: Set<string>;
+      readonly parent: Frame | undefined;
+      readonly at: string | number | undefined;
+      /** Its members' names so far: a list while it is short, a set past SHORT_OBJECT. */
+      keys: string[] | Set<string>;
       key: string | undefined;
       expectKey: boolean;
     }
-  | { readonly kind: "array"; readonly path: string; index: number };
+  | {
+      readonly kind: "array";
+      readonly parent: Frame | undefined;
+      readonly at: string | number | undefined;
+      index: number;
+    };
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
+const OPEN_OBJECT = 0x7b; // {
+const CLOSE_OBJECT = 0x7d; // }
+const OPEN_ARRAY = 0x5b; // [
+const CLOSE_ARRAY = 0x5d; // ]
+const COMMA = 0x2c;
+/** Members an object's names are kept in a list for (a linear search beats a Set's allocation). */
+const SHORT_OBJECT = 8;
 
-/** The path of the value that starts at the current position inside `top`. */
-function valuePath(top: Frame | undefined): string {
-  if (top === undefined) return "";
-  return top.kind === "array" ? `${top.path}[${top.index}]` : memberPath(top.path, top.key ?? "");
+/** Where the value that starts at the current position inside `top` sits in it. */
+function positionIn(top: Frame | undefined): string | number | undefined {
+  if (top === undefined) return undefined;
+  return top.kind === "array" ? top.index : (top.key ?? "");
+}
+
+/** The path of `frame` itself ("" for the body). */
+function pathOf(frame: Frame | undefined): string {
+  if (frame === undefined || frame.at === undefined) return "";
+  const parent = pathOf(frame.parent);
+  return typeof frame.at === "number" ? `${parent}[${frame.at}]` : memberPath(parent, frame.at);
+}
+
+/** Whether `top` has seen a member named `key`, which it now has. */
+function seenBefore(top: Frame & { kind: "object" }, key: string): boolean {
+  const { keys } = top;
+  if (keys instanceof Set) {
+    if (keys.has(key)) return true;
+    keys.add(key);
+    return false;
+  }
+  if (keys.includes(key)) return true;
+  keys.push(key);
+  if (keys.length > SHORT_OBJECT) top.keys = new Set(keys);
+  return false;
 }
 
 /** The index of the quote that closes the string opening at `start`, or -1. */
@@ -43,15 +82,16 @@ function stringEnd(text: string, start: number): number {
  * recursion, so no input can exhaust the stack. Stops quietly at a syntax
  * error: JSON.parse reports those better. Past the collector's cap duplicates
  * are only counted, so a body of one key repeated costs one pass and a set of
- * its keys, not an issue each.
+ * its keys, not an issue each. A body without issues makes no collector and no
+ * path (every request's body passes here).
  */
 export function structureIssues(text: string): readonly Issue[] {
-  const issues = createIssueCollector();
+  let issues: IssueCollector | undefined;
   const stack: Frame[] = [];
+  let top: Frame | undefined;
   for (let i = 0; i < text.length; i++) {
-    const c = text[i];
-    const top = stack.at(-1);
-    if (c === '"') {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) {
       const end = stringEnd(text, i);
       if (end === -1) break;
       if (top?.kind === "object" && top.expectKey) {
@@ -65,11 +105,11 @@ export function structureIssues(text: string): readonly Issue[] {
           }
         }
         // Keys compare decoded: "name" and "n\u0061me" are the same member.
-        if (top.keys.has(key)) {
+        if (seenBefore(top, key)) {
           const named = key;
-          const parent = top.path;
-          issues.add(() => {
-            const path = memberPath(parent, named);
+          const parent = top;
+          (issues ??= createIssueCollector()).add(() => {
+            const path = memberPath(pathOf(parent), named);
             return {
               code: "DUPLICATE_KEY",
               message: `${path} is given twice; send each member once.`,
@@ -78,14 +118,14 @@ export function structureIssues(text: string): readonly Issue[] {
             };
           });
         }
-        top.keys.add(key);
         top.key = key;
         top.expectKey = false;
       }
       i = end;
-    } else if (c === "{" || c === "[") {
-      const path = valuePath(top);
+    } else if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
+      const at = positionIn(top);
       if (stack.length + 1 > MAX_JSON_DEPTH) {
+        const path = at === undefined ? "" : pathOf({ kind: "array", parent: top, at, index: 0 });
         const where = path === "" ? "the body" : path;
         return [
           {
@@ -95,19 +135,20 @@ export function structureIssues(text: string): readonly Issue[] {
           },
         ];
       }
-      stack.push(
-        c === "{"
-          ? { kind: "object", path, keys: new Set(), key: undefined, expectKey: true }
-          : { kind: "array", path, index: 0 },
-      );
-    } else if (c === "}" || c === "]") {
+      top =
+        c === OPEN_OBJECT
+          ? { kind: "object", parent: top, at, keys: [], key: undefined, expectKey: true }
+          : { kind: "array", parent: top, at, index: 0 };
+      stack.push(top);
+    } else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
       stack.pop();
-    } else if (c === ",") {
+      top = stack.at(-1);
+    } else if (c === COMMA) {
       if (top?.kind === "object") top.expectKey = true;
       else if (top?.kind === "array") top.index++;
     }
   }
-  return issues.issues();
+  return issues?.issues() ?? NO_ISSUES;
 }
 
 /**
