@@ -197,7 +197,8 @@ export function unknownFieldIssues<Desc extends DescMessage>(
   message: MessageShape<Desc>,
   prefix = "",
 ): readonly Issue[] {
-  // Made at the first unknown field: a message without any (nearly every request) allocates nothing here.
+  // A message without any (nearly every request; never a JSON one) is walked once without a path or a list.
+  if (!hasUnknownFields(schema, message)) return NO_ISSUES;
   let issues: IssueCollector | undefined;
   const visit = (desc: DescMessage, m: Message, at: string): void => {
     for (const u of m.$unknown ?? []) {
@@ -227,6 +228,21 @@ export function unknownFieldIssues<Desc extends DescMessage>(
   };
   visit(schema, message, prefix);
   return issues?.issues() ?? NO_ISSUES;
+}
+
+/** Whether `m` or any message inside it kept unknown fields (a walk that allocates nothing). */
+function hasUnknownFields(desc: DescMessage, m: Message): boolean {
+  if (m.$unknown !== undefined && m.$unknown.length > 0) return true;
+  for (const field of desc.fields) {
+    if (field.fieldKind === "message") {
+      const value = (m as unknown as Record<string, unknown>)[field.localName];
+      if (value !== undefined && hasUnknownFields(field.message, value as Message)) return true;
+    } else if (field.fieldKind === "list" && field.listKind === "message") {
+      const items = (m as unknown as Record<string, unknown>)[field.localName] as Message[];
+      for (let i = 0; i < items.length; i++) if (hasUnknownFields(field.message, items[i] as Message)) return true;
+    }
+  }
+  return false;
 }
 
 /** The registry's rules across members, which the proto cannot say. */
