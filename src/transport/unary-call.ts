@@ -318,7 +318,10 @@ export function handlerContext(
 
 /**
  * A lean call's request as its interceptors see it, the request's headers read only if someone reads them (the
- * request and the context share the one lazily made Headers; Connect's copies it into each).
+ * request and the context share the one lazily made Headers; Connect's copies it into each). `header` and
+ * `signal` are getters of the class: a copy (`{ ...req }`) has neither. The registry's interceptors (the record,
+ * the error mapping) pass the request on as it is; the handler's context of a copy keeps its own signal and
+ * headers (LeanContext.withRequest).
  */
 class LeanRequest implements UnaryRequest {
   readonly stream = false;
