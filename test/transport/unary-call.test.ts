@@ -95,14 +95,16 @@ describe("a lean call's failures", () => {
 
 describe("a lean call's context", () => {
   const protocol = { name: "grpc", contentType: "application/grpc+proto", binary: true };
-
-  it("hands its headers over as the answer's record, and a later change does not reach that record", () => {
-    const context = handlerContext(
+  const newContext = () =>
+    handlerContext(
       unary.method,
       call(async () => ({ failure: 1 })),
       undefined,
       protocol,
     );
+
+  it("hands its headers over as the answer's record, and a later change does not reach that record", () => {
+    const context = newContext();
     context.responseHeader.set("ETag", '"1"');
     context.responseHeader.append("x-list", "a");
     context.responseHeader.append("X-List", "b");
@@ -117,12 +119,7 @@ describe("a lean call's context", () => {
   });
 
   it("keeps a header named __proto__ as a header, not as the record's prototype", () => {
-    const context = handlerContext(
-      unary.method,
-      call(async () => ({ failure: 1 })),
-      undefined,
-      protocol,
-    );
+    const context = newContext();
     context.responseTrailer.set("__proto__", "x");
     const record = plainHeaders(context.responseTrailer);
     expect(Object.getPrototypeOf(record)).toBe(Object.prototype);
