@@ -26,7 +26,7 @@ export const USAGE = `usage: npm run bench -- [options]
   --cpu-prof <dir>      run the service with --cpu-prof, writing its profile to <dir> on exit
   --service <dir>       run the service from another checkout, e.g. to measure a proposed change: its compiled entry
                         (package.json "main", after its npm run build), or, without a build script, its src/main/node.ts
-                        under tsx
+                        under tsx; with --deno, what its own npm run start:deno runs (its scripts/deno.mjs)
   --keep                keep the database and the data dir after the run (for a look at query plans)
   --reuse               keep the MariaDB database if it exists (one kept with --keep) and top it up instead of starting
                         afresh

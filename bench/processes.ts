@@ -8,7 +8,7 @@
 import { type ChildProcess, execFileSync, fork, spawn } from "node:child_process";
 import { closeSync, existsSync, openSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { denoPath, denoServeArgs } from "../scripts/deno.mjs";
 
 /** The repository root: the floor server and the load generator are started from there. */
@@ -60,12 +60,27 @@ export function serviceCommand(serviceDir: string | undefined): ServerCommand {
 }
 
 /**
- * The service under Deno, as `npm run start:deno` runs it (scripts/deno.mjs),
- * without the launcher in between, so that the pid measured is Deno's. `env`
- * gives DATA_DIR, which the permissions name.
+ * The service of a checkout (`serviceDir`, default this one) under Deno, as its `npm run start:deno` runs it
+ * (its scripts/deno.mjs), without the launcher in between, so that the pid measured is Deno's. `env` gives
+ * DATA_DIR, which the permissions name. Another checkout is built first (the catalog's pages) and asked for its
+ * own command line, which names its own sources.
  */
-export function denoServiceCommand(env: Record<string, string>): ServerCommand {
-  return { executable: denoPath(), args: denoServeArgs(env), cwd: repoRoot };
+export function denoServiceCommand(env: Record<string, string>, serviceDir?: string): ServerCommand {
+  if (serviceDir === undefined) return { executable: denoPath(), args: denoServeArgs(env), cwd: repoRoot };
+  const dir = resolve(serviceDir);
+  const launcher = join(dir, "scripts/deno.mjs");
+  if (!existsSync(launcher)) throw new Error(`${dir} has no scripts/deno.mjs: how does it run under Deno?`);
+  execFileSync("npm", ["run", "-s", "build"], { cwd: dir, stdio: ["ignore", 2, 2] });
+  const ask =
+    `const m = await import(${JSON.stringify(pathToFileURL(launcher).href)});` +
+    "const args = m.denoServeArgs(JSON.parse(process.argv[1]));" +
+    "process.stdout.write(JSON.stringify({ executable: m.denoPath(), args }));";
+  const answer = execFileSync(process.execPath, ["--input-type=module", "-e", ask, JSON.stringify(env)], {
+    cwd: dir,
+    encoding: "utf8",
+  });
+  const { executable, args } = JSON.parse(answer) as { executable: string; args: string[] };
+  return { executable, args, cwd: dir };
 }
 
 /** A server process on a port of loopback. */

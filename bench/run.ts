@@ -66,9 +66,9 @@ async function main(options: BenchOptions): Promise<number> {
   let failures = 0;
   try {
     // What production runs: the compiled entry (built first when stale), or, for a --service checkout from
-    // before the build, its source under tsx. --deno: what npm run start:deno runs (the sources, no build).
+    // before the build, its source under tsx. --deno: what the checkout's npm run start:deno runs (its sources).
     const serviceProcess = options.deno
-      ? denoServiceCommand({ DATA_DIR: dataDir })
+      ? denoServiceCommand({ DATA_DIR: dataDir }, options.serviceDir)
       : serviceCommand(options.serviceDir);
     if (options.cluster !== undefined) {
       const issuer = await openLocalIssuer(localIssuerKeyFile(dataDir), parseAuthConfig({}).config);
