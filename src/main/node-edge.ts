@@ -437,6 +437,7 @@ export function createNodeEdge(app: App): NodeEdge {
     app.edge(req, record).then(({ http: answer, stream: streaming }) => {
       if (streaming !== undefined) return void writeGrpcStream(req, record.id, streaming).catch(failed);
       if (answer === undefined || stream.destroyed) return void stream.destroy();
+      // Before respond: an answer that fails to be written is logged with the code it carried.
       req.grpcStatus = answer.trailers?.["grpc-status"];
       const head = { ":status": answer.status, "x-request-id": record.id, ...answer.headers };
       // A body refused for want of memory is not read on. The stream is not reset after the answer, as the
@@ -446,10 +447,7 @@ export function createNodeEdge(app: App): NodeEdge {
       // HTTP_BODY_TIMEOUT_MS cancels what a client keeps open.
       try {
         stream.respond(head, { waitForTrailers: true });
-        pendingTrailers.set(stream, answer.trailers ?? {});
-        stream.on("wantTrailers", sendPendingTrailers);
-        req.answered = true;
-        stream.end(answer.body ?? undefined);
+        req.endWith(answer.trailers ?? {}, answer.body ?? undefined);
       } catch (err) {
         failed(err);
       }
@@ -524,6 +522,17 @@ class StreamRequest implements EdgeRequest {
     }
     return this.#controller.signal;
   }
+  /**
+   * Ends the answer (the last of its body, if any) and sends `trailers` once the body is out; from here the call
+   * counts as answered, with the trailers' `grpc-status`. The stream's headers were sent with waitForTrailers.
+   */
+  endWith(trailers: Record<string, string>, body?: Uint8Array): void {
+    this.grpcStatus = trailers["grpc-status"];
+    pendingTrailers.set(this.stream, trailers);
+    this.stream.on("wantTrailers", sendPendingTrailers);
+    this.answered = true;
+    this.stream.end(body);
+  }
   /** The client left before the answer was sent: the signal aborts, now or when it is made. */
   left(): void {
     this.#left = true;
@@ -558,11 +567,7 @@ async function writeGrpcStream(req: StreamRequest, requestId: string, streaming:
     if (!writeAll(stream, chunks)) await drainedOrClosed(stream);
   }
   if (stream.destroyed) return;
-  const trailers = streaming.trailers();
-  req.grpcStatus = trailers["grpc-status"];
-  stream.once("wantTrailers", () => stream.sendTrailers(trailers));
-  req.answered = true;
-  stream.end();
+  req.endWith(streaming.trailers());
 }
 
 /**
