@@ -10,8 +10,9 @@
  *   other's COMMIT. While the bench seeds, both triggers are dropped, and each
  *   batch's transaction counts what it wrote with one
  *   INSERT ... SELECT ... GROUP BY per counter table (the statement of 0010's
- *   own backfill), so at every commit the counters are what the triggers
- *   would have made them. The triggers are made again afterwards from the
+ *   own backfill), so at every commit the counters (and their versions, of
+ *   migration 0017) are what the triggers would have made them. The
+ *   triggers are made again afterwards from the
  *   very statements the database kept for them (information_schema /
  *   sqlite_master), so the schema ends as the migrations made it; the shard
  *   expression (`seq % 16`) is read from those statements too, not copied here.
@@ -139,13 +140,15 @@ export async function suspendForBulkLoad(
     const shards = /\bseq % (\d+)/.exec(statement)?.[1];
     if (shards === undefined) throw new Error(`The trigger ${name} has no "seq % <shards>": ${statement}`);
     const { counters, rows, columns } = COUNTED[name]!;
+    // Migration 0017's triggers also move each counter row's version `v` by one per row counted.
+    const versioned = /\bv = v \+ 1\b/.test(statement);
     const add =
       dialect === "mysql"
-        ? "ON DUPLICATE KEY UPDATE n = n + VALUES(n)"
-        : `ON CONFLICT (${columns}, shard) DO UPDATE SET n = n + excluded.n`;
+        ? `ON DUPLICATE KEY UPDATE n = n + VALUES(n)${versioned ? ", v = v + VALUES(v)" : ""}`
+        : `ON CONFLICT (${columns}, shard) DO UPDATE SET n = n + excluded.n${versioned ? ", v = v + excluded.v" : ""}`;
     return (
-      `INSERT INTO ${counters} (${columns}, shard, n) ` +
-      `SELECT ${columns}, seq % ${shards}, COUNT(*) FROM ${rows} WHERE seq >= ? AND seq < ? ` +
+      `INSERT INTO ${counters} (${columns}, shard, n${versioned ? ", v" : ""}) ` +
+      `SELECT ${columns}, seq % ${shards}, COUNT(*)${versioned ? ", COUNT(*)" : ""} FROM ${rows} WHERE seq >= ? AND seq < ? ` +
       `GROUP BY ${columns}, seq % ${shards} ${add}`
     );
   });

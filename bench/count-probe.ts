@@ -1,26 +1,35 @@
 /**
  * What a counted total costs when it is counted (issue 24). The search scenarios ask one search again and again
- * with nothing written in between, so after its first call the service answers a total whose COUNT it kept at the
- * tenant's revision (src/storage/counted-totals.ts) and the load measures a page. A tenant written between two
- * calls pays the COUNT. This probe measures both, paired, in one run: `rounds` times a write in the tenant (a
- * status change of one seeded definition, ACTIVE and DEPRECATED in turn, both of which the default list counts, so
- * no total moves and the definition ends as it began) then the search timed once (counted: the revision moved)
- * and once more (kept), one request at a time.
+ * with nothing written in between, so after its first call the service answers a total whose COUNT it kept
+ * (src/storage/counted-totals.ts) and the load measures a page. A COUNT of whole words is kept while none of its
+ * words' term rows is written (their counter versions, migration 0017); a write to one of them makes the next call
+ * count. This probe measures the three, paired, in one run: `rounds` times a write elsewhere in the tenant then the
+ * search timed once (`elsewhere`: nothing it counts was written), a write to a definition that holds the words then
+ * the search timed once (`counted`: its words' versions moved) and once more (`kept`), one request at a time. Each
+ * write is a status change, ACTIVE and DEPRECATED in turn, both of which the default list counts, so no total moves
+ * and both definitions end as they began.
  */
 import { percentile } from "./percentile.js";
 
+interface Percentiles {
+  readonly p50: number;
+  readonly p99: number;
+}
+
 export interface CountProbe {
   readonly rounds: number;
-  /** p50 and p99 in ms of the search right after a write (counted), and of the same search again (kept). */
-  readonly counted: { readonly p50: number; readonly p99: number };
-  readonly kept: { readonly p50: number; readonly p99: number };
+  /** p50 and p99 in ms of the search right after a write elsewhere in the tenant. */
+  readonly elsewhere: Percentiles;
+  /** The same right after a write to a definition that holds its words (counted), and of the search again (kept). */
+  readonly counted: Percentiles;
+  readonly kept: Percentiles;
 }
 
 export async function probeCountedTotal(
   target: { readonly baseUrl: string; readonly tenant: string; readonly authorization: string },
   query: string,
-  /** A seeded definition whose status the probe flips. */
-  id: string,
+  /** Seeded definitions whose statuses the probe flips: one that the search matches, one that it does not. */
+  ids: { readonly match: string; readonly elsewhere: string },
   rounds = 24,
 ): Promise<CountProbe> {
   const path = `${target.baseUrl}/api/asor/v1/${target.tenant}/agentDefinition`;
@@ -33,10 +42,7 @@ export async function probeCountedTotal(
     if (response.status !== 200) throw new Error(`GET ?${query} answered ${response.status}`);
     return { ms, total: body.total };
   };
-  const counted: number[] = [];
-  const kept: number[] = [];
-  // An even number of rounds: the definition ends ACTIVE, as it began.
-  for (let i = 0; i < rounds + (rounds % 2); i++) {
+  const flip = async (id: string, i: number) => {
     const written = await fetch(`${path}/${id}/status`, {
       method: "PATCH",
       headers: { ...headers, "content-type": "application/json" },
@@ -44,13 +50,24 @@ export async function probeCountedTotal(
     });
     if (written.status !== 200) throw new Error(`PATCH of ${id}'s status answered ${written.status}`);
     await written.arrayBuffer();
+  };
+  const elsewhere: number[] = [];
+  const counted: number[] = [];
+  const kept: number[] = [];
+  // An even number of rounds: the definitions end ACTIVE, as they began.
+  for (let i = 0; i < rounds + (rounds % 2); i++) {
+    await flip(ids.elsewhere, i);
+    const afterElsewhere = await timedSearch();
+    await flip(ids.match, i);
     const first = await timedSearch();
     const again = await timedSearch();
-    // The write matched nothing searched: the count is the same, counted or kept.
-    if (again.total !== first.total) throw new Error(`?${query}: total ${first.total}, then ${again.total}`);
+    // Both statuses are counted: the total is the same, kept or counted.
+    if (again.total !== first.total || afterElsewhere.total !== first.total)
+      throw new Error(`?${query}: totals ${afterElsewhere.total}, ${first.total}, ${again.total}`);
+    elsewhere.push(afterElsewhere.ms);
     counted.push(first.ms);
     kept.push(again.ms);
   }
   const summary = (values: number[]) => ({ p50: percentile(values, 50), p99: percentile(values, 99) });
-  return { rounds, counted: summary(counted), kept: summary(kept) };
+  return { rounds, elsewhere: summary(elsewhere), counted: summary(counted), kept: summary(kept) };
 }

@@ -505,7 +505,9 @@ class SqlRepository implements AgentDefinitionRepository {
     const page = pageWithNext(tenant, ordered, { limit, maxBytes: this.#pageMaxBytes }, (row) =>
       orderValueOf(query.order.key, row),
     );
-    if (countKey !== undefined) this.#countedTotals.keep(countKey, { revision: page.revision, total: page.total });
+    const version = rows[0]?.total_version;
+    if (countKey !== undefined && version != null)
+      this.#countedTotals.keep(countKey, { version: fromDatabaseInteger(version), total: page.total });
     return page;
   }
 

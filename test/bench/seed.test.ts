@@ -173,41 +173,44 @@ describe.each([
       await repository.close();
     }
   });
-  it.skipIf(skip)("moves the tenant's revision, so a running service counts its kept totals again", async () => {
-    if (db === undefined) throw new Error("not seeded");
-    const repository = await createSqlRepository({ databaseUrl, dataDir });
-    // Two words: a counted total, which the repository keeps by the tenant's revision (counted-totals.ts).
-    const bothWords = parseListQuery(TENANT, { ...listParts, q: `${ONE_PERCENT_WORD} ${ONE_PERCENT_SECOND_WORD}` });
-    // The oracle: the definitions holding both words, counted in SQL apart from the search.
-    const holdingBoth = async (knex: Knex) => {
-      const [row] = (await knex
-        .raw(
-          `SELECT COUNT(*) AS n FROM definition_terms a JOIN definition_terms b ON b.seq = a.seq
+  it.skipIf(skip)(
+    "moves the tenant's revision and its counters' versions, so a running service counts its kept totals again",
+    async () => {
+      if (db === undefined) throw new Error("not seeded");
+      const repository = await createSqlRepository({ databaseUrl, dataDir });
+      // Two words: a counted total, which the repository keeps by its words' counter versions (counted-totals.ts).
+      const bothWords = parseListQuery(TENANT, { ...listParts, q: `${ONE_PERCENT_WORD} ${ONE_PERCENT_SECOND_WORD}` });
+      // The oracle: the definitions holding both words, counted in SQL apart from the search.
+      const holdingBoth = async (knex: Knex) => {
+        const [row] = (await knex
+          .raw(
+            `SELECT COUNT(*) AS n FROM definition_terms a JOIN definition_terms b ON b.seq = a.seq
          WHERE a.tenant = ? AND a.kind = 10 AND a.value = ? AND b.kind = 10 AND b.value = ?
          AND a.status IN ('ACTIVE', 'DEPRECATED')`,
-          [TENANT, ONE_PERCENT_WORD, ONE_PERCENT_SECOND_WORD],
-        )
-        .then((result: unknown) => (dialect === "mysql" ? (result as unknown[][])[0] : result))) as Array<{
-        n: number | string;
-      }>;
-      return Number(row?.n);
-    };
-    const seeder = await openSeeder({ databaseUrl, dataDir, tenant: TENANT });
-    try {
-      // A write through the repository first: the tenant has a revision to keep totals at.
-      await save(repository, definition({ name: "Written Before Seeding More" }), TENANT);
-      const before = (await repository.search(TENANT, bothWords)).total;
-      expect(before).toBe(await holdingBoth(db));
-      expect((await repository.search(TENANT, bothWords)).total).toBe(before);
-      expect(await seeder.topUp((await seeder.count()) + 300)).toBe(300);
-      const after = await holdingBoth(db);
-      expect(after).toBeGreaterThan(before);
-      expect((await repository.search(TENANT, bothWords)).total).toBe(after);
-    } finally {
-      await seeder.close();
-      await repository.close();
-    }
-  });
+            [TENANT, ONE_PERCENT_WORD, ONE_PERCENT_SECOND_WORD],
+          )
+          .then((result: unknown) => (dialect === "mysql" ? (result as unknown[][])[0] : result))) as Array<{
+          n: number | string;
+        }>;
+        return Number(row?.n);
+      };
+      const seeder = await openSeeder({ databaseUrl, dataDir, tenant: TENANT });
+      try {
+        // A write through the repository first: the tenant has a revision to keep totals at.
+        await save(repository, definition({ name: "Written Before Seeding More" }), TENANT);
+        const before = (await repository.search(TENANT, bothWords)).total;
+        expect(before).toBe(await holdingBoth(db));
+        expect((await repository.search(TENANT, bothWords)).total).toBe(before);
+        expect(await seeder.topUp((await seeder.count()) + 300)).toBe(300);
+        const after = await holdingBoth(db);
+        expect(after).toBeGreaterThan(before);
+        expect((await repository.search(TENANT, bothWords)).total).toBe(after);
+      } finally {
+        await seeder.close();
+        await repository.close();
+      }
+    },
+  );
 
   it.skipIf(skip)(
     "makes again what a seeding that died left suspended, at the next top-up even when it adds nothing",

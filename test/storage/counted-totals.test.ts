@@ -13,11 +13,11 @@ import {
   SetAgentDefinitionStatusRequestSchema,
   UpsertAgentDefinitionRequestSchema,
 } from "../../gen/asor/v1/agent_definition_service_pb.js";
-import { unfilteredQuery } from "../../src/domain/list-query.js";
+import { type ListQuery, unfilteredQuery } from "../../src/domain/list-query.js";
 import { createRegistryService, type RegistryService } from "../../src/service/registry-service.js";
-import { buildSearch } from "../../src/storage/queries/search.js";
+import { buildSearch, type KnownTotal } from "../../src/storage/queries/search.js";
 import type { AgentDefinitionRepository } from "../../src/storage/repository.js";
-import { openDatabase } from "../../src/storage/run/connection.js";
+import { type Database, openDatabase } from "../../src/storage/run/connection.js";
 import { createSqlRepository } from "../../src/storage/sql-repository.js";
 import { forEachDatabase, useFreshDatabase } from "../support/databases.js";
 import { host } from "./fixtures.js";
@@ -102,33 +102,169 @@ forEachDatabase((db) => {
     expect(unrelated.revision).toBeGreaterThan(added.revision ?? 0);
   });
 
-  it("has the statement answer a kept total only at the revision it was kept at", async () => {
+  /** Agent `name` in version `version` (the same name and version: the same key, updated in place). */
+  const upsertVersion = async (name: string, description: string, version: string) =>
+    (
+      await service.upsert(
+        tenant,
+        create(UpsertAgentDefinitionRequestSchema, { agentCardAndTools: { ...agent(name, description), version } }),
+      )
+    ).stored;
+
+  const setStatus = (id: string, status: DefinitionStatus) =>
+    service.setStatus(tenant, create(SetAgentDefinitionStatusRequestSchema, { id, statusChange: { status } }));
+
+  /** `query`'s statement run as it is, or given `known` as the kept total of its count. */
+  const readTotal = async (raw: Database, query: ListQuery, known?: KnownTotal) => {
+    const statement = buildSearch(raw.dialect, tenant, query, 1 << 20, known === undefined ? undefined : () => known);
+    expect(statement.countKey).toBeDefined();
+    const [row] = await rows<{ total: number | string; total_version: number | string }>(
+      raw.db,
+      statement.sql,
+      statement.bindings,
+    );
+    return { total: Number(row?.total), version: Number(row?.total_version) };
+  };
+
+  /** A total no count gives: a statement that answers it did not count. */
+  const KEPT = 987_654;
+
+  it("has the statement answer a kept total only at the version it was kept at", async () => {
     const raw = await openDatabase(target());
     try {
       const query = { ...unfilteredQuery(2, 0), words: ["amber", "basalt"] };
-      const counted = buildSearch(raw.dialect, tenant, query, 1 << 20);
-      expect(counted.countKey).toBeDefined();
-      const [plain] = await rows<{ total: number | string; tenant_revision: number | string }>(
-        raw.db,
-        counted.sql,
-        counted.bindings,
-      );
-      const revision = Number(plain?.tenant_revision);
-      expect(revision).toBeGreaterThan(0);
-      // A total no count gives: answered as it is at the tenant's revision (so nothing was counted), and not
-      // at another.
-      const given = (at: number) =>
-        buildSearch(raw.dialect, tenant, query, 1 << 20, (key) =>
-          key === counted.countKey ? { revision: at, total: 987_654 } : undefined,
-        );
+      const plain = await readTotal(raw, query);
+      expect(plain.version).toBeGreaterThan(0);
       for (const [at, expected] of [
-        [revision, 987_654],
-        [revision - 1, Number(plain?.total)],
-        [revision + 1, Number(plain?.total)],
+        [plain.version, KEPT],
+        [plain.version - 1, plain.total],
+        [plain.version + 1, plain.total],
       ] as const) {
-        const statement = given(at);
-        const [row] = await rows<{ total: number | string }>(raw.db, statement.sql, statement.bindings);
-        expect(Number(row?.total), `kept at revision ${at}, the tenant at ${revision}`).toBe(expected);
+        const { total } = await readTotal(raw, query, { version: at, total: KEPT });
+        expect(total, `kept at version ${at}, read at ${plain.version}`).toBe(expected);
+      }
+    } finally {
+      await raw.db.destroy();
+    }
+  });
+
+  it("keeps a count of whole words through writes to none of its words, and counts after every write to one", async () => {
+    const raw = await openDatabase(target());
+    try {
+      const query = { ...unfilteredQuery(2, 0), words: ["amber", "basalt"], statuses: ["ACTIVE" as const] };
+      const latest = { ...query, latest: true };
+      // Writes elsewhere in the tenant: a new agent, its update, its status, its new version.
+      const elsewhere = await upsertVersion("Granite", "Granite alone", "1.0.0");
+      const start = await readTotal(raw, query);
+      const startLatest = await readTotal(raw, latest);
+      const writesElsewhere: Array<[string, () => Promise<unknown>]> = [
+        ["a new agent", () => upsertVersion("Slate", "Slate and shale", "1.0.0")],
+        ["an update of the same key", () => upsertVersion("Granite", "Granite and slate", "1.0.0")],
+        ["a status change", () => setStatus(elsewhere.id, DefinitionStatus.DEPRECATED)],
+        ["a new version (the one before no longer latest)", () => upsertVersion("Granite", "Granite", "2.0.0")],
+      ];
+      for (const [what, write] of writesElsewhere) {
+        await write();
+        expect(await readTotal(raw, query, { version: start.version, total: KEPT }), what).toEqual({
+          total: KEPT,
+          version: start.version,
+        });
+        expect((await readTotal(raw, latest, { version: startLatest.version, total: KEPT })).total, what).toBe(KEPT);
+      }
+
+      // Writes to term rows of the words: each moves the version, so the statement counts.
+      const match = await upsertVersion("Both A", "Amber and basalt", "1.0.0");
+      const writesToTheWords: Array<[string, ListQuery, () => Promise<unknown>]> = [
+        ["a definition with one of the words", query, () => upsertVersion("Amber A", "Amber alone", "1.0.0")],
+        ["a new match", query, () => upsertVersion("Both B", "Basalt, amber", "1.0.0")],
+        ["a status change of a match", query, () => setStatus(match.id, DefinitionStatus.DEPRECATED)],
+        ["the status changed back", query, () => setStatus(match.id, DefinitionStatus.ACTIVE)],
+        ["an update that takes a word away", query, () => upsertVersion("Both B", "Basalt alone", "1.0.0")],
+        ["a new version of a match", latest, () => upsertVersion("Both A", "Amber, basalt", "2.0.0")],
+      ];
+      for (const [what, asked, write] of writesToTheWords) {
+        const before = await readTotal(raw, asked);
+        await write();
+        const after = await readTotal(raw, asked, { version: before.version, total: KEPT });
+        expect(after.version, what).toBeGreaterThan(before.version);
+        expect(after.total, what).toBe((await readTotal(raw, asked)).total);
+      }
+    } finally {
+      await raw.db.destroy();
+    }
+  });
+
+  it("keeps a count that reads more than whole words (updatedSince, a word begun) only while the tenant is not written", async () => {
+    const raw = await openDatabase(target());
+    try {
+      const queries: Array<[string, ListQuery]> = [
+        ["updatedSince", { ...unfilteredQuery(2, 0), words: ["amber", "basalt"], updatedSince: new Date(0) }],
+        [
+          "a word begun",
+          {
+            ...unfilteredQuery(2, 0),
+            terms: [
+              { kind: "word", values: ["amber"] },
+              { kind: "word", values: [], range: { from: "bas", below: "bat" } },
+            ],
+          },
+        ],
+      ];
+      for (const [what, query] of queries) {
+        const before = await readTotal(raw, query);
+        expect((await readTotal(raw, query, { version: before.version, total: KEPT })).total, what).toBe(KEPT);
+        await upsertVersion(`Elsewhere ${what}`, "Pumice", "1.0.0");
+        const after = await readTotal(raw, query, { version: before.version, total: KEPT });
+        expect(after.version, what).toBeGreaterThan(before.version);
+        expect(after.total, what).toBe(before.total);
+      }
+    } finally {
+      await raw.db.destroy();
+    }
+  });
+
+  it("answers every counted total as a count does, through random writes and the totals it kept", async () => {
+    const raw = await openDatabase(target());
+    try {
+      // A small PRNG with a fixed seed: the same writes every run (mulberry32).
+      let seed = 0x5eed_2024;
+      const random = () => {
+        seed = (seed + 0x6d2b79f5) | 0;
+        let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+        t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+        return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+      };
+      const pick = <T>(values: readonly T[]): T => values[Math.floor(random() * values.length)] as T;
+      const vocabulary = ["ochre", "umber", "sienna", "sepia"];
+      const ids: string[] = [];
+      const queries: ListQuery[] = [];
+      for (const [a, b] of [
+        ["ochre", "umber"],
+        ["sienna", "sepia"],
+        ["ochre", "sepia"],
+      ] as const) {
+        const words = { ...unfilteredQuery(3, 0), words: [a, b] };
+        queries.push(words, { ...words, statuses: ["ACTIVE"] }, { ...words, latest: true });
+      }
+      for (let step = 0; step < 60; step++) {
+        const roll = random();
+        if (roll < 0.6 || ids.length === 0) {
+          const words = vocabulary.filter(() => random() < 0.5);
+          const stored = await upsertVersion(
+            `Pigment ${pick(["a", "b", "c", "d"])}`,
+            `Pigments: ${words.join(", ")} and more`,
+            pick(["1.0.0", "2.0.0", "3.0.0"]),
+          );
+          ids.push(stored.id);
+        } else await setStatus(pick(ids), pick([DefinitionStatus.ACTIVE, DefinitionStatus.DEPRECATED]));
+        for (const query of queries) {
+          const answered = await repo.search(tenant, query);
+          const counted = await readTotal(raw, query);
+          expect(
+            answered.total,
+            `step ${step}, ${JSON.stringify(query.words)} ${query.statuses} latest ${query.latest}`,
+          ).toBe(counted.total);
+        }
       }
     } finally {
       await raw.db.destroy();

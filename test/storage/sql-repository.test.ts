@@ -69,6 +69,7 @@ forEachDatabase((db) => {
         "0014-allow-unnumbered-definitions",
         "0015-add-revisions",
         "0016-add-text-revision",
+        "0017-add-term-versions",
       ]);
     } finally {
       await again.close();

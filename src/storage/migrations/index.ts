@@ -24,6 +24,7 @@ import { addWordTerms } from "./0013-add-word-terms.js";
 import { allowUnnumberedDefinitions } from "./0014-allow-unnumbered-definitions.js";
 import { addRevisions } from "./0015-add-revisions.js";
 import { addTextRevision } from "./0016-add-text-revision.js";
+import { addTermVersions } from "./0017-add-term-versions.js";
 import { dialectOf } from "./dialect.js";
 import { type LeaseTimes, withMigrationLease, withNamedLock } from "./migration-lock.js";
 import { checkDurability, checkServerSettings } from "./server-settings.js";
@@ -54,6 +55,7 @@ export const migrations: readonly Migration[] = [
   allowUnnumberedDefinitions,
   addRevisions,
   addTextRevision,
+  addTermVersions,
 ];
 
 /** Serves `migrations` to knex's migrator. */

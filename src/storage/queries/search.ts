@@ -49,6 +49,8 @@ export interface SearchRow extends DefinitionReadRow {
   readonly order_name?: string | null;
   /** The full-text score of orderBy=relevance (relevanceScore). */
   readonly order_score?: number | string | null;
+  /** What a counted total was read at (countVersionOf), when the statement counts one. */
+  readonly total_version?: number | string | null;
 }
 
 /**
@@ -93,9 +95,9 @@ export interface SearchStatement extends Statement {
   readonly countKey?: string;
 }
 
-/** A counted total a statement answered at a tenant revision (the `revision` of its ListResult). */
+/** A counted total a statement answered, and the version it was read at (its row's `total_version`). */
 export interface KnownTotal {
-  readonly revision: number;
+  readonly version: number;
   readonly total: number;
 }
 
@@ -103,18 +105,45 @@ export interface KnownTotal {
 export type KnownTotals = (countKey: string) => KnownTotal | undefined;
 
 /**
- * The total of a page's statement. A counted total known at a revision is answered as it is while the
- * tenant is still at that revision, read in the statement's own snapshot: every write that changes what a
- * search matches takes a new revision in its transaction (change-log.ts), so an unchanged revision is an
- * unchanged count. Both databases evaluate only the branch of a CASE they take, so the COUNT runs only when
- * the revision moved (measured: docs/decisions.md, "Counted totals by revision").
+ * The total of a page's statement. A counted total known at a version (countVersionOf) is answered as it is
+ * while the version is still the same, read in the statement's own snapshot: the version grows at every write
+ * that can change the count, so an unchanged version is an unchanged count. Both databases evaluate only the
+ * branch of a CASE they take, so the COUNT runs only when the version moved (measured: docs/decisions.md,
+ * "Counted totals by revision").
  */
-function totalOf(tenant: string, total: Sql, known: KnownTotal | undefined): Statement {
-  if (known === undefined) return { sql: `(${total.sql})`, bindings: total.bindings };
+function totalOf(total: Sql, version: Sql | undefined, known: KnownTotal | undefined): Statement {
+  if (version === undefined || known === undefined) return { sql: `(${total.sql})`, bindings: total.bindings };
   return {
-    sql: `(CASE WHEN (SELECT revision FROM tenant_revisions WHERE tenant = ?) = ? THEN ? ELSE (${total.sql}) END)`,
-    bindings: [tenant, known.revision, known.total, ...total.bindings],
+    sql: `(CASE WHEN (${version.sql}) = ? THEN ? ELSE (${total.sql}) END)`,
+    bindings: [...version.bindings, known.version, known.total, ...total.bindings],
   };
+}
+
+/**
+ * What a counted total depends on, as a number that grows whenever the count can change, read in the
+ * statement's snapshot (issue 24). A count over term rows only (words, tags, providers..., each of whole
+ * values: `terms`) depends on those values' term rows, status and is_latest included (copied into each row),
+ * and on nothing else: the sum of `v` over their counter rows (migration 0017: every change of a term row moves
+ * its counter rows' `v`, and counter rows are never deleted), so a write elsewhere in the tenant keeps the
+ * count. A count that reads more (`updatedSince`, the definitions' own column; a last word's range of values,
+ * whose counter rows may be many more than its matches) takes the tenant's revision, which every write moves
+ * (migration 0015). Either is 0 before anything was counted into it, and only grows.
+ */
+function countVersionOf(tenant: string, terms: readonly TermFilter[] | undefined): Sql {
+  if (terms === undefined)
+    return new Sql().add("COALESCE((SELECT revision FROM tenant_revisions WHERE tenant = ?), 0)", tenant);
+  const version = new Sql();
+  terms.forEach((term, i) => {
+    version
+      .add(
+        `${i === 0 ? "" : "+ "}(SELECT COALESCE(SUM(v), 0) FROM definition_term_counts WHERE tenant = ? AND kind = ? AND value`,
+        tenant,
+        TERM_KINDS[term.kind],
+      )
+      .in(term.values)
+      .add(")");
+  });
+  return version;
 }
 
 /** SQL fragments and their bindings, in order. */
@@ -373,12 +402,22 @@ export function buildSearch(
     total.add(`SELECT COUNT(${distinct === "" ? "*" : `DISTINCT ${seqOf}`})`).add(counted.sql, ...counted.bindings);
     countKey = JSON.stringify([total.sql, total.bindings]);
   }
-  const totalStatement = totalOf(tenant, total, countKey === undefined ? undefined : knownTotals?.(countKey));
+  // Whole values of term rows only: the count moves with their counter rows' versions.
+  const termsOnly =
+    source === "terms" && query.updatedSince === undefined && query.terms.every((term) => term.range === undefined);
+  const version = countKey === undefined ? undefined : countVersionOf(tenant, termsOnly ? query.terms : undefined);
+  const totalStatement = totalOf(total, version, countKey === undefined ? undefined : knownTotals?.(countKey));
   const counting = countKey === undefined ? {} : { countKey };
 
   if (relevance)
     return {
-      ...relevancePage(dialect, tenant, query, { total: totalStatement, rows: matches(false), distinct, maxBytes }),
+      ...relevancePage(dialect, tenant, query, {
+        total: totalStatement,
+        version,
+        rows: matches(false),
+        distinct,
+        maxBytes,
+      }),
       ...counting,
     };
 
@@ -407,7 +446,7 @@ export function buildSearch(
     ...pageStatement(
       dialect,
       tenant,
-      totalStatement,
+      { total: totalStatement, version },
       { sql: `SELECT ${distinct}${seqOf} AS seq${ordered} ${rows.sql}`, bindings: rows.bindings },
       { order: pageOrder, maxBytes },
     ),
@@ -469,7 +508,7 @@ function relevancePage(
   dialect: Dialect,
   tenant: string,
   query: ListQuery,
-  parts: { total: Statement; rows: Sql; distinct: string; maxBytes: number },
+  parts: { total: Statement; version: Sql | undefined; rows: Sql; distinct: string; maxBytes: number },
 ): Statement {
   const mysql = dialect === "mysql";
   const score = mysql ? "CAST(COALESCE(ft.score, 0) AS DECIMAL(30, 9))" : "COALESCE(ft.score, 0)";
@@ -489,7 +528,7 @@ function relevancePage(
   return pageStatement(
     dialect,
     tenant,
-    parts.total,
+    { total: parts.total, version: parts.version },
     { sql: scored.sql, bindings: scored.bindings },
     { order: ["k DESC", "seq ASC"], maxBytes: parts.maxBytes, scored: true },
   );
@@ -518,7 +557,7 @@ export function buildVersions(
     sql: "(SELECT COUNT(*) FROM agent_definitions WHERE tenant = ? AND agent_number = ?)",
     bindings: [tenant, agentNumber],
   };
-  return pageStatement(dialect, tenant, total, seqs, { order: ["seq DESC"], maxBytes });
+  return pageStatement(dialect, tenant, { total }, seqs, { order: ["seq DESC"], maxBytes });
 }
 
 /** The byte budget of a page: its rows in the page's order, and how many of their JSON bytes it may hold. */
@@ -545,7 +584,8 @@ function documentBytes(dialect: Dialect, alias: string): string {
 
 /**
  * The statement around a page (the top of this file says why this shape): the
- * tenant's row, `total`, and the definitions (with their agents) whose seqs
+ * tenant's row, `total` (with the version a counted one was read at, as
+ * `total_version`), and the definitions (with their agents) whose seqs
  * `seqs` selects (a derived table `p` with a `seq` column, and `k` when ordered by a value).
  *
  * Of those seqs only the ones a page of `budget.maxBytes` can answer are
@@ -560,7 +600,7 @@ function documentBytes(dialect: Dialect, alias: string): string {
 function pageStatement(
   dialect: Dialect,
   tenant: string,
-  total: Statement,
+  { total, version }: { total: Statement; version?: Sql | undefined },
   seqs: Statement,
   budget: PageBudget,
 ): Statement {
@@ -578,11 +618,9 @@ function pageStatement(
     .add("WHERE w.bytes_before <= ? OR w.n <= 2", budget.maxBytes);
   const score = budget.scored === true ? "p.k AS order_score, " : "";
   const sql = new Sql()
-    .add(
-      `SELECT ${total.sql} AS total, r.revision AS tenant_revision, d.seq, d.name AS order_name, ${score}` +
-        readColumns(dialect),
-      ...total.bindings,
-    )
+    .add(`SELECT ${total.sql} AS total,`, ...total.bindings)
+    .add(version === undefined ? "" : `(${version.sql}) AS total_version,`, ...(version?.bindings ?? []))
+    .add(`r.revision AS tenant_revision, d.seq, d.name AS order_name, ${score}${readColumns(dialect)}`)
     .add("FROM tenants t")
     // The tenant's revision in the same snapshot as the page (reads.ts's tenantRevisionColumn says why).
     .add("LEFT JOIN tenant_revisions r ON r.tenant = t.name")
