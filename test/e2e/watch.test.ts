@@ -277,6 +277,55 @@ forEachRuntimeAndDatabase((db, runtime) => {
       }
     });
 
+    it("writes the events that are ready at once as one chunk of the chunked coding", async () => {
+      const t = await newTenant();
+      const start = await listRevision(t);
+      for (const name of ["one", "two", "three"]) await post(t, minimalDefinition({ name }));
+      // A start from an older revision reads the three at once: one batch.
+      const socket = connect(server().port, "127.0.0.1");
+      await once(socket, "connect");
+      const received: Buffer[] = [];
+      const last = `id: ${start + 3}\n`;
+      const read = new Promise<Buffer>((resolve, reject) => {
+        socket.on("data", (chunk: Buffer) => {
+          received.push(chunk);
+          const all = Buffer.concat(received);
+          if (all.includes(`${last}event: ADDED\n`) && all.subarray(all.indexOf(last)).includes("\n\n\r\n"))
+            resolve(all);
+        });
+        socket.on("error", reject);
+        setTimeout(() => reject(new Error(`no third event within 10 s: ${Buffer.concat(received)}`)), 10_000);
+      });
+      socket.write(
+        `GET /api/asor/v1/${t.name}/agentDefinitionEvents?since=${start} HTTP/1.1\r\nHost: 127.0.0.1\r\n` +
+          `Authorization: ${t.authorization}\r\nAccept: text/event-stream\r\n\r\n`,
+      );
+      try {
+        const bytes = await read;
+        const head = bytes.subarray(0, bytes.indexOf("\r\n\r\n")).toString("latin1").toLowerCase();
+        expect(head).toMatch(/^http\/1\.1 200/);
+        expect(head).toContain("transfer-encoding: chunked");
+        // The body as chunks: a size line in hex, that many bytes, CRLF.
+        const chunks: string[] = [];
+        for (let at = bytes.indexOf("\r\n\r\n") + 4; at < bytes.length; ) {
+          const line = bytes.indexOf("\r\n", at);
+          const size = Number.parseInt(bytes.toString("latin1", at, line), 16);
+          const data = bytes.subarray(line + 2, line + 2 + size);
+          expect(data.byteLength, "a whole chunk").toBe(size);
+          expect(bytes.toString("latin1", line + 2 + size, line + 4 + size)).toBe("\r\n");
+          chunks.push(data.toString("utf8"));
+          at = line + 4 + size;
+        }
+        const withFirst = chunks.find((chunk) => chunk.includes(`id: ${start + 1}\n`));
+        expect(withFirst, chunks.join("|")).toBeDefined();
+        expect(withFirst).toContain(`id: ${start + 2}\n`);
+        expect(withFirst).toContain(last);
+        expect(withFirst?.match(/\n\n/g)).toHaveLength(3);
+      } finally {
+        socket.destroy();
+      }
+    });
+
     it("applies the list's filters, and STATUS_CHANGED passes a status filter", async () => {
       const t = await newTenant();
       const start = await listRevision(t);
