@@ -177,6 +177,7 @@ async function main(options: BenchOptions): Promise<number> {
         grpcWindow: options.watch.grpcWindow,
         writes: options.watch.writes,
         seconds: options.durationSeconds,
+        databasePids: database.kind === "mariadb" ? pidsNamed(["mariadbd", "mysqld"]) : [],
         log,
       });
       const { markdown, met } = watchReport(results);

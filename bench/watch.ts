@@ -19,7 +19,7 @@ import { type ChildProcess, fork } from "node:child_process";
 import { Agent, request } from "node:http";
 import { fileURLToPath } from "node:url";
 import { benchBody, benchBodyTemplate } from "./definition.js";
-import { cpuSeconds, loadAverage, peakRssKib, resetPeakRss, rssKib } from "./proc-stats.js";
+import { cpuSeconds, cpuSecondsOf, loadAverage, peakRssKib, resetPeakRss, rssKib } from "./proc-stats.js";
 import type { ServerProcess } from "./processes.js";
 import type { Percentiles, WatchProtocol, WatchWorkerRequest, WatchWorkerResult } from "./watch-worker.js";
 
@@ -49,6 +49,9 @@ export interface WatchRunResult extends WatchRun {
   /** CPU used while writing and delivering (from the first write to the last arrival), % of one core. */
   readonly serviceCpu: number;
   readonly watchersCpu: number;
+  /** The database server's (-1 when it runs in the service: SQLite) and the writer's (this process's). */
+  readonly databaseCpu: number;
+  readonly writerCpu: number;
 }
 
 export const RSS_LIMIT_MIB = 64;
@@ -150,6 +153,8 @@ export async function runWatch(
      * an update of an existing key (the warm-up's 100 definitions in turn, each with a new overview).
      */
     writes?: WatchWrites | undefined;
+    /** The database server's processes (none for SQLite), whose CPU is reported beside the service's. */
+    databasePids?: readonly number[] | undefined;
     log(message: string): void;
   },
 ): Promise<WatchRunResult[]> {
@@ -202,7 +207,13 @@ export async function runWatch(
       const total = Math.round(run.rate * options.seconds);
       const writes: Promise<{ revision: number | undefined; sent: number; acked: number; error?: string }>[] = [];
       const start = performance.now();
-      const cpuBefore = { service: cpuSeconds(service.pid), watchers: cpuSeconds(watchers.child.pid ?? 0) };
+      const databasePids = options.databasePids ?? [];
+      const cpuBefore = {
+        service: cpuSeconds(service.pid),
+        watchers: cpuSeconds(watchers.child.pid ?? 0),
+        database: cpuSecondsOf(databasePids),
+        writer: process.cpuUsage(),
+      };
       for (let i = 0; i < total; i++) {
         const due = start + (i * 1000) / run.rate;
         const wait = due - performance.now();
@@ -234,6 +245,10 @@ export async function runWatch(
       const busy = (performance.now() - start) / 1000;
       const serviceCpu = (100 * (cpuSeconds(service.pid) - cpuBefore.service)) / busy;
       const watchersCpu = (100 * (cpuSeconds(watchers.child.pid ?? 0) - cpuBefore.watchers)) / busy;
+      const databaseCpu =
+        databasePids.length === 0 ? -1 : (100 * (cpuSecondsOf(databasePids) - cpuBefore.database)) / busy;
+      const writerUsage = process.cpuUsage(cpuBefore.writer);
+      const writerCpu = (writerUsage.user + writerUsage.system) / 10_000 / busy;
       const row: WatchRunResult = {
         ...run,
         seconds: options.seconds,
@@ -249,13 +264,16 @@ export async function runWatch(
         loadAfter: loadAverage(),
         serviceCpu,
         watchersCpu,
+        databaseCpu,
+        writerCpu,
       };
       log(
         `watch ${run.protocol} ${run.watchers} watchers at ${run.rate}/s: RSS idle ${idleRssMib.toFixed(0)}, ` +
           `connected ${connectedRssMib.toFixed(0)}, peak ${peakRssMib.toFixed(0)} MiB; delivered ` +
           `${result.received}/${result.expected} (${result.complete} watchers complete); from ack p50 ` +
           `${result.fromAck.p50.toFixed(0)} p99 ${result.fromAck.p99.toFixed(0)} ms; CPU service ` +
-          `${serviceCpu.toFixed(0)}% watchers ${watchersCpu.toFixed(0)}%` +
+          `${serviceCpu.toFixed(0)}% watchers ${watchersCpu.toFixed(0)}% database ` +
+          `${databaseCpu < 0 ? "-" : `${databaseCpu.toFixed(0)}%`} writer ${writerCpu.toFixed(0)}%` +
           (result.failed > 0 ? `; ${result.failed} watchers failed: ${result.firstFailure}` : ""),
       );
       results.push(row);
@@ -289,7 +307,7 @@ export function watchReport(results: readonly WatchRunResult[]): { markdown: str
   const lines = [
     "| watchers | writes/s asked (reached) | writes | RSS idle → connected (Δ) MiB | peak RSS while writing " +
       "MiB | delivered (watchers complete) | from ack p50 / p99 / max ms | from send p50 / p99 / max ms | " +
-      "CPU service / watchers % | load before → after | met |",
+      "CPU service / watchers / database / writer % | load before → after | met |",
     "|---|---|---|---|---|---|---|---|---|---|---|",
     ...results.map(
       (r) =>
@@ -297,7 +315,8 @@ export function watchReport(results: readonly WatchRunResult[]): { markdown: str
         `${r.writeErrors > 0 ? ` (+${r.writeErrors} failed)` : ""} | ${f(r.idleRssMib)} → ${f(r.connectedRssMib)} ` +
         `(+${f(r.connectedRssMib - r.idleRssMib)}) | ${f(r.peakRssMib)} | ${r.result.received}/${r.result.expected} ` +
         `(${r.result.complete}/${r.result.watchers}) | ${ms(r.result.fromAck)} | ${ms(r.result.fromSend)} | ` +
-        `${f(r.serviceCpu)} / ${f(r.watchersCpu)} | ${f(r.loadBefore, 1)} → ${f(r.loadAfter, 1)} | ` +
+        `${f(r.serviceCpu)} / ${f(r.watchersCpu)} / ${f(r.databaseCpu)} / ${f(r.writerCpu)} | ` +
+        `${f(r.loadBefore, 1)} → ${f(r.loadAfter, 1)} | ` +
         `${watchRunMet(r) ? "yes" : "**no**"} |`,
     ),
   ];
