@@ -148,7 +148,8 @@ export async function suspendForBulkLoad(
         : `ON CONFLICT (${columns}, shard) DO UPDATE SET n = n + excluded.n${versioned ? ", v = v + excluded.v" : ""}`;
     return (
       `INSERT INTO ${counters} (${columns}, shard, n${versioned ? ", v" : ""}) ` +
-      `SELECT ${columns}, seq % ${shards}, COUNT(*)${versioned ? ", COUNT(*)" : ""} FROM ${rows} WHERE seq >= ? AND seq < ? ` +
+      `SELECT ${columns}, seq % ${shards}, COUNT(*)${versioned ? ", COUNT(*)" : ""} FROM ${rows} ` +
+      "WHERE seq >= ? AND seq < ? " +
       `GROUP BY ${columns}, seq % ${shards} ${add}`
     );
   });

@@ -379,7 +379,8 @@ async function main(options: BenchOptions): Promise<number> {
         const ms = ({ p50, p99 }: { p50: number; p99: number }) => `p50 ${p50.toFixed(2)} / p99 ${p99.toFixed(2)} ms`;
         log(
           `size ${size}: ?${query} after a write elsewhere ${ms(probe.elsewhere)}, after a write to a match ` +
-            `(counted) ${ms(probe.counted)}, again (kept) ${ms(probe.kept)} (${probe.rounds} rounds, one request at a time)`,
+            `(counted) ${ms(probe.counted)}, again (kept) ${ms(probe.kept)} ` +
+            `(${probe.rounds} rounds, one request at a time)`,
         );
       }
       const removed = options.search ? 0 : await seeder.removeCreated(createPrefix);

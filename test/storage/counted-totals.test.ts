@@ -148,7 +148,7 @@ forEachDatabase((db) => {
     }
   });
 
-  it("keeps a count of whole words through writes to none of its words, and counts after every write to one", async () => {
+  it("keeps a count of whole words through writes to none of its words, counts after every write to one", async () => {
     const raw = await openDatabase(target());
     try {
       const query = { ...unfilteredQuery(2, 0), words: ["amber", "basalt"], statuses: ["ACTIVE" as const] };
@@ -194,7 +194,7 @@ forEachDatabase((db) => {
     }
   });
 
-  it("keeps a count that reads more than whole words (updatedSince, a word begun) only while the tenant is not written", async () => {
+  it("keeps a count reading more than whole words (updatedSince, a word begun) while the tenant holds", async () => {
     const raw = await openDatabase(target());
     try {
       const queries: Array<[string, ListQuery]> = [

@@ -13,19 +13,22 @@
  * million. A COUNT over term rows depends on the term rows of its own
  * values only, so the sum of their `v` says whether it can have moved:
  * a write elsewhere in the tenant leaves it (queries/search.ts,
- * termVersionOf).
+ * countVersionOf).
  *
  * The rows there now start at 0: the sum still grows from there at every
- * change. MariaDB adds the column in place without copying the table
- * (instant ADD COLUMN); its triggers are dropped and made again in two DDL
- * statements each, so a write between the two would move `n` without `v` on
- * a server that is serving: migrations run before their process serves, and
- * one process migrates at a time (migration-lock.ts). Run again after a run
- * that died halfway, it completes: the column is added if it is not there,
- * and the triggers are dropped first.
+ * change. MariaDB adds the column at the end without copying the table
+ * (instant ADD COLUMN), and replaces each trigger in one statement (CREATE
+ * OR REPLACE TRIGGER), so the writes of processes that still serve during a
+ * rolling upgrade move the counters all along: `v` from the moment its
+ * trigger is replaced. MySQL 8 has no OR REPLACE for triggers: there each is
+ * dropped and made again, and a write between the two statements would move
+ * no counter, so upgrade MySQL 8 with the writers stopped. SQLite's DDL runs
+ * in the migration's transaction. Run again after a run that died halfway,
+ * it completes: the column is added if it is not there, and the triggers are
+ * replaced whatever they are.
  */
 import type { Knex } from "knex";
-import { dialectOf } from "./dialect.js";
+import { dialectOf, isMariaDb, serverVersion } from "./dialect.js";
 import type { Migration } from "./index.js";
 
 const counts = "definition_term_counts";
@@ -42,6 +45,7 @@ export const addTermVersions: Migration = {
   name: "0017-add-term-versions",
   async up(db) {
     const mysql = dialectOf(db) === "mysql";
+    const replace = mysql && isMariaDb(await serverVersion(db));
     if (!(await db.schema.hasColumn(counts, column)))
       await db.raw(
         mysql
@@ -49,31 +53,37 @@ export const addTermVersions: Migration = {
               "COMMENT 'How many times this counter row moved: its term rows changed (0017).'"
           : `ALTER TABLE ${counts} ADD COLUMN ${column} INTEGER NOT NULL DEFAULT 0`,
       );
-    await createTriggers(db, mysql, true);
+    await createTriggers(db, { mysql, replace }, true);
   },
   async down(db) {
     const mysql = dialectOf(db) === "mysql";
-    await createTriggers(db, mysql, false);
+    await createTriggers(db, { mysql, replace: mysql && isMariaDb(await serverVersion(db)) }, false);
     if (await db.schema.hasColumn(counts, column)) await db.raw(`ALTER TABLE ${counts} DROP COLUMN ${column}`);
   },
 };
 
-/** definition_terms' counting triggers as 0010 made them, and with `versions` also moving `v`. */
-async function createTriggers(db: Knex, mysql: boolean, versions: boolean): Promise<void> {
+/**
+ * definition_terms' counting triggers as 0010 made them, and with `versions` also moving `v`: each replaced in
+ * one statement where the server can (`replace`, MariaDB), else dropped and made again.
+ */
+async function createTriggers(
+  db: Knex,
+  { mysql, replace }: { mysql: boolean; replace: boolean },
+  versions: boolean,
+): Promise<void> {
   const bump = (row: "NEW" | "OLD", delta: "+ 1" | "- 1") =>
     `INSERT INTO ${counts} (tenant, kind, value, status, is_latest, shard, n${versions ? `, ${column}` : ""}) ` +
-    `VALUES (${row}.tenant, ${row}.kind, ${row}.value, ${row}.status, ${row}.is_latest, ${row}.seq % ${SHARDS}, 0 ${delta}${versions ? ", 1" : ""}) ${
-      mysql ? "ON DUPLICATE KEY UPDATE" : "ON CONFLICT (tenant, kind, value, status, is_latest, shard) DO UPDATE SET"
-    } n = n ${delta}${versions ? `, ${column} = ${column} + 1` : ""};`;
+    `VALUES (${row}.tenant, ${row}.kind, ${row}.value, ${row}.status, ${row}.is_latest, ${row}.seq % ${SHARDS}, ` +
+    `0 ${delta}${versions ? ", 1" : ""}) ` +
+    `${mysql ? "ON DUPLICATE KEY UPDATE" : "ON CONFLICT (tenant, kind, value, status, is_latest, shard) DO UPDATE SET"} ` +
+    `n = n ${delta}${versions ? `, ${column} = ${column} + 1` : ""};`;
   const body = (statements: string) => `BEGIN ${statements} END`;
-  for (const trigger of triggers) await db.raw(`DROP TRIGGER IF EXISTS ${trigger}`);
-  await db.raw(
-    `CREATE TRIGGER ${triggers[0]} AFTER INSERT ON definition_terms FOR EACH ROW ${body(bump("NEW", "+ 1"))}`,
-  );
-  await db.raw(
-    `CREATE TRIGGER ${triggers[1]} AFTER UPDATE ON definition_terms FOR EACH ROW ${body(`${bump("OLD", "- 1")} ${bump("NEW", "+ 1")}`)}`,
-  );
-  await db.raw(
-    `CREATE TRIGGER ${triggers[2]} AFTER DELETE ON definition_terms FOR EACH ROW ${body(bump("OLD", "- 1"))}`,
-  );
+  const make = async (trigger: string, event: string, statements: string) => {
+    if (!replace) await db.raw(`DROP TRIGGER IF EXISTS ${trigger}`);
+    const create = `CREATE ${replace ? "OR REPLACE " : ""}TRIGGER ${trigger}`;
+    await db.raw(`${create} AFTER ${event} ON definition_terms FOR EACH ROW ${body(statements)}`);
+  };
+  await make(triggers[0], "INSERT", bump("NEW", "+ 1"));
+  await make(triggers[1], "UPDATE", `${bump("OLD", "- 1")} ${bump("NEW", "+ 1")}`);
+  await make(triggers[2], "DELETE", bump("OLD", "- 1"));
 }

@@ -136,7 +136,8 @@ function countVersionOf(tenant: string, terms: readonly TermFilter[] | undefined
   terms.forEach((term, i) => {
     version
       .add(
-        `${i === 0 ? "" : "+ "}(SELECT COALESCE(SUM(v), 0) FROM definition_term_counts WHERE tenant = ? AND kind = ? AND value`,
+        `${i === 0 ? "" : "+ "}(SELECT COALESCE(SUM(v), 0) FROM definition_term_counts ` +
+          "WHERE tenant = ? AND kind = ? AND value",
         tenant,
         TERM_KINDS[term.kind],
       )
