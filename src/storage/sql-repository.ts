@@ -116,12 +116,6 @@ const duplicateKeyAttempts = 8;
  */
 const defaultWriteBudgetMillis = 10_000;
 
-/**
- * How often one write reloads a node's broken triggers and runs again (run/broken-triggers.ts) before its
- * error is answered.
- */
-const triggerReloads = 3;
-
 /** What a write answers when the node's broken triggers (run/broken-triggers.ts) could not be mended in time. */
 const brokenTriggersMessage =
   "The registry's database node could not take the write now (its triggers failed to load); nothing was saved. " +
@@ -329,7 +323,6 @@ class SqlRepository implements AgentDefinitionRepository {
   async write<T>(tenant: string, work: (tx: WriteTransaction) => Promise<T>): Promise<T> {
     let deadline = performance.now() + this.#writeBudgetMillis;
     let failovers = this.#writeHosts - 1;
-    let reloads = triggerReloads;
     for (let attempt = 1; ; attempt++) {
       let committing = false;
       try {
@@ -350,11 +343,14 @@ class SqlRepository implements AgentDefinitionRepository {
         // table cache: run/broken-triggers.ts): the statement failed whole (a CALL's COMMIT is its last
         // statement, so nothing was committed either), the transaction is rolled back and its connection
         // back in the pool.
-        // Reloaded, then run again (a few times per write: a node of a cluster under a fail-over may break
-        // another instance meanwhile). Nothing was written, so a write that still meets them, or whose
-        // reload fails, is answered UNAVAILABLE (retry), never INTERNAL: the node cannot take it now.
+        // Reloaded, then run again after a backoff, as often as the write's budget allows: the reload makes
+        // every writer on the node open new instances, and on a cluster a brute-force abort of one that
+        // holds rows another node's write needs breaks a new instance again (docs/galera.md); the backoff
+        // lets those writes finish first. Nothing was written, so a write that still meets them at its
+        // deadline, or whose reload fails, is answered UNAVAILABLE (retry), never INTERNAL.
         if (this.#dialect === "mysql" && isBrokenTriggers(error)) {
-          if (reloads-- <= 0) throw unavailable(error, brokenTriggersMessage);
+          const wait = backoffMillis(attempt);
+          if (performance.now() + wait >= deadline) throw unavailable(error, brokenTriggersMessage);
           try {
             await reloadTriggers(this.#writeDb, this.#writeBudgetMillis / 2000);
           } catch (reloadError) {
@@ -374,6 +370,7 @@ class SqlRepository implements AgentDefinitionRepository {
             error: String(error),
           });
           this.#retries.triggers_reloaded++;
+          await sleep(wait);
           continue;
         }
         const kind = classifyDriverError(error);
