@@ -56,7 +56,7 @@ import type {
 } from "./repository.js";
 import type { DefinitionReadRow } from "./rows.js";
 import { fromDatabaseInteger, toDatabaseTimestamp, toStoredDefinition, toTenant } from "./rows.js";
-import { reloadTriggers } from "./run/broken-triggers.js";
+import { reloadTriggers, TriggerReloads } from "./run/broken-triggers.js";
 import type { Database, StorageOptions } from "./run/connection.js";
 import { openDatabase } from "./run/connection.js";
 import { classifyDriverError, isBrokenTriggers, isDuplicateKey, isNodeFailure, raceKind } from "./run/driver-errors.js";
@@ -234,6 +234,8 @@ class SqlRepository implements AgentDefinitionRepository {
   readonly #dialect: Database["dialect"];
   /** MySQL: the full-text texts written after COMMIT, and their repair (search-text.ts). */
   readonly #texts: SearchTextKeeper | undefined;
+  /** MySQL: the writes' recovery from a node's broken triggers, one reload at a time (run/broken-triggers.ts). */
+  readonly #triggerReloads = new TriggerReloads();
   /** Where a write's recovery from a node's broken triggers is told (run/broken-triggers.ts). */
   readonly #logger: RepositoryOptions["logger"];
   #changeLog: ChangeLog | undefined;
@@ -325,17 +327,23 @@ class SqlRepository implements AgentDefinitionRepository {
     let failovers = this.#writeHosts - 1;
     for (let attempt = 1; ; attempt++) {
       let committing = false;
+      // The reloads of broken triggers ended before this attempt began (TriggerReloads).
+      let reloadsBefore = 0;
       try {
-        return await this.#transaction(async (session) => {
-          const { result, tx } = await this.#writeOnce({ session, statements: this.#writes }, tenant, work);
-          // The revisions are taken last, right before COMMIT: the tenant's writers queue on them. The outcome
-          // of a write lost from the moment its COMMIT is sent is unknown; before that, it was rolled back.
-          const last = tx.lastStatements();
-          if (last === undefined) committing = true;
-          else tx.settle(await session.commitWith(last, () => (committing = true)));
-          // Committed: MySQL's full-text texts are written soon, several writes' at a time (search-text.ts).
-          this.#texts?.keep(tx.textsToKeep());
-          return result;
+        return await this.#triggerReloads.attempt((reloads) => {
+          reloadsBefore = reloads;
+          return this.#transaction(async (session) => {
+            const { result, tx } = await this.#writeOnce({ session, statements: this.#writes }, tenant, work);
+            // The revisions are taken last, right before COMMIT: the tenant's writers queue on them. The
+            // outcome of a write lost from the moment its COMMIT is sent is unknown; before that, it was
+            // rolled back.
+            const last = tx.lastStatements();
+            if (last === undefined) committing = true;
+            else tx.settle(await session.commitWith(last, () => (committing = true)));
+            // Committed: MySQL's full-text texts are written soon, several writes' at a time (search-text.ts).
+            this.#texts?.keep(tx.textsToKeep());
+            return result;
+          });
         });
       } catch (error) {
         if (error instanceof RegistryError) throw error;
@@ -343,16 +351,20 @@ class SqlRepository implements AgentDefinitionRepository {
         // table cache: run/broken-triggers.ts): the statement failed whole (a CALL's COMMIT is its last
         // statement, so nothing was committed either), the transaction is rolled back and its connection
         // back in the pool.
-        // Reloaded, then run again after a backoff, as often as the write's budget allows: the reload makes
-        // every writer on the node open new instances, and on a cluster a brute-force abort of one that
-        // holds rows another node's write needs breaks a new instance again (docs/galera.md); the backoff
-        // lets those writes finish first. Nothing was written, so a write that still meets them at its
-        // deadline, or whose reload fails, is answered UNAVAILABLE (retry), never INTERNAL.
+        // Reloaded once for all the process's writers that met them, while none of its writes is under way
+        // (TriggerReloads), then run again after a backoff, as often as the write's budget allows: the
+        // reload makes every writer on the node open new instances, and on a cluster a brute-force abort of
+        // one that holds rows another node's write needs breaks a new instance again (docs/galera.md); the
+        // backoff lets those writes finish first. Nothing was written, so a write that still meets them at
+        // its deadline, or whose reload fails, is answered UNAVAILABLE (retry), never INTERNAL.
         if (this.#dialect === "mysql" && isBrokenTriggers(error)) {
           const wait = backoffMillis(attempt);
           if (performance.now() + wait >= deadline) throw unavailable(error, brokenTriggersMessage);
+          let reloaded: boolean;
           try {
-            await reloadTriggers(this.#writeDb, this.#writeBudgetMillis / 2000);
+            reloaded = await this.#triggerReloads.reload(reloadsBefore, () =>
+              reloadTriggers(this.#writeDb, this.#writeBudgetMillis / 2000),
+            );
           } catch (reloadError) {
             // The node failed under the reload: the pool moved on, and the write is tried on the next host.
             if (failovers-- > 0 && isNodeFailure(reloadError)) {
@@ -366,9 +378,12 @@ class SqlRepository implements AgentDefinitionRepository {
             });
             throw unavailable(error, brokenTriggersMessage);
           }
-          this.#logger?.warn("a table's triggers failed to load on the database node; reloaded", {
-            error: String(error),
-          });
+          this.#logger?.warn(
+            reloaded
+              ? "a table's triggers failed to load on the database node; reloaded"
+              : "a table's triggers failed to load on the database node; reloaded since the write began",
+            { error: String(error) },
+          );
           this.#retries.triggers_reloaded++;
           await sleep(wait);
           continue;

@@ -89,27 +89,41 @@ describe.skipIf(galeraSkipped())("revisions on a cluster", () => {
         call(i % 3, "POST", "", minimalDefinition({ name: `Revised ${i}`, description: "first" })),
       ),
     );
-    expect(created.map((answer) => answer.status)).toEqual(Array(60).fill(201));
+    expect(
+      created.map((answer) => answer.status),
+      serverTrouble(created),
+    ).toEqual(Array(60).fill(201));
     const updated = await Promise.all(
       Array.from({ length: 60 }, (_, i) =>
         call((i + 1) % 3, "POST", "", minimalDefinition({ name: `Revised ${i}`, description: "second" })),
       ),
     );
     // POST answers 201 whether it created the key or gave it new content.
-    expect(updated.map((answer) => answer.status)).toEqual(Array(60).fill(201));
+    expect(
+      updated.map((answer) => answer.status),
+      serverTrouble(updated),
+    ).toEqual(Array(60).fill(201));
     deprecated = await Promise.all(
       created.map((answer, i) => call((i + 2) % 3, "PATCH", `/${answer.body.id}/status`, { status: "DEPRECATED" })),
     );
     expect(
       deprecated.map((answer) => answer.status),
-      replicas.servers
-        .map((server) => server.stderr())
-        .join("\n")
-        .split("\n")
-        .filter((line) => line.includes('"error"'))
-        .slice(0, 5)
-        .join("\n"),
+      serverTrouble(deprecated),
     ).toEqual(Array(60).fill(200));
+  }
+
+  /** What a failing step shows: the first answers that failed and what each replica logged as warning or error. */
+  function serverTrouble(answers: { status: number; body: any }[]): string {
+    const failed = answers.flatMap((answer, i) => (answer.status < 300 ? [] : [`#${i}: ${JSON.stringify(answer)}`]));
+    const logged = replicas.servers.map((server, i) =>
+      server
+        .stderr()
+        .split("\n")
+        .filter((line) => line.includes('"error"') || line.includes('"warn"'))
+        .slice(0, 5)
+        .map((line) => `replica ${i}: ${line}`),
+    );
+    return [...failed.slice(0, 5), ...logged.flat()].join("\n");
   }
 
   async function expectSameLogs(): Promise<void> {

@@ -83,6 +83,28 @@ describe.skipIf(mariadb === undefined || mariadb.skip)("on mariadb", () => {
     expect(counted).toEqual({ n: 2, counted: "2" });
   });
 
+  it("writers that meet broken triggers together reload them with one flush, and every write is stored", async () => {
+    const flushes = async () =>
+      Number(((await raw.db.raw("SHOW GLOBAL STATUS LIKE 'Com_flush'")) as [Array<{ Value: string }>])[0][0]!.Value);
+    const count = async () =>
+      ((await raw.db.raw("SELECT COUNT(*) AS n FROM agent_definitions")) as [Array<{ n: number }>])[0][0]!.n;
+    const before = await count();
+    expect(await breakTriggers()).toMatchObject({ errno: 1064 });
+    // Nothing else on this server flushes (the statement is the registry's reload and this test's break).
+    const flushedBefore = await flushes();
+    const metBefore = repository.writeRetries().triggers_reloaded;
+
+    const saved = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => save(repository, definition({ name: `Together ${i}` }))),
+    );
+    expect(saved.filter((write) => write.created)).toHaveLength(20);
+    expect(await count()).toBe(before + 20);
+    // Each writer that met them was counted, and the flush ran once for all of them.
+    expect(repository.writeRetries().triggers_reloaded - metBefore).toBeGreaterThan(0);
+    expect((await flushes()) - flushedBefore).toBe(1);
+    expect(await dmlError()).toBeUndefined();
+  });
+
   it("a write whose reload is refused is answered UNAVAILABLE and stores nothing", async () => {
     // A user with every privilege on the database but not RELOAD, which FLUSH needs.
     const user = `asor_noreload_${process.pid}`;
