@@ -9,8 +9,9 @@
  * terms' lookup index) are suspended while the batches are written: each
  * batch counts its definitions and terms itself, and the index is built once
  * at the end (bulk-load.ts). On SQLite each statement text is prepared once;
- * on MySQL the term rows go in by LOAD DATA, and two batches are written at
- * once, committing in order (insertBatch).
+ * on MySQL the term rows go in by LOAD DATA, each batch's foreign keys are
+ * not checked row by row, and two batches are written at once, committing in
+ * order (insertBatch).
  */
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { availableParallelism } from "node:os";
@@ -283,6 +284,11 @@ export async function openSeeder(options: {
   const insertBatch = async (batch: Batch, bulk: BulkLoad, previous: Promise<void>): Promise<void> => {
     const { first, n, seq } = batch;
     await db.transaction(async (tx) => {
+      // MySQL: the batch's foreign keys are not checked row by row (each of its 58,000 term rows looked its
+      // definition up): the rows are made from the batch's own seq range, written by the statement before,
+      // and agents by its own numbers, as a dump's reload trusts its rows. Set back before COMMIT, on the
+      // transaction's connection; the keys themselves stay (checkAfterBulkLoad).
+      if (dialect === "mysql") await tx.raw("SET SESSION foreign_key_checks = 0");
       // agents, agent_definitions, then the side rows the service's write path makes (seed-rows.ts).
       const run = dialect === "sqlite" ? await preparedOnce(tx) : undefined;
       for (const { what, sql, bindings, infile } of batch.statements)
@@ -306,6 +312,7 @@ export async function openSeeder(options: {
       // The counters the suspended triggers would have moved row by row (bulk-load.ts).
       await timed("counts", () => bulk.count(tx, seq, seq + n));
       await moveRevision(tx);
+      if (dialect === "mysql") await tx.raw("SET SESSION foreign_key_checks = 1");
     });
     last = batch.sample;
   };
