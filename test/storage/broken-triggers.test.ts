@@ -43,6 +43,10 @@ describe.skipIf(mariadb === undefined || mariadb.skip)("on mariadb", () => {
       (error: unknown) => error,
     );
 
+  /** The definitions stored, of every tenant. */
+  const count = async (): Promise<number> =>
+    ((await raw.db.raw("SELECT COUNT(*) AS n FROM agent_definitions")) as [Array<{ n: number }>])[0][0]!.n;
+
   /**
    * Drops the cached instances of agent_definitions and stops the next statement that opens one (a SELECT,
    * as a search would, the first of a new connection) at a time limit from 10 µs up, until one stopped
@@ -86,8 +90,6 @@ describe.skipIf(mariadb === undefined || mariadb.skip)("on mariadb", () => {
   it("writers that meet broken triggers together reload them with one flush, and every write is stored", async () => {
     const flushes = async () =>
       Number(((await raw.db.raw("SHOW GLOBAL STATUS LIKE 'Com_flush'")) as [Array<{ Value: string }>])[0][0]!.Value);
-    const count = async () =>
-      ((await raw.db.raw("SELECT COUNT(*) AS n FROM agent_definitions")) as [Array<{ n: number }>])[0][0]!.n;
     const before = await count();
     expect(await breakTriggers()).toMatchObject({ errno: 1064 });
     // Nothing else on this server flushes (the statement is the registry's reload and this test's break).
@@ -115,8 +117,6 @@ describe.skipIf(mariadb === undefined || mariadb.skip)("on mariadb", () => {
     url.password = "noreload";
     const limited = await createSqlRepository({ ...target(), databaseUrl: url.toString() });
     try {
-      const count = async () =>
-        ((await raw.db.raw("SELECT COUNT(*) AS n FROM agent_definitions")) as [Array<{ n: number }>])[0][0]!.n;
       const before = await count();
       expect(await breakTriggers()).toMatchObject({ errno: 1064 });
 
