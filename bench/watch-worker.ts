@@ -7,13 +7,14 @@
  * in milliseconds, the same clock as the writer's in the parent). The events are not decoded: an SSE
  * event's `id:` line and a gRPC message's first two fields (type, revision) say all that is measured.
  */
-import { request as httpRequest, type IncomingMessage } from "node:http";
+import { connect } from "node:net";
 import { create, toBinary } from "@bufbuild/protobuf";
 import * as grpc from "@grpc/grpc-js";
 import {
   AgentDefinitionService,
   WatchAgentDefinitionsRequestSchema,
 } from "../gen/asor/v1/agent_definition_service_pb.js";
+import { SseIds } from "./sse-ids.js";
 
 export type WatchProtocol = "sse" | "grpc";
 
@@ -100,77 +101,79 @@ function newWatcher(capacity: number, since: number, close: () => void): Watcher
   return w;
 }
 
-const ID_LINE = Buffer.from("\nid: ");
-const EVENT_ERROR = Buffer.from("\nevent: error");
+/**
+ * Every SSE watcher's reads land in this one buffer (net's `onread`), each scanned before the next read, so no
+ * read allocates. Through node:http each read was a Buffer of its own, pushed through the response's stream.
+ */
+const readBuffer = Buffer.allocUnsafe(1024 * 1024);
+
+const HEAD_END = Buffer.from("\r\n\r\n");
 
 /**
- * Opens an SSE watcher and resolves when its stream has opened (the service's first comment arrived).
- * Finds each event's `id:` line with Buffer.indexOf; an event split across chunks is completed by the
- * next one (the unfinished tail is kept).
+ * Opens an SSE watcher and resolves when its stream has opened (the service's first comment arrived). One
+ * HTTP/1.1 connection of its own, the request written by hand and the answer read raw (SseIds): the
+ * head's status line checked, the body's chunked coding left in place.
  */
 function openSse(request: Extract<WatchWorkerRequest, { type: "open" }>, onOpen: (error?: string) => void): Watcher {
-  let response: IncomingMessage | undefined;
-  const req = httpRequest(
-    `${request.baseUrl}/api/asor/v1/${request.tenant}/agentDefinitionEvents?since=${request.since}`,
-    {
-      agent: false,
-      headers: { authorization: request.authorization, accept: "text/event-stream" },
-    },
-  );
-  const w = newWatcher(request.capacity, request.since, () => {
-    req.destroy();
-    response?.destroy();
-  });
+  const url = new URL(`${request.baseUrl}/api/asor/v1/${request.tenant}/agentDefinitionEvents?since=${request.since}`);
   let opened = false;
   const open = (error?: string) => {
     if (opened) return;
     opened = true;
     onOpen(error);
   };
-  req.on("error", (error) => {
+  let head: Buffer | undefined = Buffer.alloc(0);
+  const socket = connect({
+    host: url.hostname,
+    port: Number(url.port),
+    onread: {
+      buffer: readBuffer,
+      callback: (length) => {
+        let body = readBuffer.subarray(0, length);
+        if (head !== undefined) {
+          const bytes = Buffer.concat([head, body]);
+          const ends = bytes.indexOf(HEAD_END);
+          if (ends === -1) {
+            head = bytes;
+            return true;
+          }
+          head = undefined;
+          const status = bytes.toString("latin1", 0, bytes.indexOf(13));
+          if (!status.startsWith("HTTP/1.1 200 ")) {
+            w.failure ??= `${status}: ${bytes.toString("utf8", ends + 4).slice(0, 300)}`;
+            open(w.failure);
+            socket.destroy();
+            return false;
+          }
+          body = bytes.subarray(ends + 2);
+        }
+        if (body.length > 0) open();
+        ids.feed(body);
+        return true;
+      },
+    },
+  });
+  const w = newWatcher(request.capacity, request.since, () => socket.destroy());
+  const ids = new SseIds(
+    (revision) => w.note(revision),
+    (text) => {
+      w.failure ??= text;
+    },
+  );
+  socket.on("connect", () => {
+    socket.write(
+      `GET ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\n` +
+        `Authorization: ${request.authorization}\r\nAccept: text/event-stream\r\n\r\n`,
+      "latin1",
+    );
+  });
+  socket.on("error", (error) => {
     w.failure ??= error.message;
     open(error.message);
   });
-  req.on("response", (res) => {
-    response = res;
-    if (res.statusCode !== 200) {
-      w.failure = `HTTP ${res.statusCode}`;
-      open(w.failure);
-      res.resume();
-      return;
-    }
-    let tail = Buffer.alloc(0);
-    res.on("data", (chunk: Buffer) => {
-      open();
-      const buffer = tail.length === 0 ? chunk : Buffer.concat([tail, chunk]);
-      let at = 0;
-      let unfinished = -1;
-      for (;;) {
-        const found = buffer.indexOf(ID_LINE, at);
-        if (found === -1) break;
-        const digits = found + ID_LINE.length;
-        const end = buffer.indexOf(10, digits);
-        // The id line and the event line's first letter (BOOKMARK's events are not changes).
-        if (end === -1 || end + 8 >= buffer.length) {
-          unfinished = found;
-          break;
-        }
-        if (buffer[end + 8] !== 66 /* "B" of "event: BOOKMARK" */)
-          w.note(Number(buffer.toString("latin1", digits, end)));
-        at = end;
-      }
-      if (buffer.indexOf(EVENT_ERROR) !== -1) w.failure ??= buffer.toString("utf8").slice(-400);
-      // Keep what may hold an unfinished id line: from it, else the last 4 bytes (less than "\nid: ").
-      tail = Buffer.from(buffer.subarray(unfinished !== -1 ? unfinished : Math.max(at, buffer.length - 4)));
-    });
-    res.on("end", () => {
-      w.failure ??= "the stream ended";
-    });
-    res.on("error", (error) => {
-      w.failure ??= error.message;
-    });
+  socket.on("end", () => {
+    w.failure ??= "the stream ended";
   });
-  req.end();
   return w;
 }
 
