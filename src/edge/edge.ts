@@ -42,7 +42,7 @@ import type { RestSurface } from "../transport/rest/rest-handler.js";
 import { mediaTypeOf } from "../transport/rest/rest-request.js";
 import { createMessageCheck, type MessageCheck } from "../transport/rpc-message.js";
 import type { UnaryCall, UnaryMessage, UnaryMethod } from "../transport/unary-call.js";
-import { SSE_OPEN, sseError, sseEvent } from "../transport/watch-events.js";
+import { SSE_OPEN, sseBatch, sseError } from "../transport/watch-events.js";
 
 /** A request as the edge reads it, whichever runtime received it. */
 export interface EdgeRequest {
@@ -382,8 +382,9 @@ function eventStream(
   async function* body(): AsyncGenerator<readonly Uint8Array[]> {
     yield [SSE_OPEN];
     try {
-      // A batch (what was ready at once) as one write: each event's bytes made once for all its watchers.
-      for await (const batch of events) yield batch.map(sseEvent);
+      // A batch (what was ready at once) as one write: each event's bytes, and the batch's, made once for all
+      // the watchers handed the same events.
+      for await (const batch of events) yield sseBatch(batch);
     } catch (err) {
       yield [sseError(failureOf(err))];
     }

@@ -14,6 +14,7 @@ import {
 import { errorBody, type RegistryError } from "../domain/errors.js";
 import type { StoredDefinition } from "../domain/records.js";
 import type { WatchEvent } from "../domain/watch.js";
+import { concatBytes } from "./bytes.js";
 import { definitionWithMeta, jsonWithMeta, metaMessage } from "./definition-meta.js";
 
 /**
@@ -78,6 +79,27 @@ export function sseEvent(event: WatchEvent): Uint8Array {
   if (event.stored === undefined) return newSseEvent(event);
   const entry = madeFor(event);
   return (entry.sse ??= newSseEvent(event));
+}
+
+/**
+ * The last batch of SSE events joined into one array, by its first event's bytes: the watchers of a tenant
+ * are handed the same records by the same read (storage/change-reader.ts), so their batches hold the same
+ * events' bytes, and one array made for the first serves the rest. Each of a batch's events was a write of
+ * its own to each watcher's socket (40 writes a watcher in a 200 ms poll at 200 changes a second).
+ */
+const joinedBatches = new WeakMap<Uint8Array, { readonly parts: readonly Uint8Array[]; readonly bytes: Uint8Array }>();
+
+/** A batch of events as SSE, in one array (the same array for every watcher handed the same events). */
+export function sseBatch(events: readonly WatchEvent[]): readonly Uint8Array[] {
+  const parts = events.map(sseEvent);
+  const first = parts[0];
+  if (first === undefined || parts.length === 1) return parts;
+  const known = joinedBatches.get(first);
+  if (known !== undefined && known.parts.length === parts.length && known.parts.every((part, i) => part === parts[i]))
+    return [known.bytes];
+  const bytes = concatBytes(parts);
+  joinedBatches.set(first, { parts, bytes });
+  return [bytes];
 }
 
 function newSseEvent(event: WatchEvent): Uint8Array {
