@@ -82,24 +82,31 @@ export function sseEvent(event: WatchEvent): Uint8Array {
 }
 
 /**
- * The last batch of SSE events joined into one array, by its first event's bytes: the watchers of a tenant
- * are handed the same records by the same read (storage/change-reader.ts), so their batches hold the same
- * events' bytes, and one array made for the first serves the rest. Each of a batch's events was a write of
- * its own to each watcher's socket (40 writes a watcher in a 200 ms poll at 200 changes a second).
+ * The last batch of SSE events joined into one array, by its first event: the watchers of a tenant are handed
+ * the same records by the same read (storage/change-reader.ts), each change as one event object shared by all
+ * (service/watch-service.ts), so their batches hold the same events, and the array made for the first serves
+ * the rest. Each of a batch's events was a write of its own to each watcher's socket (40 writes a watcher in a
+ * 200 ms poll at 200 changes a second).
  */
-const joinedBatches = new WeakMap<Uint8Array, { readonly parts: readonly Uint8Array[]; readonly bytes: Uint8Array }>();
+const joinedBatches = new WeakMap<
+  WatchEvent,
+  { readonly events: readonly WatchEvent[]; readonly chunks: readonly Uint8Array[] }
+>();
 
-/** A batch of events as SSE, in one array (the same array for every watcher handed the same events). */
+/**
+ * A batch of events as SSE, in one array: the same array for every watcher handed the same event objects, and
+ * one made anew for a batch of others (a filter passes some of them, a watcher lagging behind gets more at once).
+ */
 export function sseBatch(events: readonly WatchEvent[]): readonly Uint8Array[] {
-  const parts = events.map(sseEvent);
-  const first = parts[0];
-  if (first === undefined || parts.length === 1) return parts;
+  const first = events[0];
+  if (first === undefined) return [];
+  if (events.length === 1) return [sseEvent(first)];
   const known = joinedBatches.get(first);
-  if (known !== undefined && known.parts.length === parts.length && known.parts.every((part, i) => part === parts[i]))
-    return [known.bytes];
-  const bytes = concatBytes(parts);
-  joinedBatches.set(first, { parts, bytes });
-  return [bytes];
+  if (known !== undefined && known.events.length === events.length && known.events.every((e, i) => e === events[i]))
+    return known.chunks;
+  const chunks = [concatBytes(events.map(sseEvent))];
+  joinedBatches.set(first, { events, chunks });
+  return chunks;
 }
 
 function newSseEvent(event: WatchEvent): Uint8Array {

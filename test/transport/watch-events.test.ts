@@ -1,7 +1,8 @@
 /**
  * A watch's batch of SSE events (sseBatch, src/transport/watch-events.ts) is one array of bytes, made once for
- * every watcher handed the same events and made anew for a watcher handed others (a filter that passes some of
- * them), whatever the order in which the watchers ask.
+ * every watcher handed the same event objects (the watch service makes one for each change, for all its
+ * watchers) and made anew for a watcher handed others (a filter that passes some of them), whatever the order in
+ * which the watchers ask.
  */
 import { create } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
@@ -58,9 +59,10 @@ function eventsIn(bytes: readonly Uint8Array[]): { id: string; event: string; na
 
 describe("a watch's batch of SSE events", () => {
   const records = [1, 2, 3].map(stored);
-  /** A watcher's own events (each watcher makes its own objects) for the records at these indexes. */
-  const batchOf = (...indexes: number[]): WatchEvent[] =>
-    indexes.map((i) => ({ type: "MODIFIED", revision: 11 + i, stored: records[i] as StoredDefinition }));
+  /** Each change's event, one object for every watcher (as the watch service makes them). */
+  const changes: WatchEvent[] = records.map((record, i) => ({ type: "MODIFIED", revision: 11 + i, stored: record }));
+  /** A watcher's batch (an array of its own) of the changes at these indexes. */
+  const batchOf = (...indexes: number[]): WatchEvent[] => indexes.map((i) => changes[i] as WatchEvent);
 
   it("is one array, the same for every watcher handed the same events", () => {
     const first = sseBatch(batchOf(0, 1, 2));
@@ -72,6 +74,14 @@ describe("a watch's batch of SSE events", () => {
       { id: "12", event: "MODIFIED", name: "Agent 2" },
       { id: "13", event: "MODIFIED", name: "Agent 3" },
     ]);
+  });
+
+  it("is right for events that are not the ones it was made for, though alike", () => {
+    const made = sseBatch(batchOf(0, 1, 2));
+    const alike = sseBatch(batchOf(0, 1, 2).map((event) => ({ ...event })));
+    expect(eventsIn(alike)).toEqual(eventsIn(made));
+    const firstShared = sseBatch([changes[0] as WatchEvent, { ...(changes[1] as WatchEvent), revision: 99 }]);
+    expect(eventsIn(firstShared).map((e) => e.id)).toEqual(["11", "99"]);
   });
 
   it("is made anew for a watcher handed some of them, and right again for the others after it", () => {
