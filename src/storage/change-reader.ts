@@ -24,6 +24,8 @@ export interface ChangeReaderOptions {
   readonly queueLimit: number;
   /** How many change records one statement reads. */
   readonly batchLimit?: number;
+  /** The most queued items a watcher is handed at once (default 64). */
+  readonly handedAtOnce?: number;
   readonly retention: Retention;
   /** How often the log is compacted (WATCH_COMPACT_SECONDS); 0: never. */
   readonly compactMillis: number;
@@ -63,6 +65,17 @@ export interface ChangeReader {
 
 const DEFAULT_BATCH = 500;
 
+/**
+ * The most queued items a watcher is handed at once (handedAtOnce). What it has been handed waits in its
+ * stream's buffer until written (a buffered write per event where a surface writes the events' own bytes),
+ * outside queueLimit's count; what it has not waits in its queue, inside it, as items shared with the other
+ * watchers. Handed everything at once, a watcher behind held up to queueLimit items in its stream's buffer and
+ * as many again in its queue: 1,000 gRPC watchers behind at 200 changes a second kept 92 MB of the 128 MB
+ * heap `npm start` allows after a full collection, and in one such run of fourteen the service's process was
+ * gone halfway (BENCHMARKS.md, 2026-12-06).
+ */
+const DEFAULT_HANDED_AT_ONCE = 64;
+
 interface Watcher {
   readonly accept: (record: ChangeRecord) => boolean;
   readonly queue: WatchItem[];
@@ -85,6 +98,7 @@ interface TenantFeed {
 export function createChangeReader(options: ChangeReaderOptions): ChangeReader {
   const { log, queueLimit } = options;
   const batch = options.batchLimit ?? DEFAULT_BATCH;
+  const handedAtOnce = options.handedAtOnce ?? DEFAULT_HANDED_AT_ONCE;
   const feeds = new Map<string, TenantFeed>();
   /** Feeds being set up: their first counter read. */
   const starting = new Map<string, Promise<TenantFeed>>();
@@ -240,8 +254,8 @@ export function createChangeReader(options: ChangeReaderOptions): ChangeReader {
       if (bookmark && !w.ended) yield [{ type: "bookmark", revision: Math.max(to, w.skipUpTo) }];
       for (;;) {
         if (w.queue.length > 0) {
-          // Everything queued, at once; the queue fills again (to queueLimit) while the batch is written.
-          yield w.queue.splice(0);
+          // What is queued, up to handedAtOnce; the queue fills again (to queueLimit) while the batch is written.
+          yield w.queue.splice(0, handedAtOnce);
           continue;
         }
         if (w.failure !== undefined) throw w.failure;

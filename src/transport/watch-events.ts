@@ -81,32 +81,51 @@ export function sseEvent(event: WatchEvent): Uint8Array {
   return (entry.sse ??= newSseEvent(event));
 }
 
-/**
- * The last batch of SSE events joined into one array, by its first event: the watchers of a tenant are handed
- * the same records by the same read (storage/change-reader.ts), each change as one event object shared by all
- * (service/watch-service.ts), so their batches hold the same events, and the array made for the first serves
- * the rest. Each of a batch's events was a write of its own to each watcher's socket (40 writes a watcher in a
- * 200 ms poll at 200 changes a second).
- */
-const joinedBatches = new WeakMap<
-  WatchEvent,
-  { readonly events: readonly WatchEvent[]; readonly chunks: readonly Uint8Array[] }
->();
+/** The last batch of a first event: its events, and their bytes in one array once a second watcher had them. */
+interface Joined {
+  readonly events: readonly WatchEvent[];
+  chunks?: readonly Uint8Array[];
+}
 
 /**
- * A batch of events as SSE, in one array: the same array for every watcher handed the same event objects, and
- * one made anew for a batch of others (a filter passes some of them, a watcher lagging behind gets more at once).
+ * The last batch joined into one array, by its first event, for SSE and for plain gRPC: the watchers of a tenant
+ * are handed the same records by the same read (storage/change-reader.ts), each change as one event object shared
+ * by all (service/watch-service.ts), so their batches hold the same events, and one array serves them all. Each
+ * of a batch's events was a write of its own to each watcher's socket or stream (40 writes a watcher in a 200 ms
+ * poll at 200 changes a second), and a stream behind held each as a buffered write.
  */
-export function sseBatch(events: readonly WatchEvent[]): readonly Uint8Array[] {
+const joinedSse = new WeakMap<WatchEvent, Joined>();
+const joinedGrpc = new WeakMap<WatchEvent, Joined>();
+
+/** The most events a batch is joined for: a poll's worth at hundreds of changes a second. */
+const JOINED_AT_MOST = 64;
+
+/**
+ * A batch's bytes: joined into one array once a second watcher is handed the same event objects, the same array
+ * for every watcher after; as each event's shared bytes for the first, for a batch no other watcher has had (a
+ * filter passes some of the events, a watcher behind gets its own), and when longer than JOINED_AT_MOST. A copy
+ * made for a batch of one watcher's own would be that watcher's own too: up to 64 events' bytes (150 KB at 2.3 KB
+ * an event) for each watcher behind.
+ */
+function joinedOnce(
+  cache: WeakMap<WatchEvent, Joined>,
+  events: readonly WatchEvent[],
+  bytesOf: (event: WatchEvent) => Uint8Array,
+): readonly Uint8Array[] {
   const first = events[0];
-  if (first === undefined) return [];
-  if (events.length === 1) return [sseEvent(first)];
-  const known = joinedBatches.get(first);
-  if (known !== undefined && known.events.length === events.length && known.events.every((e, i) => e === events[i]))
-    return known.chunks;
-  const chunks = [concatBytes(events.map(sseEvent))];
-  joinedBatches.set(first, { events, chunks });
-  return chunks;
+  if (first === undefined || events.length === 1 || events.length > JOINED_AT_MOST) return events.map(bytesOf);
+  const known = cache.get(first);
+  if (known === undefined || known.events.length !== events.length || !known.events.every((e, i) => e === events[i])) {
+    cache.set(first, { events });
+    return events.map(bytesOf);
+  }
+  known.chunks ??= [concatBytes(events.map(bytesOf))];
+  return known.chunks;
+}
+
+/** A batch of events as SSE (joinedOnce). */
+export function sseBatch(events: readonly WatchEvent[]): readonly Uint8Array[] {
+  return joinedOnce(joinedSse, events, sseEvent);
 }
 
 function newSseEvent(event: WatchEvent): Uint8Array {
@@ -162,7 +181,7 @@ export async function grpcEvents(
   compression: Compression | null,
   minBytes: number,
 ): Promise<readonly Uint8Array[]> {
-  if (compression === null) return batch.map(grpcEvent);
+  if (compression === null) return joinedOnce(joinedGrpc, batch, grpcEvent);
   return Promise.all(batch.map((event) => compressedGrpcEvent(event, compression, minBytes)));
 }
 

@@ -101,6 +101,37 @@ forEachDatabase((db) => {
       await items.return?.(undefined);
     });
 
+    it("hands a watcher at most handedAtOnce of its queued changes at once, the rest after, in order", async () => {
+      const tenant = await newTenant();
+      const start = await revisionOf(tenant);
+      const small = createChangeReader({
+        log: repo.changeLog(),
+        pollMillis: 20,
+        bookmarkMillis: 60_000,
+        queueLimit: 100,
+        handedAtOnce: 4,
+        retention: { count: 0, maxAgeMillis: 0 },
+        compactMillis: 0,
+      });
+      const batches = (await small.watch({ tenant, accept: () => true }))[Symbol.asyncIterator]();
+      for (let i = 0; i < 10; i++) await save(repo, definition({ name: `queued${i}` }), tenant);
+      // Every change queued before the watcher asks: polls after the last write have handed them all.
+      const polls = small.stats().polls;
+      while (small.stats().polls < polls + 3) await new Promise((r) => setTimeout(r, 10));
+      const sizes: number[] = [];
+      const revisions: number[] = [];
+      while (revisions.length < 10) {
+        const next = await batches.next();
+        if (next.done === true) throw new Error(`the items ended after ${revisions.length}`);
+        sizes.push(next.value.length);
+        revisions.push(...next.value.map((item) => item.revision));
+      }
+      expect(sizes).toEqual([4, 4, 2]);
+      expect(revisions).toEqual(Array.from({ length: 10 }, (_, i) => start + 1 + i));
+      await batches.return?.(undefined);
+      await small.close();
+    });
+
     it("closes a watcher that does not read once its queue is full, with WATCH_TOO_SLOW", async () => {
       const tenant = await newTenant();
       const small = createChangeReader({

@@ -1,8 +1,8 @@
 /**
- * A watch's batch of SSE events (sseBatch, src/transport/watch-events.ts) is one array of bytes, made once for
- * every watcher handed the same event objects (the watch service makes one for each change, for all its
- * watchers) and made anew for a watcher handed others (a filter that passes some of them), whatever the order in
- * which the watchers ask.
+ * A watch's batch of SSE events (sseBatch, src/transport/watch-events.ts) is one array of bytes once a second
+ * watcher is handed the same event objects (the watch service makes one for each change, for all its watchers),
+ * the same array for every watcher after; a batch no other watcher has had (a filter passes some of the events)
+ * goes as each event's bytes, not copied; whatever the order in which the watchers ask, each gets its events.
  */
 import { create } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
@@ -64,16 +64,21 @@ describe("a watch's batch of SSE events", () => {
   /** A watcher's batch (an array of its own) of the changes at these indexes. */
   const batchOf = (...indexes: number[]): WatchEvent[] => indexes.map((i) => changes[i] as WatchEvent);
 
-  it("is one array, the same for every watcher handed the same events", () => {
+  it("is one array once a second watcher is handed the same events, the same array for every one after", () => {
     const first = sseBatch(batchOf(0, 1, 2));
     const second = sseBatch(batchOf(0, 1, 2));
-    expect(first).toHaveLength(1);
-    expect(second[0]).toBe(first[0]);
-    expect(eventsIn(first)).toEqual([
+    const third = sseBatch(batchOf(0, 1, 2));
+    // The first watcher's batch goes as each event's bytes: no other watcher may have it.
+    expect(first).toHaveLength(3);
+    expect(second).toHaveLength(1);
+    expect(third[0]).toBe(second[0]);
+    const expected = [
       { id: "11", event: "MODIFIED", name: "Agent 1" },
       { id: "12", event: "MODIFIED", name: "Agent 2" },
       { id: "13", event: "MODIFIED", name: "Agent 3" },
-    ]);
+    ];
+    expect(eventsIn(first)).toEqual(expected);
+    expect(eventsIn(second)).toEqual(expected);
   });
 
   it("is right for events that are not the ones it was made for, though alike", () => {
@@ -84,14 +89,32 @@ describe("a watch's batch of SSE events", () => {
     expect(eventsIn(firstShared).map((e) => e.id)).toEqual(["11", "99"]);
   });
 
-  it("is made anew for a watcher handed some of them, and right again for the others after it", () => {
-    const all = sseBatch(batchOf(0, 1, 2));
+  it("is no copy for a batch of one watcher's own, and right again for the others after it", () => {
+    sseBatch(batchOf(0, 1, 2));
+    const joined = sseBatch(batchOf(0, 1, 2));
     const filtered = sseBatch(batchOf(0, 2));
-    expect(filtered[0]).not.toBe(all[0]);
+    expect(filtered).toHaveLength(2);
     expect(eventsIn(filtered).map((e) => e.id)).toEqual(["11", "13"]);
     const shorter = sseBatch(batchOf(0, 1));
     expect(eventsIn(shorter).map((e) => e.id)).toEqual(["11", "12"]);
-    expect(eventsIn(sseBatch(batchOf(0, 1, 2))).map((e) => e.id)).toEqual(["11", "12", "13"]);
+    const again = [sseBatch(batchOf(0, 1, 2)), sseBatch(batchOf(0, 1, 2))];
+    for (const chunks of again) expect(eventsIn(chunks).map((e) => e.id)).toEqual(["11", "12", "13"]);
+    expect(again[1]).toHaveLength(1);
+    expect(again[1]?.[0]).not.toBe(joined[0]);
+  });
+
+  it("is each event's own bytes when longer than a poll's worth (64 events)", () => {
+    const many = Array.from(
+      { length: 65 },
+      (_, i): WatchEvent => ({ ...(changes[i % 3] as WatchEvent), revision: 100 + i }),
+    );
+    for (let watcher = 0; watcher < 2; watcher++) {
+      const parts = sseBatch(many);
+      expect(parts).toHaveLength(65);
+      expect(eventsIn(parts).map((e) => e.id)).toEqual(many.map((e) => String(e.revision)));
+    }
+    sseBatch(many.slice(0, 64));
+    expect(sseBatch(many.slice(0, 64))).toHaveLength(1);
   });
 
   it("carries a BOOKMARK among changes, and one event or none as it is", () => {
