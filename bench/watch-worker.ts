@@ -122,6 +122,14 @@ function openSse(request: Extract<WatchWorkerRequest, { type: "open" }>, onOpen:
     opened = true;
     onOpen(error);
   };
+  const w = newWatcher(request.capacity, request.since, () => socket.destroy());
+  const ids = new SseIds(
+    (revision) => w.note(revision),
+    (text) => {
+      w.failure ??= text;
+    },
+  );
+  /** The answer's head as it arrives; undefined once read. */
   let head: Buffer | undefined = Buffer.alloc(0);
   const socket = connect({
     host: url.hostname,
@@ -145,6 +153,7 @@ function openSse(request: Extract<WatchWorkerRequest, { type: "open" }>, onOpen:
             socket.destroy();
             return false;
           }
+          // From the head's last CRLF: its LF is where an id line at the body's start would begin.
           body = bytes.subarray(ends + 2);
         }
         if (body.length > 0) open();
@@ -153,13 +162,6 @@ function openSse(request: Extract<WatchWorkerRequest, { type: "open" }>, onOpen:
       },
     },
   });
-  const w = newWatcher(request.capacity, request.since, () => socket.destroy());
-  const ids = new SseIds(
-    (revision) => w.note(revision),
-    (text) => {
-      w.failure ??= text;
-    },
-  );
   socket.on("connect", () => {
     socket.write(
       `GET ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\n` +

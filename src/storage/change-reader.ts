@@ -24,7 +24,7 @@ export interface ChangeReaderOptions {
   readonly queueLimit: number;
   /** How many change records one statement reads. */
   readonly batchLimit?: number;
-  /** The most queued items a watcher is handed at once (default 64). */
+  /** The most items a watcher is handed at once, queued or read for its start (default 64). */
   readonly handedAtOnce?: number;
   readonly retention: Retention;
   /** How often the log is compacted (WATCH_COMPACT_SECONDS); 0: never. */
@@ -66,13 +66,13 @@ export interface ChangeReader {
 const DEFAULT_BATCH = 500;
 
 /**
- * The most queued items a watcher is handed at once (handedAtOnce). What it has been handed waits in its
- * stream's buffer until written (a buffered write per event where a surface writes the events' own bytes),
- * outside queueLimit's count; what it has not waits in its queue, inside it, as items shared with the other
- * watchers. Handed everything at once, a watcher behind held up to queueLimit items in its stream's buffer and
- * as many again in its queue: 1,000 gRPC watchers behind at 200 changes a second kept 92 MB of the 128 MB
- * heap `npm start` allows after a full collection, and in one such run of fourteen the service's process was
- * gone halfway (BENCHMARKS.md, 2026-12-06).
+ * The most items a watcher is handed at once (handedAtOnce), queued or read for its start. What it has been
+ * handed waits in its stream's buffer until written (a buffered write per event where a surface writes the
+ * events' own bytes), outside queueLimit's count; what it has not waits in its queue, inside it, as items
+ * shared with the other watchers. Handed everything at once, a watcher behind held up to queueLimit items in
+ * its stream's buffer and as many again in its queue: 1,000 gRPC watchers behind at 200 changes a second kept
+ * 92 MB of the 128 MB heap `npm start` allows after a full collection, and in one such run of fourteen the
+ * service's process was gone halfway (BENCHMARKS.md, 2026-12-06).
  */
 const DEFAULT_HANDED_AT_ONCE = 64;
 
@@ -247,7 +247,8 @@ export function createChangeReader(options: ChangeReaderOptions): ChangeReader {
           if (w.accept(record)) ready.push({ type: "change", ...record });
           position = record.revision;
         }
-        if (ready.length > 0) yield ready;
+        // At most handedAtOnce at a time here too: the read is this watcher's own, what waits to be written isn't.
+        for (let at = 0; at < ready.length && !w.ended; at += handedAtOnce) yield ready.slice(at, at + handedAtOnce);
         if (w.ended) break;
         records = [];
       }

@@ -101,7 +101,7 @@ forEachDatabase((db) => {
       await items.return?.(undefined);
     });
 
-    it("hands a watcher at most handedAtOnce of its queued changes at once, the rest after, in order", async () => {
+    it("hands a watcher at most handedAtOnce changes at once, queued or read from the log, then the rest", async () => {
       const tenant = await newTenant();
       const start = await revisionOf(tenant);
       const small = createChangeReader({
@@ -129,6 +129,19 @@ forEachDatabase((db) => {
       expect(sizes).toEqual([4, 4, 2]);
       expect(revisions).toEqual(Array.from({ length: 10 }, (_, i) => start + 1 + i));
       await batches.return?.(undefined);
+      // A watcher that starts from the log reads its own records, and is handed them the same way.
+      const fromLog = (await small.watch({ tenant, since: start, accept: () => true }))[Symbol.asyncIterator]();
+      const logSizes: number[] = [];
+      const logRevisions: number[] = [];
+      while (logRevisions.length < 10) {
+        const next = await fromLog.next();
+        if (next.done === true) throw new Error(`the items ended after ${logRevisions.length}`);
+        logSizes.push(next.value.length);
+        logRevisions.push(...next.value.map((item) => item.revision));
+      }
+      expect(logSizes).toEqual([4, 4, 2]);
+      expect(logRevisions).toEqual(revisions);
+      await fromLog.return?.(undefined);
       await small.close();
     });
 

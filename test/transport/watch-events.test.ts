@@ -87,6 +87,11 @@ describe("a watch's batch of SSE events", () => {
     expect(eventsIn(alike)).toEqual(eventsIn(made));
     const firstShared = sseBatch([changes[0] as WatchEvent, { ...(changes[1] as WatchEvent), revision: 99 }]);
     expect(eventsIn(firstShared).map((e) => e.id)).toEqual(["11", "99"]);
+    // Joined for two watchers, then a batch of as many events with the same first and last but another between.
+    sseBatch(batchOf(0, 1, 2));
+    sseBatch(batchOf(0, 1, 2));
+    const between = [changes[0], { ...(changes[1] as WatchEvent), revision: 98 }, changes[2]] as WatchEvent[];
+    expect(eventsIn(sseBatch(between)).map((e) => e.id)).toEqual(["11", "98", "13"]);
   });
 
   it("is no copy for a batch of one watcher's own, and right again for the others after it", () => {
