@@ -18,9 +18,12 @@ export function nodeStatus(n: number): Promise<Record<string, string> | undefine
 
 /**
  * Starts what is not running of the cluster; resolves once all 3 nodes are Synced and ready in one primary
- * component.
+ * component, throws with a node's log after `timeoutMs` (default 100 s). A node that runs but is not Synced in
+ * a primary component within `graceMs` (default 30 s) is killed and joins again by a full state transfer.
  */
-export function start(options?: { clean?: boolean }): Promise<void>;
+export function start(options?: { clean?: boolean; timeoutMs?: number; graceMs?: number }): Promise<void>;
+/** The notable lines of each node's error.log and the nodes `start` killed as strays, as text. */
+export function report(): string;
 /** Stops every node (3, 2, then 1); `clean` also removes the folder. */
 export function stop(options?: { clean?: boolean }): Promise<void>;
 /** kill -9 of node n; resolves once the process is gone. */

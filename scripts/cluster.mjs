@@ -3,6 +3,7 @@
 //   npm run cluster -- start [--clean]   starts the nodes (node 1 bootstraps), waits for 3 Synced nodes
 //   npm run cluster -- stop [--clean]    stops them (3, 2, then 1); --clean also removes the folder
 //   npm run cluster -- status            one line per node
+//   npm run cluster -- report            status, and the lines of each node's log that tell of trouble
 //   npm run cluster -- kill <n>          kill -9 of node n
 //   npm run cluster -- restart <n>       starts node n again (it rejoins), waits until it is Synced
 //
@@ -168,20 +169,42 @@ function tail(n) {
   }
 }
 
-/** Waits until node n answers Synced and ready in a primary component of `size` nodes. */
-async function waitSynced(n, size, timeoutMs = 120_000) {
-  const deadline = Date.now() + timeoutMs;
+/** True when a node's wsrep status says Synced and ready in a primary component. */
+function synced(s) {
+  return s?.wsrep_ready === "ON" && s.wsrep_local_state_comment === "Synced" && s.wsrep_cluster_status === "Primary";
+}
+
+/** A node's wsrep state in a few words, for messages. */
+function describe(s) {
+  if (s === undefined) return "not answering";
+  return (
+    `${s.wsrep_local_state_comment}, ready ${s.wsrep_ready}, ` +
+    `cluster ${s.wsrep_cluster_status} of ${s.wsrep_cluster_size}`
+  );
+}
+
+// The lines of a node's error.log that tell why it left, stopped or failed: errors (a write set it could not
+// apply names the statement and the error), Galera's inconsistency voting, views that were not primary,
+// crashes and shutdowns.
+const NOTABLE = /\[ERROR\]|apply failed|inconsisten|non-primary|aborting|got signal|shutdown|SST failed/i;
+
+/** The last `count` notable lines of node n's error.log. */
+function notableLines(n, count) {
+  try {
+    const lines = readFileSync(join(nodeDir(n), "error.log"), "utf8").split("\n");
+    return lines.filter((line) => NOTABLE.test(line)).slice(-count);
+  } catch {
+    return ["(no error.log)"];
+  }
+}
+
+/** Waits until node n answers Synced and ready in a primary component of `size` nodes; throws at `deadline`. */
+async function waitSynced(n, size, deadline = Date.now() + 120_000) {
   for (;;) {
     const s = await nodeStatus(n);
-    if (
-      s?.wsrep_ready === "ON" &&
-      s.wsrep_local_state_comment === "Synced" &&
-      s.wsrep_cluster_status === "Primary" &&
-      Number(s.wsrep_cluster_size) >= size
-    )
-      return;
+    if (synced(s) && Number(s.wsrep_cluster_size) >= size) return;
     if (pidOf(n) === undefined) throw new Error(`node ${n} is not running:\n${tail(n)}`);
-    if (Date.now() > deadline) throw new Error(`node ${n} not Synced in ${timeoutMs / 1000} s:\n${tail(n)}`);
+    if (Date.now() > deadline) throw new Error(`node ${n} not Synced in time (${describe(s)}):\n${tail(n)}`);
     await sleep(200);
   }
 }
@@ -239,26 +262,68 @@ async function launch(n, bootstrap) {
   await writeFile(launchedFile(n), `${child.pid}\n`);
 }
 
-/** Starts the cluster (or what is not running of it) and resolves once every node is Synced in a cluster of 3. */
-export async function start({ clean = false } = {}) {
+/**
+ * Starts the cluster (or what is not running of it) and resolves once every node is Synced in a cluster of 3;
+ * throws, with the end of the log of the node it waited for, after `timeoutMs` (below the cluster tests' hook
+ * timeout, so that the log reaches the report). A node that runs but is not Synced in a primary component
+ * within `graceMs` is killed and started again by a full state transfer (`strays`).
+ */
+export async function start({ clean = false, timeoutMs = 100_000, graceMs = 30_000 } = {}) {
   const problem = missing();
   if (problem !== undefined) throw new Error(`cannot start the test cluster: ${problem}`);
+  const deadline = Date.now() + timeoutMs;
   if (clean) await stop({ clean: true });
   await mkdir(clusterDir(), { recursive: true });
   for (const n of NODES) await install(n);
   await giveFolder();
+  await strays(graceMs);
   const running = NODES.filter((n) => pidOf(n) !== undefined);
   if (running.length === 0) {
     await launch(1, true);
-    await waitSynced(1, 1);
+    await waitSynced(1, 1, deadline);
   }
-  // Joiners one at a time: each takes its state (SST or IST) from a Synced donor.
+  // Joiners one at a time: each takes its state (SST or IST) from a Synced donor, once the nodes that run
+  // have dropped a killed one (a node back before that takes about 20 s to be let in).
   for (const n of NODES) {
     if (pidOf(n) !== undefined) continue;
+    const others = NODES.filter((m) => pidOf(m) !== undefined);
+    for (const m of others) await waitView(m, others.length, deadline);
     await launch(n, false);
-    await waitSynced(n, 1);
+    await waitSynced(n, 1, deadline);
   }
-  for (const n of NODES) await waitSynced(n, NODES.length);
+  for (const n of NODES) await waitSynced(n, NODES.length, deadline);
+}
+
+/**
+ * Kills the nodes that run but are not Synced in a primary component within `graceMs` (one joining or
+ * donating state is given the time). A node that leaves the cluster as inconsistent (it failed to apply
+ * what the others applied: Galera's inconsistency voting) stays up refusing every query ("WSREP has not
+ * yet prepared node for application use") until restarted, and a start that only waited for it failed
+ * every later cluster test file on a hook timeout. Its grastate.dat is removed, so it joins again by a
+ * full state transfer (SST), not from its own suspect data. Each kill is written to stderr and to
+ * $CLUSTER_DIR/recoveries.log with the end of the node's log (`report` prints both).
+ */
+async function strays(graceMs) {
+  const until = Date.now() + graceMs;
+  for (;;) {
+    const states = await Promise.all(NODES.map(async (n) => ({ n, pid: pidOf(n), s: await nodeStatus(n) })));
+    const found = states.filter(({ pid, s }) => pid !== undefined && !synced(s));
+    if (found.length === 0) return;
+    if (Date.now() > until) {
+      for (const { n, s } of found) {
+        const line =
+          `${new Date().toISOString()} node ${n} ran but was not Synced in a primary component after ` +
+          `${graceMs / 1000} s (${describe(s)}): killed, to join again by a full state transfer. ` +
+          `The last notable lines of its log:\n${notableLines(n, 20).join("\n")}\n`;
+        process.stderr.write(`cluster: ${line}`);
+        await writeFile(join(clusterDir(), "recoveries.log"), line, { flag: "a" });
+        await kill(n);
+        await rm(join(nodeDir(n), "data", "grastate.dat"), { force: true });
+      }
+      return;
+    }
+    await sleep(500);
+  }
 }
 
 /** Stops every node (3, 2, 1: node 1 is last and so safe to bootstrap from); `clean` removes the folder. */
@@ -296,12 +361,11 @@ export async function restart(n) {
 }
 
 /** Waits until node m's primary component has `size` members (after a node died: once it is dropped). */
-async function waitView(m, size, timeoutMs = 60_000) {
-  const deadline = Date.now() + timeoutMs;
+async function waitView(m, size, deadline = Date.now() + 60_000) {
   for (;;) {
     const s = await nodeStatus(m);
     if (s?.wsrep_cluster_status === "Primary" && Number(s.wsrep_cluster_size) === size) return;
-    if (Date.now() > deadline) throw new Error(`node ${m} did not reach a cluster of ${size} in ${timeoutMs / 1000} s`);
+    if (Date.now() > deadline) throw new Error(`node ${m} did not reach a cluster of ${size} in time (${describe(s)})`);
     await sleep(200);
   }
 }
@@ -311,6 +375,27 @@ export async function status() {
   return Promise.all(
     NODES.map(async (n) => ({ node: n, ports: nodePorts(n), pid: pidOf(n), wsrep: await nodeStatus(n) })),
   );
+}
+
+async function printStatus() {
+  for (const { node, ports, pid, wsrep } of await status())
+    console.log(`node ${node}: ${pid === undefined ? "stopped" : `pid ${pid}`}, SQL ${ports.sql}: ${describe(wsrep)}`);
+}
+
+/**
+ * What CI prints when the tests failed (.ci/run): per node the last 40 notable lines of its error.log, and
+ * the nodes `start` killed as strays (recoveries.log).
+ */
+export function report() {
+  const parts = [];
+  for (const n of NODES) {
+    const notable = notableLines(n, 40);
+    parts.push(`node ${n}: the last ${notable.length} notable lines of ${join(nodeDir(n), "error.log")}`);
+    parts.push(...notable.map((line) => `  ${line}`));
+  }
+  const recoveries = join(clusterDir(), "recoveries.log");
+  if (existsSync(recoveries)) parts.push(`nodes killed as strays (${recoveries}):`, readFileSync(recoveries, "utf8"));
+  return parts.join("\n");
 }
 
 function nodeArg(value) {
@@ -344,17 +429,16 @@ async function main(argv) {
       console.log(`cluster: node ${arg} Synced again in ${took()}`);
       break;
     case "status":
-      for (const { node, ports, pid, wsrep } of await status()) {
-        const state =
-          wsrep === undefined
-            ? "not answering"
-            : `${wsrep.wsrep_local_state_comment}, ready ${wsrep.wsrep_ready}, ` +
-              `cluster ${wsrep.wsrep_cluster_status} of ${wsrep.wsrep_cluster_size}`;
-        console.log(`node ${node}: ${pid === undefined ? "stopped" : `pid ${pid}`}, SQL ${ports.sql}: ${state}`);
-      }
+      await printStatus();
+      break;
+    case "report":
+      await printStatus();
+      console.log(report());
       break;
     default:
-      console.error("usage: npm run cluster -- start [--clean] | stop [--clean] | status | kill <n> | restart <n>");
+      console.error(
+        "usage: npm run cluster -- start [--clean] | stop [--clean] | status | report | kill <n> | restart <n>",
+      );
       process.exitCode = 2;
   }
 }

@@ -95,8 +95,9 @@ async function untilNodeHasDatabase(n: number, name: string): Promise<void> {
 export function useGaleraDatabase(): () => GaleraDatabase {
   let db: GaleraDatabase | undefined;
   beforeAll(async () => {
-    // A node an earlier file left down is started again: every file begins with 3 Synced nodes.
-    await cluster.start();
+    // A node an earlier file left down, or one that left the cluster and stays out, is started again:
+    // every file begins with 3 Synced nodes, and a start that fails says why before the hook's 120 s.
+    await cluster.start({ timeoutMs: 90_000 });
     const name = `asor_cluster_${randomBytes(6).toString("hex")}`;
     await queryNode(1, `CREATE DATABASE \`${name}\` CHARACTER SET utf8mb4`);
     // DDL through node 1 returns once node 1 has run it; the other nodes run it in the same order a moment
