@@ -22,7 +22,10 @@ export function nodeStatus(n: number): Promise<Record<string, string> | undefine
  * a primary component within `graceMs` (default 30 s) is killed and joins again by a full state transfer.
  */
 export function start(options?: { clean?: boolean; timeoutMs?: number; graceMs?: number }): Promise<void>;
-/** The notable lines of each node's error.log and the nodes `start` killed as strays, as text. */
+/**
+ * Per node the last errors and events (views, shutdowns, crashes) of its error.log, and the nodes `start`
+ * killed as strays.
+ */
 export function report(): string;
 /** Stops every node (3, 2, then 1); `clean` also removes the folder. */
 export function stop(options?: { clean?: boolean }): Promise<void>;

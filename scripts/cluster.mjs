@@ -183,16 +183,17 @@ function describe(s) {
   );
 }
 
-// The lines of a node's error.log that tell why it left, stopped or failed: errors (a write set it could not
-// apply names the statement and the error), Galera's inconsistency voting, views that were not primary,
-// crashes and shutdowns.
-const NOTABLE = /\[ERROR\]|apply failed|inconsisten|non-primary|aborting|got signal|shutdown|SST failed/i;
+// The lines of a node's error.log that tell of trouble: errors (a write set it could not apply names the
+// statement and the error) and Galera's inconsistency voting; and, apart, the events a test may cause on
+// purpose (views that were not primary, shutdowns, crashes), which would crowd the errors out.
+const ERRORS = /\[ERROR\]|apply failed|inconsisten/i;
+const EVENTS = /non-primary|aborting|got signal|shutdown|SST failed/i;
 
-/** The last `count` notable lines of node n's error.log. */
-function notableLines(n, count) {
+/** The last `count` lines of node n's error.log that `pattern` matches. */
+function logLines(n, pattern, count) {
   try {
     const lines = readFileSync(join(nodeDir(n), "error.log"), "utf8").split("\n");
-    return lines.filter((line) => NOTABLE.test(line)).slice(-count);
+    return lines.filter((line) => pattern.test(line)).slice(-count);
   } catch {
     return ["(no error.log)"];
   }
@@ -301,7 +302,7 @@ export async function start({ clean = false, timeoutMs = 100_000, graceMs = 30_0
  * yet prepared node for application use") until restarted, and a start that only waited for it failed
  * every later cluster test file on a hook timeout. Its grastate.dat is removed, so it joins again by a
  * full state transfer (SST), not from its own suspect data. Each kill is written to stderr and to
- * $CLUSTER_DIR/recoveries.log with the end of the node's log (`report` prints both).
+ * $CLUSTER_DIR/recoveries.log with the last errors of the node's log (`report` prints both).
  */
 async function strays(graceMs) {
   const until = Date.now() + graceMs;
@@ -314,7 +315,7 @@ async function strays(graceMs) {
         const line =
           `${new Date().toISOString()} node ${n} ran but was not Synced in a primary component after ` +
           `${graceMs / 1000} s (${describe(s)}): killed, to join again by a full state transfer. ` +
-          `The last notable lines of its log:\n${notableLines(n, 20).join("\n")}\n`;
+          `The last errors of its log:\n${logLines(n, ERRORS, 20).join("\n")}\n`;
         process.stderr.write(`cluster: ${line}`);
         await writeFile(join(clusterDir(), "recoveries.log"), line, { flag: "a" });
         await kill(n);
@@ -383,15 +384,17 @@ async function printStatus() {
 }
 
 /**
- * What CI prints when the tests failed (.ci/run): per node the last 40 notable lines of its error.log, and
- * the nodes `start` killed as strays (recoveries.log).
+ * What CI prints when the tests failed (.ci/run): per node the last 60 errors and 20 events of its error.log
+ * (the folder outlives runs: the older lines may be another run's), and the nodes `start` killed as strays.
  */
 export function report() {
   const parts = [];
   for (const n of NODES) {
-    const notable = notableLines(n, 40);
-    parts.push(`node ${n}: the last ${notable.length} notable lines of ${join(nodeDir(n), "error.log")}`);
-    parts.push(...notable.map((line) => `  ${line}`));
+    const log = join(nodeDir(n), "error.log");
+    const errors = logLines(n, ERRORS, 60);
+    const events = logLines(n, EVENTS, 20);
+    parts.push(`node ${n}: the last ${errors.length} errors of ${log}`, ...errors.map((line) => `  ${line}`));
+    parts.push(`node ${n}: the last ${events.length} views, shutdowns and crashes`, ...events.map((l) => `  ${l}`));
   }
   const recoveries = join(clusterDir(), "recoveries.log");
   if (existsSync(recoveries)) parts.push(`nodes killed as strays (${recoveries}):`, readFileSync(recoveries, "utf8"));
