@@ -127,6 +127,19 @@ export function useGaleraDatabase(): () => GaleraDatabase {
   };
 }
 
+/**
+ * The cluster's start as every file's beforeAll runs it (scripts/cluster.mjs `start`), with its times to hand:
+ * what runs of the cluster is left, a node that runs but is not Synced within `graceMs` is killed and joins again.
+ */
+export function startCluster(options: { graceMs?: number; timeoutMs?: number } = {}): Promise<void> {
+  return cluster.start(options);
+}
+
+/** What `start` wrote of the nodes it killed as strays ($CLUSTER_DIR/recoveries.log), or "" when none. */
+export async function recoveries(): Promise<string> {
+  return readFile(join(cluster.clusterDir(), "recoveries.log"), "utf8").catch(() => "");
+}
+
 /** kill -9 of node n's server; resolves once it is gone (the others drop it from the cluster ~5 s later). */
 export function killNode(n: number): Promise<void> {
   return cluster.kill(n);
