@@ -17,12 +17,12 @@
  */
 import type { DescMethod } from "@bufbuild/protobuf";
 import type { Compression } from "@connectrpc/connect/protocol";
-import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import type { WatchEvent } from "../domain/watch.js";
 import type { StreamAnswer } from "../http/http-answer.js";
 import { codeName, type RequestRecord } from "../observability/request-record.js";
 import { type Admission, type Operation, runOperation } from "../operations/operation.js";
 import { callerConnectError } from "./connect-errors.js";
+import { setGrpcStatus } from "./grpc-status.js";
 import { GRPC, grpcRequestOptions, type LeanOptions } from "./grpc-unary.js";
 import { callSignal, readFailure, type UnaryMessage } from "./unary-call.js";
 import { grpcEvents } from "./watch-events.js";
@@ -53,7 +53,7 @@ export async function serveGrpcStream(call: StreamCall, options: LeanOptions): P
   const { signal, done } = callSignal(call.signal, timeout.timeoutMs);
   const end = (err: unknown): void => {
     const failure = err === undefined ? undefined : callerConnectError(err, options.logger, procedure, record);
-    setTrailerStatus(trailers, failure);
+    setGrpcStatus(trailers, failure);
     record.code ??= codeName(failure?.code ?? 0);
     done();
   };

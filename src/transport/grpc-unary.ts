@@ -13,7 +13,7 @@
  * in and out, answers under COMPRESS_MIN_BYTES plain), `grpc-timeout`
  * deadlines, and errors as `grpc-status`, `grpc-message` and
  * `grpc-status-details-bin` trailers with the error's metadata
- * (setTrailerStatus).
+ * (setGrpcStatus).
  *
  * Only `application/grpc` and `application/grpc+proto` POSTs of the
  * registry's own methods come here; gRPC's JSON codec, gRPC-Web, health and
@@ -22,11 +22,12 @@
 import { type DescMethod, type Message, toBinary } from "@bufbuild/protobuf";
 import type { ConnectError } from "@connectrpc/connect";
 import { type Compression, compressionNegotiate, encodeEnvelope, envelopeCompress } from "@connectrpc/connect/protocol";
-import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import { parseTimeout } from "@connectrpc/connect/protocol-grpc";
 import type { StoredDefinition } from "../domain/records.js";
 import type { HttpAnswer } from "../http/http-answer.js";
 import type { Logger } from "../logger.js";
 import { storedDefinitionBinary } from "./definition-meta.js";
+import { setGrpcStatus } from "./grpc-status.js";
 import {
   failureOf,
   handedOverAnswer,
@@ -157,10 +158,10 @@ export async function serveGrpc(unary: UnaryMethod, call: UnaryCall, options: Le
     const envelope = envelopeOf(output, stored, method, compression.response, options.compressMinBytes);
     // Awaited only when compressed: an await of bytes would still cost the call a turn of the microtask queue.
     body = envelope instanceof Uint8Array ? envelope : await envelope;
-    setTrailerStatus(context.responseTrailer, undefined);
+    setGrpcStatus(context.responseTrailer, undefined);
   } catch (err) {
     body = null;
-    setTrailerStatus(context.responseTrailer, failureOf(err, unary, call, options.logger));
+    setGrpcStatus(context.responseTrailer, failureOf(err, unary, call, options.logger));
   } finally {
     context.done();
   }

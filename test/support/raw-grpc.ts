@@ -40,13 +40,24 @@ export interface RawGrpcFraming {
  * resolves with the error its trailers carry (undefined for OK), so a test
  * can send what no generated client would encode.
  */
-export function rawGrpcCall(
+export async function rawGrpcCall(
   baseUrl: string,
   authorization: string,
   rpc: string,
   message: Uint8Array,
   framing: RawGrpcFraming = {},
 ): Promise<ConnectError | undefined> {
+  return findTrailerError(await rawGrpcAnswer(baseUrl, authorization, rpc, message, framing));
+}
+
+/** As rawGrpcCall, but resolves with every header and trailer of the answer as it was sent (no pseudo-headers). */
+export function rawGrpcAnswer(
+  baseUrl: string,
+  authorization: string,
+  rpc: string,
+  message: Uint8Array,
+  framing: RawGrpcFraming = {},
+): Promise<Headers> {
   return new Promise((resolve, reject) => {
     const session = connect(baseUrl);
     session.on("error", reject);
@@ -63,7 +74,7 @@ export function rawGrpcCall(
     stream.on("error", reject);
     stream.on("close", () => {
       session.close();
-      resolve(findTrailerError(received));
+      resolve(received);
     });
     stream.end(frame);
   });
