@@ -118,9 +118,15 @@ export interface ChangeLog {
  * findAgentByName does not find stays absent until the transaction ends (no
  * agent can be created in the tenant meanwhile).
  */
+/**
+ * What a write knows of its tenant: its name and the prefix of its agent id sequence, which never change
+ * once the tenant exists (no RPC deletes a tenant or sets its prefix again), so a process reads them once.
+ */
+export type WriteTenant = Pick<Tenant, "name" | "sequencePrefix">;
+
 export interface WriteTransaction {
-  /** The tenant, read when the transaction began. */
-  readonly tenant: Tenant;
+  /** The tenant (found before the transaction's first statement: the tenant exists). */
+  readonly tenant: WriteTenant;
   /** The instance holding `key`. Locks. */
   findByKey(key: UpsertKey): Promise<KeyedInstanceRef | undefined>;
   /** The instance with this 32-hex id. */

@@ -40,8 +40,8 @@ import type {
   InstanceRef,
   KeyedInstanceRef,
   StoredDefinition,
-  Tenant,
   UpsertKey,
+  WriteTenant,
   WriteTransaction,
 } from "./repository.js";
 import {
@@ -76,7 +76,7 @@ const KIND_RANK: Readonly<Record<ChangeKind, number>> = { ADDED: 3, STATUS_CHANG
 
 /** The WriteTransaction handed to `write`'s work: the queries, bound to one transaction and tenant. */
 export class SqlWriteTransaction implements WriteTransaction {
-  readonly tenant: Tenant;
+  readonly tenant: WriteTenant;
   readonly #context: WriteContext;
   #ended = false;
   /** The first race or connection failure of a statement; it dooms the whole attempt. */
@@ -97,7 +97,7 @@ export class SqlWriteTransaction implements WriteTransaction {
   /** After COMMIT (settle): the revision each changed version took. */
   readonly #revisions = new Map<string, number>();
 
-  constructor(context: WriteContext, tenant: Tenant) {
+  constructor(context: WriteContext, tenant: WriteTenant) {
     this.#context = context;
     this.tenant = tenant;
   }

@@ -149,11 +149,26 @@ forEachDatabase((db) => {
       },
     );
 
-    it("hands the work the tenant as it was when the transaction began", async () => {
+    it("hands the work the tenant's name and prefix, the same on every write", async () => {
       await repo.createTenant("seen", "SEEN-");
       await createAgents("seen", ["x"]);
       const seen = await repo.write("seen", async (tx) => tx.tenant);
-      expect(seen).toMatchObject({ name: "seen", sequencePrefix: "SEEN-", nextAgentNumber: 2 });
+      expect(seen).toEqual({ name: "seen", sequencePrefix: "SEEN-" });
+      expect(await repo.write("seen", async (tx) => tx.tenant)).toEqual(seen);
+    });
+
+    it("finds a tenant made by another process after a write for it was refused", async () => {
+      await expect(repo.write("late", async (tx) => tx.tenant)).rejects.toMatchObject({ code: "TENANT_NOT_FOUND" });
+      // Another process (a second repository on the same database) makes it: the refusal was not remembered.
+      const other = await createSqlRepository(target());
+      try {
+        await other.createTenant("late", "LATE-");
+      } finally {
+        await other.close();
+      }
+      expect(await repo.write("late", async (tx) => tx.tenant)).toEqual({ name: "late", sequencePrefix: "LATE-" });
+      const agent = await repo.write("late", (tx) => tx.createAgent("Provider=Acme", "first"));
+      expect(agent.referenceId).toBe("Agent_ID=LATE-1");
     });
 
     it("refuses to number an agent in a tenant without a sequence generator, writing nothing", async () => {
