@@ -110,6 +110,12 @@ export interface ChangeLog {
 }
 
 /**
+ * What a write knows of its tenant: its name and the prefix of its agent id sequence, which never change
+ * once the tenant exists (no RPC deletes a tenant or sets its prefix again), so a process reads them once.
+ */
+export type WriteTenant = Pick<Tenant, "name" | "sequencePrefix">;
+
+/**
  * The reads and writes of one write transaction on one tenant. Reads marked
  * "locks" lock what they find until the transaction ends, so it cannot change
  * underneath the caller. What they do not find is guarded by unique indexes:
@@ -118,12 +124,6 @@ export interface ChangeLog {
  * findAgentByName does not find stays absent until the transaction ends (no
  * agent can be created in the tenant meanwhile).
  */
-/**
- * What a write knows of its tenant: its name and the prefix of its agent id sequence, which never change
- * once the tenant exists (no RPC deletes a tenant or sets its prefix again), so a process reads them once.
- */
-export type WriteTenant = Pick<Tenant, "name" | "sequencePrefix">;
-
 export interface WriteTransaction {
   /** The tenant (found before the transaction's first statement: the tenant exists). */
   readonly tenant: WriteTenant;
