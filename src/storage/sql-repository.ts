@@ -452,8 +452,7 @@ class SqlRepository implements AgentDefinitionRepository {
   async #tenantIn(context: WriteContext, name: string): Promise<WriteTenant> {
     const row = await findTenantIn(context, name);
     if (row === undefined) throw tenantNotFound(name);
-    const { sequencePrefix } = toTenant(row);
-    const tenant: WriteTenant = { name, sequencePrefix };
+    const tenant: WriteTenant = { name, sequencePrefix: row.sequence_prefix };
     this.#tenantsSeen.set(name, tenant);
     return tenant;
   }

@@ -97,7 +97,10 @@ interface Joined {
 const joinedSse = new WeakMap<WatchEvent, Joined>();
 const joinedGrpc = new WeakMap<WatchEvent, Joined>();
 
-/** The most events a batch is joined for: a poll's worth at hundreds of changes a second. */
+/**
+ * The most events a batch is joined for: a poll's worth at hundreds of changes a second, and the change reader's
+ * default handedAtOnce (storage/change-reader.ts), so every batch it hands by default can be joined.
+ */
 const JOINED_AT_MOST = 64;
 
 /**

@@ -53,10 +53,7 @@ for (const runtime of RUNTIMES) {
         )) as ServiceError | undefined;
       expect(fromGrpcJs?.details).toBe(MESSAGE);
 
-      const connect = createClient(
-        AgentDefinitionService,
-        createGrpcTransport({ baseUrl: server().baseUrl, interceptors: [] }),
-      );
+      const connect = createClient(AgentDefinitionService, createGrpcTransport({ baseUrl: server().baseUrl }));
       const fromConnect = await connect.getAgentDefinition({ id: ID }, { headers: { authorization } }).then(
         () => undefined,
         (err: unknown) => err,

@@ -23,6 +23,22 @@ function oneByOne(batches: AsyncIterable<readonly WatchItem[]>): AsyncIterator<W
   })();
 }
 
+/** Takes batches until they hold `count` items: each batch's size, and the items' revisions in order. */
+async function takeBatches(
+  batches: AsyncIterator<readonly WatchItem[]>,
+  count: number,
+): Promise<{ sizes: number[]; revisions: number[] }> {
+  const sizes: number[] = [];
+  const revisions: number[] = [];
+  while (revisions.length < count) {
+    const next = await batches.next();
+    if (next.done === true) throw new Error(`the items ended after ${revisions.length}`);
+    sizes.push(next.value.length);
+    revisions.push(...next.value.map((item) => item.revision));
+  }
+  return { sizes, revisions };
+}
+
 /** Takes `count` change items from `items` (bookmarks skipped), failing after `ms`. */
 async function take(items: AsyncIterator<WatchItem>, count: number, ms = 10_000): Promise<WatchItem[]> {
   const taken: WatchItem[] = [];
@@ -118,29 +134,15 @@ forEachDatabase((db) => {
       // Every change queued before the watcher asks: polls after the last write have handed them all.
       const polls = small.stats().polls;
       while (small.stats().polls < polls + 3) await new Promise((r) => setTimeout(r, 10));
-      const sizes: number[] = [];
-      const revisions: number[] = [];
-      while (revisions.length < 10) {
-        const next = await batches.next();
-        if (next.done === true) throw new Error(`the items ended after ${revisions.length}`);
-        sizes.push(next.value.length);
-        revisions.push(...next.value.map((item) => item.revision));
-      }
+      const { sizes, revisions } = await takeBatches(batches, 10);
       expect(sizes).toEqual([4, 4, 2]);
       expect(revisions).toEqual(Array.from({ length: 10 }, (_, i) => start + 1 + i));
       await batches.return?.(undefined);
       // A watcher that starts from the log reads its own records, and is handed them the same way.
       const fromLog = (await small.watch({ tenant, since: start, accept: () => true }))[Symbol.asyncIterator]();
-      const logSizes: number[] = [];
-      const logRevisions: number[] = [];
-      while (logRevisions.length < 10) {
-        const next = await fromLog.next();
-        if (next.done === true) throw new Error(`the items ended after ${logRevisions.length}`);
-        logSizes.push(next.value.length);
-        logRevisions.push(...next.value.map((item) => item.revision));
-      }
-      expect(logSizes).toEqual([4, 4, 2]);
-      expect(logRevisions).toEqual(revisions);
+      const fromLogTaken = await takeBatches(fromLog, 10);
+      expect(fromLogTaken.sizes).toEqual([4, 4, 2]);
+      expect(fromLogTaken.revisions).toEqual(revisions);
       await fromLog.return?.(undefined);
       await small.close();
     });
