@@ -96,8 +96,9 @@ export async function seedLargeDefinitions(
   service: ServerProcess,
   authorization: string,
   tenant: string,
+  count = DEFINITIONS,
 ): Promise<void> {
-  for (let i = 0; i < DEFINITIONS; i++) {
+  for (let i = 0; i < count; i++) {
     const res = await fetch(`${service.baseUrl}/api/asor/v1/${tenant}/agentDefinition`, {
       method: "POST",
       headers: { authorization, "content-type": "application/json" },

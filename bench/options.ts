@@ -33,6 +33,9 @@ export const USAGE = `usage: npm run bench -- [options]
   --large-pages         issue 25's memory scenario instead: 40 definitions of ~750 KB, then 4 lists at once (limit 100,
                         paged through) on each protocol, one fresh service each; reports peak RSS and whether every
                         definition was reached
+  --watch-replay        issue 50's replay scenario instead: 120 definitions of ~750 KB, then 8 watchers of each protocol
+                        from since=0 (half reading nothing) on one service; reports peak RSS, /healthz p99 and what the
+                        readers reached
   --search              the search scenarios instead (issue 11): first page, a page 500 tokens deep, a tag and a q
                         each matching 1 % of the tenant, over REST; default sizes 1000,1000000
   --fairness            the gate scenario instead (issue 25; MariaDB): one tenant saturating the search gate with a
@@ -89,6 +92,7 @@ export interface BenchOptions {
   readonly keep: boolean;
   readonly search: boolean;
   readonly largePages: boolean;
+  readonly watchReplay: boolean;
   readonly reuse: boolean;
   /** The fairness scenario (bench/fairness.ts) instead of the others. */
   readonly fairness: boolean;
@@ -137,6 +141,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
       keep: { type: "boolean", default: false },
       search: { type: "boolean", default: false },
       "large-pages": { type: "boolean", default: false },
+      "watch-replay": { type: "boolean", default: false },
       reuse: { type: "boolean", default: false },
       fairness: { type: "boolean", default: false },
       service: { type: "string" },
@@ -192,6 +197,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     keep: values.keep,
     search: values.search,
     largePages: values["large-pages"],
+    watchReplay: values["watch-replay"],
     reuse: values.reuse,
     fairness: values.fairness,
     serviceDir: values.service,

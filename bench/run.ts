@@ -51,6 +51,7 @@ import {
 } from "./seed.js";
 import { soak, soakReport } from "./soak.js";
 import { runWatch, watchReport } from "./watch.js";
+import { watchReplay, watchReplayReport } from "./watch-replay.js";
 import { ensureH2load, runWire, wireReport } from "./wire.js";
 
 const TENANT = "bench";
@@ -123,6 +124,19 @@ async function main(options: BenchOptions): Promise<number> {
         dataDir,
         nodeArgs,
       );
+
+    if (options.watchReplay) {
+      const service = await startService();
+      cleanup.unshift(() => service.stop());
+      const result = await watchReplay(service, authorization, TENANT, log);
+      console.log(watchReplayReport(result));
+      return result.survived &&
+        Object.values(result.reached)
+          .flat()
+          .every((n) => n === 120)
+        ? 0
+        : 1;
+    }
 
     if (options.largePages) {
       const seeding = await startService();

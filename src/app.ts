@@ -23,7 +23,7 @@ import { createTenantService } from "./service/tenant-service.js";
 import { createWatchService } from "./service/watch-service.js";
 import type { ChangeReader } from "./storage/change-reader.js";
 import type { AgentDefinitionRepository } from "./storage/repository.js";
-import { createChangeReader, createSqlRepository } from "./storage/sql-repository.js";
+import { createByteGate, createChangeReader, createSqlRepository } from "./storage/sql-repository.js";
 import { refusalsOf } from "./transport/failures.js";
 import { createHealthRoutes } from "./transport/health.js";
 import { createOpenApiEndpoint } from "./transport/openapi/openapi-endpoint.js";
@@ -116,12 +116,19 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     pageMaxBytes: config.pageMaxBytes,
     logger,
   });
+  // What every watch's start from an older revision holds at once (issue 50).
+  const watchReplay = createByteGate(config.watch.replayMaxBytes);
   // The process's one change reader: every watch of every surface reads through it (issue 20).
   const changes = createChangeReader({
     log: repository.changeLog(),
     pollMillis: config.watch.pollMs,
     bookmarkMillis: config.watch.bookmarkMs,
     queueLimit: config.watch.queueLimit,
+    queueBytes: config.watch.queueMaxBytes,
+    batchBytes: config.watch.batchMaxBytes,
+    replay: watchReplay,
+    replayWaitMillis: config.watch.replayWaitMs,
+    replayHoldMillis: config.watch.replayHoldMs,
     retention: { count: config.watch.retentionCount, maxAgeMillis: config.watch.retentionSeconds * 1000 },
     compactMillis: config.watch.compactSeconds * 1000,
     onError: (what, error) => logger.warn(`${what} failed; trying again`, { error: String(error) }),
@@ -140,6 +147,7 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     writeRetries: () => repository.writeRetries(),
     keyedReads: () => repository.keyedReads(),
     bodyBudget,
+    watchReplay,
   });
   const metricsEndpoint = createMetricsEndpoint(metrics);
   const requests = createRequestTracker({ logger, metrics });

@@ -130,6 +130,31 @@ export interface Config {
     readonly bookmarkMs: number;
     /** `WATCH_QUEUE_LIMIT`, default 1000: events a watcher may leave unread before it is closed (WATCH_TOO_SLOW). */
     readonly queueLimit: number;
+    /**
+     * `WATCH_QUEUE_MAX_BYTES`, default 16 MiB: bytes of definitions a watcher may leave queued before it is closed
+     * (WATCH_TOO_SLOW); one event is always let through whatever its size.
+     */
+    readonly queueMaxBytes: number;
+    /**
+     * `WATCH_BATCH_MAX_BYTES`, default 1 MiB: the bytes of definitions a watcher is handed at once, and one read of the
+     * change log holds (a larger definition goes alone).
+     */
+    readonly batchMaxBytes: number;
+    /**
+     * `WATCH_REPLAY_MAX_BYTES`, default 16 MiB: the bytes of definitions every watch starting from an older revision
+     * holds at once, together; a read waits for its share (at least WATCH_BATCH_MAX_BYTES).
+     */
+    readonly replayMaxBytes: number;
+    /**
+     * `WATCH_REPLAY_WAIT_MS`, default 5000: how long a watch from an older revision waits for its first share of
+     * WATCH_REPLAY_MAX_BYTES before it is refused (WATCH_REPLAY_BUSY, 503 with Retry-After).
+     */
+    readonly replayWaitMs: number;
+    /**
+     * `WATCH_REPLAY_HOLD_MS`, default 10000: how long a watch from an older revision may leave what it was handed
+     * unread before it is closed (WATCH_TOO_SLOW) and its share of WATCH_REPLAY_MAX_BYTES goes to the next.
+     */
+    readonly replayHoldMs: number;
     /** `WATCH_RETENTION_COUNT`, default 100000: change records kept per tenant (its last revisions); 0: no limit. */
     readonly retentionCount: number;
     /** `WATCH_RETENTION_SECONDS`, default 604800 (7 days): change records older than this go; 0: no limit. */
@@ -233,6 +258,11 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
     pollMs: integer("WATCH_POLL_MS", 200, 10, 60_000),
     bookmarkMs: integer("WATCH_BOOKMARK_MS", 30_000, 10, 3_600_000),
     queueLimit: integer("WATCH_QUEUE_LIMIT", 1_000, 1, 1_000_000),
+    queueMaxBytes: integer("WATCH_QUEUE_MAX_BYTES", 16 * 1024 * 1024, 64 * 1024, 4 * 1024 * 1024 * 1024),
+    batchMaxBytes: integer("WATCH_BATCH_MAX_BYTES", 1024 * 1024, 1024, 256 * 1024 * 1024),
+    replayMaxBytes: integer("WATCH_REPLAY_MAX_BYTES", 16 * 1024 * 1024, 64 * 1024, 4 * 1024 * 1024 * 1024),
+    replayWaitMs: integer("WATCH_REPLAY_WAIT_MS", 5_000, 0, 600_000),
+    replayHoldMs: integer("WATCH_REPLAY_HOLD_MS", 10_000, 100, 3_600_000),
     retentionCount: integer("WATCH_RETENTION_COUNT", 100_000, 0, 1_000_000_000),
     retentionSeconds: integer("WATCH_RETENTION_SECONDS", 604_800, 0, 100 * 365 * 86_400),
     compactSeconds: integer("WATCH_COMPACT_SECONDS", 60, 0, 86_400),

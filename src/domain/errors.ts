@@ -195,8 +195,19 @@ export const ERRORS = {
     grpc: "ResourceExhausted",
     body: "validation",
     meaning:
-      "A watcher fell more than WATCH_QUEUE_LIMIT events behind and was closed; resume from the last revision " +
-      "it received.",
+      "A watcher fell more than WATCH_QUEUE_LIMIT events or WATCH_QUEUE_MAX_BYTES bytes behind and was closed; " +
+      "resume from the last revision it received.",
+  },
+  // A start from an old revision waits for its share of what all replays may hold (WATCH_REPLAY_MAX_BYTES); one
+  // that waits too long is refused, and passes by itself: 503 with a Retry-After, RESOURCE_EXHAUSTED over gRPC.
+  WATCH_REPLAY_BUSY: {
+    http: 503,
+    grpc: "ResourceExhausted",
+    body: "error",
+    meaning:
+      "Watches starting from an older revision hold as many bytes of the change log as the service allows " +
+      "(WATCH_REPLAY_MAX_BYTES); retry shortly.",
+    retryAfterSeconds: 1,
   },
   INTERNAL: { http: 500, grpc: "Internal", body: "error", meaning: "An unexpected error; it has been logged." },
   UNAVAILABLE: {
@@ -725,12 +736,26 @@ export function revisionCompacted(since: number, oldest: number | undefined, cur
   ]);
 }
 
-/** A watcher that fell too far behind (issue 20): closed instead of holding its backlog. */
-export function watchTooSlow(limit: number, revision: number): RegistryError {
+/**
+ * A watcher that fell too far behind (issue 20): closed instead of holding its backlog. `limit` says how far, in the
+ * unit that was passed (`1000 events`, `16777216 bytes`).
+ */
+export function watchTooSlow(limit: string, revision: number): RegistryError {
   return new RegistryError(
     "WATCH_TOO_SLOW",
-    `The watcher fell more than ${limit} events behind and was closed; resume from the last revision it ` +
+    `The watcher fell more than ${limit} behind and was closed; resume from the last revision it ` +
       `received (revision ${revision} had been sent to it or filtered out).`,
+    [],
+    { designed: true },
+  );
+}
+
+/** A watch from an older revision that could not have its share of WATCH_REPLAY_MAX_BYTES in time (issue 50). */
+export function watchReplayBusy(limit: number): RegistryError {
+  return new RegistryError(
+    "WATCH_REPLAY_BUSY",
+    `Watches starting from an older revision hold as many bytes of the change log as the service allows (${limit}); ` +
+      "retry shortly.",
     [],
     { designed: true },
   );

@@ -38,11 +38,19 @@ export interface BodyBudgetStats {
   readonly refused: number;
 }
 
+/** What the metrics read of the watch's replay budget (storage/byte-gate.ts, WATCH_REPLAY_MAX_BYTES). */
+export interface ReplayBudgetStats {
+  readonly used: number;
+  readonly waiting: number;
+  readonly refused: number;
+}
+
 export function createMetrics({
   poolStats,
   writeRetries,
   keyedReads,
   bodyBudget,
+  watchReplay,
 }: {
   poolStats: () => PoolStats;
   /** The repository's write transactions run again, by cause (read when scraped). */
@@ -50,6 +58,7 @@ export function createMetrics({
   /** The repository's reads by id and by reference, and their statements (read when scraped). */
   keyedReads?: () => KeyedReads;
   bodyBudget?: BodyBudgetStats;
+  watchReplay?: ReplayBudgetStats;
 }): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
@@ -153,6 +162,38 @@ export function createMetrics({
       collect() {
         this.reset();
         this.inc(bodyBudget.refused);
+      },
+    });
+  }
+
+  if (watchReplay !== undefined) {
+    new Gauge({
+      name: "asor_watch_replay_bytes",
+      help:
+        "Bytes of definitions the watches starting from an older revision hold now, together (against " +
+        "WATCH_REPLAY_MAX_BYTES): each holds its last read until its client has been written what it was handed.",
+      registers: [registry],
+      collect() {
+        this.set(watchReplay.used);
+      },
+    });
+    new Gauge({
+      name: "asor_watch_replay_waiting",
+      help: "Watches waiting for their share of WATCH_REPLAY_MAX_BYTES to read their next part of the change log.",
+      registers: [registry],
+      collect() {
+        this.set(watchReplay.waiting);
+      },
+    });
+    new Counter({
+      name: "asor_watch_replay_refusals_total",
+      help:
+        "Watches from an older revision refused (WATCH_REPLAY_BUSY) after WATCH_REPLAY_WAIT_MS without their " +
+        "share.",
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(watchReplay.refused);
       },
     });
   }

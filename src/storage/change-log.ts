@@ -18,7 +18,7 @@ import {
 } from "./rows.js";
 import type { Dialect } from "./run/connection.js";
 
-export type { ChangeKind, ChangeLog, ChangeRecord, Retention } from "./repository.js";
+export type { ChangeHead, ChangeKind, ChangeLog, ChangeRecord, Retention } from "./repository.js";
 
 /** The kinds the write transaction records are the kinds the log answers (a compile-time check). */
 const sameKinds: [WrittenKind, ChangeKind] extends [ChangeKind, WrittenKind] ? true : never = true;
@@ -54,6 +54,14 @@ export function createChangeLog(
     FROM ${definitionChanges} c
     JOIN ${definitions} d ON d.tenant = c.tenant AND d.id = c.definition_id
     LEFT JOIN ${agents} a ON a.tenant = d.tenant AND a.number = d.agent_number
+    WHERE c.tenant = ? AND c.revision > ? AND c.revision <= ?
+    ORDER BY c.revision
+    LIMIT ?`;
+  // OCTET_LENGTH: bytes on both databases (SQLite's LENGTH counts a text's characters), read without sending them.
+  const headRows = `
+    SELECT c.revision AS change_revision, OCTET_LENGTH(d.document) + OCTET_LENGTH(d.document_binary) AS bytes
+    FROM ${definitionChanges} c
+    JOIN ${definitions} d ON d.tenant = c.tenant AND d.id = c.definition_id
     WHERE c.tenant = ? AND c.revision > ? AND c.revision <= ?
     ORDER BY c.revision
     LIMIT ?`;
@@ -110,6 +118,17 @@ export function createChangeLog(
           records.push({ revision: fromDatabaseInteger(row.change_revision), kind: row.change_kind, stored });
       }
       return records;
+    },
+    async heads(tenant, after, upTo, limit) {
+      const found = await rows<{ change_revision: DatabaseInteger; bytes: DatabaseInteger }>(
+        headRows,
+        [tenant, after, upTo, limit],
+        poll,
+      );
+      return found.map((row) => ({
+        revision: fromDatabaseInteger(row.change_revision),
+        bytes: fromDatabaseInteger(row.bytes),
+      }));
     },
     oldest: oldestOf,
     async compact({ count, maxAgeMillis }, now) {

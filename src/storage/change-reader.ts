@@ -6,8 +6,16 @@
  * records from where that read ended. Nothing a reconnecting watcher needs is held only in memory: the
  * log is in the database, so any process answers a resume the same way.
  */
-import { invalid, issueAt, type RegistryError, revisionCompacted, watchTooSlow } from "../domain/errors.js";
-import type { ChangeLog, ChangeRecord, Retention } from "./change-log.js";
+import {
+  invalid,
+  issueAt,
+  type RegistryError,
+  revisionCompacted,
+  watchReplayBusy,
+  watchTooSlow,
+} from "../domain/errors.js";
+import type { ByteGate, Lease } from "./byte-gate.js";
+import type { ChangeHead, ChangeLog, ChangeRecord, Retention } from "./change-log.js";
 
 /** What a watcher receives: a change record, or a bookmark (everything up to `revision` has been handed on). */
 export type WatchItem =
@@ -22,6 +30,30 @@ export interface ChangeReaderOptions {
   readonly bookmarkMillis: number;
   /** How many undelivered items a watcher may hold before it is closed (WATCH_QUEUE_LIMIT). */
   readonly queueLimit: number;
+  /**
+   * How many bytes of definitions a watcher may leave undelivered (queued, not yet handed on) before it is closed
+   * (WATCH_QUEUE_MAX_BYTES); a watcher always gets at least the item it is waiting for.
+   */
+  readonly queueBytes: number;
+  /**
+   * The most bytes of definitions a watcher is handed at once and a read of the log holds (WATCH_BATCH_MAX_BYTES); a
+   * record larger than this is read and handed on alone.
+   */
+  readonly batchBytes: number;
+  /**
+   * What every watcher's own start (its replay of the log from an older revision) holds at once, together
+   * (WATCH_REPLAY_MAX_BYTES): each of its reads takes its bytes from here, and gives them back once the watcher asks
+   * for more (its surface wrote what it was handed) or ends.
+   */
+  readonly replay: ByteGate;
+  /** How long a watch's start waits for its first read's share of `replay` before it is refused (WATCH_BUSY). */
+  readonly replayWaitMillis: number;
+  /**
+   * How long a watcher may hold a read of its own start that it was handed before it asks for more
+   * (WATCH_REPLAY_HOLD_MS): one that does not (its client reads nothing) is closed with WATCH_TOO_SLOW, and its
+   * share of `replay` goes to the next.
+   */
+  readonly replayHoldMillis: number;
   /** How many change records one statement reads. */
   readonly batchLimit?: number;
   /** The most items a watcher is handed at once, queued or read for its start (default 64). */
@@ -55,7 +87,10 @@ export interface ChangeReader {
    * batch at once (one socket write per watcher and poll, not per change).
    */
   watch(start: WatchStart): Promise<AsyncIterable<readonly WatchItem[]>>;
-  /** How many watchers, over how many tenants, and how many polls and record reads so far (for tests, metrics). */
+  /**
+   * How many watchers, over how many tenants, and how many polls and record reads so far (for tests, metrics); each
+   * record read follows a read of its records' heads (ChangeLog.heads), not counted.
+   */
   stats(): { watchers: number; tenants: number; polls: number; reads: number };
   /** Compacts the log now (also done every compactMillis). */
   compact(now?: Date): Promise<number>;
@@ -79,6 +114,10 @@ const DEFAULT_HANDED_AT_ONCE = 64;
 interface Watcher {
   readonly accept: (record: ChangeRecord) => boolean;
   readonly queue: WatchItem[];
+  /** The bytes of the definitions in `queue`. */
+  queuedBytes: number;
+  /** Its share of the replay budget while its own start holds a read of the log; given back when it ends. */
+  lease: Lease | undefined;
   /** Live records up to this revision were read by the watcher's own start (or precede its start). */
   readonly skipUpTo: number;
   /** The last revision handed to the queue or filtered out. */
@@ -95,8 +134,31 @@ interface TenantFeed {
   readonly watchers: Set<Watcher>;
 }
 
+/** Where a watcher's own start reads the log: (from, to], with its first read's heads, if read. */
+interface ReplayStart {
+  readonly from: number;
+  readonly to: number;
+  readonly heads: ChangeHead[];
+}
+
+/** The bytes an item's definition holds (its JSON and binary encodings); a bookmark holds none. */
+function bytesOf(item: WatchItem): number {
+  return item.type === "change" ? item.stored.json.byteLength + item.stored.binary.byteLength : 0;
+}
+
+/** The revision of the item at `at` of a start's read (its first change was handed from there). */
+function from(ready: readonly WatchItem[], at: number): number {
+  return (ready[at] as WatchItem).revision;
+}
+
+function sumBytes(heads: readonly ChangeHead[]): number {
+  let bytes = 0;
+  for (const head of heads) bytes += head.bytes;
+  return bytes;
+}
+
 export function createChangeReader(options: ChangeReaderOptions): ChangeReader {
-  const { log, queueLimit } = options;
+  const { log, queueLimit, queueBytes, batchBytes, replay } = options;
   const batch = options.batchLimit ?? DEFAULT_BATCH;
   const handedAtOnce = options.handedAtOnce ?? DEFAULT_HANDED_AT_ONCE;
   const feeds = new Map<string, TenantFeed>();
@@ -113,11 +175,15 @@ export function createChangeReader(options: ChangeReaderOptions): ChangeReader {
     resume?.();
   };
   const end = (w: Watcher, failure?: RegistryError) => {
+    // Its read of the log goes back to the budget at once, whether or not its stream is ever read again.
+    w.lease?.release();
+    w.lease = undefined;
     if (w.ended) return;
     w.ended = true;
     if (failure !== undefined) {
       w.failure = failure;
       w.queue.length = 0;
+      w.queuedBytes = 0;
     }
     wake(w);
   };
@@ -128,11 +194,17 @@ export function createChangeReader(options: ChangeReaderOptions): ChangeReader {
       w.position = item.revision;
       if (!w.accept(item)) return;
     } else if (item.revision < w.position) return;
+    const bytes = bytesOf(item);
     if (w.queue.length >= queueLimit) {
-      end(w, watchTooSlow(queueLimit, w.position));
+      end(w, watchTooSlow(`${queueLimit} events`, w.position));
+      return;
+    }
+    if (w.queue.length > 0 && w.queuedBytes + bytes > queueBytes) {
+      end(w, watchTooSlow(`${queueBytes} bytes`, w.position));
       return;
     }
     w.queue.push(item);
+    w.queuedBytes += bytes;
     wake(w);
   };
 
@@ -158,11 +230,36 @@ export function createChangeReader(options: ChangeReaderOptions): ChangeReader {
     return pending;
   };
 
+  /**
+   * The heads of the tenant's next records after `after` (up to `upTo`), cut to what one read holds: at most
+   * `batch` records and `batchBytes` bytes, at least one. Empty when the log holds none there.
+   */
+  const nextHeads = async (tenant: string, after: number, upTo: number): Promise<ChangeHead[]> => {
+    const heads = await log.heads(tenant, after, upTo, batch);
+    let bytes = 0;
+    let count = 0;
+    for (const head of heads) {
+      if (count > 0 && bytes + head.bytes > batchBytes) break;
+      bytes += head.bytes;
+      count++;
+    }
+    return heads.slice(0, count);
+  };
+  /** Reads the records `heads` name (their definitions whole); what compaction removed meanwhile is not there. */
+  const readHeads = async (tenant: string, after: number, heads: readonly ChangeHead[]): Promise<ChangeRecord[]> => {
+    const last = heads[heads.length - 1];
+    if (last === undefined) return [];
+    reads++;
+    return log.read(tenant, after, last.revision, heads.length);
+  };
+  /** The tenant's next records after `after` (up to `upTo`), read in two steps: a read holds at most batchBytes. */
+  const readBounded = async (tenant: string, after: number, upTo: number): Promise<ChangeRecord[]> =>
+    readHeads(tenant, after, await nextHeads(tenant, after, upTo));
+
   /** Hands the tenant's records up to `upTo` to its watchers, reading them in batches. */
   const advance = async (feed: TenantFeed, upTo: number) => {
     while (feed.position < upTo) {
-      const records = await log.read(feed.name, feed.position, upTo, batch);
-      reads++;
+      const records = await readBounded(feed.name, feed.position, upTo);
       // Compaction removed records no watcher had yet: every watcher of the tenant misses them.
       if (records.length === 0 || (records[0] as ChangeRecord).revision !== feed.position + 1) {
         const lost = revisionCompacted(feed.position, records[0]?.revision, upTo);
@@ -226,37 +323,58 @@ export function createChangeReader(options: ChangeReaderOptions): ChangeReader {
   async function* items(
     feed: TenantFeed,
     w: Watcher,
-    first: ChangeRecord[],
-    from: number,
-    to: number,
+    start: ReplayStart,
     bookmark: boolean,
     signal: AbortSignal | undefined,
+    onAbort: () => void,
   ): AsyncGenerator<readonly WatchItem[]> {
-    const onAbort = () => end(w);
-    signal?.addEventListener("abort", onAbort);
+    let { heads } = start;
     try {
-      // The watcher's own start: the log from `from` up to where the feed stood when it joined.
-      let records = first;
-      let position = from;
-      while (position < to) {
-        if (records.length === 0) records = await log.read(feed.name, position, to, batch);
-        if (records.length === 0 || (records[0] as ChangeRecord).revision !== position + 1)
-          throw revisionCompacted(position, records[0]?.revision, to);
-        const ready: WatchItem[] = [];
-        for (const record of records) {
-          if (w.accept(record)) ready.push({ type: "change", ...record });
-          position = record.revision;
+      // The watcher's own start: the log from `from` up to where the feed stood when it joined, a read at a time,
+      // each under its share of the replay budget, held until the watcher asks for more (what it was handed is
+      // written) and given back before the next read.
+      let position = start.from;
+      while (position < start.to && !w.ended) {
+        if (heads.length === 0) {
+          heads = await nextHeads(feed.name, position, start.to);
+          if (heads.length === 0 || (heads[0] as ChangeHead).revision !== position + 1)
+            throw revisionCompacted(position, heads[0]?.revision, start.to);
         }
+        if (w.lease === undefined) {
+          const lease = await replay.take(sumBytes(heads), { signal });
+          if (w.ended) lease.release();
+          else w.lease = lease;
+        }
+        const records = await readHeads(feed.name, position, heads);
+        if (records.length === 0 || (records[0] as ChangeRecord).revision !== position + 1)
+          throw revisionCompacted(position, records[0]?.revision, start.to);
+        position = (heads[heads.length - 1] as ChangeHead).revision;
+        heads = [];
+        const ready: WatchItem[] = [];
+        for (const record of records) if (w.accept(record)) ready.push({ type: "change", ...record });
         // At most handedAtOnce at a time here too: the read is this watcher's own, what waits to be written isn't.
-        for (let at = 0; at < ready.length && !w.ended; at += handedAtOnce) yield ready.slice(at, at + handedAtOnce);
-        if (w.ended) break;
-        records = [];
+        for (let at = 0; at < ready.length && !w.ended; at += handedAtOnce) {
+          // A watcher whose client does not take what it was handed in time gives its share to the next.
+          const hold = setTimeout(
+            () => end(w, watchTooSlow(`${options.replayHoldMillis} ms`, Math.max(from(ready, at) - 1, start.from))),
+            options.replayHoldMillis,
+          );
+          try {
+            yield ready.slice(at, at + handedAtOnce);
+          } finally {
+            clearTimeout(hold);
+          }
+        }
+        w.lease?.release();
+        w.lease = undefined;
       }
-      if (bookmark && !w.ended) yield [{ type: "bookmark", revision: Math.max(to, w.skipUpTo) }];
+      if (w.failure !== undefined) throw w.failure;
+      if (bookmark && !w.ended) yield [{ type: "bookmark", revision: Math.max(start.to, w.skipUpTo) }];
       for (;;) {
         if (w.queue.length > 0) {
-          // What is queued, up to handedAtOnce; the queue fills again (to queueLimit) while the batch is written.
-          yield w.queue.splice(0, handedAtOnce);
+          // What is queued, up to handedAtOnce and batchBytes (at least one); the queue fills again (to its limits)
+          // while the batch is written.
+          yield takeQueued(w);
           continue;
         }
         if (w.failure !== undefined) throw w.failure;
@@ -266,31 +384,59 @@ export function createChangeReader(options: ChangeReaderOptions): ChangeReader {
         });
       }
     } finally {
+      w.lease?.release();
+      w.lease = undefined;
       signal?.removeEventListener("abort", onAbort);
       w.ended = true;
       feed.watchers.delete(w);
     }
   }
 
+  /** The head of `w`'s queue that it is handed at once: at most handedAtOnce items and batchBytes, at least one. */
+  const takeQueued = (w: Watcher): WatchItem[] => {
+    let count = 0;
+    let bytes = 0;
+    for (const item of w.queue) {
+      const size = bytesOf(item);
+      if (count === handedAtOnce || (count > 0 && bytes + size > batchBytes)) break;
+      bytes += size;
+      count++;
+    }
+    w.queuedBytes -= bytes;
+    return w.queue.splice(0, count);
+  };
+
   return {
     async watch({ tenant, since, accept, bookmark = false, signal }) {
       if (closed) throw new Error("The change reader is closed.");
       const feed = await feedOf(tenant);
       const joined = feed.position;
-      let first: ChangeRecord[] = [];
+      let heads: ChangeHead[] = [];
+      let lease: Lease | undefined;
       if (since !== undefined && since < joined) {
-        // Checked before anything is sent: a compacted start is an error answer (410), not a broken stream.
-        first = await log.read(tenant, since, joined, batch);
-        reads++;
-        if (first.length === 0 || (first[0] as ChangeRecord).revision !== since + 1)
+        // Checked before anything is sent: a compacted start is an error answer (410), not a broken stream. Only the
+        // heads are read here; the first read's share of the replay budget is taken before the answer starts too, so
+        // that a start the budget cannot take in time is refused (WATCH_BUSY) rather than left waiting.
+        heads = await nextHeads(tenant, since, joined);
+        if (heads.length === 0 || (heads[0] as ChangeHead).revision !== since + 1)
           throw revisionCompacted(since, await log.oldest(tenant), joined);
+        lease = await replay.take(sumBytes(heads), {
+          signal,
+          waitMillis: options.replayWaitMillis,
+          timedOut: () => watchReplayBusy(replay.limit),
+        });
       }
-      if (since !== undefined && since > joined) {
-        const current = (await log.revisions([tenant])).get(tenant) ?? 0;
-        if (since > current)
-          throw invalid([
-            issueAt("since", "OUT_OF_RANGE", `since ${since} is ahead of the tenant's revision ${current}.`),
-          ]);
+      try {
+        if (since !== undefined && since > joined) {
+          const current = (await log.revisions([tenant])).get(tenant) ?? 0;
+          if (since > current)
+            throw invalid([
+              issueAt("since", "OUT_OF_RANGE", `since ${since} is ahead of the tenant's revision ${current}.`),
+            ]);
+        }
+      } catch (error) {
+        lease?.release();
+        throw error;
       }
       // The feed may have moved on while the start was checked: the watcher reads its own start up to
       // where the feed stands as it joins (synchronously, so no record falls between the two).
@@ -303,6 +449,8 @@ export function createChangeReader(options: ChangeReaderOptions): ChangeReader {
       const w: Watcher = {
         accept,
         queue: [],
+        queuedBytes: 0,
+        lease,
         skipUpTo,
         position: skipUpTo,
         failure: undefined,
@@ -311,7 +459,11 @@ export function createChangeReader(options: ChangeReaderOptions): ChangeReader {
       };
       live.watchers.add(w);
       const from = since === undefined ? to : Math.min(since, to);
-      return items(live, w, first, from, to, bookmark, signal);
+      // Listened to from here: a client gone before its stream was first read leaves a generator that never ran, and
+      // its share of the replay budget goes back all the same.
+      const onAbort = () => end(w);
+      signal?.addEventListener("abort", onAbort);
+      return items(live, w, { from, to, heads }, bookmark, signal, onAbort);
     },
     stats() {
       let watchers = 0;

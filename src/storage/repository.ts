@@ -84,6 +84,12 @@ export interface ChangeRecord {
   readonly stored: StoredDefinition;
 }
 
+/** A change record's revision and the bytes of its definition (ChangeLog.heads). */
+export interface ChangeHead {
+  readonly revision: number;
+  readonly bytes: number;
+}
+
 /**
  * How much of the log is kept. A record goes when it is not among its tenant's last `count` revisions, or
  * when it was written more than `maxAgeMillis` ago (and with it every older one, so what is kept is always
@@ -103,6 +109,11 @@ export interface ChangeLog {
    * counter read committed means every record up to it is committed (the counter's row lock orders them).
    */
   read(tenant: string, after: number, upTo: number, limit: number): Promise<ChangeRecord[]>;
+  /**
+   * The same records' revisions with the bytes each one's definition holds (its JSON and its binary), without the
+   * definitions: what a reader bounded by bytes reads first, to know how many records to read whole.
+   */
+  heads(tenant: string, after: number, upTo: number, limit: number): Promise<ChangeHead[]>;
   /** The oldest revision the tenant's log still holds; undefined when it holds none. */
   oldest(tenant: string): Promise<number | undefined>;
   /** Removes what `retention` no longer keeps, as of `now`; answers how many records went. */

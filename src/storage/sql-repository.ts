@@ -147,7 +147,11 @@ const pingTimeoutMillis = 2_000;
  */
 const migrationStatementMillis = 60 * 60_000;
 
-/** The process's change reader over a repository's change log (change-reader.ts): made beside the repository. */
+/**
+ * The process's change reader over a repository's change log (change-reader.ts), and the budget its replays share
+ * (byte-gate.ts): made beside the repository.
+ */
+export { createByteGate } from "./byte-gate.js";
 export { createChangeReader } from "./change-reader.js";
 
 /** The connections the change reader reads the log on (MySQL): one, for the process's one reader. */

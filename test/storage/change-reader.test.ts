@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RegistryError } from "../../src/domain/errors.js";
+import { type ByteGate, createByteGate } from "../../src/storage/byte-gate.js";
 import { createChangeLog } from "../../src/storage/change-log.js";
 import { type ChangeReader, createChangeReader, type WatchItem } from "../../src/storage/change-reader.js";
 import type { AgentDefinitionRepository } from "../../src/storage/repository.js";
@@ -15,6 +16,15 @@ import { driverRunner } from "../../src/storage/run/reads.js";
 import { createSqlRepository } from "../../src/storage/sql-repository.js";
 import { forEachDatabase, useFreshDatabase } from "../support/databases.js";
 import { definition, save } from "./fixtures.js";
+
+/** Byte budgets (issue 50) too large to matter, for the cases about something else. */
+const unbounded = () => ({
+  queueBytes: 1 << 30,
+  batchBytes: 1 << 30,
+  replay: createByteGate(1 << 30),
+  replayWaitMillis: 10_000,
+  replayHoldMillis: 60_000,
+});
 
 /** The reader's batches one item at a time. */
 function oneByOne(batches: AsyncIterable<readonly WatchItem[]>): AsyncIterator<WatchItem> {
@@ -72,6 +82,7 @@ forEachDatabase((db) => {
       batchLimit: 7,
       retention: { count: 0, maxAgeMillis: 0 },
       compactMillis: 0,
+      ...unbounded(),
     });
   });
   afterAll(async () => {
@@ -128,6 +139,7 @@ forEachDatabase((db) => {
         handedAtOnce: 4,
         retention: { count: 0, maxAgeMillis: 0 },
         compactMillis: 0,
+        ...unbounded(),
       });
       const batches = (await small.watch({ tenant, accept: () => true }))[Symbol.asyncIterator]();
       for (let i = 0; i < 10; i++) await save(repo, definition({ name: `queued${i}` }), tenant);
@@ -156,6 +168,7 @@ forEachDatabase((db) => {
         queueLimit: 5,
         retention: { count: 0, maxAgeMillis: 0 },
         compactMillis: 0,
+        ...unbounded(),
       });
       const items = oneByOne(await small.watch({ tenant, accept: () => true }));
       for (let i = 0; i < 8; i++) await save(repo, definition({ name: `slow${i}` }), tenant);
@@ -174,6 +187,141 @@ forEachDatabase((db) => {
       })();
       expect(error).toBeInstanceOf(RegistryError);
       expect((error as RegistryError).code).toBe("WATCH_TOO_SLOW");
+    });
+
+    /** A reader with byte budgets of its own (issue 50), the rest as the other cases have it. */
+    const bounded = (budgets: {
+      queueBytes?: number;
+      batchBytes?: number;
+      replay?: ByteGate;
+      replayWaitMillis?: number;
+      replayHoldMillis?: number;
+    }) =>
+      createChangeReader({
+        log: repo.changeLog(),
+        pollMillis: 20,
+        bookmarkMillis: 60_000,
+        queueLimit: 100,
+        retention: { count: 0, maxAgeMillis: 0 },
+        compactMillis: 0,
+        ...unbounded(),
+        ...budgets,
+      });
+    /** A tenant of `count` definitions of one size (names of one length), and the bytes each holds as stored. */
+    const sameSized = async (count: number, prefix: string) => {
+      const tenant = await newTenant();
+      const start = await revisionOf(tenant);
+      for (let i = 0; i < count; i++) await save(repo, definition({ name: `${prefix}${i}` }), tenant);
+      const heads = await repo.changeLog().heads(tenant, start, start + count, count);
+      expect(heads.map((head) => head.revision)).toEqual(Array.from({ length: count }, (_, i) => start + 1 + i));
+      const bytes = heads[0]!.bytes;
+      for (const head of heads) expect(head.bytes).toBe(bytes);
+      return { tenant, start, bytes };
+    };
+
+    it("hands a watcher at most batchBytes at once, from the log or queued, and a larger change alone", async () => {
+      const { tenant, start, bytes } = await sameSized(6, "sized");
+      // Room for nearly three: two at a time (a later definition may be a few bytes larger: its agent's number).
+      const reader = bounded({ batchBytes: Math.floor(bytes * 2.9) });
+      const fromLog = (await reader.watch({ tenant, since: start, accept: () => true }))[Symbol.asyncIterator]();
+      const read = await takeBatches(fromLog, 6);
+      expect(read.sizes).toEqual([2, 2, 2]);
+      expect(read.revisions).toEqual(Array.from({ length: 6 }, (_, i) => start + 1 + i));
+      // Queued while the watcher did not ask: handed the same way.
+      const before = reader.stats().polls;
+      for (let i = 6; i < 10; i++) await save(repo, definition({ name: `sized${i}` }), tenant);
+      while (reader.stats().polls < before + 3) await new Promise((r) => setTimeout(r, 10));
+      const queued = await takeBatches(fromLog, 4);
+      expect(queued.sizes).toEqual([2, 2]);
+      await fromLog.return?.(undefined);
+      // A budget smaller than one change: each goes alone, none is lost.
+      const tiny = bounded({ batchBytes: Math.floor(bytes / 2) });
+      const alone = (await tiny.watch({ tenant, since: start, accept: () => true }))[Symbol.asyncIterator]();
+      expect((await takeBatches(alone, 3)).sizes).toEqual([1, 1, 1]);
+      await alone.return?.(undefined);
+      await Promise.all([reader.close(), tiny.close()]);
+    });
+
+    it("closes a watcher whose queued bytes pass queueBytes, below its count limit, with WATCH_TOO_SLOW", async () => {
+      const { tenant, bytes } = await sameSized(1, "heavy");
+      const reader = bounded({ queueBytes: Math.floor(bytes * 2.5) });
+      const items = (await reader.watch({ tenant, accept: () => true }))[Symbol.asyncIterator]();
+      for (let i = 0; i < 4; i++) await save(repo, definition({ name: `heavy${i + 10}` }), tenant);
+      const deadline = Date.now() + 10_000;
+      while (reader.stats().watchers > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(reader.stats().watchers).toBe(0);
+      await expect(items.next()).rejects.toMatchObject({
+        code: "WATCH_TOO_SLOW",
+        message: expect.stringContaining(`${Math.floor(bytes * 2.5)} bytes`),
+      });
+      await reader.close();
+    });
+
+    it("reads every start under one budget: a start waits its turn, or is refused after too long", async () => {
+      const { tenant, start, bytes } = await sameSized(3, "turn");
+      const replay = createByteGate(bytes);
+      const reader = bounded({ batchBytes: bytes, replay, replayWaitMillis: 300 });
+      // The first start holds the budget with its first read, until it asks for more.
+      const first = (await reader.watch({ tenant, since: start, accept: () => true }))[Symbol.asyncIterator]();
+      expect(replay.used).toBe(bytes);
+      await expect(reader.watch({ tenant, since: start, accept: () => true })).rejects.toMatchObject({
+        code: "WATCH_REPLAY_BUSY",
+      });
+      expect(replay.refused).toBe(1);
+      // Handed its last read, the first still holds it (not yet written); a start meanwhile waits its turn.
+      expect((await takeBatches(first, 3)).sizes).toEqual([1, 1, 1]);
+      expect(replay.used).toBe(bytes);
+      const second = reader.watch({ tenant, since: start, accept: () => true });
+      await new Promise((r) => setTimeout(r, 20));
+      expect(replay.waiting).toBe(1);
+      // The first asks for more (it is through the log, and waits for live changes): the second's turn.
+      const live = first.next();
+      const secondItems = (await second)[Symbol.asyncIterator]();
+      expect((await takeBatches(secondItems, 3)).revisions).toEqual([start + 1, start + 2, start + 3]);
+      await secondItems.return?.(undefined);
+      expect(replay.used).toBe(0);
+      // The first's next item is pending: closing the reader ends it.
+      await reader.close();
+      expect(await live).toEqual({ done: true, value: undefined });
+    });
+
+    it("gives a start's share back when its client leaves, read or not, waiting or holding", async () => {
+      const { tenant, start, bytes } = await sameSized(2, "gone");
+      const replay = createByteGate(bytes);
+      const reader = bounded({ batchBytes: bytes, replay, replayWaitMillis: 5_000 });
+      const holding = new AbortController();
+      await reader.watch({ tenant, since: start, accept: () => true, signal: holding.signal });
+      expect(replay.used).toBe(bytes);
+      const waiting = new AbortController();
+      const waited = reader.watch({ tenant, since: start, accept: () => true, signal: waiting.signal });
+      await new Promise((r) => setTimeout(r, 20));
+      expect(replay.waiting).toBe(1);
+      waiting.abort(new Error("client gone"));
+      await expect(waited).rejects.toThrow("client gone");
+      expect(replay.waiting).toBe(0);
+      // The holder's stream was never read: its client leaving frees the budget all the same.
+      holding.abort();
+      expect(replay.used).toBe(0);
+      await reader.close();
+    });
+
+    it("closes a start that leaves its part unread past replayHoldMillis, and gives its share on", async () => {
+      const { tenant, start, bytes } = await sameSized(2, "held");
+      const replay = createByteGate(bytes);
+      const reader = bounded({ batchBytes: bytes, replay, replayWaitMillis: 5_000, replayHoldMillis: 200 });
+      const stuck = (await reader.watch({ tenant, since: start, accept: () => true }))[Symbol.asyncIterator]();
+      expect((await stuck.next()).value?.map((item: WatchItem) => item.revision)).toEqual([start + 1]);
+      // Its client takes nothing more; the next start waits, then has the budget once the first is closed.
+      const next = await reader.watch({ tenant, since: start, accept: () => true });
+      expect(replay.used).toBe(bytes);
+      await expect(stuck.next()).rejects.toMatchObject({
+        code: "WATCH_TOO_SLOW",
+        message: expect.stringContaining(`revision ${start} had been sent`),
+      });
+      const items = next[Symbol.asyncIterator]();
+      expect((await takeBatches(items, 2)).revisions).toEqual([start + 1, start + 2]);
+      await items.return?.(undefined);
+      await reader.close();
     });
 
     it("answers REVISION_COMPACTED for a start the log no longer holds, and keeps the tail", async () => {
@@ -252,6 +400,7 @@ forEachDatabase((db) => {
         queueLimit: 5,
         retention: { count: 0, maxAgeMillis: 0 },
         compactMillis: 0,
+        ...unbounded(),
       });
       const tenant = await newTenant();
       const items = oneByOne(await own.watch({ tenant, accept: () => true }));
