@@ -256,10 +256,11 @@ export function watchReplayReport(result: WatchReplayResult): string {
     `${PER_PROTOCOL} watchers of each protocol from since=0 (half of them reading nothing) over ${DEFINITIONS} ` +
       "definitions of ~750 KB; one service with the production flags",
     "",
-    "| peak RSS (MiB) | /healthz p50 / p99 / max (ms) | probes failed | readers reached | refused / closed (resumed) | seconds | survived |",
+    "| peak RSS (MiB) | /healthz p50 / p99 / max (ms) | probes failed | readers reached | refused / closed " +
+      "(resumed) | seconds | survived |",
     "| ---: | --- | ---: | --- | --- | ---: | --- |",
     `| ${result.peakRssMib.toFixed(0)} | ${result.healthz.p50.toFixed(1)} / ${result.healthz.p99.toFixed(1)} / ` +
-      `${result.healthz.max.toFixed(0)} | ${result.healthz.failed} | ${readers} | ${result.refused} / ${result.closed} ` +
-      `| ${result.seconds.toFixed(1)} | ${result.survived ? "yes" : "**no**"} |`,
+      `${result.healthz.max.toFixed(0)} | ${result.healthz.failed} | ${readers} ` +
+      `| ${result.refused} / ${result.closed} | ${result.seconds.toFixed(1)} | ${result.survived ? "yes" : "**no**"} |`,
   ].join("\n");
 }

@@ -6,6 +6,7 @@
  */
 import type { Knex } from "knex";
 import { type RunRead, readColumns } from "./queries/reads.js";
+import { documentBytes } from "./queries/search.js";
 import { agents, definitionChanges, definitions, tenantRevisions } from "./queries/tables.js";
 import type { ChangeKind as WrittenKind } from "./queries/writes.js";
 import type { ChangeKind, ChangeLog, ChangeRecord } from "./repository.js";
@@ -57,9 +58,10 @@ export function createChangeLog(
     WHERE c.tenant = ? AND c.revision > ? AND c.revision <= ?
     ORDER BY c.revision
     LIMIT ?`;
-  // OCTET_LENGTH: bytes on both databases (SQLite's LENGTH counts a text's characters), read without sending them.
+  // A definition's bytes, read without its documents: twice its JSON's (the binary encoding is no larger), from
+  // MySQL's stored column or SQLite's octet_length, which reads the record's header only (documentBytes).
   const headRows = `
-    SELECT c.revision AS change_revision, OCTET_LENGTH(d.document) + OCTET_LENGTH(d.document_binary) AS bytes
+    SELECT c.revision AS change_revision, 2 * ${documentBytes(dialect, "d")} AS bytes
     FROM ${definitionChanges} c
     JOIN ${definitions} d ON d.tenant = c.tenant AND d.id = c.definition_id
     WHERE c.tenant = ? AND c.revision > ? AND c.revision <= ?

@@ -141,9 +141,12 @@ interface ReplayStart {
   readonly heads: ChangeHead[];
 }
 
-/** The bytes an item's definition holds (its JSON and binary encodings); a bookmark holds none. */
+/**
+ * The bytes an item's definition holds, counted as the log's heads count them (ChangeLog.heads): twice its JSON, for
+ * its JSON and binary encodings; a bookmark holds none.
+ */
 function bytesOf(item: WatchItem): number {
-  return item.type === "change" ? item.stored.json.byteLength + item.stored.binary.byteLength : 0;
+  return item.type === "change" ? 2 * item.stored.json.byteLength : 0;
 }
 
 /** The revision of the item at `at` of a start's read (its first change was handed from there). */
@@ -231,11 +234,10 @@ export function createChangeReader(options: ChangeReaderOptions): ChangeReader {
   };
 
   /**
-   * The heads of the tenant's next records after `after` (up to `upTo`), cut to what one read holds: at most
-   * `batch` records and `batchBytes` bytes, at least one. Empty when the log holds none there.
+   * The first of `heads` that one read holds: at most `batchBytes` bytes, at least one (the heads of up to `batch`
+   * records are read at once, and cut into reads one after the other).
    */
-  const nextHeads = async (tenant: string, after: number, upTo: number): Promise<ChangeHead[]> => {
-    const heads = await log.heads(tenant, after, upTo, batch);
+  const firstRead = (heads: readonly ChangeHead[]): ChangeHead[] => {
     let bytes = 0;
     let count = 0;
     for (const head of heads) {
@@ -252,14 +254,14 @@ export function createChangeReader(options: ChangeReaderOptions): ChangeReader {
     reads++;
     return log.read(tenant, after, last.revision, heads.length);
   };
-  /** The tenant's next records after `after` (up to `upTo`), read in two steps: a read holds at most batchBytes. */
-  const readBounded = async (tenant: string, after: number, upTo: number): Promise<ChangeRecord[]> =>
-    readHeads(tenant, after, await nextHeads(tenant, after, upTo));
-
-  /** Hands the tenant's records up to `upTo` to its watchers, reading them in batches. */
+  /** Hands the tenant's records up to `upTo` to its watchers, reading them in parts of at most batchBytes. */
   const advance = async (feed: TenantFeed, upTo: number) => {
+    let heads: ChangeHead[] = [];
     while (feed.position < upTo) {
-      const records = await readBounded(feed.name, feed.position, upTo);
+      if (heads.length === 0) heads = await log.heads(feed.name, feed.position, upTo, batch);
+      const part = firstRead(heads);
+      heads = heads.slice(part.length);
+      const records = await readHeads(feed.name, feed.position, part);
       // Compaction removed records no watcher had yet: every watcher of the tenant misses them.
       if (records.length === 0 || (records[0] as ChangeRecord).revision !== feed.position + 1) {
         const lost = revisionCompacted(feed.position, records[0]?.revision, upTo);
@@ -336,20 +338,21 @@ export function createChangeReader(options: ChangeReaderOptions): ChangeReader {
       let position = start.from;
       while (position < start.to && !w.ended) {
         if (heads.length === 0) {
-          heads = await nextHeads(feed.name, position, start.to);
+          heads = await log.heads(feed.name, position, start.to, batch);
           if (heads.length === 0 || (heads[0] as ChangeHead).revision !== position + 1)
             throw revisionCompacted(position, heads[0]?.revision, start.to);
         }
+        const part = firstRead(heads);
+        heads = heads.slice(part.length);
         if (w.lease === undefined) {
-          const lease = await replay.take(sumBytes(heads), { signal });
+          const lease = await replay.take(sumBytes(part), { signal });
           if (w.ended) lease.release();
           else w.lease = lease;
         }
-        const records = await readHeads(feed.name, position, heads);
+        const records = await readHeads(feed.name, position, part);
         if (records.length === 0 || (records[0] as ChangeRecord).revision !== position + 1)
           throw revisionCompacted(position, records[0]?.revision, start.to);
-        position = (heads[heads.length - 1] as ChangeHead).revision;
-        heads = [];
+        position = (part[part.length - 1] as ChangeHead).revision;
         const ready: WatchItem[] = [];
         for (const record of records) if (w.accept(record)) ready.push({ type: "change", ...record });
         // At most handedAtOnce at a time here too: the read is this watcher's own, what waits to be written isn't.
@@ -417,10 +420,10 @@ export function createChangeReader(options: ChangeReaderOptions): ChangeReader {
         // Checked before anything is sent: a compacted start is an error answer (410), not a broken stream. Only the
         // heads are read here; the first read's share of the replay budget is taken before the answer starts too, so
         // that a start the budget cannot take in time is refused (WATCH_BUSY) rather than left waiting.
-        heads = await nextHeads(tenant, since, joined);
+        heads = await log.heads(tenant, since, joined, batch);
         if (heads.length === 0 || (heads[0] as ChangeHead).revision !== since + 1)
           throw revisionCompacted(since, await log.oldest(tenant), joined);
-        lease = await replay.take(sumBytes(heads), {
+        lease = await replay.take(sumBytes(firstRead(heads)), {
           signal,
           waitMillis: options.replayWaitMillis,
           timedOut: () => watchReplayBusy(replay.limit),

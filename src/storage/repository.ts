@@ -110,8 +110,9 @@ export interface ChangeLog {
    */
   read(tenant: string, after: number, upTo: number, limit: number): Promise<ChangeRecord[]>;
   /**
-   * The same records' revisions with the bytes each one's definition holds (its JSON and its binary), without the
-   * definitions: what a reader bounded by bytes reads first, to know how many records to read whole.
+   * The same records' revisions with the bytes each one's definition holds (its JSON and its binary, counted as
+   * twice the JSON: the binary is no larger), read without the definitions: what a reader bounded by bytes reads
+   * first, to know how many records to read whole.
    */
   heads(tenant: string, after: number, upTo: number, limit: number): Promise<ChangeHead[]>;
   /** The oldest revision the tenant's log still holds; undefined when it holds none. */

@@ -20,7 +20,7 @@ import type { Logger } from "../logger.js";
 import { type ChangeLog, createChangeLog } from "./change-log.js";
 import { CountedTotals } from "./counted-totals.js";
 import { migrateToLatest } from "./migrations/index.js";
-import type { ReadContext } from "./queries/reads.js";
+import type { ReadContext, RunRead } from "./queries/reads.js";
 import { readById, readNewestByReference, readStatements } from "./queries/reads.js";
 import {
   buildSearch,
@@ -462,9 +462,19 @@ class SqlRepository implements AgentDefinitionRepository {
   }
 
   changeLog(): ChangeLog {
-    // The polls' reads on their own connection (MySQL); compaction stays on the pool.
-    this.#changeLog ??= createChangeLog(this.#db, this.#dialect, this.#reads.run, {
-      poll: this.#watching === this.#db ? this.#reads.run : driverRunner(this.#watching, this.#dialect),
+    // The polls' reads on their own connection (MySQL); compaction stays on the pool. A database that cannot be
+    // reached, or a connection not had in time, is UNAVAILABLE (a watcher retries), as for every other read.
+    const translating =
+      (run: RunRead): RunRead =>
+      async (sql, bindings) => {
+        try {
+          return await run(sql, bindings);
+        } catch (error) {
+          throw translate(error);
+        }
+      };
+    this.#changeLog ??= createChangeLog(this.#db, this.#dialect, translating(this.#reads.run), {
+      poll: translating(this.#watching === this.#db ? this.#reads.run : driverRunner(this.#watching, this.#dialect)),
     });
     return this.#changeLog;
   }

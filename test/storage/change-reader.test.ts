@@ -228,8 +228,9 @@ forEachDatabase((db) => {
       expect(read.sizes).toEqual([2, 2, 2]);
       expect(read.revisions).toEqual(Array.from({ length: 6 }, (_, i) => start + 1 + i));
       // Queued while the watcher did not ask: handed the same way.
-      const before = reader.stats().polls;
       for (let i = 6; i < 10; i++) await save(repo, definition({ name: `sized${i}` }), tenant);
+      // Polls begun after the last write have queued them all.
+      const before = reader.stats().polls;
       while (reader.stats().polls < before + 3) await new Promise((r) => setTimeout(r, 10));
       const queued = await takeBatches(fromLog, 4);
       expect(queued.sizes).toEqual([2, 2]);

@@ -579,7 +579,7 @@ interface PageBudget {
  * its document: MySQL's stored column (migration 0011), SQLite's
  * octet_length, which reads the record's header only.
  */
-function documentBytes(dialect: Dialect, alias: string): string {
+export function documentBytes(dialect: Dialect, alias: string): string {
   return dialect === "mysql" ? `${alias}.document_bytes` : `octet_length(${alias}.document)`;
 }
 
