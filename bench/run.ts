@@ -126,7 +126,8 @@ async function main(options: BenchOptions): Promise<number> {
       );
 
     if (options.watchReplay) {
-      const service = await startService();
+      const profile = options.cpuProf === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", resolve(options.cpuProf)];
+      const service = await startService(profile);
       cleanup.unshift(() => service.stop());
       const result = await watchReplay(service, authorization, TENANT, log);
       console.log(watchReplayReport(result));

@@ -16,6 +16,7 @@ import {
 } from "../domain/errors.js";
 import type { ByteGate, Lease } from "./byte-gate.js";
 import type { ChangeHead, ChangeLog, ChangeRecord, Retention } from "./change-log.js";
+import { createSharedRecords } from "./shared-records.js";
 
 /** What a watcher receives: a change record, or a bookmark (everything up to `revision` has been handed on). */
 export type WatchItem =
@@ -162,6 +163,7 @@ function sumBytes(heads: readonly ChangeHead[]): number {
 
 export function createChangeReader(options: ChangeReaderOptions): ChangeReader {
   const { log, queueLimit, queueBytes, batchBytes, replay } = options;
+  const shared = createSharedRecords();
   const batch = options.batchLimit ?? DEFAULT_BATCH;
   const handedAtOnce = options.handedAtOnce ?? DEFAULT_HANDED_AT_ONCE;
   const feeds = new Map<string, TenantFeed>();
@@ -349,7 +351,7 @@ export function createChangeReader(options: ChangeReaderOptions): ChangeReader {
           if (w.ended) lease.release();
           else w.lease = lease;
         }
-        const records = await readHeads(feed.name, position, part);
+        const records = await shared.read(feed.name, position, part, () => readHeads(feed.name, position, part));
         if (records.length === 0 || (records[0] as ChangeRecord).revision !== position + 1)
           throw revisionCompacted(position, records[0]?.revision, start.to);
         position = (part[part.length - 1] as ChangeHead).revision;

@@ -325,6 +325,25 @@ forEachDatabase((db) => {
       await reader.close();
     });
 
+    it("reads a record once for watchers replaying it together, and hands each the same record", async () => {
+      const { tenant, start, bytes } = await sameSized(4, "shared");
+      const reader = bounded({ batchBytes: bytes });
+      const first = (await reader.watch({ tenant, since: start, accept: () => true }))[Symbol.asyncIterator]();
+      const second = (await reader.watch({ tenant, since: start, accept: () => true }))[Symbol.asyncIterator]();
+      const readsBefore = reader.stats().reads;
+      // In step: the first holds each record it was handed while the second asks for it.
+      for (let i = 0; i < 4; i++) {
+        const [a, b] = [(await first.next()).value?.[0], (await second.next()).value?.[0]];
+        if (a?.type !== "change" || b?.type !== "change") throw new Error(`no change handed at ${i}`);
+        expect(a.revision).toBe(start + 1 + i);
+        expect(b.stored).toBe(a.stored);
+      }
+      expect(reader.stats().reads - readsBefore).toBe(4);
+      await first.return?.(undefined);
+      await second.return?.(undefined);
+      await reader.close();
+    });
+
     it("answers REVISION_COMPACTED for a start the log no longer holds, and keeps the tail", async () => {
       const tenant = await newTenant();
       for (let i = 0; i < 6; i++) await save(repo, definition({ name: `c${i}` }), tenant);
