@@ -6,6 +6,7 @@ import openApiDocument from "../gen/openapi.json" with { type: "json" };
 import { isLoopbackHost } from "./auth/auth-config.js";
 import { type Authenticator, createAuthenticator } from "./auth/authenticator.js";
 import type { KeyStore } from "./auth/local-issuer.js";
+import { createTokenRechecks } from "./auth/token-rechecks.js";
 import { type Catalog, type CatalogFiles, createCatalog, type SignInConfig } from "./catalog/catalog.js";
 import type { Config } from "./config.js";
 import { type BodyBudget, createBodyBudget } from "./edge/body-budget.js";
@@ -190,6 +191,13 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
   const catalog = await createAppCatalog(config, made, deps.catalogFiles);
   const edge = createEdge({
     authenticator,
+    // Every watch of every surface follows its token here (issue 50, item 4).
+    rechecks: createTokenRechecks({
+      authenticator,
+      intervalMs: config.watch.tokenRecheckMs,
+      onUnavailable: (error) =>
+        logger.warn("a watch's token could not be checked again; it is tried again later", { error: String(error) }),
+    }),
     operations,
     routes,
     routerOptions: {

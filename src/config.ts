@@ -161,6 +161,11 @@ export interface Config {
     readonly retentionSeconds: number;
     /** `WATCH_COMPACT_SECONDS`, default 60: how often the process compacts the change log; 0: never. */
     readonly compactSeconds: number;
+    /**
+     * `WATCH_TOKEN_RECHECK_MS`, default 60000: how often the token of an open watch is checked again in full
+     * (introspected anew, a JWT verified again); once refused, its watches end with UNAUTHENTICATED.
+     */
+    readonly tokenRecheckMs: number;
   };
   /** `HOST_PROVIDER_ID` and `HOST_PLATFORM_ID`: the host system's own provider and platform (A161). */
   readonly hostSystem: { readonly providerId: string; readonly platformId: string };
@@ -266,6 +271,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
     retentionCount: integer("WATCH_RETENTION_COUNT", 100_000, 0, 1_000_000_000),
     retentionSeconds: integer("WATCH_RETENTION_SECONDS", 604_800, 0, 100 * 365 * 86_400),
     compactSeconds: integer("WATCH_COMPACT_SECONDS", 60, 0, 86_400),
+    tokenRecheckMs: integer("WATCH_TOKEN_RECHECK_MS", 60_000, 100, 3_600_000),
   };
   const databaseUrl = env.DATABASE_URL === "" ? undefined : env.DATABASE_URL;
   if (databaseUrl !== undefined) {

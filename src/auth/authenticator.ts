@@ -8,13 +8,14 @@
  */
 import { createLocalJWKSet } from "jose";
 import * as oidc from "openid-client";
+import { RegistryError } from "../domain/errors.js";
 import type { AuthConfig } from "./auth-config.js";
 import { AuthSetupError, scrub, unauthenticated } from "./auth-errors.js";
 import { createIntrospector, type Introspector } from "./introspection.js";
 import { createJwtVerifier, type JwtVerifier, looksLikeJwt, remoteKeys } from "./jwt-verifier.js";
 import { type KeyStore, type LocalIssuer, openLocalIssuer } from "./local-issuer.js";
 import { type ClaimMapping, type Principal, principalFromClaims } from "./principal.js";
-import { createTokenCache, tokenKey } from "./token-cache.js";
+import { createTokenCache, type TokenKey, tokenKey } from "./token-cache.js";
 
 export type { Principal } from "./principal.js";
 
@@ -27,6 +28,13 @@ export interface Authenticator {
    * or UNAVAILABLE (503) when the issuer cannot be asked.
    */
   authenticate(authorization: string | null): Promise<Principal>;
+  /**
+   * Checks the token again in full, never from the token cache: its signature and claims against the keys held
+   * now, or a new introspection. What a long stream asks at an interval (token-rechecks.ts). A token it refuses
+   * is dropped from the cache, so no request is let in by what the cache remembered of it; one it accepts is
+   * cached afresh. Throws as `authenticate` does.
+   */
+  recheck(authorization: string | null): Promise<Principal>;
   /** The local development issuer, when it is the one (no AUTH_ISSUER): the catalog's sign-in asks it for tokens. */
   readonly localIssuer?: LocalIssuer;
 }
@@ -224,6 +232,28 @@ export function authenticatorFrom(parts: AuthenticatorParts): Authenticator {
   const { description, verifier, introspector, mapping } = parts;
   const cache = createTokenCache<Principal>({ now: parts.now, ...parts.cache });
   const introspectionTtlMs = parts.introspectionCacheSeconds * 1000;
+  /** The full check of a token (no cache read), caching what passes. */
+  const check = async (token: string, key: TokenKey): Promise<Principal> => {
+    if (looksLikeJwt(token)) {
+      const claims = await verifier.verify(token);
+      const principal = principalFromClaims(claims, mapping);
+      // The verifier requires exp; without one (a verifier that does not) nothing is cached rather than
+      // something unbounded.
+      if (typeof claims.exp === "number") cache.set(key, principal, { notAfterMs: claims.exp * 1000 });
+      return principal;
+    }
+    if (introspector === undefined)
+      throw unauthenticated("The bearer token is not a JWT, and this service has no token introspection configured.");
+    const claims = await introspector.introspect(token);
+    const principal = principalFromClaims(claims, mapping);
+    if (introspectionTtlMs > 0) {
+      cache.set(key, principal, {
+        ttlMs: introspectionTtlMs,
+        ...(typeof claims.exp === "number" ? { notAfterMs: claims.exp * 1000 } : {}),
+      });
+    }
+    return principal;
+  };
   return {
     description,
     async authenticate(authorization) {
@@ -233,25 +263,19 @@ export function authenticatorFrom(parts: AuthenticatorParts): Authenticator {
       const key = tokenKey(token);
       const cached = cache.get(key);
       if (cached !== undefined) return copyOf(cached);
-      if (looksLikeJwt(token)) {
-        const claims = await verifier.verify(token);
-        const principal = principalFromClaims(claims, mapping);
-        // The verifier requires exp; without one (a verifier that does not) nothing is cached rather than
-        // something unbounded.
-        if (typeof claims.exp === "number") cache.set(key, principal, { notAfterMs: claims.exp * 1000 });
-        return copyOf(principal);
+      return copyOf(await check(token, key));
+    },
+    async recheck(authorization) {
+      const token = bearerToken(authorization);
+      const key = tokenKey(token);
+      try {
+        return copyOf(await check(token, key));
+      } catch (error: unknown) {
+        // Refused (revoked, expired, a key withdrawn): forgotten. An issuer that cannot be asked (503) says
+        // nothing about the token: what the cache holds stays.
+        if (error instanceof RegistryError && error.code === "UNAUTHENTICATED") cache.delete(key);
+        throw error;
       }
-      if (introspector === undefined)
-        throw unauthenticated("The bearer token is not a JWT, and this service has no token introspection configured.");
-      const claims = await introspector.introspect(token);
-      const principal = principalFromClaims(claims, mapping);
-      if (introspectionTtlMs > 0) {
-        cache.set(key, principal, {
-          ttlMs: introspectionTtlMs,
-          ...(typeof claims.exp === "number" ? { notAfterMs: claims.exp * 1000 } : {}),
-        });
-      }
-      return copyOf(principal);
     },
   };
 }

@@ -46,6 +46,8 @@ export interface TokenCache<T> {
    * the clock skew tolerance.
    */
   set(key: TokenKey, value: T, limits?: EntryLimits): void;
+  /** Forgets a token: one refused on a recheck (a revoked one) is not answered from here again. */
+  delete(key: TokenKey): void;
   /** How many entries are held (expired ones included until they are looked up or evicted). */
   readonly size: number;
 }
@@ -101,6 +103,9 @@ export function createTokenCache<T>(options: TokenCacheOptions): TokenCache<T> {
         if (oldest.done === true) break;
         entries.delete(oldest.value);
       }
+    },
+    delete(key) {
+      entries.delete(key);
     },
     get size() {
       return entries.size;

@@ -25,6 +25,7 @@ import type {
 } from "@connectrpc/connect/protocol";
 import type { Authenticator } from "../auth/authenticator.js";
 import type { Principal } from "../auth/principal.js";
+import type { TokenRechecks } from "../auth/token-rechecks.js";
 import type { Catalog } from "../catalog/catalog.js";
 import { noResourceAt, type RegistryError } from "../domain/errors.js";
 import type { WatchEvent } from "../domain/watch.js";
@@ -83,6 +84,8 @@ export type EdgeAnswer =
 
 export interface EdgeOptions {
   readonly authenticator: Authenticator;
+  /** Where a stream follows its caller's token (WATCH_TOKEN_RECHECK_MS); without it a token is checked once. */
+  readonly rechecks?: TokenRechecks;
   readonly operations: Operations;
   /** Every Connect route: the registry's RPCs and the tools' (health, reflection). */
   readonly routes: (router: ConnectRouter) => void;
@@ -124,7 +127,7 @@ export function createEdge(options: EdgeOptions): Edge {
     try {
       const principal = await authenticator.authenticate(req.header("authorization") ?? null);
       admit(operation, principal);
-      return { call: new EdgeCall(principal, record, req) };
+      return { call: new EdgeCall(principal, record, req, options.rechecks) };
     } catch (err) {
       return { error: callerError(err, logger, procedureOf(operation), { record }) };
     }
@@ -302,11 +305,18 @@ function procedureOf(operation: Operation): string {
  * adapter may make the signal only then (node-edge.ts's StreamRequest does).
  */
 class EdgeCall implements Call {
+  /** An own property, not a method: the lean gRPC watch spreads the call (grpc-stream.ts). */
+  readonly followToken: Call["followToken"];
   constructor(
     readonly principal: Principal,
     readonly record: RequestRecord,
     private readonly req: EdgeRequest,
-  ) {}
+    rechecks: TokenRechecks | undefined,
+  ) {
+    // The header read only when a stream follows its token: a unary call never does.
+    this.followToken =
+      rechecks === undefined ? undefined : (onRefused) => rechecks.follow(req.header("authorization") ?? "", onRefused);
+  }
   get signal(): AbortSignal | undefined {
     return this.req.signal;
   }

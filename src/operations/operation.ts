@@ -24,6 +24,12 @@ export interface Call {
    * passed. Searches stop on it (storage/repository.ts Work).
    */
   readonly signal?: AbortSignal | undefined;
+  /**
+   * Follows the caller's token while a stream lasts (auth/token-rechecks.ts): `onRefused` is called once, with
+   * the UNAUTHENTICATED error to end with, when a recheck refuses the token (revoked, expired, its key
+   * withdrawn); the function returned stops following. Undefined: nothing rechecks this call's token.
+   */
+  readonly followToken?: ((onRefused: (error: RegistryError) => void) => () => void) | undefined;
 }
 
 /**

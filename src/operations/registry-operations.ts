@@ -9,7 +9,7 @@ import { create } from "@bufbuild/protobuf";
 import { AgentDefinitionService } from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { ListTenantsResponseSchema, TenantAdminService } from "../../gen/asor/v1/tenant_admin_service_pb.js";
 import { bodyFieldOf, errorRelativeToBody } from "../domain/body-field.js";
-import { unauthenticated, unavailable } from "../domain/errors.js";
+import { type RegistryError, unauthenticated, unavailable } from "../domain/errors.js";
 import type { WatchEvent } from "../domain/watch.js";
 import type { RegistryService, WriteAuthority } from "../service/registry-service.js";
 import type { TenantService } from "../service/tenant-service.js";
@@ -132,13 +132,14 @@ export function createRegistryOperations({
     })),
     operation(methods.watchAgentDefinitions, async (call, req) => {
       if (watch === undefined) throw unavailable("This server does not serve watches.");
-      // Ends the watcher when the client leaves, and when the token expires (untilExpiry).
+      // Ends the watcher when the client leaves, and when its token expires or a recheck refuses it
+      // (whileTokenHolds).
       const stop = new AbortController();
       const { signal } = call;
       if (signal?.aborted === true) stop.abort();
       else signal?.addEventListener("abort", () => stop.abort(), { once: true });
       const events = await watch.watch(tenantOf(req.tenant, call), req, stop.signal);
-      return { kind: "events", events: untilExpiry(events, call.principal.expiresAt, stop) };
+      return { kind: "events", events: whileTokenHolds(events, call, stop) };
     }),
     operation(methods.getAgentDefinition, async (call, req) => ({
       kind: "definition",
@@ -182,44 +183,54 @@ export function createRegistryOperations({
 }
 
 /**
- * `events` until `expiresAt` (the caller's token's `exp`): then they end with UNAUTHENTICATED, as a new
- * request with that token would (issue 20, item 5). Without an expiry they run as they are.
+ * `events` while the caller's token holds: until its `exp` (the principal's `expiresAt`, issue 20, item 5), and
+ * until a recheck refuses it (`call.followToken`, every WATCH_TOKEN_RECHECK_MS: revoked at the issuer, issue 50,
+ * item 4). Then they end with UNAUTHENTICATED, as a new request with that token would be answered.
  */
-export function untilExpiry(
+export function whileTokenHolds(
   events: AsyncIterable<readonly WatchEvent[]>,
-  expiresAt: number | undefined,
+  call: Pick<Call, "principal" | "followToken">,
   stop: AbortController,
 ): AsyncIterable<readonly WatchEvent[]> {
-  if (expiresAt === undefined) return events;
-  return (async function* expiring(): AsyncGenerator<readonly WatchEvent[]> {
-    // A flag and the watch's own abort, not a race of each read against one expiry promise: every
+  const { expiresAt } = call.principal;
+  const { followToken } = call;
+  if (expiresAt === undefined && followToken === undefined) return events;
+  return (async function* holding(): AsyncGenerator<readonly WatchEvent[]> {
+    // A flag and the watch's own abort, not a race of each read against one ending promise: every
     // Promise.race would add a reaction to that promise, kept (with the read's result) until the token
-    // expires, a leak of every event every watcher received.
-    let expired = false;
+    // ends, a leak of every event every watcher received.
+    let ended: RegistryError | undefined;
+    const end = (error: RegistryError) => {
+      ended ??= error;
+      // Ends the watcher, so its pending read settles.
+      stop.abort();
+    };
     let timer: ReturnType<typeof setTimeout> | undefined;
     const arm = () => {
+      if (expiresAt === undefined) return;
       const left = expiresAt - Date.now();
       if (left > 0) {
         // setTimeout takes at most 2^31 - 1 ms (24.8 days); a longer token re-arms.
         timer = setTimeout(arm, Math.min(left, 2 ** 31 - 1));
         return;
       }
-      expired = true;
-      // Ends the watcher, so its pending read settles.
-      stop.abort();
+      end(
+        unauthenticated(
+          "The bearer token expired; the watch ends. Resume with a new token from the last revision received.",
+        ),
+      );
     };
     arm();
+    const unfollow = followToken?.(end);
     try {
       for await (const batch of events) {
-        if (expired) break;
+        if (ended !== undefined) break;
         yield batch;
       }
-      if (expired)
-        throw unauthenticated(
-          "The bearer token expired; the watch ends. Resume with a new token from the last revision received.",
-        );
+      if (ended !== undefined) throw ended;
     } finally {
       clearTimeout(timer);
+      unfollow?.();
     }
   })();
 }

@@ -63,6 +63,9 @@ class RpcCall implements Call {
   get signal(): AbortSignal {
     return this.ctx.signal;
   }
+  get followToken(): Call["followToken"] {
+    return this.call.followToken;
+  }
 }
 
 /** Set by the lean unary paths (unary-call.ts), which know the codec: no header needs reading to know it. */

@@ -34,6 +34,13 @@ describe("configuration", () => {
     expect(() => parseConfig({ DATABASE_SYNC_WAIT: "16" })).toThrow(/DATABASE_SYNC_WAIT/);
   });
 
+  it("rechecks a watch's token every minute by default (WATCH_TOKEN_RECHECK_MS), 100 ms to an hour", () => {
+    expect(parseConfig({}).watch.tokenRecheckMs).toBe(60_000);
+    expect(parseConfig({ WATCH_TOKEN_RECHECK_MS: "100" }).watch.tokenRecheckMs).toBe(100);
+    expect(() => parseConfig({ WATCH_TOKEN_RECHECK_MS: "0" })).toThrow(/WATCH_TOKEN_RECHECK_MS/);
+    expect(() => parseConfig({ WATCH_TOKEN_RECHECK_MS: "3600001" })).toThrow(/WATCH_TOKEN_RECHECK_MS/);
+  });
+
   it(
     "bounds the database and slow clients by default, and refuses a headers timeout longer than the request " +
       "timeout",

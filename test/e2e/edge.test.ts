@@ -27,6 +27,7 @@ describe("the edge", () => {
   let verifications = 0;
   const counting = (inner: Authenticator): Authenticator => ({
     description: inner.description,
+    recheck: (authorization) => inner.recheck(authorization),
     authenticate: (authorization) => {
       verifications++;
       return inner.authenticate(authorization);

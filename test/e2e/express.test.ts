@@ -63,6 +63,7 @@ function useExpressRegistry(db: TestDatabase) {
   } = { verifications: 0, logger: capturingLogger() };
   const counting = (inner: Authenticator): Authenticator => ({
     description: inner.description,
+    recheck: (authorization) => inner.recheck(authorization),
     authenticate: (authorization) => {
       state.verifications++;
       return inner.authenticate(authorization);

@@ -256,6 +256,7 @@ describe("a 500 is logged with its cause and the request id, on sqlite", () => {
   // The authenticator's dependency fails unexpectedly for tokens of this one request.
   const failing = (authenticator: Authenticator): Authenticator => ({
     description: authenticator.description,
+    recheck: (authorization) => authenticator.recheck(authorization),
     authenticate: async (header) => {
       if (header?.endsWith("explode")) throw new TypeError("the token check broke");
       return authenticator.authenticate(header);
