@@ -174,6 +174,21 @@ describe("the introspection cache (AUTH_INTROSPECTION_CACHE_SECONDS)", () => {
     expect(introspections()).toBe(2);
   });
 
+  it("rechecks a token past its cached answer (a watch's recheck), and forgets the token it refuses", async () => {
+    const { authenticator, introspections } = await rig();
+    const token = await issuer.token(client, { resource: OPAQUE_RESOURCE });
+    await authenticator.authenticate(bearer(token));
+    expect((await authenticator.recheck(bearer(token))).tenant).toBe("acme");
+    expect(introspections()).toBe(2);
+    await issuer.revoke(client, token);
+    expect((await authenticator.authenticate(bearer(token))).tenant).toBe("acme");
+    const error = await rejection(authenticator.recheck(bearer(token)));
+    expect(error).toMatchObject({ code: "UNAUTHENTICATED", message: "The bearer token is not active." });
+    // Within the cache's 10 s, and still refused: the recheck dropped the cached answer.
+    expect((await rejection(authenticator.authenticate(bearer(token)))).code).toBe("UNAUTHENTICATED");
+    expect(introspections()).toBe(4);
+  });
+
   it("with 0, asks the issuer on every request, so a revoked token is refused at once", async () => {
     const { authenticator, introspections } = await rig({ AUTH_INTROSPECTION_CACHE_SECONDS: "0" });
     const token = await issuer.token(client, { resource: OPAQUE_RESOURCE });
