@@ -3,7 +3,6 @@ import type { Compression } from "@connectrpc/connect/protocol";
 import { file_asor_v1_error } from "../gen/asor/v1/error_pb.js";
 import { Health } from "../gen/grpc/health/v1/health_pb.js";
 import openApiDocument from "../gen/openapi.json" with { type: "json" };
-import { isLoopbackHost } from "./auth/auth-config.js";
 import { type Authenticator, createAuthenticator } from "./auth/authenticator.js";
 import type { KeyStore } from "./auth/local-issuer.js";
 import { createTokenRechecks } from "./auth/token-rechecks.js";
@@ -274,7 +273,6 @@ function createAppCatalog(config: Config, authenticator: Authenticator, files: C
       issuer !== undefined || local === undefined
         ? undefined
         : ({ tenant, domains, ttlSeconds }) => local.issue({ subject: "catalog", tenant, domains, ttlSeconds }),
-    loopbackOnly: isLoopbackHost(config.host),
     ttlSeconds: Math.min(CATALOG_DEV_TOKEN_SECONDS, config.auth.maxTokenLifetimeSeconds),
   });
   return catalog;

@@ -9,8 +9,8 @@
  *   `{"tenant": "...", "domains": [...]}` and answers a token of the local issuer for them, as
  *   `npm run token -- --tenant <t> --domains <d>` would print: `{"access_token", "token_type", "expires_in"}`.
  *   It answers JSON bodies only, so a page of another origin cannot send it without a CORS preflight, which is
- *   never granted. While HOST is loopback it also answers only requests whose Host names a loopback address: a
- *   page whose name an attacker points at 127.0.0.1 (DNS rebinding) is refused.
+ *   never granted; and only requests made on this machine to a loopback address (`assertFromThisMachine`), whatever
+ *   HOST says and wherever the registry is mounted.
  */
 
 import { forbidden, invalid, issueAt, noResourceAt, RegistryError, tooLarge } from "../domain/errors.js";
@@ -29,6 +29,10 @@ export interface SignInRequest {
   readonly method: string;
   header(name: string): string | undefined;
   bodyBytes(limit: number): Promise<Uint8Array | undefined>;
+  /** The addresses of the connection it came on: the socket's own (`local`) and its peer's (`remote`). */
+  addresses(): { readonly local: string | undefined; readonly remote: string | undefined };
+  /** The authority it was sent to (HTTP/2 `:authority`, HTTP/1.1 `Host`); undefined when none or unclear. */
+  authority(): string | undefined;
 }
 
 /** Issues a token of the local development issuer. */
@@ -42,8 +46,6 @@ export interface CatalogSignInOptions {
   readonly signIn: SignInConfig;
   /** The local issuer, when it is on (no AUTH_ISSUER); the dev-token endpoint exists only then. */
   readonly localIssuer: LocalTokenIssuer | undefined;
-  /** Whether HOST is loopback: then the dev-token endpoint answers loopback Host headers only. */
-  readonly loopbackOnly: boolean;
   /** The lifetime of a dev token, in seconds. */
   readonly ttlSeconds: number;
 }
@@ -69,10 +71,7 @@ export function createCatalogSignIn(options: CatalogSignInOptions) {
       if (issuer === undefined) return errorAnswer(noResourceAt(pathname));
       if (req.method !== "POST") return methodNotAllowedAnswer(req.method, ["POST"]);
       try {
-        if (options.loopbackOnly && !loopbackHostHeader(req.header("host")))
-          throw forbidden(
-            "The development sign-in answers only requests to a loopback address (localhost, 127.0.0.1).",
-          );
+        assertFromThisMachine(req);
         const { tenant, domains } = await readRequest(req);
         const token = await issuer({ tenant, domains, ttlSeconds: options.ttlSeconds });
         return jsonAnswer(
@@ -117,10 +116,35 @@ async function readRequest(req: SignInRequest): Promise<{ tenant: string; domain
   return { tenant: tenant as string, domains: (list as string[]).map((d) => d.trim()) };
 }
 
-/** Whether a Host header names a loopback address (with or without a port). */
-function loopbackHostHeader(host: string | undefined): boolean {
-  if (host === undefined) return false;
-  const name = host.startsWith("[") ? host.slice(1, host.indexOf("]")) : host.replace(/:\d+$/, "");
-  const bare = name.toLowerCase();
-  return bare === "localhost" || bare === "::1" || /^127(\.\d{1,3}){3}$/.test(bare);
+const OCTET = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])";
+const LOOPBACK_V4 = `127(\\.${OCTET}){3}`;
+/** A loopback socket address as Node gives it: 127.0.0.0/8, `::1`, or 127.0.0.0/8 mapped into IPv6. */
+const LOOPBACK_ADDRESS = new RegExp(`^(${LOOPBACK_V4}|::1|::ffff:${LOOPBACK_V4})$`, "i");
+/** A loopback authority, whole: `localhost`, 127.0.0.0/8 or `[::1]`, with at most a port after it. */
+const LOOPBACK_AUTHORITY = new RegExp(`^(localhost|${LOOPBACK_V4}|\\[::1\\])(:[0-9]{1,5})?$`, "i");
+
+/**
+ * Refuses (PERMISSION_DENIED) a request that was not made on this machine to a loopback address:
+ * - its socket's own address and its peer's must both be loopback. The socket tells where the request arrived,
+ *   whatever HOST says (the registry mounted in an express app listens where its host listens) and whatever the
+ *   request says of itself;
+ * - it must have been sent to a loopback authority (`:authority` over HTTP/2, `Host` over HTTP/1.1), exactly, so
+ *   that a page whose name an attacker points at 127.0.0.1 (DNS rebinding) is refused, and a proxy of this machine
+ *   that forwards others' requests with their own authority too;
+ * - it must not say it was forwarded (`Forwarded`, `X-Forwarded-For`): a proxy of this machine that says so
+ *   forwards someone else's request.
+ */
+function assertFromThisMachine(req: SignInRequest): void {
+  const { local, remote } = req.addresses();
+  if (!LOOPBACK_ADDRESS.test(local ?? "") || !LOOPBACK_ADDRESS.test(remote ?? ""))
+    throw forbidden("The development sign-in answers only connections from this machine to a loopback address.");
+  if (!LOOPBACK_AUTHORITY.test(req.authority() ?? ""))
+    throw forbidden(
+      "The development sign-in answers only requests sent to a loopback address: Host (HTTP/2 :authority) " +
+        "localhost, 127.0.0.1 or [::1], with or without a port.",
+    );
+  if (req.header("forwarded") !== undefined || req.header("x-forwarded-for") !== undefined)
+    throw forbidden(
+      "The development sign-in does not answer requests forwarded by a proxy (Forwarded, X-Forwarded-For).",
+    );
 }

@@ -64,6 +64,13 @@ export interface EdgeRequest {
   bodyBytes(limit: number): Promise<Uint8Array | undefined>;
   /** The request in Connect's universal form, for the RPC router. */
   universal(contextValues: ContextValues): UniversalServerRequest;
+  /** The addresses of the connection it came on, as its socket says (the development sign-in reads them). */
+  addresses(): RequestAddresses;
+  /**
+   * The authority it was sent to: HTTP/2's `:authority`, HTTP/1.1's `Host`; undefined when it has none or two
+   * that differ (a repeated `Host`, an HTTP/2 `host` header naming another authority than `:authority`).
+   */
+  authority(): string | undefined;
   /**
    * Whether the client has closed the request before its answer was sent (a failure then is no fault of the
    * service).
@@ -74,6 +81,12 @@ export interface EdgeRequest {
    * connection, a reset stream): the operation's work stops with it (Call.signal).
    */
   readonly signal?: AbortSignal | undefined;
+}
+
+/** A connection's own address and its peer's (IP addresses as the socket gives them); undefined when not known. */
+export interface RequestAddresses {
+  readonly local: string | undefined;
+  readonly remote: string | undefined;
 }
 
 /** An answer: Connect's, for an RPC, a plain HTTP one, or a stream's (a watch: SSE, the lean gRPC watch). */

@@ -23,13 +23,14 @@ import { universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import type { App } from "../app.js";
 import { RegistryError, shuttingDown } from "../domain/errors.js";
 import type { BodyShare } from "../edge/body-budget.js";
-import type { EdgeRequest } from "../edge/edge.js";
+import type { EdgeRequest, RequestAddresses } from "../edge/edge.js";
 import { errorAnswer, type HttpAnswer, type StreamAnswer } from "../http/http-answer.js";
 import { codeName } from "../observability/request-record.js";
 import { toConnectError } from "../transport/connect-errors.js";
 import { connectionKey } from "../transport/connection.js";
 import { callerError } from "../transport/failures.js";
 import { isBinaryGrpc } from "../transport/grpc-unary.js";
+import { authorityOf, socketAddresses } from "./request-origin.js";
 
 type NodeRequest = IncomingMessage | Http2ServerRequest;
 type NodeResponse = ServerResponse | Http2ServerResponse;
@@ -79,6 +80,8 @@ function edgeRequest(req: NodeRequest, res: NodeResponse, share: BodyShare): Edg
     body,
     bodyBytes: (limit) => bodyBytes(req, share, limit),
     universal: (contextValues) => universalRequest(req, contextValues, rpcErrors(body()), signal),
+    addresses: () => socketAddresses(() => req.socket),
+    authority: () => authorityOf(req.headers, req.rawHeaders),
     clientGone: () => clientGone(req, res),
     signal,
   };
@@ -547,6 +550,12 @@ class StreamRequest implements EdgeRequest {
   }
   universal(): never {
     throw new Error("A binary gRPC call of a registry RPC is served by the lean gRPC path, not Connect's router.");
+  }
+  addresses(): RequestAddresses {
+    return socketAddresses(() => this.stream.session?.socket);
+  }
+  authority(): string | undefined {
+    return authorityOf(this.headerObject);
   }
   /** Whether the client reset the stream with an error code. */
   reset(): boolean {

@@ -1,7 +1,8 @@
 // The local development issuer (no AUTH_ISSUER) as real processes see it:
 // served on a loopback HOST with a warning at start-up (the quick start keeps
 // working with no settings), refused on any other HOST unless
-// AUTH_ALLOW_DEV_ISSUER=true says so.
+// AUTH_ALLOW_DEV_ISSUER=true says so. And its sign-in (`POST /ui/dev-token`), under Node and Deno: served only to a
+// request made on this machine (a loopback socket at both ends) to a loopback authority, whatever HOST says.
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -9,8 +10,16 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { parseAuthConfig } from "../../src/auth/auth-config.js";
 import { openLocalIssuer } from "../../src/auth/local-issuer.js";
 import { localIssuerKeyFile } from "../../src/main/local-issuer-key-file.js";
+import {
+  DEV_TOKEN_BODY,
+  devTokenHttp1,
+  devTokenHttp2,
+  errorCode,
+  nonLoopbackIPv4,
+  type RawAnswer,
+} from "../support/dev-sign-in.js";
 import { AUDIENCE, startOidcProvider, type TestIssuer } from "../support/oidc-provider.js";
-import { type ServerProcess, spawnServer } from "../support/server-process.js";
+import { RUNTIMES, type Runtime, type ServerProcess, spawnServer } from "../support/server-process.js";
 
 const dirs: string[] = [];
 const running: ServerProcess[] = [];
@@ -34,8 +43,8 @@ function env(settings: Record<string, string>): Record<string, string> {
   return { ...cleared, ...settings };
 }
 
-async function start(settings: Record<string, string>): Promise<ServerProcess> {
-  const server = await spawnServer(env(settings));
+async function start(settings: Record<string, string>, runtime: Runtime = "node"): Promise<ServerProcess> {
+  const server = await spawnServer(env(settings), runtime);
   running.push(server);
   return server;
 }
@@ -110,4 +119,69 @@ describe("with an identity provider", () => {
     await server.stop();
     expect((await stderrLines(server)).filter((line) => DEV_WARNING.test(String(line.message)))).toEqual([]);
   });
+});
+
+describe.each(RUNTIMES)("the development sign-in under %s", (runtime) => {
+  const refused = (answer: RawAnswer) => {
+    expect(answer.status).toBe(403);
+    expect(errorCode(answer)).toBe("PERMISSION_DENIED");
+  };
+  /** A server on the default HOST (127.0.0.1), for the suite: the port its tests reach on 127.0.0.1. */
+  let port: number;
+  let server: ServerProcess | undefined;
+  let dir: string | undefined;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), "asor-dev-sign-in-"));
+    server = await spawnServer(env({ DATA_DIR: dir }), runtime);
+    port = server.port;
+  }, 180_000);
+  afterAll(async () => {
+    await server?.stop();
+    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+  });
+
+  it("answers a request sent to a loopback authority: Host over HTTP/1.1, :authority over HTTP/2", async () => {
+    for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, "LOCALHOST", "127.1.2.3"])
+      expect((await devTokenHttp1("127.0.0.1", port, [host])).status, host).toBe(200);
+    // As a browser sends it: no host header.
+    expect((await devTokenHttp2("127.0.0.1", port, { ":authority": `localhost:${port}` })).status).toBe(200);
+    const both = { ":authority": `127.0.0.1:${port}`, host: `127.0.0.1:${port}` };
+    expect((await devTokenHttp2("127.0.0.1", port, both)).status).toBe(200);
+  });
+
+  it("refuses an authority of which only a beginning is loopback", async () => {
+    for (const host of ["[::1]evil.example", "[::1]:80evil.example", "127.0.0.1.evil.example", "localhost."])
+      refused(await devTokenHttp1("127.0.0.1", port, [host]));
+  });
+
+  it("refuses an HTTP/2 request whose :authority is not loopback, though its host header is", async () => {
+    refused(await devTokenHttp2("127.0.0.1", port, { ":authority": "attacker.example", host: `127.0.0.1:${port}` }));
+  });
+
+  it("refuses two Host lines, and a request a proxy says it forwarded", async () => {
+    // Node keeps the first Host line, whichever a proxy before it read.
+    refused(await devTokenHttp1("127.0.0.1", port, [`127.0.0.1:${port}`, "attacker.example"]));
+    refused(await devTokenHttp1("127.0.0.1", port, [`127.0.0.1:${port}`], { "X-Forwarded-For": "192.0.2.99" }));
+    refused(await devTokenHttp1("127.0.0.1", port, [`127.0.0.1:${port}`], { Forwarded: "for=192.0.2.99" }));
+  });
+
+  const address = nonLoopbackIPv4();
+  const noAddress = address === undefined ? " (skipped: this machine has no IPv4 address that is not loopback)" : "";
+  it.skipIf(address === undefined)(
+    `refuses a request that arrived on an address that is not loopback, whatever Host says (HOST 0.0.0.0)${noAddress}`,
+    async () => {
+      const open = await start({ DATA_DIR: await dataDir(), HOST: "0.0.0.0", AUTH_ALLOW_DEV_ISSUER: "true" }, runtime);
+      const loopback = `127.0.0.1:${open.port}`;
+      refused(await devTokenHttp1(address as string, open.port, [loopback]));
+      refused(await devTokenHttp2(address as string, open.port, { ":authority": loopback }));
+      // The same server on its loopback address answers.
+      expect((await devTokenHttp1("127.0.0.1", open.port, [loopback])).status).toBe(200);
+      const token = await fetch(`${open.baseUrl}/ui/dev-token`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: DEV_TOKEN_BODY,
+      });
+      expect(token.status).toBe(200);
+    },
+  );
 });

@@ -25,18 +25,22 @@ import { withAuthorization } from "../support/auth.js";
 import { capturingLogger } from "../support/capturing-logger.js";
 import { type FreshDatabase, forEachDatabase, type TestDatabase } from "../support/databases.js";
 import { exampleDefinition, minimalDefinition, withoutReadOnly } from "../support/definitions.js";
+import { devTokenHttp1, errorCode, nonLoopbackIPv4 } from "../support/dev-sign-in.js";
 import { localBearer, testConfig } from "../support/server.js";
 
 const CONTRACT_PATH = "/asor/v1/agentDefinition";
 const TENANT_PATH = "/api/asor/v1/default/agentDefinition";
 
-/** An express app of `setup`'s routes, listening on a loopback port. */
-async function serve(setup: (host: express.Express) => void): Promise<{ baseUrl: string; server: Server }> {
+/** An express app of `setup`'s routes, listening on a port of `address` (by default a loopback one). */
+async function serve(
+  setup: (host: express.Express) => void,
+  address = "127.0.0.1",
+): Promise<{ baseUrl: string; server: Server; port: number }> {
   const host = express();
   setup(host);
   const server = createServer(host);
-  const port = await listen(server as never, 0, "127.0.0.1");
-  return { baseUrl: `http://127.0.0.1:${port}`, server };
+  const port = await listen(server as never, 0, address);
+  return { baseUrl: `http://${address}:${port}`, server, port };
 }
 
 function stop(server: Server | undefined): Promise<void> {
@@ -295,6 +299,53 @@ forEachDatabase((db) => {
       await expect(grpc.listAgentDefinitions({})).rejects.toBeInstanceOf(ConnectError);
       expect((await rest("/hello", {}, null)).status).toBe(200);
     });
+  });
+
+  describe("the development sign-in through express", () => {
+    const address = nonLoopbackIPv4();
+    const noAddress = address === undefined ? " (skipped: this machine has no IPv4 address that is not loopback)" : "";
+
+    it("answers a request on the host's loopback address, at the root and under a mount path", async () => {
+      const { port } = new URL(host().baseUrl);
+      for (const path of ["/ui/dev-token", "/registry/ui/dev-token"])
+        expect((await devTokenHttp1("127.0.0.1", Number(port), [`127.0.0.1:${port}`], {}, path)).status).toBe(200);
+      // A host listening on :: sees 127.0.0.1 mapped into IPv6 (::ffff:127.0.0.1), and ::1.
+      const { registry } = host();
+      const dual = await serve((app) => void app.use(registry), "::");
+      try {
+        expect((await devTokenHttp1("127.0.0.1", dual.port, [`127.0.0.1:${dual.port}`])).status).toBe(200);
+        expect((await devTokenHttp1("::1", dual.port, [`[::1]:${dual.port}`])).status).toBe(200);
+      } finally {
+        await stop(dual.server);
+      }
+    });
+
+    it.skipIf(address === undefined)(
+      `refuses one on a host address that is not loopback, though HOST is and Host says 127.0.0.1${noAddress}`,
+      async () => {
+        expect(host().registry.app.config.host).toBe("127.0.0.1");
+        const { registry } = host();
+        const gateway = await serve((app) => {
+          app.use(registry);
+          app.use("/registry", registry);
+        }, address);
+        try {
+          for (const path of ["/ui/dev-token", "/registry/ui/dev-token"]) {
+            const answer = await devTokenHttp1(
+              address as string,
+              gateway.port,
+              [`127.0.0.1:${gateway.port}`],
+              {},
+              path,
+            );
+            expect(answer.status).toBe(403);
+            expect(errorCode(answer)).toBe("PERMISSION_DENIED");
+          }
+        } finally {
+          await stop(gateway.server);
+        }
+      },
+    );
   });
 
   describe("a second middleware on the same registry", () => {
