@@ -210,6 +210,16 @@ export const ERRORS = {
     retryAfterSeconds: 1,
   },
   INTERNAL: { http: 500, grpc: "Internal", body: "error", meaning: "An unexpected error; it has been logged." },
+  // The host app's setup, not the caller's request, is at fault (a 5xx), but nothing is hidden: the answer says
+  // what to change, since whoever sees it first is often the one who mounted the registry.
+  BODY_ALREADY_READ: {
+    http: 500,
+    grpc: "Internal",
+    body: "error",
+    meaning:
+      "Inside an express app, a middleware read the request body before the registry could (a body parser " +
+      "such as express.json() mounted before it): mount the registry before body parsers.",
+  },
   UNAVAILABLE: {
     http: 503,
     grpc: "Unavailable",
@@ -595,6 +605,18 @@ export function unauthenticated(message: string): RegistryError {
 /** 403: the caller is known but may not do this. */
 export function forbidden(message: string): RegistryError {
   return new RegistryError("PERMISSION_DENIED", message);
+}
+
+/**
+ * 500 BODY_ALREADY_READ: inside a host app (express), a middleware mounted before the registry read the body of
+ * `request` (method and path), so the registry cannot check it.
+ */
+export function bodyAlreadyRead(request: string): RegistryError {
+  return new RegistryError(
+    "BODY_ALREADY_READ",
+    `A middleware of the host app read the body of ${request} before the registry could: mount the registry ` +
+      "before body parsers (express.json(), express.urlencoded(), ...), or give those only the host's own routes.",
+  );
 }
 
 /** A body over `limit` bytes. */

@@ -24,6 +24,7 @@ import type { NextFunction, Request, Response } from "express";
 import { type App, type AppDeps, createApp } from "../app.js";
 import { developmentIssuerWarning } from "../auth/local-issuer.js";
 import type { Config } from "../config.js";
+import { bodyAlreadyRead } from "../domain/errors.js";
 import { errorAnswer } from "../http/http-answer.js";
 import { callerError } from "../transport/failures.js";
 import { bodyDeadline } from "./body-deadline.js";
@@ -82,12 +83,10 @@ function registryMiddleware(app: App, owned: boolean): RegistryMiddleware {
     const pathname = req.url.split("?", 1)[0] ?? "/";
     if (!app.serves(pathname)) return void next();
     // A body parser mounted before the registry has read the body: the registry cannot check what it cannot
-    // read. Told to the operator in the log, to the caller as an internal error.
+    // read, and what the parser kept is not the body (docs/decisions.md, "Issue 50: the small ones"). Said to
+    // the caller and, as an error, to the operator's log.
     if (req.readableDidRead || req.readableEnded) {
-      const err = new Error(
-        `A middleware read the body of ${req.method} ${req.originalUrl} before the registry: mount the registry ` +
-          "before body parsers (express.json(), ...), or give those only the host's own routes.",
-      );
+      const err = bodyAlreadyRead(`${req.method} ${req.originalUrl.split("?", 1)[0]}`);
       return void writeAnswer(res, errorAnswer(callerError(err, app.logger, pathname)));
     }
     if (req.baseUrl !== "") prefixLocation(res, req.baseUrl);

@@ -349,20 +349,35 @@ forEachDatabase((db) => {
   });
 
   describe("a second middleware on the same registry", () => {
-    it("refuses, in the spec's shape, a body a parser mounted before it has read, and logs why", async () => {
+    it("refuses, in the spec's shape, a body a parser read before it, saying why to caller and log", async () => {
       const registry = await createRegistryMiddlewareOf(host().registry);
       const { server, baseUrl } = await serve((h) => {
         h.use(express.json());
         h.use(registry);
       });
       try {
-        const res = await fetch(`${baseUrl}${CONTRACT_PATH}`, {
+        const res = await fetch(`${baseUrl}${CONTRACT_PATH}?x=1`, {
           method: "POST",
           headers: { authorization: host().authorization, "content-type": "application/json" },
           body: JSON.stringify(minimalDefinition()),
         });
         expect(res.status).toBe(500);
-        expect(await res.json()).toMatchObject({ code: "INTERNAL" });
+        const body = await res.json();
+        expect(body).toEqual({
+          code: "BODY_ALREADY_READ",
+          error:
+            `A middleware of the host app read the body of POST ${CONTRACT_PATH} before the registry could: mount ` +
+            "the registry before body parsers (express.json(), express.urlencoded(), ...), or give those only the " +
+            "host's own routes.",
+        });
+        // An RPC too, answered before its protocol is known: the same body.
+        const connect = await fetch(`${baseUrl}/${AgentDefinitionService.typeName}/ListAgentDefinitions`, {
+          method: "POST",
+          headers: { authorization: host().authorization, "content-type": "application/json" },
+          body: "{}",
+        });
+        expect(connect.status).toBe(500);
+        expect(await connect.json()).toMatchObject({ code: "BODY_ALREADY_READ" });
         expect(host().logger.lines.some((l) => /before body parsers/.test(l.err?.message ?? ""))).toBe(true);
       } finally {
         await stop(server);
