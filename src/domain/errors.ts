@@ -260,6 +260,9 @@ export const ISSUE_CODES = {
   TOO_LONG: "The string is longer than the member allows.",
   TOO_MANY: "The array has more items than the member allows.",
   INVALID_UNICODE: "The string is not well-formed Unicode (it has an unpaired surrogate).",
+  INVALID_CHARACTER:
+    "A name or identifier holds a control, bidirectional formatting, zero-width or line separator character, or " +
+    "begins or ends with white space.",
   PATTERN_MISMATCH: "The string does not have the member's required form.",
   INVALID_URI: "The string is not an absolute URI.",
   NOT_ALLOWED: "The value is not one of the member's allowed values.",

@@ -23,6 +23,7 @@ import { agentCardEtag, renderAgentCard } from "../domain/agent-card.js";
 import { withDerivedFields } from "../domain/derived-fields.js";
 import { cardDeactivated, type Issue, invalid, issueAt, notFound } from "../domain/errors.js";
 import { type HostIdentity, hostPlatformIssues } from "../domain/host-platform.js";
+import { identifyingTextIssues } from "../domain/identifying-text.js";
 import { checkCreateOnly, checkIfMatch, checkKeyKept } from "../domain/lifecycle.js";
 import { listBinding, pagePosition, pageToken, parseListQuery, versionsBinding } from "../domain/list-query.js";
 import { type AgentRef, DEFINITION_STATUSES, type StoredDefinition } from "../domain/records.js";
@@ -167,8 +168,8 @@ export function createRegistryService({ repository, host }: RegistryServiceOptio
     (await findInWrite(tx, id))?.agent ?? "unknown";
 
   /**
-   * A PUT's or POST's definition, checked as a whole (its request's rules, then across fields, then the host
-   * platform rule).
+   * A PUT's or POST's definition, checked as a whole (its request's rules, its identifying text, then across
+   * fields, then the host platform rule).
    */
   const validDefinition = <Desc extends DescMessage>(
     schema: Desc,
@@ -176,7 +177,14 @@ export function createRegistryService({ repository, host }: RegistryServiceOptio
   ): AgentDefinition => {
     const def = request.agentCardAndTools;
     const issues = requestIssues(schema, request);
-    assertValid(def ? joinIssues(joinIssues(issues, crossFieldIssues(def)), hostPlatformIssues(def, host)) : issues);
+    assertValid(
+      def
+        ? joinIssues(
+            joinIssues(joinIssues(issues, identifyingTextIssues(def)), crossFieldIssues(def)),
+            hostPlatformIssues(def, host),
+          )
+        : issues,
+    );
     if (def === undefined) throw new Error("unreachable: a missing definition is a validation issue");
     return def;
   };

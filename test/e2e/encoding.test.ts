@@ -33,20 +33,25 @@ const SQL_TEXTS = [
   "back\\slash \\' \\\" \\n",
 ];
 
-/**
- * Text that breaks naive handling of Unicode: 4-byte characters, joiners, bidi controls, combining marks,
- * separators.
- */
+/** Text that breaks naive handling of Unicode: 4-byte characters, combining marks, right-to-left scripts. */
 const UNICODE_TEXTS = [
   "Emoji 😀🚀🧪 and 4-byte 𝔘𝔫𝔦𝔠𝔬𝔡𝔢",
-  "Family 👩‍👩‍👧‍👦 flag 🇳🇿 skin 👍🏽",
+  "Flag 🇳🇿 skin 👍🏽",
   "RTL مرحبا بالعالم שלום",
-  "Override \u202eevil\u202c and isolate \u2067x\u2069",
   "Combining e\u0301 a\u0308 Z\u0351\u0353\u0325",
-  "Zero width \u200b\u200c\u200d and BOM \ufeff inside",
-  "Separators \u2028 \u2029 and \u0085",
   "CJK 漢字かなカナ 한국어",
   "Noncharacters \ufdd0 \uffff 𿿿",
+];
+
+/**
+ * Unicode that names and identifiers may not hold (src/domain/identifying-text.ts), free text may: joiners,
+ * bidi controls, zero-width characters, separators.
+ */
+const FREE_TEXT_UNICODE = [
+  "Family 👩‍👩‍👧‍👦 (joined by U+200D)",
+  "Override \u202eevil\u202c and isolate \u2067x\u2069",
+  "Zero width \u200b\u200c\u200d and BOM \ufeff inside",
+  "Separators \u2028 \u2029 and \u0085",
 ];
 
 /** Strings with NUL and other C0 control characters. */
@@ -72,24 +77,29 @@ forEachDatabase((db) => {
       })
     ).json();
 
-  /** A full definition with `text` in every free-text member and inside every id-like one. */
-  const everywhere = (tag: string, text: string) => {
+  /**
+   * A full definition with `text` in every free-text member and, unless `inNames` is false (text that names
+   * and identifiers may not hold), inside every id-like one.
+   */
+  const everywhere = (tag: string, text: string, inNames = true) => {
     const def = fullDefinition(tag);
+    Object.assign(def, { description: text, overview: text });
+    Object.assign(def.skills[0], { description: text });
+    const resource = def.hostConfig[0].hostResources[0];
+    Object.assign(resource, { description: text });
+    if (!inNames) return def;
     Object.assign(def, {
       name: `${tag} ${text}`,
-      description: text,
       version: text,
-      overview: text,
       externalAgentID: `${tag} ${text}`,
       externalTenantID: text,
     });
     def.provider.id = `Provider=${text.replace(/\s/g, "_")}`;
     def.skills[0].id = def.hostConfig[0].skillId = text;
-    Object.assign(def.skills[0], { name: text, description: text });
+    Object.assign(def.skills[0], { name: text });
     def.skills[0].tags[0].tag = text;
     def.skills[0].inputModes[0].type = text.slice(0, 80);
-    const resource = def.hostConfig[0].hostResources[0];
-    Object.assign(resource, { tool_name: text, description: text });
+    Object.assign(resource, { tool_name: text });
     resource.agent_resource.id = resource.agent_resource.descriptor = text;
     resource.tools[0].id = text;
     return def;
@@ -139,6 +149,18 @@ forEachDatabase((db) => {
       await roundTrip(everywhere(`unicode ${UNICODE_TEXTS.indexOf(text)}`, text));
     });
 
+    it.each(FREE_TEXT_UNICODE)(
+      "is stored and answered verbatim in free text, and refused in a name: %s",
+      async (text) => {
+        await roundTrip(everywhere(`free unicode ${FREE_TEXT_UNICODE.indexOf(text)}`, text, false));
+        const res = await post(JSON.stringify(minimalDefinition({ name: `Named ${text}` })));
+        expect(res.status).toBe(400);
+        expect((await res.json()).errors).toEqual([
+          expect.objectContaining({ code: "INVALID_CHARACTER", field: "name", path: "name" }),
+        ]);
+      },
+    );
+
     it("compares keys byte for byte: a precomposed and a combining é are two agents, not one", async () => {
       const composed = await roundTrip(minimalDefinition({ name: "Caf\u00e9" }));
       const combining = await roundTrip(minimalDefinition({ name: "Cafe\u0301" }));
@@ -163,8 +185,12 @@ forEachDatabase((db) => {
       ],
     ])("comes back verbatim over %s, and the same as over REST", async (name, transport) => {
       const client = createClient(AgentDefinitionService, transport(server()));
-      for (const [i, text] of [...UNICODE_TEXTS, ...CONTROL_TEXTS].entries()) {
-        const def = everywhere(`${name} ${i}`, text);
+      const texts = [
+        ...UNICODE_TEXTS.map((text) => ({ text, inNames: true })),
+        ...[...FREE_TEXT_UNICODE, ...CONTROL_TEXTS].map((text) => ({ text, inNames: false })),
+      ];
+      for (const [i, { text, inNames }] of texts.entries()) {
+        const def = everywhere(`${name} ${i}`, text, inNames);
         const created = await client.upsertAgentDefinition(
           create(UpsertAgentDefinitionRequestSchema, { agentCardAndTools: fromJson(AgentDefinitionSchema, def) }),
         );
@@ -176,16 +202,23 @@ forEachDatabase((db) => {
 
   describe("NUL and control characters", () => {
     it.each(CONTROL_TEXTS.map((t) => [JSON.stringify(t), t]))(
-      "are stored verbatim in every member: %s",
+      "are stored verbatim in every free-text member: %s",
       async (_label, text) => {
-        await roundTrip(everywhere(`control ${CONTROL_TEXTS.indexOf(text)}`, text));
+        await roundTrip(everywhere(`control ${CONTROL_TEXTS.indexOf(text)}`, text, false));
       },
     );
 
-    it("a NUL is part of the key: `A\\u0000` and `A` are two instances", async () => {
-      const plain = await roundTrip(minimalDefinition({ name: "Nul Key" }));
-      const withNul = await roundTrip(minimalDefinition({ name: "Nul Key\u0000" }));
-      expect(withNul.id).not.toBe(plain.id);
+    it("a NUL in a key member is a 400 INVALID_CHARACTER naming it, and nothing is stored", async () => {
+      const res = await post(JSON.stringify(minimalDefinition({ name: "Nul Key\u0000", version: "\u0000" })));
+      expect(res.status).toBe(400);
+      expect((await res.json()).errors).toEqual([
+        expect.objectContaining({ code: "INVALID_CHARACTER", field: "name", path: "name" }),
+        expect.objectContaining({ code: "INVALID_CHARACTER", field: "version", path: "version" }),
+      ]);
+      const list = await (
+        await fetch(`${server().baseUrl}${PATH}?limit=100`, { headers: { authorization: server().authorization } })
+      ).json();
+      expect(list.data.filter((d: any) => d.name.startsWith("Nul Key"))).toEqual([]);
     });
   });
 

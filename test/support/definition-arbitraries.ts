@@ -10,10 +10,19 @@ import fc from "fast-check";
 export const text = (max: number, min = 0): fc.Arbitrary<string> =>
   fc.string({ unit: "binary", minLength: min, maxLength: max });
 
+/**
+ * Any Unicode text a name or identifier may hold, between `min` and `max` code points: `text` without control,
+ * format and separator characters (Unicode's Cc, Cf, Zl, Zp: more than src/domain/identifying-text.ts refuses)
+ * and without white space at either end.
+ */
+export const identifier = (max: number, min = 0): fc.Arbitrary<string> =>
+  text(max, min)
+    .map((s) => s.replace(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu, "").trim())
+    .filter((s) => s.length >= min);
+
 /** Text without whitespace (JavaScript's `\s`, a superset of RE2's), for the value of a `<key>=<value>` id. */
 const word = (max: number): fc.Arbitrary<string> =>
-  fc
-    .string({ unit: "binary", minLength: 1, maxLength: max })
+  identifier(max, 1)
     .map((s) => s.replace(/\s/g, "_"))
     .filter((s) => s.length > 0);
 
@@ -25,7 +34,7 @@ const reference = (key: string): fc.Arbitrary<string> =>
 
 const url = fc.webUrl({ withQueryParameters: true, withFragments: true }).filter((u) => u.length <= 2048);
 
-const mimeTypes = fc.array(fc.record({ type: text(80, 1) }), { minLength: 1, maxLength: 3 });
+const mimeTypes = fc.array(fc.record({ type: identifier(80, 1) }), { minLength: 1, maxLength: 3 });
 
 /** A record where the keys in `optional` may be absent. */
 function withOptional<T extends Record<string, fc.Arbitrary<unknown>>>(model: T, optional: (keyof T)[]) {
@@ -37,9 +46,9 @@ const skill = (id: string) =>
   withOptional(
     {
       id: fc.constant(id),
-      name: text(255, 1),
+      name: identifier(255, 1),
       description: text(10000, 1),
-      tags: fc.array(fc.record({ tag: text(255, 1) }), { minLength: 1, maxLength: 3 }),
+      tags: fc.array(fc.record({ tag: identifier(255, 1) }), { minLength: 1, maxLength: 3 }),
       inputModes: mimeTypes,
       outputModes: mimeTypes,
     },
@@ -48,13 +57,13 @@ const skill = (id: string) =>
 
 const hostResource = withOptional(
   {
-    tool_name: text(1000, 1),
+    tool_name: identifier(1000, 1),
     description: text(10000, 1),
-    agent_resource: withOptional({ id: text(255, 1), descriptor: text(1000), type: fc.constant("AGENT_ACTION") }, [
-      "descriptor",
-      "type",
-    ]),
-    tools: fc.array(fc.record({ id: text(255, 1) }), { minLength: 1, maxLength: 3 }),
+    agent_resource: withOptional(
+      { id: identifier(255, 1), descriptor: identifier(1000), type: fc.constant("AGENT_ACTION") },
+      ["descriptor", "type"],
+    ),
+    tools: fc.array(fc.record({ id: identifier(255, 1) }), { minLength: 1, maxLength: 3 }),
   },
   ["agent_resource", "tools"],
 );
@@ -65,7 +74,7 @@ const hostResource = withOptional(
  * A3015.
  */
 export function validDefinition(unique: () => string): fc.Arbitrary<Record<string, any>> {
-  const skillIds = fc.uniqueArray(text(255, 1), { minLength: 1, maxLength: 4 });
+  const skillIds = fc.uniqueArray(identifier(255, 1), { minLength: 1, maxLength: 4 });
   return skillIds.chain((ids) => {
     const skills = fc.tuple(...ids.map((id) => skill(id)));
     const hostConfig = fc.subarray(ids, { minLength: 1 }).chain((configured) =>
@@ -84,10 +93,10 @@ export function validDefinition(unique: () => string): fc.Arbitrary<Record<strin
     );
     return withOptional(
       {
-        name: text(200, 1),
+        name: identifier(200, 1),
         description: text(10000, 1),
         url,
-        version: text(128, 1),
+        version: identifier(128, 1),
         provider: fc.record({ id: reference("Provider") }),
         platform: fc.record({ id: reference("Platform").filter((id) => id !== "Platform=HOST") }),
         skills,
@@ -98,8 +107,8 @@ export function validDefinition(unique: () => string): fc.Arbitrary<Record<strin
         overview: text(10000),
         iconUrl: url,
         documentationUrl: url,
-        externalAgentID: text(200),
-        externalTenantID: text(255),
+        externalAgentID: identifier(200, 1),
+        externalTenantID: identifier(255),
         defaultInputModes: mimeTypes,
         defaultOutputModes: mimeTypes,
         supportsAuthenticatedExtendedCard: fc.boolean(),
