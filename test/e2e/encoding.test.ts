@@ -271,6 +271,45 @@ forEachDatabase((db) => {
       expect((await res.json()).errors).toEqual([expect.objectContaining({ code: "MALFORMED_JSON" })]);
     });
 
+    /** A multipart body whose one part, a field (no filename, so the runtime decodes it as text), holds `part`. */
+    const fieldPart = (part: Uint8Array) =>
+      new Uint8Array(
+        Buffer.concat([
+          Buffer.from('--b\r\ncontent-disposition: form-data; name="agentCardAndTools"\r\n\r\n'),
+          Buffer.from(part),
+          Buffer.from("\r\n--b--\r\n"),
+        ]),
+      );
+
+    it.each(BAD_UTF8)(
+      "multipart: a field part with invalid UTF-8 (%s) gets the JSON body's 400, not stored with U+FFFD",
+      async (_label, bytes) => {
+        const json = await post(withBytes(bytes));
+        const multipart = await post(fieldPart(withBytes(bytes)), "multipart/form-data; boundary=b");
+        expect(multipart.status).toBe(400);
+        const answer = await multipart.json();
+        expect(answer).toEqual(await json.json());
+        expect(answer.errors).toEqual([
+          {
+            code: "MALFORMED_JSON",
+            field: "agentCardAndTools",
+            path: "agentCardAndTools",
+            error: "The body is not valid UTF-8.",
+          },
+        ]);
+      },
+    );
+
+    it("multipart: a field part holding U+FFFD itself, as valid UTF-8, is stored with it", async () => {
+      const def = minimalDefinition({ name: "Replacement \ufffd kept" });
+      const created = await post(
+        fieldPart(new TextEncoder().encode(JSON.stringify(def))),
+        "multipart/form-data; boundary=b",
+      );
+      expect(created.status).toBe(201);
+      expect((await created.json()).name).toBe("Replacement \ufffd kept");
+    });
+
     it(
       "protobuf binary (Connect and gRPC): a string with invalid UTF-8 is INVALID_ARGUMENT with " +
         "MALFORMED_PROTOBUF, not a 500, not stored with U+FFFD",

@@ -10,6 +10,7 @@ import { parseEntityTags } from "../../domain/lifecycle.js";
 import { checkJsonBody, messageOfCheckedJson } from "../body-check.js";
 import { concatBytes } from "../bytes.js";
 import { int32RangeIssue } from "../json-members.js";
+import { multipartPartBytes } from "./multipart-bytes.js";
 import type { RestRoute } from "./route-table.js";
 
 /** What decoding needs of a request, whichever runtime received it. */
@@ -147,7 +148,16 @@ export async function multipartPart(
     throw invalid([issueAt(part, "REQUIRED", message)], message);
   }
   const value = values[0] as FormDataEntryValue;
-  return typeof value === "string" ? new TextEncoder().encode(value) : new Uint8Array(await value.arrayBuffer());
+  if (typeof value !== "string") return new Uint8Array(await value.arrayBuffer());
+  // A part without a filename comes decoded, a byte sequence that is not UTF-8 as U+FFFD: where one shows, the
+  // bytes as sent are checked instead, as a JSON body's are (multipart-bytes.ts).
+  if (!value.includes("\uFFFD")) return new TextEncoder().encode(value);
+  const sent = multipartPartBytes(contentType, bytes, part);
+  if (sent === undefined) {
+    const message = `The part "${part}" of the multipart body cannot be read as it was sent.`;
+    throw invalid([issueAt(part, "MALFORMED_MULTIPART", message)], message);
+  }
+  return sent;
 }
 
 /**
