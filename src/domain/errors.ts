@@ -274,6 +274,7 @@ export const ISSUE_CODES = {
   UNKNOWN_AGENT: "The id of a definition names no version and no agent in the tenant.",
   AGENT_MISMATCH: "The id names another agent than the one the key's instance belongs to.",
   MALFORMED_MULTIPART: "The body is not valid multipart/form-data.",
+  REPEATED_HEADER: "A header the request may carry once (Authorization) came more than once.",
   MALFORMED_COMPRESSION: "The compressed message cannot be decompressed with the encoding it names.",
   MORE_ISSUES:
     "The request has more problems than one answer lists (100 items at most); this last item says how many were " +
@@ -598,6 +599,15 @@ export function tenantExists(tenant: string, cause?: unknown): RegistryError {
     [{ code: "TENANT_EXISTS", message, field: "name", path: "name" }],
     { cause },
   );
+}
+
+/**
+ * 400: the request carries `header` (its usual spelling: `Authorization`) more than once. Node keeps only the
+ * first of some headers, so which of them would count would depend on who reads it: the request is refused.
+ */
+export function repeatedHeader(header: string): RegistryError {
+  const message = `The request has the header ${header} more than once; send it once.`;
+  return invalid([{ code: "REPEATED_HEADER", message, field: header, path: header }], message);
 }
 
 /** 401: the request carries no usable credentials; `message` says what is wrong with them. */

@@ -27,7 +27,7 @@ import type { Authenticator } from "../auth/authenticator.js";
 import type { Principal } from "../auth/principal.js";
 import type { TokenRechecks } from "../auth/token-rechecks.js";
 import type { Catalog } from "../catalog/catalog.js";
-import { noResourceAt, type RegistryError } from "../domain/errors.js";
+import { noResourceAt, type RegistryError, repeatedHeader } from "../domain/errors.js";
 import type { WatchEvent } from "../domain/watch.js";
 import { errorAnswer, type HttpAnswer, methodNotAllowedAnswer, type StreamAnswer } from "../http/http-answer.js";
 import type { HttpEndpoint } from "../http/http-endpoint.js";
@@ -54,6 +54,11 @@ export interface EdgeRequest {
   header(name: string): string | undefined;
   /** Every header by its lower-case name (no HTTP/2 pseudo-headers; repeated ones joined by ", "). */
   headers(): Record<string, string>;
+  /**
+   * Whether the header (lower-case name) came more than once, as sent: `header` cannot tell, since Node keeps
+   * only the first of some (`authorization` among them) on HTTP/1.1 and HTTP/2 alike.
+   */
+  headerRepeated(name: string): boolean;
   /** The body, as it arrives; read at most once. */
   body(): AsyncIterable<Uint8Array>;
   /**
@@ -138,6 +143,8 @@ export function createEdge(options: EdgeOptions): Edge {
   /** Authentication (once per request) and the operation's policy, before any body is read. */
   const admitCaller = async (req: EdgeRequest, operation: Operation, record: RequestRecord): Promise<Admission> => {
     try {
+      // Two tokens: which one speaks for the caller would be a guess (Node reads the first, a proxy may read the last).
+      if (req.headerRepeated("authorization")) throw repeatedHeader("Authorization");
       const principal = await authenticator.authenticate(req.header("authorization") ?? null);
       admit(operation, principal);
       return { call: new EdgeCall(principal, record, req, options.rechecks) };

@@ -59,7 +59,7 @@ export interface NodeEdge {
    * gRPC path, without Node's compatibility request and response); false for any other stream, which the
    * caller hands on to `handle` through them.
    */
-  handleStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): boolean;
+  handleStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, rawHeaders?: readonly string[]): boolean;
   /**
    * Stops keeping HTTP/1.1 connections alive: answers not yet started close
    * their connection, and later requests are refused with 503 (HTTP/2 drains by GOAWAY).
@@ -77,6 +77,7 @@ function edgeRequest(req: NodeRequest, res: NodeResponse, share: BodyShare): Edg
     target: req.url ?? "/",
     header: (name) => headerOf(req.headers, name),
     headers: () => headerRecord(req.headers),
+    headerRepeated: (name) => repeatedIn(req.rawHeaders, name),
     body,
     bodyBytes: (limit) => bodyBytes(req, share, limit),
     universal: (contextValues) => universalRequest(req, contextValues, rpcErrors(body()), signal),
@@ -150,6 +151,22 @@ function bodyBytes(req: Readable, share: BodyShare, limit: number): Promise<Uint
 function headerOf(headers: IncomingHttpHeaders, name: string): string | undefined {
   const value = headers[name];
   return Array.isArray(value) ? value.join(", ") : value;
+}
+
+/**
+ * Whether the lower-case `name` comes more than once in `rawHeaders` (name, value, name, value... as received);
+ * false when the runtime gives none.
+ */
+function repeatedIn(rawHeaders: readonly string[] | undefined, name: string): boolean {
+  if (rawHeaders === undefined) return false;
+  let seen = false;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const key = rawHeaders[i] as string;
+    if (key.length !== name.length || key.toLowerCase() !== name) continue;
+    if (seen) return true;
+    seen = true;
+  }
+  return false;
 }
 
 /** Node's header object as a record: lower-case names, no pseudo-headers, repeated ones joined. */
@@ -456,7 +473,11 @@ export function createNodeEdge(app: App): NodeEdge {
   };
 
   /** A binary gRPC call served from its HTTP/2 stream: what `handle` does, without the compatibility layer. */
-  const handleStream = (stream: ServerHttp2Stream, headers: IncomingHttpHeaders): boolean => {
+  const handleStream = (
+    stream: ServerHttp2Stream,
+    headers: IncomingHttpHeaders,
+    rawHeaders?: readonly string[],
+  ): boolean => {
     const target = headers[":path"] ?? "/";
     const q = target.indexOf("?");
     const path = q === -1 ? target : target.slice(0, q);
@@ -466,7 +487,7 @@ export function createNodeEdge(app: App): NodeEdge {
     // be the process's (the compatibility layer listens for its own streams). The close below tells what happened.
     stream.on("error", ignore);
     const record = app.requests.start({ method: "POST", path, requestIdHeader: headerOf(headers, "x-request-id") });
-    const req = new StreamRequest(target, stream, headers, bodyShare(app, headers));
+    const req = new StreamRequest(target, stream, headers, bodyShare(app, headers), rawHeaders);
     stream.once("close", () => {
       req.share.release();
       const completed = req.answered && !req.reset();
@@ -534,6 +555,7 @@ class StreamRequest implements EdgeRequest {
     readonly stream: ServerHttp2Stream,
     private readonly headerObject: IncomingHttpHeaders,
     readonly share: BodyShare,
+    private readonly rawHeaders: readonly string[] | undefined,
   ) {}
 
   header(name: string): string | undefined {
@@ -541,6 +563,9 @@ class StreamRequest implements EdgeRequest {
   }
   headers(): Record<string, string> {
     return headerRecord(this.headerObject);
+  }
+  headerRepeated(name: string): boolean {
+    return repeatedIn(this.rawHeaders, name);
   }
   body(): AsyncIterable<Uint8Array> {
     return this.share.count(this.stream.iterator({ destroyOnReturn: false }));

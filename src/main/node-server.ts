@@ -211,6 +211,8 @@ function serveLeanStreams(h2: Http2Server, edge: NodeEdge): void {
   if (listeners.length !== 1 || compat === undefined) return;
   h2.removeListener("stream", compat);
   h2.on("stream", (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, ...rest: unknown[]) => {
-    if (!edge.handleStream(stream, headers)) compat.call(h2, stream, headers, ...rest);
+    // The listener's arguments after the headers: the flags, then the headers as received (name, value, ...).
+    const raw = Array.isArray(rest[1]) ? (rest[1] as string[]) : undefined;
+    if (!edge.handleStream(stream, headers, raw)) compat.call(h2, stream, headers, ...rest);
   });
 }
