@@ -166,7 +166,14 @@ export async function runWatch(
   for (const run of options.runs) {
     const loadBefore = loadAverage();
     // Each SSE watcher is a connection of its own: MAX_CONNECTIONS (default 1,000) must leave room for them.
-    const service = await startService({ MAX_CONNECTIONS: String(Math.max(1_000, run.watchers + 200)) });
+    // All of them watch with one token, in one tenant: the watch limits (issue 50) are raised to let them.
+    const service = await startService({
+      MAX_CONNECTIONS: String(Math.max(1_000, run.watchers + 200)),
+      WATCH_MAX_PER_TOKEN: String(run.watchers),
+      WATCH_MAX_PER_TENANT: String(run.watchers),
+      WATCH_MAX_HTTP1_PER_TENANT: String(run.watchers),
+      WATCH_MAX_OPEN: String(Math.max(2_500, run.watchers + 1)),
+    });
     const agent = new Agent({ keepAlive: true, maxSockets: 64 });
     const watchers = startWatchers();
     try {

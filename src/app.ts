@@ -18,6 +18,7 @@ import { recordInterceptor, withInterceptors } from "./observability/record-inte
 import { createRequestTracker, type RequestTracker } from "./observability/request-tracker.js";
 import type { Operations } from "./operations/operation.js";
 import { createRegistryOperations, REGISTRY_SERVICES } from "./operations/registry-operations.js";
+import { createWatchLimits } from "./operations/watch-limits.js";
 import { createRegistryService } from "./service/registry-service.js";
 import { createTenantService } from "./service/tenant-service.js";
 import { createWatchService } from "./service/watch-service.js";
@@ -133,10 +134,17 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     compactMillis: config.watch.compactSeconds * 1000,
     onError: (what, error) => logger.warn(`${what} failed; trying again`, { error: String(error) }),
   });
+  const watchLimits = createWatchLimits({
+    perToken: config.watch.maxPerToken,
+    perTenant: config.watch.maxPerTenant,
+    http1PerTenant: config.watch.maxHttp1PerTenant,
+    total: config.watch.maxOpen,
+  });
   const operations = createRegistryOperations({
     service: createRegistryService({ repository, host: config.hostSystem }),
     tenants: createTenantService(repository),
     watch: createWatchService(repository, changes),
+    watchLimits,
     defaultTenant: config.defaultTenant,
     adminDomain: config.adminDomain,
     claims: config.auth,
@@ -148,6 +156,7 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     keyedReads: () => repository.keyedReads(),
     bodyBudget,
     watchReplay,
+    watches: watchLimits,
   });
   const metricsEndpoint = createMetricsEndpoint(metrics);
   const requests = createRequestTracker({ logger, metrics });

@@ -166,6 +166,28 @@ export interface Config {
      * (introspected anew, a JWT verified again); once refused, its watches end with UNAUTHENTICATED.
      */
     readonly tokenRecheckMs: number;
+    /**
+     * `WATCH_MAX_OPEN`, default 2500: watches the process holds at once, every surface together; one more is
+     * refused (503 WATCHES_FULL, RESOURCE_EXHAUSTED). Sized from a watcher's heap cost: 16-22 KiB, so 2,500 take
+     * about 55 MiB of the 128 MiB old space `npm start` gives (bench/watch-heap.ts).
+     */
+    readonly maxOpen: number;
+    /**
+     * `WATCH_MAX_PER_TENANT`, default 2000 or half of WATCH_MAX_OPEN if less (1250 by default), below
+     * WATCH_MAX_OPEN: one tenant's watches; one more is refused (429 TOO_MANY_WATCHES).
+     */
+    readonly maxPerTenant: number;
+    /**
+     * `WATCH_MAX_PER_TOKEN`, default 100 (at most WATCH_MAX_PER_TENANT): one caller's watches in a tenant, every
+     * token of its subject and client together; one more is refused (429 TOO_MANY_WATCHES).
+     */
+    readonly maxPerToken: number;
+    /**
+     * `WATCH_MAX_HTTP1_PER_TENANT`, default half of MAX_CONNECTIONS (at most WATCH_MAX_PER_TENANT), below
+     * MAX_CONNECTIONS: one tenant's watches over HTTP/1.1 (SSE, gRPC-Web, Connect), each holding a connection;
+     * one more is refused (429 TOO_MANY_WATCHES) and its connection closed.
+     */
+    readonly maxHttp1PerTenant: number;
   };
   /** `HOST_PROVIDER_ID` and `HOST_PLATFORM_ID`: the host system's own provider and platform (A161). */
   readonly hostSystem: { readonly providerId: string; readonly platformId: string };
@@ -272,6 +294,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
     retentionSeconds: integer("WATCH_RETENTION_SECONDS", 604_800, 0, 100 * 365 * 86_400),
     compactSeconds: integer("WATCH_COMPACT_SECONDS", 60, 0, 86_400),
     tokenRecheckMs: integer("WATCH_TOKEN_RECHECK_MS", 60_000, 100, 3_600_000),
+    ...watchLimits(integer, maxConnections, problems),
   };
   const databaseUrl = env.DATABASE_URL === "" ? undefined : env.DATABASE_URL;
   if (databaseUrl !== undefined) {
@@ -349,6 +372,36 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
     hostSystem,
     ui,
   };
+}
+
+/**
+ * The watches' limits (issue 50, item 2). The defaults give way to smaller settings above them (a tenant's
+ * share to half the process's, a caller's and HTTP/1.1's to the tenant's); a value set past them is refused.
+ */
+function watchLimits(
+  integer: (name: string, fallback: number, min: number, max: number) => number,
+  maxConnections: number,
+  problems: string[],
+): Pick<Config["watch"], "maxOpen" | "maxPerTenant" | "maxPerToken" | "maxHttp1PerTenant"> {
+  const maxOpen = integer("WATCH_MAX_OPEN", 2_500, 2, 1_000_000);
+  const maxPerTenant = integer("WATCH_MAX_PER_TENANT", Math.min(2_000, Math.floor(maxOpen / 2)), 1, 1_000_000);
+  const maxPerToken = integer("WATCH_MAX_PER_TOKEN", Math.min(100, maxPerTenant), 1, 1_000_000);
+  const maxHttp1PerTenant = integer(
+    "WATCH_MAX_HTTP1_PER_TENANT",
+    Math.max(1, Math.min(maxPerTenant, Math.floor(maxConnections / 2))),
+    1,
+    1_000_000,
+  );
+  // One tenant never holds every place of the process, nor every connection it accepts.
+  if (maxPerTenant >= maxOpen)
+    problems.push(`WATCH_MAX_PER_TENANT (${maxPerTenant}) must be below WATCH_MAX_OPEN (${maxOpen})`);
+  if (maxPerToken > maxPerTenant)
+    problems.push(`WATCH_MAX_PER_TOKEN (${maxPerToken}) must not exceed WATCH_MAX_PER_TENANT (${maxPerTenant})`);
+  if (maxHttp1PerTenant >= maxConnections && maxConnections > 1)
+    problems.push(
+      `WATCH_MAX_HTTP1_PER_TENANT (${maxHttp1PerTenant}) must be below MAX_CONNECTIONS (${maxConnections})`,
+    );
+  return { maxOpen, maxPerTenant, maxPerToken, maxHttp1PerTenant };
 }
 
 /** Where the data lives, for the start-up line: never the password. */

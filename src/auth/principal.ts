@@ -10,6 +10,11 @@ import { unauthenticated } from "./auth-errors.js";
 export interface Principal {
   /** `sub` (or `client_id`): for logs. */
   readonly subject: string;
+  /**
+   * The client the token was issued to (`client_id`, else `azp`), when it says: with `subject`, who holds the
+   * token's watch allowance (operations/watch-limits.ts).
+   */
+  readonly client?: string | undefined;
   /** The tenant claim; null when the token has none (a claim that is there is a non-empty string, else 401). */
   readonly tenant: string | null;
   /** Security domains: from the domains claim plus the scope-to-domain map. */
@@ -71,7 +76,14 @@ export function principalFromClaims(claims: Readonly<Record<string, unknown>>, m
     throw unauthenticated(`The bearer token's "${adminClaim}" claim is not true or false.`);
   }
 
-  const principal: Principal = { subject, tenant, domains, platformAdmin: adminValue === true };
+  const client = [claims.client_id, claims.azp].find((v): v is string => typeof v === "string" && v !== "");
+  const principal: Principal = {
+    subject,
+    tenant,
+    domains,
+    platformAdmin: adminValue === true,
+    ...(client === undefined ? {} : { client }),
+  };
   return typeof claims.exp === "number" ? { ...principal, expiresAt: claims.exp * 1000 } : principal;
 }
 

@@ -209,6 +209,27 @@ export const ERRORS = {
       "(WATCH_REPLAY_MAX_BYTES); retry shortly.",
     retryAfterSeconds: 1,
   },
+  // Refused before the stream began (issue 50, item 2): the caller's own watches, or its tenant's, hold the places;
+  // 429 as a rate limit is, for the caller or its tenant to free them.
+  TOO_MANY_WATCHES: {
+    http: 429,
+    grpc: "ResourceExhausted",
+    body: "validation",
+    meaning:
+      "The caller (WATCH_MAX_PER_TOKEN) or its tenant (WATCH_MAX_PER_TENANT, WATCH_MAX_HTTP1_PER_TENANT over " +
+      "HTTP/1.1) has as many watches open as it may; close one, or watch again later.",
+  },
+  // The process's allowance, not the caller's doing: 503 with a Retry-After over HTTP, as OVERLOADED; over gRPC
+  // the place a watch needs is what is missing (RESOURCE_EXHAUSTED).
+  WATCHES_FULL: {
+    http: 503,
+    grpc: "ResourceExhausted",
+    body: "error",
+    meaning:
+      "The service has as many watches open as it may (WATCH_MAX_OPEN); retry after Retry-After seconds, or on " +
+      "another replica.",
+    retryAfterSeconds: 5,
+  },
   INTERNAL: { http: 500, grpc: "Internal", body: "error", meaning: "An unexpected error; it has been logged." },
   // The host app's setup, not the caller's request, is at fault (a 5xx), but nothing is hidden: the answer says
   // what to change, since whoever sees it first is often the one who mounted the registry.
@@ -791,6 +812,21 @@ export function watchReplayBusy(limit: number): RegistryError {
     "WATCH_REPLAY_BUSY",
     `Watches starting from an older revision hold as many bytes of the change log as the service allows (${limit}); ` +
       "retry shortly.",
+    [],
+    { designed: true },
+  );
+}
+
+/** 429: a watch beyond its caller's or its tenant's limit (issue 50, item 2); `message` names the limit. */
+export function tooManyWatches(message: string): RegistryError {
+  return new RegistryError("TOO_MANY_WATCHES", message, [], { designed: true });
+}
+
+/** 503: a watch beyond the process's WATCH_MAX_OPEN (issue 50, item 2). */
+export function watchesFull(limit: number): RegistryError {
+  return new RegistryError(
+    "WATCHES_FULL",
+    `The service has as many watches open as it may (${limit}); retry shortly, or on another replica.`,
     [],
     { designed: true },
   );

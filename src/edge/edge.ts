@@ -86,6 +86,8 @@ export interface EdgeRequest {
    * connection, a reset stream): the operation's work stops with it (Call.signal).
    */
   readonly signal?: AbortSignal | undefined;
+  /** The request came on an HTTP/1.x connection (Call.http1): a stream's answer holds it while it lasts. */
+  readonly http1?: boolean | undefined;
 }
 
 /** A connection's own address and its peer's (IP addresses as the socket gives them); undefined when not known. */
@@ -226,7 +228,10 @@ export function createEdge(options: EdgeOptions): Edge {
       failure = admission.error;
     }
     record.code = codeName(Code[failure.row.grpc]);
-    return { http: errorAnswer(failure) };
+    // A watch refused for want of a place closes its HTTP/1.1 connection: a client that opens watches beyond its
+    // limits must not keep MAX_CONNECTIONS' places idle, where other tenants' requests would come.
+    const closing = req.http1 === true && WATCH_LIMIT_CODES.has(failure.code);
+    return { http: errorAnswer(failure, closing ? { connection: "close" } : {}) };
   };
 
   /**
@@ -316,6 +321,9 @@ export function createEdge(options: EdgeOptions): Edge {
   };
 }
 
+/** The refusals of a watch beyond its limits (operations/watch-limits.ts). */
+const WATCH_LIMIT_CODES: ReadonlySet<string> = new Set(["TOO_MANY_WATCHES", "WATCHES_FULL"]);
+
 function procedureOf(operation: Operation): string {
   return `${operation.method.parent.typeName}/${operation.method.name}`;
 }
@@ -339,6 +347,9 @@ class EdgeCall implements Call {
   }
   get signal(): AbortSignal | undefined {
     return this.req.signal;
+  }
+  get http1(): boolean | undefined {
+    return this.req.http1;
   }
 }
 

@@ -85,6 +85,7 @@ function edgeRequest(req: NodeRequest, res: NodeResponse, share: BodyShare): Edg
     authority: () => authorityOf(req.headers, req.rawHeaders),
     clientGone: () => clientGone(req, res),
     signal,
+    http1: req.httpVersionMajor === 1,
   };
 }
 

@@ -51,6 +51,7 @@ export function createMetrics({
   keyedReads,
   bodyBudget,
   watchReplay,
+  watches,
 }: {
   poolStats: () => PoolStats;
   /** The repository's write transactions run again, by cause (read when scraped). */
@@ -59,6 +60,8 @@ export function createMetrics({
   keyedReads?: () => KeyedReads;
   bodyBudget?: BodyBudgetStats;
   watchReplay?: ReplayBudgetStats;
+  /** The watches open now (operations/watch-limits.ts). */
+  watches?: { readonly open: number };
 }): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
@@ -162,6 +165,16 @@ export function createMetrics({
       collect() {
         this.reset();
         this.inc(bodyBudget.refused);
+      },
+    });
+  }
+  if (watches !== undefined) {
+    new Gauge({
+      name: "asor_watches_open",
+      help: "Watches open now, every surface together (held against WATCH_MAX_OPEN).",
+      registers: [registry],
+      collect() {
+        this.set(watches.open);
       },
     });
   }

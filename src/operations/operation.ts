@@ -30,6 +30,11 @@ export interface Call {
    * withdrawn); the function returned stops following. Undefined: nothing rechecks this call's token.
    */
   readonly followToken?: ((onRefused: (error: RegistryError) => void) => () => void) | undefined;
+  /**
+   * The call came on an HTTP/1.x connection, which a stream's answer holds for as long as it lasts (a watch
+   * over SSE, gRPC-Web or Connect): counted in its tenant's WATCH_MAX_HTTP1_PER_TENANT.
+   */
+  readonly http1?: boolean | undefined;
 }
 
 /**

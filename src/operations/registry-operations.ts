@@ -15,6 +15,7 @@ import type { RegistryService, WriteAuthority } from "../service/registry-servic
 import type { TenantService } from "../service/tenant-service.js";
 import type { WatchService } from "../service/watch-service.js";
 import { type Call, type Operation, type Operations, resolveTenant } from "./operation.js";
+import type { WatchLimits } from "./watch-limits.js";
 
 /** The security domains of the contract (docs/contract.md, "Security"). */
 export const DEVELOPMENT = "Development";
@@ -28,6 +29,8 @@ export interface RegistryOperationsOptions {
   readonly tenants: TenantService;
   /** The watch; without it WatchAgentDefinitions answers UNAVAILABLE. */
   readonly watch?: WatchService;
+  /** How many watches may be open (WATCH_MAX_*); without it, any number. */
+  readonly watchLimits?: WatchLimits;
   /** The tenant of requests that name none (the contract's `/asor/v1` paths). */
   readonly defaultTenant: string;
   /** The security domain of the tenant admin RPCs. */
@@ -88,6 +91,7 @@ export function createRegistryOperations({
   service,
   tenants,
   watch,
+  watchLimits,
   defaultTenant,
   adminDomain,
   claims,
@@ -138,8 +142,23 @@ export function createRegistryOperations({
       const { signal } = call;
       if (signal?.aborted === true) stop.abort();
       else signal?.addEventListener("abort", () => stop.abort(), { once: true });
-      const events = await watch.watch(tenantOf(req.tenant, call), req, stop.signal);
-      return { kind: "events", events: whileTokenHolds(events, call, stop) };
+      const tenant = tenantOf(req.tenant, call);
+      // Counted from before its first read until it ends, whichever way: its events end or fail, or its signal
+      // aborts (the client left, the token expired or was refused), which also covers a stream whose events were
+      // never read.
+      const release = watchLimits?.admit({ tenant, principal: call.principal, http1: call.http1 === true });
+      if (release === undefined) {
+        const events = await watch.watch(tenant, req, stop.signal);
+        return { kind: "events", events: whileTokenHolds(events, call, stop) };
+      }
+      stop.signal.addEventListener("abort", release, { once: true });
+      try {
+        const events = await watch.watch(tenant, req, stop.signal);
+        return { kind: "events", events: releasing(whileTokenHolds(events, call, stop), release) };
+      } catch (err) {
+        release();
+        throw err;
+      }
     }),
     operation(methods.getAgentDefinition, async (call, req) => ({
       kind: "definition",
@@ -233,4 +252,16 @@ export function whileTokenHolds(
       unfollow?.();
     }
   })();
+}
+
+/** `events`, then `release` once they end, fail or are left: the watch's place (WatchLimits) is given back. */
+async function* releasing(
+  events: AsyncIterable<readonly WatchEvent[]>,
+  release: () => void,
+): AsyncGenerator<readonly WatchEvent[]> {
+  try {
+    yield* events;
+  } finally {
+    release();
+  }
 }

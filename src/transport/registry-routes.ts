@@ -66,6 +66,9 @@ class RpcCall implements Call {
   get followToken(): Call["followToken"] {
     return this.call.followToken;
   }
+  get http1(): boolean | undefined {
+    return this.call.http1;
+  }
 }
 
 /** Set by the lean unary paths (unary-call.ts), which know the codec: no header needs reading to know it. */

@@ -164,6 +164,47 @@ describe("configuration", () => {
     },
   );
 
+  it("limits watches per caller, per tenant (over HTTP/1.1 too) and per process, one tenant below the process", () => {
+    // Defaults: 1,000 watchers of distinct callers fit in one tenant, and one tenant holds at most half the process's.
+    expect(parseConfig({}).watch).toMatchObject({
+      maxOpen: 2500,
+      maxPerTenant: 1250,
+      maxPerToken: 100,
+      maxHttp1PerTenant: 500,
+    });
+    // The defaults give way to smaller settings above them.
+    expect(parseConfig({ WATCH_MAX_OPEN: "10", MAX_CONNECTIONS: "100" }).watch).toMatchObject({
+      maxOpen: 10,
+      maxPerTenant: 5,
+      maxPerToken: 5,
+      maxHttp1PerTenant: 5,
+    });
+    const problems = (env: Record<string, string>) => {
+      try {
+        parseConfig(env);
+      } catch (e) {
+        return (e as ConfigError).problems;
+      }
+      return [];
+    };
+    expect(
+      problems({
+        WATCH_MAX_OPEN: "100",
+        WATCH_MAX_PER_TENANT: "100",
+        WATCH_MAX_PER_TOKEN: "101",
+        MAX_CONNECTIONS: "50",
+        WATCH_MAX_HTTP1_PER_TENANT: "50",
+      }),
+    ).toEqual([
+      "WATCH_MAX_PER_TENANT (100) must be below WATCH_MAX_OPEN (100)",
+      "WATCH_MAX_PER_TOKEN (101) must not exceed WATCH_MAX_PER_TENANT (100)",
+      "WATCH_MAX_HTTP1_PER_TENANT (50) must be below MAX_CONNECTIONS (50)",
+    ]);
+    expect(problems({ WATCH_MAX_OPEN: "1" })).toEqual([
+      expect.stringContaining("WATCH_MAX_OPEN must be an integer from 2 to"),
+    ]);
+  });
+
   it("takes a DATABASE_URL of several hosts, and refuses one with a host that is not one", () => {
     const url = "mysql://app:s3cret@db1.internal:3307,db2.internal,[::1]:3309/registry";
     const config = parseConfig({ DATABASE_URL: url });

@@ -81,8 +81,9 @@ export async function startServerProcess(
     domains = ALL_DOMAINS,
     ttlSeconds,
     platformAdmin = false,
+    subject,
   } = {}) => {
-    const claims = { domains, platformAdmin, ...(tenant === null ? {} : { tenant }) };
+    const claims = { domains, platformAdmin, ...(tenant === null ? {} : { tenant }), ...(subject ? { subject } : {}) };
     return `Bearer ${await issuer.issue({ ...claims, ...(ttlSeconds === undefined ? {} : { ttlSeconds }) })}`;
   };
   return { ...server, authorization: await bearer({ platformAdmin: true }), bearer };

@@ -31,6 +31,8 @@ export interface TestServer {
     domains?: readonly string[];
     ttlSeconds?: number;
     platformAdmin?: boolean;
+    /** `sub`; default the issuer's (`developer`). */
+    subject?: string;
   }): Promise<string>;
 }
 
@@ -86,8 +88,8 @@ export function testLogger(): Logger {
 /** TestServer.bearer for a registry of `config` whose app has started (its local issuer's key is in DATA_DIR). */
 export async function localBearer(config: Config): Promise<TestServer["bearer"]> {
   const issuer = await openLocalIssuer(localIssuerKeyFile(config.dataDir), config.auth);
-  return async ({ tenant = "default", domains = ALL_DOMAINS, ttlSeconds, platformAdmin = false } = {}) => {
-    const claims = { domains, platformAdmin, ...(tenant === null ? {} : { tenant }) };
+  return async ({ tenant = "default", domains = ALL_DOMAINS, ttlSeconds, platformAdmin = false, subject } = {}) => {
+    const claims = { domains, platformAdmin, ...(tenant === null ? {} : { tenant }), ...(subject ? { subject } : {}) };
     return `Bearer ${await issuer.issue({ ...claims, ...(ttlSeconds === undefined ? {} : { ttlSeconds }) })}`;
   };
 }
