@@ -250,15 +250,18 @@ forEachDatabase((db) => {
       });
     });
 
-    it("compares the key exactly: case and trailing spaces make different keys and agents", async () => {
-      const names = ["Exact", "exact", "Exact ", "EXACT"];
+    // White space at either end of a name or version is refused before storage since issue 50 (identifying-text.ts),
+    // so a PAD SPACE collation's "1.0.0" = "1.0.0 " cannot come from a write any more; keyed-reads.test.ts still
+    // reads with a trailing space.
+    it("compares the key exactly: case and inner spacing make different keys and agents", async () => {
+      const names = ["Exact", "exact", "Ex act", "EXACT"];
       const results = [];
       for (const name of names) results.push(await save(repo, definition({ name })));
       expect(results.map((r) => r.created)).toEqual([true, true, true, true]);
       expect(new Set(results.map((r) => r.stored.id)).size).toBe(names.length);
       expect(new Set(results.map((r) => r.stored.agent.number)).size).toBe(names.length);
       const versions = [];
-      for (const version of ["1.0.0", "1.0.0 ", "1.0.0\t"])
+      for (const version of ["1.0.0-a", "1.0.0-A", "1.0.0- a"])
         versions.push(await save(repo, definition({ name: "Exact v", version })));
       expect(versions.map((r) => r.created)).toEqual([true, true, true]);
       // Versions of one name and provider are one agent.
