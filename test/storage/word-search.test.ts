@@ -162,20 +162,21 @@ function oracle(corpus: readonly Texts[], q: string): number[] | undefined {
 }
 
 function definitionOf(t: Texts, key: string): MessageInitShape<typeof AgentDefinitionSchema> {
+  // Names are refused with white space at either end (identifying-text.ts); trimmed, they hold the same words.
   return {
     // The key keeps each definition its own agent; its words (tim, N-digit numbers) are in the oracle's alphabet.
-    name: `${t.name} tim${key}`,
+    name: `${t.name} tim${key}`.trim(),
     description: t.description,
     overview: t.overview,
     url: "https://agents.example.com/a",
     version: "1.0.0",
     provider: { id: "Provider=Acme" },
-    skills: [{ id: "s", name: t.skillName, description: t.skillDescription, tags: [{ tag: t.tag }] }],
+    skills: [{ id: "s", name: t.skillName.trim(), description: t.skillDescription, tags: [{ tag: t.tag }] }],
     hostConfig: [
       {
         skillId: "s",
         executionMode: { id: "Mode=Delegate" },
-        hostResources: [{ toolName: t.toolName, description: "D" }],
+        hostResources: [{ toolName: t.toolName.trim(), description: "D" }],
       },
     ],
   };
