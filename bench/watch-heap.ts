@@ -17,7 +17,7 @@ import { openLocalIssuer } from "../src/auth/local-issuer.js";
 import { parseConfig } from "../src/config.js";
 import { createLogger } from "../src/logger.js";
 import { localIssuerKeyFile } from "../src/main/local-issuer-key-file.js";
-import { createNodeServer } from "../src/main/node-server.js";
+import { createNodeServer, listen } from "../src/main/node-server.js";
 import type { WatchProtocol, WatchWorkerRequest } from "./watch-worker.js";
 
 const count = Number(process.argv[2] ?? 2_000);
@@ -49,7 +49,7 @@ const app = await createApp(config, {
   keyStore: localIssuerKeyFile(dataDir),
 });
 const node = createNodeServer(app);
-const port = await node.listen(0, "127.0.0.1");
+const port = await listen(node.server, 0, "127.0.0.1");
 const baseUrl = `http://127.0.0.1:${port}`;
 const issuer = await openLocalIssuer(localIssuerKeyFile(dataDir), config.auth);
 const authorization = `Bearer ${await issuer.issue({ tenant: "default", domains: ["Development"] })}`;

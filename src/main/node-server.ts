@@ -21,14 +21,6 @@ const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 export interface NodeServer {
   readonly server: Server;
   /**
-   * Listens on `port` (0: any free port) of `host` and resolves with the port bound. The kernel holds up to
-   * MAX_CONNECTIONS connections whose handshake is done until the process accepts them (capped by the system's
-   * somaxconn): with Node's default of 511, a burst of connections the process would accept (1,000 SSE watchers of
-   * one token) had the rest's SYNs dropped, and every client connecting then, whatever its tenant, waited 1 s or
-   * more for its SYN to be sent again.
-   */
-  listen(port: number, host: string): Promise<number>;
-  /**
    * Drains and closes: stops accepting connections; refuses new requests on
    * open ones (HTTP/1.1: 503 with `Connection: close`; HTTP/2: GOAWAY); lets
    * requests in flight finish; resolves once every connection has closed, or
@@ -170,7 +162,6 @@ export function createNodeServer(app: App): NodeServer {
 
   return {
     server,
-    listen: (port, host) => listen(server, port, host, maxConnections),
     close: (deadlineMs = app.config.shutdownTimeoutMs) =>
       new Promise((resolve) => {
         draining = true;
@@ -195,14 +186,11 @@ export function createNodeServer(app: App): NodeServer {
   };
 }
 
-/**
- * Listens on `port` (0: any free port) and resolves with the port bound. `backlog`: how many connections the kernel
- * holds, handshake done, until the process accepts them (default Node's, 511).
- */
-export function listen(server: Server, port: number, host: string, backlog?: number): Promise<number> {
+/** Listens on `port` (0: any free port) and resolves with the port bound. */
+export function listen(server: Server, port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once("error", reject);
-    server.listen({ port, host, ...(backlog === undefined ? {} : { backlog }) }, () => {
+    server.listen(port, host, () => {
       server.off("error", reject);
       const address = server.address();
       resolve(typeof address === "object" && address !== null ? address.port : port);

@@ -23,7 +23,7 @@ async function main(): Promise<void> {
     ...(catalogFiles === undefined ? {} : { catalogFiles }),
   });
   const node = createNodeServer(app);
-  const port = await node.listen(config.port, config.host);
+  const port = await listen(node.server, config.port, config.host);
   const metricsServer =
     config.metricsPort === undefined
       ? undefined

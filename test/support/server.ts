@@ -5,7 +5,7 @@ import { openLocalIssuer } from "../../src/auth/local-issuer.js";
 import { type Config, parseConfig } from "../../src/config.js";
 import { createLogger, type Logger } from "../../src/logger.js";
 import { localIssuerKeyFile } from "../../src/main/local-issuer-key-file.js";
-import { createNodeServer } from "../../src/main/node-server.js";
+import { createNodeServer, listen } from "../../src/main/node-server.js";
 import type { FreshDatabase, TestDatabase } from "./databases.js";
 
 /** Every security domain the service knows: the spec's two and the admin domain. */
@@ -55,7 +55,7 @@ export async function startServer(
     ...deps,
   });
   const node = createNodeServer(app);
-  const port = await node.listen(0, "127.0.0.1");
+  const port = await listen(node.server, 0, "127.0.0.1");
   const bearer = await localBearer(config);
   return {
     app,
