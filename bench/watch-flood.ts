@@ -2,17 +2,22 @@
  * Issue 50's second scenario: 1,000 SSE watchers from one token beside a second tenant's clients. The service
  * runs as `npm start` runs it (the compiled entry, its heap bounds), on a fresh SQLite database; a second tenant
  * holds 20 definitions. Its clients list them (`rate` lists a second, open loop, a connection each) and ask
- * /healthz for `seconds`; after 2 s a process of watchers (watch-worker.ts) opens `watchers` SSE watches of
- * the default tenant with one token, all at once, and keeps those that opened. Reported: watches opened and
- * refused, the second tenant's list and /healthz latency (p50, p99, max) and their failures.
- * Limit (issue 50): the list's p99 ≤ 200 ms, no failed request.
+ * /healthz for `seconds`; after 2 s a process of watchers (watch-worker.ts, started before the clients, at nice
+ * WATCHERS_NICE of the bench's environment) opens `watchers` SSE watches of the default tenant with one token,
+ * all at once, and keeps those that opened. Reported: watches opened and refused, the second tenant's list and
+ * /healthz latency (p50, p99, max) and their failures, the lists sent in the burst's 3 s and outside them, and
+ * the burst's CPU (the service's, the watchers', the bench's own, from /proc) and listen queue overflows.
+ * Limit (issue 50): the list's p99 ≤ 200 ms, no failed request. SERVICE_DIR=<checkout> runs another checkout's
+ * service (built with its npm run build), for a before and after.
  *
  *   node --import tsx bench/watch-flood.ts [watchers] [seconds] [rate] [KEY=VALUE settings of the service...]
+ *     [--flags of the service's node, e.g. --cpu-prof --cpu-prof-dir=/tmp/flood...]
  */
 import { fork } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { Agent, request } from "node:http";
-import { tmpdir } from "node:os";
+import { setPriority, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseAuthConfig } from "../src/auth/auth-config.js";
@@ -20,11 +25,19 @@ import { openLocalIssuer } from "../src/auth/local-issuer.js";
 import { localIssuerKeyFile } from "../src/main/local-issuer-key-file.js";
 import { benchBody, benchBodyTemplate } from "./definition.js";
 import { percentile } from "./percentile.js";
+import { cpuSeconds, loadAverage } from "./proc-stats.js";
 import { serviceCommand, startServer } from "./processes.js";
 import type { WatchWorkerRequest } from "./watch-worker.js";
 
 const [watchers = 1_000, seconds = 20, rate = 50] = process.argv.slice(2, 5).map(Number);
-const settings = Object.fromEntries(process.argv.slice(5).map((kv) => kv.split("=", 2) as [string, string]));
+/** The watchers' process's nice value (WATCHERS_NICE in the bench's environment; 0, as the bench's, by default). */
+const watchersNice = Number(process.env.WATCHERS_NICE ?? 0);
+const extra = process.argv.slice(5);
+const settings = Object.fromEntries(
+  extra.filter((arg) => !arg.startsWith("--")).map((kv) => kv.split("=", 2) as [string, string]),
+);
+/** node's own flags for the service (e.g. --cpu-prof --cpu-prof-dir=/tmp/p). */
+const nodeArgs = extra.filter((arg) => arg.startsWith("--"));
 const DOMAINS = ["Development", "Setup: Agents", "Setup: Tenants"];
 
 const dataDir = await mkdtemp(join(tmpdir(), "watch-flood-"));
@@ -33,14 +46,55 @@ const bearer = async (tenant: string, platformAdmin = false) =>
   `Bearer ${await issuer.issue({ tenant, domains: DOMAINS, platformAdmin, ttlSeconds: 3600 })}`;
 const service = await startServer(
   "the service",
-  serviceCommand(undefined),
+  serviceCommand(process.env.SERVICE_DIR),
   "agent definition registry listening",
   { DATA_DIR: dataDir, PORT: "0", LOG_LEVEL: "info", ...settings },
   dataDir,
+  nodeArgs,
 );
 // A connection per request, as clients that come and go: a connection refused at accept (MAX_CONNECTIONS full)
 // shows as a failed request, as the audit saw it.
 const agent = new Agent({ keepAlive: false });
+
+/** A request's answer: its status, its milliseconds, when it was sent (performance.now()), or its error. */
+interface Result {
+  readonly status: number;
+  readonly ms: number;
+  readonly at: number;
+  readonly error?: string;
+}
+
+/** The CPU seconds so far of the service, of the watchers' process and of this one, and the listen overflows. */
+interface Sample {
+  readonly at: number;
+  readonly service: number;
+  readonly child: number;
+  readonly own: number;
+  readonly overflows: number;
+}
+
+function sample(childPid?: number): Sample {
+  const usage = process.cpuUsage();
+  return {
+    at: performance.now(),
+    service: cpuSeconds(service.pid),
+    child: childPid === undefined ? 0 : cpuSeconds(childPid),
+    own: (usage.user + usage.system) / 1e6,
+    overflows: listenOverflows(),
+  };
+}
+
+/**
+ * TcpExt ListenOverflows of /proc/net/netstat: connections the kernel dropped because a listening socket's accept
+ * queue was full (the client's SYN is retried after 1 s, then 3 s). The network namespace's count, so other
+ * programs' listeners add to it.
+ */
+function listenOverflows(): number {
+  const lines = readFileSync("/proc/net/netstat", "utf8").split("\n");
+  const names = lines.find((line) => line.startsWith("TcpExt:"))?.split(" ") ?? [];
+  const values = lines.filter((line) => line.startsWith("TcpExt:"))[1]?.split(" ") ?? [];
+  return Number(values[names.indexOf("ListenOverflows")]);
+}
 
 /** One request on the clients' agent: its status and milliseconds, or its error. */
 function call(
@@ -78,30 +132,42 @@ try {
     await call("POST", "/api/asor/v1/other/agentDefinition", other, benchBody(template, `Flood Other ${i}`));
   const flooder = await bearer("default");
 
-  const lists: { status: number; ms: number; error?: string }[] = [];
-  const probes: { status: number; ms: number; error?: string }[] = [];
-  const pending: Promise<unknown>[] = [];
-  const end = performance.now() + seconds * 1000;
-  const clients = (async () => {
-    for (let n = 0; performance.now() < end; n++) {
-      const at = n * (1000 / rate);
-      const wait = at - (performance.now() - (end - seconds * 1000));
-      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-      pending.push(call("GET", "/api/asor/v1/other/agentDefinition?limit=20", other).then((r) => lists.push(r)));
-      if (n % 5 === 0) pending.push(call("GET", "/healthz").then((r) => probes.push(r)));
-    }
-  })();
-
-  await new Promise((resolve) => setTimeout(resolve, 2_000));
+  // The watchers' process starts before anything is measured (tsx compiling it took a second of CPU on these 2
+  // cores), at a lower priority when WATCHERS_NICE says so (e.g. 19: the service's CPU is then what is measured).
   const child = fork(fileURLToPath(new URL("./watch-worker.ts", import.meta.url)), [], {
     execArgv: ["--import", "tsx"],
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });
+  const childPid = child.pid as number;
+  if (watchersNice !== 0) setPriority(childPid, watchersNice);
   const opened = new Promise<{ errors: number; firstError?: string }>((resolve) =>
     child.on("message", (reply: { type: string; errors: number; firstError?: string }) => {
       if (reply.type === "opened") resolve(reply);
     }),
   );
+  await new Promise((resolve) =>
+    child.on("message", (reply: { type: string }) => reply.type === "ready" && resolve(0)),
+  );
+
+  const lists: Result[] = [];
+  const probes: Result[] = [];
+  const pending: Promise<unknown>[] = [];
+  const begun = performance.now();
+  const end = begun + seconds * 1000;
+  const clients = (async () => {
+    for (let n = 0; performance.now() < end; n++) {
+      const wait = n * (1000 / rate) - (performance.now() - begun);
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      const at = performance.now();
+      pending.push(
+        call("GET", "/api/asor/v1/other/agentDefinition?limit=20", other).then((r) => lists.push({ ...r, at })),
+      );
+      if (n % 5 === 0) pending.push(call("GET", "/healthz").then((r) => probes.push({ ...r, at })));
+    }
+  })();
+
+  await new Promise((resolve) => setTimeout(resolve, 2_000));
+  const asked = sample(childPid);
   const open: WatchWorkerRequest = {
     type: "open",
     protocol: "sse",
@@ -114,23 +180,45 @@ try {
     capacity: 10,
   };
   child.send(open);
+  // The burst: from the watchers' request to 3 s after it; CPU read from /proc at both ends.
+  const afterBurst = new Promise<Sample>((resolve) => setTimeout(() => resolve(sample(childPid)), 3_000));
   const { errors, firstError } = await opened;
+  const openedAt = sample(childPid);
   console.log(`watchers: ${watchers - errors} open, ${errors} refused (${firstError?.slice(0, 160) ?? "none"})`);
+  const burst = await afterBurst;
   await clients;
   await Promise.all(pending);
   child.kill();
 
-  const report = (name: string, results: { status: number; ms: number; error?: string }[]) => {
+  const report = (name: string, results: Result[]) => {
     const ms = results.map((r) => r.ms);
     const failed = results.filter((r) => r.status !== 200);
-    console.log(
+    return (
       `${name}: ${results.length} requests, p50 ${percentile(ms, 50).toFixed(1)} ms, p99 ` +
-        `${percentile(ms, 99).toFixed(1)} ms, max ${Math.max(...ms).toFixed(1)} ms, ${failed.length} failed` +
-        (failed[0] === undefined ? "" : ` (${failed[0].status} ${failed[0].error ?? ""})`),
+      `${percentile(ms, 99).toFixed(1)} ms, max ${Math.max(...ms).toFixed(1)} ms, ${failed.length} failed` +
+      (failed[0] === undefined ? "" : ` (${failed[0].status} ${failed[0].error ?? ""})`)
     );
   };
-  report("second tenant's list", lists);
-  report("/healthz", probes);
+  const inBurst = (r: Result) => r.at >= asked.at && r.at < burst.at;
+  console.log(report("second tenant's list", lists));
+  console.log(`  ${report("sent during the burst", lists.filter(inBurst))}`);
+  console.log(
+    `  ${report(
+      "sent outside it",
+      lists.filter((r) => !inBurst(r)),
+    )}`,
+  );
+  console.log(report("/healthz", probes));
+  const burstSeconds = (burst.at - asked.at) / 1000;
+  const share = (a: number, b: number) => `${((100 * (b - a)) / burstSeconds).toFixed(0)} %`;
+  console.log(
+    `burst (${burstSeconds.toFixed(1)} s from the watchers' request; opened after ` +
+      `${((openedAt.at - asked.at) / 1000).toFixed(2)} s, the service's CPU until then ` +
+      `${(openedAt.service - asked.service).toFixed(2)} s): CPU of a core: the service ${share(asked.service, burst.service)}, ` +
+      `the watchers' process (nice ${watchersNice}) ${share(asked.child, burst.child)}, this process ${share(asked.own, burst.own)}; ` +
+      `listen queue overflows ${burst.overflows - asked.overflows} (the machine's), ` +
+      `load average ${loadAverage().toFixed(2)}`,
+  );
 } finally {
   agent.destroy();
   await service.stop();

@@ -280,6 +280,9 @@ function percentiles(values: Float64Array): Percentiles {
 let watchers: Watcher[] = [];
 let closeAll = (): void => {};
 
+// Said once the process has started (tsx has compiled it), so that a bench can start measuring after that.
+process.send?.({ type: "ready" });
+
 process.on("message", (message: WatchWorkerRequest) => {
   if (message.type === "open") {
     let pending = message.count;
