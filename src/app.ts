@@ -141,7 +141,11 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     total: config.watch.maxOpen,
   });
   const operations = createRegistryOperations({
-    service: createRegistryService({ repository, host: config.hostSystem }),
+    service: createRegistryService({
+      repository,
+      host: config.hostSystem,
+      maxTermsPerDefinition: config.maxTermsPerDefinition,
+    }),
     tenants: createTenantService(repository),
     watch: createWatchService(repository, changes),
     watchLimits,

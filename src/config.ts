@@ -1,4 +1,5 @@
 import { type AuthConfig, devIssuerProblem, parseAuthConfig } from "./auth/auth-config.js";
+import { DEFAULT_MAX_TERMS_PER_DEFINITION } from "./domain/search-terms.js";
 import { INSTANCE_REFERENCE } from "./domain/upsert.js";
 import { envReader } from "./env.js";
 import type { LogLevel } from "./logger.js";
@@ -41,6 +42,12 @@ export interface Config {
    * arrives); a body that would take the process past it is answered 503 OVERLOADED.
    */
   readonly maxBufferedBodyBytes: number;
+  /**
+   * `MAX_TERMS_PER_DEFINITION`, default 20000: the most distinct search terms (words of its texts and filter
+   * values) one definition may have; a write of one with more is refused (400 TOO_MANY_TERMS) before its
+   * transaction. Each term is a row its write inserts.
+   */
+  readonly maxTermsPerDefinition: number;
   /** `MAX_CONNECTIONS`, default 1000: open connections on the port; one more is closed at once. */
   readonly maxConnections: number;
   /**
@@ -233,6 +240,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
         `body of the largest size is ever read`,
     );
   const maxConnections = integer("MAX_CONNECTIONS", 1_000, 1, 1_000_000);
+  const maxTermsPerDefinition = integer("MAX_TERMS_PER_DEFINITION", DEFAULT_MAX_TERMS_PER_DEFINITION, 100, 1_000_000);
   const databaseTimeoutMs = integer("DATABASE_TIMEOUT_MS", 10_000, 100, 600_000);
   const databaseSyncWait = integer("DATABASE_SYNC_WAIT", 1, 0, 15);
   const requestTimeoutMs = integer("HTTP_REQUEST_TIMEOUT_MS", 60_000, 100, 3_600_000);
@@ -358,6 +366,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
     maxBodyBytes,
     maxBufferedBodyBytes,
     maxConnections,
+    maxTermsPerDefinition,
     databaseTimeoutMs,
     databaseSyncWait,
     http,

@@ -280,6 +280,9 @@ export const ISSUE_CODES = {
   REQUIRED: "The member is required and missing or empty.",
   TOO_LONG: "The string is longer than the member allows.",
   TOO_MANY: "The array has more items than the member allows.",
+  TOO_MANY_TERMS:
+    "The definition has more distinct search terms (words and filter values) than one definition may have " +
+    "(MAX_TERMS_PER_DEFINITION).",
   INVALID_UNICODE: "The string is not well-formed Unicode (it has an unpaired surrogate).",
   INVALID_CHARACTER:
     "A name or identifier holds a control, bidirectional formatting, zero-width or line separator character, or " +

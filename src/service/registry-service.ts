@@ -27,6 +27,7 @@ import { identifyingTextIssues } from "../domain/identifying-text.js";
 import { checkCreateOnly, checkIfMatch, checkKeyKept } from "../domain/lifecycle.js";
 import { listBinding, pagePosition, pageToken, parseListQuery, versionsBinding } from "../domain/list-query.js";
 import { type AgentRef, DEFINITION_STATUSES, type StoredDefinition } from "../domain/records.js";
+import { DEFAULT_MAX_TERMS_PER_DEFINITION, termCountIssue } from "../domain/search-terms.js";
 import {
   idForm,
   newDefinitionId,
@@ -127,6 +128,8 @@ export interface RegistryServiceOptions {
   readonly repository: AgentDefinitionRepository;
   /** The host system's provider and platform ids, for A161. */
   readonly host: HostIdentity;
+  /** MAX_TERMS_PER_DEFINITION (default DEFAULT_MAX_TERMS_PER_DEFINITION). */
+  readonly maxTermsPerDefinition?: number;
 }
 
 const pageOf = (request: { limit?: number; offset?: number }): Page => ({
@@ -145,7 +148,11 @@ const withNextToken = ({ total, items, next, revision }: ListResult, binding: ()
  * neither. Inside it the upsert reads what it decides on under lock, decides
  * with a pure function (planUpsert), and writes.
  */
-export function createRegistryService({ repository, host }: RegistryServiceOptions): RegistryService {
+export function createRegistryService({
+  repository,
+  host,
+  maxTermsPerDefinition = DEFAULT_MAX_TERMS_PER_DEFINITION,
+}: RegistryServiceOptions): RegistryService {
   /** The version an id names: the 32-hex id of a version, or `Agent_ID=...` for the agent's newest version. */
   const findByAnyId = async (tenant: string, id: string): Promise<StoredDefinition | undefined> =>
     (await readByAnyId(tenant, id)).stored;
@@ -186,6 +193,10 @@ export function createRegistryService({ repository, host }: RegistryServiceOptio
         : issues,
     );
     if (def === undefined) throw new Error("unreachable: a missing definition is a validation issue");
+    // Last, on a definition valid otherwise: a term is a row the write inserts, and the bound keeps a write's
+    // work (its transaction's statements, their memory) in proportion to what an ordinary definition needs.
+    const terms = termCountIssue(def, maxTermsPerDefinition);
+    if (terms !== undefined) assertValid([terms]);
     return def;
   };
 

@@ -16,7 +16,8 @@
  * here reaches the rows written from then on, not that migration.
  */
 import type { AgentDefinition } from "../../../gen/asor/v1/agent_definition_pb.js";
-import { forEachFilterValue, searchWordsOf, type TermKind, wordsOf } from "../../domain/list-query.js";
+import { type TermKind, wordsOf } from "../../domain/list-query.js";
+import { forEachTerm } from "../../domain/search-terms.js";
 import type { Dialect } from "../run/connection.js";
 import type { WriteBinding } from "../run/writes.js";
 import type { WriteContext } from "./writes.js";
@@ -42,36 +43,21 @@ export interface SearchTerm {
 }
 
 /**
- * Every (kind, value) the exact filters and `q` find `definition` by, each
- * once; empty values are left out. The words (kind `word`) are those of
- * searchableTextsOf, as searchWordsOf folds them.
+ * Every (kind, value) the exact filters and `q` find `definition` by
+ * (domain/search-terms.ts, forEachTerm), each once; empty values are left out.
  */
 export function searchTermsOf(definition: AgentDefinition): SearchTerm[] {
   const seen = new Set<string>();
   const terms: SearchTerm[] = [];
-  const add = (kind: TermKind, value: string | undefined): void => {
+  forEachTerm(definition, (kind, value) => {
     if (value === undefined || value === "") return;
     const code = TERM_KINDS[kind];
     const key = `${code}\u0000${value}`;
     if (seen.has(key)) return;
     seen.add(key);
     terms.push({ kind: code, value });
-  };
-  forEachFilterValue(definition, add);
-  for (const text of searchableTextsOf(definition)) for (const word of searchWordsOf(text)) add("word", word);
+  });
   return terms;
-}
-
-/**
- * What `q` searches in: the name, description, overview, each skill's name,
- * description and tags, and each host resource's tool name (the "resource
- * names" of issue 24).
- */
-export function searchableTextsOf(definition: AgentDefinition): string[] {
-  const texts = [definition.name, definition.description, definition.overview ?? ""];
-  for (const skill of definition.skills) texts.push(skill.name, skill.description, ...skill.tags.map((t) => t.tag));
-  for (const item of definition.hostConfig) for (const resource of item.hostResources) texts.push(resource.toolName);
-  return texts;
 }
 
 /**
