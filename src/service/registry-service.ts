@@ -27,7 +27,7 @@ import { identifyingTextIssues } from "../domain/identifying-text.js";
 import { checkCreateOnly, checkIfMatch, checkKeyKept } from "../domain/lifecycle.js";
 import { listBinding, pagePosition, pageToken, parseListQuery, versionsBinding } from "../domain/list-query.js";
 import { type AgentRef, DEFINITION_STATUSES, type StoredDefinition } from "../domain/records.js";
-import { DEFAULT_MAX_TERMS_PER_DEFINITION, termCountIssue } from "../domain/search-terms.js";
+import { DEFAULT_MAX_TERMS_PER_DEFINITION } from "../domain/search-terms.js";
 import {
   idForm,
   newDefinitionId,
@@ -45,6 +45,7 @@ import type {
   Work,
   WriteTransaction,
 } from "../storage/repository.js";
+import { admitDefinitionWrite } from "./write-admission.js";
 
 export const DEFAULT_PAGE_SIZE = 20;
 
@@ -193,10 +194,6 @@ export function createRegistryService({
         : issues,
     );
     if (def === undefined) throw new Error("unreachable: a missing definition is a validation issue");
-    // Last, on a definition valid otherwise: a term is a row the write inserts, and the bound keeps a write's
-    // work (its transaction's statements, their memory) in proportion to what an ordinary definition needs.
-    const terms = termCountIssue(def, maxTermsPerDefinition);
-    if (terms !== undefined) assertValid([terms]);
     return def;
   };
 
@@ -294,11 +291,15 @@ export function createRegistryService({
 
     async upsert(tenant, request, authority = LEAST_AUTHORITY) {
       const def = validDefinition(UpsertAgentDefinitionRequestSchema, request);
+      // Last, on a definition valid otherwise: a term is a row the write inserts, and the bound keeps a write's
+      // work (its transaction's statements, their memory) in proportion to what an ordinary definition needs.
+      await admitDefinitionWrite(def, maxTermsPerDefinition);
       return repository.write(tenant, (tx) => upsertIn(tx, def, request, authority));
     },
 
     async update(tenant, request, { mayReactivate } = LEAST_AUTHORITY) {
       const def = validDefinition(UpdateAgentDefinitionRequestSchema, request);
+      await admitDefinitionWrite(def, maxTermsPerDefinition);
       return repository.write(tenant, async (tx) => {
         const existing = await tx.findByIdForUpdate(request.id);
         if (existing === undefined) throw notFound(`Agent definition "${request.id}"`, "id");

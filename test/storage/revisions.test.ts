@@ -254,6 +254,10 @@ forEachDatabase((db) => {
               if (change.revision !== seen + 1) gaps.push(`after ${seen} came ${change.revision}`);
               seen = change.revision;
             }
+            // A turn of the event loop after each poll, as a watcher's timer gives: on SQLite every statement
+            // answers at once, and a loop of them alone would keep the writers from the turns they give back
+            // (run/writes.ts, SQLITE_SLICE_MILLIS).
+            await new Promise((resolve) => setImmediate(resolve));
           }
         })();
 

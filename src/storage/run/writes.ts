@@ -131,6 +131,26 @@ function mysqlTransactions(withConnection: ReturnType<typeof pooledConnections>)
     });
 }
 
+/**
+ * SQLite: the longest a transaction's statements run on the event loop
+ * before it gives the loop back (issue 50). better-sqlite3 and `node:sqlite`
+ * run each statement synchronously, so a write of thousands of term rows
+ * held the whole process (1.1-1.4 s for ~76,000 rows): between statements,
+ * once this much time has passed since it last did, the transaction waits
+ * for the loop's next turn. The loop then serves other requests; none of them
+ * can reach the uncommitted state, since the pool's one connection
+ * (connection.ts) stays this transaction's until it ends, and the search
+ * workers' read-only connections see committed data only.
+ */
+export const SQLITE_SLICE_MILLIS = 10;
+
+/**
+ * Resolves on the event loop's next turn, after the timers and I/O it has waiting. From a continuation of
+ * setImmediate (a transaction's later slices) setImmediate would do; a request's work runs in the loop's poll
+ * phase, where an immediate runs before the loop comes round to its timers again.
+ */
+const nextTurn = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 0));
+
 function sqliteTransactions(withConnection: ReturnType<typeof pooledConnections>): RunTransaction {
   const statement = sqliteStatements();
   return (work) =>
@@ -138,21 +158,43 @@ function sqliteTransactions(withConnection: ReturnType<typeof pooledConnections>
       const connection = pooled as SqliteConnection;
       const run = (sql: string) => statement(connection, sql).run([]);
       let committed = false;
+      // From BEGIN: what the request did before (parsing and checking a large body) had its own turns
+      // (service/write-admission.ts).
+      let sliceStart = performance.now();
+      /** Gives the event loop back once this slice has run `millis`. */
+      const slice = async (millis = SQLITE_SLICE_MILLIS): Promise<void> => {
+        if (performance.now() - sliceStart < millis) return;
+        await nextTurn();
+        sliceStart = performance.now();
+      };
       // Deferred, as knex began it: the write lock is taken by the first write, and a snapshot
       // another process has written past since fails it with SQLITE_BUSY, which is retried.
       const session: WriteSession = {
-        rows: async <T>(sql: string, bindings: readonly WriteBinding[]) =>
-          statement(connection, sql).all(bindings) as T[],
+        rows: async <T>(sql: string, bindings: readonly WriteBinding[]) => {
+          await slice();
+          return statement(connection, sql).all(bindings) as T[];
+        },
         change: async (sql, bindings) => {
+          await slice();
           const { changes, lastInsertRowid } = statement(connection, sql).run(bindings);
           return { affectedRows: changes, insertId: Number(lastInsertRowid) };
         },
         // SQLite's writers run one at a time: nothing waits on the statements between these and COMMIT.
         commitWith: async ({ before, take, after }, committing) => {
           // `commits` is false here: COMMIT is ours to send.
-          for (const { sql, bindings } of before) statement(connection, sql).run(bindings);
+          for (const { sql, bindings } of before) {
+            await slice();
+            statement(connection, sql).run(bindings);
+          }
+          await slice();
           const revision = lastRevisionOf(statement(connection, take.sql).all(take.bindings));
-          for (const { sql, bindings } of after(revision)) statement(connection, sql).run(bindings);
+          for (const { sql, bindings } of after(revision)) {
+            await slice();
+            statement(connection, sql).run(bindings);
+          }
+          // COMMIT can take tens of milliseconds itself (an fsync, synchronous=FULL, and at times a WAL
+          // checkpoint): it starts a slice of its own unless this one is less than half over.
+          await slice(SQLITE_SLICE_MILLIS / 2);
           committing();
           run("COMMIT");
           committed = true;
