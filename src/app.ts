@@ -22,6 +22,7 @@ import { createWatchLimits } from "./operations/watch-limits.js";
 import { createRegistryService } from "./service/registry-service.js";
 import { createTenantService } from "./service/tenant-service.js";
 import { createWatchService } from "./service/watch-service.js";
+import { createWriteBudget } from "./service/write-budget.js";
 import type { ChangeReader } from "./storage/change-reader.js";
 import type { AgentDefinitionRepository } from "./storage/repository.js";
 import { createByteGate, createChangeReader, createSqlRepository } from "./storage/sql-repository.js";
@@ -145,6 +146,7 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
       repository,
       host: config.hostSystem,
       maxTermsPerDefinition: config.maxTermsPerDefinition,
+      writeBudget: createWriteBudget(config.maxBufferedWriteBytes),
     }),
     tenants: createTenantService(repository),
     watch: createWatchService(repository, changes),

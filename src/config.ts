@@ -48,6 +48,12 @@ export interface Config {
    * transaction. Each term is a row its write inserts.
    */
   readonly maxTermsPerDefinition: number;
+  /**
+   * `MAX_BUFFERED_WRITE_BYTES`, default 32 MiB: what writes of definitions may hold in memory at once, each
+   * weighed at 1 KiB per distinct term; a write that would pass it waits for earlier ones to end (one larger
+   * than it runs alone).
+   */
+  readonly maxBufferedWriteBytes: number;
   /** `MAX_CONNECTIONS`, default 1000: open connections on the port; one more is closed at once. */
   readonly maxConnections: number;
   /**
@@ -241,6 +247,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
     );
   const maxConnections = integer("MAX_CONNECTIONS", 1_000, 1, 1_000_000);
   const maxTermsPerDefinition = integer("MAX_TERMS_PER_DEFINITION", DEFAULT_MAX_TERMS_PER_DEFINITION, 100, 1_000_000);
+  const maxBufferedWriteBytes = integer("MAX_BUFFERED_WRITE_BYTES", 32 * 1024 * 1024, 1024, 4 * 1024 * 1024 * 1024);
   const databaseTimeoutMs = integer("DATABASE_TIMEOUT_MS", 10_000, 100, 600_000);
   const databaseSyncWait = integer("DATABASE_SYNC_WAIT", 1, 0, 15);
   const requestTimeoutMs = integer("HTTP_REQUEST_TIMEOUT_MS", 60_000, 100, 3_600_000);
@@ -367,6 +374,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
     maxBufferedBodyBytes,
     maxConnections,
     maxTermsPerDefinition,
+    maxBufferedWriteBytes,
     databaseTimeoutMs,
     databaseSyncWait,
     http,

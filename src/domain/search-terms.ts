@@ -62,8 +62,11 @@ export function distinctTermCount(definition: AgentDefinition): number {
  * The issue of a definition with more than `max` distinct terms (MAX_TERMS_PER_DEFINITION), or undefined. It
  * names the top-level member that holds most of the definition's words, as the one to shorten.
  */
-export function termCountIssue(definition: AgentDefinition, max: number): Issue | undefined {
-  const count = distinctTermCount(definition);
+export function termCountIssue(
+  definition: AgentDefinition,
+  max: number,
+  count = distinctTermCount(definition),
+): Issue | undefined {
   if (count <= max) return undefined;
   const skills = definition.skills.reduce((n, s) => n + s.name.length + s.description.length, 0);
   const largest = [

@@ -46,6 +46,7 @@ import type {
   WriteTransaction,
 } from "../storage/repository.js";
 import { admitDefinitionWrite } from "./write-admission.js";
+import type { WriteBudget } from "./write-budget.js";
 
 export const DEFAULT_PAGE_SIZE = 20;
 
@@ -131,6 +132,8 @@ export interface RegistryServiceOptions {
   readonly host: HostIdentity;
   /** MAX_TERMS_PER_DEFINITION (default DEFAULT_MAX_TERMS_PER_DEFINITION). */
   readonly maxTermsPerDefinition?: number;
+  /** MAX_BUFFERED_WRITE_BYTES; absent: writes are not held back. */
+  readonly writeBudget?: WriteBudget;
 }
 
 const pageOf = (request: { limit?: number; offset?: number }): Page => ({
@@ -153,7 +156,17 @@ export function createRegistryService({
   repository,
   host,
   maxTermsPerDefinition = DEFAULT_MAX_TERMS_PER_DEFINITION,
+  writeBudget,
 }: RegistryServiceOptions): RegistryService {
+  /** Runs `write` once `def` is admitted (write-admission.ts), and gives its share of the budget back after. */
+  const admitted = async <T>(def: AgentDefinition, write: () => Promise<T>): Promise<T> => {
+    const release = await admitDefinitionWrite(def, maxTermsPerDefinition, writeBudget);
+    try {
+      return await write();
+    } finally {
+      release();
+    }
+  };
   /** The version an id names: the 32-hex id of a version, or `Agent_ID=...` for the agent's newest version. */
   const findByAnyId = async (tenant: string, id: string): Promise<StoredDefinition | undefined> =>
     (await readByAnyId(tenant, id)).stored;
@@ -293,38 +306,38 @@ export function createRegistryService({
       const def = validDefinition(UpsertAgentDefinitionRequestSchema, request);
       // Last, on a definition valid otherwise: a term is a row the write inserts, and the bound keeps a write's
       // work (its transaction's statements, their memory) in proportion to what an ordinary definition needs.
-      await admitDefinitionWrite(def, maxTermsPerDefinition);
-      return repository.write(tenant, (tx) => upsertIn(tx, def, request, authority));
+      return admitted(def, () => repository.write(tenant, (tx) => upsertIn(tx, def, request, authority)));
     },
 
     async update(tenant, request, { mayReactivate } = LEAST_AUTHORITY) {
       const def = validDefinition(UpdateAgentDefinitionRequestSchema, request);
-      await admitDefinitionWrite(def, maxTermsPerDefinition);
-      return repository.write(tenant, async (tx) => {
-        const existing = await tx.findByIdForUpdate(request.id);
-        if (existing === undefined) throw notFound(`Agent definition "${request.id}"`, "id");
-        checkIfMatch(request.etag, existing, `Agent definition ${existing.id}`);
-        checkKeyKept(upsertKey(def), existing.key);
-        // The externalAgentID rules are the upsert's: the version keeps its agent.
-        const externalAgentId = def.externalAgentId || undefined;
-        const owner =
-          externalAgentId === undefined
-            ? undefined
-            : await tx.findExternalIdOwner(existing.key.providerId, externalAgentId);
-        const plan = planUpsert({
-          existingAgent: existing.agent,
-          linkedAgent: undefined,
-          agentByName: undefined,
-          externalAgentId,
-          externalIdOwner: owner,
-          existingDeactivated: existing.status === "DEACTIVATED",
-          agentDeactivated: false,
-          mayReactivate,
-        });
-        if (plan.claimExternalId && externalAgentId !== undefined)
-          await tx.claimExternalId(existing.key.providerId, externalAgentId, existing.agent.number);
-        return tx.update(existing, withDerivedFields(def, existing.id, existing.agent.referenceId));
-      });
+      return admitted(def, () =>
+        repository.write(tenant, async (tx) => {
+          const existing = await tx.findByIdForUpdate(request.id);
+          if (existing === undefined) throw notFound(`Agent definition "${request.id}"`, "id");
+          checkIfMatch(request.etag, existing, `Agent definition ${existing.id}`);
+          checkKeyKept(upsertKey(def), existing.key);
+          // The externalAgentID rules are the upsert's: the version keeps its agent.
+          const externalAgentId = def.externalAgentId || undefined;
+          const owner =
+            externalAgentId === undefined
+              ? undefined
+              : await tx.findExternalIdOwner(existing.key.providerId, externalAgentId);
+          const plan = planUpsert({
+            existingAgent: existing.agent,
+            linkedAgent: undefined,
+            agentByName: undefined,
+            externalAgentId,
+            externalIdOwner: owner,
+            existingDeactivated: existing.status === "DEACTIVATED",
+            agentDeactivated: false,
+            mayReactivate,
+          });
+          if (plan.claimExternalId && externalAgentId !== undefined)
+            await tx.claimExternalId(existing.key.providerId, externalAgentId, existing.agent.number);
+          return tx.update(existing, withDerivedFields(def, existing.id, existing.agent.referenceId));
+        }),
+      );
     },
 
     async setStatus(tenant, request) {

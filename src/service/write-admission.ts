@@ -1,10 +1,19 @@
 /**
  * What a write of a definition passes after its validation and before its
- * transaction (issue 50): the bound on its terms (MAX_TERMS_PER_DEFINITION).
+ * transaction (issue 50): the bound on its terms (MAX_TERMS_PER_DEFINITION),
+ * then its share of the write budget (MAX_BUFFERED_WRITE_BYTES).
  */
 import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
-import { searchableTextsOf, termCountIssue } from "../domain/search-terms.js";
+import { distinctTermCount, searchableTextsOf, termCountIssue } from "../domain/search-terms.js";
 import { assertValid } from "../domain/validation.js";
+import type { WriteBudget } from "./write-budget.js";
+
+/**
+ * What a write is weighed at in the write budget, per distinct term: its transaction makes a row of each
+ * (the term, its key, its bindings, its share of a statement's text; on MySQL the statement's bytes too), and
+ * about 1 KiB each is what the heap held while a write of ~76,000 terms ran.
+ */
+export const WRITE_BYTES_PER_TERM = 1024;
 
 /** Resolves once the event loop has come round to its timers and I/O again. */
 const nextTurn = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 0));
@@ -16,15 +25,23 @@ const nextTurn = (): Promise<void> => new Promise((resolve) => setTimeout(resolv
 const LARGE_TEXT = 64 * 1024;
 
 /**
- * Checks `definition`'s distinct terms against `maxTerms` (400 TOO_MANY_TERMS beyond). For a large
+ * Checks `definition`'s distinct terms against `maxTerms` (400 TOO_MANY_TERMS beyond) and waits for its
+ * share of `budget`; resolves with the function that gives the share back when the write is over. For a large
  * definition, in a turn of the event loop of its own, and the write after it in another: its validation
  * before, the count, and its transaction's first statements (which make its terms again) each take tens of
  * milliseconds, and run as one they held the loop past 50 ms. A small one goes on at once, as before.
  */
-export async function admitDefinitionWrite(definition: AgentDefinition, maxTerms: number): Promise<void> {
+export async function admitDefinitionWrite(
+  definition: AgentDefinition,
+  maxTerms: number,
+  budget: WriteBudget | undefined,
+): Promise<() => void> {
   const large = searchableTextsOf(definition).reduce((n, text) => n + text.length, 0) > LARGE_TEXT;
   if (large) await nextTurn();
-  const issue = termCountIssue(definition, maxTerms);
+  const terms = distinctTermCount(definition);
+  const issue = termCountIssue(definition, maxTerms, terms);
   if (issue !== undefined) assertValid([issue]);
+  const release = budget === undefined ? () => {} : await budget.take(terms * WRITE_BYTES_PER_TERM);
   if (large) await nextTurn();
+  return release;
 }

@@ -292,7 +292,12 @@ export async function indexDefinition(
   }
   const termRow = (term: SearchTerm): WriteBinding[] => [seq, term.kind, term.value, tenant, row.status, latest];
   if (statements.dialect === "mysql") {
-    if (terms.length > 0) await session.change(sql.insertTerms(terms.length), terms.flatMap(termRow));
+    // At most rowsPerInsert rows a statement: one statement of every term of a large definition (76,000 before
+    // MAX_TERMS_PER_DEFINITION) was a string and a packet of several MB, built at once (issue 50).
+    for (let at = 0; at < terms.length; at += rowsPerInsert) {
+      const chunk = terms.slice(at, at + rowsPerInsert);
+      await session.change(sql.insertTerms(chunk.length), chunk.flatMap(termRow));
+    }
   } else {
     const one = sql.insertTerms(1);
     for (const term of terms) await session.change(one, termRow(term));
