@@ -176,8 +176,13 @@ export async function createSqlRepository(options: RepositoryOptions): Promise<A
   // "Watch (issue 20)"). Opened lazily: it connects at the first watch.
   const watching =
     database.dialect === "mysql" ? await openDatabase({ ...options, poolSize: WATCH_POOL_SIZE }) : undefined;
+  // SQLite's reads by id and reference and the change log's on a connection of their own (issue 50): on the one
+  // connection they waited for every write transaction (a ~1 MB definition's held it 0.3-2 s), while in WAL mode a
+  // reader of another connection reads the last commit beside a writer.
+  const reading = database.dialect === "sqlite" ? await openDatabase(options) : database;
   const close = async () => {
     await database.db.destroy().catch(() => undefined);
+    if (reading !== database) await reading.db.destroy().catch(() => undefined);
     if (writer !== database) await writer.db.destroy().catch(() => undefined);
     await watching?.db.destroy().catch(() => undefined);
   };
@@ -202,7 +207,8 @@ export async function createSqlRepository(options: RepositoryOptions): Promise<A
     writer,
     { ...options.search, databaseTimeoutMillis: options.timeoutMillis },
     {
-      watching: watching ?? database,
+      watching: watching ?? reading,
+      reading,
       pageMaxBytes: options.pageMaxBytes ?? defaultPageMaxBytes,
       writeBudgetMillis: options.timeoutMillis ?? defaultWriteBudgetMillis,
       logger: options.logger,
@@ -279,7 +285,15 @@ class SqlRepository implements AgentDefinitionRepository {
       pageMaxBytes,
       writeBudgetMillis,
       logger,
-    }: { watching: Database; pageMaxBytes: number; writeBudgetMillis: number; logger: RepositoryOptions["logger"] },
+      reading,
+    }: {
+      watching: Database;
+      /** The hot reads' connections: #db's, or (SQLite) a connection of their own. */
+      reading: Database;
+      pageMaxBytes: number;
+      writeBudgetMillis: number;
+      logger: RepositoryOptions["logger"];
+    },
   ) {
     this.#watching = watching.db;
     this.#pageMaxBytes = pageMaxBytes;
@@ -291,7 +305,7 @@ class SqlRepository implements AgentDefinitionRepository {
     this.#writeDb = writer.db;
     this.#context = { tx: db, dialect };
     this.#writeContext = { tx: writer.db, dialect };
-    this.#reads = { run: driverRunner(db, dialect), statements: readStatements(dialect) };
+    this.#reads = { run: driverRunner(reading.db, dialect), statements: readStatements(dialect) };
     if (dialect === "mysql") {
       const byId = coalescedReads(this.#reads.run, this.#reads.statements.byId);
       const byReference = coalescedReads(this.#reads.run, this.#reads.statements.newestByReference);
