@@ -30,7 +30,13 @@ const DOMAINS = ["Development", "Setup: Agents", "Setup: Tenants"];
 const dataDir = await mkdtemp(join(tmpdir(), "flood-cost-"));
 const issuer = await openLocalIssuer(localIssuerKeyFile(dataDir), parseAuthConfig({}).config);
 const bearer = async (tenant: string, subject?: string) =>
-  `Bearer ${await issuer.issue({ tenant, domains: DOMAINS, platformAdmin: tenant === "default" && subject === "admin", ttlSeconds: 3600, ...(subject === undefined ? {} : { subject }) })}`;
+  `Bearer ${await issuer.issue({
+    tenant,
+    domains: DOMAINS,
+    platformAdmin: tenant === "default" && subject === "admin",
+    ttlSeconds: 3600,
+    ...(subject === undefined ? {} : { subject }),
+  })}`;
 const service = await startServer(
   "the service",
   serviceCommand(undefined),

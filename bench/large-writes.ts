@@ -106,7 +106,8 @@ const summary = (values: number[]) =>
 try {
   const admin = await bearer("reader", true);
   for (let w = 0; w < WRITERS; w++) {
-    const made = await call("POST", "/asor/v1/admin/tenants", admin, JSON.stringify({ name: `writer${w}`, sequencePrefix: `W${w}-` }));
+    const tenant = JSON.stringify({ name: `writer${w}`, sequencePrefix: `W${w}-` });
+    const made = await call("POST", "/asor/v1/admin/tenants", admin, tenant);
     if (made.status !== 201) throw new Error(`tenant writer${w}: ${made.status} ${made.text}`);
   }
   const reader = await bearer("reader");

@@ -214,8 +214,9 @@ try {
   console.log(
     `burst (${burstSeconds.toFixed(1)} s from the watchers' request; opened after ` +
       `${((openedAt.at - asked.at) / 1000).toFixed(2)} s, the service's CPU until then ` +
-      `${(openedAt.service - asked.service).toFixed(2)} s): CPU of a core: the service ${share(asked.service, burst.service)}, ` +
-      `the watchers' process (nice ${watchersNice}) ${share(asked.child, burst.child)}, this process ${share(asked.own, burst.own)}; ` +
+      `${(openedAt.service - asked.service).toFixed(2)} s): CPU of a core: the service ` +
+      `${share(asked.service, burst.service)}, the watchers' process (nice ${watchersNice}) ` +
+      `${share(asked.child, burst.child)}, this process ${share(asked.own, burst.own)}; ` +
       `listen queue overflows ${burst.overflows - asked.overflows} (the machine's), ` +
       `load average ${loadAverage().toFixed(2)}`,
   );
