@@ -1,8 +1,9 @@
 /**
- * A read by id is not held up by another tenant's write transaction (issue 50, item 3). On SQLite the reads shared
- * the one connection of the writes and waited for each transaction whole: a ~1 MB definition's write held another
- * tenant's GET 0.3-2 s (bench/large-writes.ts). They now have a connection of their own, which in WAL mode reads the
- * last commit beside the writer. On MySQL the pool has always had more than one connection.
+ * A read by id, and the readiness probe, are not held up by another tenant's write transaction (issue 50, item 3).
+ * On SQLite the reads shared the one connection of the writes and waited for each transaction whole: a ~1 MB
+ * definition's write held another tenant's GET 0.3-2 s (bench/large-writes.ts). They now have a connection of their
+ * own, which in WAL mode reads the last commit beside the writer. On MySQL the pool has always had more than one
+ * connection.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AgentDefinitionRepository } from "../../src/storage/repository.js";
@@ -23,7 +24,7 @@ forEachDatabase((db) => {
   });
 
   describe("reads beside a write", () => {
-    it("answers a read by id while another tenant's write transaction is open", async () => {
+    it("answers a read by id and the probe while another tenant's write is open", async () => {
       const stored = (await save(repo, definition({ name: "Read beside" }))).stored;
       let release!: () => void;
       const held = new Promise<void>((resolve) => {
@@ -47,6 +48,12 @@ forEachDatabase((db) => {
           new Promise<"waited">((resolve) => setTimeout(() => resolve("waited"), 2_000)),
         ]);
         expect(read === "waited" ? read : read?.id).toBe(stored.id);
+        // The readiness probe reads where reads do: it answers too.
+        const pinged = await Promise.race([
+          repo.ping().then(() => "answered"),
+          new Promise<"waited">((resolve) => setTimeout(() => resolve("waited"), 2_000)),
+        ]);
+        expect(pinged).toBe("answered");
       } finally {
         release();
       }
