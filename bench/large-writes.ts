@@ -7,7 +7,7 @@
  * Reported: the writes and their answers, the GET's and /healthz's p50, p99 and max, failed requests, the
  * service's peak RSS, and whether it lived. Limits (issue 50): GET p99 ≤ 200 ms, /healthz p99 ≤ 100 ms.
  *
- *   node --import tsx bench/large-writes.ts [seconds] [--mysql] [KEY=VALUE settings of the service...]
+ *   node --import tsx bench/large-writes.ts [seconds] [--mysql] [--node-flags...] [KEY=VALUE settings...]
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -26,6 +26,8 @@ const mysql = args.includes("--mysql");
 const settings = Object.fromEntries(
   args.filter((a) => a.includes("=")).map((kv) => kv.split("=", 2) as [string, string]),
 );
+/** Flags for the service's node (e.g. --cpu-prof, --cpu-prof-dir=<dir>). */
+const nodeArgs = args.filter((a) => a.startsWith("--") && a !== "--mysql");
 const WRITERS = 4;
 const VOCABULARY = 15_000;
 const DOMAINS = ["Development", "Setup: Agents", "Setup: Tenants"];
@@ -53,6 +55,7 @@ const service = await startServer(
     ...settings,
   },
   dataDir,
+  nodeArgs,
 );
 
 /** One request: its status and milliseconds, or its error (status 0). */
