@@ -6,9 +6,7 @@
  * (VmHWM, reset once the definitions are in) is the watchers' alone. Prints what the readers reached, the
  * refusals and closings they met, /healthz p50/p99/max and whether the process survived.
  */
-import { once } from "node:events";
-import { connect } from "node:net";
-import { create, toBinary, toJson } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import {
@@ -16,6 +14,7 @@ import {
   AgentDefinitionService,
   WatchAgentDefinitionsRequestSchema,
 } from "../gen/asor/v1/agent_definition_service_pb.js";
+import { silentWatcher } from "../test/support/silent-watchers.js";
 import { seedLargeDefinitions } from "./large-pages.js";
 import { percentile } from "./percentile.js";
 import { peakRssKib, resetPeakRss } from "./proc-stats.js";
@@ -39,58 +38,6 @@ export interface WatchReplayResult {
   readonly healthz: { readonly p50: number; readonly p99: number; readonly max: number; readonly failed: number };
   readonly seconds: number;
   readonly survived: boolean;
-}
-
-const rpc = "/asor.v1.AgentDefinitionService/WatchAgentDefinitions";
-const enveloped = (message: Uint8Array): Buffer => {
-  const frame = Buffer.alloc(5 + message.byteLength);
-  frame.writeUInt32BE(message.byteLength, 1);
-  frame.set(message, 5);
-  return frame;
-};
-
-/** A watcher from `since=0` whose client reads nothing after the request (HTTP/1.1, or HTTP/2 for gRPC). */
-async function silentWatcher(service: ServerProcess, authorization: string, protocol: Protocol): Promise<() => void> {
-  if (protocol === "grpc") {
-    const { connect: h2 } = await import("node:http2");
-    const session = h2(service.baseUrl);
-    session.on("error", () => undefined);
-    const stream = session.request({
-      ":method": "POST",
-      ":path": rpc,
-      "content-type": "application/grpc+proto",
-      te: "trailers",
-      authorization,
-    });
-    stream.on("error", () => undefined);
-    stream.end(
-      enveloped(
-        toBinary(WatchAgentDefinitionsRequestSchema, create(WatchAgentDefinitionsRequestSchema, { since: 0n })),
-      ),
-    );
-    stream.pause();
-    return () => session.destroy();
-  }
-  const socket = connect(service.port, "127.0.0.1");
-  await once(socket, "connect");
-  socket.on("error", () => undefined);
-  const head = (method: string, path: string, headers: string) =>
-    `${method} ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: ${authorization}\r\n${headers}\r\n`;
-  const request = create(WatchAgentDefinitionsRequestSchema, { since: 0n });
-  if (protocol === "sse")
-    socket.write(head("GET", "/asor/v1/agentDefinitionEvents?since=0", "accept: text/event-stream\r\n"));
-  else {
-    const body = enveloped(
-      protocol === "grpc-web"
-        ? toBinary(WatchAgentDefinitionsRequestSchema, request)
-        : new TextEncoder().encode(JSON.stringify(toJson(WatchAgentDefinitionsRequestSchema, request))),
-    );
-    const type = protocol === "grpc-web" ? "application/grpc-web+proto" : "application/connect+json";
-    socket.write(head("POST", rpc, `content-type: ${type}\r\ncontent-length: ${body.byteLength}\r\n`));
-    socket.write(body);
-  }
-  socket.pause();
-  return () => socket.destroy();
 }
 
 /** Counts of what the readers met. */
@@ -211,7 +158,8 @@ export async function watchReplay(
   const reached = {} as Record<Protocol, number[]>;
   try {
     for (const protocol of PROTOCOLS)
-      for (let i = 0; i < PER_PROTOCOL / 2; i++) silent.push(await silentWatcher(service, authorization, protocol));
+      for (let i = 0; i < PER_PROTOCOL / 2; i++)
+        silent.push((await silentWatcher(service, authorization, protocol)).close);
     const runs = PROTOCOLS.map(async (protocol) => {
       reached[protocol] = await Promise.all(
         Array.from({ length: PER_PROTOCOL / 2 }, () =>

@@ -18,22 +18,12 @@ import {
 import { withAuthorization } from "../support/auth.js";
 import type { FreshDatabase } from "../support/databases.js";
 import { forEachDatabase } from "../support/databases.js";
-import { minimalDefinition } from "../support/definitions.js";
+import { largeDefinition } from "../support/definitions.js";
 import { createGrpcJsClient } from "../support/grpc-js-client.js";
 import { type ReachableServer, startServerProcess } from "../support/runtimes.js";
 import { PRODUCTION_NODE_FLAGS, type ServerProcess } from "../support/server-process.js";
 
 const DEFINITIONS = 40;
-/** 75 skills of 10,000 characters: about 750 KB of JSON, under the 1 MiB body limit. */
-const large = (i: number) =>
-  minimalDefinition({
-    name: `Large Agent ${i}`,
-    skills: Array.from({ length: 75 }, (_, n) => ({
-      id: `s${n}`,
-      name: `Skill ${n}`,
-      description: String.fromCharCode(97 + (n % 26)).repeat(10_000),
-    })),
-  });
 
 /** A page as every client reads it: the ids, and the token of the next. */
 interface Page {
@@ -52,7 +42,7 @@ forEachDatabase((db) => {
       const res = await fetch(`${server.baseUrl}/asor/v1/agentDefinition`, {
         method: "POST",
         headers: { authorization: server.authorization, "content-type": "application/json" },
-        body: JSON.stringify(large(i)),
+        body: JSON.stringify(largeDefinition(i)),
       });
       expect(res.status).toBe(201);
     }

@@ -10,9 +10,7 @@
  * WATCH_REPLAY_WAIT_MS is refused (503 with Retry-After; RESOURCE_EXHAUSTED). Scaled down: 40 definitions, budgets
  * lowered so that the watchers take turns. The process's memory is measured by `npm run bench -- --watch-replay`.
  */
-import { once } from "node:events";
-import { connect } from "node:net";
-import { create, toBinary, toJson } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import { Code, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -23,23 +21,12 @@ import {
 } from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { withAuthorization } from "../support/auth.js";
 import { type FreshDatabase, forEachDatabase } from "../support/databases.js";
-import { minimalDefinition } from "../support/definitions.js";
-import { rawGrpcStream } from "../support/raw-grpc.js";
+import { largeDefinition } from "../support/definitions.js";
 import { type ReachableServer, startServerProcess } from "../support/runtimes.js";
 import { PRODUCTION_NODE_FLAGS, type ServerProcess } from "../support/server-process.js";
+import { silentWatcher } from "../support/silent-watchers.js";
 
 const DEFINITIONS = 40;
-/** 75 skills of 10,000 characters: about 750 KB of JSON, under the 1 MiB body limit. */
-const large = (i: number) =>
-  minimalDefinition({
-    name: `Large Agent ${i}`,
-    skills: Array.from({ length: 75 }, (_, n) => ({
-      id: `s${n}`,
-      name: `Skill ${n}`,
-      description: String.fromCharCode(97 + ((n + i) % 26)).repeat(10_000),
-    })),
-  });
-
 /** The gauge of the replay budget, as /metrics shows it. */
 async function replayBytes(baseUrl: string): Promise<number> {
   const text = await (await fetch(`${baseUrl}/metrics`)).text();
@@ -72,7 +59,7 @@ forEachDatabase((db) => {
       const res = await fetch(`${seeding.baseUrl}/asor/v1/agentDefinition`, {
         method: "POST",
         headers: { authorization: seeding.authorization, "content-type": "application/json" },
-        body: JSON.stringify(large(i)),
+        body: JSON.stringify(largeDefinition(i)),
       });
       expect(res.status).toBe(201);
     }
@@ -82,68 +69,8 @@ forEachDatabase((db) => {
     await server?.stop();
     await database?.cleanup();
   });
-  /** The watch request from `since=0`, as each protocol's body carries it. */
+  /** The watch request from `since=0`. */
   const request = create(WatchAgentDefinitionsRequestSchema, { since: 0n });
-  const enveloped = (message: Uint8Array): Buffer => {
-    const frame = Buffer.alloc(5 + message.byteLength);
-    frame.writeUInt32BE(message.byteLength, 1);
-    frame.set(message, 5);
-    return frame;
-  };
-
-  /**
-   * A watch from `since=0` over HTTP/1.1 on a raw socket that reads nothing once the request is sent: SSE, a
-   * Connect JSON stream or a gRPC-Web stream.
-   */
-  async function silentWatcher(
-    server: ReachableServer & ServerProcess,
-    protocol: "sse" | "connect-json" | "grpc-web",
-  ): Promise<{ close(): void; readonly head: Promise<string> }> {
-    const socket = connect(server.port, "127.0.0.1");
-    await once(socket, "connect");
-    socket.on("error", () => undefined);
-    const requestHead = (method: string, path: string, headers: string) =>
-      `${method} ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: ${server.authorization}\r\n${headers}\r\n`;
-    const rpc = "/asor.v1.AgentDefinitionService/WatchAgentDefinitions";
-    if (protocol === "sse")
-      socket.write(requestHead("GET", "/asor/v1/agentDefinitionEvents?since=0", "accept: text/event-stream\r\n"));
-    else {
-      const body = enveloped(
-        protocol === "grpc-web"
-          ? toBinary(WatchAgentDefinitionsRequestSchema, request)
-          : new TextEncoder().encode(JSON.stringify(toJson(WatchAgentDefinitionsRequestSchema, request))),
-      );
-      const type = protocol === "grpc-web" ? "application/grpc-web+proto" : "application/connect+json";
-      socket.write(requestHead("POST", rpc, `content-type: ${type}\r\ncontent-length: ${body.byteLength}\r\n`));
-      socket.write(body);
-    }
-    // The status line and headers, then nothing more is read.
-    const head = new Promise<string>((resolve) => {
-      let seen = "";
-      const onData = (chunk: Buffer) => {
-        seen += chunk.toString("latin1");
-        const end = seen.indexOf("\r\n\r\n");
-        if (end === -1) return;
-        socket.off("data", onData);
-        socket.pause();
-        resolve(seen.slice(0, end));
-      };
-      socket.on("data", onData);
-    });
-    return { close: () => socket.destroy(), head };
-  }
-
-  /** A binary gRPC watch from `since=0` over HTTP/2 that stops reading at once (flow control stops the server). */
-  function silentGrpcWatcher(server: ReachableServer & ServerProcess): { close(): void } {
-    const stream = rawGrpcStream(
-      server.baseUrl,
-      server.authorization,
-      "asor.v1.AgentDefinitionService/WatchAgentDefinitions",
-      toBinary(WatchAgentDefinitionsRequestSchema, request),
-    );
-    stream.pause();
-    return stream;
-  }
 
   /** The revisions of the ADDED events a watcher over `protocol` reads from `since=0` until it has them all. */
   async function readAll(
@@ -180,9 +107,11 @@ forEachDatabase((db) => {
     const server = await restart({ WATCH_REPLAY_WAIT_MS: "60000", WATCH_REPLAY_HOLD_MS: "1500" });
     const silent = [
       ...(await Promise.all(
-        (["sse", "connect-json", "grpc-web"] as const).map((protocol) => silentWatcher(server, protocol)),
+        (["sse", "connect-json", "grpc-web"] as const).map((protocol) =>
+          silentWatcher(server, server.authorization, protocol),
+        ),
       )),
-      silentGrpcWatcher(server),
+      await silentWatcher(server, server.authorization, "grpc"),
     ];
     // What the budget holds, and whether the process answers its probe, throughout.
     const held: number[] = [];
@@ -221,7 +150,7 @@ forEachDatabase((db) => {
     const server = await restart({ WATCH_REPLAY_WAIT_MS: "300", WATCH_REPLAY_HOLD_MS: "60000" });
     // Two silent watchers hold the budget (a large definition each) once the socket buffers between them and the
     // process are full: they go on a few reads until then.
-    const silent = await Promise.all(["sse", "sse"].map(() => silentWatcher(server, "sse")));
+    const silent = await Promise.all(["sse", "sse"].map(() => silentWatcher(server, server.authorization, "sse")));
     try {
       for (const head of await Promise.all(silent.map((watcher) => watcher.head)))
         expect(head).toMatch(/^HTTP\/1.1 200/);
@@ -232,7 +161,7 @@ forEachDatabase((db) => {
       };
       await expect.poll(holding, { timeout: 30_000 }).toBeGreaterThan(budget / 2);
       // A third waits past WATCH_REPLAY_WAIT_MS and is refused, with a Retry-After.
-      const third = await silentWatcher(server, "sse");
+      const third = await silentWatcher(server, server.authorization, "sse");
       silent.push(third);
       expect(await third.head).toMatch(/^HTTP\/1.1 503[\s\S]*\r\nretry-after: 1(\r\n|$)/i);
       // A REST watch now: the same refusal in the error body.

@@ -92,3 +92,18 @@ export function derivedIds(def: Record<string, any>): string[] {
   }
   return ids;
 }
+
+/**
+ * About 750 KB of JSON, under the 1 MiB body limit: 75 skills of 10,000 characters, named `Large Agent <i>`
+ * (the memory tests of issues 25 and 50).
+ */
+export function largeDefinition(i: number): Record<string, any> {
+  return minimalDefinition({
+    name: `Large Agent ${i}`,
+    skills: Array.from({ length: 75 }, (_, n) => ({
+      id: `s${n}`,
+      name: `Skill ${n}`,
+      description: String.fromCharCode(97 + (n % 26)).repeat(10_000),
+    })),
+  });
+}
