@@ -29,11 +29,11 @@ describe("docs/errors.md", () => {
   });
 });
 
-/** The Markdown pages of the repository's documentation. */
+/** The Markdown pages of the repository's documentation: docs/ and its folders (the benchmark log). */
 const pages = [
   "README.md",
   "BENCHMARKS.md",
-  ...readdirSync("docs")
+  ...readdirSync("docs", { recursive: true, encoding: "utf8" })
     .filter((f) => f.endsWith(".md"))
     .map((f) => join("docs", f)),
 ];
@@ -67,6 +67,25 @@ describe("the documentation's links", () => {
     }
     // Nothing leans on files a clone does not have.
     expect(text).not.toMatch(/\.\.\/shared|SPEC\.md|DESIGN\.md/);
+  });
+});
+
+describe("the pages a reader opens first", () => {
+  // The current figures stay short; the dated runs have a page of their own (docs/benchmarks/log.md).
+  it.each([["BENCHMARKS.md", 300]])("%s stays under %i lines", (page, limit) => {
+    const lines = readFileSync(page, "utf8").split("\n").length;
+    expect(lines, `${page}: ${lines} lines`).toBeLessThan(limit);
+  });
+
+  it("BENCHMARKS.md opens with the current figures, each with a command", () => {
+    const text = readFileSync("BENCHMARKS.md", "utf8");
+    const headings = [...text.matchAll(/^## (.+)$/gm)].map((m) => m[1]);
+    expect(headings[0]).toBe("Current figures");
+    expect(headings).toEqual(expect.arrayContaining(["Machine", "Method"]));
+    const table = text.slice(text.indexOf("| scenario |"), text.indexOf("\n\n", text.indexOf("| scenario |")));
+    const rows = table.split("\n").slice(2);
+    expect(rows.length).toBeGreaterThan(10);
+    for (const row of rows) expect(row, row).toMatch(/\| (`[^`]+`|same( \(.*\))?|`\.\.\. .*`) \|$/);
   });
 });
 
