@@ -213,7 +213,7 @@ export async function openSeeder(options: {
     // A batch's agent_definitions INSERT is ~6 MB of SQL: on a loaded machine it outlived the service's 10 s,
     // and the driver dropped the connection in the middle of the seeding. Counting a million's 58 million
     // term rows afterwards (checkAfterBulkLoad) is one statement of tens of seconds on a loaded machine.
-    statementTimeoutMillis: 3_600_000,
+    statementTimeoutMs: 3_600_000,
   });
   if (dialect === "sqlite") await fastSqliteConnection(db);
   const tenant = options.tenant;

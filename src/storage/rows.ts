@@ -350,3 +350,8 @@ export function toAgentRef(row: Pick<AgentRow, "number" | "reference_id">): Agen
 export function agentReferenceId(prefix: string, number: number): string {
   return `Agent_ID=${prefix}${number}`;
 }
+
+/** The tenant revision a read's row carries: 0 for a tenant no write has counted yet (no row in 0015's table). */
+export function tenantRevisionOf(row: DefinitionReadRow): number {
+  return row.tenant_revision == null ? 0 : fromDatabaseInteger(row.tenant_revision);
+}

@@ -46,7 +46,7 @@ export interface KeptText {
 const batch = 500;
 
 /** How long after a failed text write the repair runs (so a burst of failures makes one). */
-const repairDelayMillis = 1_000;
+const repairDelayMs = 1_000;
 
 /**
  * MySQL. Bindings: seq, limit. The versions after seq whose text is missing or older than their last change, in
@@ -148,12 +148,12 @@ export class SearchTextKeeper {
   }
 
   /** Runs repair() soon, once for any number of calls before it starts. */
-  scheduleRepair(delayMillis = repairDelayMillis): void {
+  scheduleRepair(delayMs = repairDelayMs): void {
     if (this.#closed || this.#timer !== undefined) return;
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
       void this.repair();
-    }, delayMillis);
+    }, delayMs);
     this.#timer.unref?.();
   }
 
@@ -180,7 +180,7 @@ export class SearchTextKeeper {
         this.#logger?.warn("search text repair failed; it will run again", {
           error: error instanceof Error ? error.message : String(error),
         });
-        this.scheduleRepair(10 * repairDelayMillis);
+        this.scheduleRepair(10 * repairDelayMs);
       })
       .finally(() => {
         this.#repairing = undefined;

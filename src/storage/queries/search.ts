@@ -1,57 +1,18 @@
-/**
- * The list's searches (filters, keywords, orders, keyset pages) and the
- * versions list's keyset pages, as SQL per dialect over the side tables of
- * migration 0009.
- *
- * One statement per page: the tenant's row (so an unknown tenant is told
- * apart from an empty page), the page's seqs from one index (a LIMIT inside a
- * derived table), then only those rows read and joined, and the total as an
- * uncorrelated scalar subquery, which both databases run once per statement.
- * OFFSET over the joined rows made MariaDB read and sort whole documents (16 s
- * for the last page of 100,000 definitions, BENCHMARKS.md), and an ORDER BY
- * outside the derived table cost it a temporary table with the documents in
- * it; so the statement leaves the page's order to inSearchOrder. Where the
- * seqs come from depends on what is asked (buildSearch):
- *
- * - an exact filter or a word of `q` (issue 24: words are terms of kind
- *   `word`, resolveWords): `definition_terms` through (tenant, kind, value,
- *   seq, status, is_latest), so the page and the count of one value are one
- *   index range each, in seq order; the last word of `q` when it begins
- *   several words, a range of values;
- * - else `agent_definitions` through the list index of the order (0009).
- *
- * orderBy=relevance takes the same matches, scores each by the full-text
- * tables of 0009 and sorts them all (relevanceScore, relevancePage).
- *
- * Every further filter is an EXISTS on definition_terms' primary key (seq,
- * kind, value). The unfiltered total comes from definition_counts, the total
- * of one exact filter from definition_term_counts (0010). A page
- * reads one row more than it answers, to know whether there is a next one.
- *
- * The statements' shapes vary with the number of values of each filter, so
- * they are not prepared once like the hot reads: MySQL sends them as text
- * (mysql2's query), SQLite prepares each one per call (tens of microseconds)
- * instead of keeping a statement per shape a caller could invent.
- */
-import { Buffer } from "node:buffer";
-import type { ListQuery, Position, TermFilter } from "../../domain/list-query.js";
-import type { DefinitionReadRow } from "../rows.js";
+import type { ListQuery, TermFilter } from "../../domain/list-query.js";
 import { toDatabaseTimestamp } from "../rows.js";
 import type { Dialect } from "../run/connection.js";
+import { pageStatement } from "./pages.js";
 import type { ReadBinding } from "./reads.js";
-import { readColumns } from "./reads.js";
 import { TERM_KINDS } from "./search-index.js";
 import { SEARCH_ALIVE } from "./sql-functions.js";
+import { Sql, type Statement } from "./sql-text.js";
+import { resolveWords } from "./words.js";
 
-/** A row of a search: a DefinitionReadRow with what the next page's position is made of. */
-export interface SearchRow extends DefinitionReadRow {
-  readonly seq?: number | string | null;
-  readonly order_name?: string | null;
-  /** The full-text score of orderBy=relevance (relevanceScore). */
-  readonly order_score?: number | string | null;
-  /** What a counted total was read at (countVersionOf), when the statement counts one. */
-  readonly total_version?: number | string | null;
-}
+export type { SearchRow } from "./pages.js";
+export { buildVersions, documentBytes, inSearchOrder, orderValueOf } from "./pages.js";
+export type { Statement } from "./sql-text.js";
+export type { WordPlan } from "./words.js";
+export { needsWordPlan, pastPrefix, planWords, resolveWords, wordPlanOf } from "./words.js";
 
 /**
  * Whether `query`'s statement costs about a page whatever the tenant holds
@@ -79,12 +40,6 @@ export function isBounded(asked: ListQuery): boolean {
  * stays far below it (BENCHMARKS.md).
  */
 export const defaultPageMaxBytes = 4 * 1024 * 1024;
-
-/** One statement and its bindings. */
-export interface Statement {
-  readonly sql: string;
-  readonly bindings: readonly ReadBinding[];
-}
 
 /**
  * A search's statement: its page and its total. `countKey` is set when the total is counted (a COUNT over the
@@ -147,23 +102,6 @@ function countVersionOf(tenant: string, terms: readonly TermFilter[] | undefined
   return version;
 }
 
-/** SQL fragments and their bindings, in order. */
-class Sql {
-  readonly parts: string[] = [];
-  readonly bindings: ReadBinding[] = [];
-  add(sql: string, ...bindings: ReadBinding[]): this {
-    this.parts.push(sql);
-    this.bindings.push(...bindings);
-    return this;
-  }
-  in(values: readonly ReadBinding[]): this {
-    return this.add(`IN (${values.map(() => "?").join(", ")})`, ...values);
-  }
-  get sql(): string {
-    return this.parts.join(" ");
-  }
-}
-
 /**
  * Kinds a definition has at most one value of: the counters of several values
  * of these add up to the number of definitions that carry any of them.
@@ -188,132 +126,6 @@ function countable(term: TermFilter): boolean {
 /** Whether a definition matches `term` by one term row at most (else the page needs DISTINCT). */
 function singleMatch(term: TermFilter): boolean {
   return term.range === undefined && (term.values.length === 1 || singleValued.has(term.kind));
-}
-
-/**
- * The counters `resolveWords` chooses by, read before the page when `q` has
- * more than one word or a last word typed partly: one bounded statement
- * (planWords), each word's count of matches and up to two words of the
- * tenant's vocabulary that begin with the last one.
- */
-export interface WordPlan {
-  /** Matches per whole word (the asked statuses and latest); a word absent has none. */
-  readonly counts: ReadonlyMap<string, number>;
-  /** The first two words (binary order) of the tenant's that begin with `query.prefix`, with their counts. */
-  readonly vocabulary: ReadonlyArray<{ readonly word: string; readonly count: number }>;
-}
-
-/** Whether `query` is worth a plan (planWords) before its page. */
-export function needsWordPlan(query: ListQuery): boolean {
-  return query.prefix !== undefined || query.words.length > 1;
-}
-
-/**
- * The statement of a WordPlan: the whole words' counts from
- * definition_term_counts (at most 96 rows a word), and the vocabulary from
- * the same table's primary key range (tenant, kind, value, ...) from the
- * prefix to the first value past it, grouped by value, LIMIT 2: it reads the
- * counter rows of at most two live words (and of the words whose counters
- * fell to 0 on the way).
- */
-export function planWords(tenant: string, query: ListQuery): Statement {
-  const kind = TERM_KINDS.word;
-  const where = (sql: Sql): Sql => {
-    sql.add("AND status").in(query.statuses);
-    if (query.latest) sql.add("AND is_latest = 1");
-    return sql;
-  };
-  const parts: Sql[] = [];
-  if (query.words.length > 0)
-    parts.push(
-      where(
-        new Sql()
-          .add(
-            "SELECT value, SUM(n) AS n, 0 AS begins FROM definition_term_counts WHERE tenant = ? AND kind = ?",
-            tenant,
-            kind,
-          )
-          .add("AND value")
-          .in(query.words),
-      ).add("GROUP BY value"),
-    );
-  if (query.prefix !== undefined)
-    parts.push(
-      where(
-        new Sql().add(
-          "SELECT value, SUM(n) AS n, 1 AS begins FROM definition_term_counts WHERE tenant = ? AND kind = ? AND " +
-            "value >= ? AND value < ?",
-          tenant,
-          kind,
-          query.prefix,
-          pastPrefix(query.prefix),
-        ),
-      ).add("GROUP BY value HAVING SUM(n) > 0 ORDER BY value LIMIT 2"),
-    );
-  const sql = new Sql();
-  parts.forEach((part, i) => {
-    sql.add(`${i === 0 ? "" : "UNION ALL "}SELECT * FROM (${part.sql}) w${i}`, ...part.bindings);
-  });
-  return { sql: sql.sql, bindings: sql.bindings };
-}
-
-/** The WordPlan in the rows of planWords' statement. */
-export function wordPlanOf(rows: ReadonlyArray<Record<string, unknown>>): WordPlan {
-  const counts = new Map<string, number>();
-  const vocabulary: Array<{ word: string; count: number }> = [];
-  for (const row of rows) {
-    const word = String(row.value);
-    const count = Number(row.n ?? 0);
-    if (Number(row.begins) === 1) vocabulary.push({ word, count });
-    else counts.set(word, count);
-  }
-  vocabulary.sort((a, b) => Buffer.compare(Buffer.from(a.word), Buffer.from(b.word)));
-  return { counts, vocabulary };
-}
-
-/**
- * The first string past every string that begins with `prefix`, in binary
- * (code point) order: its last code point plus one. The upper bound of the
- * prefix's value range, computed here so both databases compare the same
- * bounds the same way (no LIKE and its collation).
- */
-export function pastPrefix(prefix: string): string {
-  const points = [...prefix].map((c) => c.codePointAt(0) ?? 0);
-  while (points.length > 0) {
-    let last = (points.pop() ?? 0) + 1;
-    if (last >= 0xd800 && last <= 0xdfff) last = 0xe000;
-    if (last <= 0x10ffff) return String.fromCodePoint(...points, last);
-  }
-  // Only a prefix of U+10FFFF alone: nothing is past every string; a bound no word reaches.
-  return String.fromCodePoint(0x10ffff).repeat(prefix.length + 1);
-}
-
-/**
- * `query` with its words turned into `word` term filters, ahead of its other
- * filters, so buildSearch pages them like `tag`: each whole word one value,
- * the rarest first when `plan` tells (the first filter drives the page, the
- * others are EXISTS probes), and the last word by what the plan found of it:
- * no word of the tenant begins with it, or exactly one does → that one word
- * (its counters give the total); two or more, or no plan → the range of
- * every value that begins with it.
- */
-export function resolveWords(query: ListQuery, plan?: WordPlan): ListQuery {
-  if (query.words.length === 0 && query.prefix === undefined) return query;
-  const whole = [...query.words];
-  let range: TermFilter | undefined;
-  if (query.prefix !== undefined) {
-    const vocabulary = plan?.vocabulary;
-    if (vocabulary !== undefined && vocabulary.length <= 1) {
-      const word = vocabulary[0]?.word ?? query.prefix;
-      if (!whole.includes(word)) whole.push(word);
-    } else range = { kind: "word", values: [], range: { from: query.prefix, below: pastPrefix(query.prefix) } };
-  }
-  const countOf = (word: string): number =>
-    plan?.counts.get(word) ?? plan?.vocabulary.find((v) => v.word === word)?.count ?? 0;
-  if (plan !== undefined) whole.sort((a, b) => countOf(a) - countOf(b));
-  const words: TermFilter[] = whole.map((word) => ({ kind: "word", values: [word] }));
-  const { prefix: _, ...rest } = query;
-  return { ...rest, words: [], terms: [...words, ...(range === undefined ? [] : [range]), ...query.terms] };
 }
 
 /**
@@ -533,133 +345,4 @@ function relevancePage(
     { sql: scored.sql, bindings: scored.bindings },
     { order: ["k DESC", "seq ASC"], maxBytes: parts.maxBytes, scored: true },
   );
-}
-
-/**
- * A page of one agent's versions, newest first, after the position `after` (exclusive) when given; all
- * versions are counted.
- */
-export function buildVersions(
-  dialect: Dialect,
-  tenant: string,
-  agentNumber: number,
-  page: { limit: number; offset: number; after?: Position | undefined },
-  maxBytes: number,
-): Statement {
-  const { limit, offset, after } = page;
-  const seqs = new Sql().add(
-    "SELECT seq FROM agent_definitions WHERE tenant = ? AND agent_number = ?",
-    tenant,
-    agentNumber,
-  );
-  if (after !== undefined) seqs.add("AND seq < ?", after.seq);
-  seqs.add("ORDER BY seq DESC LIMIT ? OFFSET ?", limit + 1, after === undefined ? offset : 0);
-  const total = {
-    sql: "(SELECT COUNT(*) FROM agent_definitions WHERE tenant = ? AND agent_number = ?)",
-    bindings: [tenant, agentNumber],
-  };
-  return pageStatement(dialect, tenant, { total }, seqs, { order: ["seq DESC"], maxBytes });
-}
-
-/** The byte budget of a page: its rows in the page's order, and how many of their JSON bytes it may hold. */
-interface PageBudget {
-  /**
-   * The page's order over the columns of its seqs (`seq`, and `k` when ordered by a value), each with its
-   * direction.
-   */
-  readonly order: readonly string[];
-  /** PAGE_MAX_BYTES: the stored JSON bytes a page may hold (pageWithNext cuts it there). */
-  readonly maxBytes: number;
-  /** Whether the seqs carry a score `k` (relevance), answered as `order_score`. */
-  readonly scored?: boolean;
-}
-
-/**
- * The size of a row `alias` of agent_definitions in JSON bytes, read without
- * its document: MySQL's stored column (migration 0011), SQLite's
- * octet_length, which reads the record's header only.
- */
-export function documentBytes(dialect: Dialect, alias: string): string {
-  return dialect === "mysql" ? `${alias}.document_bytes` : `octet_length(${alias}.document)`;
-}
-
-/**
- * The statement around a page (the top of this file says why this shape): the
- * tenant's row, `total` (with the version a counted one was read at, as
- * `total_version`), and the definitions (with their agents) whose seqs
- * `seqs` selects (a derived table `p` with a `seq` column, and `k` when ordered by a value).
- *
- * Of those seqs only the ones a page of `budget.maxBytes` can answer are
- * read, so one list call holds about a budget of documents whatever their
- * sizes (issue 25): each seq's JSON bytes are summed in the page's order
- * (a window over the page's few rows, joined by primary key for their size
- * column), and a row is read when the rows before it hold at most the budget.
- * That is every row the page answers, then the one that tells there is more;
- * the first two rows are read whatever their sizes, so a page always answers
- * at least one definition. pageWithNext makes the cut on the bytes it holds.
- */
-function pageStatement(
-  dialect: Dialect,
-  tenant: string,
-  { total, version }: { total: Statement; version?: Sql | undefined },
-  seqs: Statement,
-  budget: PageBudget,
-): Statement {
-  const order = budget.order.map((column) => `s.${column}`).join(", ");
-  const bytes = documentBytes(dialect, "z");
-  const sized = new Sql()
-    .add(
-      `SELECT w.* FROM (SELECT s.*, SUM(${bytes}) OVER (ORDER BY ${order} ROWS UNBOUNDED PRECEDING) - ${bytes} AS ` +
-        `bytes_before,`,
-    )
-    .add(
-      `ROW_NUMBER() OVER (ORDER BY ${order}) AS n FROM (${seqs.sql}) s JOIN agent_definitions z ON z.seq = s.seq) w`,
-      ...seqs.bindings,
-    )
-    .add("WHERE w.bytes_before <= ? OR w.n <= 2", budget.maxBytes);
-  const score = budget.scored === true ? "p.k AS order_score, " : "";
-  const sql = new Sql()
-    .add(`SELECT ${total.sql} AS total,`, ...total.bindings)
-    .add(version === undefined ? "" : `(${version.sql}) AS total_version,`, ...(version?.bindings ?? []))
-    .add(`r.revision AS tenant_revision, d.seq, d.name AS order_name, ${score}${readColumns(dialect)}`)
-    .add("FROM tenants t")
-    // The tenant's revision in the same snapshot as the page (reads.ts's tenantRevisionColumn says why).
-    .add("LEFT JOIN tenant_revisions r ON r.tenant = t.name")
-    .add(`LEFT JOIN (${sized.sql}) p ON 1 = 1`, ...sized.bindings)
-    .add("LEFT JOIN agent_definitions d ON d.seq = p.seq")
-    .add("LEFT JOIN agents a ON a.tenant = d.tenant AND a.number = d.agent_number")
-    .add("WHERE t.name = ?", tenant);
-  return { sql: sql.sql, bindings: sql.bindings };
-}
-
-/** The value `order` sorts a row by: its updated_at as stored, its name, or nothing (seq). */
-export function orderValueOf(key: ListQuery["order"]["key"], row: SearchRow): string | undefined {
-  if (key === "updatedAt") return row.updated_at === null ? undefined : String(row.updated_at);
-  if (key === "name") return row.order_name ?? undefined;
-  // MariaDB's DECIMAL comes as its exact text, SQLite's REAL as a number whose String() reads back the same.
-  if (key === "relevance") return row.order_score == null ? undefined : String(row.order_score);
-  return undefined;
-}
-
-/**
- * Puts a page's rows in the list's order (the statement leaves it to us, as
- * the hot reads do): by the order value, then seq. Names compare as the
- * databases compare them, byte for byte in UTF-8.
- */
-export function inSearchOrder(rows: SearchRow[], key: ListQuery["order"]["key"], descending: boolean): SearchRow[] {
-  const sign = descending ? -1 : 1;
-  const encoder = new TextEncoder();
-  const bytes = (value: string | undefined): Uint8Array => encoder.encode(value ?? "");
-  return rows.sort((a, b) => {
-    if (key === "relevance") {
-      // Best first, then creation (the statement's ORDER BY r.k DESC, r.seq ASC).
-      const byScore = Number(b.order_score ?? 0) - Number(a.order_score ?? 0);
-      return byScore !== 0 ? byScore : Number(a.seq ?? 0) - Number(b.seq ?? 0);
-    }
-    if (key !== "createdAt") {
-      const byValue = Buffer.compare(bytes(orderValueOf(key, a)), bytes(orderValueOf(key, b)));
-      if (byValue !== 0) return sign * byValue;
-    }
-    return sign * (Number(a.seq ?? 0) - Number(b.seq ?? 0));
-  });
 }

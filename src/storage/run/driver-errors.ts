@@ -139,7 +139,7 @@ function* errorChain(error: unknown): Generator<object> {
  * server stopped at its time limit or on a KILL QUERY (run/searches.ts stops searches so: the node is
  * fine), nor knex's pool giving up waiting for a connection (a full pool, or a connect still under
  * way that will say for itself whether its node failed). The pool then moves to another host
- * (connection.ts), and what failed before COMMIT is tried there (sql-repository.ts).
+ * (connection.ts), and what failed before COMMIT is tried there (sql-writer.ts).
  */
 export function isNodeFailure(error: unknown): boolean {
   if (classifyDriverError(error) !== "unavailable" || isStatementTimeout(error)) return false;

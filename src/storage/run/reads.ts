@@ -115,3 +115,29 @@ export function coalescedReads(run: RunRead, read: KeyedRead, maxKeys = MAX_KEYS
     stats: () => ({ reads, statements: sent }),
   };
 }
+
+/**
+ * The two reads by key (by id: a GET by id; by reference id: a GET by `Agent_ID=`): coalesced on MySQL
+ * (coalescedReads); on SQLite, in-process with no round trip to save, each its own statement, counted all the
+ * same so the metrics read alike on both databases.
+ */
+export function keyedReads(
+  run: RunRead,
+  dialect: Dialect,
+  statements: { readonly byId: KeyedRead; readonly newestByReference: KeyedRead },
+): { byId: KeyedReads; byReference: KeyedReads } {
+  const each = dialect === "mysql" ? coalescedReads : oneByOne;
+  return { byId: each(run, statements.byId), byReference: each(run, statements.newestByReference) };
+}
+
+/** Each read its own statement (`read.one`). */
+function oneByOne(run: RunRead, read: KeyedRead): KeyedReads {
+  let reads = 0;
+  return {
+    read(tenant, key) {
+      reads++;
+      return run(read.one, [key, tenant]);
+    },
+    stats: () => ({ reads, statements: reads }),
+  };
+}

@@ -11,7 +11,7 @@ import { refusal } from "../../domain/errors.js";
 import type { ReadBinding } from "../queries/reads.js";
 import type { SearchRow } from "../queries/search.js";
 import type { Dialect } from "./connection.js";
-import { defaultTimeoutMillis, isMariaDb, serverVersion } from "./connection.js";
+import { defaultTimeoutMs, isMariaDb, serverVersion } from "./connection.js";
 import type { MysqlConnection, SqliteConnection } from "./driver.js";
 import { mysqlQuery, pooledConnections } from "./driver.js";
 import { isStatementTimeout } from "./driver-errors.js";
@@ -20,7 +20,7 @@ import { createSqliteSearchPool, defaultSqliteSearchWorkers, SearchStatementTime
 
 /**
  * What one search statement runs for. The statements of one search share its
- * tenant, signal and deadline (sql-repository.ts search).
+ * tenant, signal and deadline (sql-lists.ts search).
  */
 export interface SearchCall {
   /**
@@ -89,14 +89,14 @@ export interface SearchLimits {
    * Also the longest a search waits for its turn here; past it the search
    * fails as unavailable, as it would waiting for a pooled connection.
    */
-  readonly databaseTimeoutMillis?: number | undefined;
+  readonly databaseTimeoutMs?: number | undefined;
 }
 
 export const defaultSearchMaxConcurrent = 4;
 
 export const defaultSearchMaxPerTenant = 2;
 
-export const defaultSearchTimeoutMillis = 10_000;
+export const defaultSearchTimeoutMs = 10_000;
 
 /**
  * The deadline of a search that starts now (SearchCall.deadline): computed
@@ -104,7 +104,7 @@ export const defaultSearchTimeoutMillis = 10_000;
  * search's page and its count each took the whole limit, 13.2 s against the documented 10).
  */
 export function searchDeadline(limits: Pick<SearchLimits, "timeoutMillis">): number | undefined {
-  const millis = limits.timeoutMillis ?? defaultSearchTimeoutMillis;
+  const millis = limits.timeoutMillis ?? defaultSearchTimeoutMs;
   return millis > 0 ? Date.now() + millis : undefined;
 }
 
@@ -114,7 +114,7 @@ export function searchDeadline(limits: Pick<SearchLimits, "timeoutMillis">): num
  * (connection.ts, the same length by default) to end first, it would close the
  * connection, answer a plain "unavailable" and leave the statement running.
  */
-const driverGraceMillis = 2_000;
+const driverGraceMs = 2_000;
 
 /**
  * Runs search statements on `db`'s pool through the gate (search-gate.ts:
@@ -136,8 +136,8 @@ export function searchRunner(db: Knex, dialect: Dialect, limits: SearchLimits = 
   // On SQLite the searches beyond the workers wait here, where the wait is bounded, not in the pool's line.
   const slots = dialect === "sqlite" ? Math.min(maxConcurrent, sqliteWorkers) : maxConcurrent;
   const gate = new Gate(slots, Math.min(slots, limits.maxPerTenant ?? defaultSearchMaxPerTenant));
-  const waitMillis = limits.databaseTimeoutMillis ?? defaultTimeoutMillis;
-  const timeoutMillis = limits.timeoutMillis ?? defaultSearchTimeoutMillis;
+  const waitMillis = limits.databaseTimeoutMs ?? defaultTimeoutMs;
+  const timeoutMillis = limits.timeoutMillis ?? defaultSearchTimeoutMs;
   const deadlineOf = (call: SearchCall): number | undefined => call.deadline ?? searchDeadline(limits);
   const gated = async <T>(call: SearchCall, deadline: number | undefined, run: () => Promise<T>): Promise<T> => {
     if (call.signal?.aborted === true) throw call.signal.reason;
@@ -209,13 +209,13 @@ export function searchRunner(db: Knex, dialect: Dialect, limits: SearchLimits = 
           // The budget went on the wait or on an earlier statement of the same search.
           if (left !== undefined && left <= 0) throw outOfTime(timeoutMillis, undefined);
           const limited = kind === undefined || left === undefined ? sql : withTimeLimit(kind, sql, left);
-          const driverMillis = left === undefined ? waitMillis : Math.max(waitMillis, left + driverGraceMillis);
+          const driverMs = left === undefined ? waitMillis : Math.max(waitMillis, left + driverGraceMs);
           return killable(
             connection as MysqlConnection,
             call.signal,
             kill,
             () =>
-              mysqlQuery(connection as MysqlConnection, { sql: limited, timeout: driverMillis }, bindings) as Promise<
+              mysqlQuery(connection as MysqlConnection, { sql: limited, timeout: driverMs }, bindings) as Promise<
                 SearchRow[]
               >,
           );
