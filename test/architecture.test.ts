@@ -160,3 +160,33 @@ describe("the width of the code", () => {
     expect(await longLines(["src", "ui", "test", "bench", "scripts"], ["src/storage/migrations/"])).toEqual([]);
   });
 });
+
+/** The most lines a source file of src/ may have (issue 42: files a reader can hold). */
+const maxFileLines = 400;
+
+/**
+ * The files still over maxFileLines, each to be split and then taken off this list (the check fails for a file on
+ * it that is no longer over, so the list only shrinks). The surfaces (src/edge, src/transport, src/main) are being
+ * laid out anew; the write transaction and the change reader are another piece of work's.
+ */
+const overLong = new Set([
+  "src/edge/edge.ts",
+  "src/main/node-edge.ts",
+  "src/storage/change-reader.ts",
+  "src/storage/write-transaction.ts",
+  "src/transport/openapi/openapi-document.ts",
+  "src/transport/rpc-message.ts",
+  "src/transport/unary-call.ts",
+]);
+
+describe("the length of the code", () => {
+  it(`no source file of src/ is over ${maxFileLines} lines (but those still to be split)`, async () => {
+    const sources = await sourcesUnder("src");
+    expect(sources.length).toBeGreaterThan(50);
+    const lengths = new Map(sources.map((file) => [file.path, file.source.split("\n").length - 1]));
+    const over = [...lengths].filter(([, lines]) => lines > maxFileLines).map(([path, lines]) => `${path}: ${lines}`);
+    expect(over.filter((entry) => !overLong.has(entry.slice(0, entry.indexOf(":"))))).toEqual([]);
+    // A file split since is taken off the list.
+    expect([...overLong].filter((path) => (lengths.get(path) ?? 0) <= maxFileLines)).toEqual([]);
+  });
+});
