@@ -4,7 +4,9 @@
  * and maps its claims to a Principal. Two modes: an OAuth2 resource server for
  * a configured issuer, or the local development issuer. Both remember the
  * tokens they accepted for a short while (token-cache.ts), so a busy caller
- * pays for one signature check or introspection a minute, not one a request.
+ * pays for one signature check or introspection a minute, not one a request;
+ * and a token's check under way is shared by the requests that bring it
+ * meanwhile, so a burst of one caller's connections pays for one.
  */
 import { createLocalJWKSet } from "jose";
 import * as oidc from "openid-client";
@@ -232,6 +234,8 @@ export function authenticatorFrom(parts: AuthenticatorParts): Authenticator {
   const { description, verifier, introspector, mapping } = parts;
   const cache = createTokenCache<Principal>({ now: parts.now, ...parts.cache });
   const introspectionTtlMs = parts.introspectionCacheSeconds * 1000;
+  /** The full checks under way (not rechecks), by token: a token is checked once however many requests bring it. */
+  const inFlight = new Map<TokenKey, Promise<Principal>>();
   /** The full check of a token (no cache read), caching what passes. */
   const check = async (token: string, key: TokenKey): Promise<Principal> => {
     if (looksLikeJwt(token)) {
@@ -263,7 +267,14 @@ export function authenticatorFrom(parts: AuthenticatorParts): Authenticator {
       const key = tokenKey(token);
       const cached = cache.get(key);
       if (cached !== undefined) return copyOf(cached);
-      return copyOf(await check(token, key));
+      // One full check of a token at a time: the requests that bring it meanwhile (a burst of one caller's
+      // connections, all read before the first check ends) wait for that one, whatever it answers.
+      let checking = inFlight.get(key);
+      if (checking === undefined) {
+        checking = check(token, key).finally(() => inFlight.delete(key));
+        inFlight.set(key, checking);
+      }
+      return copyOf(await checking);
     },
     async recheck(authorization) {
       const token = bearerToken(authorization);

@@ -252,6 +252,26 @@ describe("the verified-token cache", () => {
     expect(r.verifications()).toBe(1);
     expect([...second.domains]).toEqual(["Development"]);
   });
+
+  it("verifies a token once however many requests bring it before its check ends (issue 50)", async () => {
+    const r = await rig();
+    const token = await sign(r.key, r.kid, r.claims());
+    // A burst of one caller's connections, all read before the first check ends.
+    const principals = await Promise.all(Array.from({ length: 50 }, () => r.authenticator.authenticate(bearer(token))));
+    expect(r.verifications()).toBe(1);
+    expect(new Set(principals.map((p) => p.tenant))).toEqual(new Set(["acme"]));
+    // Each its own Principal all the same.
+    expect(new Set(principals.map((p) => p.domains)).size).toBe(50);
+    // A refusal is shared too, and cached by no one: the next request checks again.
+    const expired = await sign(r.key, r.kid, r.claims({ exp: Math.floor(r.clock.ms / 1000) - 3600 }));
+    const refusals = await Promise.all(
+      Array.from({ length: 10 }, () => rejection(r.authenticator.authenticate(bearer(expired)))),
+    );
+    expect(new Set(refusals.map((e) => e.code))).toEqual(new Set(["UNAUTHENTICATED"]));
+    expect(r.verifications()).toBe(2);
+    await rejection(r.authenticator.authenticate(bearer(expired)));
+    expect(r.verifications()).toBe(3);
+  });
 });
 
 describe("the token cache itself", () => {
