@@ -124,12 +124,25 @@ function call(
 
 try {
   const admin = await bearer("default", true);
-  const made = await call("POST", "/asor/v1/admin/tenants", admin, JSON.stringify({ name: "other" }));
+  const made = await call(
+    "POST",
+    "/asor/v1/admin/tenants",
+    admin,
+    JSON.stringify({ name: "other", sequencePrefix: "OTHER-" }),
+  );
   if (made.status !== 201) throw new Error(`the second tenant was not made: ${made.status}`);
   const other = await bearer("other");
   const template = benchBodyTemplate();
-  for (let i = 0; i < 20; i++)
-    await call("POST", "/api/asor/v1/other/agentDefinition", other, benchBody(template, `Flood Other ${i}`));
+  for (let i = 0; i < 20; i++) {
+    const written = await call(
+      "POST",
+      "/api/asor/v1/other/agentDefinition",
+      other,
+      benchBody(template, `Flood Other ${i}`),
+    );
+    if (written.status !== 201)
+      throw new Error(`the second tenant's definition ${i} was not written: ${written.status}`);
+  }
   const flooder = await bearer("default");
 
   // The watchers' process starts before anything is measured (tsx compiling it took a second of CPU on these 2
