@@ -30,6 +30,7 @@ import { fromJson, type JsonObject } from "@bufbuild/protobuf";
 import { createPool, type Pool, type PoolConnection, type RowDataPacket } from "mysql2/promise";
 import { AgentDefinitionSchema } from "../gen/asor/v1/agent_definition_pb.js";
 import { unfilteredQuery } from "../src/domain/list-query.js";
+import { definitionIndexOf } from "../src/domain/search-terms.js";
 import { readStatements } from "../src/storage/queries/reads.js";
 import { buildSearch, defaultPageMaxBytes, inSearchOrder, type SearchRow } from "../src/storage/queries/search.js";
 import { indexDefinition, keepTextsStatement } from "../src/storage/queries/search-index.js";
@@ -214,7 +215,9 @@ function createFloor(db: FloorDatabase, dialect: "mysql" | "sqlite") {
     const name = String(body.name);
     const providerId = String((body.provider as { id?: unknown } | undefined)?.id);
     const version = String(body.version);
-    const indexed = fromJson(AgentDefinitionSchema, body as JsonObject, { ignoreUnknownFields: true });
+    const indexed = definitionIndexOf(
+      fromJson(AgentDefinitionSchema, body as JsonObject, { ignoreUnknownFields: true }),
+    );
     const document = await db.transaction(async (query) => {
       // The search index's statements run through the service's own indexDefinition, on this transaction.
       const context: WriteContext = {

@@ -1,15 +1,15 @@
 /**
- * The terms a definition is found by (each a row of the term index, storage's
- * searchTermsOf), and the bound on how many one definition may have
- * (MAX_TERMS_PER_DEFINITION, issue 50): a definition's write inserts a row
- * per distinct term, so its cost follows their count, not its bytes. One
- * ~950 KB definition of distinct words made about 76,000 rows; its write held
- * SQLite's event loop 1.1-1.4 s, and four at once on MariaDB ran the process
- * out of heap. No I/O.
+ * What the search index holds of a definition (DefinitionIndex: its terms,
+ * each a row of the term index, and its full-text text), and the bound on how
+ * many terms one definition may have (MAX_TERMS_PER_DEFINITION, issue 50): a
+ * definition's write inserts a row per distinct term, so its cost follows
+ * their count, not its bytes. One ~950 KB definition of distinct words made
+ * about 76,000 rows; its write held SQLite's event loop 1.1-1.4 s, and four
+ * at once on MySQL ran the process out of heap. No I/O.
  */
 import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
 import { type Issue, issueAt } from "./errors.js";
-import { forEachFilterValue, searchWordsOf, type TermKind } from "./list-query.js";
+import { forEachFilterValue, searchWordsOf, type TermKind, wordsOf } from "./list-query.js";
 
 /**
  * MAX_TERMS_PER_DEFINITION's default. A megabyte of English prose (this
@@ -20,53 +20,131 @@ import { forEachFilterValue, searchWordsOf, type TermKind } from "./list-query.j
  */
 export const DEFAULT_MAX_TERMS_PER_DEFINITION = 20_000;
 
+/** One term a definition is found by: an exact filter's value, or a word of `q` (kind `word`); never empty. */
+export interface Term {
+  readonly kind: TermKind;
+  readonly value: string;
+}
+
+/**
+ * What the search index holds of a definition, made in one pass over its texts (indexSteps): a write makes it
+ * once, in its admission, and carries it to the transaction (issue 50: a 1 MB write made its terms four times,
+ * each a synchronous pass over ~90,000 words).
+ */
+export interface DefinitionIndex {
+  /**
+   * The distinct terms, empty values left out, each once, in the order they come: the exact filters' values
+   * (forEachFilterValue), then the words of searchableTextsOf as searchWordsOf folds them. The same content
+   * gives the same terms in the same order.
+   */
+  readonly terms: readonly Term[];
+  /**
+   * The text of the databases' full-text indexes: the words (wordsOf) of the name, description, overview and
+   * each skill's name, description and tags, separated by spaces.
+   */
+  readonly text: string;
+}
+
+/** The texts of the full-text text: the name, description, overview, and each skill's name, description and tags. */
+function fullTextPartsOf(definition: AgentDefinition): string[] {
+  const parts = [definition.name, definition.description, definition.overview ?? ""];
+  for (const skill of definition.skills) parts.push(skill.name, skill.description, ...skill.tags.map((t) => t.tag));
+  return parts;
+}
+
+/** Each host resource's tool name (the "resource names" of issue 24): searched by `q`, not in the full-text text. */
+function toolNamesOf(definition: AgentDefinition): string[] {
+  return definition.hostConfig.flatMap((item) => item.hostResources.map((resource) => resource.toolName));
+}
+
 /**
  * What `q` searches in: the name, description, overview, each skill's name,
  * description and tags, and each host resource's tool name (the "resource
  * names" of issue 24).
  */
 export function searchableTextsOf(definition: AgentDefinition): string[] {
-  const texts = [definition.name, definition.description, definition.overview ?? ""];
-  for (const skill of definition.skills) texts.push(skill.name, skill.description, ...skill.tags.map((t) => t.tag));
-  for (const item of definition.hostConfig) for (const resource of item.hostResources) texts.push(resource.toolName);
-  return texts;
+  return [...fullTextPartsOf(definition), ...toolNamesOf(definition)];
 }
 
 /**
- * Calls `add` with every (kind, value) the exact filters and `q` find
- * `definition` by, repeats and empty values included (callers skip them):
- * the filters' values (forEachFilterValue), then the words of
- * searchableTextsOf as searchWordsOf folds them.
+ * Makes `definition`'s DefinitionIndex a text at a time: it yields after each searchable text (at most 10,000
+ * characters each, as validation bounds them; a millisecond or so of work), so that its caller may give the
+ * event loop back between (indexInTurns), and returns the index. definitionIndexOf runs it at once.
+ *
+ * The text is made part by part: the words of parts joined by spaces are the parts' words, in order (a space
+ * is no letter or digit, and lowering a final sigma looks no further than the next letter).
  */
-export function forEachTerm(
-  definition: AgentDefinition,
-  add: (kind: TermKind, value: string | undefined) => void,
-): void {
-  forEachFilterValue(definition, add);
-  for (const text of searchableTextsOf(definition)) for (const word of searchWordsOf(text)) add("word", word);
-}
-
-/**
- * The distinct terms of `definition` (forEachTerm, empty values left out), as
- * the term index counts them: by kind and value.
- */
-export function distinctTermCount(definition: AgentDefinition): number {
+export function* indexSteps(definition: AgentDefinition): Generator<void, DefinitionIndex, void> {
   const seen = new Set<string>();
-  forEachTerm(definition, (kind, value) => {
-    if (value !== undefined && value !== "") seen.add(`${kind}\u0000${value}`);
-  });
-  return seen.size;
+  const terms: Term[] = [];
+  const add = (kind: TermKind, value: string | undefined): void => {
+    if (value === undefined || value === "") return;
+    const key = `${kind}\u0000${value}`;
+    if (seen.has(key)) return;
+    seen.add(key);
+    terms.push({ kind, value });
+  };
+  forEachFilterValue(definition, add);
+  const words: string[] = [];
+  for (const part of fullTextPartsOf(definition)) {
+    for (const word of searchWordsOf(part)) add("word", word);
+    for (const word of wordsOf(part)) words.push(word);
+    yield;
+  }
+  for (const name of toolNamesOf(definition)) {
+    for (const word of searchWordsOf(name)) add("word", word);
+    yield;
+  }
+  return { terms, text: words.join(" ") };
+}
+
+/**
+ * `definition`'s full-text text (DefinitionIndex.text) alone: what a text rewritten from a stored document
+ * needs (storage's repair of MySQL's texts).
+ */
+export function fullTextOf(definition: AgentDefinition): string {
+  return fullTextPartsOf(definition).flatMap(wordsOf).join(" ");
+}
+
+/** `definition`'s DefinitionIndex, made at once (indexSteps). */
+export function definitionIndexOf(definition: AgentDefinition): DefinitionIndex {
+  const steps = indexSteps(definition);
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+  }
+}
+
+/**
+ * Runs `steps` to their end, giving the event loop back (a turn of its own: its timers and I/O) whenever they
+ * have run `sliceMillis` since it last did; answers what they return. For CPU work that comes in small steps,
+ * such as indexSteps: run at once, a large definition's held the loop for tens of milliseconds.
+ */
+export async function inTurns<T>(steps: Generator<void, T, void>, sliceMillis: number): Promise<T> {
+  let sliceStart = performance.now();
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+    if (performance.now() - sliceStart >= sliceMillis) {
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      sliceStart = performance.now();
+    }
+  }
+}
+
+/** Two indexes that hold the same: the same terms in the same order, and the same text. */
+export function sameIndex(a: DefinitionIndex, b: DefinitionIndex): boolean {
+  if (a === b) return true;
+  if (a.text !== b.text || a.terms.length !== b.terms.length) return false;
+  return a.terms.every((term, i) => term.kind === b.terms[i]!.kind && term.value === b.terms[i]!.value);
 }
 
 /**
  * The issue of a definition with more than `max` distinct terms (MAX_TERMS_PER_DEFINITION), or undefined. It
- * names the top-level member that holds most of the definition's words, as the one to shorten.
+ * names the top-level member that holds most of the definition's words, as the one to shorten. `count`: its
+ * DefinitionIndex's terms.
  */
-export function termCountIssue(
-  definition: AgentDefinition,
-  max: number,
-  count = distinctTermCount(definition),
-): Issue | undefined {
+export function termCountIssue(definition: AgentDefinition, max: number, count: number): Issue | undefined {
   if (count <= max) return undefined;
   const skills = definition.skills.reduce((n, s) => n + s.name.length + s.description.length, 0);
   const largest = [

@@ -27,7 +27,7 @@ import { identifyingTextIssues } from "../domain/identifying-text.js";
 import { checkCreateOnly, checkIfMatch, checkKeyKept } from "../domain/lifecycle.js";
 import { listBinding, pagePosition, pageToken, parseListQuery, versionsBinding } from "../domain/list-query.js";
 import { type AgentRef, DEFINITION_STATUSES, type StoredDefinition } from "../domain/records.js";
-import { DEFAULT_MAX_TERMS_PER_DEFINITION } from "../domain/search-terms.js";
+import { DEFAULT_MAX_TERMS_PER_DEFINITION, type DefinitionIndex } from "../domain/search-terms.js";
 import {
   idForm,
   newDefinitionId,
@@ -158,11 +158,14 @@ export function createRegistryService({
   maxTermsPerDefinition = DEFAULT_MAX_TERMS_PER_DEFINITION,
   writeBudget,
 }: RegistryServiceOptions): RegistryService {
-  /** Runs `write` once `def` is admitted (write-admission.ts), and gives its share of the budget back after. */
-  const admitted = async <T>(def: AgentDefinition, write: () => Promise<T>): Promise<T> => {
-    const release = await admitDefinitionWrite(def, maxTermsPerDefinition, writeBudget);
+  /**
+   * Runs `write` once `def` is admitted (write-admission.ts), with `def`'s search index, which its versions
+   * stored share (withDerivedFields changes no text or filter value); gives its share of the budget back after.
+   */
+  const admitted = async <T>(def: AgentDefinition, write: (index: DefinitionIndex) => Promise<T>): Promise<T> => {
+    const { index, release } = await admitDefinitionWrite(def, maxTermsPerDefinition, writeBudget);
     try {
-      return await write();
+      return await write(index);
     } finally {
       release();
     }
@@ -213,6 +216,7 @@ export function createRegistryService({
   const upsertIn = async (
     tx: WriteTransaction,
     def: AgentDefinition,
+    index: DefinitionIndex,
     conditions: Pick<UpsertAgentDefinitionRequest, "etag" | "createOnly">,
     { mayReactivate }: WriteAuthority,
   ): Promise<Upserted> => {
@@ -227,7 +231,7 @@ export function createRegistryService({
     // before the tenant's sequence is locked (WriteTransaction.prepareInsert), so that work no longer
     // holds up the tenant's other creators of agents.
     const newId = existing === undefined && linked !== "unknown" ? newDefinitionId() : undefined;
-    if (newId !== undefined) await tx.prepareInsert(key, withDerivedFields(def, newId, ""));
+    if (newId !== undefined) await tx.prepareInsert(key, withDerivedFields(def, newId, ""), index);
     const agentByName =
       existing === undefined && linked === undefined ? await tx.findAgentByName(key.providerId, key.name) : undefined;
     const externalAgentId = def.externalAgentId || undefined;
@@ -250,12 +254,12 @@ export function createRegistryService({
       await tx.claimExternalId(key.providerId, externalAgentId, agent.number);
     if (existing !== undefined) {
       return {
-        stored: await tx.update(existing, withDerivedFields(def, existing.id, agent.referenceId)),
+        stored: await tx.update(existing, withDerivedFields(def, existing.id, agent.referenceId), index),
         created: false,
       };
     }
     return {
-      stored: await tx.insert(key, agent, withDerivedFields(def, newId ?? newDefinitionId(), agent.referenceId)),
+      stored: await tx.insert(key, agent, withDerivedFields(def, newId ?? newDefinitionId(), agent.referenceId), index),
       created: true,
     };
   };
@@ -306,12 +310,12 @@ export function createRegistryService({
       const def = validDefinition(UpsertAgentDefinitionRequestSchema, request);
       // Last, on a definition valid otherwise: a term is a row the write inserts, and the bound keeps a write's
       // work (its transaction's statements, their memory) in proportion to what an ordinary definition needs.
-      return admitted(def, () => repository.write(tenant, (tx) => upsertIn(tx, def, request, authority)));
+      return admitted(def, (index) => repository.write(tenant, (tx) => upsertIn(tx, def, index, request, authority)));
     },
 
     async update(tenant, request, { mayReactivate } = LEAST_AUTHORITY) {
       const def = validDefinition(UpdateAgentDefinitionRequestSchema, request);
-      return admitted(def, () =>
+      return admitted(def, (index) =>
         repository.write(tenant, async (tx) => {
           const existing = await tx.findByIdForUpdate(request.id);
           if (existing === undefined) throw notFound(`Agent definition "${request.id}"`, "id");
@@ -335,7 +339,7 @@ export function createRegistryService({
           });
           if (plan.claimExternalId && externalAgentId !== undefined)
             await tx.claimExternalId(existing.key.providerId, externalAgentId, existing.agent.number);
-          return tx.update(existing, withDerivedFields(def, existing.id, existing.agent.referenceId));
+          return tx.update(existing, withDerivedFields(def, existing.id, existing.agent.referenceId), index);
         }),
       );
     },

@@ -12,6 +12,7 @@ import type {
   UpsertKey,
   WriteRetries,
 } from "../domain/records.js";
+import type { DefinitionIndex } from "../domain/search-terms.js";
 
 export type { ListQuery, Position } from "../domain/list-query.js";
 export type {
@@ -175,16 +176,26 @@ export interface WriteTransaction {
    * while every other creator of an agent in the tenant waits (issue 24, item 2); insert() then sets
    * its agent and document. Optional; once called, the work must call insert() with the same
    * definition id or fail, or the write is refused.
+   *
+   * `index`, here and in insert() and update(): the definition's DefinitionIndex (its search terms and
+   * full-text text) when the caller has made it already, as the service's admission has (issue 50: made
+   * once per write, not again in each attempt of its transaction); it must be that of `definition`'s
+   * content. Absent, it is made here, a text at a time.
    */
-  prepareInsert(key: UpsertKey, definition: AgentDefinition): Promise<void>;
+  prepareInsert(key: UpsertKey, definition: AgentDefinition, index?: DefinitionIndex): Promise<void>;
   /**
    * Stores a new instance of `agent` under `key`; `definition.id` is its new id. Both encodings
    * are made here, once. It is ACTIVE, revision 1, and its agent's latest version (taking the
    * flag from the others under the agent's lock).
    */
-  insert(key: UpsertKey, agent: AgentRef, definition: AgentDefinition): Promise<StoredDefinition>;
+  insert(
+    key: UpsertKey,
+    agent: AgentRef,
+    definition: AgentDefinition,
+    index?: DefinitionIndex,
+  ): Promise<StoredDefinition>;
   /** Replaces the content of `existing`, raising its revision; its id, key, agent, creation time and status stay. */
-  update(existing: KeyedInstanceRef, definition: AgentDefinition): Promise<StoredDefinition>;
+  update(existing: KeyedInstanceRef, definition: AgentDefinition, index?: DefinitionIndex): Promise<StoredDefinition>;
   /**
    * Sets the status of `versions` (all of one agent, found by findByIdForUpdate or
    * findVersionsForUpdate), raising each revision, then moves the agent's latest flag

@@ -8,8 +8,9 @@
 import { Buffer } from "node:buffer";
 import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
 import type { Lifecycle } from "../domain/records.js";
+import { type DefinitionIndex, indexSteps, inTurns, sameIndex } from "../domain/search-terms.js";
 import { INSTANCE_ID } from "../domain/upsert.js";
-import { indexDefinition, indexedFormOf } from "./queries/search-index.js";
+import { indexDefinition } from "./queries/search-index.js";
 import type { ChangeKind, RevisionChange, RevisionContent, WriteContext } from "./queries/writes.js";
 import {
   clearLatest,
@@ -54,7 +55,7 @@ import {
   toStoredDefinition,
 } from "./rows.js";
 import { classifyDriverError, isBrokenTriggers } from "./run/driver-errors.js";
-import type { CommitWith } from "./run/writes.js";
+import { type CommitWith, SQLITE_SLICE_MILLIS } from "./run/writes.js";
 import type { KeptText } from "./search-text.js";
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
@@ -227,16 +228,17 @@ export class SqlWriteTransaction implements WriteTransaction {
    * (throwIfIncomplete). A new version of an agent that exists is written by insert() under the
    * agent's lock, as before: its seq must follow the versions already there (latest = newest by seq).
    */
-  async prepareInsert(key: UpsertKey, definition: AgentDefinition): Promise<void> {
+  async prepareInsert(key: UpsertKey, definition: AgentDefinition, index?: DefinitionIndex): Promise<void> {
     if (this.#pending !== undefined) throw new Error("prepareInsert() was called twice in one write.");
     assertNewInstanceId(definition.id);
-    this.#pending = { key, definition, at: new Date(), seq: undefined };
+    this.#pending = { key, definition, at: new Date(), seq: undefined, index };
   }
 
   /** Inserts the pending instance's row with no agent, and its index (MySQL; see prepareInsert). */
   async #stage(context: WriteContext, pending: Pending): Promise<void> {
     const timestamp = toDatabaseTimestamp(pending.at);
     const { key, definition } = pending;
+    const index = pending.index ?? (await indexOf(definition));
     const seq = await insertDefinition(context, {
       id: definition.id,
       tenant: this.tenant.name,
@@ -251,11 +253,16 @@ export class SqlWriteTransaction implements WriteTransaction {
       status_changed_at: timestamp,
       is_latest: true,
     });
-    this.#keepText(definition.id, await indexDefinition(context, this.tenant.name, definition.id, definition, seq));
-    this.#pending = { ...pending, seq, indexed: indexedFormOf(definition) };
+    this.#keepText(definition.id, await indexDefinition(context, this.tenant.name, definition.id, index, seq));
+    this.#pending = { ...pending, seq, index };
   }
 
-  async insert(key: UpsertKey, agent: AgentRef, definition: AgentDefinition): Promise<StoredDefinition> {
+  async insert(
+    key: UpsertKey,
+    agent: AgentRef,
+    definition: AgentDefinition,
+    given?: DefinitionIndex,
+  ): Promise<StoredDefinition> {
     assertNewInstanceId(definition.id);
     const pending = this.#pending;
     if (pending !== undefined && pending.definition.id !== definition.id)
@@ -266,6 +273,7 @@ export class SqlWriteTransaction implements WriteTransaction {
     const now = pending?.at ?? new Date();
     const timestamp = toDatabaseTimestamp(now);
     const { document, json, binary } = encodeDefinition(definition);
+    const index = given ?? (await indexOf(definition));
     const created = this.#createdAgents.has(agent.number);
     let latest = true;
     /** The staged version's numbering, left for the CALL that ends the transaction (MySQL; see below). */
@@ -281,15 +289,16 @@ export class SqlWriteTransaction implements WriteTransaction {
         // A new agent's only version, indexed as staged: nothing else is left to write, and its numbering goes
         // into the CALL that takes the revisions and commits, one round trip fewer while the tenant's sequence
         // row is held (migration 0015). Written now if the transaction goes on (#run).
-        if (created && indexedFormOf(definition) === pending.indexed) {
+        // Staged: #stage set the index its side rows were written from.
+        if (created && sameIndex(index, pending.index!)) {
           numbering = numbered;
           return;
         }
         await writeContent(context, tenant, definition.id, numbered);
         // The index was made from the staged definition; the agent's reference id is not indexed, so
         // this does not happen unless that changes.
-        if (indexedFormOf(definition) !== pending.indexed)
-          this.#keepText(definition.id, await indexDefinition(context, tenant, definition.id, definition));
+        if (!sameIndex(index, pending.index!))
+          this.#keepText(definition.id, await indexDefinition(context, tenant, definition.id, index));
         // Staged for a new agent that another writer created in the meantime (found under the sequence's
         // lock): its versions may have seqs above ours, and the latest flag goes to the newest.
         if (!created) {
@@ -328,7 +337,7 @@ export class SqlWriteTransaction implements WriteTransaction {
         status_changed_at: timestamp,
         is_latest: true,
       });
-      this.#keepText(definition.id, await indexDefinition(context, tenant, definition.id, definition, seq));
+      this.#keepText(definition.id, await indexDefinition(context, tenant, definition.id, index, seq));
     });
     const stored: Mutable<StoredDefinition> = {
       id: definition.id,
@@ -351,7 +360,11 @@ export class SqlWriteTransaction implements WriteTransaction {
     return stored;
   }
 
-  async update(existing: KeyedInstanceRef, definition: AgentDefinition): Promise<StoredDefinition> {
+  async update(
+    existing: KeyedInstanceRef,
+    definition: AgentDefinition,
+    given?: DefinitionIndex,
+  ): Promise<StoredDefinition> {
     if (existing.tenant !== this.tenant.name) {
       throw new Error(
         `update() was given an instance of tenant "${existing.tenant}" in a transaction on "${this.tenant.name}".`,
@@ -381,9 +394,10 @@ export class SqlWriteTransaction implements WriteTransaction {
     }
     const now = new Date();
     const at = toDatabaseTimestamp(now);
+    const index = given ?? (await indexOf(definition));
     this.#keepText(
       existing.id,
-      await this.#run((context) => indexDefinition(context, existing.tenant, existing.id, definition)),
+      await this.#run((context) => indexDefinition(context, existing.tenant, existing.id, index)),
     );
     // The row's UPDATE waits for the end of the transaction, where the revision is taken (on MySQL it goes into
     // the CALL that takes it), or goes before the next statement of this transaction, if one comes: #run.
@@ -538,15 +552,23 @@ export class SqlWriteTransaction implements WriteTransaction {
 
 /**
  * The new instance prepareInsert announced: its key, its definition (but for its reference id), its creation
- * time, and once staged (MySQL, a new agent) its row's seq and what its index was made of.
+ * time, its DefinitionIndex when the caller gave it, and once staged (MySQL, a new agent) its row's seq and the
+ * index its side rows were written from.
  */
 interface Pending {
   readonly key: UpsertKey;
   readonly definition: AgentDefinition;
   readonly at: Date;
   readonly seq: number | undefined;
-  readonly indexed?: string;
+  readonly index: DefinitionIndex | undefined;
 }
+
+/**
+ * `definition`'s DefinitionIndex when the caller gave none (the service gives the one its admission made),
+ * made a text at a time, giving the event loop back every SQLITE_SLICE_MILLIS (issue 50).
+ */
+const indexOf = (definition: AgentDefinition): Promise<DefinitionIndex> =>
+  inTurns(indexSteps(definition), SQLITE_SLICE_MILLIS);
 
 function assertNewInstanceId(id: string): void {
   if (!INSTANCE_ID.test(id))

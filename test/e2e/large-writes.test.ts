@@ -2,7 +2,10 @@
  * Large writes (issue 50, item 3): a definition's term work is bounded
  * (MAX_TERMS_PER_DEFINITION, refused before its transaction): the audit
  * measured one ~950 KB definition of distinct words (about 76,000 term rows)
- * holding SQLite's whole process 1.1-1.4 s.
+ * holding SQLite's whole process 1.1-1.4 s. The largest definition it allows
+ * is written without holding the event loop more than 50 ms at a time, on
+ * either database: its index is made once, in slices (domain/search-terms.ts),
+ * and SQLite's statements give the loop back every 10 ms (run/writes.ts).
  */
 import { execFile } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -11,7 +14,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_MAX_TERMS_PER_DEFINITION } from "../../src/domain/search-terms.js";
-import { forEachDatabase, testDatabases } from "../support/databases.js";
+import { forEachDatabase } from "../support/databases.js";
 import { distinctWordsDefinition } from "../support/distinct-words.js";
 import { type TestServer, useServer } from "../support/server.js";
 
@@ -70,79 +73,80 @@ forEachDatabase((db) => {
     });
   });
 });
-describe("on sqlite, the largest definition MAX_TERMS_PER_DEFINITION allows", () => {
-  const [sqlite] = testDatabases();
-  const server = useServer(sqlite!);
+forEachDatabase((db) => {
+  describe("the largest definition MAX_TERMS_PER_DEFINITION allows", () => {
+    const server = useServer(db);
 
-  /**
-   * Records how long the event loop goes without running a 5 ms timer, each gap counted as the process's CPU
-   * time in it when that is less than the wall time: on a shared machine the process may wait for a core, which
-   * no change of ours can prevent. (Its other threads' CPU counts too, so a gap is never counted short.)
-   */
-  function stallProbe(): { stop(): { longest: number; longestWall: number } } {
-    let longest = 0;
-    let longestWall = 0;
-    let wall = performance.now();
-    let cpu = process.cpuUsage();
-    const timer = setInterval(() => {
-      const now = performance.now();
-      const used = process.cpuUsage(cpu);
-      const gap = now - wall;
-      longest = Math.max(longest, Math.min(gap, (used.user + used.system) / 1000) - 5);
-      longestWall = Math.max(longestWall, gap - 5);
-      wall = now;
-      cpu = process.cpuUsage();
-    }, 5);
-    return {
-      stop() {
-        clearInterval(timer);
-        return { longest, longestWall };
-      },
-    };
-  }
-
-  /** POSTs the file's body with curl: a client in this process would hold the loop it measures, sending. */
-  const curlPost = async (file: string): Promise<number> => {
-    const { stdout } = await run("curl", [
-      "-s",
-      "-o",
-      "/dev/null",
-      "-w",
-      "%{http_code}",
-      "-H",
-      `authorization: ${server().authorization}`,
-      "-H",
-      "content-type: application/json",
-      "--data-binary",
-      `@${file}`,
-      `${server().baseUrl}${PATH}`,
-    ]);
-    return Number(stdout);
-  };
-
-  it("is written without holding the event loop more than 50 ms at a time", async () => {
-    const dir = await mkdtemp(join(tmpdir(), "large-writes-"));
-    try {
-      // Words enough to come within a few hundred terms of the default bound (name, provider, version, skill ids
-      // and the skills' names are terms too), each new to the database.
-      const files = ["warm-up", "largest-0", "largest-1"].map((name) => join(dir, `${name}.json`));
-      await writeFile(files[0]!, JSON.stringify(distinctWordsDefinition("Warm-up", 100_000, 5_000)));
-      for (const n of [0, 1]) {
-        const words = DEFAULT_MAX_TERMS_PER_DEFINITION - 200;
-        await writeFile(files[n + 1]!, JSON.stringify(distinctWordsDefinition(`Largest ${n}`, n * 30_000, words)));
-      }
-      // A smaller write first: the first request of a process loads and compiles the code of its path, which is
-      // no write's work.
-      expect(await curlPost(files[0]!)).toBe(201);
-      const stalls = stallProbe();
-      for (const file of files.slice(1)) expect(await curlPost(file)).toBe(201);
-      const { longest, longestWall } = stalls.stop();
-      expect(
-        longest,
-        `longest stall ${longest.toFixed(1)} ms of CPU, ${longestWall.toFixed(1)} ms of wall time`,
-      ).toBeLessThan(50);
-    } finally {
-      await rm(dir, { recursive: true, force: true });
+    /**
+     * Records how long the event loop goes without running a 5 ms timer, each gap counted as the process's CPU
+     * time in it when that is less than the wall time: on a shared machine the process may wait for a core, which
+     * no change of ours can prevent. (Its other threads' CPU counts too, so a gap is never counted short.)
+     */
+    function stallProbe(): { stop(): { longest: number; longestWall: number } } {
+      let longest = 0;
+      let longestWall = 0;
+      let wall = performance.now();
+      let cpu = process.cpuUsage();
+      const timer = setInterval(() => {
+        const now = performance.now();
+        const used = process.cpuUsage(cpu);
+        const gap = now - wall;
+        longest = Math.max(longest, Math.min(gap, (used.user + used.system) / 1000) - 5);
+        longestWall = Math.max(longestWall, gap - 5);
+        wall = now;
+        cpu = process.cpuUsage();
+      }, 5);
+      return {
+        stop() {
+          clearInterval(timer);
+          return { longest, longestWall };
+        },
+      };
     }
+
+    /** POSTs the file's body with curl: a client in this process would hold the loop it measures, sending. */
+    const curlPost = async (file: string): Promise<number> => {
+      const { stdout } = await run("curl", [
+        "-s",
+        "-o",
+        "/dev/null",
+        "-w",
+        "%{http_code}",
+        "-H",
+        `authorization: ${server().authorization}`,
+        "-H",
+        "content-type: application/json",
+        "--data-binary",
+        `@${file}`,
+        `${server().baseUrl}${PATH}`,
+      ]);
+      return Number(stdout);
+    };
+
+    it("is written without holding the event loop more than 50 ms at a time", async () => {
+      const dir = await mkdtemp(join(tmpdir(), "large-writes-"));
+      try {
+        // Words enough to come within a few hundred terms of the default bound (name, provider, version, skill ids
+        // and the skills' names are terms too), each new to the database.
+        const files = ["warm-up", "largest-0", "largest-1"].map((name) => join(dir, `${name}.json`));
+        await writeFile(files[0]!, JSON.stringify(distinctWordsDefinition("Warm-up", 100_000, 5_000)));
+        for (const n of [0, 1]) {
+          const words = DEFAULT_MAX_TERMS_PER_DEFINITION - 200;
+          await writeFile(files[n + 1]!, JSON.stringify(distinctWordsDefinition(`Largest ${n}`, n * 30_000, words)));
+        }
+        // A smaller write first: the first request of a process loads and compiles the code of its path, which is
+        // no write's work.
+        expect(await curlPost(files[0]!)).toBe(201);
+        const stalls = stallProbe();
+        for (const file of files.slice(1)) expect(await curlPost(file)).toBe(201);
+        const { longest, longestWall } = stalls.stop();
+        expect(
+          longest,
+          `longest stall ${longest.toFixed(1)} ms of CPU, ${longestWall.toFixed(1)} ms of wall time`,
+        ).toBeLessThan(50);
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    });
   });
 });

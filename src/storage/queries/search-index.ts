@@ -16,8 +16,8 @@
  * here reaches the rows written from then on, not that migration.
  */
 import type { AgentDefinition } from "../../../gen/asor/v1/agent_definition_pb.js";
-import { type TermKind, wordsOf } from "../../domain/list-query.js";
-import { forEachTerm } from "../../domain/search-terms.js";
+import type { TermKind } from "../../domain/list-query.js";
+import { type DefinitionIndex, definitionIndexOf, fullTextOf, type Term } from "../../domain/search-terms.js";
 import type { Dialect } from "../run/connection.js";
 import type { WriteBinding } from "../run/writes.js";
 import type { WriteContext } from "./writes.js";
@@ -44,43 +44,29 @@ export interface SearchTerm {
 
 /**
  * Every (kind, value) the exact filters and `q` find `definition` by
- * (domain/search-terms.ts, forEachTerm), each once; empty values are left out.
+ * (domain/search-terms.ts, DefinitionIndex's terms), each once; empty values are left out.
  */
 export function searchTermsOf(definition: AgentDefinition): SearchTerm[] {
-  const seen = new Set<string>();
-  const terms: SearchTerm[] = [];
-  forEachTerm(definition, (kind, value) => {
-    if (value === undefined || value === "") return;
-    const code = TERM_KINDS[kind];
-    const key = `${code}\u0000${value}`;
-    if (seen.has(key)) return;
-    seen.add(key);
-    terms.push({ kind: code, value });
-  });
-  return terms;
+  return termRowsOf(definitionIndexOf(definition).terms);
+}
+
+/** A DefinitionIndex's terms as definition_terms holds them (TERM_KINDS). */
+function termRowsOf(terms: readonly Term[]): SearchTerm[] {
+  return terms.map(({ kind, value }) => ({ kind: TERM_KINDS[kind], value }));
 }
 
 /**
  * The text of the databases' full-text indexes (definition_text,
  * definition_fts; since issue 24 `q` finds its matches by the `word` terms,
  * and this text only scores them for orderBy=relevance, search.ts's
- * relevanceScore): the name, description, overview, and each skill's name,
- * description and tags, as words separated by spaces. Both engines then
- * split it the same way (MariaDB's FULLTEXT parser and FTS5's unicode61 both
- * break on spaces and keep letters and digits together).
+ * relevanceScore): DefinitionIndex's text, the words of the name,
+ * description, overview, and each skill's name, description and tags,
+ * separated by spaces. Both engines then split it the same way (MariaDB's
+ * FULLTEXT parser and FTS5's unicode61 both break on spaces and keep letters
+ * and digits together).
  */
 export function searchTextOf(definition: AgentDefinition): string {
-  const parts = [definition.name, definition.description, definition.overview ?? ""];
-  for (const skill of definition.skills) parts.push(skill.name, skill.description, ...skill.tags.map((t) => t.tag));
-  return wordsOf(parts.join(" ")).join(" ");
-}
-
-/**
- * Everything indexDefinition writes for `definition`, as one string: two definitions with the same
- * form have the same side rows (a staged definition and the one that completes it: write-transaction.ts).
- */
-export function indexedFormOf(definition: AgentDefinition): string {
-  return JSON.stringify([searchTermsOf(definition).map(termKey).sort(), searchTextOf(definition)]);
+  return fullTextOf(definition);
 }
 
 /** The statements indexDefinition runs, for one dialect. */
@@ -174,8 +160,9 @@ export function sideRowsOf(definitions: readonly Unindexed[]): SideRows {
   const texts: WriteBinding[][] = [];
   for (const { seq, tenant, status, latest, definition } of definitions) {
     const flag = latest ? 1 : 0;
-    for (const term of searchTermsOf(definition)) terms.push([seq, term.kind, term.value, tenant, status, flag]);
-    texts.push([seq, tenant, status, flag, searchTextOf(definition)]);
+    const index = definitionIndexOf(definition);
+    for (const term of termRowsOf(index.terms)) terms.push([seq, term.kind, term.value, tenant, status, flag]);
+    texts.push([seq, tenant, status, flag, index.text]);
   }
   return { terms, texts };
 }
@@ -228,13 +215,14 @@ interface IndexedRow {
 
 /**
  * Brings the side rows of the definition `id` of `tenant` in line with
- * `definition`: its terms and its keyword text. `inserted` is the seq of a row
+ * `index` (its definition's DefinitionIndex, made once per write: domain/search-terms.ts): its terms and its
+ * keyword text. `inserted` is the seq of a row
  * the same transaction has just inserted (ACTIVE, latest, nothing indexed: no
  * read needed); without it the row was updated, and the index reads what is
  * indexed (one statement) and writes only the difference, so rewriting a
  * definition whose filters and words stay costs one read and no write to the
- * side tables or the full-text index. On MySQL new terms go in one
- * statement (one round trip), and the terms an update lost in another; on
+ * side tables or the full-text index. On MySQL new terms go in statements of
+ * up to rowsPerInsert rows, and the terms an update lost in others; on
  * SQLite row by row through one prepared statement each, so the statement
  * cache holds one shape, not one per count.
  *
@@ -249,7 +237,7 @@ export async function indexDefinition(
   { session, statements }: WriteContext,
   tenant: string,
   id: string,
-  definition: AgentDefinition,
+  index: DefinitionIndex,
   inserted?: number,
 ): Promise<string | undefined> {
   const sql = indexStatements(statements.dialect);
@@ -270,7 +258,7 @@ export async function indexDefinition(
   const seq = Number(row.seq);
   const latest = row.is_latest ? 1 : 0;
 
-  let terms = searchTermsOf(definition);
+  let terms = termRowsOf(index.terms);
   if (!fresh) {
     const wanted = new Set(terms.map(termKey));
     const indexed = rows.flatMap((r) =>
@@ -303,7 +291,7 @@ export async function indexDefinition(
     for (const term of terms) await session.change(one, termRow(term));
   }
 
-  const text = searchTextOf(definition);
+  const { text } = index;
   // MySQL: after COMMIT (search-text.ts), whatever the row holds now: an earlier write's text may still be on its way.
   if (statements.dialect === "mysql") return text;
   if (row.body === text) return undefined;
