@@ -75,24 +75,33 @@ export function searchableTextsOf(definition: AgentDefinition): string[] {
  * is no letter or digit, and lowering a final sigma looks no further than the next letter).
  */
 export function* indexSteps(definition: AgentDefinition): Generator<void, DefinitionIndex, void> {
-  const seen = new Set<string>();
+  // The values seen, by kind: the words (most of a large definition's terms) keyed as they are, not by a
+  // string made of kind and value for each of ~90,000 words.
+  const seen = new Map<TermKind, Set<string>>();
   const terms: Term[] = [];
   const add = (kind: TermKind, value: string | undefined): void => {
     if (value === undefined || value === "") return;
-    const key = `${kind}\u0000${value}`;
-    if (seen.has(key)) return;
-    seen.add(key);
+    let values = seen.get(kind);
+    if (values === undefined) seen.set(kind, (values = new Set()));
+    if (values.has(value)) return;
+    values.add(value);
     terms.push({ kind, value });
   };
   forEachFilterValue(definition, add);
+  const seenWords = new Set<string>();
+  const addWord = (value: string): void => {
+    if (seenWords.has(value)) return;
+    seenWords.add(value);
+    terms.push({ kind: "word", value });
+  };
   const words: string[] = [];
   for (const part of fullTextPartsOf(definition)) {
-    for (const word of searchWordsOf(part)) add("word", word);
+    for (const word of searchWordsOf(part)) addWord(word);
     for (const word of wordsOf(part)) words.push(word);
     yield;
   }
   for (const name of toolNamesOf(definition)) {
-    for (const word of searchWordsOf(name)) add("word", word);
+    for (const word of searchWordsOf(name)) addWord(word);
     yield;
   }
   return { terms, text: words.join(" ") };
