@@ -25,11 +25,6 @@ export interface Metrics {
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 /**
- * Request counters and latency by operation, the database pool's gauges (read
- * when scraped), and Node's default process metrics, in a registry of their
- * own so that several apps in one process (the tests) do not collide.
- */
-/**
  * What the metrics read of the body budget (src/edge/body-budget.ts): the bytes held now, the bodies refused
  * so far.
  */
@@ -45,14 +40,8 @@ export interface ReplayBudgetStats {
   readonly refused: number;
 }
 
-export function createMetrics({
-  poolStats,
-  writeRetries,
-  keyedReads,
-  bodyBudget,
-  watchReplay,
-  watches,
-}: {
+/** What the metrics read when scraped, each part but the pool's optional (its metrics are then left out). */
+export interface MetricsSources {
   poolStats: () => PoolStats;
   /** The repository's write transactions run again, by cause (read when scraped). */
   writeRetries?: () => WriteRetries;
@@ -62,7 +51,14 @@ export function createMetrics({
   watchReplay?: ReplayBudgetStats;
   /** The watches open now (operations/watch-limits.ts). */
   watches?: { readonly open: number };
-}): Metrics {
+}
+
+/**
+ * Request counters and latency by operation, the database pool's gauges (read
+ * when scraped), and Node's default process metrics, in a registry of their
+ * own so that several apps in one process (the tests) do not collide.
+ */
+export function createMetrics(sources: MetricsSources): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const requests = new Counter({
@@ -80,136 +76,18 @@ export function createMetrics({
     buckets: LATENCY_BUCKETS,
     registers: [registry],
   });
-  const gauge = (name: string, help: string, read: (stats: PoolStats) => number): void => {
-    new Gauge({
-      name,
-      help,
-      registers: [registry],
-      collect() {
-        this.set(read(poolStats()));
-      },
-    });
-  };
-  gauge("asor_db_pool_used_connections", "Database connections in use.", (s) => s.used);
-  gauge("asor_db_pool_free_connections", "Open database connections idle in the pool.", (s) => s.free);
-  gauge("asor_db_pool_pending_acquires", "Callers waiting for a database connection.", (s) => s.pendingAcquires);
-  gauge("asor_db_pool_max_connections", "The most database connections the pool opens.", (s) => s.max);
-  gauge(
-    "asor_search_gate_waiting",
-    "Costly searches waiting for a slot at the search gate (SEARCH_MAX_CONCURRENT, SEARCH_MAX_PER_TENANT).",
-    (s) => s.searchesWaiting,
-  );
+  registerPoolGauges(registry, sources.poolStats);
   const connectionsRefused = new Counter({
     name: "asor_connections_refused_total",
     help: "Connections closed as soon as they were accepted, because MAX_CONNECTIONS were open.",
     registers: [registry],
   });
-  if (writeRetries !== undefined) {
-    new Counter({
-      name: "asor_db_write_retries_total",
-      help:
-        "Write transactions run again, by cause: certification (a deadlock error at COMMIT: on Galera, another " +
-        "node committed a row this write changed), deadlock (the same on a statement), lock_wait_timeout, " +
-        "duplicate_key, busy (SQLite), node_failed (moved to the next database host before COMMIT) and " +
-        "triggers_reloaded (a table's triggers failed to load on the node, which then reloaded them).",
-      labelNames: ["cause"] as const,
-      registers: [registry],
-      collect() {
-        const counts = writeRetries();
-        this.reset();
-        for (const cause of WRITE_RETRY_CAUSES) this.inc({ cause }, counts[cause]);
-      },
-    });
-  }
-  if (keyedReads !== undefined) {
-    /** A counter by read (by_id, by_reference) of one of keyedReads' counts, read when scraped. */
-    const byRead = (name: string, help: string, count: keyof KeyedReads["by_id"]): void =>
-      void new Counter({
-        name,
-        help,
-        labelNames: ["read"] as const,
-        registers: [registry],
-        collect() {
-          const counts = keyedReads();
-          this.reset();
-          for (const read of ["by_id", "by_reference"] as const) this.inc({ read }, counts[read][count]);
-        },
-      });
-    byRead(
-      "asor_db_keyed_reads_total",
-      "Reads of one definition by key: by_id (a GET by id) and by_reference (a GET by Agent_ID=).",
-      "reads",
-    );
-    byRead(
-      "asor_db_keyed_read_statements_total",
-      "Statements sent for the reads of asor_db_keyed_reads_total: on MySQL the reads asked while one is in " +
-        "flight go together, one statement per tenant, so reads per statement above 1 is the coalescing at work.",
-      "statements",
-    );
-  }
-  if (bodyBudget !== undefined) {
-    new Gauge({
-      name: "asor_buffered_body_bytes",
-      help: "Request body bytes held by requests now (reserved against MAX_BUFFERED_BODY_BYTES).",
-      registers: [registry],
-      collect() {
-        this.set(bodyBudget.used);
-      },
-    });
-    new Counter({
-      name: "asor_body_budget_refusals_total",
-      help:
-        "Request bodies refused with 503 OVERLOADED because they would have taken the process past " +
-        "MAX_BUFFERED_BODY_BYTES.",
-      registers: [registry],
-      collect() {
-        this.reset();
-        this.inc(bodyBudget.refused);
-      },
-    });
-  }
-  if (watches !== undefined) {
-    new Gauge({
-      name: "asor_watches_open",
-      help: "Watches open now, every surface together (held against WATCH_MAX_OPEN).",
-      registers: [registry],
-      collect() {
-        this.set(watches.open);
-      },
-    });
-  }
-
-  if (watchReplay !== undefined) {
-    new Gauge({
-      name: "asor_watch_replay_bytes",
-      help:
-        "Bytes of definitions the watches starting from an older revision hold now, together (against " +
-        "WATCH_REPLAY_MAX_BYTES): each holds its last read until its client has been written what it was handed.",
-      registers: [registry],
-      collect() {
-        this.set(watchReplay.used);
-      },
-    });
-    new Gauge({
-      name: "asor_watch_replay_waiting",
-      help: "Watches waiting for their share of WATCH_REPLAY_MAX_BYTES to read their next part of the change log.",
-      registers: [registry],
-      collect() {
-        this.set(watchReplay.waiting);
-      },
-    });
-    new Counter({
-      name: "asor_watch_replay_refusals_total",
-      help:
-        "Watches from an older revision refused (WATCH_REPLAY_BUSY) after WATCH_REPLAY_WAIT_MS without their " +
-        "share.",
-      registers: [registry],
-      collect() {
-        this.reset();
-        this.inc(watchReplay.refused);
-      },
-    });
-  }
+  // In this order: the exposition lists the metrics in the order they were registered.
+  if (sources.writeRetries !== undefined) registerWriteRetries(registry, sources.writeRetries);
+  if (sources.keyedReads !== undefined) registerKeyedReads(registry, sources.keyedReads);
+  if (sources.bodyBudget !== undefined) registerBodyBudget(registry, sources.bodyBudget);
+  if (sources.watches !== undefined) registerWatches(registry, sources.watches);
+  if (sources.watchReplay !== undefined) registerWatchReplay(registry, sources.watchReplay);
 
   return {
     observe({ protocol, operation, code, seconds }) {
@@ -223,4 +101,136 @@ export function createMetrics({
       return { contentType: registry.contentType, body: await registry.metrics() };
     },
   };
+}
+
+/** A gauge set to `read()` when scraped. */
+function readGauge(registry: Registry, name: string, help: string, read: () => number): void {
+  new Gauge({
+    name,
+    help,
+    registers: [registry],
+    collect() {
+      this.set(read());
+    },
+  });
+}
+
+/** A counter without labels set to `read()` when scraped: the count is kept by what it reads. */
+function readCounter(registry: Registry, name: string, help: string, read: () => number): void {
+  new Counter({
+    name,
+    help,
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(read());
+    },
+  });
+}
+
+/** The database pool's gauges, and the search gate's line. */
+function registerPoolGauges(registry: Registry, poolStats: () => PoolStats): void {
+  const gauge = (name: string, help: string, read: (stats: PoolStats) => number): void =>
+    readGauge(registry, name, help, () => read(poolStats()));
+  gauge("asor_db_pool_used_connections", "Database connections in use.", (s) => s.used);
+  gauge("asor_db_pool_free_connections", "Open database connections idle in the pool.", (s) => s.free);
+  gauge("asor_db_pool_pending_acquires", "Callers waiting for a database connection.", (s) => s.pendingAcquires);
+  gauge("asor_db_pool_max_connections", "The most database connections the pool opens.", (s) => s.max);
+  gauge(
+    "asor_search_gate_waiting",
+    "Costly searches waiting for a slot at the search gate (SEARCH_MAX_CONCURRENT, SEARCH_MAX_PER_TENANT).",
+    (s) => s.searchesWaiting,
+  );
+}
+
+function registerWriteRetries(registry: Registry, writeRetries: () => WriteRetries): void {
+  new Counter({
+    name: "asor_db_write_retries_total",
+    help:
+      "Write transactions run again, by cause: certification (a deadlock error at COMMIT: on Galera, another " +
+      "node committed a row this write changed), deadlock (the same on a statement), lock_wait_timeout, " +
+      "duplicate_key, busy (SQLite), node_failed (moved to the next database host before COMMIT) and " +
+      "triggers_reloaded (a table's triggers failed to load on the node, which then reloaded them).",
+    labelNames: ["cause"] as const,
+    registers: [registry],
+    collect() {
+      const counts = writeRetries();
+      this.reset();
+      for (const cause of WRITE_RETRY_CAUSES) this.inc({ cause }, counts[cause]);
+    },
+  });
+}
+
+function registerKeyedReads(registry: Registry, keyedReads: () => KeyedReads): void {
+  /** A counter by read (by_id, by_reference) of one of keyedReads' counts, read when scraped. */
+  const byRead = (name: string, help: string, count: keyof KeyedReads["by_id"]): void =>
+    void new Counter({
+      name,
+      help,
+      labelNames: ["read"] as const,
+      registers: [registry],
+      collect() {
+        const counts = keyedReads();
+        this.reset();
+        for (const read of ["by_id", "by_reference"] as const) this.inc({ read }, counts[read][count]);
+      },
+    });
+  byRead(
+    "asor_db_keyed_reads_total",
+    "Reads of one definition by key: by_id (a GET by id) and by_reference (a GET by Agent_ID=).",
+    "reads",
+  );
+  byRead(
+    "asor_db_keyed_read_statements_total",
+    "Statements sent for the reads of asor_db_keyed_reads_total: on MySQL the reads asked while one is in " +
+      "flight go together, one statement per tenant, so reads per statement above 1 is the coalescing at work.",
+    "statements",
+  );
+}
+
+function registerBodyBudget(registry: Registry, bodyBudget: BodyBudgetStats): void {
+  readGauge(
+    registry,
+    "asor_buffered_body_bytes",
+    "Request body bytes held by requests now (reserved against MAX_BUFFERED_BODY_BYTES).",
+    () => bodyBudget.used,
+  );
+  readCounter(
+    registry,
+    "asor_body_budget_refusals_total",
+    "Request bodies refused with 503 OVERLOADED because they would have taken the process past " +
+      "MAX_BUFFERED_BODY_BYTES.",
+    () => bodyBudget.refused,
+  );
+}
+
+function registerWatches(registry: Registry, watches: { readonly open: number }): void {
+  readGauge(
+    registry,
+    "asor_watches_open",
+    "Watches open now, every surface together (held against WATCH_MAX_OPEN).",
+    () => watches.open,
+  );
+}
+
+function registerWatchReplay(registry: Registry, watchReplay: ReplayBudgetStats): void {
+  readGauge(
+    registry,
+    "asor_watch_replay_bytes",
+    "Bytes of definitions the watches starting from an older revision hold now, together (against " +
+      "WATCH_REPLAY_MAX_BYTES): each holds its last read until its client has been written what it was handed.",
+    () => watchReplay.used,
+  );
+  readGauge(
+    registry,
+    "asor_watch_replay_waiting",
+    "Watches waiting for their share of WATCH_REPLAY_MAX_BYTES to read their next part of the change log.",
+    () => watchReplay.waiting,
+  );
+  readCounter(
+    registry,
+    "asor_watch_replay_refusals_total",
+    "Watches from an older revision refused (WATCH_REPLAY_BUSY) after WATCH_REPLAY_WAIT_MS without their " + "share.",
+    () => watchReplay.refused,
+  );
 }
