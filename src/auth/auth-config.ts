@@ -4,7 +4,7 @@
  * explicit opt-in. Problems are returned, not thrown, so the caller can list
  * them together with its own.
  */
-import { envReader } from "../env.js";
+import { type EnvReader, envReader } from "../env.js";
 
 /** Signature algorithms a token may use. HMAC (`HS*`) and `none` are never accepted. */
 export const ASYMMETRIC_ALGORITHMS: readonly string[] = [
@@ -147,118 +147,35 @@ export const DEFAULT_INTROSPECTION_CACHE_SECONDS = 10;
 /** Upper bound of `AUTH_INTROSPECTION_CACHE_SECONDS`: no answer outlives the verified-token cache (60 s). */
 export const MAX_INTROSPECTION_CACHE_SECONDS = 60;
 
-/** Parses the `AUTH_*` variables; every bad one is listed in `problems`, and `config` then holds defaults for it. */
+/**
+ * Parses the `AUTH_*` variables; every bad one is listed in `problems`, and `config` then holds defaults for it.
+ * The variables are read in a fixed order (the issuer, the claims, the algorithms, introspection, the rest), which
+ * is the order of `problems`.
+ */
 export function parseAuthConfig(env: Readonly<Record<string, string | undefined>>): {
   config: AuthConfig;
   problems: string[];
 } {
   const problems: string[] = [];
-  const { value, integer, flag } = envReader(env, problems);
-  const name = (variable: string, fallback: string): string => {
-    const raw = value(variable) ?? fallback;
-    if (!/^[\x21-\x7e]+$/.test(raw)) problems.push(`${variable} must be a claim name without spaces, not "${raw}"`);
-    return raw;
-  };
+  const read = envReader(env, problems);
+  const { value, integer, flag } = read;
 
   const allowHttpIssuer = flag("AUTH_ALLOW_HTTP_ISSUER", false);
-
-  let issuer: URL | undefined;
   const issuerRaw = value("AUTH_ISSUER");
-  if (issuerRaw !== undefined) {
-    try {
-      issuer = new URL(issuerRaw);
-    } catch {
-      problems.push(`AUTH_ISSUER is not a URL: "${issuerRaw}"`);
-    }
-    if (issuer !== undefined) {
-      if (issuer.username !== "" || issuer.password !== "" || issuer.search !== "" || issuer.hash !== "") {
-        problems.push("AUTH_ISSUER must be a plain https:// URL without credentials, query or fragment");
-        issuer = undefined;
-      } else if (issuer.protocol === "http:" && !allowHttpIssuer) {
-        problems.push(
-          `AUTH_ISSUER "${issuer.href}" uses http://; set AUTH_ALLOW_HTTP_ISSUER=true to allow that (never in ` +
-            `production)`,
-        );
-      } else if (issuer.protocol !== "https:" && issuer.protocol !== "http:") {
-        problems.push(`AUTH_ISSUER must be an https:// URL, not ${issuer.protocol}//...`);
-        issuer = undefined;
-      }
-    }
-  }
-
+  const issuer = issuerRaw === undefined ? undefined : readIssuer(issuerRaw, allowHttpIssuer, problems);
   const audience = value("AUTH_AUDIENCE") ?? "asor";
-  const tenantClaim = name("AUTH_TENANT_CLAIM", "tenant");
-  const domainsClaim = name("AUTH_DOMAINS_CLAIM", "domains");
-
-  const scopeDomains = new Map<string, readonly string[]>();
-  const scopeDomainsRaw = value("AUTH_SCOPE_DOMAINS");
-  if (scopeDomainsRaw !== undefined) {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(scopeDomainsRaw);
-    } catch {
-      parsed = undefined;
-    }
-    const valid =
-      typeof parsed === "object" &&
-      parsed !== null &&
-      !Array.isArray(parsed) &&
-      Object.values(parsed).every(
-        (domains) => Array.isArray(domains) && domains.every((d) => typeof d === "string" && d.trim() !== ""),
-      );
-    if (valid) {
-      for (const [scope, domains] of Object.entries(parsed as Record<string, string[]>))
-        scopeDomains.set(
-          scope,
-          domains.map((d) => d.trim()),
-        );
-    } else {
-      problems.push(
-        "AUTH_SCOPE_DOMAINS must be a JSON object mapping each scope to an array of domain names, " +
-          'e.g. {"asor.write":["Development"]}',
-      );
-    }
-  }
-
-  const algorithms = (value("AUTH_ALGORITHMS") ?? DEFAULT_ALGORITHMS.join(","))
-    .split(",")
-    .map((a) => a.trim())
-    .filter((a) => a !== "");
-  for (const algorithm of algorithms) {
-    if (/^none$/i.test(algorithm))
-      problems.push('AUTH_ALGORITHMS must not contain "none": unsigned tokens are never accepted');
-    else if (/^HS/i.test(algorithm))
-      problems.push(
-        `AUTH_ALGORITHMS must not contain ${algorithm}: HMAC is refused (it would let a published public key sign ` +
-          `tokens)`,
-      );
-    else if (!ASYMMETRIC_ALGORITHMS.includes(algorithm))
-      problems.push(`AUTH_ALGORITHMS: unknown algorithm "${algorithm}" (use ${ASYMMETRIC_ALGORITHMS.join(", ")})`);
-  }
-  if (algorithms.length === 0) problems.push("AUTH_ALGORITHMS must name at least one algorithm");
-
+  const tenantClaim = readClaimName(read, problems, "AUTH_TENANT_CLAIM", "tenant");
+  const domainsClaim = readClaimName(read, problems, "AUTH_DOMAINS_CLAIM", "domains");
+  const scopeDomains = readScopeDomains(value("AUTH_SCOPE_DOMAINS"), problems);
+  const algorithms = readAlgorithms(value("AUTH_ALGORITHMS"), problems);
   const clockSkewSeconds = integer("AUTH_CLOCK_SKEW_SECONDS", 30, 0, 300);
-
-  let introspection: IntrospectionCredentials | undefined;
-  const clientId = value("AUTH_INTROSPECTION_CLIENT_ID");
-  const clientSecret = env.AUTH_INTROSPECTION_CLIENT_SECRET === "" ? undefined : env.AUTH_INTROSPECTION_CLIENT_SECRET;
-  if ((clientId === undefined) !== (clientSecret === undefined)) {
-    problems.push(
-      "AUTH_INTROSPECTION_CLIENT_ID and AUTH_INTROSPECTION_CLIENT_SECRET must be set together (or neither)",
-    );
-  } else if (clientId !== undefined && clientSecret !== undefined) {
-    if (issuerRaw === undefined)
-      problems.push("AUTH_INTROSPECTION_CLIENT_ID is set but AUTH_ISSUER is not: introspection needs an issuer");
-    else introspection = { clientId, clientSecret };
-  }
-
+  const introspection = readIntrospection(read, env, issuerRaw !== undefined, problems);
   const introspectionCacheSeconds = integer(
     "AUTH_INTROSPECTION_CACHE_SECONDS",
     DEFAULT_INTROSPECTION_CACHE_SECONDS,
     0,
     MAX_INTROSPECTION_CACHE_SECONDS,
   );
-
   const allowDevIssuer = flag("AUTH_ALLOW_DEV_ISSUER", false);
   const requireAccessTokenTyp = flag("AUTH_REQUIRE_AT_JWT_TYP", true);
   const maxTokenLifetimeSeconds = integer(
@@ -276,9 +193,8 @@ export function parseAuthConfig(env: Readonly<Record<string, string | undefined>
   );
   // On by default only for the local development issuer: there every token is the developer's own.
   const noTenantClaimUsesDefault = flag("AUTH_NO_TENANT_CLAIM_USES_DEFAULT", issuerRaw === undefined);
-  const platformAdminClaim = name("AUTH_PLATFORM_ADMIN_CLAIM", DEFAULT_PLATFORM_ADMIN_CLAIM);
+  const platformAdminClaim = readClaimName(read, problems, "AUTH_PLATFORM_ADMIN_CLAIM", DEFAULT_PLATFORM_ADMIN_CLAIM);
 
-  const valid = algorithms.filter((a) => ASYMMETRIC_ALGORITHMS.includes(a));
   return {
     config: {
       issuer,
@@ -286,7 +202,7 @@ export function parseAuthConfig(env: Readonly<Record<string, string | undefined>
       tenantClaim,
       domainsClaim,
       scopeDomains,
-      algorithms: valid.length > 0 ? valid : DEFAULT_ALGORITHMS,
+      algorithms,
       clockSkewSeconds,
       introspection,
       introspectionCacheSeconds,
@@ -301,6 +217,124 @@ export function parseAuthConfig(env: Readonly<Record<string, string | undefined>
     },
     problems,
   };
+}
+
+/** A claim's name (`variable`, else `fallback`): printable ASCII without spaces. */
+function readClaimName(read: EnvReader, problems: string[], variable: string, fallback: string): string {
+  const raw = read.value(variable) ?? fallback;
+  if (!/^[\x21-\x7e]+$/.test(raw)) problems.push(`${variable} must be a claim name without spaces, not "${raw}"`);
+  return raw;
+}
+
+/**
+ * `AUTH_ISSUER`: a plain https:// URL (http:// only with AUTH_ALLOW_HTTP_ISSUER, and then kept with its problem
+ * when not allowed); undefined when it is not one.
+ */
+function readIssuer(raw: string, allowHttpIssuer: boolean, problems: string[]): URL | undefined {
+  let issuer: URL;
+  try {
+    issuer = new URL(raw);
+  } catch {
+    problems.push(`AUTH_ISSUER is not a URL: "${raw}"`);
+    return undefined;
+  }
+  if (issuer.username !== "" || issuer.password !== "" || issuer.search !== "" || issuer.hash !== "") {
+    problems.push("AUTH_ISSUER must be a plain https:// URL without credentials, query or fragment");
+    return undefined;
+  }
+  if (issuer.protocol === "http:" && !allowHttpIssuer) {
+    problems.push(
+      `AUTH_ISSUER "${issuer.href}" uses http://; set AUTH_ALLOW_HTTP_ISSUER=true to allow that (never in ` +
+        `production)`,
+    );
+  } else if (issuer.protocol !== "https:" && issuer.protocol !== "http:") {
+    problems.push(`AUTH_ISSUER must be an https:// URL, not ${issuer.protocol}//...`);
+    return undefined;
+  }
+  return issuer;
+}
+
+/** `AUTH_SCOPE_DOMAINS`: a JSON object of scope to domain names, each trimmed; empty when unset or bad. */
+function readScopeDomains(raw: string | undefined, problems: string[]): Map<string, readonly string[]> {
+  const scopeDomains = new Map<string, readonly string[]>();
+  if (raw === undefined) return scopeDomains;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    parsed = undefined;
+  }
+  const valid =
+    typeof parsed === "object" &&
+    parsed !== null &&
+    !Array.isArray(parsed) &&
+    Object.values(parsed).every(
+      (domains) => Array.isArray(domains) && domains.every((d) => typeof d === "string" && d.trim() !== ""),
+    );
+  if (valid) {
+    for (const [scope, domains] of Object.entries(parsed as Record<string, string[]>))
+      scopeDomains.set(
+        scope,
+        domains.map((d) => d.trim()),
+      );
+  } else {
+    problems.push(
+      "AUTH_SCOPE_DOMAINS must be a JSON object mapping each scope to an array of domain names, " +
+        'e.g. {"asor.write":["Development"]}',
+    );
+  }
+  return scopeDomains;
+}
+
+/**
+ * `AUTH_ALGORITHMS` (comma-separated): a problem for each one refused or unknown; the asymmetric ones named, or
+ * DEFAULT_ALGORITHMS when none is.
+ */
+function readAlgorithms(raw: string | undefined, problems: string[]): readonly string[] {
+  const algorithms = (raw ?? DEFAULT_ALGORITHMS.join(","))
+    .split(",")
+    .map((a) => a.trim())
+    .filter((a) => a !== "");
+  for (const algorithm of algorithms) {
+    if (/^none$/i.test(algorithm))
+      problems.push('AUTH_ALGORITHMS must not contain "none": unsigned tokens are never accepted');
+    else if (/^HS/i.test(algorithm))
+      problems.push(
+        `AUTH_ALGORITHMS must not contain ${algorithm}: HMAC is refused (it would let a published public key sign ` +
+          `tokens)`,
+      );
+    else if (!ASYMMETRIC_ALGORITHMS.includes(algorithm))
+      problems.push(`AUTH_ALGORITHMS: unknown algorithm "${algorithm}" (use ${ASYMMETRIC_ALGORITHMS.join(", ")})`);
+  }
+  if (algorithms.length === 0) problems.push("AUTH_ALGORITHMS must name at least one algorithm");
+  const valid = algorithms.filter((a) => ASYMMETRIC_ALGORITHMS.includes(a));
+  return valid.length > 0 ? valid : DEFAULT_ALGORITHMS;
+}
+
+/**
+ * `AUTH_INTROSPECTION_CLIENT_ID` and `AUTH_INTROSPECTION_CLIENT_SECRET`, both or neither, and only with an issuer.
+ * The secret is taken as it is (not trimmed).
+ */
+function readIntrospection(
+  read: EnvReader,
+  env: Readonly<Record<string, string | undefined>>,
+  hasIssuer: boolean,
+  problems: string[],
+): IntrospectionCredentials | undefined {
+  const clientId = read.value("AUTH_INTROSPECTION_CLIENT_ID");
+  const clientSecret = env.AUTH_INTROSPECTION_CLIENT_SECRET === "" ? undefined : env.AUTH_INTROSPECTION_CLIENT_SECRET;
+  if ((clientId === undefined) !== (clientSecret === undefined)) {
+    problems.push(
+      "AUTH_INTROSPECTION_CLIENT_ID and AUTH_INTROSPECTION_CLIENT_SECRET must be set together (or neither)",
+    );
+    return undefined;
+  }
+  if (clientId === undefined || clientSecret === undefined) return undefined;
+  if (!hasIssuer) {
+    problems.push("AUTH_INTROSPECTION_CLIENT_ID is set but AUTH_ISSUER is not: introspection needs an issuer");
+    return undefined;
+  }
+  return { clientId, clientSecret };
 }
 
 /** Whether `host` (the `HOST` setting) only listens on this machine: `localhost`, 127.0.0.0/8 or ::1. */
