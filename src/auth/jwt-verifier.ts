@@ -94,33 +94,6 @@ export function remoteKeys(jwksUri: URL, options: RemoteKeysOptions = {}): JWTVe
   let failure: JwksUnavailableError | undefined;
   let pending: Promise<void> | undefined;
 
-  const load = async (): Promise<void> => {
-    let response: Response;
-    try {
-      response = await fetchImpl(jwksUri.href, {
-        method: "GET",
-        redirect: "manual",
-        headers: { accept: "application/json, application/jwk-set+json" },
-        signal: AbortSignal.timeout(timeoutMs),
-      });
-    } catch (error: unknown) {
-      throw new JwksUnavailableError(
-        `The issuer's key set at ${jwksUri.href} could not be fetched: ` +
-          `${error instanceof Error ? error.message : String(error)}`,
-      );
-    }
-    if (response.status !== 200) {
-      await response.body?.cancel();
-      throw new JwksUnavailableError(
-        `The issuer's key set at ${jwksUri.href} answered HTTP ${response.status}, not 200.`,
-      );
-    }
-    try {
-      local = createLocalJWKSet((await response.json()) as JSONWebKeySet);
-    } catch {
-      throw new JwksUnavailableError(`The issuer's key set at ${jwksUri.href} is not a JSON Web Key Set.`);
-    }
-  };
   /**
    * Fetches the keys unless the cooldown forbids it; true when fresh keys arrived, false when it was not
    * allowed. Throws when the fetch failed.
@@ -129,8 +102,9 @@ export function remoteKeys(jwksUri: URL, options: RemoteKeysOptions = {}): JWTVe
     if (pending === undefined) {
       if (now() - attemptedAt < cooldownMs) return false;
       attemptedAt = now();
-      pending = load().then(
-        () => {
+      pending = fetchKeySet(jwksUri, fetchImpl, timeoutMs).then(
+        (keys) => {
+          local = keys;
           fetchedAt = now();
           failure = undefined;
         },
@@ -167,6 +141,35 @@ export function remoteKeys(jwksUri: URL, options: RemoteKeysOptions = {}): JWTVe
       throw error;
     }
   };
+}
+
+/** GETs the key set at `jwksUri` (no redirect, at most `timeoutMs`); a JwksUnavailableError says why it failed. */
+async function fetchKeySet(jwksUri: URL, fetchImpl: typeof fetch, timeoutMs: number): Promise<JWTVerifyGetKey> {
+  let response: Response;
+  try {
+    response = await fetchImpl(jwksUri.href, {
+      method: "GET",
+      redirect: "manual",
+      headers: { accept: "application/json, application/jwk-set+json" },
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+  } catch (error: unknown) {
+    throw new JwksUnavailableError(
+      `The issuer's key set at ${jwksUri.href} could not be fetched: ` +
+        `${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
+  if (response.status !== 200) {
+    await response.body?.cancel();
+    throw new JwksUnavailableError(
+      `The issuer's key set at ${jwksUri.href} answered HTTP ${response.status}, not 200.`,
+    );
+  }
+  try {
+    return createLocalJWKSet((await response.json()) as JSONWebKeySet);
+  } catch {
+    throw new JwksUnavailableError(`The issuer's key set at ${jwksUri.href} is not a JSON Web Key Set.`);
+  }
 }
 
 /** Whether the token has the form of a JWS compact serialization (three parts, a JSON header with `alg`). */
