@@ -142,133 +142,166 @@ function rebuilt({ message, code }: { message: string; code?: string | undefined
 export function createSqliteSearchPool(filename: string, options: SqliteSearchPoolOptions): SqliteSearchPool {
   if (!Number.isInteger(options.workers) || options.workers < 1)
     throw new Error(`A search pool needs a whole number of workers, at least 1, not ${options.workers}.`);
-  const entry = workerEntry();
-  const slots = new Set<Slot>();
-  const waiting: Job[] = [];
-  let closed = false;
-  let lastId = 0;
+  return new WorkerPool(filename, options);
+}
+
+class WorkerPool implements SqliteSearchPool {
+  readonly #filename: string;
+  readonly #options: SqliteSearchPoolOptions;
+  readonly #entry = workerEntry();
+  readonly #slots = new Set<Slot>();
+  /** The statements no worker runs yet, in the order they came. */
+  readonly #waiting: Job[] = [];
+  #closed = false;
+  #lastId = 0;
+
+  constructor(filename: string, options: SqliteSearchPoolOptions) {
+    this.#filename = filename;
+    this.#options = options;
+  }
+
+  run(
+    sql: string,
+    bindings: readonly unknown[],
+    signal?: AbortSignal,
+    timeoutMillis = this.#options.timeoutMillis,
+  ): Promise<unknown[]> {
+    if (this.#closed) return Promise.reject(unavailable(new Error("The search pool is closed.")));
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    return new Promise((resolve, reject) => {
+      const request = { id: ++this.#lastId, sql, bindings };
+      const stop = (job: Job, error: unknown) => this.#stop(job, error);
+      this.#waiting.push(createJob(request, timeoutMillis, signal, { resolve, reject }, stop));
+      this.#dispatch();
+    });
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    const error = unavailable(new Error("The search pool is closed."));
+    for (const job of this.#waiting.splice(0)) job.settle({ error });
+    const ending: Promise<unknown>[] = [];
+    for (const slot of [...this.#slots]) {
+      // Node ends a thread only once its statement has returned: a busy one is told to stop its
+      // statement, and left to end by itself (unreferenced, so it keeps no process alive).
+      const busy = slot.job !== undefined;
+      if (slot.job !== undefined) this.#stopRunning(slot.job);
+      const ended = this.#drop(slot, error);
+      if (busy) slot.worker.unref();
+      else ending.push(ended);
+    }
+    await Promise.all(ending);
+  }
+
+  /** Answers the caller now, and stops the statement if a worker runs it (see the top of this file). */
+  #stop(job: Job, error: unknown): void {
+    const at = this.#waiting.indexOf(job);
+    if (at >= 0) this.#waiting.splice(at, 1);
+    job.settle({ error });
+    this.#stopRunning(job);
+  }
 
   /** Tells the worker running `job`, if one is, to stop it (sqlite-client.ts, SEARCH_ALIVE). */
-  const stopRunning = (job: Job): void => {
-    for (const slot of slots) if (slot.job === job) Atomics.store(slot.stop, 0, job.request.id);
-  };
+  #stopRunning(job: Job): void {
+    for (const slot of this.#slots) if (slot.job === job) Atomics.store(slot.stop, 0, job.request.id);
+  }
 
   /** Forgets `slot` and ends its thread; answers its statement with `error` if it is still unanswered. */
-  const drop = (slot: Slot, error: unknown): Promise<unknown> => {
-    slots.delete(slot);
+  #drop(slot: Slot, error: unknown): Promise<unknown> {
+    this.#slots.delete(slot);
     slot.job?.settle({ error });
     slot.job = undefined;
     return slot.worker.terminate().catch(() => undefined);
-  };
+  }
 
-  const spawn = (): void => {
+  #spawn(): void {
     const stop = new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT);
-    const worker = new Worker(entry.source, {
-      eval: entry.eval,
-      workerData: { filename, stop } satisfies SearchWorkerData,
+    const worker = new Worker(this.#entry.source, {
+      eval: this.#entry.eval,
+      workerData: { filename: this.#filename, stop } satisfies SearchWorkerData,
     });
     const slot: Slot = { worker, stop: new Int32Array(stop), ready: false, job: undefined };
-    slots.add(slot);
+    this.#slots.add(slot);
     worker.on("message", (reply: SearchReply) => {
       if ("ready" in reply) {
         slot.ready = true;
         worker.unref();
       } else if (!slot.ready && "error" in reply) {
         // The connection could not be opened: the statements waiting would fail alike.
-        void drop(slot, undefined);
+        void this.#drop(slot, undefined);
         const error = unavailable(rebuilt(reply.error));
-        for (const job of waiting.splice(0)) job.settle({ error });
+        for (const job of this.#waiting.splice(0)) job.settle({ error });
       } else {
         const job = slot.job;
         slot.job = undefined;
         worker.unref();
         job?.settle("rows" in reply ? { rows: asBuffers(reply.rows) } : { error: rebuilt(reply.error) });
       }
-      dispatch();
+      this.#dispatch();
     });
     worker.on("error", (error) => {
-      if (!slots.has(slot)) return;
+      if (!this.#slots.has(slot)) return;
       const starting = !slot.ready;
-      void drop(slot, unavailable(error));
-      if (starting) for (const job of waiting.splice(0)) job.settle({ error: unavailable(error) });
-      dispatch();
+      void this.#drop(slot, unavailable(error));
+      if (starting) for (const job of this.#waiting.splice(0)) job.settle({ error: unavailable(error) });
+      this.#dispatch();
     });
     worker.on("exit", (code) => {
-      // Ours end through drop(), which forgets them first; any other exit is the worker's own.
-      if (!slots.has(slot)) return;
-      void drop(slot, unavailable(new Error(`A search worker exited with code ${code}.`)));
-      dispatch();
+      // Ours end through #drop(), which forgets them first; any other exit is the worker's own.
+      if (!this.#slots.has(slot)) return;
+      void this.#drop(slot, unavailable(new Error(`A search worker exited with code ${code}.`)));
+      this.#dispatch();
     });
-  };
+  }
 
   /** Hands waiting statements to idle workers, and starts workers for the rest, up to the pool's size. */
-  function dispatch(): void {
-    if (closed) return;
-    for (const slot of slots) {
-      const job = slot.ready && slot.job === undefined ? waiting.shift() : undefined;
+  #dispatch(): void {
+    if (this.#closed) return;
+    for (const slot of this.#slots) {
+      const job = slot.ready && slot.job === undefined ? this.#waiting.shift() : undefined;
       if (job === undefined) continue;
       slot.job = job;
       job.startClock();
       slot.worker.ref();
       slot.worker.postMessage(job.request);
     }
-    const starting = () => [...slots].filter((slot) => !slot.ready).length;
-    for (let more = Math.min(waiting.length - starting(), options.workers - slots.size); more > 0; more--) spawn();
+    const starting = () => [...this.#slots].filter((slot) => !slot.ready).length;
+    const more = Math.min(this.#waiting.length - starting(), this.#options.workers - this.#slots.size);
+    for (let left = more; left > 0; left--) this.#spawn();
     // What waits for busy workers only is on the clock; a worker's start is not counted.
-    if (starting() === 0) for (const job of waiting) job.startClock();
+    if (starting() === 0) for (const job of this.#waiting) job.startClock();
   }
+}
 
-  return {
-    run(sql, bindings, signal, timeoutMillis = options.timeoutMillis) {
-      if (closed) return Promise.reject(unavailable(new Error("The search pool is closed.")));
-      if (signal?.aborted) return Promise.reject(signal.reason);
-      return new Promise((resolve, reject) => {
-        let timer: ReturnType<typeof setTimeout> | undefined;
-        let settled = false;
-        const onAbort = () => stop(signal?.reason);
-        const job: Job = {
-          request: { id: ++lastId, sql, bindings },
-          startClock() {
-            if (timer !== undefined || settled || timeoutMillis === 0) return;
-            timer = setTimeout(() => stop(new SearchStatementTimeout(timeoutMillis)), Math.max(1, timeoutMillis));
-          },
-          settle(outcome) {
-            if (settled) return;
-            settled = true;
-            clearTimeout(timer);
-            signal?.removeEventListener("abort", onAbort);
-            if ("rows" in outcome) resolve(outcome.rows);
-            else reject(outcome.error);
-          },
-        };
-        /** Answers the caller now, and stops the statement if a worker runs it (see the top of this file). */
-        const stop = (error: unknown) => {
-          const at = waiting.indexOf(job);
-          if (at >= 0) waiting.splice(at, 1);
-          job.settle({ error });
-          stopRunning(job);
-        };
-        signal?.addEventListener("abort", onAbort, { once: true });
-        waiting.push(job);
-        dispatch();
-      });
+/**
+ * The job of one statement: `answer` is called once, by settle; its time limit (from startClock) and `signal`
+ * (listened to from now) end it through `stop`.
+ */
+function createJob(
+  request: SearchRequest,
+  timeoutMillis: number,
+  signal: AbortSignal | undefined,
+  answer: { resolve(rows: unknown[]): void; reject(error: unknown): void },
+  stop: (job: Job, error: unknown) => void,
+): Job {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let settled = false;
+  const onAbort = () => stop(job, signal?.reason);
+  const job: Job = {
+    request,
+    startClock() {
+      if (timer !== undefined || settled || timeoutMillis === 0) return;
+      timer = setTimeout(() => stop(job, new SearchStatementTimeout(timeoutMillis)), Math.max(1, timeoutMillis));
     },
-
-    async close() {
-      closed = true;
-      const error = unavailable(new Error("The search pool is closed."));
-      for (const job of waiting.splice(0)) job.settle({ error });
-      const ending: Promise<unknown>[] = [];
-      for (const slot of [...slots]) {
-        // Node ends a thread only once its statement has returned: a busy one is told to stop its
-        // statement, and left to end by itself (unreferenced, so it keeps no process alive).
-        const busy = slot.job !== undefined;
-        if (slot.job !== undefined) stopRunning(slot.job);
-        const ended = drop(slot, error);
-        if (busy) slot.worker.unref();
-        else ending.push(ended);
-      }
-      await Promise.all(ending);
+    settle(outcome) {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+      if ("rows" in outcome) answer.resolve(outcome.rows);
+      else answer.reject(outcome.error);
     },
   };
+  signal?.addEventListener("abort", onAbort, { once: true });
+  return job;
 }
