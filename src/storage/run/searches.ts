@@ -130,62 +130,96 @@ const driverGraceMs = 2_000;
  * on worker threads instead (SearchLimits.sqliteWorkers), which close() terminates.
  */
 export function searchRunner(db: Knex, dialect: Dialect, limits: SearchLimits = {}): SearchRunner {
-  const withConnection = pooledConnections(db);
   const sqliteWorkers = limits.sqliteWorkers ?? defaultSqliteSearchWorkers;
   const maxConcurrent = limits.maxConcurrent ?? defaultSearchMaxConcurrent;
   // On SQLite the searches beyond the workers wait here, where the wait is bounded, not in the pool's line.
   const slots = dialect === "sqlite" ? Math.min(maxConcurrent, sqliteWorkers) : maxConcurrent;
-  const gate = new Gate(slots, Math.min(slots, limits.maxPerTenant ?? defaultSearchMaxPerTenant));
-  const waitMillis = limits.databaseTimeoutMs ?? defaultTimeoutMs;
-  const timeoutMillis = limits.timeoutMillis ?? defaultSearchTimeoutMs;
-  const deadlineOf = (call: SearchCall): number | undefined => call.deadline ?? searchDeadline(limits);
-  const gated = async <T>(call: SearchCall, deadline: number | undefined, run: () => Promise<T>): Promise<T> => {
+  const budget: Budget = {
+    gate: new Gate(slots, Math.min(slots, limits.maxPerTenant ?? defaultSearchMaxPerTenant)),
+    waitMillis: limits.databaseTimeoutMs ?? defaultTimeoutMs,
+    timeoutMillis: limits.timeoutMillis ?? defaultSearchTimeoutMs,
+    deadlineOf: (call) => call.deadline ?? searchDeadline(limits),
+  };
+  return dialect === "sqlite" ? sqliteRunner(db, budget, sqliteWorkers) : mysqlRunner(db, budget);
+}
+
+/** The gate and the time limits every statement of a runner runs within (SearchLimits). */
+interface Budget {
+  readonly gate: Gate;
+  /** The longest a statement waits at the gate (the pool's acquire timeout, `databaseTimeoutMs`). */
+  readonly waitMillis: number;
+  /** A search's whole budget (SEARCH_TIMEOUT_MS), named when it runs out. */
+  readonly timeoutMillis: number;
+  /** The search's deadline: the call's own, or a budget that starts now. */
+  readonly deadlineOf: (call: SearchCall) => number | undefined;
+}
+
+/**
+ * Runs `run` once the call has its slot at the gate, and gives the slot back after; a bounded call skips the
+ * gate. A call that left is answered with its signal's reason.
+ */
+async function gated<T>(
+  { gate, waitMillis }: Budget,
+  call: SearchCall,
+  deadline: number | undefined,
+  run: () => Promise<T>,
+): Promise<T> {
+  if (call.signal?.aborted === true) throw call.signal.reason;
+  if (call.bounded === true) return run();
+  if (!gate.tryTake(call.tenant)) {
+    // The wait counts against the budget, and is bounded by the pool's acquire timeout as a wait for a
+    // connection would be.
+    const waitFor = Math.min(waitMillis, deadline === undefined ? waitMillis : deadline - Date.now());
+    await waitAtGate(gate, call.tenant, call.signal, waitFor).catch((error: unknown) => {
+      if (call.signal?.aborted === true) throw call.signal.reason;
+      throw refusal("The registry is busy with other searches; try again later.", error);
+    });
+  }
+  try {
+    return await run();
+  } finally {
+    gate.release(call.tenant);
+  }
+}
+
+/**
+ * SQLite's runner. A costly statement runs on a worker thread with its own read-only connection, answered at the
+ * time limit (sqlite-search-worker.ts): on the main thread it would stop every request of the process until it
+ * ended, and SQLite has no time limit of its own. A bounded one reads about a page of index entries (isBounded),
+ * a fraction of a millisecond: it stays on the main connection, where it costs less than handing its page of
+ * documents across threads. Each statement gets what is left of its search's budget, the wait at the gate
+ * included.
+ */
+function sqliteRunner(db: Knex, budget: Budget, workers: number): SearchRunner {
+  const withConnection = pooledConnections(db);
+  const { timeoutMillis } = budget;
+  const pool = createSqliteSearchPool(sqliteFile(db), { workers, timeoutMillis });
+  const run: RunSearch = async (sql, bindings, call) => {
     if (call.signal?.aborted === true) throw call.signal.reason;
-    if (call.bounded === true) return run();
-    if (!gate.tryTake(call.tenant)) {
-      // The wait counts against the budget, and is bounded by the pool's acquire timeout as a wait for a
-      // connection would be.
-      const waitFor = Math.min(waitMillis, deadline === undefined ? waitMillis : deadline - Date.now());
-      await waitAtGate(gate, call.tenant, call.signal, waitFor).catch((error: unknown) => {
-        if (call.signal?.aborted === true) throw call.signal.reason;
-        throw refusal("The registry is busy with other searches; try again later.", error);
-      });
-    }
+    if (call.bounded === true)
+      return withConnection((connection) => (connection as SqliteConnection).prepare(sql).all(bindings) as SearchRow[]);
+    const deadline = budget.deadlineOf(call);
     try {
-      return await run();
-    } finally {
-      gate.release(call.tenant);
+      return await gated(budget, call, deadline, () => {
+        // The budget went on the wait or on an earlier statement of the same search.
+        const left = deadline === undefined ? undefined : deadline - Date.now();
+        if (left !== undefined && left <= 0) throw outOfTime(timeoutMillis, undefined);
+        return pool.run(sql, bindings, call.signal, left ?? 0) as Promise<SearchRow[]>;
+      });
+    } catch (error) {
+      throw error instanceof SearchStatementTimeout ? outOfTime(timeoutMillis, error) : error;
     }
   };
-  const waiting = () => gate.waiting;
-  if (dialect === "sqlite") {
-    // A costly statement runs on a worker thread with its own read-only connection, answered at the
-    // time limit (sqlite-search-worker.ts): on the main thread it would stop every request of the
-    // process until it ended, and SQLite has no time limit of its own. A bounded one reads about a
-    // page of index entries (isBounded), a fraction of a millisecond: it stays on the main
-    // connection, where it costs less than handing its page of documents across threads.
-    // Each statement gets what is left of its search's budget, the wait at the gate included.
-    const pool = createSqliteSearchPool(sqliteFile(db), { workers: sqliteWorkers, timeoutMillis });
-    const run: RunSearch = async (sql, bindings, call) => {
-      if (call.signal?.aborted === true) throw call.signal.reason;
-      if (call.bounded === true)
-        return withConnection(
-          (connection) => (connection as SqliteConnection).prepare(sql).all(bindings) as SearchRow[],
-        );
-      const deadline = deadlineOf(call);
-      try {
-        return await gated(call, deadline, () => {
-          // The budget went on the wait or on an earlier statement of the same search.
-          const left = deadline === undefined ? undefined : deadline - Date.now();
-          if (left !== undefined && left <= 0) throw outOfTime(timeoutMillis, undefined);
-          return pool.run(sql, bindings, call.signal, left ?? 0) as Promise<SearchRow[]>;
-        });
-      } catch (error) {
-        throw error instanceof SearchStatementTimeout ? outOfTime(timeoutMillis, error) : error;
-      }
-    };
-    return Object.assign(run, { waiting, close: () => pool.close() });
-  }
+  return Object.assign(run, { waiting: () => budget.gate.waiting, close: () => pool.close() });
+}
+
+/**
+ * MySQL's runner: each statement on a pooled connection, limited on the server to what is left of its search's
+ * budget, and killed when its caller leaves (killable).
+ */
+function mysqlRunner(db: Knex, budget: Budget): SearchRunner {
+  const withConnection = pooledConnections(db);
+  const { timeoutMillis, waitMillis } = budget;
   // KILL goes on a connection of its own, opened for it outside the pool: every pooled connection may be held
   // by a statement whose caller left, each waiting for its KILL before it gives its connection back (killable),
   // so a KILL that waited for a pooled connection would wait for itself (seen under the bench's load: a full pool
@@ -193,7 +227,7 @@ export function searchRunner(db: Knex, dialect: Dialect, limits: SearchLimits = 
   const kill = (threadId: number) => killOnOwnConnection(db, threadId);
   let server: Promise<ServerKind> | undefined;
   const run: RunSearch = async (sql, bindings, call) => {
-    const deadline = deadlineOf(call);
+    const deadline = budget.deadlineOf(call);
     // Once per pool; a failed look is tried again by the next search.
     const kind =
       deadline === undefined
@@ -203,7 +237,7 @@ export function searchRunner(db: Knex, dialect: Dialect, limits: SearchLimits = 
             throw error;
           }));
     try {
-      return await gated(call, deadline, () =>
+      return await gated(budget, call, deadline, () =>
         withConnection((connection) => {
           const left = deadline === undefined ? undefined : deadline - Date.now();
           // The budget went on the wait or on an earlier statement of the same search.
@@ -226,7 +260,7 @@ export function searchRunner(db: Knex, dialect: Dialect, limits: SearchLimits = 
       throw outOfTime(timeoutMillis, error);
     }
   };
-  return Object.assign(run, { waiting, close: async () => undefined });
+  return Object.assign(run, { waiting: () => budget.gate.waiting, close: async () => undefined });
 }
 
 /** The file of a knex SQLite instance (connection.ts sqliteConfig). */
