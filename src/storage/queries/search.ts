@@ -140,62 +140,109 @@ export function buildSearch(
   knownTotals?: KnownTotals,
 ): SearchStatement {
   const query = resolveWords(asked);
-  const mysql = dialect === "mysql";
-  const { key, descending } = query.order;
   const [driverTerm, ...otherTerms] = query.terms;
-  const source = driverTerm !== undefined ? "terms" : "definitions";
-  const seqOf = "x.seq";
-  const from = source === "terms" ? "definition_terms x" : "agent_definitions x";
-  // The page needs the definition's row for its order value; the count only for updatedSince.
-  const relevance = key === "relevance";
-  const joinsDefinition = (counting: boolean) =>
-    source !== "definitions" && ((!counting && key !== "createdAt" && !relevance) || query.updatedSince !== undefined);
-  const o = source === "definitions" ? "x" : "o";
-  const orderColumn = key === "updatedAt" ? `${o}.updated_at` : key === "name" ? `${o}.name` : seqOf;
-  // More than one value of the driving filter can match one definition twice.
-  const distinct = driverTerm !== undefined && !singleMatch(driverTerm) ? "DISTINCT " : "";
-
-  /** `value IN (...)`, or the range of a last word typed partly. */
-  const matchValue = (sql: Sql, alias: string, term: TermFilter): Sql =>
-    term.range === undefined
-      ? sql.add(`${alias}.value`).in(term.values)
-      : sql.add(`${alias}.value >= ? AND ${alias}.value < ?`, term.range.from, term.range.below);
-
-  /** FROM and WHERE of the matches, without the page's position. */
-  const matches = (counting: boolean): Sql => {
-    const sql = new Sql().add(`FROM ${from}`);
-    if (joinsDefinition(counting)) sql.add(`JOIN agent_definitions o ON o.seq = ${seqOf}`);
-    if (relevance && !counting) {
-      const scored = relevanceScore(dialect, query.terms);
-      sql.add(scored.join, ...scored.bindings);
-    }
-    sql.add("WHERE x.tenant = ?", tenant);
-    if (driverTerm !== undefined)
-      matchValue(sql.add("AND x.kind = ? AND", TERM_KINDS[driverTerm.kind]), "x", driverTerm);
-    sql.add("AND x.status").in(query.statuses);
-    if (query.latest) sql.add("AND x.is_latest = 1");
-    if (query.updatedSince !== undefined) sql.add(`AND ${o}.updated_at >= ?`, toDatabaseTimestamp(query.updatedSince));
-    // SQLite's cancellation point, once per candidate row: a search worker stops the statement there
-    // (sqlite-client.ts).
-    if (!mysql) sql.add(`AND ${SEARCH_ALIVE}()`);
-    otherTerms.forEach((term, i) => {
-      sql.add(
-        `AND EXISTS (SELECT 1 FROM definition_terms e${i} WHERE e${i}.seq = ${seqOf} AND e${i}.kind = ? AND`,
-        TERM_KINDS[term.kind],
-      );
-      matchValue(sql, `e${i}`, term).add(")");
-    });
-    return sql;
+  const shape: SearchShape = {
+    dialect,
+    tenant,
+    query,
+    driverTerm,
+    otherTerms,
+    o: driverTerm === undefined ? "x" : "o",
+    // More than one value of the driving filter can match one definition twice.
+    distinct: driverTerm !== undefined && !singleMatch(driverTerm) ? "DISTINCT " : "",
   };
+  const { total, countKey } = totalOfMatches(shape);
+  // Whole values of term rows only: the count moves with their counter rows' versions.
+  const termsOnly =
+    driverTerm !== undefined &&
+    query.updatedSince === undefined &&
+    query.terms.every((term) => term.range === undefined);
+  const version = countKey === undefined ? undefined : countVersionOf(tenant, termsOnly ? query.terms : undefined);
+  const totals = {
+    total: totalOf(total, version, countKey === undefined ? undefined : knownTotals?.(countKey)),
+    version,
+  };
+  const counting = countKey === undefined ? {} : { countKey };
+  const rows = matches(shape, false);
+  if (query.order.key === "relevance")
+    return {
+      ...relevancePage(dialect, tenant, query, { ...totals, rows, distinct: shape.distinct, maxBytes }),
+      ...counting,
+    };
+  return { ...orderedPage(shape, rows, totals, maxBytes), ...counting };
+}
 
+/** A search's query (its words resolved) and what its statement's parts take from it (buildSearch). */
+interface SearchShape {
+  readonly dialect: Dialect;
+  readonly tenant: string;
+  readonly query: ListQuery;
+  /** The first filter, whose term rows drive the statement (alias x); without one, agent_definitions does. */
+  readonly driverTerm: TermFilter | undefined;
+  /** The other filters, each an EXISTS on the definition's term rows. */
+  readonly otherTerms: readonly TermFilter[];
+  /** The alias of the definition's own row: x when it drives the statement, o when joined to the term rows. */
+  readonly o: "x" | "o";
+  /** `DISTINCT ` when the driving filter can match a definition twice, else empty. */
+  readonly distinct: string;
+}
+
+/** The driving row's seq: a definition's, or its term row's (the same number). */
+const seqOf = "x.seq";
+
+/** `value IN (...)`, or the range of a last word typed partly. */
+function matchValue(sql: Sql, alias: string, term: TermFilter): Sql {
+  return term.range === undefined
+    ? sql.add(`${alias}.value`).in(term.values)
+    : sql.add(`${alias}.value >= ? AND ${alias}.value < ?`, term.range.from, term.range.below);
+}
+
+/** FROM and WHERE of the matches, without the page's position: for the page's rows, or `counting` them. */
+function matches({ dialect, tenant, query, driverTerm, otherTerms, o }: SearchShape, counting: boolean): Sql {
+  const { key } = query.order;
+  const relevance = key === "relevance";
+  const sql = new Sql().add(`FROM ${driverTerm !== undefined ? "definition_terms x" : "agent_definitions x"}`);
+  // The page needs the definition's row for its order value; the count only for updatedSince.
+  const joinsDefinition =
+    driverTerm !== undefined && ((!counting && key !== "createdAt" && !relevance) || query.updatedSince !== undefined);
+  if (joinsDefinition) sql.add(`JOIN agent_definitions o ON o.seq = ${seqOf}`);
+  if (relevance && !counting) {
+    const scored = relevanceScore(dialect, query.terms);
+    sql.add(scored.join, ...scored.bindings);
+  }
+  sql.add("WHERE x.tenant = ?", tenant);
+  if (driverTerm !== undefined) matchValue(sql.add("AND x.kind = ? AND", TERM_KINDS[driverTerm.kind]), "x", driverTerm);
+  sql.add("AND x.status").in(query.statuses);
+  if (query.latest) sql.add("AND x.is_latest = 1");
+  if (query.updatedSince !== undefined) sql.add(`AND ${o}.updated_at >= ?`, toDatabaseTimestamp(query.updatedSince));
+  // SQLite's cancellation point, once per candidate row: a search worker stops the statement there
+  // (sqlite-client.ts).
+  if (dialect !== "mysql") sql.add(`AND ${SEARCH_ALIVE}()`);
+  otherTerms.forEach((term, i) => {
+    sql.add(
+      `AND EXISTS (SELECT 1 FROM definition_terms e${i} WHERE e${i}.seq = ${seqOf} AND e${i}.kind = ? AND`,
+      TERM_KINDS[term.kind],
+    );
+    matchValue(sql, `e${i}`, term).add(")");
+  });
+  return sql;
+}
+
+/**
+ * The total's SELECT: from the counters when they answer it (no filter, or one countable filter, without
+ * updatedSince), else a COUNT over the matches, which has a countKey (SearchStatement).
+ */
+function totalOfMatches(shape: SearchShape): { readonly total: Sql; readonly countKey?: string } {
+  const { tenant, query, driverTerm, otherTerms } = shape;
   const total = new Sql();
-  let countKey: string | undefined;
-  if (source === "definitions" && query.updatedSince === undefined) {
+  if (driverTerm === undefined && query.updatedSince === undefined) {
     total
       .add("SELECT COALESCE(SUM(n), 0) FROM definition_counts WHERE tenant = ? AND status", tenant)
       .in(query.statuses);
     if (query.latest) total.add("AND is_latest = 1");
-  } else if (
+    return { total };
+  }
+  if (
     driverTerm !== undefined &&
     otherTerms.length === 0 &&
     query.updatedSince === undefined &&
@@ -210,31 +257,25 @@ export function buildSearch(
       .in(driverTerm.values);
     total.add("AND status").in(query.statuses);
     if (query.latest) total.add("AND is_latest = 1");
-  } else {
-    const counted = matches(true);
-    total.add(`SELECT COUNT(${distinct === "" ? "*" : `DISTINCT ${seqOf}`})`).add(counted.sql, ...counted.bindings);
-    countKey = JSON.stringify([total.sql, total.bindings]);
+    return { total };
   }
-  // Whole values of term rows only: the count moves with their counter rows' versions.
-  const termsOnly =
-    source === "terms" && query.updatedSince === undefined && query.terms.every((term) => term.range === undefined);
-  const version = countKey === undefined ? undefined : countVersionOf(tenant, termsOnly ? query.terms : undefined);
-  const totalStatement = totalOf(total, version, countKey === undefined ? undefined : knownTotals?.(countKey));
-  const counting = countKey === undefined ? {} : { countKey };
+  const counted = matches(shape, true);
+  total.add(`SELECT COUNT(${shape.distinct === "" ? "*" : `DISTINCT ${seqOf}`})`).add(counted.sql, ...counted.bindings);
+  return { total, countKey: JSON.stringify([total.sql, total.bindings]) };
+}
 
-  if (relevance)
-    return {
-      ...relevancePage(dialect, tenant, query, {
-        total: totalStatement,
-        version,
-        rows: matches(false),
-        distinct,
-        maxBytes,
-      }),
-      ...counting,
-    };
-
-  const rows = matches(false);
+/**
+ * The statement of a page in creation, update or name order: the matches `rows` after the position, by the
+ * order's column, ties by seq.
+ */
+function orderedPage(
+  { dialect, tenant, query, o, distinct }: SearchShape,
+  rows: Sql,
+  totals: { total: Statement; version: Sql | undefined },
+  maxBytes: number,
+): Statement {
+  const { key, descending } = query.order;
+  const orderColumn = key === "updatedAt" ? `${o}.updated_at` : key === "name" ? `${o}.name` : seqOf;
   const after = query.after;
   const cmp = descending ? "<" : ">";
   if (after !== undefined) {
@@ -255,16 +296,13 @@ export function buildSearch(
   );
   const ordered = key === "createdAt" ? "" : `, ${orderColumn} AS k`;
   const pageOrder = key === "createdAt" ? [`seq ${direction}`] : [`k ${direction}`, `seq ${direction}`];
-  return {
-    ...pageStatement(
-      dialect,
-      tenant,
-      { total: totalStatement, version },
-      { sql: `SELECT ${distinct}${seqOf} AS seq${ordered} ${rows.sql}`, bindings: rows.bindings },
-      { order: pageOrder, maxBytes },
-    ),
-    ...counting,
-  };
+  return pageStatement(
+    dialect,
+    tenant,
+    totals,
+    { sql: `SELECT ${distinct}${seqOf} AS seq${ordered} ${rows.sql}`, bindings: rows.bindings },
+    { order: pageOrder, maxBytes },
+  );
 }
 
 /**
