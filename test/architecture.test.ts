@@ -11,6 +11,7 @@ import { readdir, readFile } from "node:fs/promises";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { longFunctions } from "../scripts/long-functions.mjs";
 import { importsOf, sourcesUnder } from "./support/imports.js";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
@@ -188,5 +189,49 @@ describe("the length of the code", () => {
     expect(over.filter((entry) => !overLong.has(entry.slice(0, entry.indexOf(":"))))).toEqual([]);
     // A file split since is taken off the list.
     expect([...overLong].filter((path) => (lengths.get(path) ?? 0) <= maxFileLines)).toEqual([]);
+  });
+});
+
+/** The most lines a function of src/ may have (issue 42), counted as scripts/long-functions.mjs counts them. */
+const maxFunctionLines = 80;
+
+/**
+ * The functions still over maxFunctionLines, as `path name`, each to be split and then taken off this list (the
+ * check fails for one on it that is no longer over, so the list only shrinks). The surfaces (src/edge,
+ * src/transport, src/main), the service and operations, the change reader and the write transaction are other
+ * pieces of work's; the migration is frozen.
+ */
+const overLongFunctions = new Set([
+  "src/app.ts createApp",
+  "src/edge/edge.ts createEdge",
+  "src/main/node-edge.ts createNodeEdge",
+  "src/main/node-server.ts createNodeServer",
+  "src/operations/registry-operations.ts createRegistryOperations",
+  "src/service/registry-service.ts createRegistryService",
+  "src/storage/change-reader.ts createChangeReader",
+  "src/storage/migrations/0015-add-revisions.ts createMysql",
+  "src/storage/write-transaction.ts insert",
+  "src/transport/health.ts createHealthRoutes",
+  "src/transport/openapi/message-schemas.ts createMessageSchemas",
+  "src/transport/reflection.ts createReflectionRoutes",
+  "src/transport/rest/rest-request.ts fieldsFromUrl",
+  "src/transport/rpc-message.ts createMessageCheck",
+]);
+
+describe("the length of the functions", () => {
+  it(`no function of src/ is over ${maxFunctionLines} lines (but those still to be split)`, () => {
+    const over = longFunctions({ max: maxFunctionLines, cwd: root });
+    const names = new Set(over.map((f) => `${f.path} ${f.name}`));
+    expect(
+      over.filter((f) => !overLongFunctions.has(`${f.path} ${f.name}`)).map((f) => `${f.path}:${f.line} ${f.name}`),
+    ).toEqual([]);
+    // A function split since is taken off the list.
+    expect([...overLongFunctions].filter((name) => !names.has(name))).toEqual([]);
+  });
+
+  it("finds a function over the limit when there is one (the check can fail)", () => {
+    const over = longFunctions({ max: 20, roots: ["src/auth/auth-config.ts"], cwd: root });
+    expect(over.map((f) => f.name)).toContain("parseAuthConfig");
+    expect(over.every((f) => f.path === "src/auth/auth-config.ts" && f.lines > 20)).toBe(true);
   });
 });
