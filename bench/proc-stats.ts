@@ -28,6 +28,18 @@ export function cpuSeconds(pid: number): number {
   }
 }
 
+/**
+ * Seconds the process's main thread (a Node server's event loop) has so far spent runnable but waiting for a CPU
+ * (the second field of /proc/<pid>/schedstat, in ns); NaN when it cannot be read (no schedstats in the kernel).
+ */
+export function runQueueSeconds(pid: number): number {
+  try {
+    return Number(readFileSync(`/proc/${pid}/schedstat`, "utf8").split(" ")[1]) / 1e9;
+  } catch {
+    return Number.NaN;
+  }
+}
+
 /** The process's peak resident set size (VmHWM) in KiB; NaN when it cannot be read. */
 export function peakRssKib(pid: number): number {
   return statusField(pid, "VmHWM");

@@ -10,11 +10,20 @@
  * Limit (issue 50): the list's p99 ≤ 200 ms, no failed request. SERVICE_DIR=<checkout> runs another checkout's
  * service (built with its npm run build), for a before and after.
  *
+ * FLOOD_SERVER=floor runs the same clients against bench/flood-floor.ts instead of the service: bare node:http,
+ * no authentication or database, each watch past FLOOR_STREAMS (100) answered 429, the list a fixed page (the
+ * KEY=VALUE settings go to it: FLOOR_BACKLOG, FLOOR_STREAMS, FLOOR_PAGE_BYTES). What any Node HTTP/1.1 server on
+ * this machine can reach. LISTEN_BACKLOG=<n> (a setting) with `--import=./bench/listen-backlog.mjs` (a flag of the
+ * service's node) listens the service with that backlog, without a change to it. FLOOD_TRACE=<file> writes every
+ * list and probe (sent when, how long). The burst's line gives the server's event loop's wait for a CPU (its run
+ * queue delay, /proc/<pid>/schedstat): on a shared machine, what the server did not get. bench/own-autogroup.sh
+ * runs the bench ahead of the machine's other sessions, as if it had the machine.
+ *
  *   node --import tsx bench/watch-flood.ts [watchers] [seconds] [rate] [KEY=VALUE settings of the service...]
  *     [--flags of the service's node, e.g. --cpu-prof --cpu-prof-dir=/tmp/flood...]
  */
 import { fork } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { Agent, request } from "node:http";
 import { setPriority, tmpdir } from "node:os";
@@ -25,8 +34,8 @@ import { openLocalIssuer } from "../src/auth/local-issuer.js";
 import { localIssuerKeyFile } from "../src/main/local-issuer-key-file.js";
 import { benchBody, benchBodyTemplate } from "./definition.js";
 import { percentile } from "./percentile.js";
-import { cpuSeconds, loadAverage } from "./proc-stats.js";
-import { serviceCommand, startServer } from "./processes.js";
+import { cpuSeconds, loadAverage, runQueueSeconds } from "./proc-stats.js";
+import { serviceCommand, startServer, tsxCommand } from "./processes.js";
 import type { WatchWorkerRequest } from "./watch-worker.js";
 
 const [watchers = 1_000, seconds = 20, rate = 50] = process.argv.slice(2, 5).map(Number);
@@ -44,13 +53,30 @@ const dataDir = await mkdtemp(join(tmpdir(), "watch-flood-"));
 const issuer = await openLocalIssuer(localIssuerKeyFile(dataDir), parseAuthConfig({}).config);
 const bearer = async (tenant: string, platformAdmin = false) =>
   `Bearer ${await issuer.issue({ tenant, domains: DOMAINS, platformAdmin, ttlSeconds: 3600 })}`;
-const service = await startServer(
-  "the service",
-  serviceCommand(process.env.SERVICE_DIR),
-  "agent definition registry listening",
-  { DATA_DIR: dataDir, PORT: "0", LOG_LEVEL: "info", ...settings },
-  dataDir,
-  nodeArgs,
+/** The server under test: the service, or the floor (FLOOD_SERVER=floor); called "the service" below either way. */
+const target = process.env.FLOOD_SERVER ?? "service";
+if (target !== "service" && target !== "floor") throw new Error(`FLOOD_SERVER is service or floor, not ${target}`);
+const service =
+  target === "floor"
+    ? await startServer(
+        "the floor",
+        tsxCommand("bench/flood-floor.ts"),
+        "floor listening",
+        { PORT: "0", ...settings },
+        dataDir,
+        nodeArgs,
+      )
+    : await startServer(
+        "the service",
+        serviceCommand(process.env.SERVICE_DIR),
+        "agent definition registry listening",
+        { DATA_DIR: dataDir, PORT: "0", LOG_LEVEL: "info", ...settings },
+        dataDir,
+        nodeArgs,
+      );
+console.log(
+  `server: ${target}${extra.length === 0 ? "" : ` (${extra.join(" ")})`}; net.core.somaxconn ` +
+    `${readFileSync("/proc/sys/net/core/somaxconn", "utf8").trim()}, load average ${loadAverage().toFixed(2)}`,
 );
 // A connection per request, as clients that come and go: a connection refused at accept (MAX_CONNECTIONS full)
 // shows as a failed request, as the audit saw it.
@@ -61,6 +87,7 @@ interface Result {
   readonly status: number;
   readonly ms: number;
   readonly at: number;
+  readonly bytes: number;
   readonly error?: string;
 }
 
@@ -68,6 +95,8 @@ interface Result {
 interface Sample {
   readonly at: number;
   readonly service: number;
+  /** Seconds the service's event loop has waited, runnable, for a CPU (its main thread's run queue delay). */
+  readonly serviceWaited: number;
   readonly child: number;
   readonly own: number;
   readonly overflows: number;
@@ -78,6 +107,7 @@ function sample(childPid?: number): Sample {
   return {
     at: performance.now(),
     service: cpuSeconds(service.pid),
+    serviceWaited: runQueueSeconds(service.pid),
     child: childPid === undefined ? 0 : cpuSeconds(childPid),
     own: (usage.user + usage.system) / 1e6,
     overflows: listenOverflows(),
@@ -102,7 +132,7 @@ function call(
   path: string,
   authorization?: string,
   body?: string,
-): Promise<{ status: number; ms: number; error?: string }> {
+): Promise<{ status: number; ms: number; bytes: number; error?: string }> {
   const start = performance.now();
   return new Promise((resolve) => {
     const req = request(`${service.baseUrl}${path}`, {
@@ -113,10 +143,13 @@ function call(
         ...(body === undefined ? {} : { "content-type": "application/json" }),
       },
     });
-    req.on("error", (err) => resolve({ status: 0, ms: performance.now() - start, error: err.message }));
+    req.on("error", (err) => resolve({ status: 0, ms: performance.now() - start, bytes: 0, error: err.message }));
     req.on("response", (res) => {
-      res.resume();
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, ms: performance.now() - start }));
+      let bytes = 0;
+      res.on("data", (chunk: Buffer) => {
+        bytes += chunk.length;
+      });
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, ms: performance.now() - start, bytes }));
     });
     req.end(body);
   });
@@ -213,7 +246,21 @@ try {
     );
   };
   const inBurst = (r: Result) => r.at >= asked.at && r.at < burst.at;
-  console.log(report("second tenant's list", lists));
+  // FLOOD_TRACE=<file>: every list and probe as a line, `kind sent ms status`, sent in ms from the watchers' request
+  // (performance.timeOrigin + asked.at on the wall clock, the first line), for a timeline of the burst.
+  const traceFile = process.env.FLOOD_TRACE;
+  if (traceFile !== undefined)
+    writeFileSync(
+      traceFile,
+      [
+        `asked ${(performance.timeOrigin + asked.at).toFixed(1)} opened ${(openedAt.at - asked.at).toFixed(1)}`,
+        ...[...lists.map((r) => ["list", r] as const), ...probes.map((r) => ["healthz", r] as const)]
+          .sort(([, a], [, b]) => a.at - b.at)
+          .map(([kind, r]) => `${kind} ${(r.at - asked.at).toFixed(1)} ${r.ms.toFixed(1)} ${r.status}`),
+      ].join("\n"),
+    );
+  const page = lists.find((r) => r.status === 200)?.bytes ?? 0;
+  console.log(`${report("second tenant's list", lists)}; its answer ${page} bytes`);
   console.log(`  ${report("sent during the burst", lists.filter(inBurst))}`);
   console.log(
     `  ${report(
@@ -227,7 +274,8 @@ try {
   console.log(
     `burst (${burstSeconds.toFixed(1)} s from the watchers' request; opened after ` +
       `${((openedAt.at - asked.at) / 1000).toFixed(2)} s, the service's CPU until then ` +
-      `${(openedAt.service - asked.service).toFixed(2)} s): CPU of a core: the service ` +
+      `${(openedAt.service - asked.service).toFixed(2)} s, its event loop runnable but waiting for a CPU ` +
+      `${(openedAt.serviceWaited - asked.serviceWaited).toFixed(2)} s): CPU of a core: the service ` +
       `${share(asked.service, burst.service)}, the watchers' process (nice ${watchersNice}) ` +
       `${share(asked.child, burst.child)}, this process ${share(asked.own, burst.own)}; ` +
       `listen queue overflows ${burst.overflows - asked.overflows} (the machine's), ` +
