@@ -109,6 +109,7 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     dataDir: config.dataDir,
     timeoutMillis: config.databaseTimeoutMs,
     syncWait: config.databaseSyncWait,
+    checkpointIntervalMs: config.sqliteCheckpointIntervalMs,
     search: {
       maxConcurrent: config.search.maxConcurrent,
       maxPerTenant: config.search.maxPerTenant,

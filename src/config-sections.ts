@@ -10,6 +10,7 @@ import {
   defaultSearchMaxConcurrent,
   defaultSearchMaxPerTenant,
   defaultSearchTimeoutMs,
+  defaultSqliteCheckpointIntervalMs,
   defaultSqliteSearchWorkers,
   MYSQL_POOL_SIZE,
   parseDatabaseUrl,
@@ -37,6 +38,12 @@ export function readLimits(integer: Integer, problems: string[]) {
   const maxBufferedWriteBytes = integer("MAX_BUFFERED_WRITE_BYTES", 32 * 1024 * 1024, 1024, 4 * 1024 * 1024 * 1024);
   const databaseTimeoutMs = integer("DATABASE_TIMEOUT_MS", 10_000, 100, 600_000);
   const databaseSyncWait = integer("DATABASE_SYNC_WAIT", 1, 0, 15);
+  const sqliteCheckpointIntervalMs = integer(
+    "SQLITE_CHECKPOINT_INTERVAL_MS",
+    defaultSqliteCheckpointIntervalMs,
+    0,
+    60_000,
+  );
   return {
     port,
     maxBodyBytes,
@@ -46,6 +53,7 @@ export function readLimits(integer: Integer, problems: string[]) {
     maxBufferedWriteBytes,
     databaseTimeoutMs,
     databaseSyncWait,
+    sqliteCheckpointIntervalMs,
   };
 }
 

@@ -59,6 +59,13 @@ export interface Config {
    * answered 201 for (docs/galera.md).
    */
   readonly databaseSyncWait: number;
+  /**
+   * `SQLITE_CHECKPOINT_INTERVAL_MS`, default 250: embedded SQLite only, how often a worker thread checkpoints
+   * the WAL (copies it into the database file), off the event loop; the writer's COMMITs then checkpoint only
+   * past a 64 MiB WAL (the bound should the thread stall). 0: every COMMIT that takes the WAL past 1,000 pages
+   * checkpoints it on the event loop (SQLite's default).
+   */
+  readonly sqliteCheckpointIntervalMs: number;
   /** The slow-client bounds of the Node server, so stalled clients cannot hold connections. */
   readonly http: {
     /**

@@ -31,6 +31,7 @@ async function main(argv: string[]): Promise<number> {
     databaseWriteUrl: config.databaseWriteUrl,
     dataDir: config.dataDir,
     timeoutMillis: config.databaseTimeoutMs,
+    checkpointIntervalMs: config.sqliteCheckpointIntervalMs,
   });
   try {
     const tenants = createTenantService(repository);

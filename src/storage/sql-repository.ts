@@ -51,6 +51,7 @@ export type { StorageOptions } from "./run/connection.js";
 export { MYSQL_POOL_SIZE, parseDatabaseUrl } from "./run/connection.js";
 export type { SearchLimits } from "./run/searches.js";
 export { defaultSearchMaxConcurrent, defaultSearchMaxPerTenant, defaultSearchTimeoutMs } from "./run/searches.js";
+export { defaultSqliteCheckpointIntervalMs } from "./run/sqlite-checkpointer.js";
 export { defaultSqliteSearchWorkers } from "./run/sqlite-search-worker.js";
 
 /** Where the data lives, and the limits of the list's searches (`SEARCH_MAX_CONCURRENT`, `SEARCH_TIMEOUT_MS`). */
@@ -365,8 +366,9 @@ class SqlRepository implements AgentDefinitionRepository {
   }
 
   async close(): Promise<void> {
-    await this.#writer.texts?.close();
-    // The search workers first: their read-only connections end before the last one closes the file.
+    // The checkpoint thread and the search workers first: their connections end before the last one closes
+    // the file (which checkpoints the WAL and removes it).
+    await this.#writer.close();
     await this.#lists.close();
     await this.#db.destroy();
     if (this.#writeDb !== this.#db) await this.#writeDb.destroy();

@@ -13,6 +13,7 @@ import type { WriteRetries, WriteTenant, WriteTransaction } from "./repository.j
 import { reloadTriggers, TriggerReloads } from "./run/broken-triggers.js";
 import type { Database } from "./run/connection.js";
 import { isNodeFailure } from "./run/driver-errors.js";
+import { createSqliteCheckpointer, type SqliteCheckpointer } from "./run/sqlite-checkpointer.js";
 import {
   backoffMs,
   raceCauseOf,
@@ -61,6 +62,8 @@ export class SqlWriter {
   readonly #writes: WriteStatements;
   /** MySQL: the full-text texts written after COMMIT, and their repair (search-text.ts). */
   readonly texts: SearchTextKeeper | undefined;
+  /** SQLite: the WAL's checkpoints on a thread, off the event loop (run/sqlite-checkpointer.ts). */
+  readonly #checkpointer: SqliteCheckpointer | undefined;
   /** MySQL: the writes' recovery from a node's broken triggers, one reload at a time (run/broken-triggers.ts). */
   readonly #triggerReloads = new TriggerReloads();
   /** Where a write's recovery from a node's broken triggers is told (run/broken-triggers.ts). */
@@ -93,7 +96,13 @@ export class SqlWriter {
     // writers on 10 keys ran out of retries. Here what is absent is guarded by the unique
     // indexes: a racing insert of the same key, agent or externalAgentID fails with a duplicate
     // key and the work runs again. SQLite is serializable anyway.
-    this.#transaction = transactionRunner(writer.db, writer.dialect);
+    // SQLite's WAL checkpoints on a thread of their own, off the event loop; its thread starts at the first write.
+    const sqlite = writer.sqlite;
+    this.#checkpointer =
+      sqlite !== undefined && sqlite.checkpointIntervalMs > 0
+        ? createSqliteCheckpointer(sqlite.filename, sqlite.checkpointIntervalMs)
+        : undefined;
+    this.#transaction = transactionRunner(writer.db, writer.dialect, this.#checkpointer?.beforeWrite);
     this.#writes = writeStatements(writer.dialect);
     if (writer.dialect === "mysql") {
       this.texts = new SearchTextKeeper(writer.db, logger);
@@ -116,6 +125,12 @@ export class SqlWriter {
 
   writeRetries(): WriteRetries {
     return { ...this.#retries };
+  }
+
+  /** Ends what the writes keep beside the pool: MySQL's texts' writer, SQLite's checkpoint thread. */
+  async close(): Promise<void> {
+    await this.texts?.close();
+    await this.#checkpointer?.close();
   }
 
   /** One run of the transaction, under the broken triggers' reloads (TriggerReloads). */

@@ -34,6 +34,12 @@ describe("configuration", () => {
     expect(() => parseConfig({ DATABASE_SYNC_WAIT: "16" })).toThrow(/DATABASE_SYNC_WAIT/);
   });
 
+  it("checkpoints SQLite's WAL on a thread every 250 ms by default (SQLITE_CHECKPOINT_INTERVAL_MS), 0 to 60 s", () => {
+    expect(parseConfig({}).sqliteCheckpointIntervalMs).toBe(250);
+    expect(parseConfig({ SQLITE_CHECKPOINT_INTERVAL_MS: "0" }).sqliteCheckpointIntervalMs).toBe(0);
+    expect(() => parseConfig({ SQLITE_CHECKPOINT_INTERVAL_MS: "60001" })).toThrow(/SQLITE_CHECKPOINT_INTERVAL_MS/);
+  });
+
   it("rechecks a watch's token every minute by default (WATCH_TOKEN_RECHECK_MS), 100 ms to an hour", () => {
     expect(parseConfig({}).watch.tokenRecheckMs).toBe(60_000);
     expect(parseConfig({ WATCH_TOKEN_RECHECK_MS: "100" }).watch.tokenRecheckMs).toBe(100);

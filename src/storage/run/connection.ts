@@ -18,6 +18,7 @@ import {
   sqliteFileName,
 } from "./database.js";
 import { connectInTurn, DatabaseHosts, mysqlConfig } from "./mysql-pool.js";
+import { defaultSqliteCheckpointIntervalMs, SQLITE_WAL_HARD_CAP_BYTES } from "./sqlite-checkpointer.js";
 import { sqliteClient } from "./sqlite-client.js";
 
 export type { Database, DatabaseHost, Dialect, MysqlTarget, StorageOptions } from "./database.js";
@@ -64,7 +65,10 @@ export async function openDatabase(options: StorageOptions): Promise<Database> {
   await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
   const filename = join(options.dataDir, sqliteFileName);
   await ownerOnlyDatabaseFiles(filename);
-  return { db: knex(sqliteConfig(filename)), dialect: "sqlite", hosts: 1 };
+  const checkpointIntervalMs = options.checkpointIntervalMs ?? defaultSqliteCheckpointIntervalMs;
+  const walAutocheckpointBytes = checkpointIntervalMs > 0 ? SQLITE_WAL_HARD_CAP_BYTES : undefined;
+  const db = knex(sqliteConfig(filename, walAutocheckpointBytes));
+  return { db, dialect: "sqlite", hosts: 1, sqlite: { filename, checkpointIntervalMs } };
 }
 
 /**
@@ -89,7 +93,11 @@ interface SqliteConnection {
   function(name: string, options: { deterministic: boolean }, fn: () => unknown): unknown;
 }
 
-function sqliteConfig(filename: string): Knex.Config {
+/**
+ * `walAutocheckpointBytes`: the WAL's size past which a COMMIT of this connection checkpoints it, when a
+ * checkpoint thread does it otherwise (sqlite-checkpointer.ts); absent, SQLite's default (1,000 pages).
+ */
+function sqliteConfig(filename: string, walAutocheckpointBytes: number | undefined): Knex.Config {
   return {
     // better-sqlite3 under Node, node:sqlite under Deno (sqlite-client.ts).
     client: sqliteClient(),
@@ -108,6 +116,12 @@ function sqliteConfig(filename: string): Knex.Config {
           // FULL: a commit is on disk when it is acknowledged. NORMAL (WAL's usual setting) can lose
           // the last commits on power loss; FULL costs an fsync per commit (BENCHMARKS.md).
           connection.pragma("synchronous = FULL");
+          if (walAutocheckpointBytes !== undefined) {
+            // The checkpoints run on a thread; this one is the backstop should it stall (sqlite-checkpointer.ts).
+            const [row] = connection.pragma("page_size") as Array<{ page_size?: number }>;
+            const pageSize = Number(row?.page_size ?? 4096);
+            connection.pragma(`wal_autocheckpoint = ${Math.ceil(walAutocheckpointBytes / pageSize)}`);
+          }
           // The searches' cancellation point: always alive here (a search worker's own stops, sqlite-client.ts).
           connection.function(SEARCH_ALIVE, { deterministic: false }, () => 1);
           done(null, connection);

@@ -42,6 +42,13 @@ export interface StorageOptions {
   readonly syncWait?: number | undefined;
   /** MySQL: the connections of the pool (default MYSQL_POOL_SIZE). */
   readonly poolSize?: number | undefined;
+  /**
+   * SQLite: how often a worker thread checkpoints the WAL (sqlite-checkpointer.ts), in milliseconds; the
+   * writer's connection then checkpoints only past a hard cap. 0: the writer checkpoints on every COMMIT that
+   * takes the WAL past 1,000 pages, on the event loop (SQLite's default). Absent:
+   * defaultSqliteCheckpointIntervalMs (`SQLITE_CHECKPOINT_INTERVAL_MS`).
+   */
+  readonly checkpointIntervalMs?: number | undefined;
 }
 
 /** A knex instance and the dialect it speaks. */
@@ -50,6 +57,11 @@ export interface Database {
   readonly dialect: Dialect;
   /** How many database hosts the pool may move between (1 for SQLite and a single host). */
   readonly hosts: number;
+  /**
+   * SQLite: its file, and how often a thread checkpoints its WAL (StorageOptions.checkpointIntervalMs; 0 for
+   * never: the writer's COMMITs do). The write transactions' runner starts the thread (sql-writer.ts).
+   */
+  readonly sqlite?: { readonly filename: string; readonly checkpointIntervalMs: number } | undefined;
 }
 
 /** One host of a DATABASE_URL. */

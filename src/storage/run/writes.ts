@@ -78,10 +78,13 @@ export interface WriteSession {
  */
 export type RunTransaction = <T>(work: (session: WriteSession) => Promise<T>) => Promise<T>;
 
-/** The transaction runner for `db`'s driver. */
-export function transactionRunner(db: Knex, dialect: Dialect): RunTransaction {
+/**
+ * The transaction runner for `db`'s driver. SQLite: `beforeWrite` is awaited on the connection, before BEGIN
+ * (the WAL checkpointer's, sqlite-checkpointer.ts).
+ */
+export function transactionRunner(db: Knex, dialect: Dialect, beforeWrite?: () => Promise<void>): RunTransaction {
   const withConnection = pooledConnections(db);
-  return dialect === "mysql" ? mysqlTransactions(withConnection) : sqliteTransactions(withConnection);
+  return dialect === "mysql" ? mysqlTransactions(withConnection) : sqliteTransactions(withConnection, beforeWrite);
 }
 
 function mysqlTransactions(withConnection: ReturnType<typeof pooledConnections>): RunTransaction {
@@ -151,11 +154,17 @@ export const SQLITE_SLICE_MILLIS = 10;
  */
 const nextTurn = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 0));
 
-function sqliteTransactions(withConnection: ReturnType<typeof pooledConnections>): RunTransaction {
+function sqliteTransactions(
+  withConnection: ReturnType<typeof pooledConnections>,
+  beforeWrite: (() => Promise<void>) | undefined,
+): RunTransaction {
   const statement = sqliteStatements();
   return (work) =>
     withConnection(async (pooled) => {
       const connection = pooled as SqliteConnection;
+      // Holding the one connection: no other write commits between a checkpoint waited for here and this
+      // transaction's first write, which then starts the WAL over (sqlite-checkpointer.ts).
+      await beforeWrite?.();
       const run = (sql: string) => statement(connection, sql).run([]);
       let committed = false;
       // From BEGIN: what the request did before (parsing and checking a large body) had its own turns
