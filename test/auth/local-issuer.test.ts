@@ -13,6 +13,7 @@ import { AuthSetupError } from "../../src/auth/auth-errors.js";
 import { createAuthenticator } from "../../src/auth/authenticator.js";
 import { LOCAL_ISSUER, openLocalIssuer } from "../../src/auth/local-issuer.js";
 import { localIssuerKeyFile } from "../../src/main/local-issuer-key-file.js";
+import { npmScriptCommand } from "../support/npm-script.js";
 import { newKey, now, rejection, shown, sign, tamper } from "./forge.js";
 
 const run = promisify(execFile);
@@ -124,6 +125,11 @@ describe("npm run token", () => {
     );
     return { ...clean, DATA_DIR: dir };
   };
+  /** `npm run token -- <args>` as the script runs it, without npm (the compiled dist/). */
+  const token = async (args: string[], options: { env: NodeJS.ProcessEnv }) => {
+    const [node, ...script] = await npmScriptCommand("token");
+    return run(node, [...script, ...args], options);
+  };
 
   it("prints a token (and only the token) that the service accepts", async () => {
     const dir = await dataDir();
@@ -142,11 +148,7 @@ describe("npm run token", () => {
 
   it("honours --ttl and --subject", async () => {
     const dir = await dataDir();
-    const { stdout } = await run(
-      "node_modules/.bin/tsx",
-      ["src/main/token.ts", "--subject", "ci-bot", "--ttl", "120", "--tenant", "t1"],
-      { env: env(dir) },
-    );
+    const { stdout } = await token(["--subject", "ci-bot", "--ttl", "120", "--tenant", "t1"], { env: env(dir) });
     const [, payload] = stdout.trim().split(".");
     const claims = JSON.parse(Buffer.from(payload ?? "", "base64url").toString()) as {
       sub: string;
@@ -162,12 +164,12 @@ describe("npm run token", () => {
     "prints no token longer-lived than the service accepts (AUTH_MAX_TOKEN_LIFETIME_SECONDS, 24 h by " + "default)",
     async () => {
       const dir = await dataDir();
-      const tooLong = await run("node_modules/.bin/tsx", ["src/main/token.ts", "--tenant", "t1", "--ttl", "86401"], {
+      const tooLong = await token(["--tenant", "t1", "--ttl", "86401"], {
         env: env(dir),
       }).catch((e: unknown) => e as { code: number; stderr: string; stdout: string });
       expect(tooLong).toMatchObject({ code: 2, stdout: "" });
       expect((tooLong as { stderr: string }).stderr).toContain("from 1 to 86400 (AUTH_MAX_TOKEN_LIFETIME_SECONDS)");
-      const { stdout } = await run("node_modules/.bin/tsx", ["src/main/token.ts", "--tenant", "t1", "--ttl", "7200"], {
+      const { stdout } = await token(["--tenant", "t1", "--ttl", "7200"], {
         env: { ...env(dir), AUTH_MAX_TOKEN_LIFETIME_SECONDS: "7200" },
       });
       const [, payload] = stdout.trim().split(".");
@@ -178,7 +180,7 @@ describe("npm run token", () => {
 
   it("sets the platform admin claim with --platform-admin", async () => {
     const dir = await dataDir();
-    const { stdout } = await run("node_modules/.bin/tsx", ["src/main/token.ts", "--tenant", "t1", "--platform-admin"], {
+    const { stdout } = await token(["--tenant", "t1", "--platform-admin"], {
       env: env(dir),
     });
     const authenticator = await createAuthenticator(config, { keyStore: localIssuerKeyFile(dir) });
@@ -190,7 +192,7 @@ describe("npm run token", () => {
 
   it("prints a platform operator's token without --tenant: no tenant claim, the platform admin claim set", async () => {
     const dir = await dataDir();
-    const { stdout } = await run("node_modules/.bin/tsx", ["src/main/token.ts", "--domains", "Setup: Tenants"], {
+    const { stdout } = await token(["--domains", "Setup: Tenants"], {
       env: env(dir),
     });
     const authenticator = await createAuthenticator(config, { keyStore: localIssuerKeyFile(dir) });
@@ -202,7 +204,7 @@ describe("npm run token", () => {
 
   it("refuses to run when AUTH_ISSUER points at a real issuer", async () => {
     const dir = await dataDir();
-    const failure = await run("node_modules/.bin/tsx", ["src/main/token.ts", "--tenant", "default"], {
+    const failure = await token(["--tenant", "default"], {
       env: { ...env(dir), AUTH_ISSUER: "https://issuer.example" },
     }).catch((e: unknown) => e as { code: number; stderr: string; stdout: string });
     expect(failure).toMatchObject({ code: 1, stdout: "" });

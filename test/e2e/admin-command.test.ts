@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
+import { npmScriptCommand } from "../support/npm-script.js";
 
 const run = promisify(execFile);
 
@@ -14,7 +15,8 @@ describe("npm run admin", () => {
   });
   const admin = async (dataDir: string, ...args: string[]) => {
     try {
-      const { stdout, stderr } = await run("node_modules/.bin/tsx", ["src/main/admin.ts", ...args], {
+      const [node, ...script] = await npmScriptCommand("admin");
+      const { stdout, stderr } = await run(node, [...script, ...args], {
         env: { ...process.env, DATA_DIR: dataDir, DATABASE_URL: "" },
       });
       return { code: 0, stdout, stderr };

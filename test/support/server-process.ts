@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import packageJson from "../../package.json" with { type: "json" };
 import { startDenoCommand } from "./deno-server-process.js";
+import { npmScriptCommand } from "./npm-script.js";
 
 /** A registry running as its own process (`npm start`'s entrypoint). */
 export interface ServerProcess {
@@ -26,20 +27,17 @@ export const PRODUCTION_NODE_FLAGS: readonly string[] = (
 ).config.nodeFlags.split(" ");
 
 /**
- * Starts `src/main/node.ts` in a child process on a free port with `env`, under
- * `runtime` (Deno as `npm run start:deno` runs it), and resolves once it logs
- * that it listens. `nodeFlags` go to node (e.g. PRODUCTION_NODE_FLAGS).
+ * Starts the service in a child process on a free port with `env`, under `runtime` as `npm start` (the compiled
+ * dist/, built first when stale) or `npm run start:deno` runs it, and resolves once it logs that it listens.
+ * `nodeFlags` go to node where `npm start` puts its own (e.g. PRODUCTION_NODE_FLAGS).
  */
-export function spawnServer(
+export async function spawnServer(
   env: Record<string, string>,
   runtime: Runtime = "node",
   nodeFlags: readonly string[] = [],
 ): Promise<ServerProcess> {
-  // node itself, with tsx as a loader: the tsx CLI relays signals through a parent process that
-  // SIGKILLs the server when it does not acknowledge within 30 ms (a busy event loop), which
-  // would defeat the graceful shutdown under test.
-  const [command, ...args] =
-    runtime === "deno" ? startDenoCommand() : [process.execPath, ...nodeFlags, "--import", "tsx", "src/main/node.ts"];
+  // node itself, not npm: the server gets the signals a test sends it, with nothing in between.
+  const [command, ...args] = runtime === "deno" ? startDenoCommand() : await npmScriptCommand("start", nodeFlags);
   // Deno compiles the TypeScript on its first start (about 4 s; later starts take it from its cache).
   const startTimeoutMs = runtime === "deno" ? 120_000 : 30_000;
   const child = spawn(command!, args, {
