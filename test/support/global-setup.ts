@@ -1,11 +1,12 @@
 /**
  * Runs once per vitest run: finds out whether a MySQL/MariaDB server is
  * reachable, so the MySQL half of every database suite runs or is skipped
- * loudly (and fails the run under CI, where a skipped suite would hide bugs).
+ * loudly (and fails the run under CI, where a skipped suite would hide bugs),
+ * unless TEST_MYSQL_URL=off asks for a run without it (mysqlSuiteOff).
  */
 import { createConnection } from "mysql2/promise";
 import type { TestProject } from "vitest/node";
-import { defaultTestMysqlUrl, mysqlConnectionOptions } from "./mysql-url.js";
+import { defaultTestMysqlUrl, mysqlConnectionOptions, mysqlSuiteOff } from "./mysql-url.js";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -15,6 +16,11 @@ declare module "vitest" {
 }
 
 export default async function setup(project: TestProject): Promise<void> {
+  if (mysqlSuiteOff()) {
+    process.stderr.write("\nMySQL suite off (TEST_MYSQL_URL=off): SQLite only.\n\n");
+    project.provide("mysqlUrl", null);
+    return;
+  }
   const url = process.env.TEST_MYSQL_URL ?? defaultTestMysqlUrl;
   const problem = await probe(url);
   if (problem === undefined) {
