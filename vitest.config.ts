@@ -1,9 +1,14 @@
+import { availableParallelism } from "node:os";
 import { configDefaults, defineConfig } from "vitest/config";
 
 export default defineConfig({
   test: {
     // Probes MySQL once and tells every test file whether the MySQL suite can run.
     globalSetup: ["test/support/global-setup.ts"],
+    // Test files at once: vitest's default leaves a core free, one file at a time on a 2-core machine, where most
+    // files wait on a database, a child process or a timer; two there. Each file has databases, ports and data
+    // dirs of its own (test/support/databases.ts); the cluster project still runs one file at a time.
+    maxWorkers: Math.max(2, availableParallelism() - 1),
     testTimeout: 30_000,
     hookTimeout: 60_000,
     projects: [
