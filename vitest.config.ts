@@ -7,8 +7,9 @@ export default defineConfig({
     globalSetup: ["test/support/global-setup.ts"],
     // Test files at once: vitest's default leaves a core free, one file at a time on a 2-core machine, where most
     // files wait on a database, a child process or a timer; two there. Each file has databases, ports and data
-    // dirs of its own (test/support/databases.ts); the cluster project still runs one file at a time.
-    maxWorkers: Math.max(2, availableParallelism() - 1),
+    // dirs of its own (test/support/databases.ts); the cluster project still runs one file at a time. The
+    // projects inherit this value, which vitest then prefers to its --maxWorkers flag: TEST_MAX_WORKERS sets it.
+    maxWorkers: Number(process.env.TEST_MAX_WORKERS) || Math.max(2, availableParallelism() - 1),
     testTimeout: 30_000,
     hookTimeout: 60_000,
     projects: [
