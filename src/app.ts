@@ -1,3 +1,4 @@
+import type { DescMethod } from "@bufbuild/protobuf";
 import { type ConnectRouter, createConnectRouter } from "@connectrpc/connect";
 import type { Compression } from "@connectrpc/connect/protocol";
 import { file_asor_v1_error } from "../gen/asor/v1/error_pb.js";
@@ -33,7 +34,6 @@ import { createProbeEndpoints } from "./transport/probes.js";
 import { createReflectionRoutes } from "./transport/reflection.js";
 import { createRegistryImplementations, registryRoutes } from "./transport/registry-routes.js";
 import { createRestSurface } from "./transport/rest/rest-handler.js";
-import { createUnaryMethods } from "./transport/unary-call.js";
 
 /** The registry, wired and ready to be served by any runtime's adapter. */
 export interface App {
@@ -188,21 +188,15 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     [recordInterceptor()],
   );
 
-  const rest = createRestSurface({ operations, maxBodyBytes: config.maxBodyBytes });
+  const rest = createRestSurface({ operations, maxBodyBytes: config.maxBodyBytes, logger });
   // With a METRICS_PORT of its own, /metrics is off the API port: the entrypoint serves it there.
   const endpoints = [
     ...createProbeEndpoints(ping),
     ...(config.metricsPort === undefined ? [metricsEndpoint] : []),
     createOpenApiEndpoint(openApiDocument),
   ];
-  const unary = createUnaryMethods(implementations, [recordInterceptor()]);
-  const streams = new Map(
-    REGISTRY_SERVICES.flatMap((service) =>
-      service.methods
-        .filter((method) => method.methodKind === "server_streaming")
-        .map((method) => [`/${service.typeName}/${method.name}`, method] as const),
-    ),
-  );
+  const unary = methodsByPath("unary");
+  const streams = methodsByPath("server_streaming");
   const catalog = await createAppCatalog(config, made, deps.catalogFiles);
   const edge = createEdge({
     authenticator,
@@ -220,8 +214,7 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
       acceptCompression,
       compressMinBytes: COMPRESS_MIN_BYTES,
     },
-    // Binary gRPC calls and Connect unary POSTs of the registry's RPCs take the lean paths, with the same
-    // handlers and interceptors (the record first, as withInterceptors puts it on the router).
+    // Binary gRPC calls and Connect unary POSTs of the registry's RPCs are served by the edge's pipeline.
     unary,
     streams,
     lean: { logger, acceptCompression, compressMinBytes: COMPRESS_MIN_BYTES },
@@ -261,6 +254,17 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     serves,
     close,
   };
+}
+
+/** The registry's RPCs of one kind by request path (`/<service>/<method>`). */
+function methodsByPath(kind: DescMethod["methodKind"]): Map<string, DescMethod> {
+  return new Map(
+    REGISTRY_SERVICES.flatMap((service) =>
+      service.methods
+        .filter((method) => method.methodKind === kind)
+        .map((method) => [`/${service.typeName}/${method.name}`, method] as const),
+    ),
+  );
 }
 
 /** The lifetime of the catalog's development sign-in tokens: an hour, or less when tokens may not live so long. */

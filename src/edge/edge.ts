@@ -4,14 +4,13 @@
  * RPC by its exact path, a plain endpoint, a REST binding), authenticates the
  * caller and admits it to the operation before any body is read, and hands
  * the request on with that verdict: binary gRPC calls and Connect unary POSTs
- * of the registry's RPCs to the lean paths (src/transport/unary-call.ts), the
+ * of the registry's RPCs and REST to the pipeline (src/transport/pipeline.ts), the
  * other RPCs (gRPC-Web, Connect GET, gRPC's JSON, health, reflection) to
- * Connect's router, the rest to the REST surface. The runtime adapter
+ * Connect's router. The runtime adapter
  * (node-edge.ts, under Node and Deno alike) only translates requests and answers.
  */
 import type { DescMethod } from "@bufbuild/protobuf";
 import {
-  Code,
   type ConnectRouter,
   type ConnectRouterOptions,
   type ContextValues,
@@ -27,23 +26,20 @@ import type { Authenticator } from "../auth/authenticator.js";
 import type { Principal } from "../auth/principal.js";
 import type { TokenRechecks } from "../auth/token-rechecks.js";
 import type { Catalog } from "../catalog/catalog.js";
-import { noResourceAt, type RegistryError, repeatedHeader } from "../domain/errors.js";
-import type { WatchEvent } from "../domain/watch.js";
+import { noResourceAt, repeatedHeader } from "../domain/errors.js";
 import { errorAnswer, type HttpAnswer, methodNotAllowedAnswer, type StreamAnswer } from "../http/http-answer.js";
 import type { HttpEndpoint } from "../http/http-endpoint.js";
 import type { Logger } from "../logger.js";
-import { codeName, type RequestRecord, requestValues, rpcProtocolOf } from "../observability/request-record.js";
+import { type RequestRecord, requestValues, rpcProtocolOf } from "../observability/request-record.js";
 import { type Admission, admit, type Call, type Operation, type Operations } from "../operations/operation.js";
 import { connectUnaryFormat, serveConnect } from "../transport/connect-unary.js";
 import { callerError } from "../transport/failures.js";
 import { serveGrpcStream } from "../transport/grpc-stream.js";
-import { isBinaryGrpc, type LeanOptions, serveGrpc } from "../transport/grpc-unary.js";
+import { isBinaryGrpc, serveGrpc } from "../transport/grpc-unary.js";
+import { type LeanOptions, procedureOf } from "../transport/pipeline.js";
 import { verdictKey } from "../transport/registry-routes.js";
 import type { RestSurface } from "../transport/rest/rest-handler.js";
-import { mediaTypeOf } from "../transport/rest/rest-request.js";
 import { createMessageCheck, type MessageCheck } from "../transport/rpc-message.js";
-import type { UnaryCall, UnaryMessage, UnaryMethod } from "../transport/unary-call.js";
-import { SSE_OPEN, sseBatch, sseError } from "../transport/watch-events.js";
 
 /** A request as the edge reads it, whichever runtime received it. */
 export interface EdgeRequest {
@@ -116,16 +112,16 @@ export interface EdgeOptions {
   readonly maxBodyBytes: number;
   readonly logger: Logger;
   /**
-   * The registry's unary RPCs by request path, for the lean paths (unary-call.ts): binary gRPC calls
-   * (grpc-unary.ts) and Connect unary POSTs (connect-unary.ts) are served there, the rest by Connect's router.
+   * The registry's unary RPCs by request path: binary gRPC calls (grpc-unary.ts) and Connect unary POSTs
+   * (connect-unary.ts) of them are served through the pipeline, the rest by Connect's router.
    */
-  readonly unary?: ReadonlyMap<string, UnaryMethod>;
+  readonly unary?: ReadonlyMap<string, DescMethod>;
   /**
    * The registry's server-streaming RPCs by request path: binary gRPC calls of them are served by the lean gRPC
    * watch (grpc-stream.ts), the rest by Connect's router.
    */
   readonly streams?: ReadonlyMap<string, DescMethod>;
-  /** The lean paths' compressions and threshold (the router's). */
+  /** The compressions and threshold of the RPCs the edge serves itself (the router's). */
   readonly lean?: LeanOptions;
   /** The catalog's pages at `/ui/` (and a browser's `/`), when served. */
   readonly catalog?: Catalog;
@@ -176,6 +172,7 @@ export function createEdge(options: EdgeOptions): Edge {
     return handler(request);
   };
 
+  /** A request of a REST route, through the pipeline; undefined when the path is not part of the REST surface. */
   const serveRest = async (
     req: EdgeRequest,
     pathname: string,
@@ -187,114 +184,71 @@ export function createEdge(options: EdgeOptions): Edge {
     record.protocol = "rest";
     if (match.route === undefined) return { http: methodNotAllowedAnswer(req.method, match.allowed) };
     record.rpc = procedureOf(match.operation);
-    let failure: RegistryError;
     const admission = await admitCaller(req, match.operation, record);
-    if (admission.error === undefined) {
-      const contentType = req.header("content-type") ?? "";
-      const length = req.header("content-length");
-      const parts = {
-        mediaType: mediaTypeOf(contentType),
-        contentType,
-        contentLength: length === undefined ? undefined : Number(length),
-        body: req.body(),
-        ifMatch: req.header("if-match"),
-        ifNoneMatch: req.header("if-none-match"),
-      };
-      try {
-        if (match.route.method.methodKind === "server_streaming") {
-          const events = await rest.watch(
-            match,
-            admission.call,
-            new URLSearchParams(query),
-            parts,
-            req.header("last-event-id"),
-          );
-          record.code = codeName(0);
-          return { stream: eventStream(events, (err) => callerError(err, logger, record.rpc ?? pathname, { record })) };
-        }
-        const answer = await rest.serve(match, admission.call, new URLSearchParams(query), parts, pathname);
-        record.code = codeName(0);
-        return { http: answer };
-      } catch (err) {
-        const clientGone = req.clientGone?.() === true;
-        failure = callerError(err, logger, record.rpc, { record, clientGone });
-        // Nobody is left to answer: the access line says 499 and canceled, not the error's code.
-        if (clientGone) {
-          record.code = codeName(Code.Canceled);
-          return { http: errorAnswer(failure) };
-        }
-      }
-    } else {
-      failure = admission.error;
-    }
-    record.code = codeName(Code[failure.row.grpc]);
-    // A watch refused for want of a place closes its HTTP/1.1 connection: a client that opens watches beyond its
-    // limits must not keep MAX_CONNECTIONS' places idle, where other tenants' requests would come.
-    const closing = req.http1 === true && WATCH_LIMIT_CODES.has(failure.code);
-    return { http: errorAnswer(failure, closing ? { connection: "close" } : {}) };
+    return rest.serve(match, {
+      operation: match.operation,
+      admission,
+      record,
+      pathname,
+      query,
+      header: (name) => req.header(name),
+      body: () => req.body(),
+      clientGone: () => req.clientGone?.() === true,
+      http1: req.http1 === true,
+    });
   };
 
-  /**
-   * A call on a lean path: admitted as every RPC is, its message read and decoded once, the verdict left for
-   * the handler as Connect's router gets it. `connect`: a Connect unary POST in that codec; else binary gRPC.
-   */
-  const serveLean = async (
-    unary: UnaryMethod,
+  /** The caller's admission and the reading of the one message of a call of `method` the edge serves itself. */
+  const rpcCall = async (
     req: EdgeRequest,
+    method: DescMethod,
     record: RequestRecord,
-    lean: LeanOptions,
     connect?: { binary: boolean },
-  ): Promise<HttpAnswer> => {
+  ) => {
     record.protocol = rpcProtocolOf(req.header("content-type"));
-    const operation = operations.get(unary.method) as Operation;
-    const check = checks.get(unary.method) as MessageCheck;
-    const call = new LeanCall(req, requestValues(record), check, await admitCaller(req, operation, record), connect);
-    return connect === undefined ? serveGrpc(unary, call, lean) : serveConnect(unary, call, connect.binary, lean);
+    const operation = operations.get(method) as Operation;
+    const check = checks.get(method) as MessageCheck;
+    const read = (limit: number) => req.bodyBytes(limit);
+    const length = req.header("content-length");
+    return {
+      operation,
+      admission: await admitCaller(req, operation, record),
+      record,
+      header: (name: string) => req.header(name),
+      signal: req.signal,
+      message: (compression: Compression | null) =>
+        connect === undefined
+          ? check.grpcMessage(read, length, compression)
+          : check.connectMessage(read, length, compression, connect.binary),
+    };
   };
 
-  /** The lean path that serves `req`, if one does: a POST of a registry RPC in binary gRPC or Connect unary. */
-  const leanAnswer = (req: EdgeRequest, pathname: string, record: RequestRecord): Promise<HttpAnswer> | undefined => {
-    const unary = req.method === "POST" ? options.unary?.get(pathname) : undefined;
+  /** The RPC the edge serves itself, if it serves `req`: a binary gRPC or Connect unary POST of a registry RPC. */
+  const leanAnswer = (req: EdgeRequest, pathname: string, record: RequestRecord): Promise<EdgeAnswer> | undefined => {
     const lean = options.lean;
-    if (unary === undefined || lean === undefined) return undefined;
+    if (req.method !== "POST" || lean === undefined) return undefined;
     const contentType = req.header("content-type");
-    if (isBinaryGrpc(contentType)) return serveLean(unary, req, record, lean);
-    const connect = connectUnaryFormat(contentType);
-    return connect === undefined ? undefined : serveLean(unary, req, record, lean, connect);
-  };
-
-  /** The lean gRPC watch, if it serves `req`: a binary gRPC POST of a registry server-streaming RPC. */
-  const leanStream = (req: EdgeRequest, pathname: string, record: RequestRecord): Promise<StreamAnswer> | undefined => {
-    const method = req.method === "POST" ? options.streams?.get(pathname) : undefined;
-    const lean = options.lean;
-    if (method === undefined || lean === undefined || !isBinaryGrpc(req.header("content-type"))) return undefined;
-    return (async () => {
-      record.protocol = rpcProtocolOf(req.header("content-type"));
-      const operation = operations.get(method) as Operation;
-      const check = checks.get(method) as MessageCheck;
-      const length = req.header("content-length");
-      return serveGrpcStream(
-        {
-          method,
-          operation,
-          admission: await admitCaller(req, operation, record),
-          record,
-          header: (name) => req.header(name),
-          signal: req.signal,
-          message: (compression) => check.grpcMessage((limit) => req.bodyBytes(limit), length, compression),
-        },
-        lean,
-      );
-    })();
+    const unary = options.unary?.get(pathname);
+    if (unary !== undefined) {
+      if (isBinaryGrpc(contentType))
+        return rpcCall(req, unary, record).then(async (call) => ({ http: await serveGrpc(call, lean) }));
+      const connect = connectUnaryFormat(contentType);
+      if (connect === undefined) return undefined;
+      return rpcCall(req, unary, record, connect).then(async (call) => ({
+        http: await serveConnect(call, connect.binary, lean),
+      }));
+    }
+    const stream = options.streams?.get(pathname);
+    if (stream === undefined || !isBinaryGrpc(contentType)) return undefined;
+    // The lean gRPC watch: a binary gRPC POST of a registry server-streaming RPC.
+    return rpcCall(req, stream, record).then(async (call) => ({ stream: await serveGrpcStream(call, lean) }));
   };
 
   return async (req, record) => {
     const q = req.target.indexOf("?");
     const pathname = q === -1 ? req.target : req.target.slice(0, q);
     const lean = leanAnswer(req, pathname, record);
-    if (lean !== undefined) return { http: await lean };
-    const stream = leanStream(req, pathname, record);
-    if (stream !== undefined) return { stream: await stream };
+    if (lean !== undefined) return lean;
     const rpc = rpcs.get(pathname);
     if (rpc !== undefined) return { rpc: await serveRpc(rpc, req, record) };
     const endpoint = endpoints.get(pathname);
@@ -319,13 +273,6 @@ export function createEdge(options: EdgeOptions): Edge {
     record.protocol = "http";
     return { http: errorAnswer(noResourceAt(pathname)) };
   };
-}
-
-/** The refusals of a watch beyond its limits (operations/watch-limits.ts). */
-const WATCH_LIMIT_CODES: ReadonlySet<string> = new Set(["TOO_MANY_WATCHES", "WATCHES_FULL"]);
-
-function procedureOf(operation: Operation): string {
-  return `${operation.method.parent.typeName}/${operation.method.name}`;
 }
 
 /**
@@ -354,50 +301,6 @@ class EdgeCall implements Call {
 }
 
 /**
- * A lean call as the edge hands it on (UnaryCall): the request, its values, and the verdict on its caller; the
- * message read when the path asks for it (`connect`: a Connect unary POST in that codec; else binary gRPC).
- */
-class LeanCall implements UnaryCall {
-  readonly url: string;
-
-  constructor(
-    private readonly req: EdgeRequest,
-    readonly contextValues: ContextValues,
-    private readonly check: MessageCheck,
-    private readonly admission: Admission,
-    private readonly connect: { binary: boolean } | undefined,
-  ) {
-    this.url = `http://localhost${req.target}`;
-  }
-  /** The request's signal, read only if someone reads it (EdgeCall). */
-  get signal(): AbortSignal | undefined {
-    return this.req.signal;
-  }
-  header(name: string): string | undefined {
-    return this.req.header(name);
-  }
-  headers(): Record<string, string> {
-    return this.req.headers();
-  }
-  async message(compression: Compression | null): Promise<UnaryMessage> {
-    const { admission, contextValues: values, req, check, connect } = this;
-    if (admission.error !== undefined) {
-      values.set(verdictKey, { error: admission.error });
-      return { problem: admission.error };
-    }
-    const read = (limit: number) => req.bodyBytes(limit);
-    const length = req.header("content-length");
-    const message =
-      connect === undefined
-        ? await check.grpcMessage(read, length, compression)
-        : await check.connectMessage(read, length, compression, connect.binary);
-    if (message.problem !== undefined) values.set(verdictKey, { error: message.problem });
-    else values.set(verdictKey, { call: admission.call });
-    return message;
-  }
-}
-
-/**
  * The message check of every operation's RPC. Compressed messages are inflated
  * by the check with the router's own compressions, so they pass the same guard.
  */
@@ -409,35 +312,4 @@ function messageChecks(
   return new Map(
     [...operations.keys()].map((method) => [method, createMessageCheck(method, maxBodyBytes, compressions)]),
   );
-}
-
-/**
- * A watch's events as a `text/event-stream` answer (Server-Sent Events): a comment at once, then an event
- * each; a failure after the start (an expired token, a watcher too slow) is an `error` event, then the end.
- * Not cached, and not buffered by proxies that honour `X-Accel-Buffering`.
- */
-function eventStream(
-  events: AsyncIterable<readonly WatchEvent[]>,
-  failureOf: (err: unknown) => RegistryError,
-): StreamAnswer {
-  async function* body(): AsyncGenerator<readonly Uint8Array[]> {
-    yield [SSE_OPEN];
-    try {
-      // A batch (what was ready at once) as one write: each event's bytes, and the batch's, made once for all
-      // the watchers handed the same events.
-      for await (const batch of events) yield sseBatch(batch);
-    } catch (err) {
-      yield [sseError(failureOf(err))];
-    }
-  }
-  return {
-    status: 200,
-    headers: {
-      "content-type": "text/event-stream; charset=utf-8",
-      "cache-control": "no-store",
-      "x-accel-buffering": "no",
-    },
-    body: body(),
-    trailers: () => ({}),
-  };
 }

@@ -11,51 +11,51 @@
  * What Connect's gRPC handler answers, this answers too: `application/grpc+proto`, `grpc-encoding` negotiation
  * (gzip and br; messages under COMPRESS_MIN_BYTES plain), a `grpc-timeout` deadline (DEADLINE_EXCEEDED when it
  * passes), and every failure (before the first event or after) as `grpc-status`, `grpc-message` and
- * `grpc-status-details-bin` trailers. Errors are mapped as the error interceptor maps them (callerConnectError)
- * and the request's record is kept as the record interceptor keeps it, without the interceptors' chain: a
- * stream's interceptors see its start only, not its end.
+ * `grpc-status-details-bin` trailers. The pipeline (pipeline.ts) decodes, admits and runs; a failure is mapped
+ * once (callerConnectError) and the request's record given its code when the stream ends.
  */
-import type { DescMethod } from "@bufbuild/protobuf";
+import type { ConnectError } from "@connectrpc/connect";
 import type { Compression } from "@connectrpc/connect/protocol";
 import type { WatchEvent } from "../domain/watch.js";
 import type { StreamAnswer } from "../http/http-answer.js";
-import { codeName, type RequestRecord } from "../observability/request-record.js";
-import { type Admission, type Operation, runOperation } from "../operations/operation.js";
+import { codeName } from "../observability/request-record.js";
 import { callerConnectError } from "./connect-errors.js";
 import { setGrpcStatus } from "./grpc-status.js";
-import { GRPC, grpcRequestOptions, type LeanOptions } from "./grpc-unary.js";
-import { callSignal, readFailure, type UnaryMessage } from "./unary-call.js";
+import { GRPC, grpcRequestOptions } from "./grpc-unary.js";
+import {
+  callSignal,
+  type LeanOptions,
+  messageOf,
+  type PipelineCall,
+  type RpcMessage,
+  runPipeline,
+} from "./pipeline.js";
 import { grpcEvents } from "./watch-events.js";
 
 /** A server-streaming call as the edge hands it on: admitted (or refused), its message still to read. */
-export interface StreamCall {
-  readonly method: DescMethod;
-  readonly operation: Operation;
-  readonly admission: Admission;
-  readonly record: RequestRecord;
+export interface StreamCall extends PipelineCall {
   header(name: string): string | undefined;
   /** Aborts when the client goes away. */
   readonly signal: AbortSignal | undefined;
   /** Reads and checks the one request message with the request's compression (null: none). */
-  message(compression: Compression | null): Promise<UnaryMessage>;
+  message(compression: Compression | null): Promise<RpcMessage>;
 }
 
 /** Serves one binary gRPC call of a server-streaming registry RPC. */
-export async function serveGrpcStream(call: StreamCall, options: LeanOptions): Promise<StreamAnswer> {
-  const procedure = `${call.method.parent.typeName}/${call.method.name}`;
+export function serveGrpcStream(call: StreamCall, options: LeanOptions): Promise<StreamAnswer> {
   const { record } = call;
-  record.rpc ??= procedure;
   const headers: Record<string, string> = { "content-type": GRPC.contentType };
   const trailers = new Headers();
   const { compression, timeout } = grpcRequestOptions(call, options);
   if (compression.response !== null) headers["grpc-encoding"] = compression.response.name;
-  // The call's signal: the client leaving, and the deadline when one was asked.
+  // The call's signal: the client leaving, and the deadline when one was asked; it lasts as long as the stream.
   const { signal, done } = callSignal(call.signal, timeout.timeoutMs);
-  const end = (err: unknown): void => {
-    const failure = err === undefined ? undefined : callerConnectError(err, options.logger, procedure, record);
+  const end = (err: unknown): ConnectError | undefined => {
+    const failure = err === undefined ? undefined : callerConnectError(err, options.logger, record.rpc ?? "", record);
     setGrpcStatus(trailers, failure);
-    record.code ??= codeName(failure?.code ?? 0);
+    record.code = codeName(failure?.code ?? 0);
     done();
+    return failure;
   };
   const answer = (body: AsyncIterable<readonly Uint8Array[]>): StreamAnswer => ({
     status: 200,
@@ -63,38 +63,37 @@ export async function serveGrpcStream(call: StreamCall, options: LeanOptions): P
     body,
     trailers: () => Object.fromEntries(trailers),
   });
-
-  let events: AsyncIterable<readonly WatchEvent[]>;
-  try {
-    // The protocol's own refusals first, as Connect's handler raises them; then the caller's, then the message's.
-    if (compression.error !== undefined) throw compression.error;
-    if (timeout.error !== undefined) throw timeout.error;
-    if (call.admission.error !== undefined) throw call.admission.error;
-    const read = await call.message(compression.request);
-    if (read.failure !== undefined) throw readFailure(read.failure);
-    if (read.problem !== undefined) throw read.problem;
-    const result = await runOperation(call.operation, { ...call.admission.call, signal }, read.message as never);
-    if (result.kind !== "events") throw new Error(`${call.method.name} answered no stream.`);
-    events = result.events;
-  } catch (err) {
-    end(err);
-    return answer((async function* none(): AsyncGenerator<readonly Uint8Array[]> {})());
-  }
-
   const minBytes = options.compressMinBytes;
-  return answer(
-    (async function* body(): AsyncGenerator<readonly Uint8Array[]> {
-      let failure: unknown;
-      try {
-        for await (const batch of events) yield await grpcEvents(batch, compression.response, minBytes);
-      } catch (err) {
-        failure = err;
-      } finally {
-        // The events end when the call's signal aborts: a deadline that passed is the caller's answer, a client
-        // that left reads none (its record says canceled).
-        if (failure === undefined && signal?.aborted === true) failure = signal.reason;
-        end(failure);
-      }
-    })(),
-  );
+
+  return runPipeline(call, {
+    // The protocol's own refusals first, as Connect's handler raises them; then the caller's, then the message's.
+    refusal: compression.error ?? timeout.error,
+    signal,
+    decode: async () => messageOf(await call.message(compression.request)),
+    encode: (result) => {
+      if (result.kind !== "events") throw new Error(`${call.operation.method.name} answered no stream.`);
+      return answer(eventsBody(result.events));
+    },
+    fail: (err) => {
+      const failure = end(err) as ConnectError;
+      return {
+        answer: answer((async function* none(): AsyncGenerator<readonly Uint8Array[]> {})()),
+        code: failure.code,
+      };
+    },
+  });
+
+  async function* eventsBody(events: AsyncIterable<readonly WatchEvent[]>): AsyncGenerator<readonly Uint8Array[]> {
+    let failure: unknown;
+    try {
+      for await (const batch of events) yield await grpcEvents(batch, compression.response, minBytes);
+    } catch (err) {
+      failure = err;
+    } finally {
+      // The events end when the call's signal aborts: a deadline that passed is the caller's answer, a client
+      // that left reads none (its record says canceled).
+      if (failure === undefined && signal?.aborted === true) failure = signal.reason;
+      end(failure);
+    }
+  }
 }

@@ -1,42 +1,33 @@
 /**
- * The lean gRPC path: binary gRPC unary calls of the registry's RPCs, served
- * without Connect's universal handler but with the same handlers and
- * Connect's own protocol helpers (unary-call.ts). Connect's gRPC handler runs
- * each call through a pipeline of async iterables (split, decompress, parse,
- * invoke, serialize, compress, join, catch), a universal request and
- * response, and their conversion to and from Node's; for one message each way
- * that was the gRPC door's ceiling (BENCHMARKS.md, "Issue 19"). Here a call
- * is: the message the edge read and decoded once (rpc-message.ts), the
- * implementation invoked through the same interceptors, and one answer:
- * headers, one envelope, trailers. What Connect's handler answers, this
- * answers too: the same content type, `grpc-encoding` negotiation (gzip and br
- * in and out, answers under COMPRESS_MIN_BYTES plain), `grpc-timeout`
- * deadlines, and errors as `grpc-status`, `grpc-message` and
- * `grpc-status-details-bin` trailers with the error's metadata
+ * Binary gRPC unary calls of the registry's RPCs, served by the pipeline
+ * (pipeline.ts) with Connect's own protocol helpers. Connect's gRPC handler
+ * ran each call through a pipeline of async iterables (split, decompress,
+ * parse, invoke, serialize, compress, join, catch), a universal request and
+ * response, and their conversion to and from Node's; for one message each
+ * way that was the gRPC door's ceiling (BENCHMARKS.md, "Issue 19"). Here a
+ * call is: the message the edge read and decoded once (rpc-message.ts), the
+ * operation run once, and one answer: headers, one envelope, trailers. What
+ * Connect's handler answers, this answers too: the same content type,
+ * `grpc-encoding` negotiation (gzip and br in and out, answers under
+ * COMPRESS_MIN_BYTES plain), `grpc-timeout` deadlines, and errors as
+ * `grpc-status`, `grpc-message` and `grpc-status-details-bin` trailers
  * (setGrpcStatus).
  *
  * Only `application/grpc` and `application/grpc+proto` POSTs of the
  * registry's own methods come here; gRPC's JSON codec, gRPC-Web, health and
  * reflection stay on Connect's router.
  */
-import { type DescMethod, type Message, toBinary } from "@bufbuild/protobuf";
+import type { DescMessage } from "@bufbuild/protobuf";
 import type { ConnectError } from "@connectrpc/connect";
 import { type Compression, compressionNegotiate, encodeEnvelope, envelopeCompress } from "@connectrpc/connect/protocol";
 import { parseTimeout } from "@connectrpc/connect/protocol-grpc";
-import type { StoredDefinition } from "../domain/records.js";
 import type { HttpAnswer } from "../http/http-answer.js";
-import type { Logger } from "../logger.js";
+import type { Result } from "../operations/operation.js";
+import { callerConnectError } from "./connect-errors.js";
 import { storedDefinitionBinary } from "./definition-meta.js";
 import { setGrpcStatus } from "./grpc-status.js";
-import {
-  failureOf,
-  handedOverAnswer,
-  handlerContext,
-  outputOf,
-  plainHeaders,
-  type UnaryCall,
-  type UnaryMethod,
-} from "./unary-call.js";
+import { type LeanOptions, messageOf, type PipelineCall, type RpcMessage, runPipeline } from "./pipeline.js";
+import { binaryResult, setResultHeaders } from "./rpc-result.js";
 
 // gRPC's headers, lower-case as the edge reads them (Connect's constants are capitalized).
 const headerAcceptEncoding = "grpc-accept-encoding";
@@ -44,7 +35,7 @@ const headerEncoding = "grpc-encoding";
 const headerTimeout = "grpc-timeout";
 
 /** The protocol as the handler's context names it; the content type of every answer, as Connect's handler sends it. */
-export const GRPC = { name: "grpc", contentType: "application/grpc+proto", binary: true } as const;
+export const GRPC = { contentType: "application/grpc+proto" } as const;
 
 /** The content types that take the lean path: binary gRPC (a bare `application/grpc` is protobuf). */
 const BINARY_GRPC = /^application\/grpc(?:\+proto)?\s*(?:;|$)/i;
@@ -54,32 +45,22 @@ export function isBinaryGrpc(contentType: string | undefined): boolean {
   return contentType !== undefined && BINARY_GRPC.test(contentType);
 }
 
-export interface LeanOptions {
-  /** Where a failure the interceptors did not see is logged. */
-  readonly logger: Logger;
-  /** The compressions accepted and answered with (the router's). */
-  readonly acceptCompression: readonly Compression[];
-  /** Answers smaller than this go uncompressed (the router's compressMinBytes). */
-  readonly compressMinBytes: number;
-}
-
 /**
- * The answer's one envelope. A stored definition the handler handed over is written once, behind the envelope's
- * prefix; anything else through toBinary. Compressed when it is at least `compressMinBytes` (only then a promise).
+ * The answer's one envelope. A stored definition is written once, behind the envelope's prefix; anything else
+ * through its message. Compressed when it is at least `compressMinBytes` (only then a promise).
  */
 function envelopeOf(
-  output: Message,
-  handedOver: StoredDefinition | undefined,
-  method: DescMethod,
+  output: DescMessage,
+  result: Result,
   compression: Compression | null,
   compressMinBytes: number,
 ): Uint8Array | Promise<Uint8Array> {
-  const stored = handedOver === undefined ? undefined : storedDefinitionBinary(handedOver, 5);
+  const stored = result.kind === "definition" ? storedDefinitionBinary(result.stored, 5) : undefined;
   if (stored !== undefined && (compression === null || stored.byteLength - 5 < compressMinBytes)) {
     new DataView(stored.buffer, stored.byteOffset, 5).setUint32(1, stored.byteLength - 5);
     return stored;
   }
-  const data = stored?.subarray(5) ?? toBinary(method.output, output);
+  const data = stored?.subarray(5) ?? binaryResult(output, result);
   if (compression === null || data.byteLength < compressMinBytes) return encodeEnvelope(0, data);
   return envelopeCompress({ flags: 0, data }, compression, compressMinBytes).then((envelope) =>
     encodeEnvelope(envelope.flags, envelope.data),
@@ -145,30 +126,44 @@ const NEGOTIATIONS_KEPT = 64;
 /** A call that asks for no deadline. */
 const NO_TIMEOUT: RequestOptions["timeout"] = Object.freeze({});
 
-/** Serves one binary gRPC call of `unary`. */
-export async function serveGrpc(unary: UnaryMethod, call: UnaryCall, options: LeanOptions): Promise<HttpAnswer> {
-  const { method } = unary;
+/** A unary call as the edge hands it on: admitted (or refused), its message still to read. */
+export interface GrpcCall extends PipelineCall {
+  header(name: string): string | undefined;
+  /** Reads and checks the one request message with the request's compression (null: none). */
+  message(compression: Compression | null): Promise<RpcMessage>;
+}
+
+/** The trailers of a call answered: a copy each (the adapter keeps them until they are sent). */
+const GRPC_OK = (): Record<string, string> => ({ "grpc-status": "0" });
+
+/** Serves one binary gRPC call of a unary registry RPC. */
+export function serveGrpc(call: GrpcCall, options: LeanOptions): Promise<HttpAnswer> {
   const { compression, timeout } = grpcRequestOptions(call, options);
-  const context = handlerContext(method, call, timeout.timeoutMs, GRPC);
-  if (compression.response !== null) context.responseHeader.set(headerEncoding, compression.response.name);
-  let body: Uint8Array | null = null;
-  try {
-    const output = await outputOf(unary, context, call, compression, timeout);
-    const stored = handedOverAnswer(output, context.handedOver)?.stored;
-    const envelope = envelopeOf(output, stored, method, compression.response, options.compressMinBytes);
-    // Awaited only when compressed: an await of bytes would still cost the call a turn of the microtask queue.
-    body = envelope instanceof Uint8Array ? envelope : await envelope;
-    setGrpcStatus(context.responseTrailer, undefined);
-  } catch (err) {
-    body = null;
-    setGrpcStatus(context.responseTrailer, failureOf(err, unary, call, options.logger));
-  } finally {
-    context.done();
-  }
-  return {
+  const output = call.operation.method.output;
+  const headers: Record<string, string> = { "content-type": GRPC.contentType };
+  if (compression.response !== null) headers["grpc-encoding"] = compression.response.name;
+  const answer = (body: Uint8Array | null, trailers: Record<string, string>): HttpAnswer => ({
     status: 200,
-    headers: plainHeaders(context.responseHeader),
+    headers,
     body,
-    trailers: plainHeaders(context.responseTrailer),
-  };
+    trailers,
+  });
+  return runPipeline(call, {
+    refusal: compression.error ?? timeout.error,
+    timeoutMs: timeout.timeoutMs,
+    decode: async () => messageOf(await call.message(compression.request)),
+    encode: async (result) => {
+      const envelope = envelopeOf(output, result, compression.response, options.compressMinBytes);
+      // Awaited only when compressed: an await of bytes would still cost the call a turn of the microtask queue.
+      const body = envelope instanceof Uint8Array ? envelope : await envelope;
+      setResultHeaders(result, (name, value) => {
+        headers[name] = value;
+      });
+      return answer(body, GRPC_OK());
+    },
+    fail: (err) => {
+      const error = callerConnectError(err, options.logger, call.record.rpc ?? "", call.record);
+      return { answer: answer(null, Object.fromEntries(setGrpcStatus(new Headers(), error))), code: error.code };
+    },
+  });
 }

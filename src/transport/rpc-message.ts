@@ -31,7 +31,7 @@ import { bodyFieldOf } from "../domain/body-field.js";
 import { type Issue, invalid, RegistryError, tooLarge } from "../domain/errors.js";
 import { type BodyCheck, checkJsonBody } from "./body-check.js";
 import { concatBytes } from "./bytes.js";
-import type { UnaryMessage } from "./unary-call.js";
+import type { RpcMessage } from "./pipeline.js";
 
 /** The request message's encoding, from its content type; undefined for anything the check leaves alone. */
 function formatOf(contentType: string): { binary: boolean; enveloped: boolean } | undefined {
@@ -95,17 +95,13 @@ export interface MessageCheck {
   /** `req` with its message replaced by an empty one, unread: for a caller refused before its body is read. */
   withoutMessage(req: UniversalServerRequest): UniversalServerRequest;
   /**
-   * The message of a binary gRPC request, for the lean gRPC path (grpc-unary.ts): read within the limit,
+   * The message of a binary gRPC request, for binary gRPC calls the edge serves itself (grpc-unary.ts, grpc-stream.ts): read within the limit,
    * inflated with `compression` (the request's `grpc-encoding`; null: none), decoded once. Or the problem with
    * it, or (`failure`) a broken envelope or a client gone mid-body, as Connect would raise them.
    */
-  grpcMessage(
-    read: BodyRead,
-    contentLength: string | undefined,
-    compression: Compression | null,
-  ): Promise<UnaryMessage>;
+  grpcMessage(read: BodyRead, contentLength: string | undefined, compression: Compression | null): Promise<RpcMessage>;
   /**
-   * The message of a Connect unary POST, for the lean Connect path (connect-unary.ts): read within the limit,
+   * The message of a Connect unary POST, for Connect unary POSTs the edge serves itself (connect-unary.ts): read within the limit,
    * inflated with `compression` (its `content-encoding`), checked and decoded once (`binary`: protobuf, else
    * JSON through the one body check). Or the problem with it, or the failure Connect would raise.
    */
@@ -114,7 +110,7 @@ export interface MessageCheck {
     contentLength: string | undefined,
     compression: Compression | null,
     binary: boolean,
-  ): Promise<UnaryMessage>;
+  ): Promise<RpcMessage>;
 }
 
 /**
@@ -258,7 +254,7 @@ export function createMessageCheck(
     read: BodyRead,
     contentLength: string | undefined,
     limit: number,
-  ): Promise<{ bytes: Uint8Array } | (UnaryMessage & { bytes?: undefined })> => {
+  ): Promise<{ bytes: Uint8Array } | (RpcMessage & { bytes?: undefined })> => {
     if (Number(contentLength ?? 0) > limit) return { problem: tooLarge(maxBodyBytes) };
     let bytes: Uint8Array | undefined;
     try {

@@ -1,12 +1,22 @@
+/**
+ * The REST surface: the route table built from the `google.api.http` rules,
+ * and each request of a route through the pipeline (pipeline.ts): decoded
+ * into the operation's input (rest-request.ts), run, answered as JSON
+ * (rest-response.ts) or, for a watch, as Server-Sent Events (rest-stream.ts).
+ */
+import { Code } from "@connectrpc/connect";
 import { AGENT_CARD_CACHE_CONTROL } from "../../domain/agent-card.js";
 import { invalid, issueAt } from "../../domain/errors.js";
 import { etagOf, ifNoneMatchMatches, parseEntityTags } from "../../domain/lifecycle.js";
-import type { WatchEvent } from "../../domain/watch.js";
-import type { HttpAnswer } from "../../http/http-answer.js";
-import { type Call, type Operation, type Operations, type Result, runOperation } from "../../operations/operation.js";
+import { errorAnswer, type HttpAnswer, type StreamAnswer } from "../../http/http-answer.js";
+import type { Logger } from "../../logger.js";
+import type { Operation, Operations, Result } from "../../operations/operation.js";
 import { REGISTRY_SERVICES } from "../../operations/registry-operations.js";
-import { decodeRestRequest, type RestRequestParts } from "./rest-request.js";
+import { callerError } from "../failures.js";
+import { type PipelineCall, runPipeline } from "../pipeline.js";
+import { decodeRestRequest, mediaTypeOf, type RestRequestParts } from "./rest-request.js";
 import { restAnswer } from "./rest-response.js";
+import { eventStream } from "./rest-stream.js";
 import { buildRouteTable, matchRoute, type RestRoute } from "./route-table.js";
 
 /** A request's REST route: the binding and its path variables, or the verbs its path takes (405). */
@@ -19,37 +29,45 @@ export type RestMatch =
     }
   | { readonly allowed: readonly string[]; readonly route?: undefined };
 
+/** A REST request as the edge hands it on: admitted (or refused), its body still to read. */
+export interface RestCall extends PipelineCall {
+  /** The request path (a write's `Location` is made from it). */
+  readonly pathname: string;
+  /** The query string, without its `?`. */
+  readonly query: string;
+  header(name: string): string | undefined;
+  /** The body, as it arrives; read at most once. */
+  body(): AsyncIterable<Uint8Array>;
+  /** Whether the client has closed the request before its answer was sent. */
+  clientGone(): boolean;
+  /** The request came on an HTTP/1.x connection. */
+  readonly http1: boolean;
+}
+
+/** A REST answer: one HTTP answer, or a watch's Server-Sent Events. */
+export type RestAnswer =
+  | { readonly http: HttpAnswer; readonly stream?: undefined }
+  | { readonly stream: StreamAnswer; readonly http?: undefined };
+
 export interface RestSurface {
   /** The REST route of `verb` on `pathname`; undefined when the path is not part of the REST surface. */
   match(verb: string, pathname: string): RestMatch | undefined;
-  /** Runs an admitted request's operation and answers it; a failure is thrown for the edge to answer and record. */
-  serve(
-    match: RestMatch & { route: RestRoute },
-    call: Call,
-    query: URLSearchParams,
-    parts: RestRequestParts,
-    pathname: string,
-  ): Promise<HttpAnswer>;
   /**
-   * Runs an admitted watch (a server-streaming RPC's binding) and answers its events, for the edge to send
-   * as Server-Sent Events. `lastEventId` (the `Last-Event-ID` header) is the start when the query names none.
+   * Serves a request of a route through the pipeline: its input decoded (body, path, query), the operation run,
+   * its result answered as JSON, or (a server-streaming RPC's binding) its events as Server-Sent Events.
    */
-  watch(
-    match: RestMatch & { route: RestRoute },
-    call: Call,
-    query: URLSearchParams,
-    parts: RestRequestParts,
-    lastEventId: string | undefined,
-  ): Promise<AsyncIterable<readonly WatchEvent[]>>;
+  serve(match: RestMatch & { route: RestRoute }, call: RestCall): Promise<RestAnswer>;
 }
 
 export interface RestSurfaceOptions {
   readonly operations: Operations;
   /** Largest request body accepted, in bytes. */
   readonly maxBodyBytes: number;
+  /** Where a failure is logged. */
+  readonly logger: Logger;
 }
 
-export function createRestSurface({ operations, maxBodyBytes }: RestSurfaceOptions): RestSurface {
+export function createRestSurface({ operations, maxBodyBytes, logger }: RestSurfaceOptions): RestSurface {
   const table = buildRouteTable(REGISTRY_SERVICES).map((route) => {
     const operation = operations.get(route.method);
     if (operation === undefined) throw new Error(`REST route ${route.verb} ${route.template} has no operation.`);
@@ -69,34 +87,70 @@ export function createRestSurface({ operations, maxBodyBytes }: RestSurfaceOptio
       return allowed.length > 0 ? { allowed } : undefined;
     },
 
-    async serve({ route, operation, vars }, call, query, parts, pathname) {
-      const input = await decodeRestRequest(route, vars, query, parts, maxBodyBytes);
-      const result = await runOperation(operation, call, input);
-      // Decided before the answer's body is built: a 304 needs only the ETag.
-      const unchanged =
-        route.verb === "GET" && parts.ifNoneMatch !== undefined ? notModified(result, parts.ifNoneMatch) : undefined;
-      return unchanged ?? restAnswer(result, route.method.output, route.verb, pathname);
-    },
-
-    async watch({ route, operation, vars }, call, query, parts, lastEventId) {
-      const input = (await decodeRestRequest(route, vars, query, parts, maxBodyBytes)) as { since?: bigint };
-      if (input.since === undefined && lastEventId !== undefined) {
-        // An EventSource sends back the last `id:` it received; ids are revisions.
-        if (!/^\d{1,15}$/.test(lastEventId.trim()))
-          throw invalid([
-            issueAt(
-              "Last-Event-ID",
-              "INVALID_TYPE",
-              `Last-Event-ID must be a revision (digits), not "${lastEventId}".`,
-            ),
-          ]);
-        input.since = BigInt(lastEventId.trim());
-      }
-      const result = await runOperation(operation, call, input as never);
-      if (result.kind !== "events") throw new Error(`${route.method.name} answered no stream.`);
-      return result.events;
+    serve({ route, vars }, call) {
+      const { record } = call;
+      const watch = route.method.methodKind === "server_streaming";
+      const contentType = call.header("content-type") ?? "";
+      const length = call.header("content-length");
+      const parts: RestRequestParts = {
+        mediaType: mediaTypeOf(contentType),
+        contentType,
+        contentLength: length === undefined ? undefined : Number(length),
+        body: call.body(),
+        ifMatch: call.header("if-match"),
+        ifNoneMatch: call.header("if-none-match"),
+      };
+      const query = new URLSearchParams(call.query);
+      return runPipeline<RestAnswer>(call, {
+        decode: async () => {
+          const input = await decodeRestRequest(route, vars, query, parts, maxBodyBytes);
+          if (watch) sinceLastEvent(input as { since?: bigint }, call.header("last-event-id"));
+          return input;
+        },
+        encode: (result) => {
+          if (watch) {
+            if (result.kind !== "events") throw new Error(`${route.method.name} answered no stream.`);
+            return {
+              stream: eventStream(result.events, (err) => callerError(err, logger, record.rpc ?? "", { record })),
+            };
+          }
+          // Decided before the answer's body is built: a 304 needs only the ETag.
+          const unchanged =
+            route.verb === "GET" && parts.ifNoneMatch !== undefined
+              ? notModified(result, parts.ifNoneMatch)
+              : undefined;
+          return { http: unchanged ?? restAnswer(result, route.method.output, route.verb, call.pathname) };
+        },
+        fail: (err) => {
+          const clientGone = call.clientGone();
+          const failure = callerError(err, logger, record.rpc ?? "", { record, clientGone });
+          // Nobody is left to answer: the access line says 499 and canceled, not the error's code.
+          if (clientGone) return { answer: { http: errorAnswer(failure) }, code: Code.Canceled };
+          // A watch refused for want of a place closes its HTTP/1.1 connection: a client that opens watches beyond
+          // its limits must not keep MAX_CONNECTIONS' places idle, where other tenants' requests would come.
+          const closing = call.http1 && WATCH_LIMIT_CODES.has(failure.code);
+          return {
+            answer: { http: errorAnswer(failure, closing ? { connection: "close" } : {}) },
+            code: Code[failure.row.grpc],
+          };
+        },
+      });
     },
   };
+}
+
+/** The refusals of a watch beyond its limits (operations/watch-limits.ts). */
+const WATCH_LIMIT_CODES: ReadonlySet<string> = new Set(["TOO_MANY_WATCHES", "WATCHES_FULL"]);
+
+/** A watch starts at `Last-Event-ID` (an EventSource sends back the last `id:` it read) when the query names none. */
+function sinceLastEvent(input: { since?: bigint }, lastEventId: string | undefined): void {
+  if (input.since !== undefined || lastEventId === undefined) return;
+  // Ids are revisions.
+  if (!/^\d{1,15}$/.test(lastEventId.trim()))
+    throw invalid([
+      issueAt("Last-Event-ID", "INVALID_TYPE", `Last-Event-ID must be a revision (digits), not "${lastEventId}".`),
+    ]);
+  input.since = BigInt(lastEventId.trim());
 }
 
 /**
