@@ -17,7 +17,7 @@ import { openLocalIssuer } from "../src/auth/local-issuer.js";
 import { parseConfig } from "../src/config.js";
 import { createLogger } from "../src/logger.js";
 import { localIssuerKeyFile } from "../src/main/local-issuer-key-file.js";
-import { createNodeServer, listen } from "../src/main/node-server.js";
+import { createNodeServer, listen } from "../src/node/node-server.js";
 import type { WatchProtocol, WatchWorkerRequest } from "./watch-worker.js";
 
 const count = Number(process.argv[2] ?? 2_000);

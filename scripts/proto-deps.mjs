@@ -110,7 +110,7 @@ const GOOGLE_API_FILES = ["google/api/annotations.proto", "google/api/http.proto
 
 /**
  * The gRPC reflection and health protos, which the service implements
- * (src/transport/reflection.ts, health.ts): [package, path in it, import path].
+ * (src/surfaces/router/reflection.ts, health.ts): [package, path in it, import path].
  * grpc-health-check keeps health.proto outside the grpc/ directory its import
  * path names, so each file is copied to its import path.
  */

@@ -9,8 +9,6 @@ import type { KeyStore } from "./auth/local-issuer.js";
 import { createTokenRechecks } from "./auth/token-rechecks.js";
 import { type Catalog, type CatalogFiles, createCatalog, type SignInConfig } from "./catalog/catalog.js";
 import type { Config } from "./config.js";
-import { type BodyBudget, createBodyBudget } from "./edge/body-budget.js";
-import { createEdge, type Edge } from "./edge/edge.js";
 import type { HttpEndpoint } from "./http/http-endpoint.js";
 import { createLogger, type Logger } from "./logger.js";
 import { createMetrics, type Metrics } from "./observability/metrics.js";
@@ -27,13 +25,15 @@ import { createWriteBudget } from "./service/write-budget.js";
 import type { ChangeReader } from "./storage/change-reader.js";
 import type { AgentDefinitionRepository } from "./storage/repository.js";
 import { createByteGate, createChangeReader, createSqlRepository } from "./storage/sql-repository.js";
-import { refusalsOf } from "./transport/failures.js";
-import { createHealthRoutes } from "./transport/health.js";
-import { createOpenApiEndpoint } from "./transport/openapi/openapi-endpoint.js";
-import { createProbeEndpoints } from "./transport/probes.js";
-import { createReflectionRoutes } from "./transport/reflection.js";
-import { createRegistryImplementations, registryRoutes } from "./transport/registry-routes.js";
-import { createRestSurface } from "./transport/rest/rest-handler.js";
+import { type BodyBudget, createBodyBudget } from "./surfaces/body-budget.js";
+import { createEdge, type Edge } from "./surfaces/edge.js";
+import { createOpenApiEndpoint } from "./surfaces/endpoints/openapi/openapi-endpoint.js";
+import { createProbeEndpoints } from "./surfaces/endpoints/probes.js";
+import { refusalsOf } from "./surfaces/pipeline/failures.js";
+import { createRestSurface } from "./surfaces/rest/surface.js";
+import { createHealthRoutes } from "./surfaces/router/health.js";
+import { createReflectionRoutes } from "./surfaces/router/reflection.js";
+import { createRegistryImplementations, registryRoutes } from "./surfaces/router/routes.js";
 
 /** The registry, wired and ready to be served by any runtime's adapter. */
 export interface App {

@@ -86,8 +86,17 @@ describe("the layers of src/", () => {
     ["src/catalog/", ["src/domain/", "src/http/", "src/catalog/"]],
     ["src/observability/", ["src/domain/", "src/http/", "src/observability/", "src/logger.ts"]],
     [
-      "src/transport/",
-      ["src/domain/", "src/http/", "src/observability/", "src/operations/", "src/transport/", "src/logger.ts"],
+      "src/surfaces/",
+      [
+        "src/domain/",
+        "src/http/",
+        "src/observability/",
+        "src/operations/",
+        "src/surfaces/",
+        "src/logger.ts",
+        "src/auth/",
+        "src/catalog/",
+      ],
     ],
   ])("keeps %s below the edge: it imports only from %j", async (folder, allowed) => {
     const graph = await importGraph();

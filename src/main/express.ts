@@ -26,11 +26,11 @@ import { developmentIssuerWarning } from "../auth/local-issuer.js";
 import type { Config } from "../config.js";
 import { bodyAlreadyRead } from "../domain/errors.js";
 import { errorAnswer } from "../http/http-answer.js";
-import { callerError } from "../transport/failures.js";
-import { bodyDeadline } from "./body-deadline.js";
+import { bodyDeadline } from "../node/body-deadline.js";
+import { createNodeEdge, writeAnswer } from "../node/node-edge.js";
+import { callerError } from "../surfaces/pipeline/failures.js";
 import { readCatalogFiles } from "./catalog-files.js";
 import { localIssuerKeyFile } from "./local-issuer-key-file.js";
-import { createNodeEdge, writeAnswer } from "./node-edge.js";
 
 export type { App, AppDeps } from "../app.js";
 export { type Config, ConfigError, parseConfig } from "../config.js";

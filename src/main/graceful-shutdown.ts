@@ -1,6 +1,6 @@
 import type { Server } from "node:net";
 import type { App } from "../app.js";
-import type { NodeServer } from "./node-server.js";
+import type { NodeServer } from "../node/node-server.js";
 
 /**
  * How long closing the database pool may take once the server has drained.

@@ -5,12 +5,12 @@ import { createApp } from "../app.js";
 import { AuthSetupError } from "../auth/auth-errors.js";
 import { developmentIssuerWarning } from "../auth/local-issuer.js";
 import { ConfigError, describeStorage, parseConfig } from "../config.js";
+import { createNodeMetricsServer } from "../node/node-metrics-server.js";
+import { createNodeServer, listen } from "../node/node-server.js";
 import { catalogDir, readCatalogFiles } from "./catalog-files.js";
 import { installGracefulShutdown } from "./graceful-shutdown.js";
 import { growHeap } from "./heap-growth.js";
 import { localIssuerKeyFile } from "./local-issuer-key-file.js";
-import { createNodeMetricsServer } from "./node-metrics-server.js";
-import { createNodeServer, listen } from "./node-server.js";
 
 async function main(): Promise<void> {
   const config = parseConfig(process.env);

@@ -25,7 +25,7 @@ export interface Metrics {
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 /**
- * What the metrics read of the body budget (src/edge/body-budget.ts): the bytes held now, the bodies refused
+ * What the metrics read of the body budget (src/surfaces/body-budget.ts): the bytes held now, the bodies refused
  * so far.
  */
 export interface BodyBudgetStats {

@@ -46,7 +46,7 @@ function valuesOf(record: ChangeRecord): ReturnType<typeof filterValuesOf> {
 /**
  * Each change's event, made once for all the watchers handed its item: the change reader hands one item of a
  * record to every watcher of the tenant, so a thousand watchers share one event object, and what is made of it
- * for the wire (transport/watch-events.ts) is found by it. An event a watcher's batch made of its own was
+ * for the wire (surfaces/encoding/watch-events.ts) is found by it. An event a watcher's batch made of its own was
  * 70 KB a write at 1,000 watchers, the most any step of the fan-out allocated (an allocation profile).
  */
 const eventsMade = new WeakMap<WatchItem, WatchEvent>();

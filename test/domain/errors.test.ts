@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { ErrorSchema, ValidationErrorSchema } from "../../gen/asor/v1/error_pb.js";
 import { ERRORS, type ErrorCode, RegistryError } from "../../src/domain/errors.js";
 import { errorAnswer } from "../../src/http/http-answer.js";
-import { toConnectError } from "../../src/transport/connect-errors.js";
+import { toConnectError } from "../../src/surfaces/pipeline/rpc-errors.js";
 
 const codes = Object.keys(ERRORS) as ErrorCode[];
 

@@ -20,7 +20,7 @@ import { Health, HealthCheckResponse_ServingStatus } from "../../gen/grpc/health
 import packageJson from "../../package.json" with { type: "json" };
 import type { Authenticator } from "../../src/auth/authenticator.js";
 import { createRegistryMiddleware, type RegistryMiddleware } from "../../src/main/express.js";
-import { listen } from "../../src/main/node-server.js";
+import { listen } from "../../src/node/node-server.js";
 import { withAuthorization } from "../support/auth.js";
 import { capturingLogger } from "../support/capturing-logger.js";
 import { type FreshDatabase, forEachDatabase, type TestDatabase } from "../support/databases.js";

@@ -15,7 +15,7 @@ import { RUNTIMES } from "../support/server-process.js";
 
 /**
  * The text of a gRPC error reads the same in every client. `grpc-message` is percent-encoded as gRPC's
- * spec asks and no further (src/transport/grpc-status.ts): encoded as encodeURIComponent encodes it,
+ * spec asks and no further (src/surfaces/grpc/status.ts): encoded as encodeURIComponent encodes it,
  * @grpc/grpc-js (which decodes with decodeURI) read "%3B", "%2C", "%3A" for `;` `,` `:` in the registry's
  * messages. An id that is not found is echoed in the message, so it carries every character tried.
  */

@@ -1,9 +1,9 @@
 /**
- * The lean paths (src/transport/unary-call.ts): binary gRPC calls and Connect
+ * The lean paths (src/surfaces/grpc/, connect/): binary gRPC calls and Connect
  * unary POSTs of the registry's RPCs are served without Connect's router, and
  * answer what the router answers. Read on the wire (node:http2, headers,
  * envelope and trailers as sent), on both runtimes and both databases. gRPC
- * (grpc-unary.ts):
+ * (grpc/unary.ts):
  * - the same message bytes and the same error trailers as gRPC-Web, which
  *   the router still serves with the same handlers;
  * - the protocol's own refusals (no message, two, a cut envelope, an unknown
@@ -169,7 +169,7 @@ forEachRuntimeAndDatabase((db, runtime) => {
       const webTrailers = routedError.body.subarray(5).toString("latin1");
       expect(webTrailers).toContain(`grpc-status-details-bin: ${leanError.trailers["grpc-status-details-bin"]}`);
       // The same text, encoded as gRPC's spec asks on the lean path and as encodeURIComponent does through the
-      // router (src/transport/grpc-status.ts): both decode to it.
+      // router (src/surfaces/grpc/status.ts): both decode to it.
       const webText = /grpc-message: (.*)\r\n/.exec(webTrailers)?.[1];
       expect(leanError.trailers["grpc-message"]).toBe(`Agent definition "${missing}" was not found.`);
       expect(decodeURIComponent(webText ?? "")).toBe(leanError.trailers["grpc-message"]);

@@ -8,7 +8,7 @@ import {
   UpsertAgentDefinitionRequestSchema,
 } from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { ValidationErrorSchema } from "../../gen/asor/v1/error_pb.js";
-import { MAX_JSON_DEPTH } from "../../src/transport/strict-json.js";
+import { MAX_JSON_DEPTH } from "../../src/surfaces/encoding/strict-json.js";
 import { withAuthorization } from "../support/auth.js";
 import { spawnAuthorizedServer } from "../support/authorized-process.js";
 import { postConnectJson, UPSERT_RPC } from "../support/connect-json.js";

@@ -4,9 +4,9 @@
  * as the body field of its RPC over Connect JSON (UpsertAgentDefinition,
  * UpdateAgentDefinition, SetAgentDefinitionStatus), and (where the problem
  * survives binary encoding) over gRPC, is refused with the same codes, fields
- * and paths, relative to the body, and the same summary. One body check (src/transport/body-check.ts) reads REST
- * bodies and RPC JSON messages; the service's own rules are given relative to
- * the body by the operations (src/domain/body-field.ts). The one designed
+ * and paths, relative to the body, and the same summary. One body check
+ * (src/surfaces/encoding/body-check.ts) reads REST bodies and RPC JSON messages;
+ * the service's own rules are given relative to the body by the operations (src/domain/body-field.ts). The one designed
  * difference is not asked here: Connect JSON also takes the proto names of
  * members (`external_agent_id`), as protobuf JSON does (docs/decisions.md).
  */

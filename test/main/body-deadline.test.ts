@@ -1,5 +1,5 @@
 /**
- * HTTP/1.1's body deadline (src/main/body-deadline.ts) lets go of a request whose connection closed: a request
+ * HTTP/1.1's body deadline (src/node/body-deadline.ts) lets go of a request whose connection closed: a request
  * refused before its body ended (the body budget's 503, a 401) and then closed emits neither "end" nor "close",
  * and the deadline's timer held it, with every byte of body read for it, until HTTP_BODY_TIMEOUT_MS (issue 25,
  * item 5: 600 refused 1 MB bodies held 37 MiB for 10 s).
@@ -7,7 +7,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { type AddressInfo, connect } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { bodyDeadline } from "../../src/main/body-deadline.js";
+import { bodyDeadline } from "../../src/node/body-deadline.js";
 
 /** Timers that keep the process alive now. */
 const activeTimers = (): number => process.getActiveResourcesInfo().filter((name) => name === "Timeout").length;

@@ -5,7 +5,7 @@ import { openLocalIssuer } from "../../src/auth/local-issuer.js";
 import { type Config, parseConfig } from "../../src/config.js";
 import { createLogger, type Logger } from "../../src/logger.js";
 import { localIssuerKeyFile } from "../../src/main/local-issuer-key-file.js";
-import { createNodeServer, listen } from "../../src/main/node-server.js";
+import { createNodeServer, listen } from "../../src/node/node-server.js";
 import type { FreshDatabase, TestDatabase } from "./databases.js";
 
 /** Every security domain the service knows: the spec's two and the admin domain. */

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
 import { UpsertAgentDefinitionRequestSchema } from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { RegistryError } from "../../src/domain/errors.js";
-import { checkJsonBody, messageOfCheckedJson } from "../../src/transport/body-check.js";
+import { checkJsonBody, messageOfCheckedJson } from "../../src/surfaces/encoding/body-check.js";
 
 const bytes = (text: string) => new TextEncoder().encode(text);
 const valid = {

@@ -12,7 +12,7 @@ import {
   metaMessage,
   pageJson,
   storedDefinitionBinary,
-} from "../../src/transport/definition-meta.js";
+} from "../../src/surfaces/encoding/definition-meta.js";
 
 function stored(overrides: Partial<StoredDefinition> = {}): StoredDefinition {
   const definition = create(AgentDefinitionSchema, {

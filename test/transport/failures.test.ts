@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { tooManyIntrospections } from "../../src/auth/auth-errors.js";
 import { refusal, unavailable } from "../../src/domain/errors.js";
 import { createRequestRecord } from "../../src/observability/request-record.js";
-import { callerError, REFUSAL_LOG_INTERVAL_MS } from "../../src/transport/failures.js";
+import { callerError, REFUSAL_LOG_INTERVAL_MS } from "../../src/surfaces/pipeline/failures.js";
 import { capturingLogger } from "../support/capturing-logger.js";
 
 describe("callerError", () => {

@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import { grpcMessageEncoded, setGrpcStatus } from "../../src/transport/grpc-status.js";
+import { grpcMessageEncoded, setGrpcStatus } from "../../src/surfaces/grpc/status.js";
 
 describe("grpc-message as gRPC's spec encodes it (Status-Message)", () => {
   it("keeps printable ASCII but % as it is", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { multipartPartBytes } from "../../src/transport/rest/multipart-bytes.js";
+import { multipartPartBytes } from "../../src/surfaces/rest/multipart-bytes.js";
 
 const bytes = (...parts: (string | number[] | Uint8Array)[]) =>
   new Uint8Array(Buffer.concat(parts.map((p) => (typeof p === "string" ? Buffer.from(p, "latin1") : Buffer.from(p)))));

@@ -1,5 +1,5 @@
 /**
- * What a call the edge serves itself answers when it fails (src/transport/pipeline.ts, through the gRPC
+ * What a call the edge serves itself answers when it fails (src/surfaces/pipeline/pipeline.ts, through the gRPC
  * surface): Connect's own errors as they are, a client's connection failing mid-body as CANCELED, and anything
  * else INTERNAL with the original logged once and never shown. The request's context values and gRPC's header
  * negotiation, each against what Connect's own would do.
@@ -12,16 +12,18 @@ import { GetAgentDefinitionRequestSchema } from "../../gen/asor/v1/agent_definit
 import { createRequestRecord, recordOf, requestValues } from "../../src/observability/request-record.js";
 import type { Operation } from "../../src/operations/operation.js";
 import { REGISTRY_SERVICES } from "../../src/operations/registry-operations.js";
-import { type GrpcCall, grpcRequestOptions, serveGrpc } from "../../src/transport/grpc-unary.js";
+import { grpcRequestOptions } from "../../src/surfaces/grpc/request.js";
+import { serveGrpc } from "../../src/surfaces/grpc/unary.js";
+import type { RpcCall } from "../../src/surfaces/pipeline/pipeline.js";
 import { capturingLogger } from "../support/capturing-logger.js";
 
 const method = REGISTRY_SERVICES[0]!.methods.find((m) => m.methodKind === "unary")!;
 
 /** A binary gRPC call of `method`, admitted, whose message reads as `message` and whose operation is `run`. */
 function call(
-  message: GrpcCall["message"],
+  message: RpcCall["message"],
   run: Operation["run"] = async () => ({ kind: "message", message: create(method.output) }),
-): GrpcCall {
+): RpcCall {
   const record = createRequestRecord({ method: "POST", path: "/x", requestIdHeader: undefined });
   const principal = { subject: "s", tenant: null, domains: new Set<string>(), platformAdmin: false } as never;
   return {
@@ -29,12 +31,13 @@ function call(
     admission: { call: { principal, record } },
     record,
     header: () => undefined,
+    signal: undefined,
     message,
   };
 }
 
 /** The gRPC status a call answers: its code and message. */
-async function statusOf(c: GrpcCall, logger = capturingLogger()) {
+async function statusOf(c: RpcCall, logger = capturingLogger()) {
   const answer = await serveGrpc(c, { logger, acceptCompression: [], compressMinBytes: 1024 });
   return { code: Number(answer.trailers?.["grpc-status"]), message: answer.trailers?.["grpc-message"] ?? "" };
 }

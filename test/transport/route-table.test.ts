@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { AgentDefinitionService } from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { TenantAdminService } from "../../gen/asor/v1/tenant_admin_service_pb.js";
-import { buildRouteTable, matchRoute } from "../../src/transport/rest/route-table.js";
+import { buildRouteTable, matchRoute } from "../../src/surfaces/rest/route-table.js";
 
 describe("the REST route table", () => {
   const table = buildRouteTable([AgentDefinitionService, TenantAdminService]);

@@ -5,7 +5,7 @@ import {
   ListAgentDefinitionsResponseSchema,
   SetAgentDefinitionStatusResponseSchema,
 } from "../../gen/asor/v1/agent_definition_service_pb.js";
-import { createStoredJson } from "../../src/transport/stored-json.js";
+import { createStoredJson } from "../../src/surfaces/encoding/stored-json.js";
 
 const bytes = (text: string) => new TextEncoder().encode(text);
 const text = (data: Uint8Array) => new TextDecoder().decode(data);

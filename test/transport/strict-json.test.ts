@@ -1,11 +1,11 @@
 /**
- * The structural check of JSON bodies (src/transport/strict-json.ts): members named twice, at any depth, with
+ * The structural check of JSON bodies (src/surfaces/encoding/strict-json.ts): members named twice, at any depth, with
  * their paths, whether the object has a few members or many, and nesting past MAX_JSON_DEPTH with where it
  * happened. A body without issues answers the one shared empty list.
  */
 import { describe, expect, it } from "vitest";
 import { NO_ISSUES } from "../../src/domain/errors.js";
-import { MAX_JSON_DEPTH, structureIssues } from "../../src/transport/strict-json.js";
+import { MAX_JSON_DEPTH, structureIssues } from "../../src/surfaces/encoding/strict-json.js";
 
 const many = (n: number) => Array.from({ length: n }, (_, i) => `"k${i}":${i}`).join(",");
 

@@ -1,5 +1,5 @@
 /**
- * A watch's batch of SSE events (sseBatch, src/transport/watch-events.ts) is one array of bytes once a second
+ * A watch's batch of SSE events (sseBatch, src/surfaces/encoding/watch-events.ts) is one array of bytes once a second
  * watcher is handed the same event objects (the watch service makes one for each change, for all its watchers),
  * the same array for every watcher after; a batch no other watcher has had (a filter passes some of the events)
  * goes as each event's bytes, not copied; whatever the order in which the watchers ask, each gets its events.
@@ -10,7 +10,7 @@ import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js"
 import type { StoredDefinition } from "../../src/domain/records.js";
 import type { WatchEvent } from "../../src/domain/watch.js";
 import { encodeDefinition } from "../../src/storage/rows.js";
-import { sseBatch } from "../../src/transport/watch-events.js";
+import { sseBatch } from "../../src/surfaces/encoding/watch-events.js";
 
 function stored(n: number): StoredDefinition {
   const definition = create(AgentDefinitionSchema, {

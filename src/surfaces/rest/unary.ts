@@ -1,0 +1,106 @@
+/**
+ * REST response writing: an operation's result as the JSON the contract's
+ * REST clients read. A stored definition is answered as its stored JSON bytes
+ * (derived fields included, nothing rebuilt) with the registry's `meta`
+ * spliced in as the last member (definition-meta.ts) and, alone, its `ETag`;
+ * a page of them is those bytes joined into `{"total": n, "data": [...]}`; any other message is serialized
+ * with its wrapper members shown even when empty.
+ */
+import { type DescMessage, type JsonObject, ScalarType, toJson } from "@bufbuild/protobuf";
+import { AGENT_CARD_CACHE_CONTROL, agentCardJson } from "../../domain/agent-card.js";
+import { etagOf, ifNoneMatchMatches, parseEntityTags } from "../../domain/lifecycle.js";
+import type { StoredDefinition } from "../../domain/records.js";
+import { type HttpAnswer, JSON_CONTENT_TYPE, REVISION_HEADER, utf8 } from "../../http/http-answer.js";
+import type { Result } from "../../operations/operation.js";
+import { jsonWithMeta, pageJson } from "../encoding/definition-meta.js";
+
+const JSON_HEADERS = { "content-type": JSON_CONTENT_TYPE };
+
+/**
+ * A wrapper response (a list of tenants) shows each of its own members even
+ * when zero or empty; messages inside keep protobuf JSON's rule of leaving
+ * unset members out, so they read back as sent.
+ */
+function withTopLevelDefaults(desc: DescMessage, body: JsonObject): JsonObject {
+  for (const field of desc.fields) {
+    if (body[field.jsonName] !== undefined) continue;
+    if (field.fieldKind === "list") body[field.jsonName] = [];
+    else if (field.fieldKind === "scalar")
+      body[field.jsonName] = field.scalar === ScalarType.STRING ? "" : field.scalar === ScalarType.BOOL ? false : 0;
+  }
+  return body;
+}
+
+/** One definition: its stored JSON with `meta`, and its `ETag`. */
+function definitionAnswer(
+  status: number,
+  stored: StoredDefinition,
+  headers: Readonly<Record<string, string>> = {},
+): HttpAnswer {
+  return { status, headers: { ...JSON_HEADERS, etag: etagOf(stored), ...headers }, body: jsonWithMeta(stored) };
+}
+
+/**
+ * The REST answer for `result` of an RPC whose response is `output`. A write
+ * (POST) answers 201, with the instance's `Location` (the path it was posted
+ * to, plus its id) for a definition; reads answer 200. Every definition
+ * carries its `meta`; an answer about one definition, its `ETag`.
+ */
+export function restAnswer(result: Result, output: DescMessage, verb: string, pathname: string): HttpAnswer {
+  const status = verb === "POST" ? 201 : 200;
+  switch (result.kind) {
+    case "definition": {
+      if (status === 200)
+        return definitionAnswer(
+          status,
+          result.stored,
+          result.revision === undefined ? {} : { [REVISION_HEADER]: String(result.revision) },
+        );
+      const location = `${pathname.replace(/\/+$/, "")}/${encodeURIComponent(result.stored.id)}`;
+      return definitionAnswer(status, result.stored, { location });
+    }
+    case "page": {
+      // A status change of one version, named by its id, answers that version, like GET (README, "Lifecycle").
+      const [only] = result.page.data;
+      if (result.one === true && only !== undefined) return definitionAnswer(status, only);
+      const { total, data, nextPageToken, revision } = result.page;
+      return {
+        status,
+        headers: revision === undefined ? JSON_HEADERS : { ...JSON_HEADERS, [REVISION_HEADER]: String(revision) },
+        body: pageJson(total, data, nextPageToken, revision),
+      };
+    }
+    case "message":
+      return {
+        status,
+        headers: JSON_HEADERS,
+        body: utf8(JSON.stringify(withTopLevelDefaults(output, toJson(output, result.message) as JsonObject))),
+      };
+    case "card":
+      // A2A v1.0 asks agent card endpoints for Cache-Control and an ETag.
+      return {
+        status,
+        headers: { ...JSON_HEADERS, etag: result.etag, "cache-control": AGENT_CARD_CACHE_CONTROL },
+        body: utf8(JSON.stringify(agentCardJson(result.card))),
+      };
+    case "events":
+      throw new Error("A stream is answered as Server-Sent Events by the edge, not as one answer.");
+  }
+}
+
+/**
+ * The 304 for a GET whose `If-None-Match` names the ETag of its `result`:
+ * without a body, with the ETag (and Cache-Control) the 200 would have had
+ * (RFC 9110 §15.4.5); undefined when it names another, or the answer has no
+ * ETag (lists), which is then answered in full.
+ */
+export function notModified(result: Result, ifNoneMatch: string): HttpAnswer | undefined {
+  const headers: Record<string, string> | undefined =
+    result.kind === "definition"
+      ? { etag: etagOf(result.stored) }
+      : result.kind === "card"
+        ? { etag: result.etag, "cache-control": AGENT_CARD_CACHE_CONTROL }
+        : undefined;
+  if (headers?.etag === undefined || !ifNoneMatchMatches(parseEntityTags(ifNoneMatch), headers.etag)) return undefined;
+  return { status: 304, headers, body: null };
+}
