@@ -29,6 +29,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { Compression, UniversalServerRequest } from "@connectrpc/connect/protocol";
 import { bodyFieldOf } from "../../domain/body-field.js";
 import { type Issue, invalid, RegistryError, tooLarge } from "../../domain/errors.js";
+import type { Operations } from "../../operations/operation.js";
 import { type BodyCheck, checkJsonBody } from "../encoding/body-check.js";
 import { concatBytes } from "../encoding/bytes.js";
 import type { RpcMessage } from "./pipeline.js";
@@ -396,4 +397,26 @@ function fromBase64Url(text: string): Uint8Array {
   } catch {
     return new Uint8Array([0xff]);
   }
+}
+
+/** The message check of an operation's method (made once for each, at start). */
+export type MessageChecks = (method: DescMethod) => MessageCheck;
+
+/**
+ * The message check of every operation's RPC. Compressed messages are inflated by the check with the router's
+ * own compressions, so they pass the same guard.
+ */
+export function createMessageChecks(
+  operations: Operations,
+  maxBodyBytes: number,
+  compressions: readonly Compression[],
+): MessageChecks {
+  const checks = new Map(
+    [...operations.keys()].map((method) => [method, createMessageCheck(method, maxBodyBytes, compressions)]),
+  );
+  return (method) => {
+    const check = checks.get(method);
+    if (check === undefined) throw new Error(`${method.name} has no operation, so no message check.`);
+    return check;
+  };
 }

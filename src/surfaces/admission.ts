@@ -1,0 +1,63 @@
+/**
+ * The edge admits each caller once, before any body is read: its bearer token
+ * authenticated (one `Authorization` header, never two), then the operation's
+ * policy (operations/operation.ts admit). The verdict is the pipeline's second
+ * step (pipeline/pipeline.ts), or, on Connect's router, a context value.
+ */
+import type { Authenticator } from "../auth/authenticator.js";
+import type { Principal } from "../auth/principal.js";
+import type { TokenRechecks } from "../auth/token-rechecks.js";
+import { repeatedHeader } from "../domain/errors.js";
+import type { Logger } from "../logger.js";
+import type { RequestRecord } from "../observability/request-record.js";
+import { admit, type Call } from "../operations/operation.js";
+import type { Admit, EdgeRequest } from "./pipeline/door.js";
+import { callerError } from "./pipeline/failures.js";
+import { procedureOf } from "./pipeline/pipeline.js";
+
+export interface AdmissionOptions {
+  readonly authenticator: Authenticator;
+  /** Where a stream follows its caller's token (WATCH_TOKEN_RECHECK_MS); without it a token is checked once. */
+  readonly rechecks?: TokenRechecks | undefined;
+  readonly logger: Logger;
+}
+
+/** Authentication (once per request) and the operation's policy, before any body is read. */
+export function createAdmission({ authenticator, rechecks, logger }: AdmissionOptions): Admit {
+  return async (req, operation, record) => {
+    try {
+      // Two tokens: which one speaks for the caller would be a guess (Node reads the first, a proxy may read the last).
+      if (req.headerRepeated("authorization")) throw repeatedHeader("Authorization");
+      const principal = await authenticator.authenticate(req.header("authorization") ?? null);
+      admit(operation, principal);
+      return { call: new EdgeCall(principal, record, req, rechecks) };
+    } catch (err) {
+      return { error: callerError(err, logger, procedureOf(operation), { record }) };
+    }
+  };
+}
+
+/**
+ * An admitted caller's call: its request's signal read only when the operation reads it (a list, a watch): an
+ * adapter may make the signal only then (node-edge.ts's StreamRequest does).
+ */
+class EdgeCall implements Call {
+  /** An own property, not a method: a call may be spread. */
+  readonly followToken: Call["followToken"];
+  constructor(
+    readonly principal: Principal,
+    readonly record: RequestRecord,
+    private readonly req: EdgeRequest,
+    rechecks: TokenRechecks | undefined,
+  ) {
+    // The header read only when a stream follows its token: a unary call never does.
+    this.followToken =
+      rechecks === undefined ? undefined : (onRefused) => rechecks.follow(req.header("authorization") ?? "", onRefused);
+  }
+  get signal(): AbortSignal | undefined {
+    return this.req.signal;
+  }
+  get http1(): boolean | undefined {
+    return this.req.http1;
+  }
+}

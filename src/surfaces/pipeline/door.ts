@@ -1,0 +1,122 @@
+/**
+ * What a door of the edge is (edge.ts): it says whether it serves a request
+ * (`matches`, from what the request's line and headers say, before any body)
+ * and serves it (`serve`). Here too: the request as every door reads it,
+ * whichever runtime received it, the answer every door gives, and what the
+ * edge lends each door: the caller's admission, before any body is read.
+ */
+import type { ContextValues } from "@connectrpc/connect";
+import type { UniversalServerRequest, UniversalServerResponse } from "@connectrpc/connect/protocol";
+import type { HttpAnswer, StreamAnswer } from "../../http/http-answer.js";
+import type { RequestRecord } from "../../observability/request-record.js";
+import type { Admission, Operation } from "../../operations/operation.js";
+import type { BodyRead } from "./message-check.js";
+import type { PipelineCall, RpcCall, RpcMessage } from "./pipeline.js";
+
+/** A request as the edge reads it, whichever runtime received it. */
+export interface EdgeRequest {
+  readonly method: string;
+  /** The request target as sent: path and query. */
+  readonly target: string;
+  /** A header's value by its lower-case name; undefined when absent. */
+  header(name: string): string | undefined;
+  /** Every header by its lower-case name (no HTTP/2 pseudo-headers; repeated ones joined by ", "). */
+  headers(): Record<string, string>;
+  /**
+   * Whether the header (lower-case name) came more than once, as sent: `header` cannot tell, since Node keeps
+   * only the first of some (`authorization` among them) on HTTP/1.1 and HTTP/2 alike.
+   */
+  headerRepeated(name: string): boolean;
+  /** The body, as it arrives; read at most once. */
+  body(): AsyncIterable<Uint8Array>;
+  /**
+   * The whole body in one piece, when it is at most `limit` bytes (undefined when longer: the rest is left
+   * unread); read at most once, instead of `body()`. Throws the body budget's OVERLOADED, or when the client
+   * goes away mid-body.
+   */
+  bodyBytes(limit: number): Promise<Uint8Array | undefined>;
+  /** The request in Connect's universal form, for the RPC router. */
+  universal(contextValues: ContextValues): UniversalServerRequest;
+  /** The addresses of the connection it came on, as its socket says (the development sign-in reads them). */
+  addresses(): RequestAddresses;
+  /**
+   * The authority it was sent to: HTTP/2's `:authority`, HTTP/1.1's `Host`; undefined when it has none or two
+   * that differ (a repeated `Host`, an HTTP/2 `host` header naming another authority than `:authority`).
+   */
+  authority(): string | undefined;
+  /**
+   * Whether the client has closed the request before its answer was sent (a failure then is no fault of the
+   * service).
+   */
+  clientGone?(): boolean;
+  /**
+   * Aborts when the client goes away before its answer was sent (a closed
+   * connection, a reset stream): the operation's work stops with it (Call.signal).
+   */
+  readonly signal?: AbortSignal | undefined;
+  /** The request came on an HTTP/1.x connection (Call.http1): a stream's answer holds it while it lasts. */
+  readonly http1?: boolean | undefined;
+}
+
+/** A connection's own address and its peer's (IP addresses as the socket gives them); undefined when not known. */
+export interface RequestAddresses {
+  readonly local: string | undefined;
+  readonly remote: string | undefined;
+}
+
+/** An answer: Connect's, for an RPC, a plain HTTP one, or a stream's (a watch: SSE, the lean gRPC watch). */
+export type EdgeAnswer =
+  | { readonly rpc: UniversalServerResponse; readonly http?: undefined; readonly stream?: undefined }
+  | { readonly http: HttpAnswer; readonly rpc?: undefined; readonly stream?: undefined }
+  | { readonly stream: StreamAnswer; readonly rpc?: undefined; readonly http?: undefined };
+
+/** The request target split once: its path and its query (without the `?`). */
+export interface RequestTarget {
+  readonly pathname: string;
+  readonly query: string;
+}
+
+/** `target` (path and query) as a RequestTarget. */
+export function requestTarget(target: string): RequestTarget {
+  const q = target.indexOf("?");
+  return q === -1 ? { pathname: target, query: "" } : { pathname: target.slice(0, q), query: target.slice(q + 1) };
+}
+
+/**
+ * A door of the edge. `matches` answers what `serve` needs to know of a request it serves (a route, a method),
+ * or undefined when it serves none of it; the edge asks its doors in order, and the first that matches serves.
+ * `serve` may still answer undefined (the catalog's `/` for a caller that is not a browser): the next door is
+ * asked then.
+ */
+export interface Door<Match> {
+  /** For a reader and the architecture test: which door this is. */
+  readonly name: string;
+  matches(req: EdgeRequest, target: RequestTarget): Match | undefined;
+  serve(req: EdgeRequest, match: Match, record: RequestRecord): Promise<EdgeAnswer | undefined>;
+}
+
+/** The edge's admission of a caller to an operation: authentication and policy, before any body is read. */
+export type Admit = (req: EdgeRequest, operation: Operation, record: RequestRecord) => Promise<Admission>;
+
+/**
+ * The call of an RPC the edge serves itself, admitted (or refused), its one message read whole when the surface
+ * asks for it by `read` (with the request's compression).
+ */
+export function rpcCallOf(
+  req: EdgeRequest,
+  call: PipelineCall,
+  read: (body: BodyRead, contentLength: string | undefined, compression: RpcCompression) => Promise<RpcMessage>,
+): RpcCall {
+  return {
+    ...call,
+    header: (name) => req.header(name),
+    // Read only when a stream reads it: an adapter may make the signal only then (node-edge.ts's StreamRequest).
+    get signal() {
+      return req.signal;
+    },
+    message: (compression) => read((limit) => req.bodyBytes(limit), req.header("content-length"), compression),
+  };
+}
+
+/** The compression of a request message (null: none). */
+type RpcCompression = Parameters<RpcCall["message"]>[0];
