@@ -2,8 +2,8 @@
 // the REST surface, from the descriptor image that `buf build` has just made.
 import { readFileSync, writeFileSync } from "node:fs";
 import { parseConfig } from "../src/config.js";
-import { formatOpenApiDocument } from "../src/surfaces/endpoints/openapi/openapi-document.js";
-import { registryOpenApiDocument } from "../src/surfaces/endpoints/openapi/registry-openapi.js";
+import { formatOpenApiDocument } from "../src/surfaces/rest/openapi/openapi-document.js";
+import { registryOpenApiDocument } from "../src/surfaces/rest/openapi/registry-openapi.js";
 
 writeFileSync(
   "gen/openapi.json",

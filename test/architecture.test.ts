@@ -2,8 +2,9 @@
  * The layers of src/ point down (docs/architecture.md): the import
  * statements of the files as they are on disk have no cycle (but the
  * migrations' type-only one: each names its Migration type from index.ts,
- * which lists them), and the HTTP vocabulary, observability and transport
- * never reach up into the edge. And no line of code is wider than Biome's
+ * which lists them), and the HTTP vocabulary and observability never reach
+ * up into the surfaces; each surface folder imports the pipeline and no other
+ * surface (src/surfaces/README.md). And no line of code is wider than Biome's
  * lineWidth (120), strings and comments included, which Biome cannot wrap.
  */
 import { existsSync } from "node:fs";
@@ -106,6 +107,79 @@ describe("the layers of src/", () => {
         imports.filter((i) => !allowed.some((a) => i.target.startsWith(a))).map((i) => `${file} -> ${i.target}`),
       );
     expect(offending).toEqual([]);
+  });
+});
+
+/** The surface folders of src/surfaces/ (src/surfaces/README.md): one per protocol, the router's, plain HTTP's. */
+const SURFACES = ["grpc", "connect", "rest", "router", "endpoints"].map((f) => `src/surfaces/${f}/`);
+/** What every surface folder may import of src/surfaces/ besides its own files. */
+const SHARED = ["src/surfaces/pipeline/", "src/surfaces/encoding/"];
+
+/** `file -> target` of each import of a surface folder's file that reaches another surface or the edge. */
+function surfaceCrossings(graph: Map<string, { target: string }[]>): string[] {
+  return [...graph].flatMap(([file, imports]) => {
+    const own = SURFACES.find((folder) => file.startsWith(folder));
+    if (own === undefined && !SHARED.some((folder) => file.startsWith(folder))) return [];
+    return imports
+      .filter((i) => i.target.startsWith("src/surfaces/"))
+      .filter((i) => !SHARED.some((folder) => i.target.startsWith(folder)) && !(own && i.target.startsWith(own)))
+      .map((i) => `${file} -> ${i.target}`);
+  });
+}
+
+/** Node's private objects, as the code names them: one pattern, so the rule and its test read the same names. */
+const NODE_PRIVATE = /\b_httpMessage\b/g;
+
+describe("the surfaces (src/surfaces/README.md)", () => {
+  it("each surface folder imports the pipeline, and no other surface nor the edge", async () => {
+    const graph = await importGraph();
+    expect(surfaceCrossings(graph)).toEqual([]);
+    for (const folder of SURFACES) {
+      const imports = [...graph].filter(([file]) => file.startsWith(folder)).flatMap(([, i]) => i);
+      expect(
+        imports.some((i) => i.target.startsWith("src/surfaces/pipeline/")),
+        folder,
+      ).toBe(true);
+    }
+  });
+
+  it("finds a surface that imports another (the check can fail)", () => {
+    const graph = new Map([
+      ["src/surfaces/grpc/unary.ts", [{ target: "src/surfaces/pipeline/pipeline.ts" }]],
+      ["src/surfaces/connect/unary.ts", [{ target: "src/surfaces/grpc/request.ts" }]],
+      ["src/surfaces/rest/door.ts", [{ target: "src/surfaces/edge.ts" }]],
+      ["src/surfaces/pipeline/door.ts", [{ target: "src/surfaces/router/routes.ts" }]],
+    ]);
+    expect(surfaceCrossings(graph)).toEqual([
+      "src/surfaces/connect/unary.ts -> src/surfaces/grpc/request.ts",
+      "src/surfaces/rest/door.ts -> src/surfaces/edge.ts",
+      "src/surfaces/pipeline/door.ts -> src/surfaces/router/routes.ts",
+    ]);
+  });
+
+  it("only the router's folder reads the verdict key; nothing of the surfaces imports node: modules", async () => {
+    const files = await sourcesUnder("src");
+    const readers = files.filter((f) => /\bverdictKey\b/.test(f.source)).map((f) => f.path);
+    expect(readers.length).toBeGreaterThan(0);
+    expect(readers.filter((path) => !path.startsWith("src/surfaces/router/"))).toEqual([]);
+    const nodeImports = files
+      .filter((f) => f.path.startsWith("src/surfaces/"))
+      .flatMap((f) =>
+        importsOf(f.path, f.source)
+          .filter((i) => i.target.startsWith("node:"))
+          .map((i) => `${f.path} -> ${i.target}`),
+      );
+    expect(nodeImports).toEqual([]);
+  });
+
+  it("only the Node adapter touches Node's private objects, each use pinned by a test", async () => {
+    const files = await sourcesUnder("src");
+    const users = files.filter((f) => f.source.match(NODE_PRIVATE) !== null).map((f) => f.path);
+    expect(users.length).toBeGreaterThan(0);
+    expect(users.filter((path) => !path.startsWith("src/node/"))).toEqual([]);
+    // Each file that reads one has its use held by test/node/private-objects.test.ts, which names the file.
+    const pins = await readFile(join(root, "test/node/private-objects.test.ts"), "utf8");
+    expect(users.filter((path) => !pins.includes(path))).toEqual([]);
   });
 });
 

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { bodyTimedOut } from "../domain/errors.js";
 import { errorAnswer } from "../http/http-answer.js";
-import { writeAnswer } from "./node-edge.js";
+import { writeAnswer } from "./answer.js";
 
 /**
  * HTTP/1.1: a body must have arrived whole within `bodyTimeoutMs` (HTTP_BODY_TIMEOUT_MS) of its headers (Node's

@@ -19,13 +19,20 @@ function refusalOf(code: string | undefined): RegistryError | undefined {
   return malformedRequest();
 }
 
+/**
+ * Whether an answer on `socket` has started already: Node's own clientError handler reads the same private
+ * `_httpMessage` (the response the socket is writing). test/node/private-objects.test.ts pins it.
+ */
+export function responseStarted(socket: Duplex): boolean {
+  return (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent === true;
+}
+
 /** The `clientError` listener of an HTTP/1.1 server: answers what it can, logs it, and closes the connection. */
 export function answerParserRefusals(logger: Logger): (error: NodeJS.ErrnoException, socket: Duplex) => void {
   return (error, socket) => {
     const refusal = refusalOf(error.code);
     // A response already under way on this connection, or none that can be written: only close it.
-    const started = (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent === true;
-    if (refusal === undefined || started || !socket.writable) {
+    if (refusal === undefined || responseStarted(socket) || !socket.writable) {
       socket.destroy();
       return;
     }

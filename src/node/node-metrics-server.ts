@@ -3,7 +3,7 @@ import { noResourceAt } from "../domain/errors.js";
 import { errorAnswer, type HttpAnswer } from "../http/http-answer.js";
 import type { HttpEndpoint } from "../http/http-endpoint.js";
 import type { Logger } from "../logger.js";
-import { writeAnswer } from "./node-edge.js";
+import { writeAnswer } from "./answer.js";
 
 /** The slow-client bounds of the API port, applied here too. */
 export interface MetricsServerOptions {

@@ -1,4 +1,9 @@
-import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
+import {
+  createServer as createHttpServer,
+  type Server as HttpServer,
+  type IncomingMessage,
+  type ServerResponse,
+} from "node:http";
 import {
   createServer as createHttp2Server,
   type Http2Server,
@@ -30,6 +35,17 @@ export interface NodeServer {
   close(deadlineMs?: number): Promise<{ cut: number }>;
 }
 
+/** What the servers of one port share: the connections open, the sessions, and whether it drains. */
+interface PortState {
+  draining: boolean;
+  /** Every accepted socket. */
+  readonly sockets: Set<Socket>;
+  /** Each open HTTP/2 session, with what closes it gracefully (GOAWAY, then the streams in flight finish). */
+  readonly sessions: Map<Http2Session, () => void>;
+  /** The HTTP/1.1 connections and their requests in progress (a socket is busy from its first bytes). */
+  readonly h1Busy: Map<Duplex, { requests: number; awaitingFirst: boolean }>;
+}
+
 /**
  * Every surface on one port. Node's cleartext HTTP/2 server cannot also speak
  * HTTP/1.1 (`allowHTTP1` is TLS-only), so a TCP server peeks at the first
@@ -40,10 +56,41 @@ export interface NodeServer {
 export function createNodeServer(app: App): NodeServer {
   // Every request, HTTP/1.1 or HTTP/2, goes through the one edge.
   const edge = createNodeEdge(app);
+  const state: PortState = { draining: false, sockets: new Set(), sessions: new Map(), h1Busy: new Map() };
+  const h1 = createH1Server(app, edge, state);
+  const h2 = createH2Server(app, edge, state);
+  const server = createNetServer(peekingRoute(app, state, h1, h2));
+  return {
+    server,
+    close: (deadlineMs = app.config.shutdownTimeoutMs) =>
+      new Promise((resolve) => {
+        state.draining = true;
+        let timer: NodeJS.Timeout | undefined;
+        // Called back once every accepted connection has closed.
+        server.close(() => {
+          clearTimeout(timer);
+          resolve({ cut: 0 });
+        });
+        edge.drain();
+        for (const close of state.sessions.values()) close();
+        // Kept-alive connections between requests close now, as Node's own server.close() does.
+        // Connections whose first bytes have not arrived yet stay: they will be refused when they speak.
+        for (const [socket, busy] of state.h1Busy) if (busy.requests === 0) socket.destroy();
+        timer = setTimeout(() => {
+          const cut = state.sockets.size;
+          for (const session of state.sessions.keys()) session.destroy();
+          for (const socket of state.sockets) socket.destroy();
+          resolve({ cut });
+        }, deadlineMs);
+      }),
+  };
+}
 
+/** The HTTP/1.1 server, handed connections by the peek (it never listens itself). */
+function createH1Server(app: App, edge: NodeEdge, state: PortState): HttpServer {
   // Slow clients (slowloris, a body that never ends) get 408 and the connection closed. Node checks
   // the timeouts every connectionsCheckingInterval, so it is a fraction of the shortest one.
-  const { headersTimeoutMs, requestTimeoutMs, bodyTimeoutMs, http2IdleTimeoutMs } = app.config.http;
+  const { headersTimeoutMs, requestTimeoutMs, bodyTimeoutMs } = app.config.http;
   const h1 = createHttpServer(
     {
       headersTimeout: headersTimeoutMs,
@@ -58,7 +105,21 @@ export function createNodeServer(app: App): NodeServer {
   // (it is handed connections), so start the checks by hand.
   h1.emit("listening");
   if (underDeno) markListening(h1);
+  // What close() needs to drain: which HTTP/1.1 connections are between requests.
+  h1.on("request", (req: IncomingMessage, res: ServerResponse) => {
+    bodyDeadline(req, res, bodyTimeoutMs);
+    const busy = state.h1Busy.get(req.socket);
+    if (busy === undefined) return;
+    if (busy.awaitingFirst) busy.awaitingFirst = false;
+    else busy.requests++;
+    res.once("close", () => busy.requests--);
+  });
+  return h1;
+}
 
+/** The HTTP/2 server, handed connections by the peek. */
+function createH2Server(app: App, edge: NodeEdge, state: PortState): Http2Server {
+  const { bodyTimeoutMs, http2IdleTimeoutMs } = app.config.http;
   // Node's default lets one connection open 2^32-1 streams at once, each holding a request
   // (and its body) in memory: bounded here, announced to the client in SETTINGS.
   const h2 = createHttp2Server(
@@ -66,16 +127,13 @@ export function createNodeServer(app: App): NodeServer {
     edge.handle,
   );
   serveLeanStreams(h2, edge);
-  // Each open session, with what closes it gracefully (GOAWAY, then the streams in flight finish).
-  const sessions = new Map<Http2Session, () => void>();
   h2.on("session", (session) => {
-    sessions.set(session, underDeno ? quietOnPeerGoaway(session) : () => session.close());
-    session.once("close", () => sessions.delete(session));
+    state.sessions.set(session, underDeno ? quietOnPeerGoaway(session) : () => session.close());
+    session.once("close", () => state.sessions.delete(session));
     session.setTimeout(http2IdleTimeoutMs, () => session.destroy());
     // A connection accepted before the drain but speaking only now: GOAWAY before any stream.
-    if (draining) sessions.get(session)?.();
+    if (state.draining) state.sessions.get(session)?.();
   });
-
   // HTTP/2 has no request timeout of its own: a stream whose request body has not ended within the body
   // deadline of its headers is cancelled. A body that ended but was never read (a GET answered by REST) is done.
   h2.on("stream", (stream) => {
@@ -87,32 +145,23 @@ export function createNodeServer(app: App): NodeServer {
     stream.once("end", clear);
     stream.once("close", clear);
   });
+  return h2;
+}
 
-  // What close() needs to drain: every accepted socket, and which HTTP/1.1 ones are between requests.
-  let draining = false;
-  const sockets = new Set<Socket>();
-  // A socket is handed to HTTP/1.1 with its first request's bytes in hand, so it counts as busy from then.
-  const h1Busy = new Map<Duplex, { requests: number; awaitingFirst: boolean }>();
-  h1.on("request", (req: IncomingMessage, res: ServerResponse) => {
-    bodyDeadline(req, res, bodyTimeoutMs);
-    const busy = h1Busy.get(req.socket);
-    if (busy === undefined) return;
-    if (busy.awaitingFirst) busy.awaitingFirst = false;
-    else busy.requests++;
-    res.once("close", () => busy.requests--);
-  });
-
+/** The TCP server's connection listener: reads the first bytes and hands the socket to HTTP/2 or HTTP/1.1. */
+function peekingRoute(app: App, state: PortState, h1: HttpServer, h2: Http2Server): (socket: Socket) => void {
   const { maxConnections } = app.config;
-  const route = (socket: Socket): void => {
+  const { headersTimeoutMs } = app.config.http;
+  return (socket) => {
     socket.on("error", () => socket.destroy());
     // Past MAX_CONNECTIONS a new connection is closed at once, before anything of it is read.
-    if (sockets.size >= maxConnections) {
+    if (state.sockets.size >= maxConnections) {
       app.metrics.connectionRefused();
       socket.destroy();
       return;
     }
-    sockets.add(socket);
-    socket.once("close", () => sockets.delete(socket));
+    state.sockets.add(socket);
+    socket.once("close", () => state.sockets.delete(socket));
     let seen: Buffer = Buffer.alloc(0);
     // A connection that has not said which protocol it speaks within HTTP_HEADERS_TIMEOUT_MS of its accept is
     // closed, like a request whose headers never end: one deadline, not an idle timeout a byte at a time restarts.
@@ -127,63 +176,46 @@ export function createNodeServer(app: App): NodeServer {
       if (isH2 && seen.length < H2_PREFACE.length) return; // not enough bytes to tell yet
       socket.off("data", onData);
       clearTimeout(peekDeadline);
-      if (isH2) {
-        // Without TCP_NODELAY, Nagle's algorithm held small gRPC frames ~40 ms (BENCHMARKS.md:
-        // gRPC GET p50 57 -> 8 ms). Sockets handed over by the peeking server never get it set.
-        socket.setNoDelay(true);
-        // The session reads the socket's native handle itself, and takes the bytes already read
-        // (the preface) from its buffer first (nodejs/node#35475): no JavaScript stream in between.
-        socket.pause();
-        socket.unshift(seen);
-        // Deno's session writes frame by frame: a turn's writes go out as one (deno-socket.ts).
-        if (underDeno) coalesceWrites(socket);
-        h2.emit("connection", socket);
-      } else if (underDeno) {
-        // Deno's HTTP/1.1 server garbles a socket handed over as below: it gets a copy (deno-socket.ts),
-        // on which Deno's server leaves Nagle's algorithm on, where Node's turns it off (40 ms per answer).
-        socket.setNoDelay(true);
-        coalesceWrites(socket);
-        const connection = replayingSocket(socket, seen);
-        h1Busy.set(connection, { requests: 1, awaitingFirst: true });
-        socket.once("close", () => h1Busy.delete(connection));
-        h1.emit("connection", connection);
-      } else {
-        socket.pause();
-        socket.unshift(seen);
-        h1Busy.set(socket, { requests: 1, awaitingFirst: true });
-        socket.once("close", () => h1Busy.delete(socket));
-        h1.emit("connection", socket);
-        socket.resume();
-      }
+      if (isH2) handToH2(socket, seen, h2);
+      else handToH1(socket, seen, h1, state);
     };
     socket.on("data", onData);
   };
-  const server = createNetServer(route);
+}
 
-  return {
-    server,
-    close: (deadlineMs = app.config.shutdownTimeoutMs) =>
-      new Promise((resolve) => {
-        draining = true;
-        let timer: NodeJS.Timeout | undefined;
-        // Called back once every accepted connection has closed.
-        server.close(() => {
-          clearTimeout(timer);
-          resolve({ cut: 0 });
-        });
-        edge.drain();
-        for (const close of sessions.values()) close();
-        // Kept-alive connections between requests close now, as Node's own server.close() does.
-        // Connections whose first bytes have not arrived yet stay: they will be refused when they speak.
-        for (const [socket, busy] of h1Busy) if (busy.requests === 0) socket.destroy();
-        timer = setTimeout(() => {
-          const cut = sockets.size;
-          for (const session of sessions.keys()) session.destroy();
-          for (const socket of sockets) socket.destroy();
-          resolve({ cut });
-        }, deadlineMs);
-      }),
-  };
+/** Hands a connection that began with the HTTP/2 preface (`seen`) to the HTTP/2 server. */
+function handToH2(socket: Socket, seen: Buffer, h2: Http2Server): void {
+  // Without TCP_NODELAY, Nagle's algorithm held small gRPC frames ~40 ms (BENCHMARKS.md:
+  // gRPC GET p50 57 -> 8 ms). Sockets handed over by the peeking server never get it set.
+  socket.setNoDelay(true);
+  // The session reads the socket's native handle itself, and takes the bytes already read
+  // (the preface) from its buffer first (nodejs/node#35475): no JavaScript stream in between.
+  socket.pause();
+  socket.unshift(seen);
+  // Deno's session writes frame by frame: a turn's writes go out as one (deno-socket.ts).
+  if (underDeno) coalesceWrites(socket);
+  h2.emit("connection", socket);
+}
+
+/** Hands a connection that began with anything else (`seen`) to the HTTP/1.1 server. */
+function handToH1(socket: Socket, seen: Buffer, h1: HttpServer, state: PortState): void {
+  if (underDeno) {
+    // Deno's HTTP/1.1 server garbles a socket handed over as below: it gets a copy (deno-socket.ts),
+    // on which Deno's server leaves Nagle's algorithm on, where Node's turns it off (40 ms per answer).
+    socket.setNoDelay(true);
+    coalesceWrites(socket);
+    const connection = replayingSocket(socket, seen);
+    state.h1Busy.set(connection, { requests: 1, awaitingFirst: true });
+    socket.once("close", () => state.h1Busy.delete(connection));
+    h1.emit("connection", connection);
+    return;
+  }
+  socket.pause();
+  socket.unshift(seen);
+  state.h1Busy.set(socket, { requests: 1, awaitingFirst: true });
+  socket.once("close", () => state.h1Busy.delete(socket));
+  h1.emit("connection", socket);
+  socket.resume();
 }
 
 /** Listens on `port` (0: any free port) and resolves with the port bound. */

@@ -13,9 +13,9 @@ import { TenantAdminService } from "../../gen/asor/v1/tenant_admin_service_pb.js
 import { parseConfig } from "../../src/config.js";
 import { type ListRequestParts, parseListQuery } from "../../src/domain/list-query.js";
 import { contractIssues } from "../../src/domain/validation.js";
-import { formatOpenApiDocument } from "../../src/surfaces/endpoints/openapi/openapi-document.js";
-import { REQUEST_LINE_BUDGET } from "../../src/surfaces/endpoints/openapi/query-parameters.js";
-import { registryOpenApiDocument } from "../../src/surfaces/endpoints/openapi/registry-openapi.js";
+import { formatOpenApiDocument } from "../../src/surfaces/rest/openapi/openapi-document.js";
+import { REQUEST_LINE_BUDGET } from "../../src/surfaces/rest/openapi/query-parameters.js";
+import { registryOpenApiDocument } from "../../src/surfaces/rest/openapi/registry-openapi.js";
 import { buildRouteTable } from "../../src/surfaces/rest/route-table.js";
 import { exampleDefinition } from "../support/definitions.js";
 import { listRequestParts } from "../support/list-request-parts.js";

@@ -2,8 +2,8 @@ import { type DescField, type DescMessage, type DescService, type JsonObject, Sc
 import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import { challengeOf, ERRORS, type ErrorCode, RegistryError } from "../../../domain/errors.js";
 import type { Policy } from "../../../operations/registry-operations.js";
-import { HEADER_FIELDS } from "../../rest/request.js";
-import { buildRouteTable, type RestRoute } from "../../rest/route-table.js";
+import { HEADER_FIELDS } from "../request.js";
+import { buildRouteTable, type RestRoute } from "../route-table.js";
 import { createMessageSchemas, type MessageSchemas } from "./message-schemas.js";
 import { leadingComment } from "./proto-comments.js";
 import {
