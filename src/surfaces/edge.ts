@@ -23,11 +23,12 @@ import { connectDoor } from "./connect/door.js";
 import { catalogDoor, endpointsDoor } from "./endpoints/door.js";
 import { grpcDoor } from "./grpc/door.js";
 import { type Door, type EdgeAnswer, type EdgeRequest, requestTarget } from "./pipeline/door.js";
-import { createMessageChecks } from "./pipeline/message-check.js";
+import { checksOf, createMessageCheck } from "./pipeline/message-check.js";
 import type { LeanOptions } from "./pipeline/pipeline.js";
 import { restDoor } from "./rest/door.js";
 import type { RestSurface } from "./rest/surface.js";
 import { routerDoor } from "./router/door.js";
+import { createRouterCheck } from "./router/message-check.js";
 
 export type { EdgeAnswer, EdgeRequest, RequestAddresses } from "./pipeline/door.js";
 
@@ -65,11 +66,18 @@ export function createDoors(options: EdgeOptions): readonly Door<unknown>[] {
   const { operations, unary, streams, lean } = options;
   const admit = createAdmission(options);
   const compressions = options.routerOptions.acceptCompression ?? [];
-  const checks = createMessageChecks(operations, options.maxBodyBytes, compressions);
+  const checks = checksOf(operations, (method) => createMessageCheck(method, options.maxBodyBytes, compressions));
+  const routerChecks = checksOf(operations, (method) => createRouterCheck(method, options.maxBodyBytes, compressions));
   return [
     grpcDoor({ unary, streams, operations, checks, admit, options: lean }),
     connectDoor({ unary, operations, checks, admit, options: lean }),
-    routerDoor({ routes: options.routes, routerOptions: options.routerOptions, operations, checks, admit }),
+    routerDoor({
+      routes: options.routes,
+      routerOptions: options.routerOptions,
+      operations,
+      checks: routerChecks,
+      admit,
+    }),
     endpointsDoor(options.endpoints),
     ...(options.catalog === undefined ? [] : [catalogDoor(options.catalog)]),
     restDoor(options.rest, admit),

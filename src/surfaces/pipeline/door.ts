@@ -10,7 +10,7 @@ import type { UniversalServerRequest, UniversalServerResponse } from "@connectrp
 import type { HttpAnswer, StreamAnswer } from "../../http/http-answer.js";
 import type { RequestRecord } from "../../observability/request-record.js";
 import type { Admission, Operation } from "../../operations/operation.js";
-import type { BodyRead } from "./message-check.js";
+import type { BodyRead } from "./message-decoder.js";
 import type { PipelineCall, RpcCall, RpcMessage } from "./pipeline.js";
 
 /** A request as the edge reads it, whichever runtime received it. */

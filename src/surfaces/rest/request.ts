@@ -4,7 +4,7 @@
  * parameters for the fields left. The body is read once, parsed once and
  * decoded once, straight into the input message.
  */
-import { create, type DescMessage, type Message, ScalarType } from "@bufbuild/protobuf";
+import { create, type DescField, type DescMessage, type Message, ScalarType } from "@bufbuild/protobuf";
 import { createIssueCollector, type Issue, invalid, issueAt, RegistryError, tooLarge } from "../../domain/errors.js";
 import { parseEntityTags } from "../../domain/lifecycle.js";
 import { checkJsonBody, messageOfCheckedJson } from "../encoding/body-check.js";
@@ -190,6 +190,34 @@ async function decodeBody(route: RestRoute, parts: RestRequestParts, maxBodyByte
   return messageOfCheckedJson(target, checked.value);
 }
 
+/** A query parameter's value as its scalar field takes it, or the issue with it. */
+function scalarFromQuery(
+  field: DescField & { fieldKind: "scalar" },
+  value: string,
+): { value: unknown } | { issue: Issue } {
+  const { jsonName } = field;
+  switch (field.scalar) {
+    case ScalarType.BOOL:
+      if (value !== "true" && value !== "false")
+        return { issue: issueAt(jsonName, "INVALID_TYPE", `${jsonName} must be true or false, not "${value}".`) };
+      return { value: value === "true" };
+    case ScalarType.INT32: {
+      if (!/^-?\d+$/.test(value))
+        return { issue: issueAt(jsonName, "INVALID_TYPE", `${jsonName} must be an integer, not "${value}".`) };
+      // Ten digits can still overflow an int32, which would fail deep inside encoding as a 500.
+      const range = int32RangeIssue(Number(value), jsonName);
+      return range !== undefined ? { issue: range } : { value: Number(value) };
+    }
+    case ScalarType.INT64:
+      // The watch's `since`: a revision, at most 18 digits so that it is a safe integer's text.
+      if (!/^\d{1,15}$/.test(value))
+        return { issue: issueAt(jsonName, "INVALID_TYPE", `${jsonName} must be a revision (digits), not "${value}".`) };
+      return { value: BigInt(value) };
+    default:
+      return { value };
+  }
+}
+
 /** Sets path variables and query parameters on the request, reporting every bad one. */
 function fieldsFromUrl(
   route: RestRoute,
@@ -240,38 +268,9 @@ function fieldsFromUrl(
       continue;
     }
     bound.add(field.name);
-    if (field.scalar === ScalarType.BOOL) {
-      if (value !== "true" && value !== "false") {
-        issues.push(
-          issueAt(field.jsonName, "INVALID_TYPE", `${field.jsonName} must be true or false, not "${value}".`),
-        );
-        continue;
-      }
-      init[field.localName] = value === "true";
-    } else if (field.scalar === ScalarType.INT32) {
-      if (!/^-?\d+$/.test(value)) {
-        issues.push(issueAt(field.jsonName, "INVALID_TYPE", `${field.jsonName} must be an integer, not "${value}".`));
-        continue;
-      }
-      // Ten digits can still overflow an int32, which would fail deep inside encoding as a 500.
-      const range = int32RangeIssue(Number(value), field.jsonName);
-      if (range !== undefined) {
-        issues.push(range);
-        continue;
-      }
-      init[field.localName] = Number(value);
-    } else if (field.scalar === ScalarType.INT64) {
-      // The watch's `since`: a revision, at most 18 digits so that it is a safe integer's text.
-      if (!/^\d{1,15}$/.test(value)) {
-        issues.push(
-          issueAt(field.jsonName, "INVALID_TYPE", `${field.jsonName} must be a revision (digits), not "${value}".`),
-        );
-        continue;
-      }
-      init[field.localName] = BigInt(value);
-    } else {
-      init[field.localName] = value;
-    }
+    const parsed = scalarFromQuery(field, value);
+    if ("issue" in parsed) issues.push(parsed.issue);
+    else init[field.localName] = parsed.value;
   }
   return issues;
 }

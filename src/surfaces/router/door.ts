@@ -9,7 +9,8 @@ import type { UniversalHandler } from "@connectrpc/connect/protocol";
 import { requestValues, rpcProtocolOf } from "../../observability/request-record.js";
 import type { Operations } from "../../operations/operation.js";
 import type { Admit, Door } from "../pipeline/door.js";
-import type { MessageChecks } from "../pipeline/message-check.js";
+import type { Checks } from "../pipeline/message-check.js";
+import type { RouterCheck } from "./message-check.js";
 import { verdictKey } from "./routes.js";
 
 export interface RouterDoorOptions {
@@ -18,7 +19,8 @@ export interface RouterDoorOptions {
   /** Options of Connect's router (limits, compression) for this runtime. */
   readonly routerOptions: ConnectRouterOptions;
   readonly operations: Operations;
-  readonly checks: MessageChecks;
+  /** The router's message checks (message-check.ts). */
+  readonly checks: Checks<RouterCheck>;
   readonly admit: Admit;
 }
 

@@ -55,9 +55,7 @@ export function createHealthRoutes({
     );
   const response = (s: Status) => create(HealthCheckResponseSchema, { status: s });
   const probe = createSharedProbe(status, watchIntervalMillis);
-  let open = 0;
-  /** Watches open per connection; a connection without one has no entry. */
-  const perConnection = new WeakMap<object, number>();
+  const seats = new WatchSeats(maxWatches, maxWatchesPerConnection);
 
   return (router: ConnectRouter): void => {
     router.service(Health, {
@@ -66,35 +64,15 @@ export function createHealthRoutes({
         return response(await status());
       },
       async *watch({ service }, { signal, values }) {
-        if (open >= maxWatches)
-          throw new ConnectError(
-            `at most ${maxWatches} health watches may be open at once; use Check, or watch again later`,
-            Code.ResourceExhausted,
-          );
-        const connection = values.get(connectionKey);
-        const onConnection = connection === undefined ? 0 : (perConnection.get(connection) ?? 0);
-        if (onConnection >= maxWatchesPerConnection) {
-          throw new ConnectError(
-            `at most ${maxWatchesPerConnection} health watches may be open on one connection; use Check, or watch ` +
-              `again later`,
-            Code.ResourceExhausted,
-          );
-        }
         // Counted out once, when the client leaves or the call ends: Connect may leave a generator
         // whose client left suspended at its `yield`, never to run its `finally`.
-        open++;
-        if (connection !== undefined) perConnection.set(connection, onConnection + 1);
+        const vacate = seats.take(values.get(connectionKey));
         let leave: (() => void) | undefined;
         let counted = true;
         const release = (): void => {
           if (!counted) return;
           counted = false;
-          open--;
-          if (connection !== undefined) {
-            const left = (perConnection.get(connection) ?? 1) - 1;
-            if (left > 0) perConnection.set(connection, left);
-            else perConnection.delete(connection);
-          }
+          vacate();
           leave?.();
           signal.removeEventListener("abort", release);
         };
@@ -123,6 +101,43 @@ export function createHealthRoutes({
       },
     });
   };
+}
+
+/** The places of health watches: at most `max` open at once, at most `perConnection` on one connection. */
+class WatchSeats {
+  #open = 0;
+  /** Watches open per connection; a connection without one has no entry. */
+  readonly #byConnection = new WeakMap<object, number>();
+  constructor(
+    private readonly max: number,
+    private readonly perConnection: number,
+  ) {}
+
+  /** Takes a place for a watch on `connection`, or throws RESOURCE_EXHAUSTED; returns what gives it back. */
+  take(connection: object | undefined): () => void {
+    if (this.#open >= this.max)
+      throw new ConnectError(
+        `at most ${this.max} health watches may be open at once; use Check, or watch again later`,
+        Code.ResourceExhausted,
+      );
+    const onConnection = connection === undefined ? 0 : (this.#byConnection.get(connection) ?? 0);
+    if (onConnection >= this.perConnection) {
+      throw new ConnectError(
+        `at most ${this.perConnection} health watches may be open on one connection; use Check, or watch ` +
+          `again later`,
+        Code.ResourceExhausted,
+      );
+    }
+    this.#open++;
+    if (connection !== undefined) this.#byConnection.set(connection, onConnection + 1);
+    return () => {
+      this.#open--;
+      if (connection === undefined) return;
+      const left = (this.#byConnection.get(connection) ?? 1) - 1;
+      if (left > 0) this.#byConnection.set(connection, left);
+      else this.#byConnection.delete(connection);
+    };
+  }
 }
 
 /** One probe of the database shared by every watch: runs every `intervalMillis` while any watch has joined. */

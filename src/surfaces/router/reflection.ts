@@ -5,6 +5,7 @@ import {
   type DescService,
   fromBinary,
   type MessageInitShape,
+  type Registry,
   toBinary,
 } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
@@ -28,40 +29,43 @@ export interface ReflectionOptions {
 type Answer = MessageInitShape<typeof ServerReflectionResponseSchema>;
 
 /**
- * gRPC server reflection (`grpc.reflection.v1` and `v1alpha`), so `buf curl`
- * and grpcurl can call the server without a copy of its schema. It answers
- * from the file descriptors that protobuf-es generated into gen/, the same
- * ones the handlers run on, so the schema it gives cannot drift from the
- * server. It lists the given services and itself.
+ * The files reflection describes: the given services' and reflection's own, every file they import, and the
+ * further files asked for; each encoded once, when first sent.
  */
-export function createReflectionRoutes({ services, files = [] }: ReflectionOptions): (router: ConnectRouter) => void {
-  const reflection = [ServerReflection, v1alpha.ServerReflection];
-  const byName = new Map<string, DescFile>();
-  const addFile = (file: DescFile): void => {
-    if (byName.has(file.proto.name)) return;
-    byName.set(file.proto.name, file);
-    for (const dependency of file.dependencies) addFile(dependency);
-  };
-  for (const service of [...services, ...reflection]) addFile(service.file);
-  for (const file of files) addFile(file);
-  const registry = createRegistry(...byName.values());
-  const serviceNames = [...services, ...reflection].map((s) => s.typeName);
-  const encoded = new Map<string, Uint8Array>();
-  const bytesOf = (file: DescFile): Uint8Array => {
-    let bytes = encoded.get(file.proto.name);
+class Descriptors {
+  readonly byName = new Map<string, DescFile>();
+  readonly registry: Registry;
+  readonly serviceNames: readonly string[];
+  readonly #encoded = new Map<string, Uint8Array>();
+
+  constructor(services: readonly DescService[], files: readonly DescFile[]) {
+    for (const service of services) this.#add(service.file);
+    for (const file of files) this.#add(file);
+    this.registry = createRegistry(...this.byName.values());
+    this.serviceNames = services.map((s) => s.typeName);
+  }
+
+  #add(file: DescFile): void {
+    if (this.byName.has(file.proto.name)) return;
+    this.byName.set(file.proto.name, file);
+    for (const dependency of file.dependencies) this.#add(dependency);
+  }
+
+  bytesOf(file: DescFile): Uint8Array {
+    let bytes = this.#encoded.get(file.proto.name);
     if (bytes === undefined) {
       bytes = toBinary(FileDescriptorProtoSchema, file.proto);
-      encoded.set(file.proto.name, bytes);
+      this.#encoded.set(file.proto.name, bytes);
     }
     return bytes;
-  };
+  }
 
   /** The file that defines `symbol`: a type, a service, or a method, field or enum value inside one. */
-  const fileContaining = (symbol: string): DescFile | undefined => {
-    const found = registry.get(symbol);
+  fileContaining(symbol: string): DescFile | undefined {
+    const found = this.registry.get(symbol);
     if (found !== undefined) return found.file;
     const dot = symbol.lastIndexOf(".");
-    const parent = dot < 0 ? undefined : registry.get(symbol.slice(0, dot));
+    const parent = dot < 0 ? undefined : this.registry.get(symbol.slice(0, dot));
     if (parent === undefined) return undefined;
     const member = symbol.slice(dot + 1);
     const members: readonly { name: string }[] =
@@ -73,72 +77,82 @@ export function createReflectionRoutes({ services, files = [] }: ReflectionOptio
             ? parent.values
             : [];
     return members.some((m) => m.name === member) ? parent.file : undefined;
-  };
+  }
 
   /**
    * The file and, as grpc-go does, every file it imports that this stream has
    * not been sent yet (a client keeps what it was sent).
    */
-  const withImports = (file: DescFile, sent: Set<string>): Answer["messageResponse"] => {
-    const out: Uint8Array[] = [bytesOf(file)];
+  withImports(file: DescFile, sent: Set<string>): Answer["messageResponse"] {
+    const out: Uint8Array[] = [this.bytesOf(file)];
     sent.add(file.proto.name);
     const pending = [...file.dependencies];
     for (let dependency = pending.shift(); dependency !== undefined; dependency = pending.shift()) {
       if (sent.has(dependency.proto.name)) continue;
       sent.add(dependency.proto.name);
-      out.push(bytesOf(dependency));
+      out.push(this.bytesOf(dependency));
       pending.push(...dependency.dependencies);
     }
     return { case: "fileDescriptorResponse", value: { fileDescriptorProto: out } };
-  };
+  }
+}
 
-  const notFound = (what: string): Answer["messageResponse"] => ({
-    case: "errorResponse",
-    value: { errorCode: Code.NotFound, errorMessage: `${what} not found` },
-  });
+function notFound(what: string): Answer["messageResponse"] {
+  return { case: "errorResponse", value: { errorCode: Code.NotFound, errorMessage: `${what} not found` } };
+}
 
-  const answer = (request: ServerReflectionRequest, sent: Set<string>): Answer => {
-    const { messageRequest: m } = request;
-    let messageResponse: Answer["messageResponse"];
-    if (m.case === "listServices") {
-      messageResponse = { case: "listServicesResponse", value: { service: serviceNames.map((name) => ({ name })) } };
-    } else if (m.case === "fileByFilename") {
-      const file = byName.get(m.value);
-      messageResponse = file === undefined ? notFound(`file "${m.value}"`) : withImports(file, sent);
-    } else if (m.case === "fileContainingSymbol") {
-      const file = fileContaining(m.value);
-      messageResponse = file === undefined ? notFound(`symbol "${m.value}"`) : withImports(file, sent);
-    } else if (m.case === "fileContainingExtension") {
-      const { containingType, extensionNumber } = m.value;
-      const extendee = registry.getMessage(containingType);
-      const extension = extendee === undefined ? undefined : registry.getExtensionFor(extendee, extensionNumber);
-      messageResponse =
-        extension === undefined
-          ? notFound(`extension ${extensionNumber} of "${containingType}"`)
-          : withImports(extension.file, sent);
-    } else if (m.case === "allExtensionNumbersOfType") {
-      const extendee = registry.getMessage(m.value);
-      const numbers = [...registry].flatMap((d) =>
-        d.kind === "extension" && d.extendee.typeName === m.value ? [d.number] : [],
-      );
-      messageResponse =
-        extendee === undefined
-          ? notFound(`type "${m.value}"`)
-          : { case: "allExtensionNumbersResponse", value: { baseTypeName: m.value, extensionNumber: numbers } };
-    } else {
-      messageResponse = {
-        case: "errorResponse",
-        value: { errorCode: Code.InvalidArgument, errorMessage: "the request names no message_request" },
-      };
-    }
-    return { validHost: request.host, originalRequest: request, messageResponse };
-  };
+/** The answer to one reflection request, from `d`; `sent`: the files this stream was sent already. */
+function answer(d: Descriptors, request: ServerReflectionRequest, sent: Set<string>): Answer {
+  const { messageRequest: m } = request;
+  let messageResponse: Answer["messageResponse"];
+  if (m.case === "listServices") {
+    messageResponse = { case: "listServicesResponse", value: { service: d.serviceNames.map((name) => ({ name })) } };
+  } else if (m.case === "fileByFilename") {
+    const file = d.byName.get(m.value);
+    messageResponse = file === undefined ? notFound(`file "${m.value}"`) : d.withImports(file, sent);
+  } else if (m.case === "fileContainingSymbol") {
+    const file = d.fileContaining(m.value);
+    messageResponse = file === undefined ? notFound(`symbol "${m.value}"`) : d.withImports(file, sent);
+  } else if (m.case === "fileContainingExtension") {
+    const { containingType, extensionNumber } = m.value;
+    const extendee = d.registry.getMessage(containingType);
+    const extension = extendee === undefined ? undefined : d.registry.getExtensionFor(extendee, extensionNumber);
+    messageResponse =
+      extension === undefined
+        ? notFound(`extension ${extensionNumber} of "${containingType}"`)
+        : d.withImports(extension.file, sent);
+  } else if (m.case === "allExtensionNumbersOfType") {
+    const extendee = d.registry.getMessage(m.value);
+    const numbers = [...d.registry].flatMap((x) =>
+      x.kind === "extension" && x.extendee.typeName === m.value ? [x.number] : [],
+    );
+    messageResponse =
+      extendee === undefined
+        ? notFound(`type "${m.value}"`)
+        : { case: "allExtensionNumbersResponse", value: { baseTypeName: m.value, extensionNumber: numbers } };
+  } else {
+    messageResponse = {
+      case: "errorResponse",
+      value: { errorCode: Code.InvalidArgument, errorMessage: "the request names no message_request" },
+    };
+  }
+  return { validHost: request.host, originalRequest: request, messageResponse };
+}
 
+/**
+ * gRPC server reflection (`grpc.reflection.v1` and `v1alpha`), so `buf curl`
+ * and grpcurl can call the server without a copy of its schema. It answers
+ * from the file descriptors that protobuf-es generated into gen/, the same
+ * ones the handlers run on, so the schema it gives cannot drift from the
+ * server. It lists the given services and itself.
+ */
+export function createReflectionRoutes({ services, files = [] }: ReflectionOptions): (router: ConnectRouter) => void {
+  const d = new Descriptors([...services, ServerReflection, v1alpha.ServerReflection], files);
   return (router: ConnectRouter): void => {
     router.service(ServerReflection, {
       async *serverReflectionInfo(requests) {
         const sent = new Set<string>();
-        for await (const request of requests) yield create(ServerReflectionResponseSchema, answer(request, sent));
+        for await (const request of requests) yield create(ServerReflectionResponseSchema, answer(d, request, sent));
       },
     });
     // v1alpha is v1 under another package name, field for field: its messages are re-read as v1.
@@ -152,7 +166,7 @@ export function createReflectionRoutes({ services, files = [] }: ReflectionOptio
           );
           const response = toBinary(
             ServerReflectionResponseSchema,
-            create(ServerReflectionResponseSchema, answer(asV1, sent)),
+            create(ServerReflectionResponseSchema, answer(d, asV1, sent)),
           );
           yield fromBinary(v1alpha.ServerReflectionResponseSchema, response);
         }

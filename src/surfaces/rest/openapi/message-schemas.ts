@@ -124,7 +124,7 @@ function ruleKeywords(rules: JsonObject, where: string): JsonObject {
     if (table === undefined)
       throw new Error(
         `${where}: protovalidate rules "${kind}" have no OpenAPI form; teach ` +
-          `src/surfaces/endpoints/openapi/message-schemas.ts`,
+          `src/surfaces/rest/openapi/message-schemas.ts`,
       );
     for (const [rule, ruleValue] of Object.entries(value as JsonObject)) {
       if (kind === "repeated" && rule === "items") continue; // applied to the items' schema
@@ -132,7 +132,7 @@ function ruleKeywords(rules: JsonObject, where: string): JsonObject {
       if (keyword === undefined)
         throw new Error(
           `${where}: protovalidate rule "${kind}.${rule}" has no OpenAPI form; teach ` +
-            `src/surfaces/endpoints/openapi/message-schemas.ts`,
+            `src/surfaces/rest/openapi/message-schemas.ts`,
         );
       Object.assign(out, keyword(ruleValue));
     }
@@ -152,43 +152,47 @@ function rulesOf(field: DescField): JsonObject {
  * named after the message, or as `names` says (full type name -> name).
  */
 export function createMessageSchemas(names: Readonly<Record<string, string>> = {}): MessageSchemas {
-  const components = new Map<string, JsonObject>();
-  const owners = new Map<string, string>();
+  return new SchemaBuilder(names);
+}
 
-  function componentName(desc: DescMessage): string {
-    const name = names[desc.typeName] ?? desc.name;
-    const owner = owners.get(name);
+/** createMessageSchemas's schemas: each component built once, when first referred to. */
+class SchemaBuilder implements MessageSchemas {
+  readonly #components = new Map<string, JsonObject>();
+  readonly #owners = new Map<string, string>();
+  constructor(private readonly names: Readonly<Record<string, string>>) {}
+
+  #componentName(desc: DescMessage): string {
+    const name = this.names[desc.typeName] ?? desc.name;
+    const owner = this.#owners.get(name);
     if (owner !== undefined && owner !== desc.typeName)
       throw new Error(`${owner} and ${desc.typeName} would both be the component ${name}`);
-    owners.set(name, desc.typeName);
+    this.#owners.set(name, desc.typeName);
     return name;
   }
 
-  function ref(desc: DescMessage): JsonObject {
+  ref(desc: DescMessage): JsonObject {
     if (desc.typeName === "google.protobuf.Timestamp") return { type: "string", format: "date-time" };
     if (desc.typeName.startsWith("google.protobuf."))
-      throw new Error(
-        `${desc.typeName} has no OpenAPI form yet; teach src/surfaces/endpoints/openapi/message-schemas.ts`,
-      );
-    const name = componentName(desc);
-    if (!components.has(name)) {
-      components.set(name, {}); // reserved first: messages may refer to themselves
-      components.set(name, messageSchema(desc));
+      throw new Error(`${desc.typeName} has no OpenAPI form yet; teach src/surfaces/rest/openapi/message-schemas.ts`);
+    const name = this.#componentName(desc);
+    if (!this.#components.has(name)) {
+      this.#components.set(name, {}); // reserved first: messages may refer to themselves
+      this.#components.set(name, this.#messageSchema(desc));
     }
     return { $ref: `#/components/schemas/${name}` };
   }
 
-  function isRequired(field: DescField): boolean {
+  isRequired(field: DescField): boolean {
     return rulesOf(field).required === true;
   }
 
-  function valueSchema(field: DescField, kind: "scalar" | "enum" | "message", rules: JsonObject): JsonObject {
-    if (kind === "message") return ref(field.message as DescMessage);
+  #valueSchema(field: DescField, kind: "scalar" | "enum" | "message", rules: JsonObject): JsonObject {
+    if (kind === "message") return this.ref(field.message as DescMessage);
     const base = kind === "enum" ? enumSchema(field.enum as DescEnum) : scalarSchema(field.scalar as ScalarType);
     return { ...base, ...ruleKeywords(rules, `${field.parent.typeName}.${field.name}`) };
   }
 
-  function field(desc: DescField): JsonObject {
+  field(desc: DescField): JsonObject {
     const rules = rulesOf(desc);
     const where = `${desc.parent.typeName}.${desc.name}`;
     let schema: JsonObject;
@@ -198,38 +202,17 @@ export function createMessageSchemas(names: Readonly<Record<string, string>> = {
         const itemRules = (repeated.items ?? {}) as JsonObject;
         schema = {
           type: "array",
-          items: valueSchema(desc, desc.listKind, itemRules),
+          items: this.#valueSchema(desc, desc.listKind, itemRules),
           ...ruleKeywords({ repeated }, where),
         };
         if (rules.required === true) schema.minItems = Math.max(Number(schema.minItems ?? 0), 1);
         break;
       }
       case "map":
-        schema = { type: "object", additionalProperties: valueSchema(desc, desc.mapKind, {}) };
+        schema = { type: "object", additionalProperties: this.#valueSchema(desc, desc.mapKind, {}) };
         break;
-      default: {
-        schema = valueSchema(desc, desc.fieldKind, rules);
-        // `required` on a field without presence means "not empty" to protovalidate.
-        const closed = schema.enum !== undefined || schema.const !== undefined;
-        const implicit = desc.presence === FeatureSet_FieldPresence.IMPLICIT;
-        if (
-          rules.required === true &&
-          !closed &&
-          desc.fieldKind === "scalar" &&
-          desc.scalar === ScalarType.STRING &&
-          implicit
-        ) {
-          schema.minLength = Math.max(Number(schema.minLength ?? 0), 1);
-        }
-        // On an enum without presence `required` means "not the zero value", so the document does not offer
-        // it; nor in an output-only message, since protobuf JSON leaves a field without presence out at its
-        // zero value: no response carries it.
-        const outputOnly = OUTPUT_ONLY.test(leadingComment(desc.parent));
-        if ((rules.required === true || outputOnly) && desc.fieldKind === "enum" && implicit) {
-          const zero = desc.enum.values.find((v) => v.number === 0)?.name;
-          schema.enum = (schema.enum as JsonValue[]).filter((name) => name !== zero);
-        }
-      }
+      default:
+        schema = singularSchema(desc, this.#valueSchema(desc, desc.fieldKind, rules), rules);
     }
     const description = leadingComment(desc);
     return {
@@ -239,10 +222,10 @@ export function createMessageSchemas(names: Readonly<Record<string, string>> = {
     };
   }
 
-  function messageSchema(desc: DescMessage): JsonObject {
+  #messageSchema(desc: DescMessage): JsonObject {
     const properties: JsonObject = {};
-    for (const f of desc.fields) properties[f.jsonName] = field(f);
-    const required = desc.fields.filter(isRequired).map((f) => f.jsonName);
+    for (const f of desc.fields) properties[f.jsonName] = this.field(f);
+    const required = desc.fields.filter((f) => this.isRequired(f)).map((f) => f.jsonName);
     const description = leadingComment(desc);
     return {
       type: "object",
@@ -253,10 +236,36 @@ export function createMessageSchemas(names: Readonly<Record<string, string>> = {
     };
   }
 
-  return {
-    ref,
-    field,
-    isRequired,
-    components: () => Object.fromEntries([...components].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))),
-  };
+  components(): JsonObject {
+    return Object.fromEntries([...this.#components].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  }
+}
+
+/** A singular field's schema (`schema`, its value's) with what `required` means for it. */
+function singularSchema(
+  desc: DescField & { fieldKind: "scalar" | "enum" | "message" },
+  schema: JsonObject,
+  rules: JsonObject,
+): JsonObject {
+  // `required` on a field without presence means "not empty" to protovalidate.
+  const closed = schema.enum !== undefined || schema.const !== undefined;
+  const implicit = desc.presence === FeatureSet_FieldPresence.IMPLICIT;
+  if (
+    rules.required === true &&
+    !closed &&
+    desc.fieldKind === "scalar" &&
+    desc.scalar === ScalarType.STRING &&
+    implicit
+  ) {
+    schema.minLength = Math.max(Number(schema.minLength ?? 0), 1);
+  }
+  // On an enum without presence `required` means "not the zero value", so the document does not offer
+  // it; nor in an output-only message, since protobuf JSON leaves a field without presence out at its
+  // zero value: no response carries it.
+  const outputOnly = OUTPUT_ONLY.test(leadingComment(desc.parent));
+  if ((rules.required === true || outputOnly) && desc.fieldKind === "enum" && implicit) {
+    const zero = desc.enum.values.find((v) => v.number === 0)?.name;
+    schema.enum = (schema.enum as JsonValue[]).filter((name) => name !== zero);
+  }
+  return schema;
 }
