@@ -42,11 +42,11 @@ export interface App {
   /** Every request of every surface, once its runtime's adapter has read it. */
   readonly edge: Edge;
   /**
-   * The request paths of the registry's RPCs whose binary gRPC calls the lean paths serve (every unary RPC, and
-   * the watch: grpc-unary.ts, grpc-stream.ts): a runtime's adapter may hand them to the edge straight from their
+   * The request paths of the registry's RPCs whose binary gRPC calls the edge serves itself (every unary RPC,
+   * and the watch: src/surfaces/grpc/): a runtime's adapter may hand them to the edge straight from their
    * HTTP/2 stream.
    */
-  readonly leanGrpcPaths: ReadonlySet<string>;
+  readonly grpcPaths: ReadonlySet<string>;
   /** The operations every surface runs, by method (for in-process use: tests, tools). */
   readonly operations: Operations;
   /** The access log and request metrics: a runtime's adapter starts a record per request and finishes it once. */
@@ -217,7 +217,7 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     // Binary gRPC calls and Connect unary POSTs of the registry's RPCs are served by the edge's pipeline.
     unary,
     streams,
-    lean: { logger, acceptCompression, compressMinBytes: COMPRESS_MIN_BYTES },
+    rpcOptions: { logger, acceptCompression, compressMinBytes: COMPRESS_MIN_BYTES },
     rest,
     endpoints,
     maxBodyBytes: config.maxBodyBytes,
@@ -242,7 +242,7 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     config,
     logger,
     edge,
-    leanGrpcPaths: new Set([...unary.keys(), ...streams.keys()]),
+    grpcPaths: new Set([...unary.keys(), ...streams.keys()]),
     operations,
     authenticator,
     requests,

@@ -28,7 +28,7 @@ export function createStreamHandler(
     const target = headers[":path"] ?? "/";
     const q = target.indexOf("?");
     const path = q === -1 ? target : target.slice(0, q);
-    if (headers[":method"] !== "POST" || !app.leanGrpcPaths.has(path) || !isBinaryGrpc(headers["content-type"]))
+    if (headers[":method"] !== "POST" || !app.grpcPaths.has(path) || !isBinaryGrpc(headers["content-type"]))
       return false;
     // A stream the client resets with an error code is destroyed with an error: without a listener it would
     // be the process's (the compatibility layer listens for its own streams). The close below tells what happened.
@@ -112,7 +112,7 @@ class StreamRequest implements EdgeRequest {
     return bodyBytes(this.stream, this.share, limit);
   }
   universal(): never {
-    throw new Error("A binary gRPC call of a registry RPC is served by the lean gRPC path, not Connect's router.");
+    throw new Error("A binary gRPC call of a registry RPC is served by the gRPC door, not Connect's router.");
   }
   addresses(): RequestAddresses {
     return socketAddresses(() => this.stream.session?.socket);
@@ -164,7 +164,7 @@ function sendPendingTrailers(this: ServerHttp2Stream): void {
 }
 
 /**
- * The lean gRPC watch's answer: headers at once, each chunk as it comes (waiting while the client's window is
+ * The gRPC watch's answer: headers at once, each chunk as it comes (waiting while the client's window is
  * full), then the trailers. Only a stream that ended with its trailers was answered: any earlier close (a reset,
  * a connection gone) aborts the call's signal, which ends the watch.
  */

@@ -42,9 +42,9 @@ export interface NodeEdge {
   /** Serves one request (the request listener of both Node servers). */
   handle(req: NodeRequest, res: NodeResponse): void;
   /**
-   * Serves an HTTP/2 stream itself when it is a binary gRPC call of one of the registry's unary RPCs (the lean
-   * gRPC path, without Node's compatibility request and response); false for any other stream, which the
-   * caller hands on to `handle` through them.
+   * Serves an HTTP/2 stream itself when it is a binary gRPC call of one of the registry's RPCs (h2-stream.ts,
+   * without Node's compatibility request and response); false for any other stream, which the caller hands on
+   * to `handle` through them.
    */
   handleStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, rawHeaders?: readonly string[]): boolean;
   /**

@@ -24,7 +24,7 @@ import { catalogDoor, endpointsDoor } from "./endpoints/door.js";
 import { grpcDoor } from "./grpc/door.js";
 import { type Door, type EdgeAnswer, type EdgeRequest, requestTarget } from "./pipeline/door.js";
 import { checksOf, createMessageCheck } from "./pipeline/message-check.js";
-import type { LeanOptions } from "./pipeline/pipeline.js";
+import type { RpcOptions } from "./pipeline/pipeline.js";
 import { restDoor } from "./rest/door.js";
 import type { RestSurface } from "./rest/surface.js";
 import { routerDoor } from "./router/door.js";
@@ -53,7 +53,7 @@ export interface EdgeOptions {
   /** The registry's server-streaming RPCs by request path: binary gRPC calls of them are served by grpc/. */
   readonly streams: ReadonlyMap<string, DescMethod>;
   /** The compressions and threshold of the RPCs the edge serves itself (the router's). */
-  readonly lean: LeanOptions;
+  readonly rpcOptions: RpcOptions;
   /** The catalog's pages at `/ui/` (and a browser's `/`), when served. */
   readonly catalog?: Catalog;
 }
@@ -63,14 +63,14 @@ export type Edge = (req: EdgeRequest, record: RequestRecord) => Promise<EdgeAnsw
 
 /** The edge's doors, in the order they are asked. */
 export function createDoors(options: EdgeOptions): readonly Door<unknown>[] {
-  const { operations, unary, streams, lean } = options;
+  const { operations, unary, streams, rpcOptions } = options;
   const admit = createAdmission(options);
   const compressions = options.routerOptions.acceptCompression ?? [];
   const checks = checksOf(operations, (method) => createMessageCheck(method, options.maxBodyBytes, compressions));
   const routerChecks = checksOf(operations, (method) => createRouterCheck(method, options.maxBodyBytes, compressions));
   return [
-    grpcDoor({ unary, streams, operations, checks, admit, options: lean }),
-    connectDoor({ unary, operations, checks, admit, options: lean }),
+    grpcDoor({ unary, streams, operations, checks, admit, options: rpcOptions }),
+    connectDoor({ unary, operations, checks, admit, options: rpcOptions }),
     routerDoor({
       routes: options.routes,
       routerOptions: options.routerOptions,

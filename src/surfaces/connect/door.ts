@@ -8,7 +8,7 @@ import type { Operations } from "../../operations/operation.js";
 import type { Admit, Door } from "../pipeline/door.js";
 import { rpcCallOf } from "../pipeline/door.js";
 import type { MessageChecks } from "../pipeline/message-check.js";
-import type { LeanOptions } from "../pipeline/pipeline.js";
+import type { RpcOptions } from "../pipeline/pipeline.js";
 import { connectUnaryFormat } from "./request.js";
 import { serveConnect } from "./unary.js";
 
@@ -18,7 +18,7 @@ export interface ConnectDoorOptions {
   readonly operations: Operations;
   readonly checks: MessageChecks;
   readonly admit: Admit;
-  readonly options: LeanOptions;
+  readonly options: RpcOptions;
 }
 
 export function connectDoor({

@@ -7,7 +7,7 @@
  */
 import { compressionNegotiate } from "@connectrpc/connect/protocol";
 import { parseContentType, parseTimeout } from "@connectrpc/connect/protocol-connect";
-import type { LeanOptions } from "../pipeline/pipeline.js";
+import type { RpcOptions } from "../pipeline/pipeline.js";
 
 // Connect's unary headers, lower-case as the edge reads them.
 const headerAcceptEncoding = "accept-encoding";
@@ -21,7 +21,7 @@ export function connectUnaryFormat(contentType: string | undefined): { binary: b
 }
 
 /** What a Connect unary POST's headers ask of the protocol: its compressions and its deadline. */
-export function connectRequestOptions(request: { header(name: string): string | undefined }, options: LeanOptions) {
+export function connectRequestOptions(request: { header(name: string): string | undefined }, options: RpcOptions) {
   return {
     timeout: parseTimeout(request.header(headerTimeout) ?? null, Number.MAX_SAFE_INTEGER),
     compression: compressionNegotiate(

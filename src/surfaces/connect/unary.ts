@@ -12,7 +12,7 @@
  */
 import type { HttpAnswer } from "../../http/http-answer.js";
 import { binaryResult, jsonResult, setResultHeaders } from "../encoding/rpc-result.js";
-import { type LeanOptions, messageOf, type RpcCall, runPipeline } from "../pipeline/pipeline.js";
+import { messageOf, type RpcCall, type RpcOptions, runPipeline } from "../pipeline/pipeline.js";
 import { callerConnectError } from "../pipeline/rpc-errors.js";
 import { connectRequestOptions, headerEncoding } from "./request.js";
 import { connectErrorAnswer } from "./status.js";
@@ -21,7 +21,7 @@ const JSON_TYPE = "application/json";
 const PROTO_TYPE = "application/proto";
 
 /** Serves one Connect unary POST of a registry RPC (`binary`: protobuf, else JSON). */
-export async function serveConnect(call: RpcCall, binary: boolean, options: LeanOptions): Promise<HttpAnswer> {
+export async function serveConnect(call: RpcCall, binary: boolean, options: RpcOptions): Promise<HttpAnswer> {
   const output = call.operation.method.output;
   const { timeout, compression } = connectRequestOptions(call, options);
   const headers: Record<string, string> = { "content-type": binary ? PROTO_TYPE : JSON_TYPE };

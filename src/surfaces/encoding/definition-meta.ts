@@ -277,7 +277,7 @@ const utf8 = new TextEncoder();
  * The binary encoding of `stored` as an answer, after `headroom` bytes left for the caller (a gRPC envelope's
  * prefix): its `meta`, then the stored bytes as they are, written once into one buffer (toBinary of the message
  * definitionWithMeta makes would copy the stored fields one by one through its writer, growing it as it goes).
- * What the lean paths write for a definition their handler handed over (registry-routes.ts, HandedOver).
+ * What the gRPC and Connect surfaces write for a definition (rpc-result.ts, grpc/unary.ts).
  */
 export function storedDefinitionBinary(stored: StoredDefinition, headroom = 0): Uint8Array {
   const binary = stored.binary;

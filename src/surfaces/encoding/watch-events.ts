@@ -27,7 +27,7 @@ interface Made {
   sse?: Uint8Array;
   binary?: AgentDefinitionEvent;
   json?: AgentDefinitionEvent;
-  /** The binary message in a gRPC envelope, plain and by compression (the lean gRPC watch, grpc-stream.ts). */
+  /** The binary message in a gRPC envelope, plain and by compression (the gRPC watch, grpc/stream.ts). */
   grpc?: Uint8Array;
   compressed?: Map<string, Promise<Uint8Array>>;
 }

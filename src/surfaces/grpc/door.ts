@@ -9,7 +9,7 @@ import type { Operations } from "../../operations/operation.js";
 import type { Admit, Door } from "../pipeline/door.js";
 import { rpcCallOf } from "../pipeline/door.js";
 import type { MessageChecks } from "../pipeline/message-check.js";
-import type { LeanOptions } from "../pipeline/pipeline.js";
+import type { RpcOptions } from "../pipeline/pipeline.js";
 import { isBinaryGrpc } from "./request.js";
 import { serveGrpcStream } from "./stream.js";
 import { serveGrpc } from "./unary.js";
@@ -22,7 +22,7 @@ export interface GrpcDoorOptions {
   readonly operations: Operations;
   readonly checks: MessageChecks;
   readonly admit: Admit;
-  readonly options: LeanOptions;
+  readonly options: RpcOptions;
 }
 
 export function grpcDoor({ unary, streams, operations, checks, admit, options }: GrpcDoorOptions): Door<DescMethod> {

@@ -8,7 +8,7 @@
 import type { ConnectError } from "@connectrpc/connect";
 import { type Compression, compressionNegotiate } from "@connectrpc/connect/protocol";
 import { parseTimeout } from "@connectrpc/connect/protocol-grpc";
-import type { LeanOptions } from "../pipeline/pipeline.js";
+import type { RpcOptions } from "../pipeline/pipeline.js";
 
 // gRPC's headers, lower-case as the edge reads them (Connect's constants are capitalized).
 const headerAcceptEncoding = "grpc-accept-encoding";
@@ -32,8 +32,8 @@ type Negotiated = ReturnType<typeof compressionNegotiate>;
 /** What a call's headers ask (grpcRequestOptions). */
 type RequestOptions = { compression: Negotiated; timeout: { timeoutMs?: number; error?: ConnectError } };
 
-/** The header reader of each LeanOptions (its compressions), made at its first call. */
-const readers = new WeakMap<LeanOptions, (request: { header(name: string): string | undefined }) => RequestOptions>();
+/** The header reader of each RpcOptions (its compressions), made at its first call. */
+const readers = new WeakMap<RpcOptions, (request: { header(name: string): string | undefined }) => RequestOptions>();
 
 /**
  * What a gRPC call's headers ask of the protocol, as Connect's gRPC handler reads them: the compression of the
@@ -42,7 +42,7 @@ const readers = new WeakMap<LeanOptions, (request: { header(name: string): strin
  */
 export function grpcRequestOptions(
   request: { header(name: string): string | undefined },
-  options: LeanOptions,
+  options: RpcOptions,
 ): RequestOptions {
   let reader = readers.get(options);
   if (reader === undefined) readers.set(options, (reader = headerReader(options)));
@@ -50,7 +50,7 @@ export function grpcRequestOptions(
 }
 
 /** grpcRequestOptions for the compressions of `options`, keeping the negotiations it made. */
-function headerReader(options: LeanOptions): (request: { header(name: string): string | undefined }) => RequestOptions {
+function headerReader(options: RpcOptions): (request: { header(name: string): string | undefined }) => RequestOptions {
   /** Negotiations without an error by `grpc-encoding` and `grpc-accept-encoding` (at most NEGOTIATIONS_KEPT). */
   const negotiated = new Map<string | undefined, Map<string | undefined, Negotiated>>();
   let kept = 0;

@@ -1,5 +1,5 @@
 /**
- * The lean gRPC watch: binary gRPC calls of the registry's server-streaming RPC (WatchAgentDefinitions), served
+ * The gRPC watch: binary gRPC calls of the registry's server-streaming RPC (WatchAgentDefinitions), served
  * with the same operation as every other surface but without Connect's handler. Through Connect each event
  * went to each watcher as its own message: serialized per watcher (toBinary of the definition a thousand
  * times for a thousand watchers), enveloped and written one by one through a pipeline of async iterables per
@@ -19,13 +19,13 @@ import type { WatchEvent } from "../../domain/watch.js";
 import type { StreamAnswer } from "../../http/http-answer.js";
 import { codeName } from "../../observability/request-record.js";
 import { grpcEvents } from "../encoding/watch-events.js";
-import { callSignal, type LeanOptions, messageOf, type RpcCall, runPipeline } from "../pipeline/pipeline.js";
+import { callSignal, messageOf, type RpcCall, type RpcOptions, runPipeline } from "../pipeline/pipeline.js";
 import { callerConnectError } from "../pipeline/rpc-errors.js";
 import { GRPC, grpcRequestOptions } from "./request.js";
 import { setGrpcStatus } from "./status.js";
 
 /** Serves one binary gRPC call of a server-streaming registry RPC. */
-export function serveGrpcStream(call: RpcCall, options: LeanOptions): Promise<StreamAnswer> {
+export function serveGrpcStream(call: RpcCall, options: RpcOptions): Promise<StreamAnswer> {
   const { record } = call;
   const headers: Record<string, string> = { "content-type": GRPC.contentType };
   const trailers = new Headers();

@@ -5,7 +5,7 @@
  * parse, invoke, serialize, compress, join, catch), a universal request and
  * response, and their conversion to and from Node's; for one message each
  * way that was the gRPC door's ceiling (BENCHMARKS.md, "Issue 19"). Here a
- * call is: the message the edge read and decoded once (rpc-message.ts), the
+ * call is: the message the edge read and decoded once (pipeline/message-check.ts), the
  * operation run once, and one answer: headers, one envelope, trailers. What
  * Connect's handler answers, this answers too: the same content type,
  * `grpc-encoding` negotiation (gzip and br in and out, answers under
@@ -23,7 +23,7 @@ import type { HttpAnswer } from "../../http/http-answer.js";
 import type { Result } from "../../operations/operation.js";
 import { storedDefinitionBinary } from "../encoding/definition-meta.js";
 import { binaryResult, setResultHeaders } from "../encoding/rpc-result.js";
-import { type LeanOptions, messageOf, type RpcCall, runPipeline } from "../pipeline/pipeline.js";
+import { messageOf, type RpcCall, type RpcOptions, runPipeline } from "../pipeline/pipeline.js";
 import { callerConnectError } from "../pipeline/rpc-errors.js";
 import { GRPC, grpcRequestOptions } from "./request.js";
 import { setGrpcStatus } from "./status.js";
@@ -54,7 +54,7 @@ function envelopeOf(
 const GRPC_OK = (): Record<string, string> => ({ "grpc-status": "0" });
 
 /** Serves one binary gRPC call of a unary registry RPC. */
-export function serveGrpc(call: RpcCall, options: LeanOptions): Promise<HttpAnswer> {
+export function serveGrpc(call: RpcCall, options: RpcOptions): Promise<HttpAnswer> {
   const { compression, timeout } = grpcRequestOptions(call, options);
   const output = call.operation.method.output;
   const headers: Record<string, string> = { "content-type": GRPC.contentType };

@@ -64,7 +64,7 @@ export interface RequestAddresses {
   readonly remote: string | undefined;
 }
 
-/** An answer: Connect's, for an RPC, a plain HTTP one, or a stream's (a watch: SSE, the lean gRPC watch). */
+/** An answer: Connect's, for an RPC, a plain HTTP one, or a stream's (a watch: SSE, the gRPC watch). */
 export type EdgeAnswer =
   | { readonly rpc: UniversalServerResponse; readonly http?: undefined; readonly stream?: undefined }
   | { readonly http: HttpAnswer; readonly rpc?: undefined; readonly stream?: undefined }

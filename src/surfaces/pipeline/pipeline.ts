@@ -143,7 +143,7 @@ export function readFailure(failure: unknown): ConnectError {
 }
 
 /** What the RPC surfaces the edge serves itself share: the router's compressions, and where failures are logged. */
-export interface LeanOptions {
+export interface RpcOptions {
   /** Where a failure is logged. */
   readonly logger: Logger;
   /** The compressions accepted and answered with (the router's). */

@@ -48,7 +48,7 @@ const headerIssue = (header: string, message: string): Issue => ({
  * an empty `If-Match` (a client's unset variable) is not taken for no
  * condition, and a write that takes no such condition refuses the header
  * rather than ignore it (`If-None-Match` on PUT and PATCH). GETs use
- * `If-None-Match` for 304 (rest-handler.ts) and ignore `If-Match`.
+ * `If-None-Match` for 304 (unary.ts notModified) and ignore `If-Match`.
  */
 function fieldsFromHeaders(
   route: RestRoute,

@@ -1,8 +1,8 @@
 /**
  * The REST surface: the route table built from the `google.api.http` rules,
  * and each request of a route through the pipeline (pipeline.ts): decoded
- * into the operation's input (rest-request.ts), run, answered as JSON
- * (rest-response.ts) or, for a watch, as Server-Sent Events (rest-stream.ts).
+ * into the operation's input (request.ts), run, answered as JSON
+ * (unary.ts) or, for a watch, as Server-Sent Events (stream.ts).
  */
 import { invalid, issueAt } from "../../domain/errors.js";
 import type { HttpAnswer, StreamAnswer } from "../../http/http-answer.js";

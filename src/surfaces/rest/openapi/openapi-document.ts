@@ -82,7 +82,7 @@ function parameters(schemas: MessageSchemas, route: RestRoute): JsonObject[] {
 }
 
 /**
- * The conditional headers a route takes: its header-bound fields (rest-request.ts), and If-None-Match on a
+ * The conditional headers a route takes: its header-bound fields (rest/request.ts), and If-None-Match on a
  * read with an ETag.
  */
 function headerParameters(route: RestRoute): JsonObject[] {

@@ -71,7 +71,7 @@ const REFINEMENTS: Readonly<Record<string, Refinement>> = {
       [`${WATCH}.${name}`, filter],
     ]),
   ),
-  // A revision: digits, as rest-request.ts reads them (at most 15, a safe integer's).
+  // A revision: digits, as rest/request.ts reads them (at most 15, a safe integer's).
   [`${WATCH}.since`]: { schema: { pattern: "^[0-9]{1,15}$" } },
   [`${LIST}.q`]: { schema: { maxLength: KEYWORDS_LENGTH } },
   [`${LIST}.order_by`]: { schema: { enum: ORDER_BY }, drop: ["maxLength"] },
