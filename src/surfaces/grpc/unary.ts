@@ -69,14 +69,15 @@ export function serveGrpc(call: RpcCall, options: RpcOptions): Promise<HttpAnswe
     refusal: compression.error ?? timeout.error,
     timeoutMs: timeout.timeoutMs,
     decode: async () => messageOf(await call.message(compression.request)),
-    encode: async (result) => {
+    encode: (result) => {
       const envelope = envelopeOf(output, result, compression.response, options.compressMinBytes);
-      // Awaited only when compressed: an await of bytes would still cost the call a turn of the microtask queue.
-      const body = envelope instanceof Uint8Array ? envelope : await envelope;
       setResultHeaders(result, (name, value) => {
         headers[name] = value;
       });
-      return answer(body, GRPC_OK());
+      // A promise only when compressed: an await of bytes would still cost the call a turn of the microtask queue.
+      return envelope instanceof Uint8Array
+        ? answer(envelope, GRPC_OK())
+        : envelope.then((body) => answer(body, GRPC_OK()));
     },
     fail: (err) => {
       const error = callerConnectError(err, options.logger, call.record.rpc ?? "", call.record);

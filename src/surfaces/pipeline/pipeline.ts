@@ -89,7 +89,9 @@ export async function runPipeline<Answer>(call: PipelineCall, steps: SurfaceStep
     } else if (steps.signal !== undefined) admitted = new DeadlineCall(admitted, steps.signal);
     const input = await steps.decode();
     const result = await runOperation(call.operation, admitted, input as never);
-    const answer = await steps.encode(result);
+    const encoded = steps.encode(result);
+    // Awaited only when it is a promise: an await of an answer would still cost a turn of the microtask queue.
+    const answer = encoded instanceof Promise ? await encoded : encoded;
     record.code ??= codeName(0);
     return answer;
   } catch (err) {
