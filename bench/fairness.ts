@@ -20,7 +20,7 @@ export const SATURATING_CLIENTS = 8;
 /** Searches reset right after their HEADERS. */
 export const RESET_SEARCHES = 24;
 /** How long after the last reset the statements still running are counted. */
-const AFTER_RESETS_MILLIS = 2_000;
+const AFTER_RESETS_MS = 2_000;
 /** A word of every bench definition's description: the keyword search matching all of a tenant. */
 export const EVERY_DEFINITION_WORD = "customer";
 
@@ -119,7 +119,7 @@ export async function runFairness(options: FairnessOptions): Promise<FairnessRes
     ),
   );
   const runningAtOnce = await statementsRunning(options);
-  await new Promise((resolve) => setTimeout(resolve, AFTER_RESETS_MILLIS));
+  await new Promise((resolve) => setTimeout(resolve, AFTER_RESETS_MS));
   const runningAfter = await statementsRunning(options);
   session.destroy();
   await quiet(options);
@@ -196,7 +196,7 @@ export function fairnessReport(
       `${f(result.other.p99)} | ${f(result.other.max)} |`,
     "",
     `${result.resets} HTTP/2 searches reset after their HEADERS: ${result.runningAtOnce} statements running at ` +
-      `MariaDB right after, ${result.runningAfter} ${AFTER_RESETS_MILLIS / 1000} s later.`,
+      `MariaDB right after, ${result.runningAfter} ${AFTER_RESETS_MS / 1000} s later.`,
     ...(result.other.firstError === undefined
       ? []
       : ["", `The other tenant's first error: ${result.other.firstError}`]),

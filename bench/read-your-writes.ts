@@ -74,8 +74,8 @@ async function measure(syncWait: number): Promise<string> {
     let pairs = 0;
     let notFound = 0;
     let failed = 0;
-    const postMillis: number[] = [];
-    const getMillis: number[] = [];
+    const postMs: number[] = [];
+    const getMs: number[] = [];
     const until = performance.now() + seconds * 1000;
     const began = performance.now();
     await Promise.all(
@@ -105,8 +105,8 @@ async function measure(syncWait: number): Promise<string> {
           await got.arrayBuffer();
           const t2 = performance.now();
           pairs++;
-          postMillis.push(t1 - t0);
-          getMillis.push(t2 - t1);
+          postMs.push(t1 - t0);
+          getMs.push(t2 - t1);
           if (got.status === 404) notFound++;
           else if (got.status !== 200) failed++;
         }
@@ -115,7 +115,7 @@ async function measure(syncWait: number): Promise<string> {
     const elapsed = (performance.now() - began) / 1000;
     return (
       `| ${syncWait} | ${pairs} | ${notFound} (${((100 * notFound) / Math.max(1, pairs)).toFixed(2)} %) | ` +
-      `${(pairs / elapsed).toFixed(1)} | ${median(postMillis).toFixed(1)} | ${median(getMillis).toFixed(1)} | ` +
+      `${(pairs / elapsed).toFixed(1)} | ${median(postMs).toFixed(1)} | ${median(getMs).toFixed(1)} | ` +
       `${failed} |`
     );
   } finally {

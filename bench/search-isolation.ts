@@ -35,7 +35,7 @@ const { values } = parseArgs({
 });
 const size = Number(values.size);
 const clients = Number(values.clients);
-const durationMillis = Number(values.duration) * 1000;
+const durationMs = Number(values.duration) * 1000;
 const DOMAINS = ["Development", "Setup: Agents"];
 const log = (line: string) => console.error(`[search-isolation] ${line}`);
 
@@ -84,7 +84,7 @@ try {
     const probe = await fetch(searchUrl, { headers: { authorization: bench } });
     log(`the search answers ${probe.status}, total ${((await probe.json()) as { total?: number }).total}`);
 
-    const until = performance.now() + durationMillis;
+    const until = performance.now() + durationMs;
     const outcomes = new Map<number, number>();
     const searches = Array.from({ length: clients }, async () => {
       while (performance.now() < until) {
@@ -116,7 +116,7 @@ try {
       return `n ${sorted.length}, p50 ${at(0.5)} ms, p99 ${at(0.99)} ms, max ${sorted.at(-1)?.toFixed(1)} ms`;
     };
     console.log(
-      `size ${size}, ${clients} clients looping GET ?q=${word}&orderBy=name for ${durationMillis / 1000} s ` +
+      `size ${size}, ${clients} clients looping GET ?q=${word}&orderBy=name for ${durationMs / 1000} s ` +
         `(${values.service ?? "this checkout"})`,
     );
     console.log(`  /healthz:                   ${stats(healthz)}`);

@@ -41,7 +41,7 @@ export type WatchWorkerRequest =
       readonly sent: readonly number[];
       readonly acked: readonly number[];
       /** How long to wait for the last arrivals. */
-      readonly waitMillis: number;
+      readonly waitMs: number;
     };
 
 /** What a run of watchers found, sent back on `finish`. */
@@ -308,7 +308,7 @@ process.on("message", (message: WatchWorkerRequest) => {
 
 async function finish(message: Extract<WatchWorkerRequest, { type: "finish" }>): Promise<WatchWorkerResult> {
   const writes = message.sent.length;
-  const deadline = Date.now() + message.waitMillis;
+  const deadline = Date.now() + message.waitMs;
   const arrived = (w: Watcher) => {
     for (let i = 0; i < writes; i++) if (w.arrivals[i] === 0) return false;
     return true;

@@ -245,7 +245,7 @@ export async function runWatch(
           throw new Error(`the writes' revisions are not ${since + 1}...: #${i} has ${w.revision}`);
       });
       const { result } = await watchers.ask<{ result: WatchWorkerResult }>(
-        { type: "finish", sent: ok.map((w) => w.sent), acked: ok.map((w) => w.acked), waitMillis: 30_000 },
+        { type: "finish", sent: ok.map((w) => w.sent), acked: ok.map((w) => w.acked), waitMs: 30_000 },
         "result",
       );
       const peakRssMib = mib(peakRssKib(service.pid));

@@ -32,7 +32,7 @@ if (values.a === undefined || values.b === undefined) {
   process.exit(2);
 }
 const slices = Number(values.slices);
-const sliceMillis = Number(values["slice-ms"]);
+const sliceMs = Number(values["slice-ms"]);
 const inFlight = Number(values["in-flight"]);
 const SEEDED = 200;
 
@@ -76,13 +76,13 @@ async function openBuild(label: string, dir: string, database: string): Promise<
   return { label, upsert, close: () => repository.close() };
 }
 
-/** Calls per second of `call` with inFlight at a time for sliceMillis. */
+/** Calls per second of `call` with inFlight at a time for sliceMs. */
 async function slice(call: (n: number) => Promise<unknown>): Promise<number> {
   const started = performance.now();
   let calls = 0;
   let next = 0;
   const lane = async () => {
-    while (performance.now() - started < sliceMillis) {
+    while (performance.now() - started < sliceMs) {
       await call(next++);
       calls++;
     }
@@ -113,7 +113,7 @@ try {
     const b = mean(rates.B ?? []);
     console.log(
       `${scenario}: A ${a.toFixed(0)}/s, B ${b.toFixed(0)}/s, B/A ${(b / a).toFixed(2)} ` +
-        `(${slices} slices of ${sliceMillis} ms each, ${inFlight} in flight)`,
+        `(${slices} slices of ${sliceMs} ms each, ${inFlight} in flight)`,
     );
   }
 } finally {

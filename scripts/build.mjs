@@ -82,7 +82,7 @@ export function isFresh() {
 /** The lock of the builds of this checkout. */
 const LOCK = join(ROOT, ".build.lock");
 /** How long a start waits for another's build: far longer than tsc takes. */
-const lockWaitMillis = 10 * 60_000;
+const lockWaitMs = 10 * 60_000;
 
 function sleepSync(ms) {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
@@ -108,7 +108,7 @@ function modified(path) {
 
 /** Runs `body` holding the build lock, waiting for another build to end first. */
 function withBuildLock(body) {
-  const deadline = Date.now() + lockWaitMillis;
+  const deadline = Date.now() + lockWaitMs;
   let said = false;
   for (;;) {
     try {

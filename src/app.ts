@@ -107,13 +107,13 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     databaseUrl: config.databaseUrl,
     databaseWriteUrl: config.databaseWriteUrl,
     dataDir: config.dataDir,
-    timeoutMillis: config.databaseTimeoutMs,
+    timeoutMs: config.databaseTimeoutMs,
     syncWait: config.databaseSyncWait,
     checkpointIntervalMs: config.sqliteCheckpointIntervalMs,
     search: {
       maxConcurrent: config.search.maxConcurrent,
       maxPerTenant: config.search.maxPerTenant,
-      timeoutMillis: config.search.timeoutMs,
+      timeoutMs: config.search.timeoutMs,
       sqliteWorkers: config.search.sqliteWorkers,
     },
     pageMaxBytes: config.pageMaxBytes,
@@ -124,16 +124,16 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
   // The process's one change reader: every watch of every surface reads through it (issue 20).
   const changes = createChangeReader({
     log: repository.changeLog(),
-    pollMillis: config.watch.pollMs,
-    bookmarkMillis: config.watch.bookmarkMs,
+    pollMs: config.watch.pollMs,
+    bookmarkMs: config.watch.bookmarkMs,
     queueLimit: config.watch.queueLimit,
     queueBytes: config.watch.queueMaxBytes,
     batchBytes: config.watch.batchMaxBytes,
     replay: watchReplay,
-    replayWaitMillis: config.watch.replayWaitMs,
-    replayHoldMillis: config.watch.replayHoldMs,
-    retention: { count: config.watch.retentionCount, maxAgeMillis: config.watch.retentionSeconds * 1000 },
-    compactMillis: config.watch.compactSeconds * 1000,
+    replayWaitMs: config.watch.replayWaitMs,
+    replayHoldMs: config.watch.replayHoldMs,
+    retention: { count: config.watch.retentionCount, maxAgeMs: config.watch.retentionSeconds * 1000 },
+    compactMs: config.watch.compactSeconds * 1000,
     onError: (what, error) => logger.warn(`${what} failed; trying again`, { error: String(error) }),
   });
   const watchLimits = createWatchLimits({

@@ -126,15 +126,15 @@ export function definitionIndexOf(definition: AgentDefinition): DefinitionIndex 
 
 /**
  * Runs `steps` to their end, giving the event loop back (a turn of its own: its timers and I/O) whenever they
- * have run `sliceMillis` since it last did; answers what they return. For CPU work that comes in small steps,
+ * have run `sliceMs` since it last did; answers what they return. For CPU work that comes in small steps,
  * such as indexSteps: run at once, a large definition's held the loop for tens of milliseconds.
  */
-export async function inTurns<T>(steps: Generator<void, T, void>, sliceMillis: number): Promise<T> {
+export async function inTurns<T>(steps: Generator<void, T, void>, sliceMs: number): Promise<T> {
   let sliceStart = performance.now();
   for (;;) {
     const step = steps.next();
     if (step.done) return step.value;
-    if (performance.now() - sliceStart >= sliceMillis) {
+    if (performance.now() - sliceStart >= sliceMs) {
       await new Promise((resolve) => setTimeout(resolve, 0));
       sliceStart = performance.now();
     }

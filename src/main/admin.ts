@@ -30,7 +30,7 @@ async function main(argv: string[]): Promise<number> {
     databaseUrl: config.databaseUrl,
     databaseWriteUrl: config.databaseWriteUrl,
     dataDir: config.dataDir,
-    timeoutMillis: config.databaseTimeoutMs,
+    timeoutMs: config.databaseTimeoutMs,
     checkpointIntervalMs: config.sqliteCheckpointIntervalMs,
   });
   try {

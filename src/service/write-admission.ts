@@ -25,9 +25,9 @@ export const WRITE_BYTES_PER_TERM = 1024;
 
 /**
  * The longest the index is made for before the event loop is given back: as long as SQLite's write
- * statements run at a time (storage/run/writes.ts, SQLITE_SLICE_MILLIS).
+ * statements run at a time (storage/run/writes.ts, SQLITE_SLICE_MS).
  */
-const INDEX_SLICE_MILLIS = 10;
+const INDEX_SLICE_MS = 10;
 
 /** Resolves once the event loop has come round to its timers and I/O again. */
 const nextTurn = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 0));
@@ -48,7 +48,7 @@ export interface AdmittedWrite {
  * Makes `definition`'s search index, checks its distinct terms against `maxTerms` (400 TOO_MANY_TERMS beyond)
  * and waits for its share of `budget`; resolves with the index, for the write to store, and the function that
  * gives the share back when the write is over. For a large definition, in turns of the event loop of its own,
- * and the write after it in another: its validation before, the index (in slices of INDEX_SLICE_MILLIS), and
+ * and the write after it in another: its validation before, the index (in slices of INDEX_SLICE_MS), and
  * its transaction's first statements each take tens of milliseconds, and run as one they held the loop past
  * 50 ms. A small one goes on at once, as before.
  */
@@ -59,7 +59,7 @@ export async function admitDefinitionWrite(
 ): Promise<AdmittedWrite> {
   const large = searchableTextsOf(definition).reduce((n, text) => n + text.length, 0) > LARGE_TEXT;
   if (large) await nextTurn();
-  const index = await inTurns(indexSteps(definition), INDEX_SLICE_MILLIS);
+  const index = await inTurns(indexSteps(definition), INDEX_SLICE_MS);
   const issue = termCountIssue(definition, maxTerms, index.terms.length);
   if (issue !== undefined) assertValid([issue]);
   const release = budget === undefined ? () => {} : await budget.take(index.terms.length * WRITE_BYTES_PER_TERM);

@@ -10,16 +10,16 @@ export interface ByteGate {
   readonly used: number;
   /** Takers waiting for their turn. */
   readonly waiting: number;
-  /** Takers that waited their whole `waitMillis` in vain, since the start. */
+  /** Takers that waited their whole `waitMs` in vain, since the start. */
   readonly refused: number;
   /**
    * Resolves with a lease of `bytes` once they fit (at once when nothing waits before it and they fit now). Rejects
-   * with `signal`'s reason when it aborts first, and with `timedOut()` when `waitMillis` pass first (no limit when
+   * with `signal`'s reason when it aborts first, and with `timedOut()` when `waitMs` pass first (no limit when
    * undefined); a rejected taker holds nothing.
    */
   take(
     bytes: number,
-    options?: { signal?: AbortSignal | undefined; waitMillis?: number; timedOut?: () => Error },
+    options?: { signal?: AbortSignal | undefined; waitMs?: number; timedOut?: () => Error },
   ): Promise<Lease>;
 }
 
@@ -65,7 +65,7 @@ export function createByteGate(limit: number): ByteGate {
     get refused() {
       return refused;
     },
-    take(bytes, { signal, waitMillis, timedOut } = {}) {
+    take(bytes, { signal, waitMs, timedOut } = {}) {
       if (signal?.aborted === true) return Promise.reject(signal.reason);
       if (waiters.length === 0 && fits(bytes)) return Promise.resolve(leaseOf(bytes));
       return new Promise<Lease>((resolve, reject) => {
@@ -92,11 +92,11 @@ export function createByteGate(limit: number): ByteGate {
         };
         waiters.push(waiter);
         signal?.addEventListener("abort", onAbort, { once: true });
-        if (waitMillis !== undefined)
+        if (waitMs !== undefined)
           timer = setTimeout(() => {
             refused++;
             leave(timedOut?.() ?? new Error("Timed out waiting for the byte budget."));
-          }, waitMillis);
+          }, waitMs);
       });
     },
   };

@@ -152,7 +152,7 @@ class SqlChangeLog implements ChangeLog {
     return row?.oldest == null ? undefined : fromDatabaseInteger(row.oldest);
   }
 
-  async compact({ count, maxAgeMillis }: Retention, now: Date): Promise<number> {
+  async compact({ count, maxAgeMs }: Retention, now: Date): Promise<number> {
     // Per tenant, the revision up to which records go: a cut per tenant, never a hole in the middle (a
     // record's time is when its write began, so times are not in revision order).
     const cuts = new Map<string, number>();
@@ -164,13 +164,13 @@ class SqlChangeLog implements ChangeLog {
     // record, each tenant's subquery reads what it deletes and one row more, where a MAX(revision) over every
     // record older than `before` read the whole log at every compaction (changed_at has no index). A record
     // older than `before` behind a younger one stays until the next compaction after that one ages.
-    const byAge = maxAgeMillis > 0;
+    const byAge = maxAgeMs > 0;
     const tenants =
       count > 0 || byAge
         ? await rows<{ tenant: string; revision: DatabaseInteger; young: DatabaseInteger | null }>(
             this.#run,
             byAge ? tenantsByAgeSql : tenantsSql,
-            byAge ? [toDatabaseTimestamp(new Date(now.getTime() - maxAgeMillis))] : [],
+            byAge ? [toDatabaseTimestamp(new Date(now.getTime() - maxAgeMs))] : [],
           )
         : [];
     for (const row of tenants) {

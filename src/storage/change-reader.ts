@@ -26,9 +26,9 @@ export type WatchItem =
 export interface ChangeReaderOptions {
   readonly log: ChangeLog;
   /** How often the counters are polled (WATCH_POLL_MS). */
-  readonly pollMillis: number;
+  readonly pollMs: number;
   /** How often each watcher gets a bookmark (WATCH_BOOKMARK_SECONDS). */
-  readonly bookmarkMillis: number;
+  readonly bookmarkMs: number;
   /** How many undelivered items a watcher may hold before it is closed (WATCH_QUEUE_LIMIT). */
   readonly queueLimit: number;
   /**
@@ -48,20 +48,20 @@ export interface ChangeReaderOptions {
    */
   readonly replay: ByteGate;
   /** How long a watch's start waits for its first read's share of `replay` before it is refused (WATCH_BUSY). */
-  readonly replayWaitMillis: number;
+  readonly replayWaitMs: number;
   /**
    * How long a watcher may hold a read of its own start that it was handed before it asks for more
    * (WATCH_REPLAY_HOLD_MS): one that does not (its client reads nothing) is closed with WATCH_TOO_SLOW, and its
    * share of `replay` goes to the next.
    */
-  readonly replayHoldMillis: number;
+  readonly replayHoldMs: number;
   /** How many change records one statement reads. */
   readonly batchLimit?: number;
   /** The most items a watcher is handed at once, queued or read for its start (default 64). */
   readonly handedAtOnce?: number;
   readonly retention: Retention;
   /** How often the log is compacted (WATCH_COMPACT_SECONDS); 0: never. */
-  readonly compactMillis: number;
+  readonly compactMs: number;
   /** Told of failed polls and compactions; the reader goes on. */
   readonly onError?: (what: string, error: unknown) => void;
 }
@@ -93,7 +93,7 @@ export interface ChangeReader {
    * record read follows a read of its records' heads (ChangeLog.heads), not counted.
    */
   stats(): { watchers: number; tenants: number; polls: number; reads: number };
-  /** Compacts the log now (also done every compactMillis). */
+  /** Compacts the log now (also done every compactMs). */
   compact(now?: Date): Promise<number>;
   /** Ends every watch (their streams end cleanly) and stops polling. */
   close(): Promise<void>;
@@ -301,7 +301,7 @@ export function createChangeReader(options: ChangeReaderOptions): ChangeReader {
       poll()
         .catch((error: unknown) => options.onError?.("watch poll", error))
         .finally(schedule);
-    }, options.pollMillis);
+    }, options.pollMs);
     pollTimer.unref?.();
   };
   schedule();
@@ -312,15 +312,15 @@ export function createChangeReader(options: ChangeReaderOptions): ChangeReader {
         push(w, { type: "bookmark", revision: Math.max(feed.position, w.position) });
         if (w.ended) feed.watchers.delete(w);
       }
-  }, options.bookmarkMillis);
+  }, options.bookmarkMs);
   bookmarkTimer.unref?.();
 
   const compact = (now = new Date()) => log.compact(options.retention, now);
   const compactTimer =
-    options.compactMillis > 0 && (options.retention.count > 0 || options.retention.maxAgeMillis > 0)
+    options.compactMs > 0 && (options.retention.count > 0 || options.retention.maxAgeMs > 0)
       ? setInterval(() => {
           compact().catch((error: unknown) => options.onError?.("watch compaction", error));
-        }, options.compactMillis)
+        }, options.compactMs)
       : undefined;
   compactTimer?.unref?.();
 
@@ -361,8 +361,8 @@ export function createChangeReader(options: ChangeReaderOptions): ChangeReader {
         for (let at = 0; at < ready.length && !w.ended; at += handedAtOnce) {
           // A watcher whose client does not take what it was handed in time gives its share to the next.
           const hold = setTimeout(
-            () => end(w, watchTooSlow(`${options.replayHoldMillis} ms`, Math.max(from(ready, at) - 1, start.from))),
-            options.replayHoldMillis,
+            () => end(w, watchTooSlow(`${options.replayHoldMs} ms`, Math.max(from(ready, at) - 1, start.from))),
+            options.replayHoldMs,
           );
           try {
             yield ready.slice(at, at + handedAtOnce);
@@ -427,7 +427,7 @@ export function createChangeReader(options: ChangeReaderOptions): ChangeReader {
           throw revisionCompacted(since, await log.oldest(tenant), joined);
         lease = await replay.take(sumBytes(firstRead(heads)), {
           signal,
-          waitMillis: options.replayWaitMillis,
+          waitMs: options.replayWaitMs,
           timedOut: () => watchReplayBusy(replay.limit),
         });
       }

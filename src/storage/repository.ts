@@ -93,12 +93,12 @@ export interface ChangeHead {
 
 /**
  * How much of the log is kept. A record goes when it is not among its tenant's last `count` revisions, or
- * when it was written more than `maxAgeMillis` ago (and with it every older one, so what is kept is always
+ * when it was written more than `maxAgeMs` ago (and with it every older one, so what is kept is always
  * the tail of the log). 0 turns a limit off.
  */
 export interface Retention {
   readonly count: number;
-  readonly maxAgeMillis: number;
+  readonly maxAgeMs: number;
 }
 
 export interface ChangeLog {

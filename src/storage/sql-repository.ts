@@ -138,12 +138,12 @@ export async function createSqlRepository(options: RepositoryOptions): Promise<A
   return new SqlRepository(
     database,
     writer,
-    { ...options.search, databaseTimeoutMs: options.timeoutMillis },
+    { ...options.search, databaseTimeoutMs: options.timeoutMs },
     {
       watching: watching ?? reading,
       reading,
       pageMaxBytes: options.pageMaxBytes ?? defaultPageMaxBytes,
-      writeBudgetMs: options.timeoutMillis ?? defaultWriteBudgetMs,
+      writeBudgetMs: options.timeoutMs ?? defaultWriteBudgetMs,
       logger: options.logger,
     },
   );

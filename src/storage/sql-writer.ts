@@ -28,7 +28,7 @@ import { SearchTextKeeper } from "./search-text.js";
 import { SqlWriteTransaction } from "./write-transaction.js";
 
 /**
- * The write's deadline: StorageOptions.timeoutMillis (DATABASE_TIMEOUT_MS,
+ * The write's deadline: StorageOptions.timeoutMs (DATABASE_TIMEOUT_MS,
  * default 10 s) from its start. A write that loses to other writers without a
  * duplicate key (a deadlock, a lock wait timeout, a lost Galera certification
  * at COMMIT, SQLITE_BUSY) is tried again with jittered backoff until then: a

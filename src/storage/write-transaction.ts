@@ -55,7 +55,7 @@ import {
   toStoredDefinition,
 } from "./rows.js";
 import { classifyDriverError, isBrokenTriggers } from "./run/driver-errors.js";
-import { type CommitWith, SQLITE_SLICE_MILLIS } from "./run/writes.js";
+import { type CommitWith, SQLITE_SLICE_MS } from "./run/writes.js";
 import type { KeptText } from "./search-text.js";
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
@@ -565,10 +565,10 @@ interface Pending {
 
 /**
  * `definition`'s DefinitionIndex when the caller gave none (the service gives the one its admission made),
- * made a text at a time, giving the event loop back every SQLITE_SLICE_MILLIS (issue 50).
+ * made a text at a time, giving the event loop back every SQLITE_SLICE_MS (issue 50).
  */
 const indexOf = (definition: AgentDefinition): Promise<DefinitionIndex> =>
-  inTurns(indexSteps(definition), SQLITE_SLICE_MILLIS);
+  inTurns(indexSteps(definition), SQLITE_SLICE_MS);
 
 function assertNewInstanceId(id: string): void {
   if (!INSTANCE_ID.test(id))

@@ -159,7 +159,7 @@ describe.skipIf(!haveMariadb).each(RUNTIMES)(
       const repo = await createSqlRepository({
         databaseUrl: proxy.via(mariadb.url("doubt")),
         dataDir,
-        timeoutMillis: 1000,
+        timeoutMs: 1000,
       });
       const agents = async (name: string) =>
         (await mariadb.query<unknown[]>(`SELECT 1 FROM doubt.agents WHERE name = '${name}'`)).length;

@@ -23,7 +23,7 @@ const PATH = "/asor/v1/agentDefinition";
 const run = promisify(execFile);
 
 /** The CPU time of the calling thread in ms (Linux); elsewhere the process's, all its threads. */
-function loopCpuMillis(): number {
+function loopCpuMs(): number {
   try {
     return Number(readFileSync("/proc/thread-self/schedstat", "utf8").split(" ")[0]) / 1e6;
   } catch {
@@ -99,15 +99,15 @@ forEachDatabase((db) => {
       let longest = 0;
       let longestWall = 0;
       let wall = performance.now();
-      let cpu = loopCpuMillis();
+      let cpu = loopCpuMs();
       const timer = setInterval(() => {
         const now = performance.now();
-        const used = loopCpuMillis() - cpu;
+        const used = loopCpuMs() - cpu;
         const gap = now - wall;
         longest = Math.max(longest, Math.min(gap, used) - 5);
         longestWall = Math.max(longestWall, gap - 5);
         wall = now;
-        cpu = loopCpuMillis();
+        cpu = loopCpuMs();
       }, 5);
       return {
         stop() {

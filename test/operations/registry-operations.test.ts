@@ -56,7 +56,7 @@ describe("the registry operations, in memory", () => {
     repository = await createSqlRepository({
       databaseUrl: undefined,
       dataDir: database.dataDir,
-      timeoutMillis: 10_000,
+      timeoutMs: 10_000,
     });
     operations = createRegistryOperations({
       service: createRegistryService({ repository, host: config.hostSystem }),

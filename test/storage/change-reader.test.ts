@@ -22,8 +22,8 @@ const unbounded = () => ({
   queueBytes: 1 << 30,
   batchBytes: 1 << 30,
   replay: createByteGate(1 << 30),
-  replayWaitMillis: 10_000,
-  replayHoldMillis: 60_000,
+  replayWaitMs: 10_000,
+  replayHoldMs: 60_000,
 });
 
 /** The reader's batches one item at a time. */
@@ -76,12 +76,12 @@ forEachDatabase((db) => {
     repo = await createSqlRepository(target());
     reader = createChangeReader({
       log: repo.changeLog(),
-      pollMillis: 20,
-      bookmarkMillis: 60_000,
+      pollMs: 20,
+      bookmarkMs: 60_000,
       queueLimit: 100,
       batchLimit: 7,
-      retention: { count: 0, maxAgeMillis: 0 },
-      compactMillis: 0,
+      retention: { count: 0, maxAgeMs: 0 },
+      compactMs: 0,
       ...unbounded(),
     });
   });
@@ -133,12 +133,12 @@ forEachDatabase((db) => {
       const start = await revisionOf(tenant);
       const small = createChangeReader({
         log: repo.changeLog(),
-        pollMillis: 20,
-        bookmarkMillis: 60_000,
+        pollMs: 20,
+        bookmarkMs: 60_000,
         queueLimit: 100,
         handedAtOnce: 4,
-        retention: { count: 0, maxAgeMillis: 0 },
-        compactMillis: 0,
+        retention: { count: 0, maxAgeMs: 0 },
+        compactMs: 0,
         ...unbounded(),
       });
       const batches = (await small.watch({ tenant, accept: () => true }))[Symbol.asyncIterator]();
@@ -163,11 +163,11 @@ forEachDatabase((db) => {
       const tenant = await newTenant();
       const small = createChangeReader({
         log: repo.changeLog(),
-        pollMillis: 20,
-        bookmarkMillis: 60_000,
+        pollMs: 20,
+        bookmarkMs: 60_000,
         queueLimit: 5,
-        retention: { count: 0, maxAgeMillis: 0 },
-        compactMillis: 0,
+        retention: { count: 0, maxAgeMs: 0 },
+        compactMs: 0,
         ...unbounded(),
       });
       const items = oneByOne(await small.watch({ tenant, accept: () => true }));
@@ -194,16 +194,16 @@ forEachDatabase((db) => {
       queueBytes?: number;
       batchBytes?: number;
       replay?: ByteGate;
-      replayWaitMillis?: number;
-      replayHoldMillis?: number;
+      replayWaitMs?: number;
+      replayHoldMs?: number;
     }) =>
       createChangeReader({
         log: repo.changeLog(),
-        pollMillis: 20,
-        bookmarkMillis: 60_000,
+        pollMs: 20,
+        bookmarkMs: 60_000,
         queueLimit: 100,
-        retention: { count: 0, maxAgeMillis: 0 },
-        compactMillis: 0,
+        retention: { count: 0, maxAgeMs: 0 },
+        compactMs: 0,
         ...unbounded(),
         ...budgets,
       });
@@ -261,7 +261,7 @@ forEachDatabase((db) => {
     it("reads every start under one budget: a start waits its turn, or is refused after too long", async () => {
       const { tenant, start, bytes } = await sameSized(3, "turn");
       const replay = createByteGate(bytes);
-      const reader = bounded({ batchBytes: bytes, replay, replayWaitMillis: 300 });
+      const reader = bounded({ batchBytes: bytes, replay, replayWaitMs: 300 });
       // The first start holds the budget with its first read, until it asks for more.
       const first = (await reader.watch({ tenant, since: start, accept: () => true }))[Symbol.asyncIterator]();
       expect(replay.used).toBe(bytes);
@@ -289,7 +289,7 @@ forEachDatabase((db) => {
     it("gives a start's share back when its client leaves, read or not, waiting or holding", async () => {
       const { tenant, start, bytes } = await sameSized(2, "gone");
       const replay = createByteGate(bytes);
-      const reader = bounded({ batchBytes: bytes, replay, replayWaitMillis: 5_000 });
+      const reader = bounded({ batchBytes: bytes, replay, replayWaitMs: 5_000 });
       const holding = new AbortController();
       await reader.watch({ tenant, since: start, accept: () => true, signal: holding.signal });
       expect(replay.used).toBe(bytes);
@@ -306,10 +306,10 @@ forEachDatabase((db) => {
       await reader.close();
     });
 
-    it("closes a start that leaves its part unread past replayHoldMillis, and gives its share on", async () => {
+    it("closes a start that leaves its part unread past replayHoldMs, and gives its share on", async () => {
       const { tenant, start, bytes } = await sameSized(2, "held");
       const replay = createByteGate(bytes);
-      const reader = bounded({ batchBytes: bytes, replay, replayWaitMillis: 5_000, replayHoldMillis: 200 });
+      const reader = bounded({ batchBytes: bytes, replay, replayWaitMs: 5_000, replayHoldMs: 200 });
       const stuck = (await reader.watch({ tenant, since: start, accept: () => true }))[Symbol.asyncIterator]();
       expect((await stuck.next()).value?.map((item: WatchItem) => item.revision)).toEqual([start + 1]);
       // Its client takes nothing more; the next start waits, then has the budget once the first is closed.
@@ -347,7 +347,7 @@ forEachDatabase((db) => {
     it("answers REVISION_COMPACTED for a start the log no longer holds, and keeps the tail", async () => {
       const tenant = await newTenant();
       for (let i = 0; i < 6; i++) await save(repo, definition({ name: `c${i}` }), tenant);
-      const removed = await repo.changeLog().compact({ count: 2, maxAgeMillis: 0 }, new Date());
+      const removed = await repo.changeLog().compact({ count: 2, maxAgeMs: 0 }, new Date());
       expect(removed).toBeGreaterThanOrEqual(4);
       expect(await repo.changeLog().oldest(tenant)).toBe(5);
       await expect(reader.watch({ tenant, since: 3, accept: () => true })).rejects.toMatchObject({
@@ -360,7 +360,7 @@ forEachDatabase((db) => {
       await items.return?.(undefined);
       // By age: records written before the cut go, as one tail of the log.
       const later = new Date(Date.now() + 60_000);
-      await repo.changeLog().compact({ count: 0, maxAgeMillis: 1_000 }, later);
+      await repo.changeLog().compact({ count: 0, maxAgeMs: 1_000 }, later);
       expect(await repo.changeLog().oldest(tenant)).toBeUndefined();
     });
 
@@ -379,11 +379,11 @@ forEachDatabase((db) => {
       try {
         await age([1, 2, 3, 5]);
         const log = repo.changeLog();
-        expect(await log.compact({ count: 0, maxAgeMillis: 3_600_000 }, new Date())).toBe(3);
+        expect(await log.compact({ count: 0, maxAgeMs: 3_600_000 }, new Date())).toBe(3);
         // 4 is within the hour: it stays, and 5 behind it with it.
         expect(await log.oldest(tenant)).toBe(4);
         await age([4]);
-        expect(await log.compact({ count: 0, maxAgeMillis: 3_600_000 }, new Date())).toBe(2);
+        expect(await log.compact({ count: 0, maxAgeMs: 3_600_000 }, new Date())).toBe(2);
         expect(await log.oldest(tenant)).toBe(6);
       } finally {
         await direct.db.destroy();
@@ -397,7 +397,7 @@ forEachDatabase((db) => {
       try {
         // Two revisions per DELETE: the 5 records below the kept 2 go in three statements.
         const log = createChangeLog(direct.db, direct.dialect, driverRunner(direct.db, direct.dialect), { batch: 2 });
-        expect(await log.compact({ count: 2, maxAgeMillis: 0 }, new Date())).toBeGreaterThanOrEqual(5);
+        expect(await log.compact({ count: 2, maxAgeMs: 0 }, new Date())).toBeGreaterThanOrEqual(5);
         expect(await log.oldest(tenant)).toBe(6);
         expect((await log.read(tenant, 0, 7, 10)).map((record) => record.revision)).toEqual([6, 7]);
       } finally {
@@ -415,11 +415,11 @@ forEachDatabase((db) => {
     it("ends every watch cleanly when it closes", async () => {
       const own = createChangeReader({
         log: repo.changeLog(),
-        pollMillis: 20,
-        bookmarkMillis: 60_000,
+        pollMs: 20,
+        bookmarkMs: 60_000,
         queueLimit: 5,
-        retention: { count: 0, maxAgeMillis: 0 },
-        compactMillis: 0,
+        retention: { count: 0, maxAgeMs: 0 },
+        compactMs: 0,
         ...unbounded(),
       });
       const tenant = await newTenant();

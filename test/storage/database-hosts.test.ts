@@ -34,17 +34,17 @@ describe.skipIf(mariadb.skip)("a DATABASE_URL of several hosts, on MariaDB", () 
   const direct = () => new URL(target().databaseUrl!).host;
 
   async function withProxy(
-    use: (proxy: TcpProxy, open: (timeoutMillis?: number) => Promise<AgentDefinitionRepository>) => Promise<void>,
+    use: (proxy: TcpProxy, open: (timeoutMs?: number) => Promise<AgentDefinitionRepository>) => Promise<void>,
   ): Promise<void> {
     const url = new URL(target().databaseUrl!);
     const proxy = await createTcpProxy({ host: url.hostname, port: Number(url.port || 3306) });
     const repos: AgentDefinitionRepository[] = [];
     try {
-      await use(proxy, async (timeoutMillis) => {
+      await use(proxy, async (timeoutMs) => {
         const repo = await createSqlRepository({
           ...target(),
           databaseUrl: through(`127.0.0.1:${proxy.port}`, direct()),
-          timeoutMillis,
+          timeoutMs,
         });
         repos.push(repo);
         return repo;
@@ -129,7 +129,7 @@ describe.skipIf(mariadb.skip)("a DATABASE_WRITE_URL beside DATABASE_URL, on Mari
         ...target(),
         databaseUrl: reads.via(target().databaseUrl!),
         databaseWriteUrl: writes.via(target().databaseUrl!),
-        timeoutMillis: 2_000,
+        timeoutMs: 2_000,
       });
       const saved = await save(repo, definition({ name: "Written while reads are cut" }));
       await repo.createTenant("written-while-reads-are-cut", "W-");
@@ -159,7 +159,7 @@ describe.skipIf(mariadb.skip)("a DATABASE_WRITE_URL beside DATABASE_URL, on Mari
     // the definition's row, the write waits out innodb_lock_wait_timeout (2 s for a 4 s write budget) and runs
     // again, and the row is let go once the metrics count it. Ten writers of one new key no longer race
     // on a duplicate key: the staged insert waits on the tenant's sequence row instead (item 2 of #24).
-    const repo = await createSqlRepository({ ...target(), timeoutMillis: 4_000 });
+    const repo = await createSqlRepository({ ...target(), timeoutMs: 4_000 });
     const admin = await createConnection(mysqlConnectionOptions(target().databaseUrl!));
     try {
       expect(Object.values(repo.writeRetries()).every((count) => count === 0)).toBe(true);

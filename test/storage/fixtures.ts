@@ -164,10 +164,10 @@ function pausing(
 }
 
 /**
- * Resolves once `parties` callers are waiting on it; rejects after `timeoutMillis` so a broken race fails
+ * Resolves once `parties` callers are waiting on it; rejects after `timeoutMs` so a broken race fails
  * instead of hanging.
  */
-export function barrier(parties: number, timeoutMillis = 10_000): () => Promise<void> {
+export function barrier(parties: number, timeoutMs = 10_000): () => Promise<void> {
   let waiting = 0;
   let release!: () => void;
   let fail!: (error: Error) => void;
@@ -176,7 +176,7 @@ export function barrier(parties: number, timeoutMillis = 10_000): () => Promise<
     fail = reject;
   });
   all.catch(() => undefined); // handled by whoever waits; no unhandled rejection when nobody does
-  const timer = setTimeout(() => fail(new Error(`barrier: ${waiting} of ${parties} arrived`)), timeoutMillis);
+  const timer = setTimeout(() => fail(new Error(`barrier: ${waiting} of ${parties} arrived`)), timeoutMs);
   timer.unref();
   return () => {
     waiting++;

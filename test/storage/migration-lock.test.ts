@@ -39,8 +39,8 @@ function finished(child: ChildProcess): Promise<{ code: number | null; stderr: s
 }
 
 /** A process holding the lease: resolves once it says so, with its owner id. */
-async function holding(database: FreshDatabase, leaseMillis: number, renewMillis: number) {
-  const child = migrateProcess(["hold", targetOf(database), String(leaseMillis), String(renewMillis)]);
+async function holding(database: FreshDatabase, leaseMs: number, renewMs: number) {
+  const child = migrateProcess(["hold", targetOf(database), String(leaseMs), String(renewMs)]);
   const exit = finished(child);
   const owner = await new Promise<string>((resolve, reject) => {
     createInterface({ input: child.stdout! }).on("line", (line) => {
@@ -84,16 +84,16 @@ forEachDatabase((kind) => {
 const mariadb = testDatabases().find((d) => d.name === "mariadb")!;
 
 describe.skipIf(mariadb.skip)("the migration lease on MariaDB", () => {
-  const lease = { leaseMillis: 2_000, renewMillis: 250, pollMillis: 100 };
+  const lease = { leaseMs: 2_000, renewMs: 250, pollMs: 100 };
 
   it("is not taken from a live process that renews it, and is taken once it gives it back", async () => {
     const database = await mariadb.create();
     const direct = await openDatabase(database);
     try {
-      const holder = await holding(database, lease.leaseMillis, lease.renewMillis);
+      const holder = await holding(database, lease.leaseMs, lease.renewMs);
       try {
         // Waiting 2.5 leases: the holder's lease would have expired twice over had it not been renewed.
-        await expect(migrateToLatest(direct.db, { lease, waitMillis: 5_000 })).rejects.toThrow(
+        await expect(migrateToLatest(direct.db, { lease, waitMs: 5_000 })).rejects.toThrow(
           `held this database's migration lease (table ${LEASE_TABLE}) for over 5 s: ${holder.owner}`,
         );
         expect(await direct.db.schema.hasTable("knex_migrations")).toBe(false);
@@ -101,7 +101,7 @@ describe.skipIf(mariadb.skip)("the migration lease on MariaDB", () => {
         holder.child.stdin!.end();
       }
       expect((await holder.exit).code).toBe(0);
-      await migrateToLatest(direct.db, { lease, waitMillis: 5_000 });
+      await migrateToLatest(direct.db, { lease, waitMs: 5_000 });
       expect(await recorded(direct.db)).toEqual(migrations.map((m) => m.name));
     } finally {
       await direct.db.destroy();
@@ -118,12 +118,12 @@ describe.skipIf(mariadb.skip)("the migration lease on MariaDB", () => {
       const newest = migrations.at(-1)!.name;
       await direct.db("knex_migrations").where({ name: newest }).delete();
       await direct.db("knex_migrations_lock").update({ is_locked: 1 });
-      const holder = await holding(database, lease.leaseMillis, lease.renewMillis);
+      const holder = await holding(database, lease.leaseMs, lease.renewMs);
       holder.child.kill("SIGKILL");
       await holder.exit;
       expect(await direct.db(LEASE_TABLE).select("owner")).toEqual([{ owner: holder.owner }]);
 
-      await migrateToLatest(direct.db, { lease, waitMillis: 30_000 });
+      await migrateToLatest(direct.db, { lease, waitMs: 30_000 });
       expect(await recorded(direct.db)).toEqual(migrations.map((m) => m.name));
       expect(await direct.db("knex_migrations_lock").select("is_locked")).toEqual([{ is_locked: 0 }]);
       expect(await direct.db(LEASE_TABLE).select("owner")).toEqual([{ owner: null }]);

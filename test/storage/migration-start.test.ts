@@ -64,7 +64,7 @@ describe.skipIf(mariadb.skip)("starting on MariaDB", () => {
     expect(newest).toBeDefined();
     await session.query("DELETE FROM knex_migrations WHERE name = ?", [newest.name]);
     await session.query("LOCK TABLES definition_terms WRITE");
-    const starting = createSqlRepository({ ...target(), timeoutMillis: 1_000 });
+    const starting = createSqlRepository({ ...target(), timeoutMs: 1_000 });
     let held = true;
     const settled = starting.then(
       (repository) => ({ repository, held }),

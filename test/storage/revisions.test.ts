@@ -256,7 +256,7 @@ forEachDatabase((db) => {
             }
             // A turn of the event loop after each poll, as a watcher's timer gives: on SQLite every statement
             // answers at once, and a loop of them alone would keep the writers from the turns they give back
-            // (run/writes.ts, SQLITE_SLICE_MILLIS).
+            // (run/writes.ts, SQLITE_SLICE_MS).
             await new Promise((resolve) => setImmediate(resolve));
           }
         })();

@@ -238,13 +238,13 @@ forEachDatabase((db) => {
   beforeAll(async () => {
     gated = await createSqlRepository({
       ...target(),
-      timeoutMillis: 30_000,
-      search: { maxConcurrent: 2, timeoutMillis: 0 },
+      timeoutMs: 30_000,
+      search: { maxConcurrent: 2, timeoutMs: 0 },
     });
     limited = await createSqlRepository({
       ...target(),
-      timeoutMillis: 30_000,
-      search: { maxConcurrent: 2, timeoutMillis: 200 },
+      timeoutMs: 30_000,
+      search: { maxConcurrent: 2, timeoutMs: 200 },
     });
     const service = createRegistryService({ repository: gated, host });
     const upsert = async (name: string, tag: string) =>
@@ -416,8 +416,8 @@ forEachDatabase((db) => {
       it("admits another tenant's search before the queued searches of a tenant holding all its slots", async () => {
         const fair = await createSqlRepository({
           ...target(),
-          timeoutMillis: 30_000,
-          search: { maxConcurrent: 3, maxPerTenant: 2, timeoutMillis: 0 },
+          timeoutMs: 30_000,
+          search: { maxConcurrent: 3, maxPerTenant: 2, timeoutMs: 0 },
         });
         let searches: Array<ReturnType<typeof tracked<ListResult>>> = [];
         await locker.query("LOCK TABLES definition_terms WRITE");
@@ -446,12 +446,12 @@ forEachDatabase((db) => {
         "gives a search one time budget: its page statement gets what its plan statement (the words' counters) " +
           "left, not a fresh SEARCH_TIMEOUT_MS",
         async () => {
-          const limitMillis = 10_000;
-          const spentMillis = 600;
+          const limitMs = 10_000;
+          const spentMs = 600;
           const one = await createSqlRepository({
             ...target(),
-            timeoutMillis: 30_000,
-            search: { maxConcurrent: 1, timeoutMillis: limitMillis },
+            timeoutMs: 30_000,
+            search: { maxConcurrent: 1, timeoutMs: limitMs },
           });
           const url = target().databaseUrl as string;
           const [counts, agents] = await Promise.all([1, 2].map(() => createConnection(mysqlConnectionOptions(url))));
@@ -479,14 +479,14 @@ forEachDatabase((db) => {
               async () => (await limitOf("%max_statement_time%FROM definition_term_counts%")) !== undefined,
             );
             // The plan spends part of the budget waiting.
-            await new Promise((resolve) => setTimeout(resolve, spentMillis));
+            await new Promise((resolve) => setTimeout(resolve, spentMs));
             await counts?.query("UNLOCK TABLES");
             let seconds: number | undefined;
             await until(
               "the page waits at the server",
               async () => (seconds = await limitOf("%max_statement_time%FROM tenants%")) !== undefined,
             );
-            expect(seconds).toBeLessThanOrEqual((limitMillis - spentMillis) / 1000);
+            expect(seconds).toBeLessThanOrEqual((limitMs - spentMs) / 1000);
           } finally {
             for (const session of [counts, agents]) await session?.query("UNLOCK TABLES").catch(() => undefined);
           }

@@ -17,7 +17,7 @@ db.pragma("journal_mode = WAL");
 db.pragma("wal_autocheckpoint = 0");
 db.prepare("CREATE TABLE blobs (b BLOB)").all([]);
 const checkpointer = createSqliteCheckpointer(filename, 20);
-let closeMillis = 0;
+let closeMs = 0;
 try {
   for (let i = 0; i < 8; i++) {
     // The first starts the thread.
@@ -30,7 +30,7 @@ try {
 } finally {
   const closing = performance.now();
   await checkpointer.close();
-  closeMillis = performance.now() - closing;
+  closeMs = performance.now() - closing;
 }
 const { checkpoints, last } = checkpointer.stats();
 db.close();
@@ -39,6 +39,6 @@ console.log(
     deno: "Deno" in globalThis,
     checkpointed: checkpoints > 0 && (last?.checkpointed ?? 0) >= 1_500,
     // The thread closes its connection and is ended at once (Deno's parentPort has no close()).
-    closedAtOnce: closeMillis < 2_000,
+    closedAtOnce: closeMs < 2_000,
   }),
 );

@@ -18,10 +18,10 @@ const slow =
 const Database = sqliteDriver();
 const main = new Database(filename, { readonly: true });
 
-const unlimited = createSqliteSearchPool(filename, { workers: 1, timeoutMillis: 0 });
-const limited = createSqliteSearchPool(filename, { workers: 1, timeoutMillis: 100 });
+const unlimited = createSqliteSearchPool(filename, { workers: 1, timeoutMs: 0 });
+const limited = createSqliteSearchPool(filename, { workers: 1, timeoutMs: 100 });
 // Its own worker: the one of `limited` still counts the slow statement it was answered for.
-const stopping = createSqliteSearchPool(filename, { workers: 1, timeoutMillis: 100 });
+const stopping = createSqliteSearchPool(filename, { workers: 1, timeoutMs: 100 });
 try {
   // Warm the worker up, so the slow statement below is running while this thread reads.
   await unlimited.run("SELECT 1 AS one", []);

@@ -90,14 +90,14 @@ describe("SQLite searches on worker threads", () => {
     runners.push(made);
     return made;
   };
-  const pool = (timeoutMillis: number) => {
-    const made = createSqliteSearchPool(join(target().dataDir, sqliteFileName), { workers: 1, timeoutMillis });
+  const pool = (timeoutMs: number) => {
+    const made = createSqliteSearchPool(join(target().dataDir, sqliteFileName), { workers: 1, timeoutMs });
     pools.push(made);
     return made;
   };
 
   beforeAll(async () => {
-    repository = await createSqlRepository({ ...target(), search: { timeoutMillis: 0 } });
+    repository = await createSqlRepository({ ...target(), search: { timeoutMs: 0 } });
     stored = (await save(repository, definition({ name: "Quasar Agent", description: "Finds quasars." }))).stored;
     ({ db } = await openDatabase(target()));
   });
@@ -109,7 +109,7 @@ describe("SQLite searches on worker threads", () => {
   });
 
   it("answers a read by id on the main connection while a costly statement runs", async () => {
-    const unlimited = runner({ timeoutMillis: 0 });
+    const unlimited = runner({ timeoutMs: 0 });
     await unlimited(warmUp, [], { tenant: "default" });
     const search = tracked(unlimited(slow.sql, slow.bindings, { tenant: "default" }));
     const read = await repository.get("default", stored.id);
@@ -130,7 +130,7 @@ describe("SQLite searches on worker threads", () => {
   });
 
   it("answers UNAVAILABLE, without SQL, at SEARCH_TIMEOUT_MS", async () => {
-    const limited = runner({ timeoutMillis: 100 });
+    const limited = runner({ timeoutMs: 100 });
     await limited(warmUp, [], { tenant: "default" });
     const error = await rejection(limited(slow.sql, slow.bindings, { tenant: "default" }));
     expect(error).toBeInstanceOf(RegistryError);
@@ -142,7 +142,7 @@ describe("SQLite searches on worker threads", () => {
   });
 
   it("stops a search whose caller leaves, through the runner: its signal reaches the worker", async () => {
-    const unlimited = runner({ timeoutMillis: 0, sqliteWorkers: 1 });
+    const unlimited = runner({ timeoutMs: 0, sqliteWorkers: 1 });
     await unlimited(warmUp, [], { tenant: "default" });
     const leaving = new AbortController();
     const abandoned = unlimited(endless.sql, endless.bindings, { tenant: "default", signal: leaving.signal });
@@ -155,7 +155,7 @@ describe("SQLite searches on worker threads", () => {
 
   it("gives a statement what is left of its search's budget, not a limit of its own", async () => {
     // An hour per statement, but the search's deadline is near: the statement gets what is left of it.
-    const hourly = runner({ timeoutMillis: 3_600_000 });
+    const hourly = runner({ timeoutMs: 3_600_000 });
     await hourly(warmUp, [], { tenant: "default" });
     const error = await rejection(
       hourly(endless.sql, endless.bindings, { tenant: "default", deadline: Date.now() + 200 }),

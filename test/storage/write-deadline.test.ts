@@ -17,7 +17,7 @@ describe.skipIf(mariadb.skip)("a write on a busy tenant, on MariaDB", () => {
 
   it("is retried until its deadline, then refused as CONFLICT: the tenant was busy, not the same agent", async () => {
     // A lock wait gives up after 1 s (half the timeout, rounded down to whole seconds).
-    const repo = await createSqlRepository({ ...target(), timeoutMillis: 2_500 });
+    const repo = await createSqlRepository({ ...target(), timeoutMs: 2_500 });
     const holder = await createConnection(mysqlConnectionOptions(target().databaseUrl!));
     let attempts = 0;
     try {

@@ -5,14 +5,14 @@
  *   migrate-process.ts migrate <databaseUrl | sqlite dataDir>
  *     brings the schema up to date as a start does (createSqlRepository) and exits 0,
  *     or prints the error and exits 1.
- *   migrate-process.ts hold <databaseUrl> <leaseMillis> <renewMillis>
+ *   migrate-process.ts hold <databaseUrl> <leaseMs> <renewMs>
  *     takes the MySQL migration lease and holds it, renewing it, printing `held <owner>`,
  *     until stdin ends (then gives it back and exits) or the process is killed.
  */
 import { openDatabase } from "../../src/storage/run/connection.js";
 import { createSqlRepository } from "../../src/storage/sql-repository.js";
 
-const [mode, target, leaseMillis, renewMillis] = process.argv.slice(2);
+const [mode, target, leaseMs, renewMs] = process.argv.slice(2);
 if (target === undefined) throw new Error("usage: migrate-process.ts migrate|hold <databaseUrl | dataDir> ...");
 const where = target.startsWith("mysql://") ? { databaseUrl: target, dataDir: "" } : { dataDir: target };
 
@@ -28,7 +28,7 @@ if (mode === "migrate") {
   // Imported here: `migrate` runs whichever runner the tree has (the test is run against the runner before the lease).
   const { withMigrationLease } = await import("../../src/storage/migrations/migration-lock.js");
   const database = await openDatabase(where);
-  const times = { leaseMillis: Number(leaseMillis), renewMillis: Number(renewMillis), pollMillis: 100 };
+  const times = { leaseMs: Number(leaseMs), renewMs: Number(renewMs), pollMs: 100 };
   await withMigrationLease(
     database.db,
     10_000,

@@ -81,15 +81,15 @@ const migrationConfig: Knex.MigratorConfig = { migrationSource, tableName: "knex
  * A process that died holding the lease keeps the others waiting one lease
  * (migration-lock.ts) at most.
  */
-const lockWaitMillis = 30 * 60_000;
-const lockRetryMillis = 500;
+const lockWaitMs = 30 * 60_000;
+const lockRetryMs = 500;
 /** On SQLite, how many times knex's lock is asked for (two minutes). */
 const lockAttempts = 240;
 
 /** What a test may change of the runner: the lease's times and the wait (the runtime passes nothing). */
 export interface MigrateOptions {
   readonly lease?: LeaseTimes;
-  readonly waitMillis?: number;
+  readonly waitMs?: number;
 }
 
 /**
@@ -107,12 +107,12 @@ export async function migrateToLatest(db: Knex, options: MigrateOptions = {}): P
   if (dialectOf(db) === "mysql") {
     // On every start, migrations to run or not: a node that would lose acknowledged writes is refused.
     await checkDurability(db);
-    const waitMillis = options.waitMillis ?? lockWaitMillis;
+    const waitMs = options.waitMs ?? lockWaitMs;
     return withMigrationLease(
       db,
-      waitMillis,
+      waitMs,
       (lease) =>
-        withNamedLock(db, waitMillis, async () => {
+        withNamedLock(db, waitMs, async () => {
           if (lease.tookOverFrom !== undefined) await releaseDeadOwnersKnexLock(db);
           await checkServerSettings(db);
           await migrateWaitingForKnexLock(db);
@@ -190,10 +190,10 @@ async function migrateWaitingForKnexLock(db: Knex): Promise<void> {
       if (attempt >= lockAttempts)
         throw new Error(
           `knex's migration lock (${migrationConfig.tableName}_lock.is_locked) has been set for over ` +
-            `${(lockAttempts * lockRetryMillis) / 1000} s by a process that holds no lease: one of an earlier ` +
+            `${(lockAttempts * lockRetryMs) / 1000} s by a process that holds no lease: one of an earlier ` +
             "version, migrating or dead. Once none is running, clear it (docs/operations.md).",
         );
-      await new Promise((resolve) => setTimeout(resolve, lockRetryMillis));
+      await new Promise((resolve) => setTimeout(resolve, lockRetryMs));
     }
   }
 }

@@ -45,10 +45,10 @@ export const LEASE_TABLE = "registry_migration_lock";
 
 /** How long a lease lasts without being renewed, and how often its owner renews it. */
 export interface LeaseTimes {
-  readonly leaseMillis: number;
-  readonly renewMillis: number;
+  readonly leaseMs: number;
+  readonly renewMs: number;
   /** How long a process waits between two attempts at taking a lease held by another. */
-  readonly pollMillis: number;
+  readonly pollMs: number;
 }
 
 /**
@@ -57,7 +57,7 @@ export interface LeaseTimes {
  * lease can be taken over; and a process that died mid-migration keeps the
  * others waiting a minute at most.
  */
-export const defaultLeaseTimes: LeaseTimes = { leaseMillis: 60_000, renewMillis: 10_000, pollMillis: 500 };
+export const defaultLeaseTimes: LeaseTimes = { leaseMs: 60_000, renewMs: 10_000, pollMs: 500 };
 
 /** What a process learns when it takes the lease. */
 export interface Lease {
@@ -110,13 +110,13 @@ export async function ensureLeaseTable(db: Knex): Promise<void> {
 }
 
 /** Takes the lease if it is free or expired; undefined when another process holds it. */
-export async function tryTakeLease(db: Knex, owner: string, leaseMillis: number): Promise<Lease | undefined> {
+export async function tryTakeLease(db: Knex, owner: string, leaseMs: number): Promise<Lease | undefined> {
   const now = Date.now();
   const free = await retrying(() =>
     db(LEASE_TABLE)
       .where({ id: 1 })
       .whereNull("owner")
-      .update({ owner, expires_at: now + leaseMillis }),
+      .update({ owner, expires_at: now + leaseMs }),
   );
   if (free === 1) return { owner, tookOverFrom: undefined };
   const [held] = (await db(LEASE_TABLE).where({ id: 1 }).select("owner", "expires_at")) as Array<{
@@ -128,7 +128,7 @@ export async function tryTakeLease(db: Knex, owner: string, leaseMillis: number)
   const expired = await retrying(() =>
     db(LEASE_TABLE)
       .where({ id: 1, owner: held.owner, expires_at: held.expires_at })
-      .update({ owner, expires_at: now + leaseMillis }),
+      .update({ owner, expires_at: now + leaseMs }),
   );
   return expired === 1 ? { owner, tookOverFrom: held.owner } : undefined;
 }
@@ -146,7 +146,7 @@ async function holder(db: Knex): Promise<string> {
 
 /**
  * Runs `body` holding the database's migration lease, waiting for it at most
- * `waitMillis` (a process that migrates a large table takes its time, and
+ * `waitMs` (a process that migrates a large table takes its time, and
  * renews its lease meanwhile). The lease is renewed while `body` runs and
  * given back after; `body` learns whose expired lease was taken over.
  * Throws after `body` when the lease was lost meanwhile (not renewed for a
@@ -154,23 +154,23 @@ async function holder(db: Knex): Promise<string> {
  */
 export async function withMigrationLease<T>(
   db: Knex,
-  waitMillis: number,
+  waitMs: number,
   body: (lease: Lease) => Promise<T>,
   times: LeaseTimes = defaultLeaseTimes,
 ): Promise<T> {
   await ensureLeaseTable(db);
   const owner = newOwner();
-  const deadline = Date.now() + waitMillis;
+  const deadline = Date.now() + waitMs;
   let lease: Lease | undefined;
   for (;;) {
-    lease = await tryTakeLease(db, owner, times.leaseMillis);
+    lease = await tryTakeLease(db, owner, times.leaseMs);
     if (lease !== undefined) break;
     if (Date.now() >= deadline)
       throw new Error(
         `Another process has held this database's migration lease (table ${LEASE_TABLE}) for over ` +
-          `${Math.round(waitMillis / 1000)} s: ${await holder(db)}.`,
+          `${Math.round(waitMs / 1000)} s: ${await holder(db)}.`,
       );
-    await sleep(times.pollMillis);
+    await sleep(times.pollMs);
   }
   let lost = false;
   let renewing: Promise<void> = Promise.resolve();
@@ -178,7 +178,7 @@ export async function withMigrationLease<T>(
     try {
       const changed = await db(LEASE_TABLE)
         .where({ id: 1, owner })
-        .update({ expires_at: Date.now() + times.leaseMillis });
+        .update({ expires_at: Date.now() + times.leaseMs });
       if (changed !== 1) lost = true;
     } catch {
       // The next renewal tries again; a lease outlives several failed ones.
@@ -186,14 +186,14 @@ export async function withMigrationLease<T>(
   };
   const timer = setInterval(() => {
     renewing = renewing.then(renew);
-  }, times.renewMillis);
+  }, times.renewMs);
   try {
     const result = await body(lease);
     await renewing;
     if (lost)
       throw new Error(
         `This process lost the migration lease (table ${LEASE_TABLE}) while migrating: it could not renew it ` +
-          `for ${times.leaseMillis / 1000} s, and another process may have migrated at the same time.`,
+          `for ${times.leaseMs / 1000} s, and another process may have migrated at the same time.`,
       );
     return result;
   } finally {
@@ -229,15 +229,15 @@ const LOCK_NAME = "CONCAT('asor-migrations-', SHA1(DATABASE()))";
 
 /**
  * Runs `body` holding the named lock the earlier versions migrated under
- * (`GET_LOCK`, one server's), waiting for it at most `timeoutMillis`. It is
+ * (`GET_LOCK`, one server's), waiting for it at most `timeoutMs`. It is
  * held by a session, so one connection is taken from the pool for the whole
  * migration and given back after `RELEASE_LOCK` (a connection that dies
  * releases it too); the migration itself runs on the pool.
  */
-export async function withNamedLock<T>(db: Knex, timeoutMillis: number, body: () => Promise<T>): Promise<T> {
+export async function withNamedLock<T>(db: Knex, timeoutMs: number, body: () => Promise<T>): Promise<T> {
   const connection = (await db.client.acquireConnection()) as MysqlConnection;
   try {
-    const deadline = Date.now() + timeoutMillis;
+    const deadline = Date.now() + timeoutMs;
     for (;;) {
       const [row] = await query<Array<{ got: number | null }>>(connection, `SELECT GET_LOCK(${LOCK_NAME}, ?) AS got`, [
         waitSeconds,
@@ -247,7 +247,7 @@ export async function withNamedLock<T>(db: Knex, timeoutMillis: number, body: ()
       if (Date.now() >= deadline)
         throw new Error(
           `A process of an earlier version has held this database's migration lock (GET_LOCK) for over ` +
-            `${Math.round(timeoutMillis / 1000)} s.`,
+            `${Math.round(timeoutMs / 1000)} s.`,
         );
     }
     try {

@@ -46,7 +46,7 @@ export function isMariaDb(version: string): boolean {
 /** Opens (lazily: the pool connects on first use) the database described by `options`. */
 export async function openDatabase(options: StorageOptions): Promise<Database> {
   if (options.databaseUrl !== undefined && options.databaseUrl !== "") {
-    const timeoutMs = options.timeoutMillis ?? defaultTimeoutMs;
+    const timeoutMs = options.timeoutMs ?? defaultTimeoutMs;
     const target = parseDatabaseUrl(options.databaseUrl);
     const hosts = new DatabaseHosts(target.hosts.length);
     const db = knex(

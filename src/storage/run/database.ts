@@ -28,10 +28,10 @@ export interface StorageOptions {
    * answer, in milliseconds (default 10000). Past it the call fails as
    * unavailable instead of hanging on a database that stopped answering.
    */
-  readonly timeoutMillis?: number | undefined;
+  readonly timeoutMs?: number | undefined;
   /**
    * MySQL: the longest wait for one statement's answer, when it must differ
-   * from timeoutMillis (connect and pool waits keep that): the migrations'
+   * from timeoutMs (connect and pool waits keep that): the migrations'
    * pool, whose statements rewrite and index whole tables.
    */
   readonly statementTimeoutMs?: number | undefined;
@@ -122,7 +122,7 @@ export const sqliteFileName = "registry.sqlite";
 /** The default of StorageOptions.syncWait (DATABASE_SYNC_WAIT): causal reads and write transactions. */
 export const defaultSyncWait = 1;
 
-/** The default of StorageOptions.timeoutMillis. */
+/** The default of StorageOptions.timeoutMs. */
 export const defaultTimeoutMs = 10_000;
 
 /** Connections of the MySQL pool; config.ts keeps SEARCH_MAX_CONCURRENT below it. */

@@ -39,7 +39,7 @@ export interface SearchCall {
   /**
    * The search's one time budget, a `Date.now()` time (searchDeadline): each
    * statement gets what is left of it, and the wait at the gate counts. Absent:
-   * `timeoutMillis` from now, for this statement alone.
+   * `timeoutMs` from now, for this statement alone.
    */
   readonly deadline?: number | undefined;
 }
@@ -77,14 +77,14 @@ export interface SearchLimits {
    * the bounded statements run on the main connection, unlimited: they read
    * about a page.
    */
-  readonly timeoutMillis?: number | undefined;
+  readonly timeoutMs?: number | undefined;
   /**
    * `SEARCH_SQLITE_WORKERS`, default one less than the cores (1 to 4): on SQLite, the worker threads (each
    * with its own read-only connection) that run the costly search statements.
    */
   readonly sqliteWorkers?: number | undefined;
   /**
-   * StorageOptions.timeoutMillis (`DATABASE_TIMEOUT_MS`, default 10000): the
+   * StorageOptions.timeoutMs (`DATABASE_TIMEOUT_MS`, default 10000): the
    * pool's acquire timeout and the driver's wait for a statement's answer.
    * Also the longest a search waits for its turn here; past it the search
    * fails as unavailable, as it would waiting for a pooled connection.
@@ -103,8 +103,8 @@ export const defaultSearchTimeoutMs = 10_000;
  * once per search, so its statements share one budget (issue 25: a keyword
  * search's page and its count each took the whole limit, 13.2 s against the documented 10).
  */
-export function searchDeadline(limits: Pick<SearchLimits, "timeoutMillis">): number | undefined {
-  const millis = limits.timeoutMillis ?? defaultSearchTimeoutMs;
+export function searchDeadline(limits: Pick<SearchLimits, "timeoutMs">): number | undefined {
+  const millis = limits.timeoutMs ?? defaultSearchTimeoutMs;
   return millis > 0 ? Date.now() + millis : undefined;
 }
 
@@ -136,8 +136,8 @@ export function searchRunner(db: Knex, dialect: Dialect, limits: SearchLimits = 
   const slots = dialect === "sqlite" ? Math.min(maxConcurrent, sqliteWorkers) : maxConcurrent;
   const budget: Budget = {
     gate: new Gate(slots, Math.min(slots, limits.maxPerTenant ?? defaultSearchMaxPerTenant)),
-    waitMillis: limits.databaseTimeoutMs ?? defaultTimeoutMs,
-    timeoutMillis: limits.timeoutMillis ?? defaultSearchTimeoutMs,
+    waitMs: limits.databaseTimeoutMs ?? defaultTimeoutMs,
+    timeoutMs: limits.timeoutMs ?? defaultSearchTimeoutMs,
     deadlineOf: (call) => call.deadline ?? searchDeadline(limits),
   };
   return dialect === "sqlite" ? sqliteRunner(db, budget, sqliteWorkers) : mysqlRunner(db, budget);
@@ -147,9 +147,9 @@ export function searchRunner(db: Knex, dialect: Dialect, limits: SearchLimits = 
 interface Budget {
   readonly gate: Gate;
   /** The longest a statement waits at the gate (the pool's acquire timeout, `databaseTimeoutMs`). */
-  readonly waitMillis: number;
+  readonly waitMs: number;
   /** A search's whole budget (SEARCH_TIMEOUT_MS), named when it runs out. */
-  readonly timeoutMillis: number;
+  readonly timeoutMs: number;
   /** The search's deadline: the call's own, or a budget that starts now. */
   readonly deadlineOf: (call: SearchCall) => number | undefined;
 }
@@ -159,7 +159,7 @@ interface Budget {
  * gate. A call that left is answered with its signal's reason.
  */
 async function gated<T>(
-  { gate, waitMillis }: Budget,
+  { gate, waitMs }: Budget,
   call: SearchCall,
   deadline: number | undefined,
   run: () => Promise<T>,
@@ -169,7 +169,7 @@ async function gated<T>(
   if (!gate.tryTake(call.tenant)) {
     // The wait counts against the budget, and is bounded by the pool's acquire timeout as a wait for a
     // connection would be.
-    const waitFor = Math.min(waitMillis, deadline === undefined ? waitMillis : deadline - Date.now());
+    const waitFor = Math.min(waitMs, deadline === undefined ? waitMs : deadline - Date.now());
     await waitAtGate(gate, call.tenant, call.signal, waitFor).catch((error: unknown) => {
       if (call.signal?.aborted === true) throw call.signal.reason;
       throw refusal("The registry is busy with other searches; try again later.", error);
@@ -192,8 +192,8 @@ async function gated<T>(
  */
 function sqliteRunner(db: Knex, budget: Budget, workers: number): SearchRunner {
   const withConnection = pooledConnections(db);
-  const { timeoutMillis } = budget;
-  const pool = createSqliteSearchPool(sqliteFile(db), { workers, timeoutMillis });
+  const { timeoutMs } = budget;
+  const pool = createSqliteSearchPool(sqliteFile(db), { workers, timeoutMs });
   const run: RunSearch = async (sql, bindings, call) => {
     if (call.signal?.aborted === true) throw call.signal.reason;
     if (call.bounded === true)
@@ -203,11 +203,11 @@ function sqliteRunner(db: Knex, budget: Budget, workers: number): SearchRunner {
       return await gated(budget, call, deadline, () => {
         // The budget went on the wait or on an earlier statement of the same search.
         const left = deadline === undefined ? undefined : deadline - Date.now();
-        if (left !== undefined && left <= 0) throw outOfTime(timeoutMillis, undefined);
+        if (left !== undefined && left <= 0) throw outOfTime(timeoutMs, undefined);
         return pool.run(sql, bindings, call.signal, left ?? 0) as Promise<SearchRow[]>;
       });
     } catch (error) {
-      throw error instanceof SearchStatementTimeout ? outOfTime(timeoutMillis, error) : error;
+      throw error instanceof SearchStatementTimeout ? outOfTime(timeoutMs, error) : error;
     }
   };
   return Object.assign(run, { waiting: () => budget.gate.waiting, close: () => pool.close() });
@@ -219,7 +219,7 @@ function sqliteRunner(db: Knex, budget: Budget, workers: number): SearchRunner {
  */
 function mysqlRunner(db: Knex, budget: Budget): SearchRunner {
   const withConnection = pooledConnections(db);
-  const { timeoutMillis, waitMillis } = budget;
+  const { timeoutMs, waitMs } = budget;
   // KILL goes on a connection of its own, opened for it outside the pool: every pooled connection may be held
   // by a statement whose caller left, each waiting for its KILL before it gives its connection back (killable),
   // so a KILL that waited for a pooled connection would wait for itself (seen under the bench's load: a full pool
@@ -241,9 +241,9 @@ function mysqlRunner(db: Knex, budget: Budget): SearchRunner {
         withConnection((connection) => {
           const left = deadline === undefined ? undefined : deadline - Date.now();
           // The budget went on the wait or on an earlier statement of the same search.
-          if (left !== undefined && left <= 0) throw outOfTime(timeoutMillis, undefined);
+          if (left !== undefined && left <= 0) throw outOfTime(timeoutMs, undefined);
           const limited = kind === undefined || left === undefined ? sql : withTimeLimit(kind, sql, left);
-          const driverMs = left === undefined ? waitMillis : Math.max(waitMillis, left + driverGraceMs);
+          const driverMs = left === undefined ? waitMs : Math.max(waitMs, left + driverGraceMs);
           return killable(
             connection as MysqlConnection,
             call.signal,
@@ -257,7 +257,7 @@ function mysqlRunner(db: Knex, budget: Budget): SearchRunner {
       );
     } catch (error) {
       if (!isStatementTimeout(error)) throw error;
-      throw outOfTime(timeoutMillis, error);
+      throw outOfTime(timeoutMs, error);
     }
   };
   return Object.assign(run, { waiting: () => budget.gate.waiting, close: async () => undefined });
@@ -270,8 +270,8 @@ function sqliteFile(db: Knex): string {
 }
 
 /** The search ran out of its time budget (SEARCH_TIMEOUT_MS). */
-function outOfTime(timeoutMillis: number, cause: unknown): Error {
-  const seconds = timeoutMillis / 1000;
+function outOfTime(timeoutMs: number, cause: unknown): Error {
+  const seconds = timeoutMs / 1000;
   return refusal(
     `The search took longer than the limit of ${seconds} ${seconds === 1 ? "second" : "seconds"} and was stopped; ` +
       "narrow it with filters (e.g. provider, tag, name) or fewer keywords.",

@@ -2,7 +2,7 @@
  * The entry of the WAL checkpoint thread (sqlite-checkpointer.ts starts it):
  * opens its own read-write connection to the SQLite file named in its
  * workerData, says it is ready (with the page size), then runs
- * `PRAGMA wal_checkpoint(PASSIVE)` every `intervalMillis` and whenever the
+ * `PRAGMA wal_checkpoint(PASSIVE)` every `intervalMs` and whenever the
  * main thread asks, and posts what each found. On `stop` it closes its
  * connection and says so; the main thread then ends the thread (Deno's
  * `parentPort` has no `close()`, so the thread cannot end itself alike on
@@ -21,7 +21,7 @@ import { type SqliteDatabase, sqliteDriver } from "./sqlite-client.js";
 /** The thread's data: the database file and how often to checkpoint. */
 export interface CheckpointWorkerData {
   readonly filename: string;
-  readonly intervalMillis: number;
+  readonly intervalMs: number;
 }
 
 /** What the main thread sends: a checkpoint now (numbered, its answer carries the number), or stop. */
@@ -87,7 +87,7 @@ if (db !== undefined) {
       return described(error);
     }
   };
-  const timer = setInterval(() => port.postMessage(checkpoint()), (workerData as CheckpointWorkerData).intervalMillis);
+  const timer = setInterval(() => port.postMessage(checkpoint()), (workerData as CheckpointWorkerData).intervalMs);
   port.on("message", (request: CheckpointRequest) => {
     if ("stop" in request) {
       clearInterval(timer);

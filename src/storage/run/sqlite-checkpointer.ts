@@ -183,7 +183,7 @@ class CheckpointThread implements SqliteCheckpointer {
     const entry = threadEntry();
     const thread = new Worker(entry.source, {
       eval: entry.eval,
-      workerData: { filename: this.#filename, intervalMillis: this.#intervalMs } satisfies CheckpointWorkerData,
+      workerData: { filename: this.#filename, intervalMs: this.#intervalMs } satisfies CheckpointWorkerData,
     });
     thread.unref();
     this.#worker = thread;

@@ -39,7 +39,7 @@ export interface SqliteSearchPoolOptions {
   /** Worker threads at most, each running one statement at a time; statements beyond them wait in line. */
   readonly workers: number;
   /** How long one statement may run before its worker is terminated, in milliseconds; 0 for no limit. */
-  readonly timeoutMillis: number;
+  readonly timeoutMs: number;
 }
 
 /** Search statements on worker threads. */
@@ -48,12 +48,12 @@ export interface SqliteSearchPool {
    * Runs one SELECT and answers its rows, byte values as Buffers (as
    * better-sqlite3 answers them on the main thread). Rejects with a
    * SearchStatementTimeout past the time limit (counted from this call, less
-   * the start of a worker; `timeoutMillis`, when given, instead of the
+   * the start of a worker; `timeoutMs`, when given, instead of the
    * pool's: what is left of a search's budget), with
    * `signal`'s reason when it aborts first, and with UNAVAILABLE when the pool
    * is closed or a worker cannot open the database.
    */
-  run(sql: string, bindings: readonly unknown[], signal?: AbortSignal, timeoutMillis?: number): Promise<unknown[]>;
+  run(sql: string, bindings: readonly unknown[], signal?: AbortSignal, timeoutMs?: number): Promise<unknown[]>;
   /**
    * Terminates every worker (one still in a statement ends with it); statements running or waiting are
    * answered UNAVAILABLE.
@@ -67,8 +67,8 @@ export interface SqliteSearchPool {
  */
 export class SearchStatementTimeout extends Error {
   override readonly name = "SearchStatementTimeout";
-  constructor(readonly timeoutMillis: number) {
-    super(`The search statement was not answered within ${timeoutMillis} ms.`);
+  constructor(readonly timeoutMs: number) {
+    super(`The search statement was not answered within ${timeoutMs} ms.`);
   }
 }
 
@@ -164,14 +164,14 @@ class WorkerPool implements SqliteSearchPool {
     sql: string,
     bindings: readonly unknown[],
     signal?: AbortSignal,
-    timeoutMillis = this.#options.timeoutMillis,
+    timeoutMs = this.#options.timeoutMs,
   ): Promise<unknown[]> {
     if (this.#closed) return Promise.reject(unavailable(new Error("The search pool is closed.")));
     if (signal?.aborted) return Promise.reject(signal.reason);
     return new Promise((resolve, reject) => {
       const request = { id: ++this.#lastId, sql, bindings };
       const stop = (job: Job, error: unknown) => this.#stop(job, error);
-      this.#waiting.push(createJob(request, timeoutMillis, signal, { resolve, reject }, stop));
+      this.#waiting.push(createJob(request, timeoutMs, signal, { resolve, reject }, stop));
       this.#dispatch();
     });
   }
@@ -279,7 +279,7 @@ class WorkerPool implements SqliteSearchPool {
  */
 function createJob(
   request: SearchRequest,
-  timeoutMillis: number,
+  timeoutMs: number,
   signal: AbortSignal | undefined,
   answer: { resolve(rows: unknown[]): void; reject(error: unknown): void },
   stop: (job: Job, error: unknown) => void,
@@ -290,8 +290,8 @@ function createJob(
   const job: Job = {
     request,
     startClock() {
-      if (timer !== undefined || settled || timeoutMillis === 0) return;
-      timer = setTimeout(() => stop(job, new SearchStatementTimeout(timeoutMillis)), Math.max(1, timeoutMillis));
+      if (timer !== undefined || settled || timeoutMs === 0) return;
+      timer = setTimeout(() => stop(job, new SearchStatementTimeout(timeoutMs)), Math.max(1, timeoutMs));
     },
     settle(outcome) {
       if (settled) return;

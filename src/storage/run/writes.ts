@@ -145,7 +145,7 @@ function mysqlTransactions(withConnection: ReturnType<typeof pooledConnections>)
  * (connection.ts) stays this transaction's until it ends, and the search
  * workers' read-only connections see committed data only.
  */
-export const SQLITE_SLICE_MILLIS = 10;
+export const SQLITE_SLICE_MS = 10;
 
 /**
  * Resolves on the event loop's next turn, after the timers and I/O it has waiting. From a continuation of
@@ -171,7 +171,7 @@ function sqliteTransactions(
       // (service/write-admission.ts).
       let sliceStart = performance.now();
       /** Gives the event loop back once this slice has run `millis`. */
-      const slice = async (millis = SQLITE_SLICE_MILLIS): Promise<void> => {
+      const slice = async (millis = SQLITE_SLICE_MS): Promise<void> => {
         if (performance.now() - sliceStart < millis) return;
         await nextTurn();
         sliceStart = performance.now();
@@ -203,7 +203,7 @@ function sqliteTransactions(
           }
           // COMMIT can take tens of milliseconds itself (an fsync, synchronous=FULL, and at times a WAL
           // checkpoint): it starts a slice of its own unless this one is less than half over.
-          await slice(SQLITE_SLICE_MILLIS / 2);
+          await slice(SQLITE_SLICE_MS / 2);
           committing();
           run("COMMIT");
           committed = true;

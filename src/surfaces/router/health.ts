@@ -14,7 +14,7 @@ export interface HealthOptions {
   /** Resolves while the database answers; throws while it does not. */
   readonly ping: () => Promise<void>;
   /** How often the watches' shared probe looks again, in milliseconds. */
-  readonly watchIntervalMillis?: number;
+  readonly watchIntervalMs?: number;
   /** How many Watch streams may be open at once; one more is refused with RESOURCE_EXHAUSTED. */
   readonly maxWatches: number;
   /**
@@ -29,7 +29,7 @@ export interface HealthOptions {
  * client-side health checker within about a second, for one `SELECT 1` per
  * second however many watch.
  */
-const defaultWatchIntervalMillis = 1_000;
+const defaultWatchIntervalMs = 1_000;
 
 /**
  * gRPC health checking (`grpc.health.v1.Health`): the server as a whole (the
@@ -43,7 +43,7 @@ const defaultWatchIntervalMillis = 1_000;
 export function createHealthRoutes({
   services,
   ping,
-  watchIntervalMillis = defaultWatchIntervalMillis,
+  watchIntervalMs = defaultWatchIntervalMs,
   maxWatches,
   maxWatchesPerConnection,
 }: HealthOptions): (router: ConnectRouter) => void {
@@ -54,7 +54,7 @@ export function createHealthRoutes({
       () => Status.NOT_SERVING,
     );
   const response = (s: Status) => create(HealthCheckResponseSchema, { status: s });
-  const probe = createSharedProbe(status, watchIntervalMillis);
+  const probe = createSharedProbe(status, watchIntervalMs);
   const seats = new WatchSeats(maxWatches, maxWatchesPerConnection);
 
   return (router: ConnectRouter): void => {
@@ -140,7 +140,7 @@ class WatchSeats {
   }
 }
 
-/** One probe of the database shared by every watch: runs every `intervalMillis` while any watch has joined. */
+/** One probe of the database shared by every watch: runs every `intervalMs` while any watch has joined. */
 interface SharedProbe {
   /** Counts a watch in (the first starts the probe) and returns the function that counts it out. */
   join(): () => void;
@@ -148,7 +148,7 @@ interface SharedProbe {
   changeFrom(last: Status | undefined, signal: AbortSignal): Promise<Status | undefined>;
 }
 
-function createSharedProbe(status: () => Promise<Status>, intervalMillis: number): SharedProbe {
+function createSharedProbe(status: () => Promise<Status>, intervalMs: number): SharedProbe {
   let watchers = 0;
   /** The last probe's result; undefined while no probe has answered since the watches last came back from none. */
   let current: Status | undefined;
@@ -168,7 +168,7 @@ function createSharedProbe(status: () => Promise<Status>, intervalMillis: number
       waiting.delete(waiter);
       waiter.resolve(now);
     }
-    timer = setTimeout(() => void look(), intervalMillis);
+    timer = setTimeout(() => void look(), intervalMs);
     // A watch in progress never keeps the process from exiting.
     timer.unref();
   };
