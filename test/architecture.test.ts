@@ -275,7 +275,6 @@ const maxFunctionLines = 80;
  */
 const overLongFunctions = new Set([
   "src/app.ts createApp",
-  "src/operations/registry-operations.ts createRegistryOperations",
   "src/service/registry-service.ts createRegistryService",
   "src/storage/migrations/0015-add-revisions.ts createMysql",
   "src/storage/write-transaction.ts insert",

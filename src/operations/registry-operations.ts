@@ -6,7 +6,10 @@
  */
 import type { DescMessage, DescMethod, DescService } from "@bufbuild/protobuf";
 import { create } from "@bufbuild/protobuf";
-import { AgentDefinitionService } from "../../gen/asor/v1/agent_definition_service_pb.js";
+import {
+  AgentDefinitionService,
+  type WatchAgentDefinitionsRequest,
+} from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { ListTenantsResponseSchema, TenantAdminService } from "../../gen/asor/v1/tenant_admin_service_pb.js";
 import { bodyFieldOf, errorRelativeToBody } from "../domain/body-field.js";
 import { type RegistryError, unauthenticated, unavailable } from "../domain/errors.js";
@@ -14,7 +17,7 @@ import type { WatchEvent } from "../domain/watch.js";
 import type { RegistryService, WriteAuthority } from "../service/registry-service.js";
 import type { TenantService } from "../service/tenant-service.js";
 import type { WatchService } from "../service/watch-service.js";
-import { type Call, type Operation, type Operations, resolveTenant } from "./operation.js";
+import { type Call, type Operation, type Operations, type Result, resolveTenant } from "./operation.js";
 import type { WatchLimits } from "./watch-limits.js";
 
 /** The security domains of the contract (docs/contract.md, "Security"). */
@@ -99,30 +102,7 @@ export function createRegistryOperations({
   const policy = registryPolicy(adminDomain);
   // The tenant admin RPCs act on every tenant: platform operations (see admit).
   const platform = { adminClaim: claims.platformAdminClaim };
-  const operation = <In extends DescMessage>(
-    method: DescMethod & { readonly input: In },
-    run: Operation<In>["run"],
-  ): Operation => {
-    const domains = policy.get(`${method.parent.typeName}/${method.name}`);
-    if (domains === undefined) throw new Error(`${method.parent.typeName}/${method.name} has no policy.`);
-    // The service's issues name whole requests' paths; every surface gives them relative to the body, as the
-    // client sent it.
-    // A method without a body field (the reads) runs as it is: no promise more on the hot path.
-    const bodyField = bodyFieldOf(method);
-    const relative: Operation<In>["run"] =
-      bodyField === undefined
-        ? run
-        : (call, input) =>
-            run(call, input).catch((error: unknown) => {
-              throw errorRelativeToBody(error, bodyField);
-            });
-    return {
-      method,
-      domains,
-      run: relative,
-      ...(method.parent === TenantAdminService ? { platform } : {}),
-    } as Operation<In> as unknown as Operation;
-  };
+  const operation: Define = (method, run) => defineOperation(policy, platform, method, run);
   const tenancy = {
     defaultTenant,
     tenantClaim: claims.tenantClaim,
@@ -130,36 +110,72 @@ export function createRegistryOperations({
   };
   const tenantOf = (requested: string, call: Call): string => resolveTenant(requested, call, tenancy);
   const list: Operation[] = [
+    ...definitionOperations(operation, service, tenantOf, watch, watchLimits),
+    operation(admin.createTenant, async (_call, req) => ({ kind: "message", message: await tenants.create(req) })),
+    operation(admin.listTenants, async () => ({
+      kind: "message",
+      message: create(ListTenantsResponseSchema, { tenants: await tenants.list() }),
+    })),
+  ];
+  const byMethod = new Map<DescMethod, Operation>(list.map((op) => [op.method, op]));
+  for (const s of REGISTRY_SERVICES) {
+    for (const m of s.methods)
+      if (!byMethod.has(m))
+        throw new Error(`${s.typeName}/${m.name} has no operation: every RPC of the registry needs one.`);
+  }
+  return byMethod;
+}
+
+/** Makes the operation of `method` that runs `run`: its policy's domains, its issues relative to its body. */
+type Define = <In extends DescMessage>(
+  method: DescMethod & { readonly input: In },
+  run: Operation<In>["run"],
+) => Operation;
+
+/** The tenant of a request (`requested`: the tenant it names, if any) for `call` (resolveTenant). */
+type TenantOf = (requested: string, call: Call) => string;
+
+function defineOperation<In extends DescMessage>(
+  policy: Policy,
+  platform: { readonly adminClaim: string },
+  method: DescMethod & { readonly input: In },
+  run: Operation<In>["run"],
+): Operation {
+  const domains = policy.get(`${method.parent.typeName}/${method.name}`);
+  if (domains === undefined) throw new Error(`${method.parent.typeName}/${method.name} has no policy.`);
+  // The service's issues name whole requests' paths; every surface gives them relative to the body, as the
+  // client sent it.
+  // A method without a body field (the reads) runs as it is: no promise more on the hot path.
+  const bodyField = bodyFieldOf(method);
+  const relative: Operation<In>["run"] =
+    bodyField === undefined
+      ? run
+      : (call, input) =>
+          run(call, input).catch((error: unknown) => {
+            throw errorRelativeToBody(error, bodyField);
+          });
+  return {
+    method,
+    domains,
+    run: relative,
+    ...(method.parent === TenantAdminService ? { platform } : {}),
+  } as Operation<In> as unknown as Operation;
+}
+
+/** The operations of AgentDefinitionService, in the order of its RPCs' reads, then writes. */
+function definitionOperations(
+  operation: Define,
+  service: RegistryService,
+  tenantOf: TenantOf,
+  watch: WatchService | undefined,
+  watchLimits: WatchLimits | undefined,
+): Operation[] {
+  return [
     operation(methods.listAgentDefinitions, async (call, req) => ({
       kind: "page",
       page: await service.list(tenantOf(req.tenant, call), req, call),
     })),
-    operation(methods.watchAgentDefinitions, async (call, req) => {
-      if (watch === undefined) throw unavailable("This server does not serve watches.");
-      // Ends the watcher when the client leaves, and when its token expires or a recheck refuses it
-      // (whileTokenHolds).
-      const stop = new AbortController();
-      const { signal } = call;
-      if (signal?.aborted === true) stop.abort();
-      else signal?.addEventListener("abort", () => stop.abort(), { once: true });
-      const tenant = tenantOf(req.tenant, call);
-      // Counted from before its first read until it ends, whichever way: its events end or fail, or its signal
-      // aborts (the client left, the token expired or was refused), which also covers a stream whose events were
-      // never read.
-      const release = watchLimits?.admit({ tenant, principal: call.principal, http1: call.http1 === true });
-      if (release === undefined) {
-        const events = await watch.watch(tenant, req, stop.signal);
-        return { kind: "events", events: whileTokenHolds(events, call, stop) };
-      }
-      stop.signal.addEventListener("abort", release, { once: true });
-      try {
-        const events = await watch.watch(tenant, req, stop.signal);
-        return { kind: "events", events: releasing(whileTokenHolds(events, call, stop), release) };
-      } catch (err) {
-        release();
-        throw err;
-      }
-    }),
+    operation(methods.watchAgentDefinitions, (call, req) => runWatch(watch, watchLimits, tenantOf, call, req)),
     operation(methods.getAgentDefinition, async (call, req) => ({
       kind: "definition",
       ...(await service.get(tenantOf(req.tenant, call), req)),
@@ -186,19 +202,41 @@ export function createRegistryOperations({
       const { total, data, one } = await service.setStatus(tenantOf(req.tenant, call), req);
       return { kind: "page", page: { total, data }, one };
     }),
-    operation(admin.createTenant, async (_call, req) => ({ kind: "message", message: await tenants.create(req) })),
-    operation(admin.listTenants, async () => ({
-      kind: "message",
-      message: create(ListTenantsResponseSchema, { tenants: await tenants.list() }),
-    })),
   ];
-  const byMethod = new Map<DescMethod, Operation>(list.map((op) => [op.method, op]));
-  for (const s of REGISTRY_SERVICES) {
-    for (const m of s.methods)
-      if (!byMethod.has(m))
-        throw new Error(`${s.typeName}/${m.name} has no operation: every RPC of the registry needs one.`);
+}
+
+/** WatchAgentDefinitions: the tenant's events while the caller stays, its token holds and its place is kept. */
+async function runWatch(
+  watch: WatchService | undefined,
+  watchLimits: WatchLimits | undefined,
+  tenantOf: TenantOf,
+  call: Call,
+  req: WatchAgentDefinitionsRequest,
+): Promise<Result> {
+  if (watch === undefined) throw unavailable("This server does not serve watches.");
+  // Ends the watcher when the client leaves, and when its token expires or a recheck refuses it
+  // (whileTokenHolds).
+  const stop = new AbortController();
+  const { signal } = call;
+  if (signal?.aborted === true) stop.abort();
+  else signal?.addEventListener("abort", () => stop.abort(), { once: true });
+  const tenant = tenantOf(req.tenant, call);
+  // Counted from before its first read until it ends, whichever way: its events end or fail, or its signal
+  // aborts (the client left, the token expired or was refused), which also covers a stream whose events were
+  // never read.
+  const release = watchLimits?.admit({ tenant, principal: call.principal, http1: call.http1 === true });
+  if (release === undefined) {
+    const events = await watch.watch(tenant, req, stop.signal);
+    return { kind: "events", events: whileTokenHolds(events, call, stop) };
   }
-  return byMethod;
+  stop.signal.addEventListener("abort", release, { once: true });
+  try {
+    const events = await watch.watch(tenant, req, stop.signal);
+    return { kind: "events", events: releasing(whileTokenHolds(events, call, stop), release) };
+  } catch (err) {
+    release();
+    throw err;
+  }
 }
 
 /**
