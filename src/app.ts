@@ -17,7 +17,7 @@ import { recordInterceptor, withInterceptors } from "./observability/record-inte
 import { createRequestTracker, type RequestTracker } from "./observability/request-tracker.js";
 import type { Operations } from "./operations/operation.js";
 import { createRegistryOperations, REGISTRY_SERVICES } from "./operations/registry-operations.js";
-import { createWatchLimits } from "./operations/watch-limits.js";
+import { createWatchLimits, type WatchLimits } from "./operations/watch-limits.js";
 import { createRegistryService } from "./service/registry-service.js";
 import { createTenantService } from "./service/tenant-service.js";
 import { createWatchService } from "./service/watch-service.js";
@@ -30,7 +30,7 @@ import { createEdge, type Edge } from "./surfaces/edge.js";
 import { createProbeEndpoints } from "./surfaces/endpoints/probes.js";
 import { refusalsOf } from "./surfaces/pipeline/failures.js";
 import { createOpenApiEndpoint } from "./surfaces/rest/openapi/openapi-endpoint.js";
-import { createRestSurface } from "./surfaces/rest/surface.js";
+import { createRestSurface, type RestSurface } from "./surfaces/rest/surface.js";
 import { createHealthRoutes } from "./surfaces/router/health.js";
 import { createReflectionRoutes } from "./surfaces/router/reflection.js";
 import { createRegistryImplementations, registryRoutes } from "./surfaces/router/routes.js";
@@ -103,7 +103,75 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
   const logger = deps.logger ?? createLogger(config.logLevel);
   const made = await createAuthenticator(config.auth, deps.keyStore === undefined ? {} : { keyStore: deps.keyStore });
   const authenticator = deps.wrapAuthenticator?.(made) ?? made;
-  const repository = await createSqlRepository({
+  const repository = await openRepository(config, logger);
+  const { watchReplay, changes, watchLimits } = createWatching(config, repository, logger);
+  const operations = createAppOperations(config, repository, changes, watchLimits);
+  const bodyBudget = createBodyBudget(config.maxBufferedBodyBytes);
+  const metrics = createMetrics({
+    poolStats: () => repository.poolStats(),
+    writeRetries: () => repository.writeRetries(),
+    keyedReads: () => repository.keyedReads(),
+    bodyBudget,
+    watchReplay,
+    watches: watchLimits,
+  });
+  const metricsEndpoint = createMetricsEndpoint(metrics);
+  const requests = createRequestTracker({ logger, metrics });
+  const ping = () => repository.ping();
+  const routes = createAppRoutes(config, operations, logger, ping);
+  const acceptCompression = [...(deps.acceptCompression ?? [])];
+
+  const rest = createRestSurface({ operations, maxBodyBytes: config.maxBodyBytes, logger });
+  // With a METRICS_PORT of its own, /metrics is off the API port: the entrypoint serves it there.
+  const endpoints = [
+    ...createProbeEndpoints(ping),
+    ...(config.metricsPort === undefined ? [metricsEndpoint] : []),
+    createOpenApiEndpoint(openApiDocument),
+  ];
+  const unary = methodsByPath("unary");
+  const streams = methodsByPath("server_streaming");
+  const catalog = await createAppCatalog(config, made, deps.catalogFiles);
+  const edge = createAppEdge(config, {
+    authenticator,
+    operations,
+    routes,
+    acceptCompression,
+    unary,
+    streams,
+    rest,
+    endpoints,
+    logger,
+    catalog,
+  });
+  const serves = servesOf(routes, endpoints, catalog, rest);
+
+  const close = async (): Promise<void> => {
+    // The refusals counted since the last summary line are told before the process goes.
+    refusalsOf(logger).flush();
+    await changes.close();
+    await repository.close();
+  };
+  return {
+    config,
+    logger,
+    edge,
+    grpcPaths: new Set([...unary.keys(), ...streams.keys()]),
+    operations,
+    authenticator,
+    requests,
+    repository,
+    changes,
+    bodyBudget,
+    metrics,
+    metricsEndpoint,
+    serves,
+    close,
+  };
+}
+
+/** The registry's storage (SQL), as the config names it. */
+function openRepository(config: Config, logger: Logger): Promise<AgentDefinitionRepository> {
+  return createSqlRepository({
     databaseUrl: config.databaseUrl,
     databaseWriteUrl: config.databaseWriteUrl,
     dataDir: config.dataDir,
@@ -119,6 +187,10 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     pageMaxBytes: config.pageMaxBytes,
     logger,
   });
+}
+
+/** What the watches share: the replay's byte gate, the process's one change reader, and the limits of open watches. */
+function createWatching(config: Config, repository: AgentDefinitionRepository, logger: Logger) {
   // What every watch's start from an older revision holds at once (issue 50).
   const watchReplay = createByteGate(config.watch.replayMaxBytes);
   // The process's one change reader: every watch of every surface reads through it (issue 20).
@@ -142,7 +214,17 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     http1PerTenant: config.watch.maxHttp1PerTenant,
     total: config.watch.maxOpen,
   });
-  const operations = createRegistryOperations({
+  return { watchReplay, changes, watchLimits };
+}
+
+/** The services over the storage, and the operations over them. */
+function createAppOperations(
+  config: Config,
+  repository: AgentDefinitionRepository,
+  changes: ChangeReader,
+  watchLimits: WatchLimits,
+): Operations {
+  return createRegistryOperations({
     service: createRegistryService({
       repository,
       host: config.hostSystem,
@@ -156,25 +238,15 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     adminDomain: config.adminDomain,
     claims: config.auth,
   });
-  const bodyBudget = createBodyBudget(config.maxBufferedBodyBytes);
-  const metrics = createMetrics({
-    poolStats: () => repository.poolStats(),
-    writeRetries: () => repository.writeRetries(),
-    keyedReads: () => repository.keyedReads(),
-    bodyBudget,
-    watchReplay,
-    watches: watchLimits,
-  });
-  const metricsEndpoint = createMetricsEndpoint(metrics);
-  const requests = createRequestTracker({ logger, metrics });
-  const ping = () => repository.ping();
+}
 
+/** The Connect router's routes: the registry's RPCs, health and reflection, each noted on its request's record. */
+function createAppRoutes(config: Config, operations: Operations, logger: Logger, ping: () => Promise<void>) {
   // Every RPC notes its procedure and outcome on the request's record (the access log line).
   // Health and reflection carry no registry data: the edge asks no token for them. error.proto
   // is described too, so clients can decode error details.
   const implementations = createRegistryImplementations({ operations, logger });
-  const acceptCompression = [...(deps.acceptCompression ?? [])];
-  const routes = withInterceptors(
+  return withInterceptors(
     (router: ConnectRouter) => {
       registryRoutes(implementations)(router);
       createHealthRoutes({
@@ -187,18 +259,27 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     },
     [recordInterceptor()],
   );
+}
 
-  const rest = createRestSurface({ operations, maxBodyBytes: config.maxBodyBytes, logger });
-  // With a METRICS_PORT of its own, /metrics is off the API port: the entrypoint serves it there.
-  const endpoints = [
-    ...createProbeEndpoints(ping),
-    ...(config.metricsPort === undefined ? [metricsEndpoint] : []),
-    createOpenApiEndpoint(openApiDocument),
-  ];
-  const unary = methodsByPath("unary");
-  const streams = methodsByPath("server_streaming");
-  const catalog = await createAppCatalog(config, made, deps.catalogFiles);
-  const edge = createEdge({
+/** The parts of the app the edge serves. */
+interface EdgeParts {
+  readonly authenticator: Authenticator;
+  readonly operations: Operations;
+  readonly routes: (router: ConnectRouter) => void;
+  readonly acceptCompression: Compression[];
+  readonly unary: Map<string, DescMethod>;
+  readonly streams: Map<string, DescMethod>;
+  readonly rest: RestSurface;
+  readonly endpoints: HttpEndpoint[];
+  readonly logger: Logger;
+  readonly catalog: Catalog;
+}
+
+/** The edge: every request of every surface, with its token rechecks for the watches. */
+function createAppEdge(config: Config, parts: EdgeParts): Edge {
+  const { authenticator, operations, routes, acceptCompression, unary, streams, rest, endpoints, logger, catalog } =
+    parts;
+  return createEdge({
     authenticator,
     // Every watch of every surface follows its token here (issue 50, item 4).
     rechecks: createTokenRechecks({
@@ -224,36 +305,23 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     logger,
     catalog,
   });
-  // The paths the edge serves, from the same routes and endpoints it was given: the RPCs' paths are read off a
-  // router that only lists them (it never serves a request).
+}
+
+/**
+ * Whether the edge has something at a path, from the same routes and endpoints it was given: the RPCs' paths are
+ * read off a router that only lists them (it never serves a request).
+ */
+function servesOf(
+  routes: (router: ConnectRouter) => void,
+  endpoints: readonly HttpEndpoint[],
+  catalog: Catalog,
+  rest: RestSurface,
+): (pathname: string) => boolean {
   const listing = createConnectRouter();
   routes(listing);
   const paths = new Set([...listing.handlers.map((h) => h.requestPath), ...endpoints.map((e) => e.path)]);
-  const serves = (pathname: string): boolean =>
+  return (pathname: string): boolean =>
     paths.has(pathname) || catalog.serves(pathname) || rest.match("GET", pathname) !== undefined;
-
-  const close = async (): Promise<void> => {
-    // The refusals counted since the last summary line are told before the process goes.
-    refusalsOf(logger).flush();
-    await changes.close();
-    await repository.close();
-  };
-  return {
-    config,
-    logger,
-    edge,
-    grpcPaths: new Set([...unary.keys(), ...streams.keys()]),
-    operations,
-    authenticator,
-    requests,
-    repository,
-    changes,
-    bodyBudget,
-    metrics,
-    metricsEndpoint,
-    serves,
-    close,
-  };
 }
 
 /** The registry's RPCs of one kind by request path (`/<service>/<method>`). */
