@@ -274,7 +274,6 @@ const maxFunctionLines = 80;
  * check fails for one on it that is no longer over, so the list only shrinks). The migration is frozen.
  */
 const overLongFunctions = new Set([
-  "src/service/registry-service.ts createRegistryService",
   "src/storage/migrations/0015-add-revisions.ts createMysql",
   "src/storage/write-transaction.ts insert",
 ]);
