@@ -269,82 +269,24 @@ export class SqlWriteTransaction implements WriteTransaction {
       throw new Error(
         `insert() was given instance ${definition.id}; prepareInsert() announced ${pending.definition.id}.`,
       );
-    const tenant = this.tenant.name;
     const now = pending?.at ?? new Date();
     const timestamp = toDatabaseTimestamp(now);
-    const { document, json, binary } = encodeDefinition(definition);
+    const encoded = encodeDefinition(definition);
     const index = given ?? (await indexOf(definition));
     const created = this.#createdAgents.has(agent.number);
-    let latest = true;
-    /** The staged version's numbering, left for the CALL that ends the transaction (MySQL; see below). */
-    let numbering: RevisionContent | undefined;
-    await this.#run(async (context) => {
+    const row: NewRow = { key, agent, definition, index, created, timestamp, encoded };
+    const { latest, numbering } = await this.#run(async (context): Promise<Inserted> => {
       this.#pending = undefined;
-      if (pending?.seq !== undefined) {
-        const numbered = {
-          numbered: { seq: pending.seq, agentNumber: agent.number },
-          document,
-          document_binary: binary,
-        };
-        // A new agent's only version, indexed as staged: nothing else is left to write, and its numbering goes
-        // into the CALL that takes the revisions and commits, one round trip fewer while the tenant's sequence
-        // row is held (migration 0015). Written now if the transaction goes on (#run).
-        // Staged: #stage set the index its side rows were written from.
-        if (created && sameIndex(index, pending.index!)) {
-          numbering = numbered;
-          return;
-        }
-        await writeContent(context, tenant, definition.id, numbered);
-        // The index was made from the staged definition; the agent's reference id is not indexed, so
-        // this does not happen unless that changes.
-        if (!sameIndex(index, pending.index!))
-          this.#keepText(definition.id, await indexDefinition(context, tenant, definition.id, index));
-        // Staged for a new agent that another writer created in the meantime (found under the sequence's
-        // lock): its versions may have seqs above ours, and the latest flag goes to the newest.
-        if (!created) {
-          await this.#lockAgent(context, agent.number);
-          const latestBefore = await latestOfAgent(context, tenant, agent.number);
-          const latestNow = await refreshLatest(context, tenant, agent.number);
-          latest = latestNow === definition.id;
-          // A version of the other writer's that lost the flag to ours changed too (its meta.latest).
-          for (const id of latestBefore)
-            if (id !== definition.id && id !== latestNow) this.#changed(id, agent.number, "MODIFIED");
-        }
-        return;
-      }
-      // The new version is ACTIVE and the agent's newest, so it takes the latest flag from the
-      // others; under the agent's lock, so that concurrent writers of the agent see each other.
-      // A new agent has no others: its first version costs no statement more than before.
-      if (!created) {
-        await this.#lockAgent(context, agent.number);
-        // Under the agent's lock the flag stays where it is until clearLatest moves it: the version that
-        // loses it changes too (its meta.latest), and takes a revision of its own.
-        for (const id of await latestOfAgent(context, tenant, agent.number))
-          this.#changed(id, agent.number, "MODIFIED");
-        await clearLatest(context, tenant, agent.number);
-      }
-      const seq = await insertDefinition(context, {
-        id: definition.id,
-        tenant,
-        name: key.name,
-        provider_id: key.providerId,
-        version: key.version,
-        agent_number: agent.number,
-        document,
-        document_binary: binary,
-        created_at: timestamp,
-        updated_at: timestamp,
-        status_changed_at: timestamp,
-        is_latest: true,
-      });
-      this.#keepText(definition.id, await indexDefinition(context, tenant, definition.id, index, seq));
+      if (pending?.seq !== undefined) return this.#completeStaged(context, row, pending as Staged);
+      await this.#insertRow(context, row);
+      return { latest: true, numbering: undefined };
     });
     const stored: Mutable<StoredDefinition> = {
       id: definition.id,
-      tenant,
+      tenant: this.tenant.name,
       agent,
-      json,
-      binary,
+      json: encoded.json,
+      binary: encoded.binary,
       createdAt: now,
       updatedAt: now,
       revision: 1,
@@ -358,6 +300,71 @@ export class SqlWriteTransaction implements WriteTransaction {
     change.answers.push(stored);
     if (numbering !== undefined) change.content = numbering;
     return stored;
+  }
+
+  /**
+   * insert() of the version #stage wrote without an agent (MySQL, a new agent): gives it its agent and document,
+   * or leaves that numbering for the CALL that ends the transaction (see below).
+   */
+  async #completeStaged(context: WriteContext, row: NewRow, pending: Staged): Promise<Inserted> {
+    const tenant = this.tenant.name;
+    const { agent, definition, index, created } = row;
+    const numbered = {
+      numbered: { seq: pending.seq, agentNumber: agent.number },
+      document: row.encoded.document,
+      document_binary: row.encoded.binary,
+    };
+    // A new agent's only version, indexed as staged: nothing else is left to write, and its numbering goes
+    // into the CALL that takes the revisions and commits, one round trip fewer while the tenant's sequence
+    // row is held (migration 0015). Written now if the transaction goes on (#run).
+    // Staged: #stage set the index its side rows were written from.
+    if (created && sameIndex(index, pending.index!)) return { latest: true, numbering: numbered };
+    await writeContent(context, tenant, definition.id, numbered);
+    // The index was made from the staged definition; the agent's reference id is not indexed, so
+    // this does not happen unless that changes.
+    if (!sameIndex(index, pending.index!))
+      this.#keepText(definition.id, await indexDefinition(context, tenant, definition.id, index));
+    // Staged for a new agent that another writer created in the meantime (found under the sequence's
+    // lock): its versions may have seqs above ours, and the latest flag goes to the newest.
+    if (created) return { latest: true, numbering: undefined };
+    await this.#lockAgent(context, agent.number);
+    const latestBefore = await latestOfAgent(context, tenant, agent.number);
+    const latestNow = await refreshLatest(context, tenant, agent.number);
+    // A version of the other writer's that lost the flag to ours changed too (its meta.latest).
+    for (const id of latestBefore)
+      if (id !== definition.id && id !== latestNow) this.#changed(id, agent.number, "MODIFIED");
+    return { latest: latestNow === definition.id, numbering: undefined };
+  }
+
+  /** insert() of a version not staged: its row and index, taking the latest flag from the agent's others. */
+  async #insertRow(context: WriteContext, row: NewRow): Promise<void> {
+    const tenant = this.tenant.name;
+    const { key, agent, definition, timestamp } = row;
+    // The new version is ACTIVE and the agent's newest, so it takes the latest flag from the
+    // others; under the agent's lock, so that concurrent writers of the agent see each other.
+    // A new agent has no others: its first version costs no statement more than before.
+    if (!row.created) {
+      await this.#lockAgent(context, agent.number);
+      // Under the agent's lock the flag stays where it is until clearLatest moves it: the version that
+      // loses it changes too (its meta.latest), and takes a revision of its own.
+      for (const id of await latestOfAgent(context, tenant, agent.number)) this.#changed(id, agent.number, "MODIFIED");
+      await clearLatest(context, tenant, agent.number);
+    }
+    const seq = await insertDefinition(context, {
+      id: definition.id,
+      tenant,
+      name: key.name,
+      provider_id: key.providerId,
+      version: key.version,
+      agent_number: agent.number,
+      document: row.encoded.document,
+      document_binary: row.encoded.binary,
+      created_at: timestamp,
+      updated_at: timestamp,
+      status_changed_at: timestamp,
+      is_latest: true,
+    });
+    this.#keepText(definition.id, await indexDefinition(context, tenant, definition.id, row.index, seq));
   }
 
   async update(
@@ -561,6 +568,28 @@ interface Pending {
   readonly at: Date;
   readonly seq: number | undefined;
   readonly index: DefinitionIndex | undefined;
+}
+
+/** A pending instance #stage has written (its seq set). */
+type Staged = Pending & { readonly seq: number };
+
+/** What insert() writes: the version, its agent, its encodings and index, and when. */
+interface NewRow {
+  readonly key: UpsertKey;
+  readonly agent: AgentRef;
+  readonly definition: AgentDefinition;
+  readonly index: DefinitionIndex;
+  /** Whether this transaction created the agent (it has no other versions). */
+  readonly created: boolean;
+  readonly timestamp: string;
+  readonly encoded: ReturnType<typeof encodeDefinition>;
+}
+
+/** What insert()'s statements decided: whether the version is its agent's latest, and its numbering left for COMMIT. */
+interface Inserted {
+  readonly latest: boolean;
+  /** The staged version's numbering, left for the CALL that ends the transaction (MySQL; see #completeStaged). */
+  readonly numbering: RevisionContent | undefined;
 }
 
 /**
