@@ -252,7 +252,7 @@ const maxFileLines = 400;
  * The files still over maxFileLines, each to be split and then taken off this list (the check fails for a file on
  * it that is no longer over, so the list only shrinks).
  */
-const overLong = new Set(["src/storage/write-transaction.ts"]);
+const overLong = new Set<string>();
 
 describe("the length of the code", () => {
   it(`no source file of src/ is over ${maxFileLines} lines (but those still to be split)`, async () => {

@@ -272,6 +272,18 @@ export function toInstanceRef(row: InstanceRow): KeyedInstanceRef {
 
 const statuses: ReadonlySet<string> = new Set<DefinitionStatus>(DEFINITION_STATUSES);
 
+/** The lifecycle members of an instance, as they are. */
+export function lifecycleOf(instance: Lifecycle): Lifecycle {
+  return {
+    revision: instance.revision,
+    modRevision: instance.modRevision,
+    status: instance.status,
+    statusMessage: instance.statusMessage,
+    statusChangedAt: instance.statusChangedAt,
+    latest: instance.latest,
+  };
+}
+
 /** The lifecycle columns of a row as the domain's Lifecycle. */
 export function toLifecycle(
   row: Pick<InstanceRow, "revision" | "mod_revision" | "status" | "status_message" | "status_changed_at" | "is_latest">,

@@ -7,13 +7,11 @@
 
 import { Buffer } from "node:buffer";
 import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
-import type { Lifecycle } from "../domain/records.js";
-import { type DefinitionIndex, indexSteps, inTurns, sameIndex } from "../domain/search-terms.js";
+import type { DefinitionIndex } from "../domain/search-terms.js";
 import { INSTANCE_ID } from "../domain/upsert.js";
 import { indexDefinition } from "./queries/search-index.js";
-import type { ChangeKind, RevisionChange, RevisionContent, WriteContext } from "./queries/writes.js";
+import type { WriteContext } from "./queries/writes.js";
 import {
-  clearLatest,
   findAgentByNameForUpdate,
   findByKeyForUpdate,
   findExternalIdOwnerForUpdate,
@@ -22,18 +20,11 @@ import {
   findInstancesOfAgentForUpdate,
   findNewestInstanceByReference,
   insertAgent,
-  insertDefinition,
   insertExternalId,
-  latestOfAgent,
   lockAgent,
   lockSequenceAndFindAgent,
   newestLiveOfAgent,
-  readStoredInWrite,
-  refreshLatest,
-  revisionStatements,
   takeAgentNumber,
-  updateStatus,
-  writeContent,
 } from "./queries/writes.js";
 import type {
   AgentRef,
@@ -49,31 +40,27 @@ import {
   agentReferenceId,
   encodeDefinition,
   fromDatabaseInteger,
+  lifecycleOf,
   toAgentRef,
   toDatabaseTimestamp,
   toInstanceRef,
-  toStoredDefinition,
 } from "./rows.js";
 import { classifyDriverError, isBrokenTriggers } from "./run/driver-errors.js";
-import { type CommitWith, SQLITE_SLICE_MS } from "./run/writes.js";
+import type { CommitWith } from "./run/writes.js";
 import type { KeptText } from "./search-text.js";
-
-type Mutable<T> = { -readonly [K in keyof T]: T[K] };
-
-/** A version this transaction changed: what its change record says, and the answers that show its revision. */
-interface PendingChange {
-  readonly id: string;
-  readonly agentNumber: number;
-  kind: ChangeKind;
-  readonly at: string;
-  /** Its new content, not written yet: the UPDATE goes with COMMIT (update()). */
-  content?: RevisionChange["content"];
-  /** What the transaction answered about the version; their modRevision is set when it commits. */
-  readonly answers: Mutable<StoredDefinition>[];
-}
-
-/** Which kind a version changed twice in one write shows: being added, then a status change, then the rest. */
-const KIND_RANK: Readonly<Record<ChangeKind, number>> = { ADDED: 3, STATUS_CHANGED: 2, MODIFIED: 1 };
+import { type Mutable, WriteChanges, type WriteSteps } from "./write-changes.js";
+import {
+  assertNewInstanceId,
+  completeStaged,
+  type Inserted,
+  indexOf,
+  insertRow,
+  type NewVersion,
+  type Pending,
+  type Staged,
+  stageRow,
+} from "./write-insert.js";
+import { setStatusIn } from "./write-status.js";
 
 /** The WriteTransaction handed to `write`'s work: the queries, bound to one transaction and tenant. */
 export class SqlWriteTransaction implements WriteTransaction {
@@ -91,16 +78,19 @@ export class SqlWriteTransaction implements WriteTransaction {
   readonly #createdAgents = new Set<number>();
   /** The instance prepareInsert announced, and its row once staged (MySQL), until insert() stores it. */
   #pending: Pending | undefined;
-  /** The versions changed so far, in order: each takes a revision, in this order, as the transaction commits. */
-  readonly #changes = new Map<string, PendingChange>();
-  /** MySQL: the full-text text of each version whose content this transaction wrote, kept after COMMIT. */
-  readonly #texts = new Map<string, string>();
-  /** After COMMIT (settle): the revision each changed version took. */
-  readonly #revisions = new Map<string, number>();
+  /** The versions changed so far, in order, and the texts kept of them (WriteChanges). */
+  readonly #changes = new WriteChanges();
+  /** What the steps of insert() and setStatus() (write-insert.ts, write-status.ts) use of this transaction. */
+  readonly #steps: WriteSteps;
 
   constructor(context: WriteContext, tenant: WriteTenant) {
     this.#context = context;
     this.tenant = tenant;
+    this.#steps = {
+      tenant: tenant.name,
+      changes: this.#changes,
+      lockAgent: (context, agentNumber) => this.#lockAgent(context, agentNumber),
+    };
   }
 
   async findByKey(key: UpsertKey): Promise<KeyedInstanceRef | undefined> {
@@ -157,7 +147,7 @@ export class SqlWriteTransaction implements WriteTransaction {
         pending.key.providerId === providerId &&
         pending.key.name === name
       )
-        await this.#stage(context, pending);
+        this.#pending = await stageRow(context, this.#steps, pending);
       // Under READ COMMITTED nothing locks an absent row, and the caller decides on the absence
       // beyond inserting the agent (e.g. an externalAgentID held by someone else is a clash for a
       // new agent): so hold the tenant's sequence, which every creator of an agent holds until
@@ -234,29 +224,6 @@ export class SqlWriteTransaction implements WriteTransaction {
     this.#pending = { key, definition, at: new Date(), seq: undefined, index };
   }
 
-  /** Inserts the pending instance's row with no agent, and its index (MySQL; see prepareInsert). */
-  async #stage(context: WriteContext, pending: Pending): Promise<void> {
-    const timestamp = toDatabaseTimestamp(pending.at);
-    const { key, definition } = pending;
-    const index = pending.index ?? (await indexOf(definition));
-    const seq = await insertDefinition(context, {
-      id: definition.id,
-      tenant: this.tenant.name,
-      name: key.name,
-      provider_id: key.providerId,
-      version: key.version,
-      agent_number: null,
-      document: "",
-      document_binary: Buffer.alloc(0),
-      created_at: timestamp,
-      updated_at: timestamp,
-      status_changed_at: timestamp,
-      is_latest: true,
-    });
-    this.#keepText(definition.id, await indexDefinition(context, this.tenant.name, definition.id, index, seq));
-    this.#pending = { ...pending, seq, index };
-  }
-
   async insert(
     key: UpsertKey,
     agent: AgentRef,
@@ -274,11 +241,11 @@ export class SqlWriteTransaction implements WriteTransaction {
     const encoded = encodeDefinition(definition);
     const index = given ?? (await indexOf(definition));
     const created = this.#createdAgents.has(agent.number);
-    const row: NewRow = { key, agent, definition, index, created, timestamp, encoded };
+    const row: NewVersion = { key, agent, definition, index, created, timestamp, encoded };
     const { latest, numbering } = await this.#run(async (context): Promise<Inserted> => {
       this.#pending = undefined;
-      if (pending?.seq !== undefined) return this.#completeStaged(context, row, pending as Staged);
-      await this.#insertRow(context, row);
+      if (pending?.seq !== undefined) return completeStaged(context, this.#steps, row, pending as Staged);
+      await insertRow(context, this.#steps, row);
       return { latest: true, numbering: undefined };
     });
     const stored: Mutable<StoredDefinition> = {
@@ -296,75 +263,10 @@ export class SqlWriteTransaction implements WriteTransaction {
       statusChangedAt: now,
       latest,
     };
-    const change = this.#changed(definition.id, agent.number, "ADDED", timestamp);
+    const change = this.#changes.changed(definition.id, agent.number, "ADDED", timestamp);
     change.answers.push(stored);
     if (numbering !== undefined) change.content = numbering;
     return stored;
-  }
-
-  /**
-   * insert() of the version #stage wrote without an agent (MySQL, a new agent): gives it its agent and document,
-   * or leaves that numbering for the CALL that ends the transaction (see below).
-   */
-  async #completeStaged(context: WriteContext, row: NewRow, pending: Staged): Promise<Inserted> {
-    const tenant = this.tenant.name;
-    const { agent, definition, index, created } = row;
-    const numbered = {
-      numbered: { seq: pending.seq, agentNumber: agent.number },
-      document: row.encoded.document,
-      document_binary: row.encoded.binary,
-    };
-    // A new agent's only version, indexed as staged: nothing else is left to write, and its numbering goes
-    // into the CALL that takes the revisions and commits, one round trip fewer while the tenant's sequence
-    // row is held (migration 0015). Written now if the transaction goes on (#run).
-    // Staged: #stage set the index its side rows were written from.
-    if (created && sameIndex(index, pending.index!)) return { latest: true, numbering: numbered };
-    await writeContent(context, tenant, definition.id, numbered);
-    // The index was made from the staged definition; the agent's reference id is not indexed, so
-    // this does not happen unless that changes.
-    if (!sameIndex(index, pending.index!))
-      this.#keepText(definition.id, await indexDefinition(context, tenant, definition.id, index));
-    // Staged for a new agent that another writer created in the meantime (found under the sequence's
-    // lock): its versions may have seqs above ours, and the latest flag goes to the newest.
-    if (created) return { latest: true, numbering: undefined };
-    await this.#lockAgent(context, agent.number);
-    const latestBefore = await latestOfAgent(context, tenant, agent.number);
-    const latestNow = await refreshLatest(context, tenant, agent.number);
-    // A version of the other writer's that lost the flag to ours changed too (its meta.latest).
-    for (const id of latestBefore)
-      if (id !== definition.id && id !== latestNow) this.#changed(id, agent.number, "MODIFIED");
-    return { latest: latestNow === definition.id, numbering: undefined };
-  }
-
-  /** insert() of a version not staged: its row and index, taking the latest flag from the agent's others. */
-  async #insertRow(context: WriteContext, row: NewRow): Promise<void> {
-    const tenant = this.tenant.name;
-    const { key, agent, definition, timestamp } = row;
-    // The new version is ACTIVE and the agent's newest, so it takes the latest flag from the
-    // others; under the agent's lock, so that concurrent writers of the agent see each other.
-    // A new agent has no others: its first version costs no statement more than before.
-    if (!row.created) {
-      await this.#lockAgent(context, agent.number);
-      // Under the agent's lock the flag stays where it is until clearLatest moves it: the version that
-      // loses it changes too (its meta.latest), and takes a revision of its own.
-      for (const id of await latestOfAgent(context, tenant, agent.number)) this.#changed(id, agent.number, "MODIFIED");
-      await clearLatest(context, tenant, agent.number);
-    }
-    const seq = await insertDefinition(context, {
-      id: definition.id,
-      tenant,
-      name: key.name,
-      provider_id: key.providerId,
-      version: key.version,
-      agent_number: agent.number,
-      document: row.encoded.document,
-      document_binary: row.encoded.binary,
-      created_at: timestamp,
-      updated_at: timestamp,
-      status_changed_at: timestamp,
-      is_latest: true,
-    });
-    this.#keepText(definition.id, await indexDefinition(context, tenant, definition.id, row.index, seq));
   }
 
   async update(
@@ -402,13 +304,13 @@ export class SqlWriteTransaction implements WriteTransaction {
     const now = new Date();
     const at = toDatabaseTimestamp(now);
     const index = given ?? (await indexOf(definition));
-    this.#keepText(
+    this.#changes.keepText(
       existing.id,
       await this.#run((context) => indexDefinition(context, existing.tenant, existing.id, index)),
     );
     // The row's UPDATE waits for the end of the transaction, where the revision is taken (on MySQL it goes into
     // the CALL that takes it), or goes before the next statement of this transaction, if one comes: #run.
-    const change = this.#changed(existing.id, existing.agent.number, "MODIFIED", at);
+    const change = this.#changes.changed(existing.id, existing.agent.number, "MODIFIED", at);
     change.content = { document, document_binary: binary, updated_at: at };
     // Status, its message and time, and the latest flag stay: only content changed.
     const stored = answer(now, existing.revision + 1);
@@ -428,32 +330,9 @@ export class SqlWriteTransaction implements WriteTransaction {
       throw new Error(`setStatus() was given versions of more than one agent, or of another tenant than "${tenant}".`);
     }
     const at = toDatabaseTimestamp(new Date());
-    return this.#run(async (context) => {
-      // Agent, then versions: the order findVersionsForUpdate and insert lock in.
-      await this.#lockAgent(context, first.agent.number);
-      const agentNumber = first.agent.number;
-      const latestBefore = await latestOfAgent(context, tenant, agentNumber);
-      for (const version of versions) {
-        await updateStatus(context, tenant, version.id, { status, status_message: statusMessage, at });
-        this.#changed(version.id, agentNumber, "STATUS_CHANGED", at);
-      }
-      const latestNow = await refreshLatest(context, tenant, agentNumber);
-      // The versions whose latest flag moved changed too (their meta.latest).
-      for (const id of latestBefore) if (id !== latestNow) this.#changed(id, agentNumber, "MODIFIED", at);
-      if (latestNow !== undefined && !latestBefore.includes(latestNow))
-        this.#changed(latestNow, agentNumber, "MODIFIED", at);
-      const stored: StoredDefinition[] = [];
-      for (const version of versions) {
-        const row = await readStoredInWrite(context, tenant, version.id);
-        const definition = row === undefined ? undefined : toStoredDefinition(tenant, row);
-        if (definition === undefined)
-          throw new Error(`Agent definition ${version.id} vanished inside its own status change.`);
-        const answer: Mutable<StoredDefinition> = { ...definition };
-        this.#changes.get(version.id)?.answers.push(answer);
-        stored.push(answer);
-      }
-      return stored;
-    });
+    return this.#run((context) =>
+      setStatusIn(context, this.#steps, versions, first.agent.number, { status, status_message: statusMessage, at }),
+    );
   }
 
   /** Locks the agent's row (queries.lockAgent) unless this transaction holds it already. */
@@ -464,41 +343,16 @@ export class SqlWriteTransaction implements WriteTransaction {
   }
 
   /**
-   * Records that this transaction changed version `id` (once per version: a second change keeps the kind that
-   * says most), and answers its record.
-   */
-  #changed(id: string, agentNumber: number, kind: ChangeKind, at = toDatabaseTimestamp(new Date())): PendingChange {
-    const known = this.#changes.get(id);
-    if (known !== undefined) {
-      if (KIND_RANK[kind] > KIND_RANK[known.kind]) known.kind = kind;
-      return known;
-    }
-    const change: PendingChange = { id, agentNumber, kind, at, answers: [] };
-    this.#changes.set(id, change);
-    return change;
-  }
-
-  /**
    * The statements to send with COMMIT: the tenant's revisions for the versions changed, their mod_revision,
    * their change records; undefined when nothing changed (no revision is taken).
    */
   lastStatements(): CommitWith | undefined {
-    if (this.#changes.size === 0) return undefined;
-    const changes = [...this.#changes.values()].map(
-      ({ id, agentNumber, kind, at, content }): RevisionChange =>
-        content === undefined ? { id, agentNumber, kind, at } : { id, agentNumber, kind, at, content },
-    );
-    return revisionStatements(this.#context.statements, this.tenant.name, changes);
+    return this.#changes.lastStatements(this.#context.statements, this.tenant.name);
   }
 
   /** After COMMIT: `last` was the last revision taken; each change's answers show the one it took. */
   settle(last: number): void {
-    const changes = [...this.#changes.values()];
-    changes.forEach((change, i) => {
-      const revision = last - (changes.length - 1 - i);
-      this.#revisions.set(change.id, revision);
-      for (const answer of change.answers) answer.modRevision = revision;
-    });
+    this.#changes.settle(last);
   }
 
   /**
@@ -506,16 +360,7 @@ export class SqlWriteTransaction implements WriteTransaction {
    * version took; none on SQLite, whose texts are written in the transaction.
    */
   textsToKeep(): KeptText[] {
-    const texts: KeptText[] = [];
-    for (const [id, text] of this.#texts) {
-      const revision = this.#revisions.get(id);
-      if (revision !== undefined) texts.push({ tenant: this.tenant.name, id, text, revision });
-    }
-    return texts;
-  }
-
-  #keepText(id: string, text: string | undefined): void {
-    if (text !== undefined) this.#texts.set(id, text);
+    return this.#changes.textsToKeep(this.tenant.name);
   }
 
   /** Rethrows the failure that doomed this attempt, if any. */
@@ -542,11 +387,7 @@ export class SqlWriteTransaction implements WriteTransaction {
     this.throwIfFailed();
     try {
       // A content UPDATE left for COMMIT is written first if the transaction goes on: what follows reads it.
-      for (const change of this.#changes.values()) {
-        if (change.content === undefined) continue;
-        await writeContent(this.#context, this.tenant.name, change.id, change.content);
-        change.content = undefined;
-      }
+      await this.#changes.writeLeftContent(this.#context, this.tenant.name);
       return await query(this.#context);
     } catch (error) {
       // A table's triggers broken on the node (run/broken-triggers.ts): the statement failed, and write()
@@ -555,63 +396,4 @@ export class SqlWriteTransaction implements WriteTransaction {
       throw error;
     }
   }
-}
-
-/**
- * The new instance prepareInsert announced: its key, its definition (but for its reference id), its creation
- * time, its DefinitionIndex when the caller gave it, and once staged (MySQL, a new agent) its row's seq and the
- * index its side rows were written from.
- */
-interface Pending {
-  readonly key: UpsertKey;
-  readonly definition: AgentDefinition;
-  readonly at: Date;
-  readonly seq: number | undefined;
-  readonly index: DefinitionIndex | undefined;
-}
-
-/** A pending instance #stage has written (its seq set). */
-type Staged = Pending & { readonly seq: number };
-
-/** What insert() writes: the version, its agent, its encodings and index, and when. */
-interface NewRow {
-  readonly key: UpsertKey;
-  readonly agent: AgentRef;
-  readonly definition: AgentDefinition;
-  readonly index: DefinitionIndex;
-  /** Whether this transaction created the agent (it has no other versions). */
-  readonly created: boolean;
-  readonly timestamp: string;
-  readonly encoded: ReturnType<typeof encodeDefinition>;
-}
-
-/** What insert()'s statements decided: whether the version is its agent's latest, and its numbering left for COMMIT. */
-interface Inserted {
-  readonly latest: boolean;
-  /** The staged version's numbering, left for the CALL that ends the transaction (MySQL; see #completeStaged). */
-  readonly numbering: RevisionContent | undefined;
-}
-
-/**
- * `definition`'s DefinitionIndex when the caller gave none (the service gives the one its admission made),
- * made a text at a time, giving the event loop back every SQLITE_SLICE_MS (issue 50).
- */
-const indexOf = (definition: AgentDefinition): Promise<DefinitionIndex> =>
-  inTurns(indexSteps(definition), SQLITE_SLICE_MS);
-
-function assertNewInstanceId(id: string): void {
-  if (!INSTANCE_ID.test(id))
-    throw new Error(`A new instance was given "${id}" as its id; expected 32 lowercase hex characters.`);
-}
-
-/** The lifecycle members of an instance, as they are. */
-function lifecycleOf(instance: InstanceRef): Lifecycle {
-  return {
-    revision: instance.revision,
-    modRevision: instance.modRevision,
-    status: instance.status,
-    statusMessage: instance.statusMessage,
-    statusChangedAt: instance.statusChangedAt,
-    latest: instance.latest,
-  };
 }
