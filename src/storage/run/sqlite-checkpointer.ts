@@ -24,7 +24,7 @@
  *
  * The thread starts at the first write (a repository that only reads never
  * starts it), unreferenced: it keeps no process alive. Its entry is loaded as
- * the search workers' is (sqlite-search-worker.ts workerEntry).
+ * the search workers' is (thread-entry.ts).
  */
 import { Worker } from "node:worker_threads";
 import type {
@@ -33,6 +33,7 @@ import type {
   CheckpointResult,
   CheckpointWorkerData,
 } from "./sqlite-checkpoint-thread.js";
+import { threadEntry } from "./thread-entry.js";
 
 /**
  * The WAL's size past which the next write first waits for a checkpoint of the thread (beforeWrite): four
@@ -67,18 +68,6 @@ export interface SqliteCheckpointer {
   stats(): { readonly checkpoints: number; readonly last: CheckpointResult | undefined; readonly pageSize: number };
   /** Stops the thread and closes its connection (a checkpoint running ends first). */
   close(): Promise<void>;
-}
-
-/** The thread's entry: compiled JavaScript, TypeScript under Deno, or TypeScript through tsx from sources. */
-function threadEntry(): { readonly source: URL | string; readonly eval: boolean } {
-  const fromSources = import.meta.url.endsWith(".ts");
-  const url = new URL(`./sqlite-checkpoint-thread.${fromSources ? "ts" : "js"}`, import.meta.url);
-  if (!fromSources || "Deno" in globalThis) return { source: url, eval: false };
-  const tsx = JSON.stringify(import.meta.resolve("tsx/esm/api"));
-  return {
-    source: `import(${tsx}).then(({ register }) => { register(); return import(${JSON.stringify(url.href)}); });`,
-    eval: true,
-  };
 }
 
 /** A checkpointer of `filename`'s WAL every `intervalMs` (> 0); its thread starts at the first write. */
@@ -180,7 +169,7 @@ class CheckpointThread implements SqliteCheckpointer {
   }
 
   #start(): void {
-    const entry = threadEntry();
+    const entry = threadEntry("sqlite-checkpoint-thread");
     const thread = new Worker(entry.source, {
       eval: entry.eval,
       workerData: { filename: this.#filename, intervalMs: this.#intervalMs } satisfies CheckpointWorkerData,

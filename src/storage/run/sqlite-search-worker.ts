@@ -26,13 +26,14 @@
  * compiled JavaScript from dist/ under `npm start`, TypeScript under Deno
  * (which runs it, and its imports, as the main thread's), and TypeScript
  * through tsx where the main thread itself runs from sources under Node
- * (vitest, `node --import tsx`, the bench): workerEntry.
+ * (vitest, `node --import tsx`, the bench): thread-entry.ts.
  */
 import { Buffer } from "node:buffer";
 import { availableParallelism } from "node:os";
 import { Worker } from "node:worker_threads";
 import { unavailable } from "../../domain/errors.js";
 import type { SearchReply, SearchRequest, SearchWorkerData } from "./sqlite-search-thread.js";
+import { threadEntry } from "./thread-entry.js";
 
 /** The pool's size and time limit (README, `SEARCH_SQLITE_WORKERS` and `SEARCH_TIMEOUT_MS`). */
 export interface SqliteSearchPoolOptions {
@@ -100,24 +101,6 @@ interface Slot {
   job: Job | undefined;
 }
 
-/**
- * What a Worker is started with: the entry's URL, or (Node running the
- * sources) a script that registers tsx's loader in the worker and imports the
- * entry; Node 20 does not apply an `--import tsx` of the worker's execArgv to
- * its entry module.
- */
-function workerEntry(): { readonly source: URL | string; readonly eval: boolean } {
-  const fromSources = import.meta.url.endsWith(".ts");
-  const url = new URL(`./sqlite-search-thread.${fromSources ? "ts" : "js"}`, import.meta.url);
-  // Deno runs TypeScript itself, and its workers resolve imports as the main thread does.
-  if (!fromSources || "Deno" in globalThis) return { source: url, eval: false };
-  const tsx = JSON.stringify(import.meta.resolve("tsx/esm/api"));
-  return {
-    source: `import(${tsx}).then(({ register }) => { register(); return import(${JSON.stringify(url.href)}); });`,
-    eval: true,
-  };
-}
-
 /** Makes Buffers of the byte values a worker sent: structured cloning answers plain Uint8Arrays. */
 function asBuffers(rows: Record<string, unknown>[]): Record<string, unknown>[] {
   for (const row of rows) {
@@ -148,7 +131,7 @@ export function createSqliteSearchPool(filename: string, options: SqliteSearchPo
 class WorkerPool implements SqliteSearchPool {
   readonly #filename: string;
   readonly #options: SqliteSearchPoolOptions;
-  readonly #entry = workerEntry();
+  readonly #entry = threadEntry("sqlite-search-thread");
   readonly #slots = new Set<Slot>();
   /** The statements no worker runs yet, in the order they came. */
   readonly #waiting: Job[] = [];
