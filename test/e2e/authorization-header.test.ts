@@ -47,8 +47,13 @@ function h1(
 }
 
 /** curl over HTTP/2 (prior knowledge) with `headers` as given, repeated names included: status, headers, trailers. */
-async function h2(url: string, headers: readonly string[], body?: Buffer): Promise<{ head: string; body: string }> {
-  const args = ["-s", "--http2-prior-knowledge", "-D", "-", "-o", "-"];
+async function h2(
+  url: string,
+  headers: readonly string[],
+  body?: Buffer,
+  method = "GET",
+): Promise<{ head: string; body: string }> {
+  const args = ["-s", "--http2-prior-knowledge", "-D", "-", "-o", "-", "-X", method];
   for (const h of headers) args.push("-H", h);
   if (body !== undefined) args.push("--data-binary", `@-`);
   const child = promisify(execFile)("curl", [...args, url], { encoding: "buffer" });
@@ -103,8 +108,10 @@ for (const runtime of RUNTIMES)
     });
 
     it("HTTP/2 gRPC: INVALID_ARGUMENT, on the lean path and through Connect's router", async () => {
-      // An empty ListAgentDefinitions message in its envelope.
-      const envelope = Buffer.from([0, 0, 0, 0, 0]);
+      // The call is refused on its headers, before any body: it is sent without one (a POST whose headers end
+      // the stream). With a body, curl 7.88 now and then (8 of 300 calls, since before a19ec6c) ends with exit
+      // 92, a stream error, after it has received the whole answer: a race between its DATA and the answer's
+      // end, noted in docs/decisions/issue-50.md ("the small ones") to be fixed; not what this test is about.
       for (const contentType of ["application/grpc", "application/grpc+json"]) {
         const res = await h2(
           `${server().baseUrl}${LIST}`,
@@ -114,7 +121,8 @@ for (const runtime of RUNTIMES)
             `authorization: ${server().authorization}`,
             `authorization: ${garbage}`,
           ],
-          contentType === "application/grpc" ? envelope : Buffer.from([0, 0, 0, 0, 2, 0x7b, 0x7d]),
+          undefined,
+          "POST",
         );
         expect(res.head, contentType).toMatch(/^HTTP\/2 200 ?\r\n/);
         // curl writes the trailers after the body, as header lines.
