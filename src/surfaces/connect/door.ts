@@ -3,31 +3,19 @@
  * the pipeline (unary.ts). Connect GETs and streaming content types go on to Connect's router.
  */
 import type { DescMethod } from "@bufbuild/protobuf";
-import { rpcProtocolOf } from "../../observability/request-record.js";
-import type { Operations } from "../../operations/operation.js";
-import type { Admit, Door } from "../pipeline/door.js";
-import { rpcCallOf } from "../pipeline/door.js";
-import type { MessageChecks } from "../pipeline/message-check.js";
+import { admittedRpcCall, type Door, type RpcDoorParts } from "../pipeline/door.js";
 import type { RpcOptions } from "../pipeline/pipeline.js";
 import { connectUnaryFormat } from "./request.js";
 import { serveConnect } from "./unary.js";
 
-export interface ConnectDoorOptions {
+export interface ConnectDoorOptions extends RpcDoorParts {
   /** The registry's unary RPCs by request path. */
   readonly unary: ReadonlyMap<string, DescMethod>;
-  readonly operations: Operations;
-  readonly checks: MessageChecks;
-  readonly admit: Admit;
   readonly options: RpcOptions;
 }
 
-export function connectDoor({
-  unary,
-  operations,
-  checks,
-  admit,
-  options,
-}: ConnectDoorOptions): Door<{ method: DescMethod; binary: boolean }> {
+export function connectDoor(parts: ConnectDoorOptions): Door<{ method: DescMethod; binary: boolean }> {
+  const { unary, options } = parts;
   return {
     name: "connect",
     matches(req, { pathname }) {
@@ -36,14 +24,12 @@ export function connectDoor({
       return format === undefined ? undefined : { method: method as DescMethod, binary: format.binary };
     },
     async serve(req, { method, binary }, record) {
-      record.protocol = rpcProtocolOf(req.header("content-type"));
-      const operation = operations.get(method);
-      if (operation === undefined) throw new Error(`${method.name} has no operation.`);
-      const check = checks(method);
-      const call = rpcCallOf(
+      const call = await admittedRpcCall(
         req,
-        { operation, admission: await admit(req, operation, record), record },
-        (body, length, c) => check.connectMessage(body, length, c, binary),
+        method,
+        parts,
+        record,
+        (check) => (body, length, c) => check.connectMessage(body, length, c, binary),
       );
       return { http: await serveConnect(call, binary, options) };
     },

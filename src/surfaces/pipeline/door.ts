@@ -5,11 +5,13 @@
  * whichever runtime received it, the answer every door gives, and what the
  * edge lends each door: the caller's admission, before any body is read.
  */
+import type { DescMethod } from "@bufbuild/protobuf";
 import type { ContextValues } from "@connectrpc/connect";
 import type { UniversalServerRequest, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import type { HttpAnswer, StreamAnswer } from "../../http/http-answer.js";
-import type { RequestRecord } from "../../observability/request-record.js";
-import type { Admission, Operation } from "../../operations/operation.js";
+import { type RequestRecord, rpcProtocolOf } from "../../observability/request-record.js";
+import type { Admission, Operation, Operations } from "../../operations/operation.js";
+import type { MessageCheck, MessageChecks } from "./message-check.js";
 import type { BodyRead } from "./message-decoder.js";
 import type { PipelineCall, RpcCall, RpcMessage } from "./pipeline.js";
 
@@ -105,11 +107,35 @@ export type ReadMessage = (
   compression: RpcCompression,
 ) => Promise<RpcMessage>;
 
+/** What an RPC door (gRPC's, Connect's) needs to admit a call of one of the registry's methods. */
+export interface RpcDoorParts {
+  readonly operations: Operations;
+  readonly checks: MessageChecks;
+  readonly admit: Admit;
+}
+
+/**
+ * The call of `method` as an RPC door serves it: the request's protocol recorded, the caller admitted (or
+ * refused) to the method's operation, its message read by the surface's `read` with the method's checks.
+ */
+export async function admittedRpcCall(
+  req: EdgeRequest,
+  method: DescMethod,
+  { operations, checks, admit }: RpcDoorParts,
+  record: RequestRecord,
+  read: (check: MessageCheck) => ReadMessage,
+): Promise<RpcCall> {
+  record.protocol = rpcProtocolOf(req.header("content-type"));
+  const operation = operations.get(method);
+  if (operation === undefined) throw new Error(`${method.name} has no operation.`);
+  return rpcCallOf(req, { operation, admission: await admit(req, operation, record), record }, read(checks(method)));
+}
+
 /**
  * The call of an RPC the edge serves itself, admitted (or refused), its one message read whole when the surface
  * asks for it by `read` (with the request's compression).
  */
-export function rpcCallOf(req: EdgeRequest, call: PipelineCall, read: ReadMessage): RpcCall {
+function rpcCallOf(req: EdgeRequest, call: PipelineCall, read: ReadMessage): RpcCall {
   return new DoorCall(req, call, read);
 }
 
