@@ -46,7 +46,7 @@ export function metaMessage(stored: StoredDefinition): RegistryMeta {
 /**
  * `meta` as protobuf JSON, written out here (a few string joins per row, no
  * message built): the same text protobuf-es writes for metaMessage
- * (test/transport/definition-meta.test.ts holds it to that).
+ * (test/surfaces/definition-meta.test.ts holds it to that).
  */
 export function metaJson(stored: StoredDefinition): string {
   const message = stored.statusMessage === null ? "" : `,"statusMessage":${JSON.stringify(stored.statusMessage)}`;
@@ -135,7 +135,7 @@ const META = RegistryMetaSchema.field;
 
 /**
  * `meta` in protobuf binary, written out here field by field (no message built, no reflection, no growing
- * writer): the same bytes protobuf-es writes for metaMessage (test/transport/definition-meta.test.ts holds it
+ * writer): the same bytes protobuf-es writes for metaMessage (test/surfaces/definition-meta.test.ts holds it
  * to that).
  */
 export function metaBinary(stored: StoredDefinition): Uint8Array {

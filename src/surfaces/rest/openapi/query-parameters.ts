@@ -20,7 +20,7 @@ interface Refinement {
  * the rest to the headers (Authorization, If-Match, ...). The worst case of a string is a character
  * outside the BMP sent percent-encoded: 12 bytes a character.
  *
- * A list request at its longest (gen/openapi.json, test/transport/openapi.test.ts counts it):
+ * A list request at its longest (gen/openapi.json, test/surfaces/openapi.test.ts counts it):
  * the path and `tenant` 108 bytes, `limit`, `offset`, `latest`, four `status` 117,
  * `updatedSince` 57, `orderBy` 25, `pageToken` 4,107 (a token ordered by name carries the name),
  * `q` 3 + 12 × 100, and two values of each of the nine exact filters: 2 × (91 + 9 × 12 × 30) =
