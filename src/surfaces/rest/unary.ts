@@ -1,35 +1,19 @@
 /**
  * REST response writing: an operation's result as the JSON the contract's
- * REST clients read. A stored definition is answered as its stored JSON bytes
- * (derived fields included, nothing rebuilt) with the registry's `meta`
- * spliced in as the last member (definition-meta.ts) and, alone, its `ETag`;
- * a page of them is those bytes joined into `{"total": n, "data": [...]}`; any other message is serialized
- * with its wrapper members shown even when empty.
+ * REST clients read (encoding/result-json.ts: a stored definition as its stored JSON bytes with the registry's
+ * `meta` spliced in, a page of them joined), with the headers REST adds: a definition's `ETag`, a write's
+ * `Location`, a read's revision, a card's `Cache-Control`.
  */
-import { type DescMessage, type JsonObject, ScalarType, toJson } from "@bufbuild/protobuf";
-import { AGENT_CARD_CACHE_CONTROL, agentCardJson } from "../../domain/agent-card.js";
+import type { DescMessage } from "@bufbuild/protobuf";
+import { AGENT_CARD_CACHE_CONTROL } from "../../domain/agent-card.js";
 import { etagOf, ifNoneMatchMatches, parseEntityTags } from "../../domain/lifecycle.js";
 import type { StoredDefinition } from "../../domain/records.js";
-import { type HttpAnswer, JSON_CONTENT_TYPE, REVISION_HEADER, utf8 } from "../../http/http-answer.js";
+import { type HttpAnswer, JSON_CONTENT_TYPE, REVISION_HEADER } from "../../http/http-answer.js";
 import type { Result } from "../../operations/operation.js";
-import { jsonWithMeta, pageJson } from "../encoding/definition-meta.js";
+import { jsonWithMeta } from "../encoding/definition-meta.js";
+import { resultJson } from "../encoding/result-json.js";
 
 const JSON_HEADERS = { "content-type": JSON_CONTENT_TYPE };
-
-/**
- * A wrapper response (a list of tenants) shows each of its own members even
- * when zero or empty; messages inside keep protobuf JSON's rule of leaving
- * unset members out, so they read back as sent.
- */
-function withTopLevelDefaults(desc: DescMessage, body: JsonObject): JsonObject {
-  for (const field of desc.fields) {
-    if (body[field.jsonName] !== undefined) continue;
-    if (field.fieldKind === "list") body[field.jsonName] = [];
-    else if (field.fieldKind === "scalar")
-      body[field.jsonName] = field.scalar === ScalarType.STRING ? "" : field.scalar === ScalarType.BOOL ? false : 0;
-  }
-  return body;
-}
 
 /** One definition: its stored JSON with `meta`, and its `ETag`. */
 function definitionAnswer(
@@ -63,25 +47,21 @@ export function restAnswer(result: Result, output: DescMessage, verb: string, pa
       // A status change of one version, named by its id, answers that version, like GET (README, "Lifecycle").
       const [only] = result.page.data;
       if (result.one === true && only !== undefined) return definitionAnswer(status, only);
-      const { total, data, nextPageToken, revision } = result.page;
+      const { revision } = result.page;
       return {
         status,
         headers: revision === undefined ? JSON_HEADERS : { ...JSON_HEADERS, [REVISION_HEADER]: String(revision) },
-        body: pageJson(total, data, nextPageToken, revision),
+        body: resultJson(result, output),
       };
     }
     case "message":
-      return {
-        status,
-        headers: JSON_HEADERS,
-        body: utf8(JSON.stringify(withTopLevelDefaults(output, toJson(output, result.message) as JsonObject))),
-      };
+      return { status, headers: JSON_HEADERS, body: resultJson(result, output) };
     case "card":
       // A2A v1.0 asks agent card endpoints for Cache-Control and an ETag.
       return {
         status,
         headers: { ...JSON_HEADERS, etag: result.etag, "cache-control": AGENT_CARD_CACHE_CONTROL },
-        body: utf8(JSON.stringify(agentCardJson(result.card))),
+        body: resultJson(result, output),
       };
     case "events":
       throw new Error("A stream is answered as Server-Sent Events by the edge, not as one answer.");

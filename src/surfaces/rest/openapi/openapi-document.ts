@@ -1,8 +1,9 @@
 import { type DescField, type DescMessage, type DescService, type JsonObject, ScalarType } from "@bufbuild/protobuf";
 import type { Policy } from "../../../operations/registry-operations.js";
+import { createMessageSchemas, type MessageSchemas } from "../../encoding/message-schemas.js";
+import { leadingComment } from "../../encoding/proto-comments.js";
 import { HEADER_FIELDS } from "../request.js";
 import { buildRouteTable, type RestRoute } from "../route-table.js";
-import { createMessageSchemas, type MessageSchemas } from "./message-schemas.js";
 import {
   DESCRIPTION,
   ERROR,
@@ -13,7 +14,6 @@ import {
   SUMMARY,
   VALIDATION_ERROR,
 } from "./openapi-parts.js";
-import { leadingComment } from "./proto-comments.js";
 import { refineQuerySchema } from "./query-parameters.js";
 
 export interface OpenApiOptions {

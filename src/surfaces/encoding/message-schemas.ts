@@ -124,7 +124,7 @@ function ruleKeywords(rules: JsonObject, where: string): JsonObject {
     if (table === undefined)
       throw new Error(
         `${where}: protovalidate rules "${kind}" have no OpenAPI form; teach ` +
-          `src/surfaces/rest/openapi/message-schemas.ts`,
+          `src/surfaces/encoding/message-schemas.ts`,
       );
     for (const [rule, ruleValue] of Object.entries(value as JsonObject)) {
       if (kind === "repeated" && rule === "items") continue; // applied to the items' schema
@@ -132,7 +132,7 @@ function ruleKeywords(rules: JsonObject, where: string): JsonObject {
       if (keyword === undefined)
         throw new Error(
           `${where}: protovalidate rule "${kind}.${rule}" has no OpenAPI form; teach ` +
-            `src/surfaces/rest/openapi/message-schemas.ts`,
+            `src/surfaces/encoding/message-schemas.ts`,
         );
       Object.assign(out, keyword(ruleValue));
     }
@@ -173,7 +173,7 @@ class SchemaBuilder implements MessageSchemas {
   ref(desc: DescMessage): JsonObject {
     if (desc.typeName === "google.protobuf.Timestamp") return { type: "string", format: "date-time" };
     if (desc.typeName.startsWith("google.protobuf."))
-      throw new Error(`${desc.typeName} has no OpenAPI form yet; teach src/surfaces/rest/openapi/message-schemas.ts`);
+      throw new Error(`${desc.typeName} has no OpenAPI form yet; teach src/surfaces/encoding/message-schemas.ts`);
     const name = this.#componentName(desc);
     if (!this.#components.has(name)) {
       this.#components.set(name, {}); // reserved first: messages may refer to themselves
