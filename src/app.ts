@@ -5,7 +5,7 @@ import { file_asor_v1_error } from "../gen/asor/v1/error_pb.js";
 import { Health } from "../gen/grpc/health/v1/health_pb.js";
 import openApiDocument from "../gen/openapi.json" with { type: "json" };
 import { type Authenticator, createAuthenticator } from "./auth/authenticator.js";
-import type { KeyStore } from "./auth/local-issuer.js";
+import { type KeyStore, LOCAL_ISSUER } from "./auth/local-issuer.js";
 import { createTokenRechecks } from "./auth/token-rechecks.js";
 import { type Catalog, type CatalogFiles, createCatalog, type SignInConfig } from "./catalog/catalog.js";
 import type { Config } from "./config.js";
@@ -304,6 +304,10 @@ function createAppEdge(config: Config, parts: EdgeParts): Edge {
     maxBodyBytes: config.maxBodyBytes,
     logger,
     catalog,
+    mcp: {
+      issuer: config.auth.issuer?.href ?? authenticator.localIssuer?.issuer ?? LOCAL_ISSUER,
+      publicUrl: config.publicUrl,
+    },
   });
 }
 

@@ -129,6 +129,12 @@ export interface Config {
    * 0 picks a free one. Unset (the default): `/metrics` is served on the API port.
    */
   readonly metricsPort: number | undefined;
+  /**
+   * `PUBLIC_URL`: the registry's URL as its clients reach it (`https://registry.example.com`, a path prefix
+   * allowed), for the absolute URLs it hands out (MCP's protected resource metadata). Unset: the origin each
+   * request was sent to, over `http://`.
+   */
+  readonly publicUrl: string | undefined;
   /** `LOG_LEVEL`: debug, info (default), warn, error or silent. */
   readonly logLevel: LogLevel;
   /** `SHUTDOWN_TIMEOUT_MS`, default 10000: how long requests in flight may take to finish after SIGTERM. */
@@ -260,6 +266,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
   if (devIssuer !== undefined) problems.push(devIssuer);
   const adminDomain = env.AUTH_ADMIN_DOMAIN?.trim() || "Setup: Tenants";
   const ui = readUi(env, problems);
+  const publicUrl = readPublicUrl(env.PUBLIC_URL, problems);
   if (problems.length > 0) throw new ConfigError(problems);
   return {
     auth: auth.config,
@@ -275,12 +282,28 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
     healthMaxWatches,
     healthMaxWatchesPerConnection,
     metricsPort,
+    publicUrl,
     logLevel: names.logLevel,
     shutdownTimeoutMs,
     watch,
     hostSystem: names.hostSystem,
     ui,
   };
+}
+
+/** `PUBLIC_URL`, without a trailing `/`; undefined when unset. */
+function readPublicUrl(value: string | undefined, problems: string[]): string | undefined {
+  if (value === undefined || value === "") return undefined;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    problems.push(`PUBLIC_URL must be an absolute http(s) URL, not "${value}"`);
+    return undefined;
+  }
+  if ((url.protocol !== "https:" && url.protocol !== "http:") || url.search !== "" || url.hash !== "" || url.username)
+    problems.push(`PUBLIC_URL must be an http(s) URL without user, query or fragment, not "${value}"`);
+  return `${url.origin}${url.pathname.replace(/\/+$/, "")}`;
 }
 
 /** Where the data lives, for the start-up line: never the password. */

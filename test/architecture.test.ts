@@ -111,7 +111,7 @@ describe("the layers of src/", () => {
 });
 
 /** The surface folders of src/surfaces/ (src/surfaces/README.md): one per protocol, the router's, plain HTTP's. */
-const SURFACES = ["grpc", "connect", "rest", "router", "endpoints"].map((f) => `src/surfaces/${f}/`);
+const SURFACES = ["grpc", "connect", "rest", "router", "endpoints", "mcp"].map((f) => `src/surfaces/${f}/`);
 /** What every surface folder may import of src/surfaces/ besides its own files. */
 const SHARED = ["src/surfaces/pipeline/", "src/surfaces/encoding/"];
 

@@ -22,6 +22,7 @@ import { createAdmission } from "./admission.js";
 import { connectDoor } from "./connect/door.js";
 import { catalogDoor, endpointsDoor } from "./endpoints/door.js";
 import { grpcDoor } from "./grpc/door.js";
+import { mcpDoor } from "./mcp/door.js";
 import { type Door, type EdgeAnswer, type EdgeRequest, requestTarget } from "./pipeline/door.js";
 import { checksOf, createMessageCheck } from "./pipeline/message-check.js";
 import type { RpcOptions } from "./pipeline/pipeline.js";
@@ -56,6 +57,8 @@ export interface EdgeOptions {
   readonly rpcOptions: RpcOptions;
   /** The catalog's pages at `/ui/` (and a browser's `/`), when served. */
   readonly catalog?: Catalog;
+  /** MCP at `/mcp` and its protected resource metadata, when served: the tokens' issuer, the public URL. */
+  readonly mcp?: { readonly issuer: string; readonly publicUrl: string | undefined };
 }
 
 /** Serves one request; `record` is its access-log record, begun by the runtime adapter. */
@@ -79,6 +82,9 @@ export function createDoors(options: EdgeOptions): readonly Door<unknown>[] {
       admit,
     }),
     endpointsDoor(options.endpoints),
+    ...(options.mcp === undefined
+      ? []
+      : [mcpDoor({ operations, admit, maxBodyBytes: options.maxBodyBytes, logger: options.logger, ...options.mcp })]),
     ...(options.catalog === undefined ? [] : [catalogDoor(options.catalog)]),
     restDoor(options.rest, admit),
   ];

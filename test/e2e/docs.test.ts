@@ -89,6 +89,18 @@ describe("docs/api.md's examples, run as written against one server", () => {
     const listed = JSON.parse(await runLine(list!));
     expect(listed.data.map((d: { name: string }) => d.name)).toContain("Listed Agent");
   });
+
+  it("docs/mcp.md's curl: lists the four MCP tools with the README's token", async () => {
+    const [line, ...more] = commandLines(docBlock("docs/mcp.md", "curl -s http://127.0.0.1:8080/mcp"));
+    expect(more).toEqual([]);
+    const answer = JSON.parse(await runLine(line!)) as { result: { tools: { name: string }[] } };
+    expect(answer.result.tools.map((t) => t.name).sort()).toEqual([
+      "get_agent",
+      "get_agent_card",
+      "list_agent_versions",
+      "search_agents",
+    ]);
+  });
 });
 
 describe("docs/api.md's lint commands", () => {
