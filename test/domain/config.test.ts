@@ -40,6 +40,14 @@ describe("configuration", () => {
     expect(() => parseConfig({ SQLITE_CHECKPOINT_INTERVAL_MS: "60001" })).toThrow(/SQLITE_CHECKPOINT_INTERVAL_MS/);
   });
 
+  it("takes PUBLIC_URL without a trailing slash, and refuses one that is not an http(s) URL of its own", () => {
+    expect(parseConfig({}).publicUrl).toBeUndefined();
+    expect(parseConfig({ PUBLIC_URL: "https://registry.example.com/" }).publicUrl).toBe("https://registry.example.com");
+    expect(parseConfig({ PUBLIC_URL: "https://gw.example.com/reg/" }).publicUrl).toBe("https://gw.example.com/reg");
+    for (const bad of ["registry.example.com", "ftp://x.example", "https://x.example/?a=1", "https://u:p@x.example"])
+      expect(() => parseConfig({ PUBLIC_URL: bad }), bad).toThrow(/PUBLIC_URL must be/);
+  });
+
   it("rechecks a watch's token every minute by default (WATCH_TOKEN_RECHECK_MS), 100 ms to an hour", () => {
     expect(parseConfig({}).watch.tokenRecheckMs).toBe(60_000);
     expect(parseConfig({ WATCH_TOKEN_RECHECK_MS: "100" }).watch.tokenRecheckMs).toBe(100);
