@@ -84,6 +84,7 @@ export function registryPolicy(adminDomain: string): Policy {
     ["asor.v1.AgentDefinitionService/GetAgentDefinition", [SETUP_AGENTS]],
     ["asor.v1.AgentDefinitionService/ListAgentDefinitionVersions", [SETUP_AGENTS]],
     ["asor.v1.AgentDefinitionService/GetAgentCard", [SETUP_AGENTS]],
+    ["asor.v1.AgentDefinitionService/GetAgentBaseCard", [SETUP_AGENTS]],
     ["asor.v1.TenantAdminService/CreateTenant", [adminDomain]],
     ["asor.v1.TenantAdminService/ListTenants", [adminDomain]],
   ]);
@@ -188,6 +189,10 @@ function definitionOperations(
     operation(methods.getAgentCard, async (call, req) => ({
       kind: "card",
       ...(await service.agentCard(tenantOf(req.tenant, call), req)),
+    })),
+    operation(methods.getAgentBaseCard, async (call, req) => ({
+      kind: "card",
+      ...(await service.baseCard(tenantOf(req.tenant, call), req)),
     })),
     operation(methods.upsertAgentDefinition, async (call, req) => {
       const { stored, created } = await service.upsert(tenantOf(req.tenant, call), req, authorityOf(call));

@@ -2,6 +2,7 @@ import { type DescMessage, fromBinary, type MessageShape } from "@bufbuild/proto
 import type { AgentCard } from "../../gen/asor/v1/agent_card_pb.js";
 import { type AgentDefinition, AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
 import type {
+  GetAgentBaseCardRequest,
   GetAgentCardRequest,
   GetAgentDefinitionRequest,
   ListAgentDefinitionsRequest,
@@ -11,6 +12,7 @@ import type {
   UpsertAgentDefinitionRequest,
 } from "../../gen/asor/v1/agent_definition_service_pb.js";
 import {
+  GetAgentBaseCardRequestSchema,
   GetAgentCardRequestSchema,
   GetAgentDefinitionRequestSchema,
   ListAgentDefinitionsRequestSchema,
@@ -83,6 +85,8 @@ export interface RegistryService {
    * DEACTIVATED.
    */
   agentCard(tenant: string, request: GetAgentCardRequest): Promise<AgentCardAnswer>;
+  /** The A2A agent card of an agent's newest ACTIVE version (its A2A base URL's); NOT_FOUND when it has none. */
+  baseCard(tenant: string, request: GetAgentBaseCardRequest): Promise<AgentCardAnswer>;
   upsert(tenant: string, request: UpsertAgentDefinitionRequest, authority?: WriteAuthority): Promise<Upserted>;
   /** PUT: replaces the content of one version, by its id (KEY_CHANGED when the key would change). */
   update(tenant: string, request: UpdateAgentDefinitionRequest, authority?: WriteAuthority): Promise<StoredDefinition>;
@@ -188,6 +192,27 @@ class StoredRegistryService implements RegistryService {
     // A withdrawn agent's card is not a usable card: clients and caches that had it learn it is gone.
     if (stored.status === "DEACTIVATED") throw cardDeactivated(stored.id);
     return { card: renderAgentCard(fromBinary(AgentDefinitionSchema, stored.binary)), etag: agentCardEtag(stored) };
+  }
+
+  async baseCard(tenant: string, request: GetAgentBaseCardRequest): Promise<AgentCardAnswer> {
+    assertValid(requestIssues(GetAgentBaseCardRequestSchema, request));
+    const reference = request.agent.startsWith("Agent_ID=") ? request.agent : `Agent_ID=${request.agent}`;
+    const newest = idForm(reference) === "reference" ? await this.#findByAnyId(tenant, reference) : undefined;
+    if (newest === undefined) throw notFound(`Agent "${request.agent}"`, "agent");
+    const active = newest.status === "ACTIVE" ? newest : await this.#newestActive(tenant, newest.agent.number);
+    if (active === undefined) throw notFound(`An ACTIVE version of agent "${request.agent}"`, "agent");
+    return { card: renderAgentCard(fromBinary(AgentDefinitionSchema, active.binary)), etag: agentCardEtag(active) };
+  }
+
+  /** The newest ACTIVE version of agent `agentNumber`, read a page of its versions (newest first) at a time. */
+  async #newestActive(tenant: string, agentNumber: number): Promise<StoredDefinition | undefined> {
+    let page: Page = { limit: 100, offset: 0 };
+    for (;;) {
+      const { items, next } = await this.#repository.listVersions(tenant, agentNumber, page);
+      const active = items.find((version) => version.status === "ACTIVE");
+      if (active !== undefined || next === undefined) return active;
+      page = { limit: 100, offset: 0, after: next };
+    }
   }
 
   async upsert(

@@ -59,6 +59,34 @@ const SCENARIOS: Scenario[] = [
       status: 404,
     },
   ]),
+  // An agent's A2A base URL (issue 45): its card there and at the base URL itself, `{reference}` its agent.
+  ...["/a2a/default/{reference}/.well-known/agent-card.json", "/a2a/default/{reference}"].flatMap(
+    (path): Scenario[] => [
+      { name: "gets an agent's base card", method: "GET", path, status: 200 },
+      { name: "gets an agent's base card with a query", method: "GET", path: `${path}?limit=5`, status: 400 },
+      { name: "gets an agent's base card without a token", method: "GET", path, caller: "none", status: 401 },
+      {
+        name: "gets an agent's base card without a security domain",
+        method: "GET",
+        path,
+        caller: "no-domains",
+        status: 403,
+      },
+      {
+        name: "gets the base card of an unknown agent",
+        method: "GET",
+        path: path.replace("{reference}", "Z-999999"),
+        status: 404,
+      },
+      {
+        name: "gets the base card the caller holds",
+        method: "GET",
+        path,
+        headers: { "if-none-match": "*" },
+        status: 304,
+      },
+    ],
+  ),
   ...[T, C].flatMap((base): Scenario[] => [
     { name: "lists", method: "GET", path: `${base}?limit=5`, status: 200 },
     { name: "lists with a limit out of range", method: "GET", path: `${base}?limit=0`, status: 400 },

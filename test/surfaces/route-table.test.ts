@@ -16,6 +16,8 @@ describe("the REST route table", () => {
       "GET /asor/v1/agentDefinition/{id}/versions -> ListAgentDefinitionVersions",
       "GET /api/asor/v1/{tenant}/agentDefinition/{id}/agentCard -> GetAgentCard",
       "GET /asor/v1/agentDefinition/{id}/agentCard -> GetAgentCard",
+      "GET /a2a/{tenant}/{agent}/.well-known/agent-card.json -> GetAgentBaseCard",
+      "GET /a2a/{tenant}/{agent} -> GetAgentBaseCard",
       "POST /api/asor/v1/{tenant}/agentDefinition -> UpsertAgentDefinition",
       "POST /asor/v1/agentDefinition -> UpsertAgentDefinition",
       "PUT /api/asor/v1/{tenant}/agentDefinition/{id} -> UpdateAgentDefinition",
