@@ -304,10 +304,8 @@ function createAppEdge(config: Config, parts: EdgeParts): Edge {
     maxBodyBytes: config.maxBodyBytes,
     logger,
     catalog,
-    mcp: {
-      issuer: config.auth.issuer?.href ?? authenticator.localIssuer?.issuer ?? LOCAL_ISSUER,
-      publicUrl: config.publicUrl,
-    },
+    publicUrl: config.publicUrl,
+    mcp: { issuer: config.auth.issuer?.href ?? authenticator.localIssuer?.issuer ?? LOCAL_ISSUER },
   });
 }
 

@@ -35,6 +35,11 @@ export interface Call {
    * over SSE, gRPC-Web or Connect): counted in its tenant's WATCH_MAX_HTTP1_PER_TENANT.
    */
   readonly http1?: boolean | undefined;
+  /**
+   * The registry's base URL as this call reached it, for the absolute URLs an answer holds (an AI Catalog's):
+   * `PUBLIC_URL`, else `http://` and the authority the request was sent to.
+   */
+  readonly publicBase?: string | undefined;
 }
 
 /**

@@ -85,6 +85,7 @@ export function registryPolicy(adminDomain: string): Policy {
     ["asor.v1.AgentDefinitionService/ListAgentDefinitionVersions", [SETUP_AGENTS]],
     ["asor.v1.AgentDefinitionService/GetAgentCard", [SETUP_AGENTS]],
     ["asor.v1.AgentDefinitionService/GetAgentBaseCard", [SETUP_AGENTS]],
+    ["asor.v1.AgentDefinitionService/GetAiCatalog", [DEVELOPMENT, SETUP_AGENTS]],
     ["asor.v1.TenantAdminService/CreateTenant", [adminDomain]],
     ["asor.v1.TenantAdminService/ListTenants", [adminDomain]],
   ]);
@@ -193,6 +194,10 @@ function definitionOperations(
     operation(methods.getAgentBaseCard, async (call, req) => ({
       kind: "card",
       ...(await service.baseCard(tenantOf(req.tenant, call), req)),
+    })),
+    operation(methods.getAiCatalog, async (call, req) => ({
+      kind: "message",
+      message: await service.aiCatalog(tenantOf(req.tenant, call), req, call.publicBase ?? "", call),
     })),
     operation(methods.upsertAgentDefinition, async (call, req) => {
       const { stored, created } = await service.upsert(tenantOf(req.tenant, call), req, authorityOf(call));

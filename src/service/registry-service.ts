@@ -1,10 +1,11 @@
-import { type DescMessage, fromBinary, type MessageShape } from "@bufbuild/protobuf";
+import { create, type DescMessage, fromBinary, type MessageShape } from "@bufbuild/protobuf";
 import type { AgentCard } from "../../gen/asor/v1/agent_card_pb.js";
 import { type AgentDefinition, AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
 import type {
   GetAgentBaseCardRequest,
   GetAgentCardRequest,
   GetAgentDefinitionRequest,
+  GetAiCatalogRequest,
   ListAgentDefinitionsRequest,
   ListAgentDefinitionVersionsRequest,
   SetAgentDefinitionStatusRequest,
@@ -15,18 +16,28 @@ import {
   GetAgentBaseCardRequestSchema,
   GetAgentCardRequestSchema,
   GetAgentDefinitionRequestSchema,
+  GetAiCatalogRequestSchema,
   ListAgentDefinitionsRequestSchema,
   ListAgentDefinitionVersionsRequestSchema,
   SetAgentDefinitionStatusRequestSchema,
   UpdateAgentDefinitionRequestSchema,
   UpsertAgentDefinitionRequestSchema,
 } from "../../gen/asor/v1/agent_definition_service_pb.js";
+import type { AiCatalog, AiCatalogEntry } from "../../gen/asor/v1/ai_catalog_pb.js";
 import { agentCardEtag, renderAgentCard } from "../domain/agent-card.js";
+import { aiCatalog, aiCatalogEntry } from "../domain/ai-catalog.js";
 import { cardDeactivated, type Issue, invalid, issueAt, notFound } from "../domain/errors.js";
 import { type HostIdentity, hostPlatformIssues } from "../domain/host-platform.js";
 import { identifyingTextIssues } from "../domain/identifying-text.js";
 import { checkIfMatch } from "../domain/lifecycle.js";
-import { listBinding, pagePosition, pageToken, parseListQuery, versionsBinding } from "../domain/list-query.js";
+import {
+  type ListQuery,
+  listBinding,
+  pagePosition,
+  pageToken,
+  parseListQuery,
+  versionsBinding,
+} from "../domain/list-query.js";
 import { DEFINITION_STATUSES, type StoredDefinition } from "../domain/records.js";
 import { DEFAULT_MAX_TERMS_PER_DEFINITION, type DefinitionIndex } from "../domain/search-terms.js";
 import { idForm } from "../domain/upsert.js";
@@ -87,6 +98,8 @@ export interface RegistryService {
   agentCard(tenant: string, request: GetAgentCardRequest): Promise<AgentCardAnswer>;
   /** The A2A agent card of an agent's newest ACTIVE version (its A2A base URL's); NOT_FOUND when it has none. */
   baseCard(tenant: string, request: GetAgentBaseCardRequest): Promise<AgentCardAnswer>;
+  /** The tenant's AI Catalog: an entry per agent with an ACTIVE version; `base` makes the URLs absolute. */
+  aiCatalog(tenant: string, request: GetAiCatalogRequest, base: string, work?: Work): Promise<AiCatalog>;
   upsert(tenant: string, request: UpsertAgentDefinitionRequest, authority?: WriteAuthority): Promise<Upserted>;
   /** PUT: replaces the content of one version, by its id (KEY_CHANGED when the key would change). */
   update(tenant: string, request: UpdateAgentDefinitionRequest, authority?: WriteAuthority): Promise<StoredDefinition>;
@@ -202,6 +215,44 @@ class StoredRegistryService implements RegistryService {
     const active = newest.status === "ACTIVE" ? newest : await this.#newestActive(tenant, newest.agent.number);
     if (active === undefined) throw notFound(`An ACTIVE version of agent "${request.agent}"`, "agent");
     return { card: renderAgentCard(fromBinary(AgentDefinitionSchema, active.binary)), etag: agentCardEtag(active) };
+  }
+
+  async aiCatalog(tenant: string, request: GetAiCatalogRequest, base: string, work?: Work): Promise<AiCatalog> {
+    assertValid(requestIssues(GetAiCatalogRequestSchema, request));
+    // Every ACTIVE version, a page at a time; each agent's entry from its newest (the highest creation), and the
+    // latest change of any of its ACTIVE versions.
+    const newest = new Map<number, StoredDefinition>();
+    const changed = new Map<number, Date>();
+    const query = parseListQuery(tenant, {
+      ...create(ListAgentDefinitionsRequestSchema, { status: ["ACTIVE"] }),
+      limit: 100,
+    });
+    let after: ListQuery["after"];
+    do {
+      const page: ListResult = await this.#repository.search(
+        tenant,
+        after === undefined ? query : { ...query, after },
+        work,
+      );
+      for (const version of page.items) {
+        const { number } = version.agent;
+        const seen = newest.get(number);
+        if (seen === undefined || version.createdAt > seen.createdAt) newest.set(number, version);
+        if ((changed.get(number) ?? 0) < version.updatedAt) changed.set(number, version.updatedAt);
+      }
+      after = page.next;
+    } while (after !== undefined);
+    const entries: AiCatalogEntry[] = [...newest.values()]
+      .sort((a, b) => a.agent.number - b.agent.number)
+      .map((version) =>
+        aiCatalogEntry(fromBinary(AgentDefinitionSchema, version.binary), {
+          base,
+          tenant,
+          referenceId: version.agent.referenceId,
+          updatedAt: changed.get(version.agent.number) ?? version.updatedAt,
+        }),
+      );
+    return aiCatalog(base, entries);
   }
 
   /** The newest ACTIVE version of agent `agentNumber`, read a page of its versions (newest first) at a time. */

@@ -11,7 +11,7 @@ import { repeatedHeader } from "../domain/errors.js";
 import type { Logger } from "../logger.js";
 import type { RequestRecord } from "../observability/request-record.js";
 import { admit, type Call } from "../operations/operation.js";
-import type { Admit, EdgeRequest } from "./pipeline/door.js";
+import { type Admit, type EdgeRequest, publicBaseOf } from "./pipeline/door.js";
 import { callerError } from "./pipeline/failures.js";
 import { procedureOf } from "./pipeline/pipeline.js";
 
@@ -20,17 +20,19 @@ export interface AdmissionOptions {
   /** Where a stream follows its caller's token (WATCH_TOKEN_RECHECK_MS); without it a token is checked once. */
   readonly rechecks?: TokenRechecks | undefined;
   readonly logger: Logger;
+  /** PUBLIC_URL: the base of the absolute URLs answers hold; unset, the request's own authority's. */
+  readonly publicUrl?: string | undefined;
 }
 
 /** Authentication (once per request) and the operation's policy, before any body is read. */
-export function createAdmission({ authenticator, rechecks, logger }: AdmissionOptions): Admit {
+export function createAdmission({ authenticator, rechecks, logger, publicUrl }: AdmissionOptions): Admit {
   return async (req, operation, record) => {
     try {
       // Two tokens: which one speaks for the caller would be a guess (Node reads the first, a proxy may read the last).
       if (req.headerRepeated("authorization")) throw repeatedHeader("Authorization");
       const principal = await authenticator.authenticate(req.header("authorization") ?? null);
       admit(operation, principal);
-      return { call: new EdgeCall(principal, record, req, rechecks) };
+      return { call: new EdgeCall(principal, record, req, rechecks, publicUrl) };
     } catch (err) {
       return { error: callerError(err, logger, procedureOf(operation), { record }) };
     }
@@ -49,6 +51,7 @@ class EdgeCall implements Call {
     readonly record: RequestRecord,
     private readonly req: EdgeRequest,
     rechecks: TokenRechecks | undefined,
+    private readonly publicUrl: string | undefined,
   ) {
     // The header read only when a stream follows its token: a unary call never does.
     this.followToken =
@@ -59,5 +62,8 @@ class EdgeCall implements Call {
   }
   get http1(): boolean | undefined {
     return this.req.http1;
+  }
+  get publicBase(): string {
+    return publicBaseOf(this.req, this.publicUrl);
   }
 }

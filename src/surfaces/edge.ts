@@ -57,8 +57,10 @@ export interface EdgeOptions {
   readonly rpcOptions: RpcOptions;
   /** The catalog's pages at `/ui/` (and a browser's `/`), when served. */
   readonly catalog?: Catalog;
-  /** MCP at `/mcp` and its protected resource metadata, when served: the tokens' issuer, the public URL. */
-  readonly mcp?: { readonly issuer: string; readonly publicUrl: string | undefined };
+  /** PUBLIC_URL: the base of the absolute URLs answers hold (MCP's metadata, an AI Catalog's entries). */
+  readonly publicUrl?: string | undefined;
+  /** MCP at `/mcp` and its protected resource metadata, when served: the issuer of the tokens it takes. */
+  readonly mcp?: { readonly issuer: string };
 }
 
 /** Serves one request; `record` is its access-log record, begun by the runtime adapter. */
@@ -84,7 +86,16 @@ export function createDoors(options: EdgeOptions): readonly Door<unknown>[] {
     endpointsDoor(options.endpoints),
     ...(options.mcp === undefined
       ? []
-      : [mcpDoor({ operations, admit, maxBodyBytes: options.maxBodyBytes, logger: options.logger, ...options.mcp })]),
+      : [
+          mcpDoor({
+            operations,
+            admit,
+            maxBodyBytes: options.maxBodyBytes,
+            logger: options.logger,
+            issuer: options.mcp.issuer,
+            publicUrl: options.publicUrl,
+          }),
+        ]),
     ...(options.catalog === undefined ? [] : [catalogDoor(options.catalog)]),
     restDoor(options.rest, admit),
   ];

@@ -59,6 +59,22 @@ const SCENARIOS: Scenario[] = [
       status: 404,
     },
   ]),
+  // The tenant's AI Catalog (issue 45), at the tenant's path and at the root for the caller's tenant.
+  ...["/api/asor/v1/default/.well-known/ai-catalog.json", "/.well-known/ai-catalog.json"].flatMap(
+    (path): Scenario[] => [
+      { name: "gets the AI Catalog", method: "GET", path, status: 200 },
+      { name: "gets the AI Catalog with a query", method: "GET", path: `${path}?limit=5`, status: 400 },
+      { name: "gets the AI Catalog without a token", method: "GET", path, caller: "none", status: 401 },
+      { name: "gets the AI Catalog without a security domain", method: "GET", path, caller: "no-domains", status: 403 },
+      {
+        name: "gets the AI Catalog of an unknown tenant",
+        method: "GET",
+        path: path.replace("/default/", "/nowhere/"),
+        caller: "unknown-tenant",
+        status: 404,
+      },
+    ],
+  ),
   // An agent's A2A base URL (issue 45): its card there and at the base URL itself, `{reference}` its agent.
   ...["/a2a/default/{reference}/.well-known/agent-card.json", "/a2a/default/{reference}"].flatMap(
     (path): Scenario[] => [
@@ -497,7 +513,7 @@ describe("the REST surface answers as its OpenAPI document says", () => {
       expect(text).toBe("");
       expect(expected.validate(undefined)).toBe(true);
     } else {
-      expect(res.headers.get("content-type")).toMatch(/^application\/json/);
+      expect(res.headers.get("content-type")?.split(";")[0]).toBe(expected.mediaType);
       const body = JSON.parse(text);
       expect(expected.validate(body), JSON.stringify(expected.validate.errors)).toBe(true);
     }

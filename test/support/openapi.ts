@@ -36,6 +36,8 @@ export interface ResponseCheck {
   readonly operationId: string;
   /** The headers the document requires, lower case. */
   readonly requiredHeaders: readonly string[];
+  /** The media type the document names for the body; undefined when the answer has none. */
+  readonly mediaType: string | undefined;
   /** Validates a body against the response's JSON schema; Ajv's errors in `errors`. */
   readonly validate: ValidateFunction;
 }
@@ -90,13 +92,20 @@ export function createOpenApiChecker(document: Record<string, any>) {
         tokens = ["components", "responses", name];
         response = document.components.responses[name];
       }
+      const mediaType: string | undefined =
+        response.content === undefined ? undefined : Object.keys(response.content)[0];
       return {
         operationId: operation.operationId,
+        mediaType,
         requiredHeaders: Object.entries(response.headers ?? {}).flatMap(([name, h]: [string, any]) =>
           h.required ? [name.toLowerCase()] : [],
         ),
-        // A response without content (304) has no schema: only an absent body passes.
-        validate: response.content === undefined ? noBody() : at([...tokens, "content", "application/json", "schema"]),
+        // A response without content (304) has no schema: only an absent body passes. The document names one
+        // media type for each (JSON, or a standard's own: the AI Catalog's).
+        validate:
+          response.content === undefined
+            ? noBody()
+            : at([...tokens, "content", mediaType ?? "application/json", "schema"]),
       };
     },
     /** The schema of a parameter of an operation, by its name, e.g. `orderBy`. */

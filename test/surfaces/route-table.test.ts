@@ -18,6 +18,8 @@ describe("the REST route table", () => {
       "GET /asor/v1/agentDefinition/{id}/agentCard -> GetAgentCard",
       "GET /a2a/{tenant}/{agent}/.well-known/agent-card.json -> GetAgentBaseCard",
       "GET /a2a/{tenant}/{agent} -> GetAgentBaseCard",
+      "GET /api/asor/v1/{tenant}/.well-known/ai-catalog.json -> GetAiCatalog",
+      "GET /.well-known/ai-catalog.json -> GetAiCatalog",
       "POST /api/asor/v1/{tenant}/agentDefinition -> UpsertAgentDefinition",
       "POST /asor/v1/agentDefinition -> UpsertAgentDefinition",
       "PUT /api/asor/v1/{tenant}/agentDefinition/{id} -> UpdateAgentDefinition",

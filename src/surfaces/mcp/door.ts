@@ -11,7 +11,7 @@ import { AgentDefinitionService } from "../../../gen/asor/v1/agent_definition_se
 import { type HttpAnswer, jsonAnswer } from "../../http/http-answer.js";
 import type { Logger } from "../../logger.js";
 import type { Operations } from "../../operations/operation.js";
-import type { Admit, Door, EdgeRequest } from "../pipeline/door.js";
+import { type Admit, type Door, type EdgeRequest, publicBaseOf } from "../pipeline/door.js";
 import { createToolServer } from "./tool-calls.js";
 import { registryTools } from "./tools.js";
 
@@ -91,7 +91,7 @@ async function answerOf(response: Response): Promise<HttpAnswer> {
 
 /** The base of the registry's public URLs: PUBLIC_URL, else the origin the request was sent to. */
 function publicBase(req: EdgeRequest, options: McpDoorOptions): string {
-  return options.publicUrl ?? `http://${req.authority() ?? "localhost"}`;
+  return publicBaseOf(req, options.publicUrl);
 }
 
 /** Whether the request has no `Origin`, or the registry's own: PUBLIC_URL's host, else the authority it was sent to. */

@@ -60,6 +60,11 @@ export interface EdgeRequest {
   readonly http1?: boolean | undefined;
 }
 
+/** The registry's base URL as `req` reached it: PUBLIC_URL, else `http://` and the authority it was sent to. */
+export function publicBaseOf(req: EdgeRequest, publicUrl: string | undefined): string {
+  return publicUrl ?? `http://${req.authority() ?? "localhost"}`;
+}
+
 /** A connection's own address and its peer's (IP addresses as the socket gives them); undefined when not known. */
 export interface RequestAddresses {
   readonly local: string | undefined;

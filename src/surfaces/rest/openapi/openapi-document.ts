@@ -1,4 +1,5 @@
 import { type DescField, type DescMessage, type DescService, type JsonObject, ScalarType } from "@bufbuild/protobuf";
+import { AI_CATALOG_MEDIA_TYPE } from "../../../domain/ai-catalog.js";
 import type { Policy } from "../../../operations/registry-operations.js";
 import { createMessageSchemas, type MessageSchemas } from "../../encoding/message-schemas.js";
 import { leadingComment } from "../../encoding/proto-comments.js";
@@ -149,6 +150,8 @@ function readsWithEtag(route: RestRoute): boolean {
 
 /** The message of one definition: every answer of one carries its ETag. */
 const DEFINITION = "asor.v1.AgentDefinition";
+/** The AI Catalog document, answered as its own media type (AI Catalog v0.9). */
+const AI_CATALOG = "asor.v1.AiCatalog";
 
 /**
  * Responses that are one definition or a page of them: a status change by a version's id answers
@@ -239,7 +242,9 @@ function success(schemas: MessageSchemas, route: RestRoute): [string, JsonObject
       },
     ];
   }
-  const content = { "application/json": { schema: schemas.ref(output) } };
+  const content = {
+    [output.typeName === AI_CATALOG ? AI_CATALOG_MEDIA_TYPE : "application/json"]: { schema: schemas.ref(output) },
+  };
   const readHeaders: JsonObject | undefined = {
     ...(output.typeName === DEFINITION ? { ETag: ETAG_HEADER } : READ_HEADERS[output.typeName]),
     ...(route.verb === "GET" && READS_AT_REVISION.has(output.typeName)
