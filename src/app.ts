@@ -18,6 +18,7 @@ import { createRequestTracker, type RequestTracker } from "./observability/reque
 import type { Operations } from "./operations/operation.js";
 import { createRegistryOperations, REGISTRY_SERVICES } from "./operations/registry-operations.js";
 import { createWatchLimits, type WatchLimits } from "./operations/watch-limits.js";
+import { createProviderKeyService } from "./service/provider-key-service.js";
 import { createRegistryService } from "./service/registry-service.js";
 import { createTenantService } from "./service/tenant-service.js";
 import { createWatchService } from "./service/watch-service.js";
@@ -232,6 +233,7 @@ function createAppOperations(
       writeBudget: createWriteBudget(config.maxBufferedWriteBytes),
     }),
     tenants: createTenantService(repository),
+    providerKeys: createProviderKeyService(repository),
     watch: createWatchService(repository, changes),
     watchLimits,
     defaultTenant: config.defaultTenant,

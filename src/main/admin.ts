@@ -1,27 +1,127 @@
-// The admin command: `npm run admin -- tenant create <name> [--sequence-prefix <prefix>]`,
-// `npm run admin -- tenant list`. Works on the database the service is configured with.
+// The admin command (usage below). Works on the database the service is configured with, as the platform
+// operator: the same services as the tenant admin RPCs, without a token.
+import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
-import { create, toJsonString } from "@bufbuild/protobuf";
-import { CreateTenantRequestSchema, TenantSchema } from "../../gen/asor/v1/tenant_admin_service_pb.js";
+import { create, fromJson, type JsonValue, toJsonString } from "@bufbuild/protobuf";
+import {
+  CreateTenantRequestSchema,
+  GetProviderKeysRequestSchema,
+  GetTenantRequestSchema,
+  JsonWebKeySetSchema,
+  ProviderKeysSchema,
+  RevokeProviderKeyRequestSchema,
+  SetProviderKeysRequestSchema,
+  TenantSchema,
+  TenantSettings_Signatures,
+  UpdateTenantRequestSchema,
+} from "../../gen/asor/v1/tenant_admin_service_pb.js";
 import { ConfigError, parseConfig } from "../config.js";
-import { RegistryError } from "../domain/errors.js";
+import { invalid, issueAt, RegistryError } from "../domain/errors.js";
+import { SIGNATURE_POLICIES } from "../domain/tenant-admin.js";
+import { createProviderKeyService } from "../service/provider-key-service.js";
 import { createTenantService } from "../service/tenant-service.js";
 import { createSqlRepository } from "../storage/sql-repository.js";
+import { jsonIssues } from "../surfaces/encoding/json-members.js";
 
 const USAGE = `usage:
   npm run admin -- tenant create <name> [--sequence-prefix <prefix>]
-  npm run admin -- tenant list`;
+  npm run admin -- tenant list
+  npm run admin -- tenant get <name>
+  npm run admin -- tenant set <name> --signatures ${SIGNATURE_POLICIES.join("|")}
+  npm run admin -- provider-keys set <tenant> <providerId> <jwks-file>
+  npm run admin -- provider-keys list <tenant> <providerId>
+  npm run admin -- provider-keys revoke <tenant> <providerId> <kid>`;
 
-async function main(argv: string[]): Promise<number> {
+type Services = {
+  readonly tenants: ReturnType<typeof createTenantService>;
+  readonly keys: ReturnType<typeof createProviderKeyService>;
+};
+
+/** What one command does, printing its answer as JSON lines. */
+type Command = (services: Services) => Promise<string[]>;
+
+/** The command `argv` names, or undefined (then the usage is printed). */
+function commandOf(argv: string[]): Command | undefined {
   const { positionals, values } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { "sequence-prefix": { type: "string" } },
+    options: { "sequence-prefix": { type: "string" }, signatures: { type: "string" } },
   });
-  const [noun, verb, name, ...rest] = positionals;
-  const creating = noun === "tenant" && verb === "create" && name !== undefined && rest.length === 0;
-  const listing = noun === "tenant" && verb === "list" && name === undefined && values["sequence-prefix"] === undefined;
-  if (!creating && !listing) {
+  const [noun, verb, ...rest] = positionals;
+  const prefix = values["sequence-prefix"];
+  const { signatures } = values;
+  const options = (allowed: string[]) =>
+    (prefix === undefined || allowed.includes("sequence-prefix")) &&
+    (signatures === undefined || allowed.includes("signatures"));
+  const [a, b, c] = rest;
+  const args = (n: number) => rest.length === n;
+  if (noun === "tenant" && verb === "create" && args(1) && options(["sequence-prefix"]))
+    return async ({ tenants }) => [
+      toJsonString(
+        TenantSchema,
+        await tenants.create(
+          create(CreateTenantRequestSchema, { name: a, ...(prefix === undefined ? {} : { sequencePrefix: prefix }) }),
+        ),
+      ),
+    ];
+  if (noun === "tenant" && verb === "list" && args(0) && options([]))
+    return async ({ tenants }) => (await tenants.list()).map((t) => toJsonString(TenantSchema, t));
+  if (noun === "tenant" && verb === "get" && args(1) && options([]))
+    return async ({ tenants }) => [
+      toJsonString(TenantSchema, await tenants.get(create(GetTenantRequestSchema, { name: a }))),
+    ];
+  if (noun === "tenant" && verb === "set" && args(1) && signatures !== undefined && options(["signatures"]))
+    return async ({ tenants }) => [toJsonString(TenantSchema, await tenants.update(settingsRequest(a!, signatures)))];
+  if (noun === "provider-keys" && verb === "set" && args(3) && options([]))
+    return async ({ keys }) => [
+      toJsonString(
+        ProviderKeysSchema,
+        await keys.set(create(SetProviderKeysRequestSchema, { tenant: a, providerId: b, jwks: await readJwks(c!) })),
+      ),
+    ];
+  if (noun === "provider-keys" && verb === "list" && args(2) && options([]))
+    return async ({ keys }) => [
+      toJsonString(
+        ProviderKeysSchema,
+        await keys.get(create(GetProviderKeysRequestSchema, { tenant: a, providerId: b })),
+      ),
+    ];
+  if (noun === "provider-keys" && verb === "revoke" && args(3) && options([]))
+    return async ({ keys }) => [
+      toJsonString(
+        ProviderKeysSchema,
+        await keys.revoke(create(RevokeProviderKeyRequestSchema, { tenant: a, providerId: b, kid: c })),
+      ),
+    ];
+  return undefined;
+}
+
+/** The request of `tenant set`: `--signatures` by its name, refused (VALIDATION_FAILED) when it names none. */
+function settingsRequest(name: string, signatures: string) {
+  const policy = SIGNATURE_POLICIES.find((p) => p === signatures);
+  if (policy === undefined)
+    throw invalid([
+      issueAt("signatures", "NOT_ALLOWED", `--signatures must be one of ${SIGNATURE_POLICIES.join(", ")}.`),
+    ]);
+  return create(UpdateTenantRequestSchema, { name, settings: { signatures: TenantSettings_Signatures[policy] } });
+}
+
+/** The JWKS of a file, checked as the REST surface checks a body: every unknown member named with its path. */
+async function readJwks(file: string) {
+  let json: JsonValue;
+  try {
+    json = JSON.parse(await readFile(file, "utf8")) as JsonValue;
+  } catch (error) {
+    throw invalid([{ code: "MALFORMED_JSON", message: `${file} is not a JSON file: ${(error as Error).message}` }]);
+  }
+  const issues = jsonIssues(JsonWebKeySetSchema, json);
+  if (issues.length > 0) throw invalid(issues);
+  return fromJson(JsonWebKeySetSchema, json);
+}
+
+async function main(argv: string[]): Promise<number> {
+  const command = commandOf(argv);
+  if (command === undefined) {
     console.error(USAGE);
     return 2;
   }
@@ -34,16 +134,11 @@ async function main(argv: string[]): Promise<number> {
     checkpointIntervalMs: config.sqliteCheckpointIntervalMs,
   });
   try {
-    const tenants = createTenantService(repository);
-    if (creating) {
-      const prefix = values["sequence-prefix"];
-      const tenant = await tenants.create(
-        create(CreateTenantRequestSchema, { name, ...(prefix === undefined ? {} : { sequencePrefix: prefix }) }),
-      );
-      console.log(toJsonString(TenantSchema, tenant));
-    } else {
-      for (const tenant of await tenants.list()) console.log(toJsonString(TenantSchema, tenant));
-    }
+    const lines = await command({
+      tenants: createTenantService(repository),
+      keys: createProviderKeyService(repository),
+    });
+    for (const line of lines) console.log(line);
     return 0;
   } finally {
     await repository.close();

@@ -5,19 +5,20 @@
  * REST routes look them up by method.
  */
 import type { DescMessage, DescMethod, DescService } from "@bufbuild/protobuf";
-import { create } from "@bufbuild/protobuf";
 import {
   AgentDefinitionService,
   type WatchAgentDefinitionsRequest,
 } from "../../gen/asor/v1/agent_definition_service_pb.js";
-import { ListTenantsResponseSchema, TenantAdminService } from "../../gen/asor/v1/tenant_admin_service_pb.js";
+import { TenantAdminService } from "../../gen/asor/v1/tenant_admin_service_pb.js";
 import { bodyFieldOf, errorRelativeToBody } from "../domain/body-field.js";
 import { type RegistryError, unauthenticated, unavailable } from "../domain/errors.js";
 import type { WatchEvent } from "../domain/watch.js";
+import type { ProviderKeyService } from "../service/provider-key-service.js";
 import type { RegistryService, WriteAuthority } from "../service/registry-service.js";
 import type { TenantService } from "../service/tenant-service.js";
 import type { WatchService } from "../service/watch-service.js";
 import { type Call, type Operation, type Operations, type Result, resolveTenant } from "./operation.js";
+import { type Define, PLATFORM_METHODS, tenantAdminOperations } from "./tenant-admin-operations.js";
 import type { WatchLimits } from "./watch-limits.js";
 
 /** The security domains of the contract (docs/contract.md, "Security"). */
@@ -30,6 +31,8 @@ export const REGISTRY_SERVICES: readonly DescService[] = [AgentDefinitionService
 export interface RegistryOperationsOptions {
   readonly service: RegistryService;
   readonly tenants: TenantService;
+  /** Provider keys (issue 43). */
+  readonly providerKeys: ProviderKeyService;
   /** The watch; without it WatchAgentDefinitions answers UNAVAILABLE. */
   readonly watch?: WatchService;
   /** How many watches may be open (WATCH_MAX_*); without it, any number. */
@@ -51,8 +54,6 @@ export interface RegistryOperationsOptions {
 
 const methods = AgentDefinitionService.method;
 
-const admin = TenantAdminService.method;
-
 /**
  * What a caller's writes may do beyond the operation's domain: change a
  * deactivated agent's versions only with the domain that deactivates
@@ -69,8 +70,9 @@ export type Policy = ReadonlyMap<string, readonly string[]>;
  * The contract's reading of its security domains (docs/contract.md, "Security"): list, upsert and update by id (PUT,
  * the same work as a POST) need Development or Setup: Agents; get, the
  * versions list, the agent card and setting a status need Setup: Agents. The tenant
- * admin RPCs need the admin domain. The OpenAPI document is generated from
- * the same table. A write to a deactivated agent needs Setup: Agents besides
+ * admin RPCs need the admin domain (and setting up or listing tenants a platform operator's token besides;
+ * a tenant's settings and keys, that tenant's or a platform operator's: tenant-admin-operations.ts). The
+ * OpenAPI document is generated from the same table. A write to a deactivated agent needs Setup: Agents besides
  * (authorityOf, decided in the write's transaction).
  */
 export function registryPolicy(adminDomain: string): Policy {
@@ -88,6 +90,11 @@ export function registryPolicy(adminDomain: string): Policy {
     ["asor.v1.AgentDefinitionService/GetAiCatalog", [DEVELOPMENT, SETUP_AGENTS]],
     ["asor.v1.TenantAdminService/CreateTenant", [adminDomain]],
     ["asor.v1.TenantAdminService/ListTenants", [adminDomain]],
+    ["asor.v1.TenantAdminService/GetTenant", [adminDomain]],
+    ["asor.v1.TenantAdminService/UpdateTenant", [adminDomain]],
+    ["asor.v1.TenantAdminService/SetProviderKeys", [adminDomain]],
+    ["asor.v1.TenantAdminService/GetProviderKeys", [adminDomain]],
+    ["asor.v1.TenantAdminService/RevokeProviderKey", [adminDomain]],
   ]);
 }
 
@@ -95,6 +102,7 @@ export function registryPolicy(adminDomain: string): Policy {
 export function createRegistryOperations({
   service,
   tenants,
+  providerKeys,
   watch,
   watchLimits,
   defaultTenant,
@@ -113,11 +121,7 @@ export function createRegistryOperations({
   const tenantOf = (requested: string, call: Call): string => resolveTenant(requested, call, tenancy);
   const list: Operation[] = [
     ...definitionOperations(operation, service, tenantOf, watch, watchLimits),
-    operation(admin.createTenant, async (_call, req) => ({ kind: "message", message: await tenants.create(req) })),
-    operation(admin.listTenants, async () => ({
-      kind: "message",
-      message: create(ListTenantsResponseSchema, { tenants: await tenants.list() }),
-    })),
+    ...tenantAdminOperations(operation, tenants, providerKeys, tenancy),
   ];
   const byMethod = new Map<DescMethod, Operation>(list.map((op) => [op.method, op]));
   for (const s of REGISTRY_SERVICES) {
@@ -127,12 +131,6 @@ export function createRegistryOperations({
   }
   return byMethod;
 }
-
-/** Makes the operation of `method` that runs `run`: its policy's domains, its issues relative to its body. */
-type Define = <In extends DescMessage>(
-  method: DescMethod & { readonly input: In },
-  run: Operation<In>["run"],
-) => Operation;
 
 /** The tenant of a request (`requested`: the tenant it names, if any) for `call` (resolveTenant). */
 type TenantOf = (requested: string, call: Call) => string;
@@ -160,7 +158,7 @@ function defineOperation<In extends DescMessage>(
     method,
     domains,
     run: relative,
-    ...(method.parent === TenantAdminService ? { platform } : {}),
+    ...(PLATFORM_METHODS.has(method) ? { platform } : {}),
   } as Operation<In> as unknown as Operation;
 }
 

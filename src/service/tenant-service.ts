@@ -1,7 +1,21 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { CreateTenantRequest, Tenant as TenantMessage } from "../../gen/asor/v1/tenant_admin_service_pb.js";
-import { CreateTenantRequestSchema, TenantSchema } from "../../gen/asor/v1/tenant_admin_service_pb.js";
+import type {
+  CreateTenantRequest,
+  GetTenantRequest,
+  Tenant as TenantMessage,
+  UpdateTenantRequest,
+} from "../../gen/asor/v1/tenant_admin_service_pb.js";
+import {
+  CreateTenantRequestSchema,
+  GetTenantRequestSchema,
+  TenantSchema,
+  TenantSettings_Signatures,
+  TenantSettingsSchema,
+  UpdateTenantRequestSchema,
+} from "../../gen/asor/v1/tenant_admin_service_pb.js";
+import { issueAt, tenantNotFound } from "../domain/errors.js";
+import { DEFAULT_TENANT_SETTINGS, SIGNATURE_POLICIES, type TenantSettings } from "../domain/tenant-admin.js";
 import { assertValid, contractIssues, unknownFieldIssues } from "../domain/validation.js";
 import type { AgentDefinitionRepository, Tenant } from "../storage/repository.js";
 
@@ -9,18 +23,29 @@ import type { AgentDefinitionRepository, Tenant } from "../storage/repository.js
 export interface TenantService {
   create(request: CreateTenantRequest): Promise<TenantMessage>;
   list(): Promise<TenantMessage[]>;
+  /** The tenant with its settings; `TENANT_NOT_FOUND`. */
+  get(request: GetTenantRequest): Promise<TenantMessage>;
+  /** Sets the settings the request names; answers the tenant with all its settings. */
+  update(request: UpdateTenantRequest): Promise<TenantMessage>;
 }
 
-export function tenantMessage(tenant: Tenant): TenantMessage {
+export function tenantMessage(tenant: Tenant, settings: TenantSettings = DEFAULT_TENANT_SETTINGS): TenantMessage {
   return create(TenantSchema, {
     name: tenant.name,
     ...(tenant.sequencePrefix === null ? {} : { sequencePrefix: tenant.sequencePrefix }),
     nextAgentNumber: tenant.nextAgentNumber,
     createTime: timestampFromDate(tenant.createdAt),
+    settings: create(TenantSettingsSchema, { signatures: TenantSettings_Signatures[settings.signatures] }),
   });
 }
 
 export function createTenantService(repository: AgentDefinitionRepository): TenantService {
+  const admin = repository.tenantAdmin();
+  const found = async (name: string): Promise<Tenant> => {
+    const tenant = await repository.getTenant(name);
+    if (tenant === undefined) throw tenantNotFound(name);
+    return tenant;
+  };
   return {
     async create(request) {
       assertValid([
@@ -30,7 +55,36 @@ export function createTenantService(repository: AgentDefinitionRepository): Tena
       return tenantMessage(await repository.createTenant(request.name, request.sequencePrefix ?? null));
     },
     async list() {
-      return (await repository.listTenants()).map(tenantMessage);
+      const [tenants, settings] = await Promise.all([repository.listTenants(), admin.allSettings()]);
+      return tenants.map((tenant) => tenantMessage(tenant, settings.get(tenant.name)));
+    },
+    async get(request) {
+      assertValid([
+        ...unknownFieldIssues(GetTenantRequestSchema, request),
+        ...contractIssues(GetTenantRequestSchema, request),
+      ]);
+      const tenant = await found(request.name);
+      return tenantMessage(tenant, await admin.settings(request.name));
+    },
+    async update(request) {
+      const { signatures } = request.settings ?? {};
+      assertValid([
+        ...unknownFieldIssues(UpdateTenantRequestSchema, request),
+        ...contractIssues(UpdateTenantRequestSchema, request),
+        ...(signatures === TenantSettings_Signatures.SIGNATURES_UNSPECIFIED
+          ? [
+              issueAt(
+                "settings.signatures",
+                "NOT_ALLOWED",
+                `settings.signatures must be one of ${SIGNATURE_POLICIES.join(", ")}.`,
+              ),
+            ]
+          : []),
+      ]);
+      const tenant = await found(request.name);
+      const policy = SIGNATURE_POLICIES.find((p) => TenantSettings_Signatures[p] === signatures);
+      const change = policy === undefined ? {} : { signatures: policy };
+      return tenantMessage(tenant, await admin.updateSettings(request.name, change));
     },
   };
 }

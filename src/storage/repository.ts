@@ -13,6 +13,7 @@ import type {
   WriteRetries,
 } from "../domain/records.js";
 import type { DefinitionIndex } from "../domain/search-terms.js";
+import type { KeyToHold, ProviderKey, ProviderKeyChange, TenantSettings } from "../domain/tenant-admin.js";
 
 export type { ListQuery, Position } from "../domain/list-query.js";
 export type {
@@ -27,6 +28,13 @@ export type {
   UpsertKey,
   WriteRetries,
 } from "../domain/records.js";
+export type {
+  KeyToHold,
+  ProviderKey,
+  ProviderKeyChange,
+  SignaturePolicy,
+  TenantSettings,
+} from "../domain/tenant-admin.js";
 
 /**
  * The request a read works for. `signal` aborts when nobody waits for the
@@ -260,6 +268,8 @@ export interface AgentDefinitionRepository {
   createTenant(name: string, sequencePrefix: string | null): Promise<Tenant>;
   /** Every tenant, by name. */
   listTenants(): Promise<Tenant[]>;
+  /** The tenants' settings and their providers' keys (issue 43). */
+  tenantAdmin(): TenantAdminStore;
   /**
    * Resolves when the database answers a trivial query within a short time;
    * else throws RegistryError `UNAVAILABLE`. For health checks and readiness probes.
@@ -273,4 +283,34 @@ export interface AgentDefinitionRepository {
   keyedReads(): KeyedReads;
   /** Releases the connection pool. */
   close(): Promise<void>;
+}
+
+/**
+ * What a tenant's admin keeps besides its definitions (issue 43, item 2): its settings and its providers'
+ * public keys. Every method but providerKey and allSettings answers `TENANT_NOT_FOUND` for a tenant that has
+ * not been set up.
+ */
+export interface TenantAdminStore {
+  /** The tenant's settings, the defaults where it set none. */
+  settings(tenant: string): Promise<TenantSettings>;
+  /** The settings of the tenants that changed one, by tenant (the others have the defaults). */
+  allSettings(): Promise<ReadonlyMap<string, TenantSettings>>;
+  /** Sets the settings `change` names, in one transaction; answers every setting after. */
+  updateSettings(tenant: string, change: Partial<TenantSettings>): Promise<TenantSettings>;
+  /** The provider's keys, active and revoked, by kid (none: `[]`). */
+  providerKeys(tenant: string, providerId: string): Promise<readonly ProviderKey[]>;
+  /**
+   * The provider's key `kid`, active or revoked (its `revokedAt` says), or undefined when the provider never
+   * had it: what a signature's verification looks up (issue 43, items 3-5).
+   */
+  providerKey(tenant: string, providerId: string, kid: string): Promise<ProviderKey | undefined>;
+  /**
+   * Makes `keys` the provider's active set, in one transaction: keys it holds stay, new ones are added, active
+   * ones left out are revoked (kept, marked). `VALIDATION_FAILED` naming `keys[i].kid` (i: the key's place in
+   * `keys`; the message opens with that path; nothing written) when a
+   * kid was revoked (`KID_REVOKED`) or names another key (`KID_TAKEN`).
+   */
+  setProviderKeys(tenant: string, providerId: string, keys: readonly KeyToHold[]): Promise<ProviderKeyChange>;
+  /** Revokes the provider's key `kid` (a revoked one stays as it is); `NOT_FOUND` when it never had it. */
+  revokeProviderKey(tenant: string, providerId: string, kid: string): Promise<ProviderKeyChange>;
 }

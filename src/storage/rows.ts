@@ -18,13 +18,14 @@ import {
 } from "@bufbuild/protobuf";
 import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
 import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
+import { tenantNotFound } from "../domain/errors.js";
 import {
   DEFINITION_STATUSES,
   type DefinitionStatus,
   type KeyedInstanceRef,
   type Lifecycle,
 } from "../domain/records.js";
-import type { AgentRef, StoredDefinition, Tenant } from "./repository.js";
+import type { AgentRef, Found, StoredDefinition, Tenant } from "./repository.js";
 
 /** A BIGINT as a driver may hand it back: mysql2 (supportBigNumbers) answers a number, or a string past 2^53. */
 export type DatabaseInteger = number | string | bigint;
@@ -366,4 +367,14 @@ export function agentReferenceId(prefix: string, number: number): string {
 /** The tenant revision a read's row carries: 0 for a tenant no write has counted yet (no row in 0015's table). */
 export function tenantRevisionOf(row: DefinitionReadRow): number {
   return row.tenant_revision == null ? 0 : fromDatabaseInteger(row.tenant_revision);
+}
+
+/**
+ * The one instance a hot read found, or undefined, with the tenant revision it read at; `TENANT_NOT_FOUND` when
+ * it found no tenant row.
+ */
+export function oneOf(tenant: string, rows: readonly DefinitionReadRow[]): Found {
+  const [row] = rows;
+  if (row === undefined) throw tenantNotFound(tenant);
+  return { stored: toStoredDefinition(tenant, row), revision: tenantRevisionOf(row) };
 }

@@ -9,7 +9,7 @@
  */
 
 import type { Knex } from "knex";
-import { RegistryError, tenantExists, tenantNotFound, unavailable } from "../domain/errors.js";
+import { RegistryError, tenantExists, unavailable } from "../domain/errors.js";
 import { INSTANCE_ID } from "../domain/upsert.js";
 import type { Logger } from "../logger.js";
 import { type ChangeLog, createChangeLog } from "./change-log.js";
@@ -30,18 +30,19 @@ import type {
   PoolStats,
   StoredDefinition,
   Tenant,
+  TenantAdminStore,
   Work,
   WriteRetries,
   WriteTransaction,
 } from "./repository.js";
-import type { DefinitionReadRow } from "./rows.js";
-import { tenantRevisionOf, toDatabaseTimestamp, toStoredDefinition, toTenant } from "./rows.js";
+import { oneOf, toDatabaseTimestamp, toTenant } from "./rows.js";
 import type { Database, StorageOptions } from "./run/connection.js";
 import { openDatabase } from "./run/connection.js";
-import { classifyDriverError, isDuplicateKey, isNodeFailure } from "./run/driver-errors.js";
+import { isDuplicateKey, isNodeFailure } from "./run/driver-errors.js";
 import { driverRunner, keyedReads, type KeyedReads as ReadsByKey } from "./run/reads.js";
 import type { SearchLimits } from "./run/searches.js";
 import { SqlLists } from "./sql-lists.js";
+import { createSqlTenantAdmin, translate } from "./sql-tenant-admin.js";
 import { defaultWriteBudgetMs, SqlWriter } from "./sql-writer.js";
 
 // The defaults and bounds of storage's settings, for config.ts (the layers above see this module and
@@ -178,6 +179,7 @@ class SqlRepository implements AgentDefinitionRepository {
   #ping: Promise<void> | undefined;
   /** The database hosts (DATABASE_URL may name several): what a read's node failure is tried on again. */
   readonly #hosts: number;
+  readonly #tenantAdmin: TenantAdminStore; // tenant settings and provider keys, on the writer
 
   constructor(
     { db, dialect, hosts }: Database,
@@ -216,6 +218,7 @@ class SqlRepository implements AgentDefinitionRepository {
       guard: (read) => this.#guard(read),
     });
     this.#dialect = dialect;
+    this.#tenantAdmin = createSqlTenantAdmin(writer.db, dialect);
   }
 
   write<T>(tenant: string, work: (tx: WriteTransaction) => Promise<T>): Promise<T> {
@@ -306,8 +309,11 @@ class SqlRepository implements AgentDefinitionRepository {
   }
 
   async listTenants(): Promise<Tenant[]> {
-    const rows = await this.#guard(() => listTenants(this.#context));
-    return rows.map(toTenant);
+    return (await this.#guard(() => listTenants(this.#context))).map(toTenant);
+  }
+
+  tenantAdmin(): TenantAdminStore {
+    return this.#tenantAdmin;
   }
 
   async ping(): Promise<void> {
@@ -382,19 +388,4 @@ interface TarnPoolCounts {
   numFree(): number;
   numPendingAcquires(): number;
   readonly max: number;
-}
-
-/**
- * The one instance a hot read found, or undefined, with the tenant revision it read at; `TENANT_NOT_FOUND` when
- * it found no tenant row.
- */
-function oneOf(tenant: string, rows: readonly DefinitionReadRow[]): Found {
-  const [row] = rows;
-  if (row === undefined) throw tenantNotFound(tenant);
-  return { stored: toStoredDefinition(tenant, row), revision: tenantRevisionOf(row) };
-}
-
-function translate(error: unknown): unknown {
-  if (error instanceof RegistryError) return error;
-  return classifyDriverError(error) === "unavailable" ? unavailable(error) : error;
 }

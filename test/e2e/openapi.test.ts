@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -458,6 +458,68 @@ const SCENARIOS: Scenario[] = [
   },
 ];
 
+/** A provider's public key (issue 43), and the paths of its keys and of the default tenant's settings. */
+const PUBLIC_JWK = {
+  ...(generateKeyPairSync("ed25519").publicKey.export({ format: "jwk" }) as Record<string, string>),
+  kid: "oa-1",
+  alg: "EdDSA",
+};
+const KEYS = `${ADMIN}/default/providers/${encodeURIComponent("Provider=oa")}/keys`;
+const NO_TENANT_KEYS = KEYS.replace("/default/", "/nowhere/");
+
+/** The tenant settings' and provider keys' operations (issue 43): their successes and refusals. */
+const KEY_SCENARIOS: Scenario[] = [
+  { name: "reads a tenant", method: "GET", path: `${ADMIN}/default`, status: 200 },
+  { name: "reads a tenant with a query", method: "GET", path: `${ADMIN}/default?x=1`, status: 400 },
+  { name: "reads a tenant without a token", method: "GET", path: `${ADMIN}/default`, caller: "none", status: 401 },
+  { name: "reads a tenant, no domain", method: "GET", path: `${ADMIN}/default`, caller: "no-domains", status: 403 },
+  { name: "reads an unknown tenant", method: "GET", path: `${ADMIN}/nowhere`, status: 404 },
+  ...(
+    [
+      ["sets a setting", `${ADMIN}/default`, json({ signatures: "OPTIONAL" }), 200],
+      ["sets a setting to no value", `${ADMIN}/default`, json({ signatures: "MAYBE" }), 400],
+      ["sets a setting of an unknown tenant", `${ADMIN}/nowhere`, json({ signatures: "REQUIRED" }), 404],
+      ["sets a provider's keys", KEYS, json({ keys: [PUBLIC_JWK] }), 200],
+      ["sets a private key", KEYS, json({ keys: [{ ...PUBLIC_JWK, d: "AAAA" }] }), 400],
+      ["sets keys in an unknown tenant", NO_TENANT_KEYS, json({ keys: [] }), 404],
+    ] as const
+  ).map(
+    ([name, path, body, status]): Scenario => ({
+      name,
+      method: path === KEYS || path === NO_TENANT_KEYS ? "PUT" : "PATCH",
+      path,
+      body,
+      status,
+    }),
+  ),
+  ...([`${ADMIN}/default`, KEYS] as const).flatMap((path): Scenario[] => {
+    const method = path === KEYS ? "PUT" : "PATCH";
+    const body = json({ keys: [] });
+    return [
+      { name: "changes without a token", method, path, caller: "none", body, status: 401 },
+      { name: "changes without a security domain", method, path, caller: "no-domains", body, status: 403 },
+      { name: "changes from too large a body", method, path, body: json({ x: "a".repeat(1_100_000) }), status: 413 },
+      {
+        name: "changes from text/plain",
+        method,
+        path,
+        body: () => ({ contentType: "text/plain", body: "x" }),
+        status: 415,
+      },
+    ];
+  }),
+  { name: "reads a provider's keys", method: "GET", path: KEYS, status: 200 },
+  { name: "reads a provider's keys with a query", method: "GET", path: `${KEYS}?x=1`, status: 400 },
+  { name: "reads keys without a token", method: "GET", path: KEYS, caller: "none", status: 401 },
+  { name: "reads keys without a security domain", method: "GET", path: KEYS, caller: "no-domains", status: 403 },
+  { name: "reads keys in an unknown tenant", method: "GET", path: NO_TENANT_KEYS, status: 404 },
+  { name: "revokes a key", method: "DELETE", path: `${KEYS}/oa-1`, status: 200 },
+  { name: "revokes a kid too long", method: "DELETE", path: `${KEYS}/${"k".repeat(129)}`, status: 400 },
+  { name: "revokes without a token", method: "DELETE", path: `${KEYS}/oa-1`, caller: "none", status: 401 },
+  { name: "revokes, no domain", method: "DELETE", path: `${KEYS}/oa-1`, caller: "no-domains", status: 403 },
+  { name: "revokes a kid never held", method: "DELETE", path: `${KEYS}/oa-2`, status: 404 },
+];
+
 /**
  * The statuses every operation must be seen answering, where the document lists them (500, 503 and an
  * upsert's 409 cannot be caused on purpose).
@@ -491,35 +553,38 @@ describe("the REST surface answers as its OpenAPI document says", () => {
     ({ id: definitionId, reference_id: referenceId } = await res.json());
   });
 
-  it.each(SCENARIOS.map((s) => [`${s.method} ${s.path}: ${s.name}`, s] as const))("%s", async (_, scenario) => {
-    const path = scenario.path.replace("{id}", definitionId).replace("{reference}", encodeURIComponent(referenceId));
-    const payload = scenario.body?.();
-    const headers = {
-      ...(await authorization(scenario.caller ?? "all")),
-      ...(payload?.contentType ? { "content-type": payload.contentType } : {}),
-      ...scenario.headers,
-    };
-    const res = await fetch(`${server().baseUrl}${path}`, {
-      method: scenario.method,
-      headers,
-      ...(payload ? { body: payload.body } : {}),
-    });
-    const text = await res.text();
-    expect(res.status, text).toBe(scenario.status);
+  it.each([...SCENARIOS, ...KEY_SCENARIOS].map((s) => [`${s.method} ${s.path}: ${s.name}`, s] as const))(
+    "%s",
+    async (_, scenario) => {
+      const path = scenario.path.replace("{id}", definitionId).replace("{reference}", encodeURIComponent(referenceId));
+      const payload = scenario.body?.();
+      const headers = {
+        ...(await authorization(scenario.caller ?? "all")),
+        ...(payload?.contentType ? { "content-type": payload.contentType } : {}),
+        ...scenario.headers,
+      };
+      const res = await fetch(`${server().baseUrl}${path}`, {
+        method: scenario.method,
+        headers,
+        ...(payload ? { body: payload.body } : {}),
+      });
+      const text = await res.text();
+      expect(res.status, text).toBe(scenario.status);
 
-    const expected = checker.response(scenario.method, new URL(path, "http://x").pathname, res.status);
-    if (res.status === 304) {
-      // Not modified: no body, and the document says none.
-      expect(text).toBe("");
-      expect(expected.validate(undefined)).toBe(true);
-    } else {
-      expect(res.headers.get("content-type")?.split(";")[0]).toBe(expected.mediaType);
-      const body = JSON.parse(text);
-      expect(expected.validate(body), JSON.stringify(expected.validate.errors)).toBe(true);
-    }
-    for (const header of expected.requiredHeaders) expect(res.headers.get(header), header).not.toBeNull();
-    seen.add(`${expected.operationId} ${res.status}`);
-  });
+      const expected = checker.response(scenario.method, new URL(path, "http://x").pathname, res.status);
+      if (res.status === 304) {
+        // Not modified: no body, and the document says none.
+        expect(text).toBe("");
+        expect(expected.validate(undefined)).toBe(true);
+      } else {
+        expect(res.headers.get("content-type")?.split(";")[0]).toBe(expected.mediaType);
+        const body = JSON.parse(text);
+        expect(expected.validate(body), JSON.stringify(expected.validate.errors)).toBe(true);
+      }
+      for (const header of expected.requiredHeaders) expect(res.headers.get(header), header).not.toBeNull();
+      seen.add(`${expected.operationId} ${res.status}`);
+    },
+  );
 
   it("answers a method a path does not list with 405 and Allow, as the MethodNotAllowed response says", async () => {
     const res = await fetch(`${server().baseUrl}${C}`, {

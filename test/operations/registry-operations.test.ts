@@ -13,6 +13,7 @@ import { parseConfig } from "../../src/config.js";
 import { RegistryError } from "../../src/domain/errors.js";
 import { admit, type Call, type Operation, type Operations, type Result } from "../../src/operations/operation.js";
 import { createRegistryOperations } from "../../src/operations/registry-operations.js";
+import { createProviderKeyService } from "../../src/service/provider-key-service.js";
 import { createRegistryService } from "../../src/service/registry-service.js";
 import { createTenantService } from "../../src/service/tenant-service.js";
 import type { AgentDefinitionRepository } from "../../src/storage/repository.js";
@@ -61,6 +62,7 @@ describe("the registry operations, in memory", () => {
     operations = createRegistryOperations({
       service: createRegistryService({ repository, host: config.hostSystem }),
       tenants: createTenantService(repository),
+      providerKeys: createProviderKeyService(repository),
       defaultTenant: config.defaultTenant,
       adminDomain: config.adminDomain,
       claims: config.auth,

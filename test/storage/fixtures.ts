@@ -136,6 +136,7 @@ export function withWriteHook(
     changeLog: () => repository.changeLog(),
     createTenant: (name, sequencePrefix) => repository.createTenant(name, sequencePrefix),
     listTenants: () => repository.listTenants(),
+    tenantAdmin: () => repository.tenantAdmin(),
     ping: () => repository.ping(),
     poolStats: () => repository.poolStats(),
     writeRetries: () => repository.writeRetries(),

@@ -70,6 +70,8 @@ forEachDatabase((db) => {
         "0015-add-revisions",
         "0016-add-text-revision",
         "0017-add-term-versions",
+        "0018-create-provider-keys",
+        "0019-create-tenant-settings",
       ]);
     } finally {
       await again.close();

@@ -19,7 +19,7 @@ import { registryOpenApiDocument } from "../../src/surfaces/rest/openapi/registr
 import { buildRouteTable } from "../../src/surfaces/rest/route-table.js";
 import { exampleDefinition } from "../support/definitions.js";
 import { listRequestParts } from "../support/list-request-parts.js";
-import { committedOpenApi, createOpenApiChecker, longestRequestLine } from "../support/openapi.js";
+import { committedOpenApi, createOpenApiChecker, longestRequestLine, WIDEST_CHARACTER } from "../support/openapi.js";
 
 const run = promisify(execFile);
 
@@ -329,6 +329,10 @@ describe("a stored definition's status", () => {
 /** The longest value of each parameter bound by a pattern (each checked below against its schema). */
 const PATTERNED = {
   tenant: `T${"t".repeat(62)}`,
+  // A tenant named in the admin paths (GetTenant, UpdateTenant).
+  name: `T${"t".repeat(62)}`,
+  // A provider (provider.id) of 255 characters, each as wide as a URL makes one.
+  provider_id: `${WIDEST_CHARACTER.repeat(127)}=${WIDEST_CHARACTER.repeat(127)}`,
   id: "0123456789abcdef0123456789abcdef",
   updatedSince: "2025-01-31T12:00:00.123456789+05:30",
   pageToken: "A".repeat(4096),
@@ -354,7 +358,11 @@ describe("any request line the document allows fits under Node's 16 KiB with roo
           ? ["PUT", `/asor/v1/agentDefinition/${value}`]
           : name === "since"
             ? ["GET", "/api/asor/v1/default/agentDefinitionEvents"]
-            : ["GET", "/api/asor/v1/default/agentDefinition"];
+            : name === "name"
+              ? ["GET", "/asor/v1/admin/tenants/acme"]
+              : name === "provider_id"
+                ? ["GET", "/asor/v1/admin/tenants/acme/providers/p=p/keys"]
+                : ["GET", "/api/asor/v1/default/agentDefinition"];
       const validate = checker.parameter(method, pathname, name);
       expect(validate(value), name).toBe(true);
       expect(validate(`${value}0`), `${name} one longer`).toBe(false);

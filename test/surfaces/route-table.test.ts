@@ -30,6 +30,11 @@ describe("the REST route table", () => {
       "GET /asor/v1/agentDefinitionEvents -> WatchAgentDefinitions",
       "POST /asor/v1/admin/tenants -> CreateTenant",
       "GET /asor/v1/admin/tenants -> ListTenants",
+      "GET /asor/v1/admin/tenants/{name} -> GetTenant",
+      "PATCH /asor/v1/admin/tenants/{name} -> UpdateTenant",
+      "PUT /asor/v1/admin/tenants/{tenant}/providers/{provider_id}/keys -> SetProviderKeys",
+      "GET /asor/v1/admin/tenants/{tenant}/providers/{provider_id}/keys -> GetProviderKeys",
+      "DELETE /asor/v1/admin/tenants/{tenant}/providers/{provider_id}/keys/{kid} -> RevokeProviderKey",
     ]);
     expect(table.filter((r) => r.verb === "POST").map((r) => r.body)).toEqual([
       "agent_card_and_tools",
@@ -41,6 +46,8 @@ describe("the REST route table", () => {
       "agent_card_and_tools",
       "status_change",
       "status_change",
+      "settings",
+      "jwks",
     ]);
   });
 

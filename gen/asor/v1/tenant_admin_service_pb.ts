@@ -2,8 +2,8 @@
 // @generated from file asor/v1/tenant_admin_service.proto (package asor.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_buf_validate_validate } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file asor/v1/tenant_admin_service.proto.
  */
 export const file_asor_v1_tenant_admin_service: GenFile = /*@__PURE__*/
-  fileDesc("CiJhc29yL3YxL3RlbmFudF9hZG1pbl9zZXJ2aWNlLnByb3RvEgdhc29yLnYxIpQBCgZUZW5hbnQSDAoEbmFtZRgBIAEoCRIcCg9zZXF1ZW5jZV9wcmVmaXgYAiABKAlIAIgBARIZChFuZXh0X2FnZW50X251bWJlchgDIAEoBRIvCgtjcmVhdGVfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCEgoQX3NlcXVlbmNlX3ByZWZpeCKhAQoTQ3JlYXRlVGVuYW50UmVxdWVzdBI5CgRuYW1lGAEgASgJQiu6SCjIAQFyIzIhXltBLVphLXowLTldW0EtWmEtejAtOV8uLV17MCw2Mn0kEjsKD3NlcXVlbmNlX3ByZWZpeBgCIAEoCUIdukgachgyFl5bQS1aYS16MC05Xy4tXXswLDMyfSRIAIgBAUISChBfc2VxdWVuY2VfcHJlZml4IhQKEkxpc3RUZW5hbnRzUmVxdWVzdCI3ChNMaXN0VGVuYW50c1Jlc3BvbnNlEiAKB3RlbmFudHMYASADKAsyDy5hc29yLnYxLlRlbmFudDLjAQoSVGVuYW50QWRtaW5TZXJ2aWNlEmAKDENyZWF0ZVRlbmFudBIcLmFzb3IudjEuQ3JlYXRlVGVuYW50UmVxdWVzdBoPLmFzb3IudjEuVGVuYW50IiGC0+STAhs6ASoiFi9hc29yL3YxL2FkbWluL3RlbmFudHMSawoLTGlzdFRlbmFudHMSGy5hc29yLnYxLkxpc3RUZW5hbnRzUmVxdWVzdBocLmFzb3IudjEuTGlzdFRlbmFudHNSZXNwb25zZSIhkAIBgtPkkwIYEhYvYXNvci92MS9hZG1pbi90ZW5hbnRzYgZwcm90bzM", [file_buf_validate_validate, file_google_api_annotations, file_google_protobuf_timestamp]);
+  fileDesc("CiJhc29yL3YxL3RlbmFudF9hZG1pbl9zZXJ2aWNlLnByb3RvEgdhc29yLnYxIr8BCgZUZW5hbnQSDAoEbmFtZRgBIAEoCRIcCg9zZXF1ZW5jZV9wcmVmaXgYAiABKAlIAIgBARIZChFuZXh0X2FnZW50X251bWJlchgDIAEoBRIvCgtjcmVhdGVfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoIc2V0dGluZ3MYBSABKAsyFy5hc29yLnYxLlRlbmFudFNldHRpbmdzQhIKEF9zZXF1ZW5jZV9wcmVmaXgizgEKDlRlbmFudFNldHRpbmdzEkUKCnNpZ25hdHVyZXMYASABKA4yIi5hc29yLnYxLlRlbmFudFNldHRpbmdzLlNpZ25hdHVyZXNCCLpIBYIBAhABSACIAQEiZgoKU2lnbmF0dXJlcxIaChZTSUdOQVRVUkVTX1VOU1BFQ0lGSUVEEAASDAoIT1BUSU9OQUwQARIgChxSRVFVSVJFRF9GT1JfS0VZRURfUFJPVklERVJTEAISDAoIUkVRVUlSRUQQA0INCgtfc2lnbmF0dXJlcyKhAQoTQ3JlYXRlVGVuYW50UmVxdWVzdBI5CgRuYW1lGAEgASgJQiu6SCjIAQFyIzIhXltBLVphLXowLTldW0EtWmEtejAtOV8uLV17MCw2Mn0kEjsKD3NlcXVlbmNlX3ByZWZpeBgCIAEoCUIdukgachgyFl5bQS1aYS16MC05Xy4tXXswLDMyfSRIAIgBAUISChBfc2VxdWVuY2VfcHJlZml4IhQKEkxpc3RUZW5hbnRzUmVxdWVzdCI3ChNMaXN0VGVuYW50c1Jlc3BvbnNlEiAKB3RlbmFudHMYASADKAsyDy5hc29yLnYxLlRlbmFudCJNChBHZXRUZW5hbnRSZXF1ZXN0EjkKBG5hbWUYASABKAlCK7pIKMgBAXIjMiFeW0EtWmEtejAtOV1bQS1aYS16MC05Xy4tXXswLDYyfSQigwEKE1VwZGF0ZVRlbmFudFJlcXVlc3QSOQoEbmFtZRgBIAEoCUIrukgoyAEBciMyIV5bQS1aYS16MC05XVtBLVphLXowLTlfLi1dezAsNjJ9JBIxCghzZXR0aW5ncxgCIAEoCzIXLmFzb3IudjEuVGVuYW50U2V0dGluZ3NCBrpIA8gBASKDAgoKSnNvbldlYktleRITCgNrdHkYASABKAlCBrpIA8gBARIYCgNraWQYAiABKAlCC7pICMgBAXIDGIABEhMKA2FsZxgDIAEoCUIGukgDyAEBEhAKA3VzZRgEIAEoCUgAiAEBEhAKA2NydhgFIAEoCUgBiAEBEhgKAXgYBiABKAlCCLpIBXIDGIAISAKIAQESGAoBeRgHIAEoCUIIukgFcgMYgAhIA4gBARIYCgFuGAggASgJQgi6SAVyAxiACEgEiAEBEhcKAWUYCSABKAlCB7pIBHICGBBIBYgBAUIGCgRfdXNlQgYKBF9jcnZCBAoCX3hCBAoCX3lCBAoCX25CBAoCX2UiwwEKFlNldFByb3ZpZGVyS2V5c1JlcXVlc3QSOwoGdGVuYW50GAEgASgJQiu6SCjIAQFyIzIhXltBLVphLXowLTldW0EtWmEtejAtOV8uLV17MCw2Mn0kEj4KC3Byb3ZpZGVyX2lkGAIgASgJQim6SCbIAQFyIRj/ATIcXihbMC05YS1mXXszMn18W15ccz1dKz1cUyspJBIsCgRqd2tzGAMgASgLMhYuYXNvci52MS5Kc29uV2ViS2V5U2V0Qga6SAPIAQEiPAoNSnNvbldlYktleVNldBIrCgRrZXlzGAEgAygLMhMuYXNvci52MS5Kc29uV2ViS2V5Qgi6SAWSAQIQFCKVAQoWR2V0UHJvdmlkZXJLZXlzUmVxdWVzdBI7CgZ0ZW5hbnQYASABKAlCK7pIKMgBAXIjMiFeW0EtWmEtejAtOV1bQS1aYS16MC05Xy4tXXswLDYyfSQSPgoLcHJvdmlkZXJfaWQYAiABKAlCKbpIJsgBAXIhGP8BMhxeKFswLTlhLWZdezMyfXxbXlxzPV0rPVxTKykkIrEBChhSZXZva2VQcm92aWRlcktleVJlcXVlc3QSOwoGdGVuYW50GAEgASgJQiu6SCjIAQFyIzIhXltBLVphLXowLTldW0EtWmEtejAtOV8uLV17MCw2Mn0kEj4KC3Byb3ZpZGVyX2lkGAIgASgJQim6SCbIAQFyIRj/ATIcXihbMC05YS1mXXszMn18W15ccz1dKz1cUyspJBIYCgNraWQYAyABKAlCC7pICMgBAXIDGIABIoMBCgxQcm92aWRlcktleXMSDgoGdGVuYW50GAEgASgJEhMKC3Byb3ZpZGVyX2lkGAIgASgJEiEKBGtleXMYAyADKAsyEy5hc29yLnYxLkpzb25XZWJLZXkSKwoHcmVjb3JkcxgEIAMoCzIaLmFzb3IudjEuUHJvdmlkZXJLZXlSZWNvcmQipAEKEVByb3ZpZGVyS2V5UmVjb3JkEgsKA2tpZBgBIAEoCRILCgNhbGcYAiABKAkSLwoLY3JlYXRlX3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjQKC3Jldm9rZV90aW1lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgAiAEBQg4KDF9yZXZva2VfdGltZTKFBwoSVGVuYW50QWRtaW5TZXJ2aWNlEmAKDENyZWF0ZVRlbmFudBIcLmFzb3IudjEuQ3JlYXRlVGVuYW50UmVxdWVzdBoPLmFzb3IudjEuVGVuYW50IiGC0+STAhs6ASoiFi9hc29yL3YxL2FkbWluL3RlbmFudHMSawoLTGlzdFRlbmFudHMSGy5hc29yLnYxLkxpc3RUZW5hbnRzUmVxdWVzdBocLmFzb3IudjEuTGlzdFRlbmFudHNSZXNwb25zZSIhkAIBgtPkkwIYEhYvYXNvci92MS9hZG1pbi90ZW5hbnRzEmEKCUdldFRlbmFudBIZLmFzb3IudjEuR2V0VGVuYW50UmVxdWVzdBoPLmFzb3IudjEuVGVuYW50IiiQAgGC0+STAh8SHS9hc29yL3YxL2FkbWluL3RlbmFudHMve25hbWV9Em4KDFVwZGF0ZVRlbmFudBIcLmFzb3IudjEuVXBkYXRlVGVuYW50UmVxdWVzdBoPLmFzb3IudjEuVGVuYW50Ii+C0+STAik6CHNldHRpbmdzMh0vYXNvci92MS9hZG1pbi90ZW5hbnRzL3tuYW1lfRKYAQoPU2V0UHJvdmlkZXJLZXlzEh8uYXNvci52MS5TZXRQcm92aWRlcktleXNSZXF1ZXN0GhUuYXNvci52MS5Qcm92aWRlcktleXMiTZACAoLT5JMCRDoEandrcxo8L2Fzb3IvdjEvYWRtaW4vdGVuYW50cy97dGVuYW50fS9wcm92aWRlcnMve3Byb3ZpZGVyX2lkfS9rZXlzEpIBCg9HZXRQcm92aWRlcktleXMSHy5hc29yLnYxLkdldFByb3ZpZGVyS2V5c1JlcXVlc3QaFS5hc29yLnYxLlByb3ZpZGVyS2V5cyJHkAIBgtPkkwI+EjwvYXNvci92MS9hZG1pbi90ZW5hbnRzL3t0ZW5hbnR9L3Byb3ZpZGVycy97cHJvdmlkZXJfaWR9L2tleXMSnAEKEVJldm9rZVByb3ZpZGVyS2V5EiEuYXNvci52MS5SZXZva2VQcm92aWRlcktleVJlcXVlc3QaFS5hc29yLnYxLlByb3ZpZGVyS2V5cyJNkAICgtPkkwJEKkIvYXNvci92MS9hZG1pbi90ZW5hbnRzL3t0ZW5hbnR9L3Byb3ZpZGVycy97cHJvdmlkZXJfaWR9L2tleXMve2tpZH1iBnByb3RvMw", [file_buf_validate_validate, file_google_api_annotations, file_google_protobuf_timestamp]);
 
 /**
  * A tenant's setup.
@@ -50,6 +50,13 @@ export type Tenant = Message<"asor.v1.Tenant"> & {
    * @generated from field: google.protobuf.Timestamp create_time = 4;
    */
   createTime?: Timestamp | undefined;
+
+  /**
+   * The tenant's settings, every one of them (the defaults where none was set).
+   *
+   * @generated from field: asor.v1.TenantSettings settings = 5;
+   */
+  settings?: TenantSettings | undefined;
 };
 
 /**
@@ -58,6 +65,71 @@ export type Tenant = Message<"asor.v1.Tenant"> & {
  */
 export const TenantSchema: GenMessage<Tenant> = /*@__PURE__*/
   messageDesc(file_asor_v1_tenant_admin_service, 0);
+
+/**
+ * A tenant's settings. In a request (PATCH), the members present are set and
+ * the others left as they are; in an answer, every member is present.
+ *
+ * @generated from message asor.v1.TenantSettings
+ */
+export type TenantSettings = Message<"asor.v1.TenantSettings"> & {
+  /**
+   * `OPTIONAL` (default), `REQUIRED_FOR_KEYED_PROVIDERS` or `REQUIRED`.
+   *
+   * @generated from field: optional asor.v1.TenantSettings.Signatures signatures = 1;
+   */
+  signatures?: TenantSettings_Signatures | undefined;
+};
+
+/**
+ * Describes the message asor.v1.TenantSettings.
+ * Use `create(TenantSettingsSchema)` to create a new message.
+ */
+export const TenantSettingsSchema: GenMessage<TenantSettings> = /*@__PURE__*/
+  messageDesc(file_asor_v1_tenant_admin_service, 1);
+
+/**
+ * What a tenant requires of the signatures of submitted definitions.
+ *
+ * @generated from enum asor.v1.TenantSettings.Signatures
+ */
+export enum TenantSettings_Signatures {
+  /**
+   * Not a setting: refused in a request.
+   *
+   * @generated from enum value: SIGNATURES_UNSPECIFIED = 0;
+   */
+  SIGNATURES_UNSPECIFIED = 0,
+
+  /**
+   * Signatures are verified when present; unsigned submissions are stored
+   * (the default).
+   *
+   * @generated from enum value: OPTIONAL = 1;
+   */
+  OPTIONAL = 1,
+
+  /**
+   * A submission for a provider that has keys in the tenant must be signed
+   * with one of them.
+   *
+   * @generated from enum value: REQUIRED_FOR_KEYED_PROVIDERS = 2;
+   */
+  REQUIRED_FOR_KEYED_PROVIDERS = 2,
+
+  /**
+   * Every submission must be signed with a key of its provider.
+   *
+   * @generated from enum value: REQUIRED = 3;
+   */
+  REQUIRED = 3,
+}
+
+/**
+ * Describes the enum asor.v1.TenantSettings.Signatures.
+ */
+export const TenantSettings_SignaturesSchema: GenEnum<TenantSettings_Signatures> = /*@__PURE__*/
+  enumDesc(file_asor_v1_tenant_admin_service, 1, 0);
 
 /**
  * Names the tenant to set up.
@@ -87,7 +159,7 @@ export type CreateTenantRequest = Message<"asor.v1.CreateTenantRequest"> & {
  * Use `create(CreateTenantRequestSchema)` to create a new message.
  */
 export const CreateTenantRequestSchema: GenMessage<CreateTenantRequest> = /*@__PURE__*/
-  messageDesc(file_asor_v1_tenant_admin_service, 1);
+  messageDesc(file_asor_v1_tenant_admin_service, 2);
 
 /**
  * Lists every tenant.
@@ -102,7 +174,7 @@ export type ListTenantsRequest = Message<"asor.v1.ListTenantsRequest"> & {
  * Use `create(ListTenantsRequestSchema)` to create a new message.
  */
 export const ListTenantsRequestSchema: GenMessage<ListTenantsRequest> = /*@__PURE__*/
-  messageDesc(file_asor_v1_tenant_admin_service, 2);
+  messageDesc(file_asor_v1_tenant_admin_service, 3);
 
 /**
  * The tenants.
@@ -123,7 +195,343 @@ export type ListTenantsResponse = Message<"asor.v1.ListTenantsResponse"> & {
  * Use `create(ListTenantsResponseSchema)` to create a new message.
  */
 export const ListTenantsResponseSchema: GenMessage<ListTenantsResponse> = /*@__PURE__*/
-  messageDesc(file_asor_v1_tenant_admin_service, 3);
+  messageDesc(file_asor_v1_tenant_admin_service, 4);
+
+/**
+ * Names the tenant to read.
+ *
+ * @generated from message asor.v1.GetTenantRequest
+ */
+export type GetTenantRequest = Message<"asor.v1.GetTenantRequest"> & {
+  /**
+   * The tenant.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message asor.v1.GetTenantRequest.
+ * Use `create(GetTenantRequestSchema)` to create a new message.
+ */
+export const GetTenantRequestSchema: GenMessage<GetTenantRequest> = /*@__PURE__*/
+  messageDesc(file_asor_v1_tenant_admin_service, 5);
+
+/**
+ * The settings to change in a tenant.
+ *
+ * @generated from message asor.v1.UpdateTenantRequest
+ */
+export type UpdateTenantRequest = Message<"asor.v1.UpdateTenantRequest"> & {
+  /**
+   * The tenant.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * The settings to change (the REST body): the members present.
+   *
+   * @generated from field: asor.v1.TenantSettings settings = 2;
+   */
+  settings?: TenantSettings | undefined;
+};
+
+/**
+ * Describes the message asor.v1.UpdateTenantRequest.
+ * Use `create(UpdateTenantRequestSchema)` to create a new message.
+ */
+export const UpdateTenantRequestSchema: GenMessage<UpdateTenantRequest> = /*@__PURE__*/
+  messageDesc(file_asor_v1_tenant_admin_service, 6);
+
+/**
+ * A public key as a JSON Web Key (RFC 7517): public members only. Accepted:
+ * `EC` `P-256` with `ES256`, `OKP` `Ed25519` with `EdDSA`, `RSA` of 2048 to
+ * 4096 bits with `RS256` or `PS256`. A private member (`d`, `p`, `q`, `dp`,
+ * `dq`, `qi`, `oth`, `k`) is refused, and so are certificate members (`x5c`,
+ * `x5u`, `x5t`): the registry holds keys, never chains or links to fetch.
+ *
+ * @generated from message asor.v1.JsonWebKey
+ */
+export type JsonWebKey = Message<"asor.v1.JsonWebKey"> & {
+  /**
+   * `EC`, `OKP` or `RSA`.
+   *
+   * @generated from field: string kty = 1;
+   */
+  kty: string;
+
+  /**
+   * The key id: unique among the provider's keys, at most 128 characters.
+   *
+   * @generated from field: string kid = 2;
+   */
+  kid: string;
+
+  /**
+   * The one algorithm the key verifies: `ES256`, `EdDSA`, `RS256` or `PS256`.
+   *
+   * @generated from field: string alg = 3;
+   */
+  alg: string;
+
+  /**
+   * `sig` when present.
+   *
+   * @generated from field: optional string use = 4;
+   */
+  use?: string | undefined;
+
+  /**
+   * The curve: `P-256` (EC), `Ed25519` (OKP).
+   *
+   * @generated from field: optional string crv = 5;
+   */
+  crv?: string | undefined;
+
+  /**
+   * EC, OKP: the public point's x (base64url).
+   *
+   * @generated from field: optional string x = 6;
+   */
+  x?: string | undefined;
+
+  /**
+   * EC: the public point's y (base64url).
+   *
+   * @generated from field: optional string y = 7;
+   */
+  y?: string | undefined;
+
+  /**
+   * RSA: the modulus (base64url).
+   *
+   * @generated from field: optional string n = 8;
+   */
+  n?: string | undefined;
+
+  /**
+   * RSA: the public exponent (base64url).
+   *
+   * @generated from field: optional string e = 9;
+   */
+  e?: string | undefined;
+};
+
+/**
+ * Describes the message asor.v1.JsonWebKey.
+ * Use `create(JsonWebKeySchema)` to create a new message.
+ */
+export const JsonWebKeySchema: GenMessage<JsonWebKey> = /*@__PURE__*/
+  messageDesc(file_asor_v1_tenant_admin_service, 7);
+
+/**
+ * Replaces a provider's keys in a tenant.
+ *
+ * @generated from message asor.v1.SetProviderKeysRequest
+ */
+export type SetProviderKeysRequest = Message<"asor.v1.SetProviderKeysRequest"> & {
+  /**
+   * The tenant.
+   *
+   * @generated from field: string tenant = 1;
+   */
+  tenant: string;
+
+  /**
+   * The provider, as definitions name it (`provider.id`): `Provider=<name>`.
+   *
+   * @generated from field: string provider_id = 2;
+   */
+  providerId: string;
+
+  /**
+   * The provider's active keys from now on (the REST body).
+   *
+   * @generated from field: asor.v1.JsonWebKeySet jwks = 3;
+   */
+  jwks?: JsonWebKeySet | undefined;
+};
+
+/**
+ * Describes the message asor.v1.SetProviderKeysRequest.
+ * Use `create(SetProviderKeysRequestSchema)` to create a new message.
+ */
+export const SetProviderKeysRequestSchema: GenMessage<SetProviderKeysRequest> = /*@__PURE__*/
+  messageDesc(file_asor_v1_tenant_admin_service, 8);
+
+/**
+ * A JSON Web Key Set (RFC 7517 §5): `{"keys": [...]}`.
+ *
+ * @generated from message asor.v1.JsonWebKeySet
+ */
+export type JsonWebKeySet = Message<"asor.v1.JsonWebKeySet"> & {
+  /**
+   * At most 20 keys, each `kid` once; none revokes every key.
+   *
+   * @generated from field: repeated asor.v1.JsonWebKey keys = 1;
+   */
+  keys: JsonWebKey[];
+};
+
+/**
+ * Describes the message asor.v1.JsonWebKeySet.
+ * Use `create(JsonWebKeySetSchema)` to create a new message.
+ */
+export const JsonWebKeySetSchema: GenMessage<JsonWebKeySet> = /*@__PURE__*/
+  messageDesc(file_asor_v1_tenant_admin_service, 9);
+
+/**
+ * Names the provider whose keys to read.
+ *
+ * @generated from message asor.v1.GetProviderKeysRequest
+ */
+export type GetProviderKeysRequest = Message<"asor.v1.GetProviderKeysRequest"> & {
+  /**
+   * The tenant.
+   *
+   * @generated from field: string tenant = 1;
+   */
+  tenant: string;
+
+  /**
+   * The provider (`provider.id`).
+   *
+   * @generated from field: string provider_id = 2;
+   */
+  providerId: string;
+};
+
+/**
+ * Describes the message asor.v1.GetProviderKeysRequest.
+ * Use `create(GetProviderKeysRequestSchema)` to create a new message.
+ */
+export const GetProviderKeysRequestSchema: GenMessage<GetProviderKeysRequest> = /*@__PURE__*/
+  messageDesc(file_asor_v1_tenant_admin_service, 10);
+
+/**
+ * Names the key to revoke.
+ *
+ * @generated from message asor.v1.RevokeProviderKeyRequest
+ */
+export type RevokeProviderKeyRequest = Message<"asor.v1.RevokeProviderKeyRequest"> & {
+  /**
+   * The tenant.
+   *
+   * @generated from field: string tenant = 1;
+   */
+  tenant: string;
+
+  /**
+   * The provider (`provider.id`).
+   *
+   * @generated from field: string provider_id = 2;
+   */
+  providerId: string;
+
+  /**
+   * The key's id.
+   *
+   * @generated from field: string kid = 3;
+   */
+  kid: string;
+};
+
+/**
+ * Describes the message asor.v1.RevokeProviderKeyRequest.
+ * Use `create(RevokeProviderKeyRequestSchema)` to create a new message.
+ */
+export const RevokeProviderKeyRequestSchema: GenMessage<RevokeProviderKeyRequest> = /*@__PURE__*/
+  messageDesc(file_asor_v1_tenant_admin_service, 11);
+
+/**
+ * A provider's keys in a tenant.
+ *
+ * @generated from message asor.v1.ProviderKeys
+ */
+export type ProviderKeys = Message<"asor.v1.ProviderKeys"> & {
+  /**
+   * The tenant.
+   *
+   * @generated from field: string tenant = 1;
+   */
+  tenant: string;
+
+  /**
+   * The provider (`provider.id`).
+   *
+   * @generated from field: string provider_id = 2;
+   */
+  providerId: string;
+
+  /**
+   * The active keys, by `kid`: a JWKS a verifier can use as it is.
+   *
+   * @generated from field: repeated asor.v1.JsonWebKey keys = 3;
+   */
+  keys: JsonWebKey[];
+
+  /**
+   * The registry's record of every key the provider has had, active and
+   * revoked, by `kid`.
+   *
+   * @generated from field: repeated asor.v1.ProviderKeyRecord records = 4;
+   */
+  records: ProviderKeyRecord[];
+};
+
+/**
+ * Describes the message asor.v1.ProviderKeys.
+ * Use `create(ProviderKeysSchema)` to create a new message.
+ */
+export const ProviderKeysSchema: GenMessage<ProviderKeys> = /*@__PURE__*/
+  messageDesc(file_asor_v1_tenant_admin_service, 12);
+
+/**
+ * What the registry keeps of one key besides the key itself.
+ *
+ * @generated from message asor.v1.ProviderKeyRecord
+ */
+export type ProviderKeyRecord = Message<"asor.v1.ProviderKeyRecord"> & {
+  /**
+   * The key's id.
+   *
+   * @generated from field: string kid = 1;
+   */
+  kid: string;
+
+  /**
+   * Its algorithm.
+   *
+   * @generated from field: string alg = 2;
+   */
+  alg: string;
+
+  /**
+   * When it was set.
+   *
+   * @generated from field: google.protobuf.Timestamp create_time = 3;
+   */
+  createTime?: Timestamp | undefined;
+
+  /**
+   * When it was revoked; absent while it is active. A revoked key stays:
+   * its `kid` cannot come back with another key, and a signature made
+   * with it is told apart from one with an unknown key.
+   *
+   * @generated from field: optional google.protobuf.Timestamp revoke_time = 4;
+   */
+  revokeTime?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message asor.v1.ProviderKeyRecord.
+ * Use `create(ProviderKeyRecordSchema)` to create a new message.
+ */
+export const ProviderKeyRecordSchema: GenMessage<ProviderKeyRecord> = /*@__PURE__*/
+  messageDesc(file_asor_v1_tenant_admin_service, 13);
 
 /**
  * Sets up tenants. An administrative surface, secured apart from the
@@ -151,6 +559,63 @@ export const TenantAdminService: GenService<{
     methodKind: "unary";
     input: typeof ListTenantsRequestSchema;
     output: typeof ListTenantsResponseSchema;
+  },
+  /**
+   * Returns a tenant with its settings. A platform operator's token, or a
+   * token of that tenant with the admin domain.
+   *
+   * @generated from rpc asor.v1.TenantAdminService.GetTenant
+   */
+  getTenant: {
+    methodKind: "unary";
+    input: typeof GetTenantRequestSchema;
+    output: typeof TenantSchema;
+  },
+  /**
+   * Changes the settings a request names, leaving the others as they are;
+   * answers the tenant with all its settings. Who may: as GetTenant.
+   *
+   * @generated from rpc asor.v1.TenantAdminService.UpdateTenant
+   */
+  updateTenant: {
+    methodKind: "unary";
+    input: typeof UpdateTenantRequestSchema;
+    output: typeof TenantSchema;
+  },
+  /**
+   * Replaces a provider's public keys, its trust roots in the tenant, with
+   * a JWKS: keys left out are revoked (kept, marked), new ones added, the
+   * ones already held kept. Answers the provider's keys. Who may: as
+   * GetTenant.
+   *
+   * @generated from rpc asor.v1.TenantAdminService.SetProviderKeys
+   */
+  setProviderKeys: {
+    methodKind: "unary";
+    input: typeof SetProviderKeysRequestSchema;
+    output: typeof ProviderKeysSchema;
+  },
+  /**
+   * Returns a provider's keys: the active ones, and the revoked ones marked.
+   * Who may: as GetTenant.
+   *
+   * @generated from rpc asor.v1.TenantAdminService.GetProviderKeys
+   */
+  getProviderKeys: {
+    methodKind: "unary";
+    input: typeof GetProviderKeysRequestSchema;
+    output: typeof ProviderKeysSchema;
+  },
+  /**
+   * Revokes one key of a provider (kept, marked revoked; revoking it again
+   * changes nothing). Answers the provider's keys. Who may: as GetTenant.
+   *
+   * @generated from rpc asor.v1.TenantAdminService.RevokeProviderKey
+   */
+  revokeProviderKey: {
+    methodKind: "unary";
+    input: typeof RevokeProviderKeyRequestSchema;
+    output: typeof ProviderKeysSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_asor_v1_tenant_admin_service, 0);

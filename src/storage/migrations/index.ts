@@ -25,6 +25,8 @@ import { allowUnnumberedDefinitions } from "./0014-allow-unnumbered-definitions.
 import { addRevisions } from "./0015-add-revisions.js";
 import { addTextRevision } from "./0016-add-text-revision.js";
 import { addTermVersions } from "./0017-add-term-versions.js";
+import { createProviderKeys } from "./0018-create-provider-keys.js";
+import { createTenantSettings } from "./0019-create-tenant-settings.js";
 import { dialectOf } from "./dialect.js";
 import { type LeaseTimes, withMigrationLease, withNamedLock } from "./migration-lock.js";
 import { checkDurability, checkServerSettings } from "./server-settings.js";
@@ -56,6 +58,8 @@ export const migrations: readonly Migration[] = [
   addRevisions,
   addTextRevision,
   addTermVersions,
+  createProviderKeys,
+  createTenantSettings,
 ];
 
 /** Serves `migrations` to knex's migrator. */

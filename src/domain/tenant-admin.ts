@@ -1,0 +1,40 @@
+/**
+ * What a tenant's admin keeps in the registry besides its definitions (issue 43, item 2): the tenant's
+ * settings, and its providers' public keys, the trust roots the signatures of their submissions are verified
+ * against.
+ */
+
+/** What a tenant requires of the signatures of submitted definitions. */
+export const SIGNATURE_POLICIES = ["OPTIONAL", "REQUIRED_FOR_KEYED_PROVIDERS", "REQUIRED"] as const;
+export type SignaturePolicy = (typeof SIGNATURE_POLICIES)[number];
+
+/** A tenant's settings: every one of them, the defaults where none was set. Later settings join here. */
+export interface TenantSettings {
+  readonly signatures: SignaturePolicy;
+}
+
+/** The settings of a tenant that never changed one. */
+export const DEFAULT_TENANT_SETTINGS: TenantSettings = Object.freeze({ signatures: "OPTIONAL" });
+
+/** A public key to hold for a provider, as validated (jwks.ts): its id, its one algorithm, its JWK's JSON. */
+export interface KeyToHold {
+  readonly kid: string;
+  readonly alg: string;
+  /** The public JWK as JSON text in one canonical form (jwks.ts), so the same key always has the same text. */
+  readonly jwk: string;
+}
+
+/** A provider key the registry holds. */
+export interface ProviderKey extends KeyToHold {
+  readonly createdAt: Date;
+  /** When it was revoked; null while active. A revoked key is kept: its kid cannot name another key. */
+  readonly revokedAt: Date | null;
+}
+
+/** A provider's keys after a change, and the kids the change revoked (what issue 43's item 5 re-marks). */
+export interface ProviderKeyChange {
+  /** Every key the provider has had, active and revoked, by kid. */
+  readonly keys: readonly ProviderKey[];
+  /** The kids this change revoked (none when it revoked nothing, e.g. a key revoked before). */
+  readonly revoked: readonly string[];
+}
