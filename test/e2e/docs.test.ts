@@ -4,6 +4,10 @@
  */
 
 import { execFile } from "node:child_process";
+import { generateKeyPairSync } from "node:crypto";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { testDatabases } from "../support/databases.js";
@@ -72,6 +76,37 @@ describe("docs/api.md's examples, run as written against one server", () => {
     const inSandbox = await post("sandbox");
     expect(inSandbox.status).toBe(400);
     expect(JSON.stringify(await inSandbox.json())).toContain("A2849");
+  });
+
+  it("npm run admin: reads and sets acme's settings, sets, lists and revokes a provider's keys", async () => {
+    const env = { ...process.env, DATA_DIR: server().app.config.dataDir, DATABASE_URL: "" };
+    const dir = await mkdtemp(join(tmpdir(), "asor-docs-"));
+    try {
+      const jwk = (kid: string) => ({
+        ...(generateKeyPairSync("ed25519").publicKey.export({ format: "jwk" }) as Record<string, string>),
+        kid,
+        alg: "EdDSA",
+      });
+      await writeFile(join(dir, "jwks.json"), JSON.stringify({ keys: [jwk("key-2025"), jwk("key-2026")] }));
+      // The block's jwks.json, written in a directory of the test's own.
+      const printed = async (line: string) =>
+        (await run("bash", ["-c", line.replace(" jwks.json", ` ${join(dir, "jwks.json")}`)], { env })).stdout
+          .split("\n")
+          .filter((l) => l.startsWith("{"))
+          .map((l) => JSON.parse(l));
+      const [get, set, keys, list, revoke, ...more] = commandLines(
+        docBlock("docs/api.md", "npm run admin -- tenant get acme"),
+      );
+      expect(more).toEqual([]);
+      expect(await printed(get!)).toMatchObject([{ name: "acme", settings: { signatures: "OPTIONAL" } }]);
+      expect(await printed(set!)).toMatchObject([{ name: "acme", settings: { signatures: "REQUIRED" } }]);
+      const kids = (answer: { keys: { kid: string }[] }[]) => answer[0]?.keys.map((k) => k.kid);
+      expect(kids(await printed(keys!))).toEqual(["key-2025", "key-2026"]);
+      expect(kids(await printed(list!))).toEqual(["key-2025", "key-2026"]);
+      expect(kids(await printed(revoke!))).toEqual(["key-2026"]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it("buf curl: lists the methods by reflection, and the definitions with the README's token", async () => {

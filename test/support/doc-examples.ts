@@ -77,6 +77,7 @@ export const RUN_BLOCKS: Readonly<Record<string, readonly { starts: string; test
   ],
   "docs/api.md": [
     { starts: "npm run admin -- tenant create", test: "test/e2e/docs.test.ts" },
+    { starts: "npm run admin -- tenant get acme", test: "test/e2e/docs.test.ts" },
     {
       starts: "npm run -s buf -- curl --protocol grpc --http2-prior-knowledge --list-methods",
       test: "test/e2e/docs.test.ts",
