@@ -13,7 +13,7 @@ export interface ProviderKeyRow {
   readonly revoked_at: DatabaseTimestamp | null;
 }
 
-/** A row of `tenant_settings` (migration 0019). */
+/** A row of `tenant_settings` (migration 0020). */
 export interface TenantSettingsRow {
   readonly tenant: string;
   readonly signatures: string;

@@ -21,6 +21,7 @@ import {
 } from "../domain/tenant-admin.js";
 import { type ProviderKeyRow, toProviderKey, toTenantSettings } from "./key-rows.js";
 import {
+  countKeyChange,
   findProviderKey,
   findProviderKeys,
   findSettings,
@@ -79,7 +80,9 @@ export function createSqlTenantAdmin(db: Knex, dialect: Dialect): TenantAdminSto
     setProviderKeys: (tenant, providerId, keys) => change((context) => replaceKeys(context, tenant, providerId, keys)),
     revokeProviderKey: (tenant, providerId, kid) =>
       change(async (context) => {
-        if (!(await tenantIsSetUp(context, tenant, true))) throw tenantNotFound(tenant);
+        if (!(await tenantIsSetUp(context, tenant))) throw tenantNotFound(tenant);
+        // The set's lock first, so two revocations of one key decide one after the other (one revokes it).
+        await countKeyChange(context, tenant, providerId);
         const key = await findProviderKey(context, tenant, providerId, kid);
         if (key === undefined) throw notFound(`Key "${kid}" of provider "${providerId}"`, "kid");
         const revoked = key.revoked_at === null ? [kid] : [];
@@ -100,7 +103,8 @@ async function replaceKeys(
   providerId: string,
   keys: readonly KeyToHold[],
 ): Promise<ProviderKeyChange> {
-  if (!(await tenantIsSetUp(context, tenant, true))) throw tenantNotFound(tenant);
+  if (!(await tenantIsSetUp(context, tenant))) throw tenantNotFound(tenant);
+  await countKeyChange(context, tenant, providerId);
   const held = new Map((await findProviderKeys(context, tenant, providerId)).map((row) => [row.kid, row]));
   const issues = keys.flatMap((key, i): Issue[] => {
     const row = held.get(key.kid);

@@ -71,7 +71,8 @@ forEachDatabase((db) => {
         "0016-add-text-revision",
         "0017-add-term-versions",
         "0018-create-provider-keys",
-        "0019-create-tenant-settings",
+        "0019-create-provider-key-sets",
+        "0020-create-tenant-settings",
       ]);
     } finally {
       await again.close();

@@ -26,7 +26,8 @@ import { addRevisions } from "./0015-add-revisions.js";
 import { addTextRevision } from "./0016-add-text-revision.js";
 import { addTermVersions } from "./0017-add-term-versions.js";
 import { createProviderKeys } from "./0018-create-provider-keys.js";
-import { createTenantSettings } from "./0019-create-tenant-settings.js";
+import { createProviderKeySets } from "./0019-create-provider-key-sets.js";
+import { createTenantSettings } from "./0020-create-tenant-settings.js";
 import { dialectOf } from "./dialect.js";
 import { type LeaseTimes, withMigrationLease, withNamedLock } from "./migration-lock.js";
 import { checkDurability, checkServerSettings } from "./server-settings.js";
@@ -59,6 +60,7 @@ export const migrations: readonly Migration[] = [
   addTextRevision,
   addTermVersions,
   createProviderKeys,
+  createProviderKeySets,
   createTenantSettings,
 ];
 

@@ -1,4 +1,4 @@
-/** The tables the queries name (migrations 0001-0005, 0015, 0018 and 0019 made them). */
+/** The tables the queries name (migrations 0001-0005, 0015 and 0018-0020 made them). */
 export const tenants = "tenants";
 export const agents = "agents";
 export const externalIds = "agent_external_ids";
@@ -6,4 +6,5 @@ export const definitions = "agent_definitions";
 export const tenantRevisions = "tenant_revisions";
 export const definitionChanges = "definition_changes";
 export const providerKeys = "provider_keys";
+export const providerKeySets = "provider_key_sets";
 export const tenantSettings = "tenant_settings";

@@ -3,21 +3,26 @@
  * query builder. Each takes the transaction (or knex) to run on.
  */
 import type { ProviderKeyRow, TenantSettingsRow } from "../key-rows.js";
-import { providerKeys, tenantSettings, tenants } from "./tables.js";
+import { providerKeySets, providerKeys, tenantSettings, tenants } from "./tables.js";
 import type { QueryContext } from "./tenants.js";
 
 const keyColumns = ["tenant", "provider_id", "kid", "alg", "jwk", "created_at", "revoked_at"];
 
+/** Whether the tenant has been set up. */
+export async function tenantIsSetUp({ tx }: QueryContext, name: string): Promise<boolean> {
+  return (await tx(tenants).select("name").where({ name }).first()) !== undefined;
+}
+
 /**
- * Whether the tenant has been set up. `lock` (MySQL): its row is locked for the transaction, which orders the
- * changes of its providers' keys: locking a provider's key rows would not, when it has none yet (two first sets
- * would both insert, neither revoking the other's). Agent creators hold the same row while they take a number;
- * a key change waits for them, and they for it, a few milliseconds.
+ * Counts a change of the provider's keys on its `provider_key_sets` row (made at its first): the change's
+ * first statement, whose row lock orders the changes of one provider's set, and whose write makes two of them
+ * through two Galera nodes conflict at certification (migration 0019).
  */
-export async function tenantIsSetUp({ tx, dialect }: QueryContext, name: string, lock = false): Promise<boolean> {
-  const query = tx(tenants).select("name").where({ name }).first();
-  // SQLite has no row locks: its one write connection runs one transaction at a time.
-  return (await (lock && dialect === "mysql" ? query.forUpdate() : query)) !== undefined;
+export async function countKeyChange({ tx }: QueryContext, tenant: string, providerId: string): Promise<void> {
+  await tx(providerKeySets)
+    .insert({ tenant, provider_id: providerId, changes: 1 })
+    .onConflict(["tenant", "provider_id"])
+    .merge({ changes: tx.raw("?? + 1", [`${providerKeySets}.changes`]) });
 }
 
 /** The tenant's settings row, or undefined when it never changed a setting. */

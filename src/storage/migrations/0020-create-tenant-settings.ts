@@ -8,7 +8,7 @@
  */
 import { createTableMigration } from "./create-table-migration.js";
 
-export const createTenantSettings = createTableMigration("0019-create-tenant-settings", "tenant_settings", {
+export const createTenantSettings = createTableMigration("0020-create-tenant-settings", "tenant_settings", {
   mysql: (text, collation) => `
       CREATE TABLE IF NOT EXISTS tenant_settings (
         tenant VARCHAR(63) ${text} NOT NULL
