@@ -142,6 +142,18 @@ forEachDatabase((db) => {
     });
   });
 
+  it("takes the provider id unencoded or percent-encoded, and a kid with a slash or a space encoded", async () => {
+    const kid = "2026/01 key";
+    const set = await asOperator("PUT", `${ADMIN}/alpha/providers/Provider=raw/keys`, { keys: [publicJwk(kid)] });
+    expect(set.status, JSON.stringify(set.body)).toBe(200);
+    expect(set.body.providerId).toBe("Provider=raw");
+    const encoded = keysPath("alpha", "Provider=raw");
+    expect((await asOperator("GET", encoded)).body.keys.map((k: { kid: string }) => k.kid)).toEqual([kid]);
+    const revoked = await asOperator("DELETE", `${encoded}/${encodeURIComponent(kid)}`);
+    expect(revoked.status, JSON.stringify(revoked.body)).toBe(200);
+    expect(revoked.body.keys).toEqual([]);
+  });
+
   describe("tenant isolation", () => {
     it("lets a tenant's admin act on its own tenant's keys and settings, and on no other's", async () => {
       const alpha = await tenantAdmin("alpha");

@@ -196,6 +196,31 @@ describe("the registry operations, in memory", () => {
     },
   );
 
+  it("admits a tenant's own admin to its settings and keys, a platform operator to any tenant's", async () => {
+    const getKeys = op(TenantAdminService.method.getProviderKeys);
+    const updateTenant = op(TenantAdminService.method.updateTenant);
+    const admin = (tenant: string | null, platformAdmin = false): Call => ({
+      principal: { subject: "t", tenant, domains: new Set(["Setup: Tenants"]), platformAdmin },
+    });
+    const keysOf = (tenant: string) =>
+      create(getKeys.method.input, { tenant, providerId: "Provider=p" } as never) as never;
+    // Not platform operations: the domain alone admits, the tenant is checked when the request is known.
+    expect(getKeys.platform).toBeUndefined();
+    expect(() => admit(getKeys, admin("default").principal)).not.toThrow();
+    expect((await getKeys.run(admin("default"), keysOf("default"))).kind).toBe("message");
+    expect((await getKeys.run(admin("other", true), keysOf("default"))).kind).toBe("message");
+    const other = await failure(getKeys.run(admin("other"), keysOf("default")));
+    expect(other).toMatchObject({
+      code: "PERMISSION_DENIED",
+      message: expect.stringContaining('"other", not "default"'),
+    });
+    const settings = create(updateTenant.method.input, { name: "default", settings: {} } as never) as never;
+    expect((await failure(updateTenant.run(admin("other"), settings))).code).toBe("PERMISSION_DENIED");
+    expect(() => admit(getKeys, { ...admin("default").principal, domains: new Set(["Setup: Agents"]) })).toThrow(
+      /needs the security domain "Setup: Tenants"/,
+    );
+  });
+
   it("sets up tenants through the admin operations", async () => {
     const createTenant = op(TenantAdminService.method.createTenant);
     const created = await createTenant.run(
