@@ -38,3 +38,25 @@ export interface ProviderKeyChange {
   /** The kids this change revoked (none when it revoked nothing, e.g. a key revoked before). */
   readonly revoked: readonly string[];
 }
+
+/** JWK members the contract's JsonWebKey leaves out on purpose, and why, for the refusal's message. */
+const REFUSED_JWK_MEMBERS: ReadonlyMap<string, string> = new Map([
+  ...["d", "p", "q", "dp", "dq", "qi", "oth", "k"].map(
+    (m) =>
+      [
+        m,
+        "a private key member: the registry holds public keys only (take a private key sent anywhere as exposed)",
+      ] as const,
+  ),
+  ...["x5c", "x5u", "x5t", "x5t#S256"].map(
+    (m) => [m, "a certificate member: the registry holds keys, never chains or links, and fetches nothing"] as const,
+  ),
+]);
+
+/**
+ * Why the unknown member `name` of a message of type `typeName` is refused, when the contract leaves it out on
+ * purpose (a JWK's private and certificate members); undefined for any other member.
+ */
+export function refusedMemberReason(typeName: string, name: string): string | undefined {
+  return typeName === "asor.v1.JsonWebKey" ? REFUSED_JWK_MEMBERS.get(name) : undefined;
+}

@@ -72,7 +72,7 @@ describe("npm run admin", () => {
     await writeFile(file, JSON.stringify({ keys: [jwk("k3", { d: "AAAA" })] }));
     const secret = await admin(dataDir, "provider-keys", "set", "default", "Provider=acme", file);
     expect(secret.code).toBe(1);
-    expect(secret.stderr).toMatch(/^VALIDATION_FAILED: .*keys\[0\]\.d/);
+    expect(secret.stderr).toMatch(/^VALIDATION_FAILED: .*keys\[0\]\.d is refused: a private key member/);
 
     const set2 = await admin(dataDir, "tenant", "set", "default", "--signatures", "REQUIRED");
     expect(set2.code, set2.stderr).toBe(0);

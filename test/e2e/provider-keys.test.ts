@@ -121,6 +121,11 @@ forEachDatabase((db) => {
         "UNKNOWN_FIELD keys[2].x5c",
         "UNKNOWN_FIELD keys[2].x5u",
       ]);
+      expect(refusal.body.errors[0].error).toBe(
+        "keys[1].d is refused: a private key member: the registry holds public keys only (take a private key sent " +
+          "anywhere as exposed).",
+      );
+      expect(refusal.body.errors[1].error).toMatch(/^keys\[2\]\.x5c is refused: a certificate member/);
       const algs = await asOperator("PUT", path, {
         keys: [
           { kty: "oct", kid: "sym", alg: "HS256", k: undefined },

@@ -5,6 +5,7 @@
  */
 import { type DescField, type DescMessage, ScalarType } from "@bufbuild/protobuf";
 import { createIssueCollector, type Issue, type IssueCollector, issueAt, memberPath } from "../../domain/errors.js";
+import { refusedMemberReason } from "../../domain/tenant-admin.js";
 
 /** A high surrogate not followed by a low one, or a low one not preceded by a high one (code units: no `u` flag). */
 const UNPAIRED_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
@@ -120,9 +121,11 @@ function objectIssues(
         const at = memberPath(path, key);
         const near = desc.fields.find((f) => f.name === key || f.jsonName.toLowerCase() === key.toLowerCase());
         const hint = near ? ` Did you mean "${near.jsonName}"?` : "";
+        const reason = refusedMemberReason(desc.typeName, key);
         return {
           code: "UNKNOWN_FIELD",
-          message: `${at} is not a member of ${desc.name}.${hint}`,
+          message:
+            reason === undefined ? `${at} is not a member of ${desc.name}.${hint}` : `${at} is refused: ${reason}.`,
           field: key,
           path: at,
         };
