@@ -239,6 +239,7 @@ function createAppOperations(
     defaultTenant: config.defaultTenant,
     adminDomain: config.adminDomain,
     claims: config.auth,
+    discovery: async (tenant) => (await repository.tenantAdmin().settings(tenant)).discovery,
   });
 }
 

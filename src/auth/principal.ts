@@ -26,7 +26,21 @@ export interface Principal {
    * watch ends with UNAUTHENTICATED then (issue 20).
    */
   readonly expiresAt?: number | undefined;
+  /**
+   * No token was sent: a caller admitted only to a tenant's public discovery (issue 45), which its operation
+   * checks against the tenant's `discovery` setting.
+   */
+  readonly anonymous?: boolean | undefined;
 }
+
+/** The caller of a discovery read that sent no token: no tenant, no domain. */
+export const ANONYMOUS: Principal = Object.freeze({
+  subject: "anonymous",
+  tenant: null,
+  domains: new Set<string>(),
+  platformAdmin: false,
+  anonymous: true,
+});
 
 /** Which claims carry the tenant and the domains, and which scopes grant which domains. */
 export interface ClaimMapping {

@@ -8,13 +8,18 @@
 export const SIGNATURE_POLICIES = ["OPTIONAL", "REQUIRED_FOR_KEYED_PROVIDERS", "REQUIRED"] as const;
 export type SignaturePolicy = (typeof SIGNATURE_POLICIES)[number];
 
+/** Who may read a tenant's discovery routes (issue 45): its tokens, or anyone. */
+export const DISCOVERY_POLICIES = ["TOKEN", "PUBLIC"] as const;
+export type DiscoveryPolicy = (typeof DISCOVERY_POLICIES)[number];
+
 /** A tenant's settings: every one of them, the defaults where none was set. Later settings join here. */
 export interface TenantSettings {
   readonly signatures: SignaturePolicy;
+  readonly discovery: DiscoveryPolicy;
 }
 
 /** The settings of a tenant that never changed one. */
-export const DEFAULT_TENANT_SETTINGS: TenantSettings = Object.freeze({ signatures: "OPTIONAL" });
+export const DEFAULT_TENANT_SETTINGS: TenantSettings = Object.freeze({ signatures: "OPTIONAL", discovery: "TOKEN" });
 
 /** A public key to hold for a provider, as validated (jwks.ts): its id, its one algorithm, its JWK's JSON. */
 export interface KeyToHold {

@@ -12,12 +12,13 @@ import {
   RevokeProviderKeyRequestSchema,
   SetProviderKeysRequestSchema,
   TenantSchema,
+  TenantSettings_Discovery,
   TenantSettings_Signatures,
   UpdateTenantRequestSchema,
 } from "../../gen/asor/v1/tenant_admin_service_pb.js";
 import { ConfigError, parseConfig } from "../config.js";
 import { invalid, issueAt, RegistryError } from "../domain/errors.js";
-import { SIGNATURE_POLICIES } from "../domain/tenant-admin.js";
+import { DISCOVERY_POLICIES, SIGNATURE_POLICIES } from "../domain/tenant-admin.js";
 import { createProviderKeyService } from "../service/provider-key-service.js";
 import { createTenantService } from "../service/tenant-service.js";
 import { createSqlRepository } from "../storage/sql-repository.js";
@@ -27,7 +28,8 @@ const USAGE = `usage:
   npm run admin -- tenant create <name> [--sequence-prefix <prefix>]
   npm run admin -- tenant list
   npm run admin -- tenant get <name>
-  npm run admin -- tenant set <name> --signatures ${SIGNATURE_POLICIES.join("|")}
+  npm run admin -- tenant set <name> [--signatures ${SIGNATURE_POLICIES.join("|")}]
+                                     [--discovery ${DISCOVERY_POLICIES.join("|")}]
   npm run admin -- provider-keys set <tenant> <providerId> <jwks-file>
   npm run admin -- provider-keys list <tenant> <providerId>
   npm run admin -- provider-keys revoke <tenant> <providerId> <kid>`;
@@ -45,14 +47,15 @@ function commandOf(argv: string[]): Command | undefined {
   const { positionals, values } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { "sequence-prefix": { type: "string" }, signatures: { type: "string" } },
+    options: { "sequence-prefix": { type: "string" }, signatures: { type: "string" }, discovery: { type: "string" } },
   });
   const [noun, verb, ...rest] = positionals;
   const prefix = values["sequence-prefix"];
-  const { signatures } = values;
+  const { signatures, discovery } = values;
   const options = (allowed: string[]) =>
     (prefix === undefined || allowed.includes("sequence-prefix")) &&
-    (signatures === undefined || allowed.includes("signatures"));
+    (signatures === undefined || allowed.includes("signatures")) &&
+    (discovery === undefined || allowed.includes("discovery"));
   const [a, b, c] = rest;
   const args = (n: number) => rest.length === n;
   if (noun === "tenant" && verb === "create" && args(1) && options(["sequence-prefix"]))
@@ -70,8 +73,9 @@ function commandOf(argv: string[]): Command | undefined {
     return async ({ tenants }) => [
       toJsonString(TenantSchema, await tenants.get(create(GetTenantRequestSchema, { name: a }))),
     ];
-  if (noun === "tenant" && verb === "set" && args(1) && signatures !== undefined && options(["signatures"]))
-    return async ({ tenants }) => [toJsonString(TenantSchema, await tenants.update(settingsRequest(a!, signatures)))];
+  const settings = { signatures, discovery };
+  if (noun === "tenant" && verb === "set" && args(1) && (signatures ?? discovery) !== undefined)
+    return async ({ tenants }) => [toJsonString(TenantSchema, await tenants.update(settingsRequest(a!, settings)))];
   if (noun === "provider-keys" && verb === "set" && args(3) && options([]))
     return async ({ keys }) => [
       toJsonString(
@@ -96,14 +100,24 @@ function commandOf(argv: string[]): Command | undefined {
   return undefined;
 }
 
-/** The request of `tenant set`: `--signatures` by its name, refused (VALIDATION_FAILED) when it names none. */
-function settingsRequest(name: string, signatures: string) {
-  const policy = SIGNATURE_POLICIES.find((p) => p === signatures);
-  if (policy === undefined)
-    throw invalid([
-      issueAt("signatures", "NOT_ALLOWED", `--signatures must be one of ${SIGNATURE_POLICIES.join(", ")}.`),
-    ]);
-  return create(UpdateTenantRequestSchema, { name, settings: { signatures: TenantSettings_Signatures[policy] } });
+/** The request of `tenant set`: each setting by its name, refused (VALIDATION_FAILED) when it names none. */
+function settingsRequest(name: string, given: { signatures?: string | undefined; discovery?: string | undefined }) {
+  const pick = <T extends string>(option: string, value: string | undefined, values: readonly T[]): T | undefined => {
+    if (value === undefined) return undefined;
+    const found = values.find((v) => v === value);
+    if (found === undefined)
+      throw invalid([issueAt(option, "NOT_ALLOWED", `--${option} must be one of ${values.join(", ")}.`)]);
+    return found;
+  };
+  const signatures = pick("signatures", given.signatures, SIGNATURE_POLICIES);
+  const discovery = pick("discovery", given.discovery, DISCOVERY_POLICIES);
+  return create(UpdateTenantRequestSchema, {
+    name,
+    settings: {
+      ...(signatures === undefined ? {} : { signatures: TenantSettings_Signatures[signatures] }),
+      ...(discovery === undefined ? {} : { discovery: TenantSettings_Discovery[discovery] }),
+    },
+  });
 }
 
 /** The JWKS of a file, checked as the REST surface checks a body: every unknown member named with its path. */

@@ -74,6 +74,11 @@ export interface Operation<In extends DescMessage = DescMessage> {
    * A token without a tenant claim is not one by that alone.
    */
   readonly platform?: { readonly adminClaim: string } | undefined;
+  /**
+   * A discovery read (an agent's card at its A2A base URL, the AI Catalog): a caller without any token is
+   * admitted as ANONYMOUS, and the operation serves it only a tenant whose `discovery` setting is PUBLIC.
+   */
+  readonly discovery?: boolean | undefined;
   /** Tenant resolution, validation, the service call. Throws RegistryError. */
   run(call: Call, input: MessageShape<In>): Promise<Result>;
 }

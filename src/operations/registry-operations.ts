@@ -11,7 +11,7 @@ import {
 } from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { TenantAdminService } from "../../gen/asor/v1/tenant_admin_service_pb.js";
 import { bodyFieldOf, errorRelativeToBody } from "../domain/body-field.js";
-import { type RegistryError, unauthenticated, unavailable } from "../domain/errors.js";
+import { RegistryError, unauthenticated, unavailable } from "../domain/errors.js";
 import type { WatchEvent } from "../domain/watch.js";
 import type { ProviderKeyService } from "../service/provider-key-service.js";
 import type { RegistryService, WriteAuthority } from "../service/registry-service.js";
@@ -50,6 +50,8 @@ export interface RegistryOperationsOptions {
     readonly platformAdminClaim: string;
     readonly noTenantClaimUsesDefault: boolean;
   };
+  /** A tenant's `discovery` setting (issue 45): whether its discovery reads answer without a token. */
+  readonly discovery?: (tenant: string) => Promise<"TOKEN" | "PUBLIC">;
 }
 
 const methods = AgentDefinitionService.method;
@@ -108,6 +110,7 @@ export function createRegistryOperations({
   defaultTenant,
   adminDomain,
   claims,
+  discovery,
 }: RegistryOperationsOptions): Operations {
   const policy = registryPolicy(adminDomain);
   // The tenant admin RPCs act on every tenant: platform operations (see admit).
@@ -119,8 +122,10 @@ export function createRegistryOperations({
     noTenantClaimUsesDefault: claims.noTenantClaimUsesDefault,
   };
   const tenantOf = (requested: string, call: Call): string => resolveTenant(requested, call, tenancy);
+  const discoveryTenantOf = publicDiscovery(tenantOf, defaultTenant, discovery);
   const list: Operation[] = [
     ...definitionOperations(operation, service, tenantOf, watch, watchLimits),
+    ...discoveryOperations(operation, service, discoveryTenantOf),
     ...tenantAdminOperations(operation, tenants, providerKeys, tenancy),
   ];
   const byMethod = new Map<DescMethod, Operation>(list.map((op) => [op.method, op]));
@@ -134,6 +139,50 @@ export function createRegistryOperations({
 
 /** The tenant of a request (`requested`: the tenant it names, if any) for `call` (resolveTenant). */
 type TenantOf = (requested: string, call: Call) => string;
+
+/**
+ * The tenant of a discovery read: a caller with a token as any read's (TenantOf); one without (ANONYMOUS) the
+ * tenant it names, else the default, and only when that tenant's discovery is PUBLIC, else 401 as any read
+ * without a token (an unknown tenant too: a caller without a token learns nothing of which tenants exist).
+ */
+function publicDiscovery(
+  tenantOf: TenantOf,
+  defaultTenant: string,
+  discovery: RegistryOperationsOptions["discovery"],
+): (requested: string, call: Call) => Promise<string> {
+  return async (requested, call) => {
+    if (call.principal.anonymous !== true) return tenantOf(requested, call);
+    const tenant = requested || defaultTenant;
+    const access = await discovery?.(tenant).catch((error: unknown) => {
+      if (error instanceof RegistryError && error.code === "TENANT_NOT_FOUND") return "TOKEN" as const;
+      throw error;
+    });
+    if (access !== "PUBLIC")
+      throw unauthenticated(
+        `Tenant "${tenant}"'s discovery is not public: send a bearer token (Authorization: Bearer <token>).`,
+      );
+    if (call.record !== undefined) call.record.tenant = tenant;
+    return tenant;
+  };
+}
+
+/** The discovery reads (issue 45), which a public tenant answers without a token. */
+function discoveryOperations(
+  operation: Define,
+  service: RegistryService,
+  tenantOf: (requested: string, call: Call) => Promise<string>,
+): Operation[] {
+  return [
+    operation(methods.getAgentBaseCard, async (call, req) => ({
+      kind: "card",
+      ...(await service.baseCard(await tenantOf(req.tenant, call), req)),
+    })),
+    operation(methods.getAiCatalog, async (call, req) => ({
+      kind: "message",
+      message: await service.aiCatalog(await tenantOf(req.tenant, call), req, call.publicBase ?? "", call),
+    })),
+  ].map((op) => ({ ...op, discovery: true }));
+}
 
 function defineOperation<In extends DescMessage>(
   policy: Policy,
@@ -188,14 +237,6 @@ function definitionOperations(
     operation(methods.getAgentCard, async (call, req) => ({
       kind: "card",
       ...(await service.agentCard(tenantOf(req.tenant, call), req)),
-    })),
-    operation(methods.getAgentBaseCard, async (call, req) => ({
-      kind: "card",
-      ...(await service.baseCard(tenantOf(req.tenant, call), req)),
-    })),
-    operation(methods.getAiCatalog, async (call, req) => ({
-      kind: "message",
-      message: await service.aiCatalog(tenantOf(req.tenant, call), req, call.publicBase ?? "", call),
     })),
     operation(methods.upsertAgentDefinition, async (call, req) => {
       const { stored, created } = await service.upsert(tenantOf(req.tenant, call), req, authorityOf(call));

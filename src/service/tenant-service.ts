@@ -10,12 +10,18 @@ import {
   CreateTenantRequestSchema,
   GetTenantRequestSchema,
   TenantSchema,
+  TenantSettings_Discovery,
   TenantSettings_Signatures,
   TenantSettingsSchema,
   UpdateTenantRequestSchema,
 } from "../../gen/asor/v1/tenant_admin_service_pb.js";
 import { issueAt, tenantNotFound } from "../domain/errors.js";
-import { DEFAULT_TENANT_SETTINGS, SIGNATURE_POLICIES, type TenantSettings } from "../domain/tenant-admin.js";
+import {
+  DEFAULT_TENANT_SETTINGS,
+  DISCOVERY_POLICIES,
+  SIGNATURE_POLICIES,
+  type TenantSettings,
+} from "../domain/tenant-admin.js";
 import { assertValid, contractIssues, unknownFieldIssues } from "../domain/validation.js";
 import type { AgentDefinitionRepository, Tenant } from "../storage/repository.js";
 
@@ -35,7 +41,10 @@ export function tenantMessage(tenant: Tenant, settings: TenantSettings = DEFAULT
     ...(tenant.sequencePrefix === null ? {} : { sequencePrefix: tenant.sequencePrefix }),
     nextAgentNumber: tenant.nextAgentNumber,
     createTime: timestampFromDate(tenant.createdAt),
-    settings: create(TenantSettingsSchema, { signatures: TenantSettings_Signatures[settings.signatures] }),
+    settings: create(TenantSettingsSchema, {
+      signatures: TenantSettings_Signatures[settings.signatures],
+      discovery: TenantSettings_Discovery[settings.discovery],
+    }),
   });
 }
 
@@ -67,23 +76,26 @@ export function createTenantService(repository: AgentDefinitionRepository): Tena
       return tenantMessage(tenant, await admin.settings(request.name));
     },
     async update(request) {
-      const { signatures } = request.settings ?? {};
+      const { signatures, discovery } = request.settings ?? {};
+      const unspecified = (member: string, values: readonly string[]) =>
+        issueAt(`settings.${member}`, "NOT_ALLOWED", `settings.${member} must be one of ${values.join(", ")}.`);
       assertValid([
         ...unknownFieldIssues(UpdateTenantRequestSchema, request),
         ...contractIssues(UpdateTenantRequestSchema, request),
         ...(signatures === TenantSettings_Signatures.SIGNATURES_UNSPECIFIED
-          ? [
-              issueAt(
-                "settings.signatures",
-                "NOT_ALLOWED",
-                `settings.signatures must be one of ${SIGNATURE_POLICIES.join(", ")}.`,
-              ),
-            ]
+          ? [unspecified("signatures", SIGNATURE_POLICIES)]
+          : []),
+        ...(discovery === TenantSettings_Discovery.DISCOVERY_UNSPECIFIED
+          ? [unspecified("discovery", DISCOVERY_POLICIES)]
           : []),
       ]);
       const tenant = await found(request.name);
       const policy = SIGNATURE_POLICIES.find((p) => TenantSettings_Signatures[p] === signatures);
-      const change = policy === undefined ? {} : { signatures: policy };
+      const access = DISCOVERY_POLICIES.find((p) => TenantSettings_Discovery[p] === discovery);
+      const change = {
+        ...(policy === undefined ? {} : { signatures: policy }),
+        ...(access === undefined ? {} : { discovery: access }),
+      };
       return tenantMessage(tenant, await admin.updateSettings(request.name, change));
     },
   };

@@ -1,5 +1,10 @@
 /** The rows of the tenant admin's tables (provider_keys, tenant_settings) and their mapping to the domain. */
-import { type ProviderKey, SIGNATURE_POLICIES, type TenantSettings } from "../domain/tenant-admin.js";
+import {
+  DISCOVERY_POLICIES,
+  type ProviderKey,
+  SIGNATURE_POLICIES,
+  type TenantSettings,
+} from "../domain/tenant-admin.js";
 import { type DatabaseTimestamp, fromDatabaseTimestamp } from "./rows.js";
 
 /** A row of `provider_keys` (migration 0018). */
@@ -17,6 +22,7 @@ export interface ProviderKeyRow {
 export interface TenantSettingsRow {
   readonly tenant: string;
   readonly signatures: string;
+  readonly discovery: string;
 }
 
 export function toProviderKey(row: ProviderKeyRow): ProviderKey {
@@ -33,5 +39,7 @@ export function toTenantSettings(row: TenantSettingsRow): TenantSettings {
   const signatures = SIGNATURE_POLICIES.find((p) => p === row.signatures);
   // The column's CHECK allows these only; another value is a database changed by hand.
   if (signatures === undefined) throw new Error(`Unreadable tenant_settings.signatures: ${row.signatures}`);
-  return { signatures };
+  const discovery = DISCOVERY_POLICIES.find((p) => p === row.discovery);
+  if (discovery === undefined) throw new Error(`Unreadable tenant_settings.discovery: ${row.discovery}`);
+  return { signatures, discovery };
 }

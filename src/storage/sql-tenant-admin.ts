@@ -62,6 +62,7 @@ export function createSqlTenantAdmin(db: Knex, dialect: Dialect): TenantAdminSto
         if (!(await tenantIsSetUp(context, tenant))) throw tenantNotFound(tenant);
         const columns: Record<string, string> = {};
         if (settings.signatures !== undefined) columns.signatures = settings.signatures;
+        if (settings.discovery !== undefined) columns.discovery = settings.discovery;
         if (Object.keys(columns).length > 0)
           await upsertSettings(context, tenant, columns, toDatabaseTimestamp(new Date()));
         const row = await findSettings(context, tenant);

@@ -5,7 +5,7 @@
  * step (pipeline/pipeline.ts), or, on Connect's router, a context value.
  */
 import type { Authenticator } from "../auth/authenticator.js";
-import type { Principal } from "../auth/principal.js";
+import { ANONYMOUS, type Principal } from "../auth/principal.js";
 import type { TokenRechecks } from "../auth/token-rechecks.js";
 import { repeatedHeader } from "../domain/errors.js";
 import type { Logger } from "../logger.js";
@@ -30,6 +30,9 @@ export function createAdmission({ authenticator, rechecks, logger, publicUrl }: 
     try {
       // Two tokens: which one speaks for the caller would be a guess (Node reads the first, a proxy may read the last).
       if (req.headerRepeated("authorization")) throw repeatedHeader("Authorization");
+      // Without any token, a discovery read goes on as ANONYMOUS: its operation serves only public tenants.
+      if (operation.discovery === true && req.header("authorization") === undefined)
+        return { call: new EdgeCall(ANONYMOUS, record, req, rechecks, publicUrl) };
       const principal = await authenticator.authenticate(req.header("authorization") ?? null);
       admit(operation, principal);
       return { call: new EdgeCall(principal, record, req, rechecks, publicUrl) };

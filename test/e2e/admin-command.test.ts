@@ -76,10 +76,14 @@ describe("npm run admin", () => {
 
     const set2 = await admin(dataDir, "tenant", "set", "default", "--signatures", "REQUIRED");
     expect(set2.code, set2.stderr).toBe(0);
-    expect(JSON.parse(set2.stdout).settings).toEqual({ signatures: "REQUIRED" });
+    expect(JSON.parse(set2.stdout).settings).toEqual({ signatures: "REQUIRED", discovery: "TOKEN" });
     expect(JSON.parse((await admin(dataDir, "tenant", "get", "default")).stdout).settings).toEqual({
       signatures: "REQUIRED",
+      discovery: "TOKEN",
     });
+    const open = await admin(dataDir, "tenant", "set", "default", "--discovery", "PUBLIC");
+    expect(open.code, open.stderr).toBe(0);
+    expect(JSON.parse(open.stdout).settings).toEqual({ signatures: "REQUIRED", discovery: "PUBLIC" });
     const wrong = await admin(dataDir, "tenant", "set", "default", "--signatures", "SOMETIMES");
     expect(wrong.code).toBe(1);
     expect(wrong.stderr).toMatch(/^VALIDATION_FAILED: .*OPTIONAL, REQUIRED_FOR_KEYED_PROVIDERS, REQUIRED/);

@@ -181,7 +181,10 @@ forEachDatabase((db) => {
         ]);
       }
       expect((await asOperator("GET", beta)).body.records).toEqual([]);
-      expect((await asOperator("GET", `${ADMIN}/beta`)).body.settings).toEqual({ signatures: "OPTIONAL" });
+      expect((await asOperator("GET", `${ADMIN}/beta`)).body.settings).toEqual({
+        signatures: "OPTIONAL",
+        discovery: "TOKEN",
+      });
     });
 
     it("keeps the same provider's keys apart per tenant", async () => {
@@ -211,17 +214,20 @@ forEachDatabase((db) => {
     it("are read and changed over REST and Connect; unknown members and values refused with their path", async () => {
       expect((await asOperator("GET", `${ADMIN}/beta`)).body).toMatchObject({
         name: "beta",
-        settings: { signatures: "OPTIONAL" },
+        settings: { signatures: "OPTIONAL", discovery: "TOKEN" },
       });
       const patched = await asOperator("PATCH", `${ADMIN}/beta`, { signatures: "REQUIRED_FOR_KEYED_PROVIDERS" });
-      expect(patched.body.settings).toEqual({ signatures: "REQUIRED_FOR_KEYED_PROVIDERS" });
+      expect(patched.body.settings).toEqual({ signatures: "REQUIRED_FOR_KEYED_PROVIDERS", discovery: "TOKEN" });
       const unknown = await asOperator("PATCH", `${ADMIN}/beta`, { signatures: "REQUIRED", signatur: "x" });
       expect(issues(unknown.body)).toEqual(["UNKNOWN_FIELD signatur"]);
       const unset = await asOperator("PATCH", `${ADMIN}/beta`, { signatures: "SIGNATURES_UNSPECIFIED" });
       expect(issues(unset.body)).toEqual(["NOT_ALLOWED signatures"]);
       expect((await asOperator("PATCH", `${ADMIN}/beta`, {})).body.settings).toEqual({
         signatures: "REQUIRED_FOR_KEYED_PROVIDERS",
+        discovery: "TOKEN",
       });
+      const noDiscovery = await asOperator("PATCH", `${ADMIN}/beta`, { discovery: "DISCOVERY_UNSPECIFIED" });
+      expect(issues(noDiscovery.body)).toEqual(["NOT_ALLOWED discovery"]);
       const client = connect(server().authorization);
       const updated = await client.updateTenant({
         name: "beta",

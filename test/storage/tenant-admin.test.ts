@@ -130,14 +130,24 @@ forEachDatabase((db) => {
 
   describe("tenant settings", () => {
     it("starts every tenant at the defaults without a row, and sets what a change names", async () => {
-      expect(await store.settings("acme")).toEqual({ signatures: "OPTIONAL" });
+      expect(await store.settings("acme")).toEqual({ signatures: "OPTIONAL", discovery: "TOKEN" });
       expect(await store.allSettings()).toEqual(new Map());
-      expect(await store.updateSettings("acme", {})).toEqual({ signatures: "OPTIONAL" });
-      expect(await store.updateSettings("acme", { signatures: "REQUIRED" })).toEqual({ signatures: "REQUIRED" });
-      expect(await store.settings("acme")).toEqual({ signatures: "REQUIRED" });
-      expect(await store.settings("globex")).toEqual({ signatures: "OPTIONAL" });
+      expect(await store.updateSettings("acme", {})).toEqual({ signatures: "OPTIONAL", discovery: "TOKEN" });
+      expect(await store.updateSettings("acme", { signatures: "REQUIRED" })).toEqual({
+        signatures: "REQUIRED",
+        discovery: "TOKEN",
+      });
+      expect(await store.settings("acme")).toEqual({ signatures: "REQUIRED", discovery: "TOKEN" });
+      expect(await store.settings("globex")).toEqual({ signatures: "OPTIONAL", discovery: "TOKEN" });
       await store.updateSettings("acme", { signatures: "REQUIRED_FOR_KEYED_PROVIDERS" });
-      expect(await store.allSettings()).toEqual(new Map([["acme", { signatures: "REQUIRED_FOR_KEYED_PROVIDERS" }]]));
+      expect(await store.allSettings()).toEqual(
+        new Map([["acme", { signatures: "REQUIRED_FOR_KEYED_PROVIDERS", discovery: "TOKEN" }]]),
+      );
+      // One setting changed leaves the others as they were.
+      expect(await store.updateSettings("acme", { discovery: "PUBLIC" })).toEqual({
+        signatures: "REQUIRED_FOR_KEYED_PROVIDERS",
+        discovery: "PUBLIC",
+      });
       await expect(store.settings("nope")).rejects.toMatchObject({ code: "TENANT_NOT_FOUND" });
       await expect(store.updateSettings("nope", { signatures: "REQUIRED" })).rejects.toMatchObject({
         code: "TENANT_NOT_FOUND",
@@ -149,6 +159,10 @@ forEachDatabase((db) => {
         .db("tenant_settings")
         .insert({ tenant: "globex", signatures: "MAYBE", updated_at: "2026-01-01 00:00:00.000" });
       await expect(insert).rejects.toThrow();
+      const discovery = raw
+        .db("tenant_settings")
+        .insert({ tenant: "globex", discovery: "OPEN", updated_at: "2026-01-01 00:00:00.000" });
+      await expect(discovery).rejects.toThrow();
     });
   });
 });

@@ -27,14 +27,14 @@ export async function countKeyChange({ tx }: QueryContext, tenant: string, provi
 
 /** The tenant's settings row, or undefined when it never changed a setting. */
 export async function findSettings({ tx }: QueryContext, tenant: string): Promise<TenantSettingsRow | undefined> {
-  return (await tx(tenantSettings).select(["tenant", "signatures"]).where({ tenant }).first()) as
+  return (await tx(tenantSettings).select(["tenant", "signatures", "discovery"]).where({ tenant }).first()) as
     | TenantSettingsRow
     | undefined;
 }
 
 /** Every settings row (the tenants that changed a setting). */
 export async function listSettings({ tx }: QueryContext): Promise<TenantSettingsRow[]> {
-  return (await tx(tenantSettings).select(["tenant", "signatures"])) as TenantSettingsRow[];
+  return (await tx(tenantSettings).select(["tenant", "signatures", "discovery"])) as TenantSettingsRow[];
 }
 
 /**
