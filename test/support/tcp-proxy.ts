@@ -20,6 +20,8 @@ export interface TcpProxy {
    * hears so. Until `restore()`.
    */
   holdRepliesAfter(marker: string): void;
+  /** What clients have sent to the server since the proxy started: one buffer per connection, in their order. */
+  sent(): Buffer[];
   /** Forwards new connections again, listening again on the same port if cut. */
   restore(): Promise<void>;
   /** Cuts, for good. */
@@ -32,6 +34,7 @@ export async function createTcpProxy(target: { host: string; port: number }): Pr
   const pairs = new Set<[Socket, Socket]>();
   let stalled = false;
   let holdAfter: Buffer | undefined;
+  const sent: Buffer[][] = [];
   const track = (socket: Socket): void => {
     sockets.add(socket);
     socket.once("close", () => sockets.delete(socket));
@@ -47,7 +50,10 @@ export async function createTcpProxy(target: { host: string; port: number }): Pr
       pairs.add(pair);
       client.once("close", () => pairs.delete(pair));
       client.pipe(upstream).pipe(client);
+      const chunks: Buffer[] = [];
+      sent.push(chunks);
       client.on("data", (chunk: Buffer) => {
+        chunks.push(chunk);
         if (holdAfter === undefined || !chunk.includes(holdAfter)) return;
         upstream.unpipe(client);
         upstream.pause();
@@ -86,6 +92,7 @@ export async function createTcpProxy(target: { host: string; port: number }): Pr
     holdRepliesAfter(marker) {
       holdAfter = Buffer.from(marker);
     },
+    sent: () => sent.map((chunks) => Buffer.concat(chunks)),
     async restore() {
       stalled = false;
       holdAfter = undefined;

@@ -184,6 +184,7 @@ type QueryCallback = (error: (Error & { code?: unknown }) | null, ...results: un
 
 interface MysqlConnection {
   query(sql: string | Record<string, unknown>, ...rest: unknown[]): unknown;
+  execute(sql: string, values: readonly unknown[], callback: QueryCallback): unknown;
   readonly stream: { destroy(): void };
 }
 
@@ -194,20 +195,59 @@ interface MysqlConnection {
  * on the connection, so the ROLLBACK that follows would queue behind it and
  * hang as long: the socket is closed instead, which fails whatever is queued
  * at once, makes the server roll back the open transaction, and makes the
- * pool drop the connection.
+ * pool drop the connection. A prepared statement's execution (`execute`) is held to the same.
  */
 function withStatementTimeout(connection: MysqlConnection, timeoutMs: number, hosts: DatabaseHosts): void {
+  const failed = (error: (Error & { code?: unknown }) | null): void => {
+    if (error?.code === "PROTOCOL_SEQUENCE_TIMEOUT") connection.stream.destroy();
+    if (error !== null && isNodeFailure(error)) hosts.failed(hostOfConnection.get(connection) ?? -1);
+  };
   const query = connection.query.bind(connection);
   connection.query = (sql, ...rest) => {
     const options = typeof sql === "string" ? { sql, timeout: timeoutMs } : { timeout: timeoutMs, ...sql };
     const callback = rest.at(-1);
     if (typeof callback === "function") {
       rest[rest.length - 1] = ((error, ...results) => {
-        if (error?.code === "PROTOCOL_SEQUENCE_TIMEOUT") connection.stream.destroy();
-        if (error !== null && isNodeFailure(error)) hosts.failed(hostOfConnection.get(connection) ?? -1);
+        failed(error);
         (callback as QueryCallback)(error, ...results);
       }) satisfies QueryCallback;
     }
     return query(options, ...rest);
+  };
+  connection.execute = timedExecute(connection.execute.bind(connection), timeoutMs, failed);
+}
+
+/**
+ * `execute` under a statement timeout: mysql2's own `timeout` starts only once the statement is prepared (its
+ * PREPARE has none), so one timer covers both, and ends the statement as
+ * mysql2's timeout ends a query (PROTOCOL_SEQUENCE_TIMEOUT, and `failed` closes the socket); what the driver
+ * answers after it is dropped.
+ */
+function timedExecute(
+  execute: MysqlConnection["execute"],
+  timeoutMs: number,
+  failed: (error: (Error & { code?: unknown }) | null) => void,
+): MysqlConnection["execute"] {
+  return (sql, values, callback) => {
+    let answered = false;
+    const answer: QueryCallback = (error, ...results) => {
+      if (answered) return;
+      answered = true;
+      clearTimeout(timer);
+      failed(error);
+      callback(error, ...results);
+    };
+    const timer = setTimeout(
+      () => answer(Object.assign(new Error("Query inactivity timeout"), { code: "PROTOCOL_SEQUENCE_TIMEOUT" })),
+      timeoutMs,
+    );
+    try {
+      return execute(sql, values, answer);
+    } catch (error) {
+      // mysql2 refuses some values synchronously (undefined, a function): no statement was sent.
+      answered = true;
+      clearTimeout(timer);
+      throw error;
+    }
   };
 }

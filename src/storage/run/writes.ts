@@ -17,7 +17,7 @@
 import type { Knex } from "knex";
 import type { Dialect } from "./connection.js";
 import type { MysqlConnection, SqliteConnection } from "./driver.js";
-import { mysqlQuery, pooledConnections, sqliteStatements } from "./driver.js";
+import { mysqlExecute, mysqlQuery, pooledConnections, sqliteStatements } from "./driver.js";
 
 /** What a write statement binds: names, ids, numbers, timestamps as text, documents, and the binary encoding. */
 export type WriteBinding = string | number | Buffer | null;
@@ -87,29 +87,43 @@ export function transactionRunner(db: Knex, dialect: Dialect, beforeWrite?: () =
   return dialect === "mysql" ? mysqlTransactions(withConnection) : sqliteTransactions(withConnection, beforeWrite);
 }
 
+/**
+ * MySQL: a value from which a statement goes as a prepared statement (`execute`, the binary protocol) rather than
+ * as text. Through `query` mysql2 escapes every string into the statement's text and writes a Buffer as hex, on
+ * the event loop: the CALL that commits a ~1 MB definition (its document and binary encoding, queries/revisions.ts)
+ * held it 18-70 ms (issue 50). As a prepared statement's parameters the values go as length-prefixed bytes, for
+ * a PREPARE's round trip more (and its COM_STMT_CLOSE), which the small writes, most of them, are spared.
+ */
+export const PREPARED_FROM_BYTES = 16 * 1024;
+
+/** Whether a binding is large enough for its statement to go prepared (PREPARED_FROM_BYTES; characters for text). */
+const isLarge = (binding: WriteBinding): boolean =>
+  (typeof binding === "string" || Buffer.isBuffer(binding)) && binding.length >= PREPARED_FROM_BYTES;
+
 function mysqlTransactions(withConnection: ReturnType<typeof pooledConnections>): RunTransaction {
   return (work) =>
     withConnection(async (pooled) => {
       const connection = pooled as MysqlConnection;
+      const run = (sql: string, bindings: readonly WriteBinding[]) =>
+        bindings.some(isLarge) ? mysqlExecute(connection, sql, bindings) : mysqlQuery(connection, sql, bindings);
       let committed = false;
       const session: WriteSession = {
-        rows: async <T>(sql: string, bindings: readonly WriteBinding[]) =>
-          (await mysqlQuery(connection, sql, bindings)) as T[],
+        rows: async <T>(sql: string, bindings: readonly WriteBinding[]) => (await run(sql, bindings)) as T[],
         change: async (sql, bindings) => {
-          const { affectedRows, insertId } = (await mysqlQuery(connection, sql, bindings)) as Changed;
+          const { affectedRows, insertId } = (await run(sql, bindings)) as Changed;
           return { affectedRows, insertId };
         },
         commitWith: async ({ before, take, after, commits }, committing) => {
           // Never a multi-statement query: on a Galera node a transaction aborted by another node's write (a
           // brute-force abort) in the middle of one lost an acknowledged write (test/cluster/revisions.test.ts,
           // 3 runs in 18; docs/decisions.md). A CALL is one statement: it fails whole.
-          for (const statement of before) await mysqlQuery(connection, statement.sql, statement.bindings);
+          for (const statement of before) await run(statement.sql, statement.bindings);
           if (commits) committing();
           // A CALL answers its result sets and then an OK packet.
-          const answered = (await mysqlQuery(connection, take.sql, take.bindings)) as unknown[];
+          const answered = (await run(take.sql, take.bindings)) as unknown[];
           if (commits) committed = true;
           const revision = lastRevisionOf(Array.isArray(answered[0]) ? answered[0] : answered);
-          for (const statement of after(revision)) await mysqlQuery(connection, statement.sql, statement.bindings);
+          for (const statement of after(revision)) await run(statement.sql, statement.bindings);
           if (!committed) {
             committing();
             await mysqlQuery(connection, "COMMIT", []);
