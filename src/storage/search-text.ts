@@ -33,6 +33,7 @@ import type { Knex } from "knex";
 import type { Logger } from "../logger.js";
 import { keepTextsStatement, searchTextOf } from "./queries/search-index.js";
 import { fromDocument } from "./rows.js";
+import { mysqlStatements, type RunStatement } from "./run/writes.js";
 
 /** A version's full-text text, to be written after its write committed at `revision`. */
 export interface KeptText {
@@ -68,6 +69,8 @@ interface StaleRow {
 
 export class SearchTextKeeper {
   readonly #db: Knex;
+  /** Writes the texts (the reads of repair() go through knex). */
+  readonly #statement: RunStatement;
   readonly #logger: Pick<Logger, "warn" | "info"> | undefined;
   /** Texts queued and not yet being written. */
   #queue: KeptText[] = [];
@@ -85,6 +88,7 @@ export class SearchTextKeeper {
 
   constructor(db: Knex, logger: Pick<Logger, "warn" | "info"> | undefined) {
     this.#db = db;
+    this.#statement = mysqlStatements(db);
     this.#logger = logger;
   }
 
@@ -141,7 +145,9 @@ export class SearchTextKeeper {
     const sorted = [...texts].sort((a, b) =>
       a.tenant === b.tenant ? (a.id < b.id ? -1 : a.id > b.id ? 1 : 0) : a.tenant < b.tenant ? -1 : 1,
     );
-    await this.#db.raw(
+    // Not through knex: each text is as large as its definition's searched text (~1 MB at most), and goes as a
+    // prepared statement's parameter then (run/writes.ts, PREPARED_FROM_BYTES), never escaped into the text.
+    await this.#statement(
       keepTextsStatement(sorted.length),
       sorted.flatMap(({ tenant, id, text, revision }) => [tenant, id, text, revision]),
     );

@@ -32,20 +32,21 @@ describe.skipIf(mariadb.skip)("a write's document as a prepared statement's para
     }
   }
 
-  it("sends a new version's and a replaced version's document and binary encoding as they are stored", async () => {
+  it("sends a new and a replaced version's document, binary encoding and text as they are stored", async () => {
     await withProxy(async (proxy, databaseUrl) => {
       const repo = await createSqlRepository({ ...target(), databaseUrl });
       const admin = await createConnection(mysqlConnectionOptions(target().databaseUrl!));
       try {
-        // Quotes, a backslash and 4-byte characters, what the text protocol escapes or must keep whole, in skills
-        // past PREPARED_FROM_BYTES together, so the statements that carry them go prepared (run/writes.ts).
+        // Quotes, a backslash and 4-byte characters, what the text protocol escapes or must keep whole, in ten
+        // skills past PREPARED_FROM_BYTES and 64 KiB together, so the statements that carry them (and the
+        // full-text text written after COMMIT, search-text.ts) go prepared (run/writes.ts).
         const text = 'Files "expense" reports \\ ✓ 🧾 '.repeat(250);
         const large = (last: string) => {
           const def = definition({ name: "Prepared" });
-          def.skills = ["a", "b", "c"].map((id) => create(SkillSchema, { id, name: id, description: text + last }));
+          def.skills = [..."abcdefghij"].map((id) => create(SkillSchema, { id, name: id, description: text + last }));
           return def;
         };
-        expect(3 * text.length).toBeGreaterThan(PREPARED_FROM_BYTES);
+        expect(text.length).toBeGreaterThan(PREPARED_FROM_BYTES / 3);
         const created = await save(repo, large("first"));
         const replaced = await save(repo, large("again"));
         expect(replaced.stored.id).toBe(created.stored.id);
@@ -63,6 +64,16 @@ describe.skipIf(mariadb.skip)("a write's document as a prepared statement's para
         // Never as hex (X'...'), as the text protocol writes a Buffer.
         const hex = Buffer.from(binary.subarray(0, 64).toString("hex"));
         expect(sent.some((bytes) => bytes.includes(hex))).toBe(false);
+        // The full-text text, whole: every skill's description, to its last word.
+        await expect
+          .poll(async () => {
+            const [texts] = (await admin.query(
+              "SELECT x.body FROM definition_text x JOIN agent_definitions d ON d.seq = x.seq WHERE d.id = ?",
+              [created.stored.id],
+            )) as unknown as [Array<{ body: string | Buffer }>];
+            return String(texts[0]?.body ?? "").split("again").length - 1;
+          })
+          .toBe(10);
       } finally {
         await admin.end();
         await repo.close();

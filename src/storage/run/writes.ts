@@ -100,12 +100,28 @@ export const PREPARED_FROM_BYTES = 16 * 1024;
 const isLarge = (binding: WriteBinding): boolean =>
   (typeof binding === "string" || Buffer.isBuffer(binding)) && binding.length >= PREPARED_FROM_BYTES;
 
+/** One MySQL statement on `connection`: prepared when it binds a large value (PREPARED_FROM_BYTES), else as text. */
+function mysqlStatement(connection: MysqlConnection, sql: string, bindings: readonly WriteBinding[]): Promise<unknown> {
+  return bindings.some(isLarge) ? mysqlExecute(connection, sql, bindings) : mysqlQuery(connection, sql, bindings);
+}
+
+/** Runs one statement by itself (autocommitted) and answers what the driver does. */
+export type RunStatement = (sql: string, bindings: readonly WriteBinding[]) => Promise<unknown>;
+
+/**
+ * MySQL: runs statements by themselves on connections of `db`'s pool, each prepared when it binds a large value
+ * as the write transaction's are (search-text.ts's texts, written after COMMIT, are as large as the documents).
+ */
+export function mysqlStatements(db: Knex): RunStatement {
+  const withConnection = pooledConnections(db);
+  return (sql, bindings) => withConnection((pooled) => mysqlStatement(pooled as MysqlConnection, sql, bindings));
+}
+
 function mysqlTransactions(withConnection: ReturnType<typeof pooledConnections>): RunTransaction {
   return (work) =>
     withConnection(async (pooled) => {
       const connection = pooled as MysqlConnection;
-      const run = (sql: string, bindings: readonly WriteBinding[]) =>
-        bindings.some(isLarge) ? mysqlExecute(connection, sql, bindings) : mysqlQuery(connection, sql, bindings);
+      const run = (sql: string, bindings: readonly WriteBinding[]) => mysqlStatement(connection, sql, bindings);
       let committed = false;
       const session: WriteSession = {
         rows: async <T>(sql: string, bindings: readonly WriteBinding[]) => (await run(sql, bindings)) as T[],
