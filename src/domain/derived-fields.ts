@@ -75,3 +75,41 @@ export function withDerivedFields(input: AgentDefinition, id: string, referenceI
   });
   return def;
 }
+
+/**
+ * The definition with every read-only member withDerivedFields sets cleared (and `id`, the agent's
+ * `reference_id` and `meta`): what a client would write to get `def` stored. withDerivedFields of it is `def`
+ * again, for the definition's own `id` and `reference_id`. `asor export` writes it; `asor apply` compares with it.
+ */
+export function withoutDerivedFields(input: AgentDefinition): AgentDefinition {
+  const def = clone(AgentDefinitionSchema, input);
+  def.id = "";
+  def.referenceId = "";
+  def.meta = undefined;
+  if (def.provider) {
+    def.provider.descriptor = "";
+    def.provider.href = "";
+  }
+  if (def.platform) {
+    def.platform.descriptor = "";
+    def.platform.referenceId = "";
+  }
+  const modes = [...def.defaultInputModes, ...def.defaultOutputModes];
+  for (const skill of def.skills) {
+    modes.push(...skill.inputModes, ...skill.outputModes);
+    for (const tag of skill.tags) tag.id = "";
+  }
+  for (const mode of modes) mode.id = "";
+  for (const item of def.hostConfig) {
+    item.id = "";
+    if (item.executionMode) {
+      item.executionMode.descriptor = "";
+      item.executionMode.href = "";
+    }
+    for (const resource of item.hostResources) {
+      resource.id = "";
+      for (const tool of resource.tools) tool.descriptor = "";
+    }
+  }
+  return def;
+}

@@ -26,9 +26,9 @@ import {
 import type { AiCatalog, AiCatalogEntry } from "../../gen/asor/v1/ai_catalog_pb.js";
 import { agentCardEtag, renderAgentCard } from "../domain/agent-card.js";
 import { aiCatalog, aiCatalogEntry } from "../domain/ai-catalog.js";
+import { definitionRuleIssues, joinIssues } from "../domain/definition-issues.js";
 import { cardDeactivated, type Issue, invalid, issueAt, notFound } from "../domain/errors.js";
-import { type HostIdentity, hostPlatformIssues } from "../domain/host-platform.js";
-import { identifyingTextIssues } from "../domain/identifying-text.js";
+import type { HostIdentity } from "../domain/host-platform.js";
 import { checkIfMatch } from "../domain/lifecycle.js";
 import {
   type ListQuery,
@@ -41,7 +41,7 @@ import {
 import { DEFINITION_STATUSES, type StoredDefinition } from "../domain/records.js";
 import { DEFAULT_MAX_TERMS_PER_DEFINITION, type DefinitionIndex } from "../domain/search-terms.js";
 import { idForm } from "../domain/upsert.js";
-import { assertValid, contractIssues, crossFieldIssues, unknownFieldIssues } from "../domain/validation.js";
+import { assertValid, contractIssues, unknownFieldIssues } from "../domain/validation.js";
 import type { AgentDefinitionRepository, Found, ListResult, Page, Work } from "../storage/repository.js";
 import { findInWrite, type Upserted, updateIn, upsertIn, type WriteAuthority } from "./definition-writes.js";
 import { admitDefinitionWrite } from "./write-admission.js";
@@ -54,11 +54,6 @@ export const DEFAULT_PAGE_SIZE = 20;
 /** Every contract issue of a request: unknown binary fields and protovalidate rules, in one pass. */
 function requestIssues<Desc extends DescMessage>(schema: Desc, request: MessageShape<Desc>): readonly Issue[] {
   return joinIssues(unknownFieldIssues(schema, request), contractIssues(schema, request));
-}
-
-/** Both lists as one; the empty list is the shared one when both are (a valid request allocates no list). */
-function joinIssues(a: readonly Issue[], b: readonly Issue[]): readonly Issue[] {
-  return a.length === 0 ? b : b.length === 0 ? a : [...a, ...b];
 }
 
 /** A page of stored definitions, ready to answer. */
@@ -357,14 +352,7 @@ class StoredRegistryService implements RegistryService {
   ): AgentDefinition {
     const def = request.agentCardAndTools;
     const issues = requestIssues(schema, request);
-    assertValid(
-      def
-        ? joinIssues(
-            joinIssues(joinIssues(issues, identifyingTextIssues(def)), crossFieldIssues(def)),
-            hostPlatformIssues(def, this.#host),
-          )
-        : issues,
-    );
+    assertValid(def ? joinIssues(issues, definitionRuleIssues(def, this.#host)) : issues);
     if (def === undefined) throw new Error("unreachable: a missing definition is a validation issue");
     return def;
   }
