@@ -88,7 +88,7 @@ describe("asor import a2a", () => {
     expect(valid.code, valid.stdout).toBe(0);
   });
 
-  it("prints the definition on stdout without -o; exit 1 with the problems when the card lacks what is required", async () => {
+  it("without -o prints to stdout; exit 1 with the problems when the card lacks what is required", async () => {
     const run = await asor(["import", "a2a", `${base}/anonymous/v1`]);
     expect(run.code).toBe(1);
     expect(JSON.parse(run.stdout)).toMatchObject({ name: "Recipe Agent", url: `${base}/a2a/v1` });

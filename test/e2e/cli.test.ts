@@ -36,7 +36,7 @@ forEachDatabase((db) => {
     };
     const actions = (steps: { action: string }[] | undefined) => steps?.map((s) => s.action);
 
-    it("applies examples/: every definition created; a second apply finds all unchanged and writes nothing", async () => {
+    it("applies examples/: all created; a second apply finds all unchanged and writes nothing", async () => {
       // A definition of a provider the files do not name, which --prune must leave alone later.
       const other = await fetch(`${server().baseUrl}/asor/v1/agentDefinition`, {
         method: "POST",
@@ -56,7 +56,7 @@ forEachDatabase((db) => {
       expect(diff.code).toBe(0);
     });
 
-    it("updates the one changed file, naming its changed fields; diff and --dry-run show it and write nothing", async () => {
+    it("updates the one changed file, naming its fields; diff and --dry-run show it, writing nothing", async () => {
       await cp("examples", join(dir, "changed"), { recursive: true });
       const file = join(dir, "changed", "expense-report-agent.json");
       const def = JSON.parse(await readFile(file, "utf8"));

@@ -86,6 +86,10 @@ export const RUN_BLOCKS: Readonly<Record<string, readonly { starts: string; test
   ],
   "docs/operations.md": [{ starts: "// gateway.mjs", test: "test/e2e/docs.test.ts" }],
   "docs/mcp.md": [{ starts: "curl -s http://127.0.0.1:8080/mcp", test: "test/e2e/docs.test.ts" }],
+  "docs/cli.md": [
+    { starts: "export ASOR_URL=", test: "test/e2e/cli-docs.test.ts" },
+    { starts: "npm run -s asor -- export -o", test: "test/e2e/cli-docs.test.ts" },
+  ],
 };
 
 /** The block of `file` that starts with `starts` (one of RUN_BLOCKS). */
