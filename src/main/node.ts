@@ -2,18 +2,21 @@
 // config -> app -> one port for every surface.
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import { createApp } from "../app.js";
-import { AuthSetupError } from "../auth/auth-errors.js";
 import { developmentIssuerWarning } from "../auth/local-issuer.js";
-import { ConfigError, describeStorage, parseConfig } from "../config.js";
+import { type Config, describeStorage, parseConfig } from "../config.js";
 import { createNodeMetricsServer } from "../node/node-metrics-server.js";
 import { createNodeServer, listen } from "../node/node-server.js";
 import { catalogDir, readCatalogFiles } from "./catalog-files.js";
 import { installGracefulShutdown } from "./graceful-shutdown.js";
 import { growHeap } from "./heap-growth.js";
 import { localIssuerKeyFile } from "./local-issuer-key-file.js";
+import { startupFailureLine } from "./startup-failure.js";
+
+/** The configuration, once read: the failure message of a start names what it says. */
+let config: Config | undefined;
 
 async function main(): Promise<void> {
-  const config = parseConfig(process.env);
+  config = parseConfig(process.env);
   // The process is the service's own (not an app it is mounted in): its V8 heap's growth is ours to set.
   const heapGrowingPercent = growHeap(config.databaseUrl);
   const catalogFiles = await readCatalogFiles();
@@ -53,6 +56,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  console.error(err instanceof ConfigError || err instanceof AuthSetupError ? err.message : err);
+  console.error(startupFailureLine(err, config));
   process.exit(1);
 });
