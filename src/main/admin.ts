@@ -42,13 +42,22 @@ type Services = {
 /** What one command does, printing its answer as JSON lines. */
 type Command = (services: Services) => Promise<string[]>;
 
+/** `--help` (`-h`): the usage on stdout, exit 0, without opening the database. */
+const HELP: Command = async () => [USAGE];
+
 /** The command `argv` names, or undefined (then the usage is printed). */
 function commandOf(argv: string[]): Command | undefined {
   const { positionals, values } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { "sequence-prefix": { type: "string" }, signatures: { type: "string" }, discovery: { type: "string" } },
+    options: {
+      "sequence-prefix": { type: "string" },
+      signatures: { type: "string" },
+      discovery: { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
   });
+  if (values.help === true) return HELP;
   const [noun, verb, ...rest] = positionals;
   const prefix = values["sequence-prefix"];
   const { signatures, discovery } = values;
@@ -134,10 +143,21 @@ async function readJwks(file: string) {
 }
 
 async function main(argv: string[]): Promise<number> {
-  const command = commandOf(argv);
+  let command: Command | undefined;
+  try {
+    command = commandOf(argv);
+  } catch (error) {
+    // parseArgs's refusal of an unknown or malformed option: said, with the usage.
+    console.error(`${error instanceof Error ? error.message : String(error)}\n${USAGE}`);
+    return 2;
+  }
   if (command === undefined) {
     console.error(USAGE);
     return 2;
+  }
+  if (command === HELP) {
+    console.log(USAGE);
+    return 0;
   }
   const config = parseConfig(process.env);
   const repository = await createSqlRepository({
