@@ -8,7 +8,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tempDir } from "../support/cli.js";
 import { testDatabases } from "../support/databases.js";
-import { commandLines, docBlock, docBlocks, onServer } from "../support/doc-examples.js";
+import { commandLines, docBlock, docBlocks, onServer, runWithToken } from "../support/doc-examples.js";
 import { builtDist } from "../support/npm-script.js";
 import { useServer } from "../support/server.js";
 
@@ -45,6 +45,17 @@ describe("docs/cli.md's examples, run as written against one server", () => {
     // The second apply's output, as the doc shows it.
     const shown = docBlocks("docs/cli.md").find((b) => b.lang === "text" && b.text.startsWith("unchanged "));
     expect(out).toContain(shown?.text);
+  });
+
+  it("README.md's lines, with its token: validate, then apply (all there already: unchanged)", async () => {
+    const lines = commandLines(docBlock("README.md", "npm run -s asor -- validate examples/"));
+    const out = await runWithToken(
+      lines.map((l) => onServer(l, server().baseUrl)).join("\n"),
+      server().app.config.dataDir,
+      { NO_COLOR: "1", DATABASE_URL: "" },
+    );
+    expect(out).toContain("ok: 6 definition(s) in 5 file(s)");
+    expect(out).toContain("0 created, 0 updated, 6 unchanged, 0 deprecated");
   });
 
   it("exports, applies the export with --prune (nothing changes), lists and gets", async () => {

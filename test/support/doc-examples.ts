@@ -74,6 +74,7 @@ export const RUN_BLOCKS: Readonly<Record<string, readonly { starts: string; test
     { starts: "curl -s -F", test: "test/e2e/readme.test.ts" },
     { starts: "npm run -s buf -- curl --schema", test: "test/e2e/readme.test.ts" },
     { starts: "// gateway.mjs", test: "test/e2e/readme.test.ts" },
+    { starts: "npm run -s asor -- validate examples/", test: "test/e2e/cli-docs.test.ts" },
   ],
   "docs/api.md": [
     { starts: "npm run admin -- tenant create", test: "test/e2e/docs.test.ts" },
