@@ -1,12 +1,12 @@
-/** The commands of `asor` (docs/cli.md), dispatched; asor.ts is the program that runs them. */
-import { applyCommand, diffCommand } from "./apply.js";
+/**
+ * The commands of `asor` (docs/cli.md), dispatched; asor.ts is the program that runs them. Each command's
+ * modules are imported when it runs: the contract's rules and descriptors are most of the start-up time, which
+ * `--help` and a usage error need not pay.
+ */
 import { type CliArgs, parseCliArgs, USAGE } from "./args.js";
 import { CliFailure, EXIT_OK, EXIT_USAGE, usageFailure } from "./exit-codes.js";
-import { importCommand } from "./import-a2a.js";
 import { type CliStreams, Output } from "./output.js";
-import { exportCommand, getCommand, listCommand } from "./read-commands.js";
 import { RegistryClient } from "./registry-client.js";
-import { definitionRules, validateCommand } from "./validate.js";
 
 /** Runs the command `argv` names; resolves with its exit code (docs/cli.md). */
 export async function runCli(argv: readonly string[], streams: CliStreams): Promise<number> {
@@ -34,25 +34,25 @@ export async function runCli(argv: readonly string[], streams: CliStreams): Prom
   }
 }
 
-function dispatch(args: CliArgs, output: Output, streams: CliStreams): Promise<number> {
-  const rules = () => definitionRules(streams.env);
+async function dispatch(args: CliArgs, output: Output, streams: CliStreams): Promise<number> {
+  const rules = async () => (await import("./validate.js")).definitionRules(streams.env);
   const client = () => new RegistryClient(args.url, args.token, args.tenant);
   const applyOptions = { files: args.files, dryRun: args.dryRun, prune: args.prune };
   switch (args.command) {
     case "validate":
-      return validateCommand(args.positionals, output, rules());
+      return (await import("./validate.js")).validateCommand(args.positionals, output, await rules());
     case "diff":
-      return diffCommand(applyOptions, client, rules(), output);
+      return (await import("./apply.js")).diffCommand(applyOptions, client, await rules(), output);
     case "apply":
-      return applyCommand(applyOptions, client, rules(), output);
+      return (await import("./apply.js")).applyCommand(applyOptions, client, await rules(), output);
     case "get":
-      return getCommand(args.positionals, client(), output);
+      return (await import("./read-commands.js")).getCommand(args.positionals, client(), output);
     case "list":
-      return listCommand(args.positionals, client(), output);
+      return (await import("./read-commands.js")).listCommand(args.positionals, client(), output);
     case "export":
-      return exportCommand(args.out, args.positionals, client(), output);
+      return (await import("./read-commands.js")).exportCommand(args.out, args.positionals, client(), output);
     case "import":
-      return importCommand(args.positionals, args.out, rules(), output);
+      return (await import("./import-a2a.js")).importCommand(args.positionals, args.out, await rules(), output);
     default:
       throw usageFailure(`unknown command "${args.command}"`);
   }
