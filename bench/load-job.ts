@@ -4,7 +4,7 @@
 export type Surface = "rest" | "connect" | "grpc";
 
 /** The registry operations the scenarios drive. */
-export type Operation = "create" | "update" | "get" | "list";
+export type Operation = "create" | "update" | "get" | "card" | "list";
 
 export interface LoadJob {
   readonly surface: Surface;
@@ -24,7 +24,7 @@ export interface LoadJob {
   /** Load before the measurement, discarded. */
   readonly warmupSeconds: number;
   readonly durationSeconds: number;
-  /** `get`: the ids to read, in turn. */
+  /** `get`, `card`: the ids to read, in turn. */
   readonly ids: readonly string[];
   /** `update`: names of existing definitions (bench provider and version), in turn. */
   readonly updateNames: readonly string[];

@@ -9,6 +9,7 @@ import { clone, create, fromJson, type JsonObject, type Message } from "@bufbuil
 import autocannon from "autocannon";
 import { AgentDefinitionSchema } from "../gen/asor/v1/agent_definition_pb.js";
 import {
+  GetAgentCardRequestSchema,
   GetAgentDefinitionRequestSchema,
   ListAgentDefinitionsRequestSchema,
   UpsertAgentDefinitionRequestSchema,
@@ -51,6 +52,15 @@ function restRequest(job: LoadJob, phase: string): autocannon.Request {
         path: job.restPath,
         headers,
         setupRequest: (req) => ({ ...req, path: `${job.restPath}/${id()}` }),
+      };
+    }
+    case "card": {
+      const id = rotation(job.ids);
+      return {
+        method: "GET",
+        path: job.restPath,
+        headers,
+        setupRequest: (req) => ({ ...req, path: `${job.restPath}/${id()}/agentCard` }),
       };
     }
     case "list":
@@ -129,6 +139,10 @@ function rpcRequest(job: LoadJob, phase: string): () => [Parameters<UnaryCall>[0
     case "get": {
       const id = rotation(job.ids);
       return () => ["getAgentDefinition", create(GetAgentDefinitionRequestSchema, { tenant: job.tenant, id: id() })];
+    }
+    case "card": {
+      const id = rotation(job.ids);
+      return () => ["getAgentCard", create(GetAgentCardRequestSchema, { tenant: job.tenant, id: id() })];
     }
     case "list": {
       const request = create(ListAgentDefinitionsRequestSchema, {

@@ -15,7 +15,7 @@ import { grpcJsServiceDefinition } from "../test/support/grpc-js-client.js";
 
 /** Calls one unary method of AgentDefinitionService; rejects on any RPC error. */
 export type UnaryCall = (
-  method: "getAgentDefinition" | "listAgentDefinitions" | "upsertAgentDefinition",
+  method: "getAgentDefinition" | "getAgentCard" | "listAgentDefinitions" | "upsertAgentDefinition",
   request: Message,
 ) => Promise<unknown>;
 
@@ -58,6 +58,7 @@ export function createConnectClient(baseUrl: string, authorization: string, conn
   const methods: Record<Parameters<UnaryCall>[0], (request: Message) => Promise<unknown>> = {
     getAgentDefinition: (request) =>
       client.getAgentDefinition(request as Parameters<typeof client.getAgentDefinition>[0], { headers }),
+    getAgentCard: (request) => client.getAgentCard(request as Parameters<typeof client.getAgentCard>[0], { headers }),
     listAgentDefinitions: (request) =>
       client.listAgentDefinitions(request as Parameters<typeof client.listAgentDefinitions>[0], { headers }),
     upsertAgentDefinition: (request) =>

@@ -2,7 +2,7 @@
 import type { Operation, Surface } from "./load-job.js";
 
 /** What a scenario does, independent of where it sends it. */
-export type Kind = "get" | "get-ref" | "list-first" | "list-deep" | "update" | "create" | SearchKind;
+export type Kind = "get" | "card" | "get-ref" | "list-first" | "list-deep" | "update" | "create" | SearchKind;
 
 /** The search scenarios (`--search`), over REST only. */
 export type SearchKind =
@@ -34,12 +34,13 @@ export interface Scenario {
   readonly kind: Kind;
 }
 
-export const KINDS: readonly Kind[] = ["create", "update", "get", "get-ref", "list-first", "list-deep"];
+export const KINDS: readonly Kind[] = ["create", "update", "get", "card", "get-ref", "list-first", "list-deep"];
 
 export const KIND_LABELS: Record<Kind, string> = {
   create: "POST, new agent",
   update: "POST, existing key",
   get: "GET by id",
+  card: "GET agent card by id",
   "get-ref": "GET by reference (Agent_ID=)",
   "list-first": "GET list, first page",
   "list-deep": "GET list, last page",
@@ -54,6 +55,7 @@ export const KIND_LABELS: Record<Kind, string> = {
 
 export function operationOf(kind: Kind): Operation {
   if (kind === "get-ref") return "get";
+  if (kind === "card") return "card";
   return kind === "list-first" || kind === "list-deep" || kind.startsWith("search-") ? "list" : (kind as Operation);
 }
 
@@ -82,7 +84,10 @@ export function scenariosAt(size: number, surfacesAt: number, only: RegExp | und
     if (sideBySide) list.push(scenario("service", "connect", kind), scenario("service", "grpc", kind));
   };
   for (const kind of ["get", "get-ref", "list-first", "list-deep"] as const) both(kind);
+  // The agent card (issue 43: signed once per revision): the floor has no card to compare with.
+  list.push(scenario("service", "rest", "card"));
   surfaces("get");
+  surfaces("card");
   surfaces("list-first");
   both("update");
   both("create");

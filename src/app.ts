@@ -9,6 +9,7 @@ import { type KeyStore, LOCAL_ISSUER } from "./auth/local-issuer.js";
 import { createTokenRechecks } from "./auth/token-rechecks.js";
 import { type Catalog, type CatalogFiles, createCatalog, type SignInConfig } from "./catalog/catalog.js";
 import type { Config } from "./config.js";
+import type { CardKey, PublishedCardKeys } from "./domain/card-keys.js";
 import type { HttpEndpoint } from "./http/http-endpoint.js";
 import { createLogger, type Logger } from "./logger.js";
 import { createMetrics, type Metrics } from "./observability/metrics.js";
@@ -18,6 +19,7 @@ import { createRequestTracker, type RequestTracker } from "./observability/reque
 import type { Operations } from "./operations/operation.js";
 import { createRegistryOperations, REGISTRY_SERVICES } from "./operations/registry-operations.js";
 import { createWatchLimits, type WatchLimits } from "./operations/watch-limits.js";
+import { type CardSigner, createCardSigner, generatedCardKeys } from "./service/card-signer.js";
 import { createProviderKeyService } from "./service/provider-key-service.js";
 import { createRegistryService } from "./service/registry-service.js";
 import { createTenantService } from "./service/tenant-service.js";
@@ -28,6 +30,7 @@ import type { AgentDefinitionRepository } from "./storage/repository.js";
 import { createByteGate, createChangeReader, createSqlRepository } from "./storage/sql-repository.js";
 import { type BodyBudget, createBodyBudget } from "./surfaces/body-budget.js";
 import { createEdge, type Edge } from "./surfaces/edge.js";
+import { JWKS_PATH } from "./surfaces/endpoints/jwks.js";
 import { createProbeEndpoints } from "./surfaces/endpoints/probes.js";
 import { refusalsOf } from "./surfaces/pipeline/failures.js";
 import { createOpenApiEndpoint } from "./surfaces/rest/openapi/openapi-endpoint.js";
@@ -89,6 +92,11 @@ export interface AppDeps {
    * answers that the catalog is not built.
    */
   readonly catalogFiles?: CatalogFiles;
+  /**
+   * The card signing keys (the entrypoint's: src/main/card-signing-key-files.ts); absent: a key made in memory
+   * for this process.
+   */
+  readonly cardKeys?: () => Promise<readonly CardKey[]>;
 }
 
 /**
@@ -106,7 +114,10 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
   const authenticator = deps.wrapAuthenticator?.(made) ?? made;
   const repository = await openRepository(config, logger);
   const { watchReplay, changes, watchLimits } = createWatching(config, repository, logger);
-  const operations = createAppOperations(config, repository, changes, watchLimits);
+  const cardSigner = await createCardSigner(await (deps.cardKeys ?? generatedCardKeys)(), {
+    overlapMs: config.cardSigning.overlapSeconds * 1000,
+  });
+  const operations = createAppOperations(config, { repository, changes, watchLimits, cardSigner });
   const bodyBudget = createBodyBudget(config.maxBufferedBodyBytes);
   const metrics = createMetrics({
     poolStats: () => repository.poolStats(),
@@ -143,6 +154,7 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     endpoints,
     logger,
     catalog,
+    cardKeys: cardSigner.published,
   });
   const serves = servesOf(routes, endpoints, catalog, rest);
 
@@ -221,16 +233,21 @@ function createWatching(config: Config, repository: AgentDefinitionRepository, l
 /** The services over the storage, and the operations over them. */
 function createAppOperations(
   config: Config,
-  repository: AgentDefinitionRepository,
-  changes: ChangeReader,
-  watchLimits: WatchLimits,
+  parts: {
+    repository: AgentDefinitionRepository;
+    changes: ChangeReader;
+    watchLimits: WatchLimits;
+    cardSigner: CardSigner;
+  },
 ): Operations {
+  const { repository, changes, watchLimits, cardSigner } = parts;
   return createRegistryOperations({
     service: createRegistryService({
       repository,
       host: config.hostSystem,
       maxTermsPerDefinition: config.maxTermsPerDefinition,
       writeBudget: createWriteBudget(config.maxBufferedWriteBytes),
+      cardSigner,
     }),
     tenants: createTenantService(repository),
     providerKeys: createProviderKeyService(repository),
@@ -276,12 +293,12 @@ interface EdgeParts {
   readonly endpoints: HttpEndpoint[];
   readonly logger: Logger;
   readonly catalog: Catalog;
+  readonly cardKeys: PublishedCardKeys;
 }
 
 /** The edge: every request of every surface, with its token rechecks for the watches. */
 function createAppEdge(config: Config, parts: EdgeParts): Edge {
-  const { authenticator, operations, routes, acceptCompression, unary, streams, rest, endpoints, logger, catalog } =
-    parts;
+  const { authenticator, operations, routes, acceptCompression, unary, streams, rest, endpoints, logger } = parts;
   return createEdge({
     authenticator,
     // Every watch of every surface follows its token here (issue 50, item 4).
@@ -306,7 +323,8 @@ function createAppEdge(config: Config, parts: EdgeParts): Edge {
     endpoints,
     maxBodyBytes: config.maxBodyBytes,
     logger,
-    catalog,
+    catalog: parts.catalog,
+    cardKeys: parts.cardKeys,
     publicUrl: config.publicUrl,
     mcp: { issuer: config.auth.issuer?.href ?? authenticator.localIssuer?.issuer ?? LOCAL_ISSUER },
   });
@@ -324,7 +342,7 @@ function servesOf(
 ): (pathname: string) => boolean {
   const listing = createConnectRouter();
   routes(listing);
-  const paths = new Set([...listing.handlers.map((h) => h.requestPath), ...endpoints.map((e) => e.path)]);
+  const paths = new Set([...listing.handlers.map((h) => h.requestPath), ...endpoints.map((e) => e.path), JWKS_PATH]);
   return (pathname: string): boolean =>
     paths.has(pathname) || catalog.serves(pathname) || rest.match("GET", pathname) !== undefined;
 }

@@ -200,3 +200,19 @@ export function readUi(env: Env, problems: string[]) {
     problems.push(`UI_OIDC_RESOURCE "${ui.oidcResource}" is not an absolute URI`);
   return ui;
 }
+
+/** The most a retired card signing key may stay published: a year. */
+const MAX_KEY_OVERLAP_SECONDS = 366 * 86_400;
+
+/**
+ * The registry's card signing keys (issue 43): a private JWK file, or a directory of them, or neither (the key
+ * made in DATA_DIR), and how long a retired key stays in the JWKS.
+ */
+export function readCardSigning(env: Env, integer: Integer, problems: string[]) {
+  const keyFile = env.CARD_SIGNING_KEY_FILE?.trim() || undefined;
+  const keysDir = env.CARD_SIGNING_KEYS_DIR?.trim() || undefined;
+  if (keyFile !== undefined && keysDir !== undefined)
+    problems.push("CARD_SIGNING_KEY_FILE and CARD_SIGNING_KEYS_DIR name two sources of keys: set one");
+  const overlapSeconds = integer("CARD_SIGNING_KEY_OVERLAP_SECONDS", 7 * 86_400, 0, MAX_KEY_OVERLAP_SECONDS);
+  return { keyFile, keysDir, overlapSeconds };
+}

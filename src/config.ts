@@ -1,5 +1,14 @@
 import { type AuthConfig, devIssuerProblem, parseAuthConfig } from "./auth/auth-config.js";
-import { readDatabaseUrls, readHttp, readLimits, readNames, readSearch, readUi, readWatch } from "./config-sections.js";
+import {
+  readCardSigning,
+  readDatabaseUrls,
+  readHttp,
+  readLimits,
+  readNames,
+  readSearch,
+  readUi,
+  readWatch,
+} from "./config-sections.js";
 import { envReader } from "./env.js";
 import type { LogLevel } from "./logger.js";
 import { defaultPageMaxBytes, parseDatabaseUrl } from "./storage/sql-repository.js";
@@ -224,6 +233,22 @@ export interface Config {
     /** `UI_OIDC_RESOURCE`: an RFC 8707 resource indicator the catalog sends (issuers that pick the audience by it). */
     readonly oidcResource: string | undefined;
   };
+  /** The keys the registry signs the agent cards it serves with (issue 43; docs/operations.md, "Card signing"). */
+  readonly cardSigning: {
+    /** `CARD_SIGNING_KEY_FILE`: a private JWK (ES256 or EdDSA, with a `kid`) the registry signs cards with. */
+    readonly keyFile: string | undefined;
+    /**
+     * `CARD_SIGNING_KEYS_DIR`: a directory of private JWKs (`*.jwk`, `*.json`), each with a `kid` and, but for
+     * the first, an `nbf` (seconds) from which it signs. Neither set: a P-256 key made on first start in
+     * `DATA_DIR/card-signing.jwk`.
+     */
+    readonly keysDir: string | undefined;
+    /**
+     * `CARD_SIGNING_KEY_OVERLAP_SECONDS`, default 604800 (7 days): how long a key stays in the JWKS after the
+     * next key's `nbf`, so a card signed before the rotation still verifies.
+     */
+    readonly overlapSeconds: number;
+  };
 }
 
 /** Thrown with every bad setting listed, so one start shows them all. */
@@ -267,6 +292,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
   const adminDomain = env.AUTH_ADMIN_DOMAIN?.trim() || "Setup: Tenants";
   const ui = readUi(env, problems);
   const publicUrl = readPublicUrl(env.PUBLIC_URL, problems);
+  const cardSigning = readCardSigning(env, integer, problems);
   if (problems.length > 0) throw new ConfigError(problems);
   return {
     auth: auth.config,
@@ -288,6 +314,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
     watch,
     hostSystem: names.hostSystem,
     ui,
+    cardSigning,
   };
 }
 

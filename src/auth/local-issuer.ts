@@ -90,9 +90,14 @@ export async function openLocalIssuer(keyStore: KeyStore, options: LocalIssuerOp
   };
 }
 
-async function loadOrCreateKey(keyStore: KeyStore): Promise<JWK> {
+/**
+ * The ES256 private JWK `keyStore` keeps, made (P-256, `kid` its RFC 7638 thumbprint) and stored on first use;
+ * `label` names the key in the error a bad stored key raises. The card signing key made in DATA_DIR is made here
+ * too (src/main/card-signing-key-files.ts).
+ */
+export async function loadOrCreateKey(keyStore: KeyStore, label = "local development issuer key"): Promise<JWK> {
   const stored = await keyStore.readKey();
-  if (stored !== undefined) return parseKey(stored, keyStore);
+  if (stored !== undefined) return parseKey(stored, keyStore, label);
   const { privateKey } = await generateKeyPair(ALG, { extractable: true });
   const jwk = await exportJWK(privateKey);
   const key: JWK = { ...jwk, alg: ALG, use: "sig", kid: await calculateJwkThumbprint(jwk) };
@@ -102,12 +107,12 @@ async function loadOrCreateKey(keyStore: KeyStore): Promise<JWK> {
   } catch (error: unknown) {
     // Another process may have made the key at the same moment: use that one.
     const raced = await keyStore.readKey();
-    if (raced !== undefined) return parseKey(raced, keyStore);
+    if (raced !== undefined) return parseKey(raced, keyStore, label);
     throw error;
   }
 }
 
-function parseKey(text: string, keyStore: KeyStore): JWK {
+function parseKey(text: string, keyStore: KeyStore, label: string): JWK {
   let key: unknown;
   try {
     key = JSON.parse(text);
@@ -123,7 +128,7 @@ function parseKey(text: string, keyStore: KeyStore): JWK {
     typeof jwk.kid !== "string"
   ) {
     throw new Error(
-      `The local development issuer key${keyStore.location === undefined ? "" : ` in ${keyStore.location}`} ` +
+      `The ${label}${keyStore.location === undefined ? "" : ` in ${keyStore.location}`} ` +
         "is not an ES256 private JWK; delete it and a new one is made.",
     );
   }

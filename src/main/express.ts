@@ -30,6 +30,7 @@ import { writeAnswer } from "../node/answer.js";
 import { bodyDeadline } from "../node/body-deadline.js";
 import { createNodeEdge } from "../node/node-edge.js";
 import { callerError } from "../surfaces/pipeline/failures.js";
+import { cardSigningKeyFiles } from "./card-signing-key-files.js";
 import { readCatalogFiles } from "./catalog-files.js";
 import { localIssuerKeyFile } from "./local-issuer-key-file.js";
 
@@ -61,6 +62,7 @@ export async function createRegistryMiddleware(source: Config | App, deps: AppDe
   const app = owned
     ? await createApp(source, {
         keyStore: localIssuerKeyFile(source.dataDir),
+        cardKeys: cardSigningKeyFiles(source),
         ...(catalogFiles === undefined ? {} : { catalogFiles }),
         acceptCompression: [compressionGzip, compressionBrotli],
         ...deps,

@@ -1,5 +1,6 @@
 // The local development issuer's key as a file in the data directory (Node):
-// `${dataDir}/dev-issuer.jwk`, readable only by its owner (mode 0600).
+// `${dataDir}/dev-issuer.jwk`, readable only by its owner (mode 0600). The
+// card signing key made by default is kept the same way (dataDirKeyFile).
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { KeyStore } from "../auth/local-issuer.js";
@@ -7,7 +8,12 @@ import type { KeyStore } from "../auth/local-issuer.js";
 export const LOCAL_ISSUER_KEY_FILE = "dev-issuer.jwk";
 
 export function localIssuerKeyFile(dataDir: string): KeyStore {
-  const path = join(dataDir, LOCAL_ISSUER_KEY_FILE);
+  return dataDirKeyFile(dataDir, LOCAL_ISSUER_KEY_FILE);
+}
+
+/** A key kept as `${dataDir}/${fileName}`, readable only by its owner. */
+export function dataDirKeyFile(dataDir: string, fileName: string): KeyStore {
+  const path = join(dataDir, fileName);
   return {
     location: path,
     async readKey() {

@@ -6,6 +6,7 @@ import { developmentIssuerWarning } from "../auth/local-issuer.js";
 import { type Config, describeStorage, parseConfig } from "../config.js";
 import { createNodeMetricsServer } from "../node/node-metrics-server.js";
 import { createNodeServer, listen } from "../node/node-server.js";
+import { cardSigningKeyFiles } from "./card-signing-key-files.js";
 import { catalogDir, readCatalogFiles } from "./catalog-files.js";
 import { installGracefulShutdown } from "./graceful-shutdown.js";
 import { growHeap } from "./heap-growth.js";
@@ -22,6 +23,7 @@ async function main(): Promise<void> {
   const catalogFiles = await readCatalogFiles();
   const app = await createApp(config, {
     keyStore: localIssuerKeyFile(config.dataDir),
+    cardKeys: cardSigningKeyFiles(config),
     acceptCompression: [compressionGzip, compressionBrotli],
     ...(catalogFiles === undefined ? {} : { catalogFiles }),
   });

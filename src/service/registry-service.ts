@@ -43,6 +43,7 @@ import { DEFAULT_MAX_TERMS_PER_DEFINITION, type DefinitionIndex } from "../domai
 import { idForm } from "../domain/upsert.js";
 import { assertValid, contractIssues, unknownFieldIssues } from "../domain/validation.js";
 import type { AgentDefinitionRepository, Found, ListResult, Page, Work } from "../storage/repository.js";
+import type { CardSigner } from "./card-signer.js";
 import { findInWrite, type Upserted, updateIn, upsertIn, type WriteAuthority } from "./definition-writes.js";
 import { admitDefinitionWrite } from "./write-admission.js";
 import type { WriteBudget } from "./write-budget.js";
@@ -116,6 +117,8 @@ export interface RegistryServiceOptions {
   readonly maxTermsPerDefinition?: number;
   /** MAX_BUFFERED_WRITE_BYTES; absent: writes are not held back. */
   readonly writeBudget?: WriteBudget;
+  /** Signs every agent card served (issue 43); absent: cards go unsigned (a service made for a unit test). */
+  readonly cardSigner?: CardSigner;
 }
 
 const pageOf = (request: { limit?: number; offset?: number }): Page => ({
@@ -144,17 +147,20 @@ class StoredRegistryService implements RegistryService {
   readonly #host: HostIdentity;
   readonly #maxTermsPerDefinition: number;
   readonly #writeBudget: WriteBudget | undefined;
+  readonly #cardSigner: CardSigner | undefined;
 
   constructor({
     repository,
     host,
     maxTermsPerDefinition = DEFAULT_MAX_TERMS_PER_DEFINITION,
     writeBudget,
+    cardSigner,
   }: RegistryServiceOptions) {
     this.#repository = repository;
     this.#host = host;
     this.#maxTermsPerDefinition = maxTermsPerDefinition;
     this.#writeBudget = writeBudget;
+    this.#cardSigner = cardSigner;
   }
 
   async list(tenant: string, request: ListAgentDefinitionsRequest, work?: Work): Promise<DefinitionPage> {
@@ -199,7 +205,16 @@ class StoredRegistryService implements RegistryService {
     if (stored === undefined) throw notFound(`Agent definition "${request.id}"`, "id");
     // A withdrawn agent's card is not a usable card: clients and caches that had it learn it is gone.
     if (stored.status === "DEACTIVATED") throw cardDeactivated(stored.id);
-    return { card: renderAgentCard(fromBinary(AgentDefinitionSchema, stored.binary)), etag: agentCardEtag(stored) };
+    return this.#signedCard(tenant, stored);
+  }
+
+  /** The card of `stored`, with the registry's signature (issue 43), and its ETag. */
+  async #signedCard(tenant: string, stored: StoredDefinition): Promise<AgentCardAnswer> {
+    const card = renderAgentCard(fromBinary(AgentDefinitionSchema, stored.binary));
+    const etag = agentCardEtag(stored);
+    // Signed once per revision and key (the signer's cache): the ETag names the card's revision in its tenant.
+    const signed = this.#cardSigner === undefined ? card : await this.#cardSigner.sign(`${tenant}\u0000${etag}`, card);
+    return { card: signed, etag };
   }
 
   async baseCard(tenant: string, request: GetAgentBaseCardRequest): Promise<AgentCardAnswer> {
@@ -209,7 +224,7 @@ class StoredRegistryService implements RegistryService {
     if (newest === undefined) throw notFound(`Agent "${request.agent}"`, "agent");
     const active = newest.status === "ACTIVE" ? newest : await this.#newestActive(tenant, newest.agent.number);
     if (active === undefined) throw notFound(`An ACTIVE version of agent "${request.agent}"`, "agent");
-    return { card: renderAgentCard(fromBinary(AgentDefinitionSchema, active.binary)), etag: agentCardEtag(active) };
+    return this.#signedCard(tenant, active);
   }
 
   async aiCatalog(tenant: string, request: GetAiCatalogRequest, base: string, work?: Work): Promise<AiCatalog> {

@@ -12,6 +12,7 @@ import type { ConnectRouter, ConnectRouterOptions } from "@connectrpc/connect";
 import type { Authenticator } from "../auth/authenticator.js";
 import type { TokenRechecks } from "../auth/token-rechecks.js";
 import type { Catalog } from "../catalog/catalog.js";
+import type { PublishedCardKeys } from "../domain/card-keys.js";
 import { noResourceAt } from "../domain/errors.js";
 import { errorAnswer } from "../http/http-answer.js";
 import type { HttpEndpoint } from "../http/http-endpoint.js";
@@ -21,6 +22,7 @@ import type { Operations } from "../operations/operation.js";
 import { createAdmission } from "./admission.js";
 import { connectDoor } from "./connect/door.js";
 import { catalogDoor, endpointsDoor } from "./endpoints/door.js";
+import { jwksDoor } from "./endpoints/jwks.js";
 import { grpcDoor } from "./grpc/door.js";
 import { mcpDoor } from "./mcp/door.js";
 import { type Door, type EdgeAnswer, type EdgeRequest, requestTarget } from "./pipeline/door.js";
@@ -61,6 +63,8 @@ export interface EdgeOptions {
   readonly publicUrl?: string | undefined;
   /** MCP at `/mcp` and its protected resource metadata, when served: the issuer of the tokens it takes. */
   readonly mcp?: { readonly issuer: string };
+  /** The card signing keys `/.well-known/jwks.json` publishes (issue 43). */
+  readonly cardKeys: PublishedCardKeys;
 }
 
 /** Serves one request; `record` is its access-log record, begun by the runtime adapter. */
@@ -96,6 +100,7 @@ export function createDoors(options: EdgeOptions): readonly Door<unknown>[] {
             publicUrl: options.publicUrl,
           }),
         ]),
+    jwksDoor(options.cardKeys),
     ...(options.catalog === undefined ? [] : [catalogDoor(options.catalog)]),
     restDoor(options.rest, admit),
   ];

@@ -48,6 +48,16 @@ describe("configuration", () => {
       expect(() => parseConfig({ PUBLIC_URL: bad }), bad).toThrow(/PUBLIC_URL must be/);
   });
 
+  it("signs cards with the key in DATA_DIR by default, a retired key published 7 days; one key source at most", () => {
+    expect(parseConfig({}).cardSigning).toEqual({ keyFile: undefined, keysDir: undefined, overlapSeconds: 604_800 });
+    const set = parseConfig({ CARD_SIGNING_KEYS_DIR: "/keys", CARD_SIGNING_KEY_OVERLAP_SECONDS: "0" }).cardSigning;
+    expect(set).toEqual({ keyFile: undefined, keysDir: "/keys", overlapSeconds: 0 });
+    expect(() => parseConfig({ CARD_SIGNING_KEY_FILE: "/k.jwk", CARD_SIGNING_KEYS_DIR: "/keys" })).toThrow(
+      /CARD_SIGNING_KEY_FILE and CARD_SIGNING_KEYS_DIR/,
+    );
+    expect(() => parseConfig({ CARD_SIGNING_KEY_OVERLAP_SECONDS: "-1" })).toThrow(/CARD_SIGNING_KEY_OVERLAP_SECONDS/);
+  });
+
   it("rechecks a watch's token every minute by default (WATCH_TOKEN_RECHECK_MS), 100 ms to an hour", () => {
     expect(parseConfig({}).watch.tokenRecheckMs).toBe(60_000);
     expect(parseConfig({ WATCH_TOKEN_RECHECK_MS: "100" }).watch.tokenRecheckMs).toBe(100);

@@ -28,10 +28,15 @@ const example = (name: string, version = "1.0.0") => ({
   externalAgentID: `ext-${name}`,
 });
 
-/** The card a REST or RPC answer carries, as JSON, checked against A2A's AgentCard first. */
+/**
+ * The card a REST or RPC answer carries, as JSON, checked against A2A's AgentCard first, without the
+ * registry's signature (one, checked for its shape here; test/e2e/card-signatures.test.ts verifies it).
+ */
 function a2aCard(body: unknown): Record<string, unknown> {
   expect(validate(body), JSON.stringify(validate.errors)).toBe(true);
-  return body as Record<string, unknown>;
+  const { signatures, ...card } = body as Record<string, unknown>;
+  expect(signatures).toEqual([{ protected: expect.any(String), signature: expect.any(String) }]);
+  return card;
 }
 
 forEachDatabase((db) => {

@@ -5,13 +5,13 @@
 
 import { execFile } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { testDatabases } from "../support/databases.js";
-import { minimalDefinition } from "../support/definitions.js";
+import { exampleDefinition, minimalDefinition } from "../support/definitions.js";
 import {
   buildDist,
   commandLines,
@@ -135,6 +135,45 @@ describe("docs/api.md's examples, run as written against one server", () => {
       "list_agent_versions",
       "search_agents",
     ]);
+  });
+});
+
+describe("docs/api.md's verify-card.mjs, run as written against a server", () => {
+  const [sqlite] = testDatabases();
+  const server = useServer(sqlite!);
+
+  it("verifies a served card with @a2a-js/sdk and the registry's JWKS, and fails on a card altered", async () => {
+    const created = await fetch(`${server().baseUrl}/asor/v1/agentDefinition`, {
+      method: "POST",
+      headers: { authorization: server().authorization, "content-type": "application/json" },
+      body: JSON.stringify({ ...exampleDefinition(), name: "Verified Agent", externalAgentID: "ext-verified" }),
+    });
+    expect(created.status).toBe(201);
+    const { id } = (await created.json()) as { id: string };
+    // Beside the repository's node_modules, where @a2a-js/sdk is installed.
+    const dir = await mkdtemp(join(tmpdir(), "verify-card-"));
+    try {
+      await symlink(resolve("node_modules"), join(dir, "node_modules"));
+      await writeFile(join(dir, "verify-card.mjs"), `${docBlock("docs/api.md", "// verify-card.mjs").text}\n`);
+      const env = { ...process.env, REGISTRY: server().baseUrl, TOKEN: server().authorization.slice("Bearer ".length) };
+      const { stdout } = await run(process.execPath, ["verify-card.mjs", id], { cwd: dir, env });
+      expect(stdout).toBe("verified: Verified Agent\n");
+      // The same script on an altered card (a proxy that rewrites the name) fails.
+      const altered = await fetch(`${server().baseUrl}/asor/v1/agentDefinition/${id}/agentCard`, {
+        headers: { authorization: server().authorization },
+      });
+      const card = { ...((await altered.json()) as object), name: "Verified Agenu" };
+      const script = `${docBlock("docs/api.md", "// verify-card.mjs").text}`.replace(
+        "const card = await answer.json();",
+        `await answer.arrayBuffer();\nconst card = ${JSON.stringify(card)};`,
+      );
+      await writeFile(join(dir, "altered.mjs"), `${script}\n`);
+      await expect(run(process.execPath, ["altered.mjs", id], { cwd: dir, env })).rejects.toThrow(
+        /No valid signatures found on agent card/,
+      );
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -23,6 +23,7 @@ import { createRegistryMiddleware, type RegistryMiddleware } from "../../src/mai
 import { listen } from "../../src/node/node-server.js";
 import { withAuthorization } from "../support/auth.js";
 import { capturingLogger } from "../support/capturing-logger.js";
+import { type Card, verifiesWithA2a } from "../support/card-signatures.js";
 import { type FreshDatabase, forEachDatabase, type TestDatabase } from "../support/databases.js";
 import { exampleDefinition, minimalDefinition, withoutReadOnly } from "../support/definitions.js";
 import { devTokenHttp1, errorCode, nonLoopbackIPv4 } from "../support/dev-sign-in.js";
@@ -186,6 +187,17 @@ forEachDatabase((db) => {
         expect(JSON.parse(received.slice(received.indexOf("\r\n\r\n") + 4)).errors[0].code).toBe("REQUEST_TIMEOUT");
       },
     );
+
+    it("serves signed cards and the JWKS that verifies them, at the root and under /registry", async () => {
+      const def = { ...exampleDefinition(), name: "Signed In Express", externalAgentID: "ext-express-signed" };
+      const created = await postJson(CONTRACT_PATH, def);
+      const { id } = (await created.json()) as { id: string };
+      for (const base of ["", "/registry"]) {
+        const card = await rest(`${base}${CONTRACT_PATH}/${id}/agentCard`);
+        expect(card.status).toBe(200);
+        expect(await verifiesWithA2a(`${host().baseUrl}${base}`, (await card.json()) as Card)).toBe(true);
+      }
+    });
 
     it("serves the registry's plain endpoints (probes, OpenAPI) and its 405s", async () => {
       expect((await rest("/healthz", {}, null)).status).toBe(200);

@@ -84,6 +84,7 @@ export const RUN_BLOCKS: Readonly<Record<string, readonly { starts: string; test
       test: "test/e2e/docs.test.ts",
     },
     { starts: "npx redocly lint", test: "test/e2e/docs.test.ts" },
+    { starts: "// verify-card.mjs", test: "test/e2e/docs.test.ts" },
   ],
   "docs/operations.md": [{ starts: "// gateway.mjs", test: "test/e2e/docs.test.ts" }],
   "docs/mcp.md": [{ starts: "curl -s http://127.0.0.1:8080/mcp", test: "test/e2e/docs.test.ts" }],

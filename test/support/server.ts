@@ -4,6 +4,7 @@ import { type App, type AppDeps, createApp } from "../../src/app.js";
 import { openLocalIssuer } from "../../src/auth/local-issuer.js";
 import { type Config, parseConfig } from "../../src/config.js";
 import { createLogger, type Logger } from "../../src/logger.js";
+import { cardSigningKeyFiles } from "../../src/main/card-signing-key-files.js";
 import { localIssuerKeyFile } from "../../src/main/local-issuer-key-file.js";
 import { createNodeServer, listen } from "../../src/node/node-server.js";
 import type { FreshDatabase, TestDatabase } from "./databases.js";
@@ -51,6 +52,7 @@ export async function startServer(
   const app = await createApp(config, {
     logger: logger ?? testLogger(),
     keyStore,
+    cardKeys: cardSigningKeyFiles(config),
     acceptCompression: [compressionGzip, compressionBrotli],
     ...deps,
   });

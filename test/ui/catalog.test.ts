@@ -247,6 +247,8 @@ for (const db of testDatabases())
         version: "2.0.0",
         skills: [{ id: "bill" }, { id: "refund" }],
       });
+      // The card as the registry serves it: with its signature (issue 43).
+      expect(json.signatures).toEqual([{ protected: expect.any(String), signature: expect.any(String) }]);
       await page.context().grantPermissions(["clipboard-read", "clipboard-write"]);
       await page.getByRole("button", { name: "Copy card JSON" }).click();
       await page.getByText("Copied.").waitFor();

@@ -5,13 +5,14 @@
 import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_buf_validate_validate } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
-import type { Message } from "@bufbuild/protobuf";
+import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
+import type { JsonObject, Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file asor/v1/agent_card.proto.
  */
 export const file_asor_v1_agent_card: GenFile = /*@__PURE__*/
-  fileDesc("Chhhc29yL3YxL2FnZW50X2NhcmQucHJvdG8SB2Fzb3IudjEi3gMKCUFnZW50Q2FyZBIUCgRuYW1lGAEgASgJQga6SAPIAQESGwoLZGVzY3JpcHRpb24YAiABKAlCBrpIA8gBARI9ChRzdXBwb3J0ZWRfaW50ZXJmYWNlcxgDIAMoCzIXLmFzb3IudjEuQWdlbnRJbnRlcmZhY2VCBrpIA8gBARIoCghwcm92aWRlchgEIAEoCzIWLmFzb3IudjEuQWdlbnRQcm92aWRlchIXCgd2ZXJzaW9uGAUgASgJQga6SAPIAQESHgoRZG9jdW1lbnRhdGlvbl91cmwYBiABKAlIAIgBARI4CgxjYXBhYmlsaXRpZXMYByABKAsyGi5hc29yLnYxLkFnZW50Q2FwYWJpbGl0aWVzQga6SAPIAQESIwoTZGVmYXVsdF9pbnB1dF9tb2RlcxgKIAMoCUIGukgDyAEBEiQKFGRlZmF1bHRfb3V0cHV0X21vZGVzGAsgAygJQga6SAPIAQESKwoGc2tpbGxzGAwgAygLMhMuYXNvci52MS5BZ2VudFNraWxsQga6SAPIAQESFQoIaWNvbl91cmwYDiABKAlIAYgBAUIUChJfZG9jdW1lbnRhdGlvbl91cmxCCwoJX2ljb25fdXJsSgQICBAJSgQICRAKSgQIDRAOIm8KDkFnZW50SW50ZXJmYWNlEhMKA3VybBgBIAEoCUIGukgDyAEBEiAKEHByb3RvY29sX2JpbmRpbmcYAiABKAlCBrpIA8gBARIgChBwcm90b2NvbF92ZXJzaW9uGAQgASgJQga6SAPIAQFKBAgDEAQiQgoNQWdlbnRQcm92aWRlchITCgN1cmwYASABKAlCBrpIA8gBARIcCgxvcmdhbml6YXRpb24YAiABKAlCBrpIA8gBASKxAQoRQWdlbnRDYXBhYmlsaXRpZXMSFgoJc3RyZWFtaW5nGAEgASgISACIAQESHwoScHVzaF9ub3RpZmljYXRpb25zGAIgASgISAGIAQESIAoTZXh0ZW5kZWRfYWdlbnRfY2FyZBgEIAEoCEgCiAEBQgwKCl9zdHJlYW1pbmdCFQoTX3B1c2hfbm90aWZpY2F0aW9uc0IWChRfZXh0ZW5kZWRfYWdlbnRfY2FyZEoECAMQBCKYAQoKQWdlbnRTa2lsbBISCgJpZBgBIAEoCUIGukgDyAEBEhQKBG5hbWUYAiABKAlCBrpIA8gBARIbCgtkZXNjcmlwdGlvbhgDIAEoCUIGukgDyAEBEgwKBHRhZ3MYBCADKAkSEwoLaW5wdXRfbW9kZXMYBiADKAkSFAoMb3V0cHV0X21vZGVzGAcgAygJSgQIBRAGSgQICBAJYgZwcm90bzM", [file_buf_validate_validate]);
+  fileDesc("Chhhc29yL3YxL2FnZW50X2NhcmQucHJvdG8SB2Fzb3IudjEiiQQKCUFnZW50Q2FyZBIUCgRuYW1lGAEgASgJQga6SAPIAQESGwoLZGVzY3JpcHRpb24YAiABKAlCBrpIA8gBARI9ChRzdXBwb3J0ZWRfaW50ZXJmYWNlcxgDIAMoCzIXLmFzb3IudjEuQWdlbnRJbnRlcmZhY2VCBrpIA8gBARIoCghwcm92aWRlchgEIAEoCzIWLmFzb3IudjEuQWdlbnRQcm92aWRlchIXCgd2ZXJzaW9uGAUgASgJQga6SAPIAQESHgoRZG9jdW1lbnRhdGlvbl91cmwYBiABKAlIAIgBARI4CgxjYXBhYmlsaXRpZXMYByABKAsyGi5hc29yLnYxLkFnZW50Q2FwYWJpbGl0aWVzQga6SAPIAQESIwoTZGVmYXVsdF9pbnB1dF9tb2RlcxgKIAMoCUIGukgDyAEBEiQKFGRlZmF1bHRfb3V0cHV0X21vZGVzGAsgAygJQga6SAPIAQESKwoGc2tpbGxzGAwgAygLMhMuYXNvci52MS5BZ2VudFNraWxsQga6SAPIAQESLwoKc2lnbmF0dXJlcxgNIAMoCzIbLmFzb3IudjEuQWdlbnRDYXJkU2lnbmF0dXJlEhUKCGljb25fdXJsGA4gASgJSAGIAQFCFAoSX2RvY3VtZW50YXRpb25fdXJsQgsKCV9pY29uX3VybEoECAgQCUoECAkQCiJzChJBZ2VudENhcmRTaWduYXR1cmUSGQoJcHJvdGVjdGVkGAEgASgJQga6SAPIAQESGQoJc2lnbmF0dXJlGAIgASgJQga6SAPIAQESJwoGaGVhZGVyGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJvCg5BZ2VudEludGVyZmFjZRITCgN1cmwYASABKAlCBrpIA8gBARIgChBwcm90b2NvbF9iaW5kaW5nGAIgASgJQga6SAPIAQESIAoQcHJvdG9jb2xfdmVyc2lvbhgEIAEoCUIGukgDyAEBSgQIAxAEIkIKDUFnZW50UHJvdmlkZXISEwoDdXJsGAEgASgJQga6SAPIAQESHAoMb3JnYW5pemF0aW9uGAIgASgJQga6SAPIAQEisQEKEUFnZW50Q2FwYWJpbGl0aWVzEhYKCXN0cmVhbWluZxgBIAEoCEgAiAEBEh8KEnB1c2hfbm90aWZpY2F0aW9ucxgCIAEoCEgBiAEBEiAKE2V4dGVuZGVkX2FnZW50X2NhcmQYBCABKAhIAogBAUIMCgpfc3RyZWFtaW5nQhUKE19wdXNoX25vdGlmaWNhdGlvbnNCFgoUX2V4dGVuZGVkX2FnZW50X2NhcmRKBAgDEAQimAEKCkFnZW50U2tpbGwSEgoCaWQYASABKAlCBrpIA8gBARIUCgRuYW1lGAIgASgJQga6SAPIAQESGwoLZGVzY3JpcHRpb24YAyABKAlCBrpIA8gBARIMCgR0YWdzGAQgAygJEhMKC2lucHV0X21vZGVzGAYgAygJEhQKDG91dHB1dF9tb2RlcxgHIAMoCUoECAUQBkoECAgQCWIGcHJvdG8z", [file_buf_validate_validate, file_google_protobuf_struct]);
 
 /**
  * An Agent Definition seen as an A2A protocol v1.0 Agent Card: the members of
@@ -19,7 +20,8 @@ export const file_asor_v1_agent_card: GenFile = /*@__PURE__*/
  * and field numbers, so an A2A client reads it as it reads any agent card.
  * Rendered on every read from the stored definition; README.md ("Agent card")
  * says where each member comes from. The A2A members a definition has nothing
- * for (security schemes and requirements, extensions, signatures) are left out.
+ * for (security schemes and requirements, extensions) are left out; the
+ * registry's own signature is in `signatures`.
  *
  * @generated from message asor.v1.AgentCard
  */
@@ -98,6 +100,15 @@ export type AgentCard = Message<"asor.v1.AgentCard"> & {
   skills: AgentSkill[];
 
   /**
+   * JWS signatures of the card (A2A v1.0 §8.4): the registry's own, made
+   * with its card signing key (published at `/.well-known/jwks.json`) over
+   * the RFC 8785 (JCS) form of the card without `signatures`.
+   *
+   * @generated from field: repeated asor.v1.AgentCardSignature signatures = 13;
+   */
+  signatures: AgentCardSignature[];
+
+  /**
    * An icon of the agent: the definition's `iconUrl`.
    *
    * @generated from field: optional string icon_url = 14;
@@ -111,6 +122,44 @@ export type AgentCard = Message<"asor.v1.AgentCard"> & {
  */
 export const AgentCardSchema: GenMessage<AgentCard> = /*@__PURE__*/
   messageDesc(file_asor_v1_agent_card, 0);
+
+/**
+ * A JWS signature of an agent card (A2A `AgentCardSignature`): the JSON
+ * serialization of RFC 7515 §7.2.2 with the payload detached, the payload
+ * being the card's canonical form (A2A v1.0 §8.4.1).
+ *
+ * @generated from message asor.v1.AgentCardSignature
+ */
+export type AgentCardSignature = Message<"asor.v1.AgentCardSignature"> & {
+  /**
+   * The protected JWS header, base64url-encoded JSON: `alg`, `kid`, `typ`
+   * (`JOSE`) and, for the registry's, `iat` (when it signed, in seconds).
+   *
+   * @generated from field: string protected = 1;
+   */
+  protected: string;
+
+  /**
+   * The signature, base64url-encoded.
+   *
+   * @generated from field: string signature = 2;
+   */
+  signature: string;
+
+  /**
+   * The unprotected JWS header, when there is one.
+   *
+   * @generated from field: google.protobuf.Struct header = 3;
+   */
+  header?: JsonObject | undefined;
+};
+
+/**
+ * Describes the message asor.v1.AgentCardSignature.
+ * Use `create(AgentCardSignatureSchema)` to create a new message.
+ */
+export const AgentCardSignatureSchema: GenMessage<AgentCardSignature> = /*@__PURE__*/
+  messageDesc(file_asor_v1_agent_card, 1);
 
 /**
  * One way to reach an agent: an address, the A2A protocol binding spoken
@@ -148,7 +197,7 @@ export type AgentInterface = Message<"asor.v1.AgentInterface"> & {
  * Use `create(AgentInterfaceSchema)` to create a new message.
  */
 export const AgentInterfaceSchema: GenMessage<AgentInterface> = /*@__PURE__*/
-  messageDesc(file_asor_v1_agent_card, 1);
+  messageDesc(file_asor_v1_agent_card, 2);
 
 /**
  * The organization that provides an agent.
@@ -178,7 +227,7 @@ export type AgentProvider = Message<"asor.v1.AgentProvider"> & {
  * Use `create(AgentProviderSchema)` to create a new message.
  */
 export const AgentProviderSchema: GenMessage<AgentProvider> = /*@__PURE__*/
-  messageDesc(file_asor_v1_agent_card, 2);
+  messageDesc(file_asor_v1_agent_card, 3);
 
 /**
  * The optional A2A features an agent supports; a member the definition does
@@ -215,7 +264,7 @@ export type AgentCapabilities = Message<"asor.v1.AgentCapabilities"> & {
  * Use `create(AgentCapabilitiesSchema)` to create a new message.
  */
 export const AgentCapabilitiesSchema: GenMessage<AgentCapabilities> = /*@__PURE__*/
-  messageDesc(file_asor_v1_agent_card, 3);
+  messageDesc(file_asor_v1_agent_card, 4);
 
 /**
  * One skill of the agent.
@@ -272,5 +321,5 @@ export type AgentSkill = Message<"asor.v1.AgentSkill"> & {
  * Use `create(AgentSkillSchema)` to create a new message.
  */
 export const AgentSkillSchema: GenMessage<AgentSkill> = /*@__PURE__*/
-  messageDesc(file_asor_v1_agent_card, 4);
+  messageDesc(file_asor_v1_agent_card, 5);
 

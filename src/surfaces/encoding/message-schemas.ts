@@ -172,6 +172,8 @@ class SchemaBuilder implements MessageSchemas {
 
   ref(desc: DescMessage): JsonObject {
     if (desc.typeName === "google.protobuf.Timestamp") return { type: "string", format: "date-time" };
+    // A Struct's JSON is any JSON object (a JWS's unprotected header).
+    if (desc.typeName === "google.protobuf.Struct") return { type: "object", additionalProperties: true };
     if (desc.typeName.startsWith("google.protobuf."))
       throw new Error(`${desc.typeName} has no OpenAPI form yet; teach src/surfaces/encoding/message-schemas.ts`);
     const name = this.#componentName(desc);
