@@ -64,6 +64,11 @@ export interface App {
    * every body through it.
    */
   readonly bodyBudget: BodyBudget;
+  /**
+   * The watches open (WATCH_MAX_*): a runtime's adapter may refuse a watch its operation would refuse before
+   * reading it whole (refuseEarly: src/node/early-watch-refusal.ts).
+   */
+  readonly watches: WatchLimits;
   /** The service's metrics, for what a runtime's adapter counts itself (connections refused). */
   readonly metrics: Metrics;
   /** `GET /metrics`: on the API port, or (METRICS_PORT) served by the entrypoint on a port of its own. */
@@ -175,6 +180,7 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     repository,
     changes,
     bodyBudget,
+    watches: watchLimits,
     metrics,
     metricsEndpoint,
     serves,

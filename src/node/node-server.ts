@@ -17,6 +17,7 @@ import type { Duplex } from "node:stream";
 import type { App } from "../app.js";
 import { bodyDeadline } from "./body-deadline.js";
 import { coalesceWrites, markListening, quietOnPeerGoaway, replayingSocket, underDeno } from "./deno-socket.js";
+import { createEarlyWatchRefusal } from "./early-watch-refusal.js";
 import { answerParserRefusals } from "./http1-refusals.js";
 import { createNodeEdge, type NodeEdge } from "./node-edge.js";
 
@@ -152,6 +153,7 @@ function createH2Server(app: App, edge: NodeEdge, state: PortState): Http2Server
 function peekingRoute(app: App, state: PortState, h1: HttpServer, h2: Http2Server): (socket: Socket) => void {
   const { maxConnections } = app.config;
   const { headersTimeoutMs } = app.config.http;
+  const refuseEarly = createEarlyWatchRefusal(app.watches, app.logger);
   return (socket) => {
     socket.on("error", () => socket.destroy());
     // Past MAX_CONNECTIONS a new connection is closed at once, before anything of it is read.
@@ -177,7 +179,8 @@ function peekingRoute(app: App, state: PortState, h1: HttpServer, h2: Http2Serve
       socket.off("data", onData);
       clearTimeout(peekDeadline);
       if (isH2) handToH2(socket, seen, h2);
-      else handToH1(socket, seen, h1, state);
+      // A watch its operation would refuse, plainly asked (early-watch-refusal.ts): answered and closed here.
+      else if (state.draining || !refuseEarly(seen, socket)) handToH1(socket, seen, h1, state);
     };
     socket.on("data", onData);
   };

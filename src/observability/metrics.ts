@@ -49,8 +49,8 @@ export interface MetricsSources {
   keyedReads?: () => KeyedReads;
   bodyBudget?: BodyBudgetStats;
   watchReplay?: ReplayBudgetStats;
-  /** The watches open now (operations/watch-limits.ts). */
-  watches?: { readonly open: number };
+  /** The watches open now, and those refused before they were read whole (operations/watch-limits.ts). */
+  watches?: { readonly open: number; readonly refusedEarly?: number };
 }
 
 /**
@@ -204,12 +204,19 @@ function registerBodyBudget(registry: Registry, bodyBudget: BodyBudgetStats): vo
   );
 }
 
-function registerWatches(registry: Registry, watches: { readonly open: number }): void {
+function registerWatches(registry: Registry, watches: { readonly open: number; readonly refusedEarly?: number }): void {
   readGauge(
     registry,
     "asor_watches_open",
     "Watches open now, every surface together (held against WATCH_MAX_OPEN).",
     () => watches.open,
+  );
+  readCounter(
+    registry,
+    "asor_watches_refused_early_total",
+    "REST watches over HTTP/1.1 refused from their first bytes, before authentication: their path and token " +
+      "already held their caller's WATCH_MAX_PER_TOKEN (each is also in the aggregated refusal log line).",
+    () => watches.refusedEarly ?? 0,
   );
 }
 

@@ -51,6 +51,11 @@ export const requestRecordKey = createContextKey<RequestRecord | undefined>(unde
 /** A client's request id is taken only in this form: it goes into our logs and back into a header. */
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:/+=-]{1,128}$/;
 
+/** A request's id: the client's `x-request-id` when sane, else a new one. */
+export function requestIdOf(sent: string | null | undefined): string {
+  return sent !== undefined && sent !== null && SANE_REQUEST_ID.test(sent) ? sent : crypto.randomUUID();
+}
+
 /** Paths are logged up to this length; longer ones are cut (they are the client's input). */
 const MAX_LOGGED_PATH = 512;
 
@@ -60,9 +65,8 @@ export function createRequestRecord(init: {
   path: string;
   requestIdHeader: string | null | undefined;
 }): RequestRecord {
-  const sent = init.requestIdHeader ?? "";
   return {
-    id: SANE_REQUEST_ID.test(sent) ? sent : crypto.randomUUID(),
+    id: requestIdOf(init.requestIdHeader),
     method: init.method,
     path: init.path.length > MAX_LOGGED_PATH ? `${init.path.slice(0, MAX_LOGGED_PATH)}...` : init.path,
     startedAt: performance.now(),

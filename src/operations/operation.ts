@@ -40,6 +40,12 @@ export interface Call {
    * `PUBLIC_URL`, else `http://` and the authority the request was sent to.
    */
   readonly publicBase?: string | undefined;
+  /**
+   * A REST watch over HTTP/1.1: its request path and exact Authorization header (restWatchKey), by which its
+   * watch is also counted, so that the adapter may refuse the next one of that key before authenticating it
+   * (operations/watch-limits.ts refuseEarly).
+   */
+  readonly watchKey?: string | undefined;
 }
 
 /**

@@ -273,7 +273,12 @@ async function runWatch(
   // Counted from before its first read until it ends, whichever way: its events end or fail, or its signal
   // aborts (the client left, the token expired or was refused), which also covers a stream whose events were
   // never read.
-  const release = watchLimits?.admit({ tenant, principal: call.principal, http1: call.http1 === true });
+  const release = watchLimits?.admit({
+    tenant,
+    principal: call.principal,
+    http1: call.http1 === true,
+    key: call.watchKey,
+  });
   if (release === undefined) {
     const events = await watch.watch(tenant, req, stop.signal);
     return { kind: "events", events: whileTokenHolds(events, call, stop) };

@@ -26,16 +26,16 @@ export interface AdmissionOptions {
 
 /** Authentication (once per request) and the operation's policy, before any body is read. */
 export function createAdmission({ authenticator, rechecks, logger, publicUrl }: AdmissionOptions): Admit {
-  return async (req, operation, record) => {
+  return async (req, operation, record, watchKey) => {
     try {
       // Two tokens: which one speaks for the caller would be a guess (Node reads the first, a proxy may read the last).
       if (req.headerRepeated("authorization")) throw repeatedHeader("Authorization");
       // Without any token, a discovery read goes on as ANONYMOUS: its operation serves only public tenants.
       if (operation.discovery === true && req.header("authorization") === undefined)
-        return { call: new EdgeCall(ANONYMOUS, record, req, rechecks, publicUrl) };
+        return { call: new EdgeCall(ANONYMOUS, record, req, rechecks, publicUrl, watchKey) };
       const principal = await authenticator.authenticate(req.header("authorization") ?? null);
       admit(operation, principal);
-      return { call: new EdgeCall(principal, record, req, rechecks, publicUrl) };
+      return { call: new EdgeCall(principal, record, req, rechecks, publicUrl, watchKey) };
     } catch (err) {
       return { error: callerError(err, logger, procedureOf(operation), { record }) };
     }
@@ -55,6 +55,7 @@ class EdgeCall implements Call {
     private readonly req: EdgeRequest,
     rechecks: TokenRechecks | undefined,
     private readonly publicUrl: string | undefined,
+    readonly watchKey: string | undefined,
   ) {
     // The header read only when a stream follows its token: a unary call never does.
     this.followToken =

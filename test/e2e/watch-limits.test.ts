@@ -6,6 +6,7 @@
  * watches in tenants of its own and closes them all before the next (the process's count is shared).
  */
 import { request as httpRequest } from "node:http";
+import { connect as netConnect } from "node:net";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
@@ -239,6 +240,51 @@ forEachRuntimeAndDatabase((db, runtime) => {
     const list = await rawGet(`/api/asor/v1/${other.name}/agentDefinition`, other.tokens.i);
     expect(list).toBe("200");
   }, 60_000);
+
+  it("answers a caller's SSE watch past its limit from its first bytes exactly as the operation does, " +
+    "and admits another token's meanwhile", async () => {
+    const t = await newTenant("alice", "bob");
+    for (let i = 0; i < 3; i++) expect(await rawSse(t.name, t.tokens.alice)).toBe("200");
+    const path = `/api/asor/v1/${t.name}/agentDefinitionEvents`;
+    const ask = (target: string, extra = "") =>
+      exchange(
+        `GET ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n` +
+          `Authorization: ${t.tokens.alice}\r\nX-Request-Id: early-1\r\n${extra}\r\n`,
+      );
+    const early = async () => Number(/^asor_watches_refused_early_total (\d+)$/m.exec(await metricsText())?.[1]);
+    const before = await early();
+    // The first refusal is the operation's; the next ones of that path and token are answered from their first
+    // bytes, with the very same status, headers (but the date) and body.
+    const byOperation = await ask(path);
+    expect(await early()).toBe(before);
+    const fromFirstBytes = await ask(`${path}?since=0`);
+    expect(await early()).toBe(before + 1);
+    const withoutDate = (answer: string) => answer.replace(/^date: .*$/im, "date: -");
+    expect(byOperation).toMatch(/^HTTP\/1\.1 429 Too Many Requests\r\n/);
+    expect(byOperation).toMatch(/^connection: close$/im);
+    expect(byOperation).toMatch(/^x-request-id: early-1$/im);
+    expect(byOperation).toContain('"code":"TOO_MANY_WATCHES"');
+    expect(withoutDate(fromFirstBytes)).toBe(withoutDate(byOperation));
+    // A request this reader does not read plainly goes the usual way, and is answered as before.
+    const resumed = await ask(path, "Last-Event-ID: 0\r\n");
+    expect(withoutDate(resumed)).toBe(withoutDate(byOperation));
+    expect(await early()).toBe(before + 1);
+    // Another token of the tenant is admitted meanwhile.
+    expect(await rawSse(t.name, t.tokens.bob)).toBe("200");
+  }, 60_000);
+
+  const metricsText = async (): Promise<string> => (await fetch(`${server().baseUrl}/metrics`)).text();
+
+  /** `request` written on a connection of its own, and everything read from it until the server closed it. */
+  const exchange = (request: string): Promise<string> =>
+    new Promise((resolve, reject) => {
+      const url = new URL(server().baseUrl);
+      const chunks: Buffer[] = [];
+      const socket = netConnect({ host: url.hostname, port: Number(url.port) }, () => socket.write(request));
+      socket.on("data", (chunk: Buffer) => chunks.push(chunk));
+      socket.on("error", reject);
+      socket.on("close", () => resolve(Buffer.concat(chunks).toString("latin1")));
+    });
 
   /** An SSE watch on a connection of its own (node:http, no agent): "200", kept open, or its status and "close". */
   const rawSse = (tenant: string, authorization: string): Promise<string> =>

@@ -53,4 +53,44 @@ describe("watch limits", () => {
     // Nothing of a tenant is left once its watches are gone: the counts start afresh.
     expect([watch("t", "a"), watch("t", "a")]).toEqual(["admitted", "admitted"]);
   });
+
+  it("refuses a key early only with admit's own refusal, while the key's watches alone hold the caller's limit", () => {
+    const limits = createWatchLimits({ perToken: 2, perTenant: 10, http1PerTenant: 10, total: 10 });
+    const kept: (() => void)[] = [];
+    const refused: unknown[] = [];
+    const watch = (key: string | undefined, subject = "a", expiresAt?: number) =>
+      attempt(() => {
+        try {
+          return limits.admit({ tenant: "t", principal: { ...principal(subject), expiresAt }, http1: true, key });
+        } catch (err) {
+          refused.push(err);
+          throw err;
+        }
+      }, kept);
+    // One watch of the key and one of another token of the caller: admit refuses the third, the key holds 1.
+    expect([watch("k"), watch(undefined), watch("k")]).toEqual(["admitted", "admitted", "TOO_MANY_WATCHES"]);
+    expect(limits.refuseEarly("k")).toBeUndefined();
+    (kept.pop() as () => void)();
+    // Two of the key: admit's refusal is kept and given again, counted.
+    expect([watch("k"), watch("k")]).toEqual(["admitted", "TOO_MANY_WATCHES"]);
+    expect(limits.refuseEarly("k")).toBe(refused.at(-1));
+    expect(limits.refuseEarly("k")).toBe(refused.at(-1));
+    expect(limits.refusedEarly).toBe(2);
+    expect(limits.refuseEarly("other")).toBeUndefined();
+    // A place of the key freed: no early refusal; all gone: nothing kept.
+    (kept.pop() as () => void)();
+    expect(limits.refuseEarly("k")).toBeUndefined();
+    for (const release of kept.splice(0)) release();
+    expect([watch("k"), watch("k")]).toEqual(["admitted", "admitted"]);
+    expect(limits.refuseEarly("k")).toBeUndefined();
+    for (const release of kept.splice(0)) release();
+    // A key whose token has expired is not refused early (a request with it is UNAUTHENTICATED).
+    const past = Date.now() - 1;
+    expect([watch("x", "b", past), watch("x", "b", past), watch("x", "b", past)]).toEqual([
+      "admitted",
+      "admitted",
+      "TOO_MANY_WATCHES",
+    ]);
+    expect(limits.refuseEarly("x")).toBeUndefined();
+  });
 });

@@ -103,7 +103,13 @@ export interface Door<Match> {
 }
 
 /** The edge's admission of a caller to an operation: authentication and policy, before any body is read. */
-export type Admit = (req: EdgeRequest, operation: Operation, record: RequestRecord) => Promise<Admission>;
+export type Admit = (
+  req: EdgeRequest,
+  operation: Operation,
+  record: RequestRecord,
+  /** Call.watchKey of the admitted call (REST's watch over HTTP/1.1). */
+  watchKey?: string,
+) => Promise<Admission>;
 
 /** How a surface reads the one message of a call: the body, its declared length, the request's compression. */
 export type ReadMessage = (

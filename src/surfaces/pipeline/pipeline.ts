@@ -121,6 +121,9 @@ class DeadlineCall implements Call {
   get http1(): boolean | undefined {
     return this.call.http1;
   }
+  get watchKey(): string | undefined {
+    return this.call.watchKey;
+  }
 }
 
 /** What an RPC surface reads of a request: the message, or why there is none. */
