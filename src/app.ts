@@ -69,6 +69,8 @@ export interface App {
    * reading it whole (refuseEarly: src/node/early-watch-refusal.ts).
    */
   readonly watches: WatchLimits;
+  /** Whether a GET of `pathname` is a REST watch (a binding of the watch RPC). */
+  isWatchPath(pathname: string): boolean;
   /** The service's metrics, for what a runtime's adapter counts itself (connections refused). */
   readonly metrics: Metrics;
   /** `GET /metrics`: on the API port, or (METRICS_PORT) served by the entrypoint on a port of its own. */
@@ -181,6 +183,7 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
     changes,
     bodyBudget,
     watches: watchLimits,
+    isWatchPath: (pathname) => rest.match("GET", pathname)?.route?.method.methodKind === "server_streaming",
     metrics,
     metricsEndpoint,
     serves,

@@ -110,31 +110,167 @@ function createDate(): () => string {
   };
 }
 
+/** What the gate sees of an HTTP/1.1 connection it hands on: the connection the HTTP/1.1 server was given. */
+export type Connection = object;
+
 /**
- * The peek's early refusal: answers and closes `socket` when `head` is a plain watch request refused by
- * `limits.refuseEarly`, and says so; false when the request is to be served the usual way.
+ * The early refusal at the peek (node-server.ts), for the plain watch requests of each key: `admit` refuses a
+ * request `limits.refuseEarly` refuses, and otherwise serves it (hands it to the HTTP/1.1 server with `serve`) when
+ * it is its key's turn: at most the key's places left (WATCH_MAX_PER_TOKEN less its open watches, at least one) are
+ * served at once; the others wait, their first bytes unparsed, until one of those is answered (`answered`), and are
+ * then refused or served. A burst of one token's watches thus reaches the operation only as far as its places go,
+ * and the rest is refused from its first bytes, instead of each being read, authenticated and refused in full (the
+ * burst arrives before the first watch is admitted). A request waits at most `maxWaitMs` (then it is served), and
+ * goes on being served the usual way when it is not a plain watch request.
  */
-export function createEarlyWatchRefusal(
-  limits: WatchLimits,
+export interface EarlyWatchGate {
+  /** Decides for a connection's first bytes (`head`); `serve` hands it on, with what its answer must call. */
+  admit(head: Buffer, socket: Socket, serve: (answered?: () => void) => void): void;
+  /** The first request of `connection` is answered (or its connection gone): its key's next requests may go. */
+  answered(connection: Connection): void;
+  /** What `serve` handed on with `connection`: called by `answered`, once. */
+  track(connection: Connection, answered: () => void): void;
+}
+
+/** The requests of one key in flight (served, not yet answered) and those waiting for their turn. */
+interface KeyTurns {
+  inFlight: number;
+  readonly waiting: Waiting[];
+}
+
+interface Waiting {
+  readonly socket: Socket;
+  readonly requestId: string | undefined;
+  readonly serve: (answered?: () => void) => void;
+  readonly timer: NodeJS.Timeout;
+  readonly gone: () => void;
+}
+
+export interface EarlyWatchGateOptions {
+  readonly limits: WatchLimits;
+  readonly logger: Logger;
+  /** Whether `pathname` is a REST watch's (a GET of it reaches the watch). */
+  readonly isWatchPath: (pathname: string) => boolean;
+  /** The longest a request waits for its turn (HTTP_HEADERS_TIMEOUT_MS): then it is served. */
+  readonly maxWaitMs: number;
+}
+
+export function createEarlyWatchGate({
+  limits,
+  logger,
+  isWatchPath,
+  maxWaitMs,
+}: EarlyWatchGateOptions): EarlyWatchGate {
+  const refuse = createRefuser(logger);
+  const turns = new Map<string, KeyTurns>();
+  const tracked = new WeakMap<Connection, () => void>();
+  const places = (key: string): number => Math.max(1, limits.perToken - limits.openOf(key));
+
+  /** Serves `serve`'s request as one of `key`'s in flight. */
+  const go = (key: string, turn: KeyTurns, serve: (answered?: () => void) => void): void => {
+    turn.inFlight++;
+    let done = false;
+    serve(() => {
+      if (done) return;
+      done = true;
+      turn.inFlight--;
+      next(key, turn);
+    });
+  };
+
+  /** After an answer of `key`: its waiting requests refused, or served as far as its places go. */
+  const next = (key: string, turn: KeyTurns): void => {
+    while (turn.waiting.length > 0) {
+      const first = turn.waiting[0] as Waiting;
+      const refusal = limits.refuseEarly(key);
+      if (refusal === undefined && turn.inFlight >= places(key)) break;
+      turn.waiting.shift();
+      clearTimeout(first.timer);
+      first.socket.off("close", first.gone);
+      if (refusal !== undefined) refuse(first.socket, refusal, first.requestId);
+      else go(key, turn, first.serve);
+    }
+    forget(key, turn);
+  };
+  /** Drops `key`'s turns once nothing of it is in flight or waiting. */
+  const forget = (key: string, turn: KeyTurns): void => {
+    if (turn.inFlight === 0 && turn.waiting.length === 0 && turns.get(key) === turn) turns.delete(key);
+  };
+
+  return {
+    admit(head, socket, serve) {
+      const request = plainRequestOf(head);
+      if (request === undefined || !isWatchPath(request.pathname)) return serve();
+      const key = watchKeyOf(request.pathname, request.authorization);
+      const refusal = limits.refuseEarly(key);
+      if (refusal !== undefined) return refuse(socket, refusal, request.requestId);
+      let turn = turns.get(key);
+      if (turn === undefined) {
+        turn = { inFlight: 0, waiting: [] };
+        turns.set(key, turn);
+      }
+      if (turn.inFlight < places(key)) return go(key, turn, serve);
+      const own = turn;
+      wait(own, { socket, requestId: request.requestId, serve }, maxWaitMs, () => forget(key, own));
+    },
+    answered(connection) {
+      const answered = tracked.get(connection);
+      if (answered === undefined) return;
+      tracked.delete(connection);
+      answered();
+    },
+    track(connection, answered) {
+      tracked.set(connection, answered);
+    },
+  };
+}
+
+/**
+ * Puts a request in `turn`'s queue until its turn (next() takes it) or, after `maxWaitMs`, serves it the usual
+ * way; a request whose client leaves meanwhile is dropped. `left` is told when it leaves the queue so.
+ */
+function wait(
+  turn: KeyTurns,
+  request: Pick<Waiting, "socket" | "requestId" | "serve">,
+  maxWaitMs: number,
+  left: () => void,
+): void {
+  // Its turn comes with an answer of its key: until then nothing more of it is read.
+  request.socket.pause();
+  const leave = (served: boolean): void => {
+    const at = turn.waiting.indexOf(waiting);
+    if (at === -1) return;
+    turn.waiting.splice(at, 1);
+    clearTimeout(waiting.timer);
+    waiting.socket.off("close", waiting.gone);
+    left();
+    if (served) waiting.serve();
+  };
+  const waiting: Waiting = {
+    ...request,
+    timer: setTimeout(() => leave(true), maxWaitMs),
+    gone: () => leave(false),
+  };
+  request.socket.once("close", waiting.gone);
+  turn.waiting.push(waiting);
+}
+
+/** Answers `socket` with `refusal` (its bytes made once) and closes it; counts it in the refusal log. */
+function createRefuser(
   logger: Logger,
-): (head: Buffer, socket: Socket) => boolean {
+): (socket: Socket, refusal: RegistryError, requestId: string | undefined) => void {
   const encoded = new WeakMap<RegistryError, Encoded>();
   const date = createDate();
-  return (head, socket) => {
-    const request = plainRequestOf(head);
-    if (request === undefined) return false;
-    const refusal = limits.refuseEarly(watchKeyOf(request.pathname, request.authorization));
-    if (refusal === undefined) return false;
+  return (socket, refusal, requestId) => {
     let answer = encoded.get(refusal);
     if (answer === undefined) {
       answer = encode(refusal);
       encoded.set(refusal, answer);
     }
     refusalsOf(logger).count(refusal, PROCEDURE);
-    const id = requestIdOf(request.requestId);
+    const id = requestIdOf(requestId);
     const start = `${answer.statusLine}x-request-id: ${id}\r\n${answer.headers}Date: ${date()}\r\n\r\n`;
     // Closed once the answer is flushed, as Node closes a `Connection: close` answer's connection.
     socket.end(Buffer.concat([Buffer.from(start, "latin1"), answer.body]), () => socket.destroy());
-    return true;
   };
 }

@@ -16,7 +16,7 @@ import { universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import type { App } from "../app.js";
 import { shuttingDown } from "../domain/errors.js";
 import { errorAnswer } from "../http/http-answer.js";
-import { codeName } from "../observability/request-record.js";
+import { codeName, type RequestRecord } from "../observability/request-record.js";
 import { callerError } from "../surfaces/pipeline/failures.js";
 import { watchGrpcStatus, writeAnswer, writeStreamAnswer } from "./answer.js";
 import { createStreamHandler } from "./h2-stream.js";
@@ -87,7 +87,34 @@ function createLingering(): (req: NodeRequest) => boolean {
   };
 }
 
-export function createNodeEdge(app: App): NodeEdge {
+/** Finishes `record` once `res` closes, however the request ended, after `onClose`. */
+function finishOnClose(
+  app: App,
+  req: NodeRequest,
+  res: NodeResponse,
+  record: RequestRecord,
+  onClose: () => void,
+): void {
+  const grpcStatus = watchGrpcStatus(res);
+  res.once("close", () => {
+    onClose();
+    const status = grpcStatus();
+    // An HTTP/2 client that resets its stream mid-request may see its answer "finish" into the closed
+    // stream: it left all the same.
+    const completed = res.writableFinished && !requestCutOff(req);
+    app.requests.finish(record, {
+      status: res.statusCode,
+      completed,
+      wireCode: status === undefined ? undefined : codeName(status),
+    });
+  });
+}
+
+/**
+ * `answered` is told, with its connection, when an HTTP/1.1 request has its answer (the edge answered, or it
+ * failed) or its connection closed first (early-watch-refusal.ts: its key's next request may then go).
+ */
+export function createNodeEdge(app: App, answered?: (connection: object) => void): NodeEdge {
   /** HTTP/1.1 answers in progress, to close their connections once they are sent. */
   const h1Answers = new Set<ServerResponse>();
   const mayLinger = createLingering();
@@ -103,24 +130,16 @@ export function createNodeEdge(app: App): NodeEdge {
     res.setHeader("x-request-id", record.id);
     const h1 = req.httpVersionMajor === 1 ? (res as ServerResponse) : undefined;
     if (h1 !== undefined) h1Answers.add(h1);
-    const grpcStatus = watchGrpcStatus(res);
+    const done = h1 === undefined || answered === undefined ? undefined : () => answered(req.socket);
     const share = bodyShare(app, req.headers);
     // The request is over once its answer is sent or its stream closed, however it ended (answered, failed,
     // the client gone): its body bytes go back to the budget. (An HTTP/2 stream whose client has not ended
     // its body closes only later.)
     res.once("finish", share.release);
-    res.once("close", () => {
+    finishOnClose(app, req, res, record, () => {
+      done?.();
       share.release();
       if (h1 !== undefined) h1Answers.delete(h1);
-      const status = grpcStatus();
-      // An HTTP/2 client that resets its stream mid-request may see its answer "finish" into the closed
-      // stream: it left all the same.
-      const completed = res.writableFinished && !requestCutOff(req);
-      app.requests.finish(record, {
-        status: res.statusCode,
-        completed,
-        wireCode: status === undefined ? undefined : codeName(status),
-      });
     });
     if (h1 !== undefined && draining) {
       record.protocol = "http";
@@ -129,8 +148,10 @@ export function createNodeEdge(app: App): NodeEdge {
       writeAnswer(h1, errorAnswer(shuttingDown()));
       return;
     }
-    app
-      .edge(edgeRequest(req, res, share), record)
+    const edged = app.edge(edgeRequest(req, res, share), record);
+    // Told first, before the answer is written.
+    if (done !== undefined) edged.then(done, done);
+    edged
       .then(async (answer) => {
         // A body refused for want of memory is not read on: the connection closes after the answer (HTTP/1.1),
         // the stream is reset without error once it is sent (HTTP/2, RFC 9113 §8.1), so the client stops sending.

@@ -17,7 +17,7 @@ import type { Duplex } from "node:stream";
 import type { App } from "../app.js";
 import { bodyDeadline } from "./body-deadline.js";
 import { coalesceWrites, markListening, quietOnPeerGoaway, replayingSocket, underDeno } from "./deno-socket.js";
-import { createEarlyWatchRefusal } from "./early-watch-refusal.js";
+import { createEarlyWatchGate, type EarlyWatchGate } from "./early-watch-refusal.js";
 import { answerParserRefusals } from "./http1-refusals.js";
 import { createNodeEdge, type NodeEdge } from "./node-edge.js";
 
@@ -55,12 +55,19 @@ interface PortState {
  * gRPC-Web). Both hand every request to the same edge (node-edge.ts).
  */
 export function createNodeServer(app: App): NodeServer {
+  // A plain REST watch request waits for its key's turn, or is refused, before its HTTP/1.1 server reads it.
+  const gate = createEarlyWatchGate({
+    limits: app.watches,
+    logger: app.logger,
+    isWatchPath: app.isWatchPath,
+    maxWaitMs: app.config.http.headersTimeoutMs,
+  });
   // Every request, HTTP/1.1 or HTTP/2, goes through the one edge.
-  const edge = createNodeEdge(app);
+  const edge = createNodeEdge(app, gate.answered);
   const state: PortState = { draining: false, sockets: new Set(), sessions: new Map(), h1Busy: new Map() };
   const h1 = createH1Server(app, edge, state);
   const h2 = createH2Server(app, edge, state);
-  const server = createNetServer(peekingRoute(app, state, h1, h2));
+  const server = createNetServer(peekingRoute(app, state, { h1, h2, gate }));
   return {
     server,
     close: (deadlineMs = app.config.shutdownTimeoutMs) =>
@@ -149,11 +156,17 @@ function createH2Server(app: App, edge: NodeEdge, state: PortState): Http2Server
   return h2;
 }
 
-/** The TCP server's connection listener: reads the first bytes and hands the socket to HTTP/2 or HTTP/1.1. */
-function peekingRoute(app: App, state: PortState, h1: HttpServer, h2: Http2Server): (socket: Socket) => void {
+/**
+ * The TCP server's connection listener: reads the first bytes and hands the socket to HTTP/2 or HTTP/1.1 (through
+ * the early watch gate).
+ */
+function peekingRoute(
+  app: App,
+  state: PortState,
+  { h1, h2, gate }: { h1: HttpServer; h2: Http2Server; gate: EarlyWatchGate },
+): (socket: Socket) => void {
   const { maxConnections } = app.config;
   const { headersTimeoutMs } = app.config.http;
-  const refuseEarly = createEarlyWatchRefusal(app.watches, app.logger);
   return (socket) => {
     socket.on("error", () => socket.destroy());
     // Past MAX_CONNECTIONS a new connection is closed at once, before anything of it is read.
@@ -178,9 +191,15 @@ function peekingRoute(app: App, state: PortState, h1: HttpServer, h2: Http2Serve
       if (isH2 && seen.length < H2_PREFACE.length) return; // not enough bytes to tell yet
       socket.off("data", onData);
       clearTimeout(peekDeadline);
-      if (isH2) handToH2(socket, seen, h2);
-      // A watch its operation would refuse, plainly asked (early-watch-refusal.ts): answered and closed here.
-      else if (state.draining || !refuseEarly(seen, socket)) handToH1(socket, seen, h1, state);
+      if (isH2) {
+        handToH2(socket, seen, h2);
+        return;
+      }
+      const serve = (answered?: () => void): void =>
+        handToH1(socket, seen, h1, state, answered === undefined ? undefined : (c) => gate.track(c, answered));
+      // A plain watch request: served in its key's turn, or refused from these bytes (early-watch-refusal.ts).
+      if (state.draining) serve();
+      else gate.admit(seen, socket, serve);
     };
     socket.on("data", onData);
   };
@@ -200,8 +219,17 @@ function handToH2(socket: Socket, seen: Buffer, h2: Http2Server): void {
   h2.emit("connection", socket);
 }
 
-/** Hands a connection that began with anything else (`seen`) to the HTTP/1.1 server. */
-function handToH1(socket: Socket, seen: Buffer, h1: HttpServer, state: PortState): void {
+/**
+ * Hands a connection that began with anything else (`seen`) to the HTTP/1.1 server; `handing` is first told what it
+ * is given.
+ */
+function handToH1(
+  socket: Socket,
+  seen: Buffer,
+  h1: HttpServer,
+  state: PortState,
+  handing?: (connection: Duplex) => void,
+): void {
   if (underDeno) {
     // Deno's HTTP/1.1 server garbles a socket handed over as below: it gets a copy (deno-socket.ts),
     // on which Deno's server leaves Nagle's algorithm on, where Node's turns it off (40 ms per answer).
@@ -210,6 +238,7 @@ function handToH1(socket: Socket, seen: Buffer, h1: HttpServer, state: PortState
     const connection = replayingSocket(socket, seen);
     state.h1Busy.set(connection, { requests: 1, awaitingFirst: true });
     socket.once("close", () => state.h1Busy.delete(connection));
+    handing?.(connection);
     h1.emit("connection", connection);
     return;
   }
@@ -217,6 +246,7 @@ function handToH1(socket: Socket, seen: Buffer, h1: HttpServer, state: PortState
   socket.unshift(seen);
   state.h1Busy.set(socket, { requests: 1, awaitingFirst: true });
   socket.once("close", () => state.h1Busy.delete(socket));
+  handing?.(socket);
   h1.emit("connection", socket);
   socket.resume();
 }

@@ -56,6 +56,10 @@ export interface WatchLimits {
    * has expired: its watches end, and a new request with it is answered UNAUTHENTICATED.
    */
   refuseEarly(key: string): RegistryError | undefined;
+  /** The watches of `key` open now. */
+  openOf(key: string): number;
+  /** WATCH_MAX_PER_TOKEN. */
+  readonly perToken: number;
   /** Watches open now. */
   readonly open: number;
   /** Watches refused by `refuseEarly` so far. */
@@ -97,6 +101,8 @@ export function createWatchLimits(settings: WatchLimitSettings): WatchLimits {
     get refusedEarly() {
       return refusedEarly;
     },
+    perToken,
+    openOf: (key) => keys.get(key)?.open ?? 0,
     refuseEarly(key) {
       const count = keys.get(key);
       if (count?.refusal === undefined || count.open < perToken || Date.now() >= count.expiresAt) return undefined;

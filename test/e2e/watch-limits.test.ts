@@ -273,6 +273,21 @@ forEachRuntimeAndDatabase((db, runtime) => {
     expect(await rawSse(t.name, t.tokens.bob)).toBe("200");
   }, 60_000);
 
+  it("takes a burst of one token's SSE watches in turns: its places reach the operation, the rest is refused " +
+    "from its first bytes, and a burst that fails to start is never refused", async () => {
+    const t = await newTenant("carol");
+    const early = async () => Number(/^asor_watches_refused_early_total (\d+)$/m.exec(await metricsText())?.[1]);
+    const before = await early();
+    const outcomes = await Promise.all(Array.from({ length: 12 }, () => rawSse(t.name, t.tokens.carol)));
+    expect(outcomes.sort()).toEqual([...Array(3).fill("200"), ...Array(9).fill("429 close")]);
+    // One refusal by the operation, the other eight from their first bytes.
+    expect(await early()).toBe(before + 8);
+    // Watches of a tenant never set up are admitted and fail to start: each goes on in its turn, none is refused.
+    const missing = await server().bearer({ tenant: "never-set-up", subject: "carol" });
+    const failed = await Promise.all(Array.from({ length: 8 }, () => rawSse("never-set-up", missing)));
+    expect(failed.map((outcome) => outcome.split(" ")[0])).toEqual(Array(8).fill("404"));
+  }, 60_000);
+
   const metricsText = async (): Promise<string> => (await fetch(`${server().baseUrl}/metrics`)).text();
 
   /** `request` written on a connection of its own, and everything read from it until the server closed it. */
