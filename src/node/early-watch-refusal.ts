@@ -49,21 +49,25 @@ interface PlainRequest {
 }
 
 /**
- * `head` (a connection's first bytes) as a plain GET: exactly one request head and nothing after it, one `Host`,
- * one `Authorization`, a plain query, no header from UNUSUAL; else undefined.
+ * `head` (a connection's first bytes) as a plain GET of a path `isWatchPath` accepts: exactly one request head and
+ * nothing after it, one `Host`, one `Authorization`, a plain query, no header from UNUSUAL; else undefined. The
+ * request line is read first: any other request costs only that.
  */
-export function plainRequestOf(head: Buffer): PlainRequest | undefined {
+export function plainRequestOf(head: Buffer, isWatchPath: (pathname: string) => boolean): PlainRequest | undefined {
   const length = head.length;
-  if (length > MAX_HEAD_BYTES || length < 4 || head.indexOf("\r\n\r\n", 0, "latin1") !== length - 4) return undefined;
-  const lines = head.toString("latin1", 0, length - 4).split("\r\n");
-  const target = REQUEST_LINE.exec(lines[0] as string)?.[1];
+  if (length > MAX_HEAD_BYTES || length < 4 || head[0] !== 0x47 /* G */) return undefined;
+  const lineEnd = head.indexOf("\r\n", 0, "latin1");
+  const target = REQUEST_LINE.exec(head.toString("latin1", 0, lineEnd))?.[1];
   if (target === undefined) return undefined;
   const q = target.indexOf("?");
-  if (q !== -1 && !PLAIN_QUERY.test(target.slice(q + 1))) return undefined;
+  const pathname = q === -1 ? target : target.slice(0, q);
+  if ((q !== -1 && !PLAIN_QUERY.test(target.slice(q + 1))) || !isWatchPath(pathname)) return undefined;
+  if (head.indexOf("\r\n\r\n", 0, "latin1") !== length - 4) return undefined;
+  const lines = head.toString("latin1", lineEnd + 2, length - 4).split("\r\n");
   let authorization: string | undefined;
   let requestId: string | undefined;
   let hosts = 0;
-  for (let i = 1; i < lines.length; i++) {
+  for (let i = 0; i < lines.length; i++) {
     const header = HEADER_LINE.exec(lines[i] as string);
     if (header === null) return undefined;
     const name = (header[1] as string).toLowerCase();
@@ -75,7 +79,7 @@ export function plainRequestOf(head: Buffer): PlainRequest | undefined {
     } else if (name === "x-request-id") requestId ??= header[2];
   }
   if (hosts !== 1 || authorization === undefined) return undefined;
-  return { pathname: q === -1 ? target : target.slice(0, q), authorization, requestId };
+  return { pathname, authorization, requestId };
 }
 
 /** An answer's status line and headers but its id and date, and its body, made once per refusal. */
@@ -136,13 +140,16 @@ export interface EarlyWatchGate {
 interface KeyTurns {
   inFlight: number;
   readonly waiting: Waiting[];
+  /** For the oldest waiting request's end of wait, while any waits. */
+  timer?: NodeJS.Timeout | undefined;
 }
 
 interface Waiting {
   readonly socket: Socket;
   readonly requestId: string | undefined;
   readonly serve: (answered?: () => void) => void;
-  readonly timer: NodeJS.Timeout;
+  /** When it stops waiting (performance.now()): then it is served. */
+  readonly until: number;
   readonly gone: () => void;
 }
 
@@ -185,10 +192,13 @@ export function createEarlyWatchGate({
       const refusal = limits.refuseEarly(key);
       if (refusal === undefined && turn.inFlight >= places(key)) break;
       turn.waiting.shift();
-      clearTimeout(first.timer);
       first.socket.off("close", first.gone);
       if (refusal !== undefined) refuse(first.socket, refusal, first.requestId);
       else go(key, turn, first.serve);
+    }
+    if (turn.waiting.length === 0 && turn.timer !== undefined) {
+      clearTimeout(turn.timer);
+      turn.timer = undefined;
     }
     forget(key, turn);
   };
@@ -199,8 +209,8 @@ export function createEarlyWatchGate({
 
   return {
     admit(head, socket, serve) {
-      const request = plainRequestOf(head);
-      if (request === undefined || !isWatchPath(request.pathname)) return serve();
+      const request = plainRequestOf(head, isWatchPath);
+      if (request === undefined) return serve();
       const key = watchKeyOf(request.pathname, request.authorization);
       const refusal = limits.refuseEarly(key);
       if (refusal !== undefined) return refuse(socket, refusal, request.requestId);
@@ -227,7 +237,8 @@ export function createEarlyWatchGate({
 
 /**
  * Puts a request in `turn`'s queue until its turn (next() takes it) or, after `maxWaitMs`, serves it the usual
- * way; a request whose client leaves meanwhile is dropped. `left` is told when it leaves the queue so.
+ * way; a request whose client leaves meanwhile is dropped. `left` is told when one leaves the queue so. One timer
+ * a key, for its oldest request, not one a request (a burst queues hundreds).
  */
 function wait(
   turn: KeyTurns,
@@ -237,22 +248,39 @@ function wait(
 ): void {
   // Its turn comes with an answer of its key: until then nothing more of it is read.
   request.socket.pause();
-  const leave = (served: boolean): void => {
-    const at = turn.waiting.indexOf(waiting);
-    if (at === -1) return;
-    turn.waiting.splice(at, 1);
-    clearTimeout(waiting.timer);
-    waiting.socket.off("close", waiting.gone);
-    left();
-    if (served) waiting.serve();
-  };
   const waiting: Waiting = {
     ...request,
-    timer: setTimeout(() => leave(true), maxWaitMs),
-    gone: () => leave(false),
+    until: performance.now() + maxWaitMs,
+    gone: () => {
+      const at = turn.waiting.indexOf(waiting);
+      if (at === -1) return;
+      turn.waiting.splice(at, 1);
+      left();
+    },
   };
   request.socket.once("close", waiting.gone);
   turn.waiting.push(waiting);
+  if (turn.timer === undefined) expireLater(turn, left);
+}
+
+/** Serves, when it comes, the oldest waiting request of `turn` whose wait is over, and any after it. */
+function expireLater(turn: KeyTurns, left: () => void): void {
+  const first = turn.waiting[0];
+  if (first === undefined) return;
+  turn.timer = setTimeout(
+    () => {
+      turn.timer = undefined;
+      const now = performance.now();
+      while (turn.waiting[0] !== undefined && (turn.waiting[0] as Waiting).until <= now) {
+        const over = turn.waiting.shift() as Waiting;
+        over.socket.off("close", over.gone);
+        over.serve();
+      }
+      left();
+      expireLater(turn, left);
+    },
+    Math.max(0, first.until - performance.now()),
+  );
 }
 
 /** Answers `socket` with `refusal` (its bytes made once) and closes it; counts it in the refusal log. */
