@@ -9,6 +9,7 @@
  */
 import { STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
+import type { Duplex } from "node:stream";
 import { AgentDefinitionService } from "../../gen/asor/v1/agent_definition_service_pb.js";
 import type { RegistryError } from "../domain/errors.js";
 import { errorAnswer } from "../http/http-answer.js";
@@ -132,8 +133,11 @@ export interface EarlyWatchGate {
   admit(head: Buffer, socket: Socket, serve: (answered?: () => void) => void): void;
   /** The first request of `connection` is answered (or its connection gone): its key's next requests may go. */
   answered(connection: Connection): void;
-  /** What `serve` handed on with `connection`: called by `answered`, once. */
-  track(connection: Connection, answered: () => void): void;
+  /**
+   * What `serve` handed on with `connection`: called by `answered`, once, or when the connection closes first
+   * (a request its HTTP/1.1 server refused before the edge saw it).
+   */
+  track(connection: Duplex, answered: () => void): void;
 }
 
 /** The requests of one key in flight (served, not yet answered) and those waiting for their turn. */
@@ -231,6 +235,8 @@ export function createEarlyWatchGate({
     },
     track(connection, answered) {
       tracked.set(connection, answered);
+      // `answered` counts once (go), whichever comes first.
+      connection.once("close", answered);
     },
   };
 }
