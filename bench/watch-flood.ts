@@ -4,7 +4,8 @@
  * holds 20 definitions. Its clients list them (`rate` lists a second, open loop, a connection each) and ask
  * /healthz for `seconds`; after 2 s a process of watchers (watch-worker.ts, started before the clients, at nice
  * WATCHERS_NICE of the bench's environment) opens `watchers` SSE watches of the default tenant with one token,
- * all at once, and keeps those that opened. Reported: watches opened and refused, the second tenant's list and
+ * all at once, and keeps those that opened. Reported: watches opened and refused (and how many of those the service
+ * refused from their first bytes, asor_watches_refused_early_total), the second tenant's list and
  * /healthz latency (p50, p99, max) and their failures, the lists sent in the burst's 3 s and outside them, and
  * the burst's CPU (the service's, the watchers', the bench's own, from /proc) and listen queue overflows.
  * Limit (issue 50): the list's p99 ≤ 200 ms, no failed request. SERVICE_DIR=<checkout> runs another checkout's
@@ -126,6 +127,11 @@ function listenOverflows(): number {
   return Number(values[names.indexOf("ListenOverflows")]);
 }
 
+/** The body of a GET of `path` (a plain request of its own, not on the clients' agent). */
+async function text(path: string): Promise<string> {
+  return (await fetch(`${service.baseUrl}${path}`)).text();
+}
+
 /** One request on the clients' agent: its status and milliseconds, or its error. */
 function call(
   method: string,
@@ -235,6 +241,11 @@ try {
   await clients;
   await Promise.all(pending);
   child.kill();
+  // The service's count of watches refused from their first bytes (issue 50), asked once the clients are done;
+  // none from the floor or a service without it.
+  const metrics = target === "service" ? await text("/metrics") : "";
+  const early = /^asor_watches_refused_early_total (\d+)$/m.exec(metrics)?.[1] ?? "none counted";
+  console.log(`watchers refused from their first bytes: ${early}`);
 
   const report = (name: string, results: Result[]) => {
     const ms = results.map((r) => r.ms);
