@@ -127,9 +127,13 @@ function listenOverflows(): number {
   return Number(values[names.indexOf("ListenOverflows")]);
 }
 
-/** The body of a GET of `path` (a plain request of its own, not on the clients' agent). */
+/** The body of a GET of `path` (a plain request of its own, not on the clients' agent); empty when none in 5 s. */
 async function text(path: string): Promise<string> {
-  return (await fetch(`${service.baseUrl}${path}`)).text();
+  try {
+    return await (await fetch(`${service.baseUrl}${path}`, { signal: AbortSignal.timeout(5_000) })).text();
+  } catch {
+    return "";
+  }
 }
 
 /** One request on the clients' agent: its status and milliseconds, or its error. */

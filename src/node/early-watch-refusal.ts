@@ -77,7 +77,10 @@ export function plainRequestOf(head: Buffer, isWatchPath: (pathname: string) => 
     else if (name === "authorization") {
       if (authorization !== undefined) return undefined;
       authorization = header[2] as string;
-    } else if (name === "x-request-id") requestId ??= header[2];
+    } else if (name === "x-request-id") {
+      // A repeated one joined as Node joins it: no longer an id taken as sent, as the usual way finds.
+      requestId = requestId === undefined ? header[2] : `${requestId}, ${header[2]}`;
+    }
   }
   if (hosts !== 1 || authorization === undefined) return undefined;
   return { pathname, authorization, requestId };

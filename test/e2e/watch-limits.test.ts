@@ -269,6 +269,16 @@ forEachRuntimeAndDatabase((db, runtime) => {
     const resumed = await ask(path, "Last-Event-ID: 0\r\n");
     expect(withoutDate(resumed)).toBe(withoutDate(byOperation));
     expect(await early()).toBe(before + 1);
+    // Two request ids: neither is taken, either way (a new id is made).
+    const withoutId = (answer: string) => withoutDate(answer).replace(/^x-request-id: [0-9a-f-]{36}$/im, "id: new");
+    const twoIds = await ask(path, "X-Request-Id: early-2\r\n");
+    const twoIdsResumed = await ask(path, "X-Request-Id: early-2\r\nLast-Event-ID: 0\r\n");
+    expect(await early()).toBe(before + 2);
+    expect(twoIds).not.toMatch(/early-/);
+    expect(withoutId(twoIds)).toBe(withoutId(twoIdsResumed));
+    expect(withoutId(twoIds)).toBe(
+      withoutId(byOperation.replace("x-request-id: early-1", `x-request-id: ${"0".repeat(36)}`)),
+    );
     // Another token of the tenant is admitted meanwhile.
     expect(await rawSse(t.name, t.tokens.bob)).toBe("200");
   }, 60_000);
