@@ -135,6 +135,14 @@ export function mysqlConfig(
   const [first] = target.hosts;
   return {
     client: "mysql2",
+    // knex writes its warnings to stderr, outside the registry's log. The one it writes at every failed
+    // connection attempt, with a stack, says nothing the registry's own error does not (the host, the code,
+    // what to check): dropped; its other warnings still go to stderr.
+    log: {
+      warn(message: string) {
+        if (!String(message).startsWith("Acquire connection error")) console.warn(message);
+      },
+    },
     connection: {
       host: first?.host,
       port: first?.port,
