@@ -17,6 +17,8 @@ import { fileURLToPath } from "node:url";
 import { buildIfStale } from "./build.mjs";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+/** What the service reads under Deno besides its data dir (denoServeArgs says why). */
+const READABLE = ["src", "gen", "node_modules", "dist/ui", "package.json"];
 
 /** The deno binary for this machine: the installed package's, else `deno` on PATH. */
 export function denoPath() {
@@ -48,7 +50,7 @@ export function v8Flags() {
  *   (all three are configuration, so no fixed host list);
  * - --allow-env: the config is the whole environment (process.env);
  * - --allow-read: the code (src/, gen/, node_modules/), the built catalog (dist/ui/, built first when stale, as
- *   `npm start` builds dist/) and the data dir;
+ *   `npm start` builds dist/), package.json (its version, in the prober's User-Agent) and the data dir;
  *   --allow-write: the data dir only (the embedded database, node:sqlite
  *   under Deno, and the local issuer's key);
  * - no --allow-ffi, --allow-run, --allow-sys: no native addon, no subprocess,
@@ -72,7 +74,7 @@ export function denoServeArgs(env = process.env) {
     `--v8-flags=${v8Flags()}`,
     "--allow-net",
     "--allow-env",
-    `--allow-read=${["src", "gen", "node_modules", "dist/ui"].map((dir) => join(ROOT, dir)).join(",")},${dataDir}`,
+    `--allow-read=${READABLE.map((path) => join(ROOT, path)).join(",")},${dataDir}`,
     `--allow-write=${dataDir}`,
     join(ROOT, "src/main/node.ts"),
   ];

@@ -4,6 +4,7 @@ import type { Compression } from "@connectrpc/connect/protocol";
 import { file_asor_v1_error } from "../gen/asor/v1/error_pb.js";
 import { Health } from "../gen/grpc/health/v1/health_pb.js";
 import openApiDocument from "../gen/openapi.json" with { type: "json" };
+import { createWatching, openRepository } from "./app-storage.js";
 import { type Authenticator, createAuthenticator } from "./auth/authenticator.js";
 import { type KeyStore, LOCAL_ISSUER } from "./auth/local-issuer.js";
 import { createTokenRechecks } from "./auth/token-rechecks.js";
@@ -18,7 +19,9 @@ import { recordInterceptor, withInterceptors } from "./observability/record-inte
 import { createRequestTracker, type RequestTracker } from "./observability/request-tracker.js";
 import type { Operations } from "./operations/operation.js";
 import { createRegistryOperations, REGISTRY_SERVICES } from "./operations/registry-operations.js";
-import { createWatchLimits, type WatchLimits } from "./operations/watch-limits.js";
+import type { WatchLimits } from "./operations/watch-limits.js";
+import { createAppProber } from "./probe/app-prober.js";
+import type { Prober } from "./probe/prober.js";
 import { type CardSigner, createCardSigner, generatedCardKeys } from "./service/card-signer.js";
 import { createProviderKeyService } from "./service/provider-key-service.js";
 import { createRegistryService } from "./service/registry-service.js";
@@ -27,7 +30,6 @@ import { createWatchService } from "./service/watch-service.js";
 import { createWriteBudget } from "./service/write-budget.js";
 import type { ChangeReader } from "./storage/change-reader.js";
 import type { AgentDefinitionRepository } from "./storage/repository.js";
-import { createByteGate, createChangeReader, createSqlRepository } from "./storage/sql-repository.js";
 import { type BodyBudget, createBodyBudget } from "./surfaces/body-budget.js";
 import { createEdge, type Edge } from "./surfaces/edge.js";
 import { JWKS_PATH } from "./surfaces/endpoints/jwks.js";
@@ -124,16 +126,13 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
   const cardSigner = await createCardSigner(await (deps.cardKeys ?? generatedCardKeys)(), {
     overlapMs: config.cardSigning.overlapSeconds * 1000,
   });
-  const operations = createAppOperations(config, { repository, changes, watchLimits, cardSigner });
+  // The prober reports to the metrics, made after it: each probe is counted once they exist.
+  let probed: Metrics["probed"] | undefined;
+  const prober = createAppProber(config, repository, logger, (outcome, seconds) => probed?.(outcome, seconds));
+  const operations = createAppOperations(config, { repository, changes, watchLimits, cardSigner, prober });
   const bodyBudget = createBodyBudget(config.maxBufferedBodyBytes);
-  const metrics = createMetrics({
-    poolStats: () => repository.poolStats(),
-    writeRetries: () => repository.writeRetries(),
-    keyedReads: () => repository.keyedReads(),
-    bodyBudget,
-    watchReplay,
-    watches: watchLimits,
-  });
+  const metrics = createAppMetrics(repository, { bodyBudget, watchReplay, watchLimits, probing: prober !== undefined });
+  probed = (outcome, seconds) => metrics.probed(outcome, seconds);
   const metricsEndpoint = createMetricsEndpoint(metrics);
   const requests = createRequestTracker({ logger, metrics });
   const ping = () => repository.ping();
@@ -168,6 +167,7 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
   const close = async (): Promise<void> => {
     // The refusals counted since the last summary line are told before the process goes.
     refusalsOf(logger).flush();
+    await prober?.close();
     await changes.close();
     await repository.close();
   };
@@ -191,52 +191,25 @@ export async function createApp(config: Config, deps: AppDeps = {}): Promise<App
   };
 }
 
-/** The registry's storage (SQL), as the config names it. */
-function openRepository(config: Config, logger: Logger): Promise<AgentDefinitionRepository> {
-  return createSqlRepository({
-    databaseUrl: config.databaseUrl,
-    databaseWriteUrl: config.databaseWriteUrl,
-    dataDir: config.dataDir,
-    timeoutMs: config.databaseTimeoutMs,
-    syncWait: config.databaseSyncWait,
-    checkpointIntervalMs: config.sqliteCheckpointIntervalMs,
-    search: {
-      maxConcurrent: config.search.maxConcurrent,
-      maxPerTenant: config.search.maxPerTenant,
-      timeoutMs: config.search.timeoutMs,
-      sqliteWorkers: config.search.sqliteWorkers,
-    },
-    pageMaxBytes: config.pageMaxBytes,
-    logger,
+/** The process's metrics, from its storage, budgets and watches (and the prober's states when it runs). */
+function createAppMetrics(
+  repository: AgentDefinitionRepository,
+  parts: {
+    bodyBudget: BodyBudget;
+    watchReplay: ReturnType<typeof createWatching>["watchReplay"];
+    watchLimits: WatchLimits;
+    probing: boolean;
+  },
+): Metrics {
+  return createMetrics({
+    poolStats: () => repository.poolStats(),
+    writeRetries: () => repository.writeRetries(),
+    keyedReads: () => repository.keyedReads(),
+    bodyBudget: parts.bodyBudget,
+    watchReplay: parts.watchReplay,
+    watches: parts.watchLimits,
+    ...(parts.probing ? { livenessStates: () => repository.probeSchedule().states() } : {}),
   });
-}
-
-/** What the watches share: the replay's byte gate, the process's one change reader, and the limits of open watches. */
-function createWatching(config: Config, repository: AgentDefinitionRepository, logger: Logger) {
-  // What every watch's start from an older revision holds at once (issue 50).
-  const watchReplay = createByteGate(config.watch.replayMaxBytes);
-  // The process's one change reader: every watch of every surface reads through it (issue 20).
-  const changes = createChangeReader({
-    log: repository.changeLog(),
-    pollMs: config.watch.pollMs,
-    bookmarkMs: config.watch.bookmarkMs,
-    queueLimit: config.watch.queueLimit,
-    queueBytes: config.watch.queueMaxBytes,
-    batchBytes: config.watch.batchMaxBytes,
-    replay: watchReplay,
-    replayWaitMs: config.watch.replayWaitMs,
-    replayHoldMs: config.watch.replayHoldMs,
-    retention: { count: config.watch.retentionCount, maxAgeMs: config.watch.retentionSeconds * 1000 },
-    compactMs: config.watch.compactSeconds * 1000,
-    onError: (what, error) => logger.warn(`${what} failed; trying again`, { error: String(error) }),
-  });
-  const watchLimits = createWatchLimits({
-    perToken: config.watch.maxPerToken,
-    perTenant: config.watch.maxPerTenant,
-    http1PerTenant: config.watch.maxHttp1PerTenant,
-    total: config.watch.maxOpen,
-  });
-  return { watchReplay, changes, watchLimits };
 }
 
 /** The services over the storage, and the operations over them. */
@@ -247,9 +220,10 @@ function createAppOperations(
     changes: ChangeReader;
     watchLimits: WatchLimits;
     cardSigner: CardSigner;
+    prober: Prober | undefined;
   },
 ): Operations {
-  const { repository, changes, watchLimits, cardSigner } = parts;
+  const { repository, changes, watchLimits, cardSigner, prober } = parts;
   return createRegistryOperations({
     service: createRegistryService({
       repository,
@@ -262,6 +236,7 @@ function createAppOperations(
     providerKeys: createProviderKeyService(repository),
     watch: createWatchService(repository, changes),
     watchLimits,
+    ...(prober === undefined ? {} : { probe: (tenant: string, id: string) => prober.probeNow(tenant, id) }),
     defaultTenant: config.defaultTenant,
     adminDomain: config.adminDomain,
     claims: config.auth,

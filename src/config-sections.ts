@@ -6,6 +6,7 @@ import { DEFAULT_MAX_TERMS_PER_DEFINITION } from "./domain/search-terms.js";
 import { INSTANCE_REFERENCE } from "./domain/upsert.js";
 import type { EnvReader } from "./env.js";
 import type { LogLevel } from "./logger.js";
+import { NOTHING_ALLOWED, parseProbeAllowance } from "./probe/address-guard.js";
 import {
   defaultSearchMaxConcurrent,
   defaultSearchMaxPerTenant,
@@ -215,4 +216,31 @@ export function readCardSigning(env: Env, integer: Integer, problems: string[]) 
     problems.push("CARD_SIGNING_KEY_FILE and CARD_SIGNING_KEYS_DIR name two sources of keys: set one");
   const overlapSeconds = integer("CARD_SIGNING_KEY_OVERLAP_SECONDS", 7 * 86_400, 0, MAX_KEY_OVERLAP_SECONDS);
   return { keyFile, keysDir, overlapSeconds };
+}
+
+/** The prober (issue 44; docs/liveness.md): its schedule, its bounds, what it may connect to. */
+export function readProbe(env: Env, { integer, flag }: Pick<EnvReader, "integer" | "flag">, problems: string[]) {
+  const concurrency = integer("PROBE_CONCURRENCY", 16, 1, 10_000);
+  const probe = {
+    enabled: flag("PROBE_ENABLED", true),
+    intervalMs: integer("PROBE_INTERVAL_MS", 300_000, 100, 7 * 86_400_000),
+    timeoutMs: integer("PROBE_TIMEOUT_MS", 5_000, 10, 600_000),
+    maxBodyBytes: integer("PROBE_MAX_BODY_BYTES", 256 * 1024, 1024, 64 * 1024 * 1024),
+    maxRedirects: integer("PROBE_MAX_REDIRECTS", 3, 0, 20),
+    concurrency,
+    // The default gives way to a smaller PROBE_CONCURRENCY; a value set larger is refused below.
+    concurrencyPerHost: integer("PROBE_CONCURRENCY_PER_HOST", Math.min(4, concurrency), 1, 10_000),
+    downAfter: integer("PROBE_DOWN_AFTER", 2, 1, 1_000),
+    allow: NOTHING_ALLOWED,
+  };
+  try {
+    probe.allow = parseProbeAllowance(env.PROBE_ALLOW ?? "");
+  } catch (error) {
+    problems.push((error as Error).message);
+  }
+  if (probe.concurrencyPerHost > probe.concurrency)
+    problems.push(
+      `PROBE_CONCURRENCY_PER_HOST (${probe.concurrencyPerHost}) must not exceed PROBE_CONCURRENCY (${concurrency})`,
+    );
+  return probe;
 }

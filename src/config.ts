@@ -5,12 +5,15 @@ import {
   readHttp,
   readLimits,
   readNames,
+  readProbe,
   readSearch,
   readUi,
   readWatch,
 } from "./config-sections.js";
 import { envReader } from "./env.js";
 import type { LogLevel } from "./logger.js";
+import type { ProbeAllowance } from "./probe/address-guard.js";
+import type { ProbeSettings } from "./probe/prober.js";
 import { defaultPageMaxBytes, parseDatabaseUrl } from "./storage/sql-repository.js";
 
 /** The service's settings, parsed once from an injected environment. */
@@ -215,6 +218,30 @@ export interface Config {
      */
     readonly maxHttp1PerTenant: number;
   };
+  /** The prober (issue 44; docs/liveness.md, "Settings"). */
+  readonly probe: ProbeSettings & {
+    /** `PROBE_ENABLED`, default true: false turns the prober off (and ProbeAgentDefinition answers 503). */
+    readonly enabled: boolean;
+    /** `PROBE_INTERVAL_MS`, default 300000 (5 minutes): each ACTIVE version is probed once per interval, ±10 %. */
+    readonly intervalMs: number;
+    /** `PROBE_TIMEOUT_MS`, default 5000: the whole of one probe, redirects and body included. */
+    readonly timeoutMs: number;
+    /** `PROBE_MAX_BODY_BYTES`, default 262144 (256 KiB): a longer card is a TOO_LARGE failure. */
+    readonly maxBodyBytes: number;
+    /** `PROBE_MAX_REDIRECTS`, default 3. */
+    readonly maxRedirects: number;
+    /** `PROBE_CONCURRENCY`, default 16: probes of this process in flight at once. */
+    readonly concurrency: number;
+    /** `PROBE_CONCURRENCY_PER_HOST`, default 4 (at most PROBE_CONCURRENCY): probes of one host at once. */
+    readonly concurrencyPerHost: number;
+    /** `PROBE_DOWN_AFTER`, default 2: failed probes in a row that make an agent DOWN (UP at the first success). */
+    readonly downAfter: number;
+    /**
+     * `PROBE_ALLOW`: CIDRs and host names the prober may connect to besides public addresses (address-guard.ts);
+     * default none.
+     */
+    readonly allow: ProbeAllowance;
+  };
   /** `HOST_PROVIDER_ID` and `HOST_PLATFORM_ID`: the host system's own provider and platform (A161). */
   readonly hostSystem: { readonly providerId: string; readonly platformId: string };
   /** `AUTH_*`: the OAuth2 resource server, or (no `AUTH_ISSUER`) the local development issuer. */
@@ -261,7 +288,8 @@ export class ConfigError extends Error {
 
 export function parseConfig(env: Readonly<Record<string, string | undefined>>): Config {
   const problems: string[] = [];
-  const { integer } = envReader(env, problems);
+  const reader = envReader(env, problems);
+  const { integer } = reader;
   // Read in this order, so that a start lists its problems in the order of the settings.
   const limits = readLimits(integer, problems);
   const http = readHttp(integer, problems);
@@ -281,6 +309,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
     );
   const shutdownTimeoutMs = integer("SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000);
   const watch = readWatch(integer, limits.maxConnections, problems);
+  const probe = readProbe(env, reader, problems);
   const databases = readDatabaseUrls(env, problems);
   const names = readNames(env, problems);
   const auth = parseAuthConfig(env);
@@ -312,6 +341,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
     logLevel: names.logLevel,
     shutdownTimeoutMs,
     watch,
+    probe,
     hostSystem: names.hostSystem,
     ui,
     cardSigning,

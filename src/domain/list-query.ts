@@ -16,6 +16,7 @@ import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
 import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
 import { type Issue, invalid, issueAt, RegistryError } from "./errors.js";
+import { type LivenessFilters, livenessFiltersOf } from "./liveness.js";
 import { DEFINITION_STATUSES, type DefinitionStatus } from "./records.js";
 
 /** The exact filters, by their JSON (query parameter) names. */
@@ -65,7 +66,7 @@ export interface TermFilter {
 }
 
 /** A list request, checked: every part applies (AND). */
-export interface ListQuery {
+export interface ListQuery extends LivenessFilters {
   readonly limit: number;
   readonly offset: number;
   readonly terms: readonly TermFilter[];
@@ -118,6 +119,10 @@ export interface FilterParts {
   readonly resource: readonly string[];
   readonly externalAgentId: readonly string[];
   readonly status: readonly string[];
+  /** `meta.liveness.state`s (issue 44): UP, DOWN, NOT_PROBED. */
+  readonly liveness?: readonly string[];
+  /** `meta.liveness.drift`s (issue 44): NONE, COMPATIBLE, BREAKING. */
+  readonly drift?: readonly string[];
 }
 
 /**
@@ -245,6 +250,7 @@ export function parseListQuery(tenant: string, request: ListRequestParts): ListQ
     words,
     ...(prefix === undefined ? {} : { prefix }),
     order,
+    ...livenessFiltersOf(request),
   };
   const after = pagePosition(request, () => listBinding(tenant, query));
   return after === undefined ? query : { ...query, after };
@@ -316,6 +322,9 @@ export function listBinding(tenant: string, query: ListQuery): string {
     // Absent without q, so the tokens of lists without q stay what they were.
     ...(query.prefix === undefined ? {} : { prefix: query.prefix }),
     order: query.order,
+    // Absent when not asked for, so the tokens of lists without them stay what they were.
+    ...(query.liveness === undefined ? {} : { liveness: query.liveness }),
+    ...(query.drift === undefined ? {} : { drift: query.drift }),
   });
 }
 

@@ -56,6 +56,11 @@ export interface Lifecycle {
   readonly statusChangedAt: Date;
   /** True for the newest version of its agent that is not DEACTIVATED. */
   readonly latest: boolean;
+  /**
+   * `meta.liveness` as protobuf JSON (issue 44: migration 0021's published columns); absent or null: never
+   * probed (NOT_PROBED).
+   */
+  readonly liveness?: string | null;
 }
 
 /** One version of one agent, without its content: what a write decides on. */

@@ -17,6 +17,8 @@ export interface Metrics {
   observe(sample: RequestSample): void;
   /** Counts a connection closed at once because MAX_CONNECTIONS were open. */
   connectionRefused(): void;
+  /** Counts a liveness probe (issue 44): its outcome (`UP`, or the failure's kind) and how long it took. */
+  probed(outcome: string, seconds: number): void;
   /** The text exposition of every metric. */
   render(): Promise<{ contentType: string; body: string }>;
 }
@@ -51,6 +53,8 @@ export interface MetricsSources {
   watchReplay?: ReplayBudgetStats;
   /** The watches open now, and those refused before they were read whole (operations/watch-limits.ts). */
   watches?: { readonly open: number; readonly refusedEarly?: number };
+  /** The scheduled versions by liveness state, read from the database when scraped (issue 44). */
+  livenessStates?: () => Promise<Readonly<Record<string, number>>>;
 }
 
 /**
@@ -88,6 +92,7 @@ export function createMetrics(sources: MetricsSources): Metrics {
   if (sources.bodyBudget !== undefined) registerBodyBudget(registry, sources.bodyBudget);
   if (sources.watches !== undefined) registerWatches(registry, sources.watches);
   if (sources.watchReplay !== undefined) registerWatchReplay(registry, sources.watchReplay);
+  const probes = registerProbes(registry, sources.livenessStates);
 
   return {
     observe({ protocol, operation, code, seconds }) {
@@ -96,6 +101,10 @@ export function createMetrics(sources: MetricsSources): Metrics {
     },
     connectionRefused() {
       connectionsRefused.inc();
+    },
+    probed(outcome, seconds) {
+      probes.count.inc({ outcome });
+      probes.latency.observe(seconds);
     },
     async render() {
       return { contentType: registry.contentType, body: await registry.metrics() };
@@ -240,4 +249,34 @@ function registerWatchReplay(registry: Registry, watchReplay: ReplayBudgetStats)
     "Watches from an older revision refused (WATCH_REPLAY_BUSY) after WATCH_REPLAY_WAIT_MS without their " + "share.",
     () => watchReplay.refused,
   );
+}
+
+/** The prober's metrics (issue 44): probes by outcome, their latency, the versions by liveness state. */
+function registerProbes(registry: Registry, livenessStates: MetricsSources["livenessStates"]) {
+  const count = new Counter({
+    name: "asor_probes_total",
+    help: "Liveness probes of agents, by outcome: UP (a card was found) or the failure's kind (TIMEOUT, REFUSED...).",
+    labelNames: ["outcome"] as const,
+    registers: [registry],
+  });
+  const latency = new Histogram({
+    name: "asor_probe_duration_seconds",
+    help: "How long a liveness probe took, redirects and body included.",
+    buckets: LATENCY_BUCKETS,
+    registers: [registry],
+  });
+  if (livenessStates !== undefined)
+    new Gauge({
+      name: "asor_agents_by_liveness",
+      help: "Versions the prober schedules, by liveness state (UP, DOWN, NOT_PROBED), every process together.",
+      labelNames: ["state"] as const,
+      registers: [registry],
+      async collect() {
+        // A database that does not answer leaves the gauge empty, not the scrape failed.
+        const states = await livenessStates().catch(() => ({}));
+        this.reset();
+        for (const [state, n] of Object.entries(states)) this.set({ state }, n);
+      },
+    });
+  return { count, latency };
 }

@@ -7,11 +7,14 @@
 import type { DescMessage, DescMethod, DescService } from "@bufbuild/protobuf";
 import {
   AgentDefinitionService,
+  ProbeAgentDefinitionRequestSchema,
   type WatchAgentDefinitionsRequest,
 } from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { TenantAdminService } from "../../gen/asor/v1/tenant_admin_service_pb.js";
 import { bodyFieldOf, errorRelativeToBody } from "../domain/body-field.js";
 import { RegistryError, unauthenticated, unavailable } from "../domain/errors.js";
+import type { StoredDefinition } from "../domain/records.js";
+import { assertValid, contractIssues, unknownFieldIssues } from "../domain/validation.js";
 import type { WatchEvent } from "../domain/watch.js";
 import type { ProviderKeyService } from "../service/provider-key-service.js";
 import type { RegistryService, WriteAuthority } from "../service/registry-service.js";
@@ -20,6 +23,9 @@ import type { WatchService } from "../service/watch-service.js";
 import { type Call, type Operation, type Operations, type Result, resolveTenant } from "./operation.js";
 import { type Define, PLATFORM_METHODS, tenantAdminOperations } from "./tenant-admin-operations.js";
 import type { WatchLimits } from "./watch-limits.js";
+
+/** Probes the agent of version `id` of `tenant` now; answers the version with its liveness after it. */
+export type ProbeNow = (tenant: string, id: string) => Promise<StoredDefinition>;
 
 /** The security domains of the contract (docs/contract.md, "Security"). */
 export const DEVELOPMENT = "Development";
@@ -37,6 +43,8 @@ export interface RegistryOperationsOptions {
   readonly watch?: WatchService;
   /** How many watches may be open (WATCH_MAX_*); without it, any number. */
   readonly watchLimits?: WatchLimits;
+  /** Probes a version's agent now (issue 44); without it ProbeAgentDefinition answers UNAVAILABLE. */
+  readonly probe?: ProbeNow;
   /** The tenant of requests that name none (the contract's `/asor/v1` paths). */
   readonly defaultTenant: string;
   /** The security domain of the tenant admin RPCs. */
@@ -71,7 +79,7 @@ export type Policy = ReadonlyMap<string, readonly string[]>;
 /**
  * The contract's reading of its security domains (docs/contract.md, "Security"): list, upsert and update by id (PUT,
  * the same work as a POST) need Development or Setup: Agents; get, the
- * versions list, the agent card and setting a status need Setup: Agents. The tenant
+ * versions list, the agent card, setting a status and probing need Setup: Agents. The tenant
  * admin RPCs need the admin domain (and setting up or listing tenants a platform operator's token besides;
  * a tenant's settings and keys, that tenant's or a platform operator's: tenant-admin-operations.ts). The
  * OpenAPI document is generated from the same table. A write to a deactivated agent needs Setup: Agents besides
@@ -90,6 +98,8 @@ export function registryPolicy(adminDomain: string): Policy {
     ["asor.v1.AgentDefinitionService/GetAgentCard", [SETUP_AGENTS]],
     ["asor.v1.AgentDefinitionService/GetAgentBaseCard", [SETUP_AGENTS]],
     ["asor.v1.AgentDefinitionService/GetAiCatalog", [DEVELOPMENT, SETUP_AGENTS]],
+    // Probing makes the registry connect to the agent: the domain that manages agents (issue 44, item 6).
+    ["asor.v1.AgentDefinitionService/ProbeAgentDefinition", [SETUP_AGENTS]],
     ["asor.v1.TenantAdminService/CreateTenant", [adminDomain]],
     ["asor.v1.TenantAdminService/ListTenants", [adminDomain]],
     ["asor.v1.TenantAdminService/GetTenant", [adminDomain]],
@@ -107,6 +117,7 @@ export function createRegistryOperations({
   providerKeys,
   watch,
   watchLimits,
+  probe,
   defaultTenant,
   adminDomain,
   claims,
@@ -125,6 +136,14 @@ export function createRegistryOperations({
   const discoveryTenantOf = publicDiscovery(tenantOf, defaultTenant, discovery);
   const list: Operation[] = [
     ...definitionOperations(operation, service, tenantOf, watch, watchLimits),
+    operation(methods.probeAgentDefinition, async (call, req) => {
+      assertValid([
+        ...unknownFieldIssues(ProbeAgentDefinitionRequestSchema, req),
+        ...contractIssues(ProbeAgentDefinitionRequestSchema, req),
+      ]);
+      if (probe === undefined) throw unavailable("This server does not probe agents (PROBE_ENABLED=false).");
+      return { kind: "definition", stored: await probe(tenantOf(req.tenant, call), req.id), created: false };
+    }),
     ...discoveryOperations(operation, service, discoveryTenantOf),
     ...tenantAdminOperations(operation, tenants, providerKeys, tenancy),
   ];

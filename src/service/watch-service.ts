@@ -75,7 +75,7 @@ export function createWatchService(repository: AgentDefinitionRepository, reader
         since,
         bookmark: request.bookmark === true,
         signal,
-        accept: (record) => passesWatchFilter(filter, record.kind, record.stored.status, () => valuesOf(record)),
+        accept: (record) => passesWatchFilter(filter, record.kind, record.stored, () => valuesOf(record)),
       });
       return (async function* events(): AsyncGenerator<readonly WatchEvent[]> {
         for await (const batch of items) yield batch.map(eventOf);

@@ -1,5 +1,6 @@
 import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
 import type { ListQuery, Position } from "../domain/list-query.js";
+import type { LivenessDecision, LivenessNow } from "../domain/liveness.js";
 import type {
   AgentRef,
   DefinitionStatus,
@@ -84,7 +85,7 @@ export interface Found {
 }
 
 /** What a change record says a write did to a version (migration 0015's definition_changes.kind). */
-export type ChangeKind = "ADDED" | "MODIFIED" | "STATUS_CHANGED";
+export type ChangeKind = "ADDED" | "MODIFIED" | "STATUS_CHANGED" | "LIVENESS_CHANGED";
 
 /** One change record, with the definition it names as it is now (not as it was at `revision`). */
 export interface ChangeRecord {
@@ -128,6 +129,46 @@ export interface ChangeLog {
   oldest(tenant: string): Promise<number | undefined>;
   /** Removes what `retention` no longer keeps, as of `now`; answers how many records went. */
   compact(retention: Retention, now: Date): Promise<number>;
+}
+
+/** A version the prober took from its schedule, with its liveness as stored (issue 44). */
+export interface DueProbe {
+  readonly tenant: string;
+  readonly id: string;
+  readonly now: LivenessNow;
+}
+
+/** A probe's end, as the schedule records it (ProbeSchedule.finishAll). */
+export interface Finished {
+  readonly tenant: string;
+  readonly id: string;
+  readonly failures: number;
+  readonly dueAt: Date;
+}
+
+/**
+ * The prober's schedule (issue 44, item 5; probe-schedule.ts): leases, in the database, of the versions due for a
+ * probe, so that each is probed once per interval by all the processes on one database together.
+ */
+export interface ProbeSchedule {
+  /**
+   * Adds a row for each ACTIVE version that has none, at most `limit`, each due at a random time from `from` to
+   * `spreadMs` after it; answers how many.
+   */
+  seed(from: Date, spreadMs: number, limit: number): Promise<number>;
+  /**
+   * Leases up to `limit` rows due at `now` and not leased (or whose lease has ended) to `owner` until `leaseUntil`,
+   * oldest due first; rows another process is leasing meanwhile are skipped.
+   */
+  claim(owner: string, limit: number, now: Date, leaseUntil: Date): Promise<DueProbe[]>;
+  /** The version's liveness as stored (NOT_PROBED, no failures, when it has no row). */
+  current(tenant: string, id: string): Promise<LivenessNow>;
+  /** After a probe: the failures in a row, the next due time; the lease is given back. Inserts a missing row. */
+  finish(tenant: string, id: string, failures: number, dueAt: Date): Promise<void>;
+  /** finish for each of `batch`, in one transaction. */
+  finishAll(batch: readonly Finished[]): Promise<void>;
+  /** How many scheduled versions are in each liveness state, every tenant together (metrics). */
+  states(): Promise<Record<string, number>>;
 }
 
 /**
@@ -214,6 +255,13 @@ export interface WriteTransaction {
     status: DefinitionStatus,
     statusMessage: string | null,
   ): Promise<StoredDefinition[]>;
+  /**
+   * Sets the published liveness of `version` (issue 44; migration 0021) to what `decide` makes of it as stored
+   * now (locked on MySQL). A change of `state` or `drift` is a LIVENESS_CHANGED change (a tenant revision, the
+   * version's modRevision; its row and documents are not written); anything else writes nothing. Answers the
+   * version as stored after a change, else undefined.
+   */
+  setLiveness(version: InstanceRef, decide: LivenessDecision): Promise<StoredDefinition | undefined>;
 }
 
 /**
@@ -262,6 +310,8 @@ export interface AgentDefinitionRepository {
   search(tenant: string, query: ListQuery, work?: Work): Promise<ListResult>;
   /** The change log, as watchers read it (change-log.ts, change-reader.ts). */
   changeLog(): ChangeLog;
+  /** The prober's schedule (probe-schedule.ts), on the writer's connections. */
+  probeSchedule(): ProbeSchedule;
   /** The tenant's setup, or undefined when it has not been set up. */
   getTenant(tenant: string): Promise<Tenant | undefined>;
   /** Sets up a tenant; RegistryError `TENANT_EXISTS` when it exists. */

@@ -48,6 +48,8 @@ export interface InstanceRow {
   readonly status_message: string | null;
   readonly status_changed_at: DatabaseTimestamp;
   readonly is_latest: DatabaseBoolean;
+  /** Migration 0021: `meta.liveness` as JSON; null when never probed. */
+  readonly liveness?: string | null;
   /** The stored protobuf binary, to tell an update that changes nothing. */
   readonly document_binary: Uint8Array;
 }
@@ -87,6 +89,8 @@ export interface DefinitionReadRow {
   readonly status_message: string | null;
   readonly status_changed_at: DatabaseTimestamp | null;
   readonly is_latest: DatabaseBoolean | null;
+  /** Migration 0021: `meta.liveness` as JSON; null when never probed. */
+  readonly liveness?: string | null;
 }
 
 /** The columns an insert writes; `seq` is assigned by the database, `reference_id` lives in `agents`. */
@@ -282,12 +286,16 @@ export function lifecycleOf(instance: Lifecycle): Lifecycle {
     statusMessage: instance.statusMessage,
     statusChangedAt: instance.statusChangedAt,
     latest: instance.latest,
+    ...(instance.liveness == null ? {} : { liveness: instance.liveness }),
   };
 }
 
 /** The lifecycle columns of a row as the domain's Lifecycle. */
 export function toLifecycle(
-  row: Pick<InstanceRow, "revision" | "mod_revision" | "status" | "status_message" | "status_changed_at" | "is_latest">,
+  row: Pick<
+    InstanceRow,
+    "revision" | "mod_revision" | "status" | "status_message" | "status_changed_at" | "is_latest" | "liveness"
+  >,
 ): Lifecycle {
   if (!statuses.has(row.status))
     throw new Error(`Unknown definition status in the database: ${JSON.stringify(row.status)}`);
@@ -298,6 +306,7 @@ export function toLifecycle(
     statusMessage: row.status_message,
     statusChangedAt: fromDatabaseTimestamp(row.status_changed_at),
     latest: Number(row.is_latest) === 1 || row.is_latest === true,
+    ...(row.liveness == null ? {} : { liveness: row.liveness }),
   };
 }
 
@@ -340,6 +349,7 @@ export function toStoredDefinition(tenant: string, row: DefinitionReadRow): Stor
       status_message: row.status_message,
       status_changed_at: row.status_changed_at,
       is_latest: row.is_latest,
+      liveness: row.liveness ?? null,
     }),
   };
 }

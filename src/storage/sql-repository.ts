@@ -1,11 +1,9 @@
 /**
- * The repository (repository.ts) on SQL: MySQL/MariaDB in production, SQLite
- * embedded. Its constructor is the one place that decides how each kind of
- * statement runs (the rules: README.md in this folder): the hot reads and the
- * write transaction straight through the driver (run/reads.ts, run/writes.ts;
- * the writes and their retries in sql-writer.ts), the lists through the search
- * runner (run/searches.ts, sql-lists.ts), the cold paths (tenants) on knex.
- * What it reads is mapped to the domain by rows.ts.
+ * The repository (repository.ts) on SQL: MySQL/MariaDB in production, SQLite embedded. Its constructor is the one
+ * place that decides how each kind of statement runs (the rules: README.md in this folder): the hot reads and the
+ * write transaction straight through the driver (run/reads.ts, run/writes.ts; the writes and their retries in
+ * sql-writer.ts), the lists through the search runner (run/searches.ts, sql-lists.ts), the cold paths (tenants,
+ * the prober's schedule) on knex. What it reads is mapped to the domain by rows.ts.
  */
 
 import type { Knex } from "knex";
@@ -14,6 +12,7 @@ import { INSTANCE_ID } from "../domain/upsert.js";
 import type { Logger } from "../logger.js";
 import { type ChangeLog, createChangeLog } from "./change-log.js";
 import { migrateToLatest } from "./migrations/index.js";
+import { createProbeSchedule } from "./probe-schedule.js";
 import type { ReadContext, RunRead } from "./queries/reads.js";
 import { readStatements } from "./queries/reads.js";
 import { defaultPageMaxBytes } from "./queries/search.js";
@@ -28,6 +27,7 @@ import type {
   ListResult,
   Page,
   PoolStats,
+  ProbeSchedule,
   StoredDefinition,
   Tenant,
   TenantAdminStore,
@@ -70,16 +70,14 @@ export interface RepositoryOptions extends StorageOptions {
 }
 
 /**
- * How long ping() waits for its query. A healthy database answers in
- * milliseconds; the bound keeps a probe from hanging on a connection attempt
- * (MySQL's connect timeout is 5 s) while leaving room for a busy pool.
+ * How long ping() waits for its query: a healthy database answers in milliseconds; the bound keeps a probe from
+ * hanging on a connection attempt (MySQL's connect timeout is 5 s) while leaving room for a busy pool.
  */
 const pingTimeoutMs = 2_000;
 
 /**
- * How long one statement of a migration may take on MySQL: migrations rewrite
- * and index whole tables (0009 builds three indexes over every definition,
- * 0010 counts every term), which at a million definitions outlasts the
+ * How long one statement of a migration may take on MySQL: migrations rewrite and index whole tables (0009 builds
+ * three indexes over every definition, 0010 counts every term), which at a million definitions outlasts the
  * service's DATABASE_TIMEOUT_MS many times over.
  */
 const migrationStatementMs = 60 * 60_000;
@@ -92,13 +90,11 @@ export { createChangeReader } from "./change-reader.js";
 const WATCH_POOL_SIZE = 1;
 
 /**
- * Opens the database, brings its schema up to date and returns the
- * repository. Throws `UNAVAILABLE` when the database cannot be reached.
- * On MySQL the migrations run on a pool of their own, closed when they are
- * done, whose statements may take migrationStatementMs; connecting still
- * fails within the service's timeout. With a `databaseWriteUrl` (MySQL), the
- * write transactions, the tenants' creation and the migrations go to its
- * hosts, on a pool of their own, and everything else to `databaseUrl`'s.
+ * Opens the database, brings its schema up to date and returns the repository. Throws `UNAVAILABLE` when the
+ * database cannot be reached. On MySQL the migrations run on a pool of their own, closed when they are done, whose
+ * statements may take migrationStatementMs; connecting still fails within the service's timeout. With a
+ * `databaseWriteUrl` (MySQL), the write transactions, the tenants' creation, the prober's schedule and the
+ * migrations go to its hosts, on a pool of their own, and everything else to `databaseUrl`'s.
  */
 export async function createSqlRepository(options: RepositoryOptions): Promise<AgentDefinitionRepository> {
   const database = await openDatabase(options);
@@ -173,6 +169,7 @@ class SqlRepository implements AgentDefinitionRepository {
   readonly #lists: SqlLists;
   readonly #dialect: Database["dialect"];
   #changeLog: ChangeLog | undefined;
+  #probeSchedule: ProbeSchedule | undefined;
   /** Where the change log is read (createSqlRepository's `watching`): #db on SQLite. */
   readonly #watching: Knex;
   /** The ping in flight: concurrent pings share it, so probes never pile up queries on a slow database. */
@@ -225,6 +222,9 @@ class SqlRepository implements AgentDefinitionRepository {
     return this.#writer.write(tenant, work);
   }
 
+  probeSchedule(): ProbeSchedule {
+    return (this.#probeSchedule ??= createProbeSchedule(this.#writeDb, this.#dialect, this.#readDb));
+  }
   changeLog(): ChangeLog {
     // The polls' reads on their own connection (MySQL); compaction stays on the pool. A database that cannot be
     // reached, or a connection not had in time, is UNAVAILABLE (a watcher retries), as for every other read.

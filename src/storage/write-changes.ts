@@ -23,8 +23,16 @@ export interface PendingChange {
   readonly answers: Mutable<StoredDefinition>[];
 }
 
-/** Which kind a version changed twice in one write shows: being added, then a status change, then the rest. */
-const KIND_RANK: Readonly<Record<ChangeKind, number>> = { ADDED: 3, STATUS_CHANGED: 2, MODIFIED: 1 };
+/**
+ * Which kind a version changed twice in one write shows: being added, then a status change, then the rest (a
+ * liveness change is a write of its own: issue 44).
+ */
+const KIND_RANK: Readonly<Record<ChangeKind, number>> = {
+  ADDED: 3,
+  STATUS_CHANGED: 2,
+  MODIFIED: 1,
+  LIVENESS_CHANGED: 0,
+};
 
 /**
  * What the steps of a write kept in modules of their own (write-insert.ts, write-status.ts) use of their

@@ -7,6 +7,7 @@
 
 import { Buffer } from "node:buffer";
 import type { AgentDefinition } from "../../gen/asor/v1/agent_definition_pb.js";
+import type { LivenessDecision } from "../domain/liveness.js";
 import type { DefinitionIndex } from "../domain/search-terms.js";
 import { INSTANCE_ID } from "../domain/upsert.js";
 import { indexDefinition } from "./queries/search-index.js";
@@ -60,6 +61,7 @@ import {
   type Staged,
   stageRow,
 } from "./write-insert.js";
+import { setLivenessIn } from "./write-liveness.js";
 import { setStatusIn } from "./write-status.js";
 
 /** The WriteTransaction handed to `write`'s work: the queries, bound to one transaction and tenant. */
@@ -208,15 +210,11 @@ export class SqlWriteTransaction implements WriteTransaction {
   }
 
   /**
-   * Remembers the new instance insert() will store. On MySQL, when findAgentByName then finds no agent
-   * (a new agent, which will take the tenant's next number), the row is inserted there with no agent
-   * (agent_number NULL, an empty document) and its search index written, before the sequence is
-   * locked: from that lock to COMMIT every other creator of an agent in the tenant waits, and the index
-   * (its term rows, their counters by trigger, the keyword text) was most of that section. insert() then
-   * gives the row its agent and document in one UPDATE. No reader sees the staged row: it is
-   * uncommitted until insert() has completed it, and a work that never calls insert() is refused
-   * (throwIfIncomplete). A new version of an agent that exists is written by insert() under the
-   * agent's lock, as before: its seq must follow the versions already there (latest = newest by seq).
+   * Remembers the new instance insert() will store (repository.ts says why). On MySQL, when findAgentByName then
+   * finds no agent, the row is staged there with no agent and its search index written, before the sequence is
+   * locked (write-insert.ts's stageRow); insert() completes it in one UPDATE. No reader sees the staged row, and a
+   * work that never calls insert() is refused (throwIfIncomplete). A new version of an agent that exists is written
+   * by insert() under the agent's lock: its seq must follow the versions already there (latest = newest by seq).
    */
   async prepareInsert(key: UpsertKey, definition: AgentDefinition, index?: DefinitionIndex): Promise<void> {
     if (this.#pending !== undefined) throw new Error("prepareInsert() was called twice in one write.");
@@ -335,6 +333,12 @@ export class SqlWriteTransaction implements WriteTransaction {
     );
   }
 
+  setLiveness(version: InstanceRef, decide: LivenessDecision): Promise<StoredDefinition | undefined> {
+    if (version.tenant !== this.tenant.name)
+      throw new Error(`setLiveness() was given a version of tenant "${version.tenant}", not "${this.tenant.name}".`);
+    return this.#run((context) => setLivenessIn(context, this.#steps, version, decide));
+  }
+
   /** Locks the agent's row (queries.lockAgent) unless this transaction holds it already. */
   async #lockAgent(context: WriteContext, agentNumber: number): Promise<void> {
     if (this.#lockedAgents.has(agentNumber)) return;
@@ -355,10 +359,7 @@ export class SqlWriteTransaction implements WriteTransaction {
     this.#changes.settle(last);
   }
 
-  /**
-   * After COMMIT (settle), on MySQL: the full-text texts to write (search-text.ts), each with the revision its
-   * version took; none on SQLite, whose texts are written in the transaction.
-   */
+  /** After COMMIT (settle), on MySQL: the full-text texts to write (search-text.ts); none on SQLite. */
   textsToKeep(): KeptText[] {
     return this.#changes.textsToKeep(this.tenant.name);
   }

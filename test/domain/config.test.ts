@@ -58,6 +58,33 @@ describe("configuration", () => {
     expect(() => parseConfig({ CARD_SIGNING_KEY_OVERLAP_SECONDS: "-1" })).toThrow(/CARD_SIGNING_KEY_OVERLAP_SECONDS/);
   });
 
+  it("probes every 5 minutes by default, and refuses a bad PROBE_ALLOW or per-host limit", () => {
+    expect(parseConfig({}).probe).toMatchObject({
+      enabled: true,
+      intervalMs: 300_000,
+      timeoutMs: 5_000,
+      maxBodyBytes: 262_144,
+      maxRedirects: 3,
+      concurrency: 16,
+      concurrencyPerHost: 4,
+      downAfter: 2,
+      allow: { ranges: [], hosts: new Set() },
+    });
+    const set = parseConfig({
+      PROBE_ENABLED: "false",
+      PROBE_ALLOW: "127.0.0.0/8, agents.internal",
+      PROBE_CONCURRENCY: "2",
+    });
+    expect(set.probe.enabled).toBe(false);
+    expect(set.probe.allow.hosts).toEqual(new Set(["agents.internal"]));
+    expect(set.probe.concurrencyPerHost).toBe(2);
+    expect(() => parseConfig({ PROBE_ALLOW: "not a range/" })).toThrow(/PROBE_ALLOW/);
+    expect(() => parseConfig({ PROBE_CONCURRENCY: "2", PROBE_CONCURRENCY_PER_HOST: "3" })).toThrow(
+      /PROBE_CONCURRENCY_PER_HOST \(3\) must not exceed PROBE_CONCURRENCY \(2\)/,
+    );
+    expect(() => parseConfig({ PROBE_ENABLED: "sometimes" })).toThrow(/PROBE_ENABLED must be true or false/);
+  });
+
   it("rechecks a watch's token every minute by default (WATCH_TOKEN_RECHECK_MS), 100 ms to an hour", () => {
     expect(parseConfig({}).watch.tokenRecheckMs).toBe(60_000);
     expect(parseConfig({ WATCH_TOKEN_RECHECK_MS: "100" }).watch.tokenRecheckMs).toBe(100);

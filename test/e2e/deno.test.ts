@@ -175,8 +175,8 @@ describe("npm run start:deno", () => {
     );
 
     it(
-      "runs with network, environment, read access to the code, the built catalog and the data dir, write " +
-        "access to the data dir only",
+      "runs with network, environment, read access to the code, the built catalog, package.json and the data " +
+        "dir, write access to the data dir only",
       async () => {
         // The launcher (node scripts/deno.mjs) runs Deno as its one child: read Deno's own command line.
         const [denoPid] = (await readFile(`/proc/${server.child.pid}/task/${server.child.pid}/children`, "utf8"))
@@ -187,9 +187,9 @@ describe("npm run start:deno", () => {
         expect(flags).toEqual([
           "--allow-net",
           "--allow-env",
-          `--allow-read=${["src", "gen", "node_modules", "dist/ui"].map((dir) => join(ROOT, dir)).join(",")},${
-            database.dataDir
-          }`,
+          `--allow-read=${["src", "gen", "node_modules", "dist/ui", "package.json"]
+            .map((path) => join(ROOT, path))
+            .join(",")},${database.dataDir}`,
           `--allow-write=${database.dataDir}`,
         ]);
         expect(argv.at(-1)).toBe(join(ROOT, "src/main/node.ts"));

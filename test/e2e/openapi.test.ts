@@ -326,6 +326,18 @@ const SCENARIOS: Scenario[] = [
       body: () => ({ contentType: "text/plain", body: "hello" }),
       status: 415,
     },
+    // A probe of the fixture's agent (issue 44): whatever it finds, the answer is the version with its liveness.
+    { name: "probes", method: "POST", path: `${base}/{id}/probe`, status: 200 },
+    { name: "probes a version named by no id", method: "POST", path: `${base}/not-an-id/probe`, status: 400 },
+    { name: "probes without a token", method: "POST", path: `${base}/{id}/probe`, caller: "none", status: 401 },
+    {
+      name: "probes without a security domain",
+      method: "POST",
+      path: `${base}/{id}/probe`,
+      caller: "no-domains",
+      status: 403,
+    },
+    { name: "probes an unknown id", method: "POST", path: `${base}/${UNKNOWN_ID}/probe`, status: 404 },
     {
       name: "sets a status",
       method: "PATCH",

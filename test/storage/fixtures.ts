@@ -134,6 +134,7 @@ export function withWriteHook(
     search: (tenant, query) => repository.search(tenant, query),
     getTenant: (tenant) => repository.getTenant(tenant),
     changeLog: () => repository.changeLog(),
+    probeSchedule: () => repository.probeSchedule(),
     createTenant: (name, sequencePrefix) => repository.createTenant(name, sequencePrefix),
     listTenants: () => repository.listTenants(),
     tenantAdmin: () => repository.tenantAdmin(),

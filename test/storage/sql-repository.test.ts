@@ -73,6 +73,7 @@ forEachDatabase((db) => {
         "0018-create-provider-keys",
         "0019-create-provider-key-sets",
         "0020-create-tenant-settings",
+        "0021-add-definition-liveness",
       ]);
     } finally {
       await again.close();

@@ -1,6 +1,13 @@
 import { create, fromBinary, fromJson, toBinary, toJson, toJsonString } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
-import { AgentDefinitionSchema, RegistryMetaSchema } from "../../gen/asor/v1/agent_definition_pb.js";
+import {
+  AgentDefinitionSchema,
+  CardDrift,
+  LivenessSchema,
+  LivenessState,
+  ProbeFailure,
+  RegistryMetaSchema,
+} from "../../gen/asor/v1/agent_definition_pb.js";
 import { ListAgentDefinitionsResponseSchema } from "../../gen/asor/v1/agent_definition_service_pb.js";
 import type { StoredDefinition } from "../../src/domain/records.js";
 import { encodeDefinition } from "../../src/storage/rows.js";
@@ -13,6 +20,33 @@ import {
   pageJson,
   storedDefinitionBinary,
 } from "../../src/surfaces/encoding/definition-meta.js";
+
+/** A probed version's `meta.liveness`, as the prober stores it (protobuf-es's JSON). */
+const PROBED = toJsonString(
+  LivenessSchema,
+  create(LivenessSchema, {
+    state: LivenessState.UP,
+    checkedAt: "2026-12-07T23:00:00.000Z",
+    latencyMs: 12,
+    httpStatus: 200,
+    drift: CardDrift.BREAKING,
+    driftPaths: Array.from({ length: 9 }, (_, i) => ({ path: `skills[id=skill-${i}]`, kind: CardDrift.BREAKING })),
+    previousState: LivenessState.NOT_PROBED,
+  }),
+);
+const PROBED_DOWN = toJsonString(
+  LivenessSchema,
+  create(LivenessSchema, {
+    state: LivenessState.DOWN,
+    checkedAt: "2026-12-07T23:05:00.000Z",
+    latencyMs: 5000,
+    failure: ProbeFailure.TIMEOUT,
+    consecutiveFailures: 2,
+    previousState: LivenessState.UP,
+    previousDrift: CardDrift.NONE,
+    drift: CardDrift.NONE,
+  }),
+);
 
 function stored(overrides: Partial<StoredDefinition> = {}): StoredDefinition {
   const definition = create(AgentDefinitionSchema, {
@@ -48,7 +82,12 @@ function stored(overrides: Partial<StoredDefinition> = {}): StoredDefinition {
 
 describe("meta in answers", () => {
   it("writes the JSON protobuf-es writes for the same meta", () => {
-    for (const s of [stored(), stored({ statusMessage: null, latest: true, status: "ACTIVE" })]) {
+    for (const s of [
+      stored(),
+      stored({ statusMessage: null, latest: true, status: "ACTIVE" }),
+      stored({ liveness: PROBED }),
+      stored({ liveness: PROBED_DOWN }),
+    ]) {
       expect(metaJson(s)).toBe(toJsonString(RegistryMetaSchema, metaMessage(s)));
     }
   });
@@ -71,6 +110,9 @@ describe("meta in answers", () => {
         createdAt: new Date(Date.UTC(10000, 0, 1)),
         statusChangedAt: new Date(Date.UTC(-1, 5, 30, 1, 2, 3, 4)),
       }),
+      // A probed version's liveness (issue 44), its drift paths past 127 bytes.
+      stored({ liveness: PROBED }),
+      stored({ liveness: PROBED_DOWN }),
     ];
     for (const s of variants) {
       expect(metaBinary(s)).toEqual(toBinary(RegistryMetaSchema, metaMessage(s)));
@@ -96,6 +138,7 @@ describe("meta in answers", () => {
       latest: false,
       etag: `"${s.id}-3"`,
       modRevision: "1099511627781",
+      liveness: { state: "NOT_PROBED" },
     });
   });
 
@@ -114,6 +157,7 @@ describe("meta in answers", () => {
       latest: false,
       etag: `"${s.id}-3"`,
       modRevision: "1099511627781",
+      liveness: { state: "NOT_PROBED" },
     });
   });
 

@@ -26,6 +26,8 @@ describe("the REST route table", () => {
       "PUT /asor/v1/agentDefinition/{id} -> UpdateAgentDefinition",
       "PATCH /api/asor/v1/{tenant}/agentDefinition/{id}/status -> SetAgentDefinitionStatus",
       "PATCH /asor/v1/agentDefinition/{id}/status -> SetAgentDefinitionStatus",
+      "POST /api/asor/v1/{tenant}/agentDefinition/{id}/probe -> ProbeAgentDefinition",
+      "POST /asor/v1/agentDefinition/{id}/probe -> ProbeAgentDefinition",
       "GET /api/asor/v1/{tenant}/agentDefinitionEvents -> WatchAgentDefinitions",
       "GET /asor/v1/agentDefinitionEvents -> WatchAgentDefinitions",
       "POST /asor/v1/admin/tenants -> CreateTenant",
@@ -39,6 +41,9 @@ describe("the REST route table", () => {
     expect(table.filter((r) => r.verb === "POST").map((r) => r.body)).toEqual([
       "agent_card_and_tools",
       "agent_card_and_tools",
+      // A probe takes no body: an action on the version its path names (issue 44).
+      "",
+      "",
       "*",
     ]);
     expect(table.filter((r) => r.verb === "PUT" || r.verb === "PATCH").map((r) => r.body)).toEqual([

@@ -11,7 +11,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file asor/v1/agent_definition.proto.
  */
 export const file_asor_v1_agent_definition: GenFile = /*@__PURE__*/
-  fileDesc("Ch5hc29yL3YxL2FnZW50X2RlZmluaXRpb24ucHJvdG8SB2Fzb3IudjEi4wcKD0FnZW50RGVmaW5pdGlvbhIUCgJpZBgBIAEoCUIIukgFcgMY/wESGQoEbmFtZRgCIAEoCUILukgIyAEBcgMY/wESIAoLZGVzY3JpcHRpb24YAyABKAlCC7pICMgBAXIDGJBOEhsKA3VybBgEIAEoCUIOukgLyAEBcgYYgBCIAQESHAoHdmVyc2lvbhgFIAEoCUILukgIyAEBcgMYgAESKwoIcHJvdmlkZXIYBiABKAsyES5hc29yLnYxLlByb3ZpZGVyQga6SAPIAQESIwoIcGxhdGZvcm0YByABKAsyES5hc29yLnYxLlBsYXRmb3JtEisKBnNraWxscxgIIAMoCzIOLmFzb3IudjEuU2tpbGxCC7pICMgBAZIBAhBkEisKDGNhcGFiaWxpdGllcxgJIAEoCzIVLmFzb3IudjEuQ2FwYWJpbGl0aWVzEh8KCG92ZXJ2aWV3GAogASgJQgi6SAVyAxiQTkgAiAEBEiIKCGljb25fdXJsGAsgASgJQgu6SAhyBhiAEIgBAUgBiAEBEisKEWRvY3VtZW50YXRpb25fdXJsGAwgASgJQgu6SAhyBhiAEIgBAUgCiAEBEjkKEWV4dGVybmFsX2FnZW50X2lkGA0gASgJQgi6SAVyAxj/AUgDUg9leHRlcm5hbEFnZW50SUSIAQESOwoSZXh0ZXJuYWxfdGVuYW50X2lkGA4gASgJQgi6SAVyAxj/AUgEUhBleHRlcm5hbFRlbmFudElEiAEBEjgKE2RlZmF1bHRfaW5wdXRfbW9kZXMYDyADKAsyES5hc29yLnYxLk1pbWVUeXBlQgi6SAWSAQIQMhI5ChRkZWZhdWx0X291dHB1dF9tb2RlcxgQIAMoCzIRLmFzb3IudjEuTWltZVR5cGVCCLpIBZIBAhAyEjEKJHN1cHBvcnRzX2F1dGhlbnRpY2F0ZWRfZXh0ZW5kZWRfY2FyZBgRIAEoCEgFiAEBEjUKC2hvc3RfY29uZmlnGBIgAygLMhYuYXNvci52MS5Ta2lsbFJlc291cmNlQgi6SAWSAQIQZBIiCgxyZWZlcmVuY2VfaWQYEyABKAlSDHJlZmVyZW5jZV9pZBIjCgRtZXRhGBQgASgLMhUuYXNvci52MS5SZWdpc3RyeU1ldGFCCwoJX292ZXJ2aWV3QgsKCV9pY29uX3VybEIUChJfZG9jdW1lbnRhdGlvbl91cmxCFAoSX2V4dGVybmFsX2FnZW50X2lkQhUKE19leHRlcm5hbF90ZW5hbnRfaWRCJwolX3N1cHBvcnRzX2F1dGhlbnRpY2F0ZWRfZXh0ZW5kZWRfY2FyZCKCAgoMUmVnaXN0cnlNZXRhEhIKCmNyZWF0ZWRfYXQYASABKAkSEgoKdXBkYXRlZF9hdBgCIAEoCRIZChFzdGF0dXNfY2hhbmdlZF9hdBgDIAEoCRIQCghyZXZpc2lvbhgEIAEoBRIUCgxtb2RfcmV2aXNpb24YCSABKAMSKQoGc3RhdHVzGAUgASgOMhkuYXNvci52MS5EZWZpbml0aW9uU3RhdHVzEhsKDnN0YXR1c19tZXNzYWdlGAYgASgJSACIAQESEwoGbGF0ZXN0GAcgASgISAGIAQESDAoEZXRhZxgIIAEoCUIRCg9fc3RhdHVzX21lc3NhZ2VCCQoHX2xhdGVzdCJjCghQcm92aWRlchI1CgJpZBgBIAEoCUIpukgmyAEBciEY/wEyHF4oWzAtOWEtZl17MzJ9fFteXHM9XSs9XFMrKSQSEgoKZGVzY3JpcHRvchgCIAEoCRIMCgRocmVmGAMgASgJInkKCFBsYXRmb3JtEjUKAmlkGAEgASgJQim6SCbIAQFyIRj/ATIcXihbMC05YS1mXXszMn18W15ccz1dKz1cUyspJBIiCgxyZWZlcmVuY2VfaWQYAiABKAlSDHJlZmVyZW5jZV9pZBISCgpkZXNjcmlwdG9yGAMgASgJIrABCgxDYXBhYmlsaXRpZXMSHwoScHVzaF9ub3RpZmljYXRpb25zGAEgASgISACIAQESFgoJc3RyZWFtaW5nGAIgASgISAGIAQESJQoYc3RhdGVfdHJhbnNpdGlvbl9oaXN0b3J5GAMgASgISAKIAQFCFQoTX3B1c2hfbm90aWZpY2F0aW9uc0IMCgpfc3RyZWFtaW5nQhsKGV9zdGF0ZV90cmFuc2l0aW9uX2hpc3RvcnkiMAoITWltZVR5cGUSGAoEdHlwZRgBIAEoCUIKukgHyAEBcgIYUBIKCgJpZBgCIAEoCSLtAQoFU2tpbGwSFwoCaWQYASABKAlCC7pICMgBAXIDGP8BEhkKBG5hbWUYAiABKAlCC7pICMgBAXIDGP8BEiAKC2Rlc2NyaXB0aW9uGAMgASgJQgu6SAjIAQFyAxiQThIpCgR0YWdzGAQgAygLMhEuYXNvci52MS5Ta2lsbFRhZ0IIukgFkgECEDISMAoLaW5wdXRfbW9kZXMYBSADKAsyES5hc29yLnYxLk1pbWVUeXBlQgi6SAWSAQIQMhIxCgxvdXRwdXRfbW9kZXMYBiADKAsyES5hc29yLnYxLk1pbWVUeXBlQgi6SAWSAQIQMiIwCghTa2lsbFRhZxIYCgN0YWcYASABKAlCC7pICMgBAXIDGP8BEgoKAmlkGAIgASgJIqsBCg1Ta2lsbFJlc291cmNlEgoKAmlkGAEgASgJEh0KCHNraWxsX2lkGAIgASgJQgu6SAjIAQFyAxj/ARI2Cg5leGVjdXRpb25fbW9kZRgDIAEoCzIWLmFzb3IudjEuRXhlY3V0aW9uTW9kZUIGukgDyAEBEjcKDmhvc3RfcmVzb3VyY2VzGAQgAygLMhUuYXNvci52MS5Ib3N0UmVzb3VyY2VCCLpIBZIBAhBkImQKDUV4ZWN1dGlvbk1vZGUSMQoCaWQYASABKAlCJbpIIsgBAXIdUgxNb2RlPUFtYmllbnRSDU1vZGU9RGVsZWdhdGUSEgoKZGVzY3JpcHRvchgCIAEoCRIMCgRocmVmGAMgASgJItMBCgxIb3N0UmVzb3VyY2USCgoCaWQYASABKAkSKQoJdG9vbF9uYW1lGAIgASgJQgu6SAjIAQFyAxjoB1IJdG9vbF9uYW1lEiAKC2Rlc2NyaXB0aW9uGAMgASgJQgu6SAjIAQFyAxiQThI+Cg5hZ2VudF9yZXNvdXJjZRgEIAEoCzIWLmFzb3IudjEuQWdlbnRSZXNvdXJjZVIOYWdlbnRfcmVzb3VyY2USKgoFdG9vbHMYBSADKAsyES5hc29yLnYxLlRvb2xJdGVtQgi6SAWSAQIQZCKLAQoNQWdlbnRSZXNvdXJjZRIXCgJpZBgBIAEoCUILukgIyAEBcgMY/wESIQoKZGVzY3JpcHRvchgCIAEoCUIIukgFcgMY6AdIAIgBARImCgR0eXBlGAMgASgJQhO6SBByDgoMQUdFTlRfQUNUSU9OSAGIAQFCDQoLX2Rlc2NyaXB0b3JCBwoFX3R5cGUiNwoIVG9vbEl0ZW0SFwoCaWQYASABKAlCC7pICMgBAXIDGP8BEhIKCmRlc2NyaXB0b3IYAiABKAkqYgoQRGVmaW5pdGlvblN0YXR1cxIhCh1ERUZJTklUSU9OX1NUQVRVU19VTlNQRUNJRklFRBAAEgoKBkFDVElWRRABEg4KCkRFUFJFQ0FURUQQAhIPCgtERUFDVElWQVRFRBADYgZwcm90bzM", [file_buf_validate_validate]);
+  fileDesc("Ch5hc29yL3YxL2FnZW50X2RlZmluaXRpb24ucHJvdG8SB2Fzb3IudjEi4wcKD0FnZW50RGVmaW5pdGlvbhIUCgJpZBgBIAEoCUIIukgFcgMY/wESGQoEbmFtZRgCIAEoCUILukgIyAEBcgMY/wESIAoLZGVzY3JpcHRpb24YAyABKAlCC7pICMgBAXIDGJBOEhsKA3VybBgEIAEoCUIOukgLyAEBcgYYgBCIAQESHAoHdmVyc2lvbhgFIAEoCUILukgIyAEBcgMYgAESKwoIcHJvdmlkZXIYBiABKAsyES5hc29yLnYxLlByb3ZpZGVyQga6SAPIAQESIwoIcGxhdGZvcm0YByABKAsyES5hc29yLnYxLlBsYXRmb3JtEisKBnNraWxscxgIIAMoCzIOLmFzb3IudjEuU2tpbGxCC7pICMgBAZIBAhBkEisKDGNhcGFiaWxpdGllcxgJIAEoCzIVLmFzb3IudjEuQ2FwYWJpbGl0aWVzEh8KCG92ZXJ2aWV3GAogASgJQgi6SAVyAxiQTkgAiAEBEiIKCGljb25fdXJsGAsgASgJQgu6SAhyBhiAEIgBAUgBiAEBEisKEWRvY3VtZW50YXRpb25fdXJsGAwgASgJQgu6SAhyBhiAEIgBAUgCiAEBEjkKEWV4dGVybmFsX2FnZW50X2lkGA0gASgJQgi6SAVyAxj/AUgDUg9leHRlcm5hbEFnZW50SUSIAQESOwoSZXh0ZXJuYWxfdGVuYW50X2lkGA4gASgJQgi6SAVyAxj/AUgEUhBleHRlcm5hbFRlbmFudElEiAEBEjgKE2RlZmF1bHRfaW5wdXRfbW9kZXMYDyADKAsyES5hc29yLnYxLk1pbWVUeXBlQgi6SAWSAQIQMhI5ChRkZWZhdWx0X291dHB1dF9tb2RlcxgQIAMoCzIRLmFzb3IudjEuTWltZVR5cGVCCLpIBZIBAhAyEjEKJHN1cHBvcnRzX2F1dGhlbnRpY2F0ZWRfZXh0ZW5kZWRfY2FyZBgRIAEoCEgFiAEBEjUKC2hvc3RfY29uZmlnGBIgAygLMhYuYXNvci52MS5Ta2lsbFJlc291cmNlQgi6SAWSAQIQZBIiCgxyZWZlcmVuY2VfaWQYEyABKAlSDHJlZmVyZW5jZV9pZBIjCgRtZXRhGBQgASgLMhUuYXNvci52MS5SZWdpc3RyeU1ldGFCCwoJX292ZXJ2aWV3QgsKCV9pY29uX3VybEIUChJfZG9jdW1lbnRhdGlvbl91cmxCFAoSX2V4dGVybmFsX2FnZW50X2lkQhUKE19leHRlcm5hbF90ZW5hbnRfaWRCJwolX3N1cHBvcnRzX2F1dGhlbnRpY2F0ZWRfZXh0ZW5kZWRfY2FyZCKnAgoMUmVnaXN0cnlNZXRhEhIKCmNyZWF0ZWRfYXQYASABKAkSEgoKdXBkYXRlZF9hdBgCIAEoCRIZChFzdGF0dXNfY2hhbmdlZF9hdBgDIAEoCRIQCghyZXZpc2lvbhgEIAEoBRIUCgxtb2RfcmV2aXNpb24YCSABKAMSKQoGc3RhdHVzGAUgASgOMhkuYXNvci52MS5EZWZpbml0aW9uU3RhdHVzEhsKDnN0YXR1c19tZXNzYWdlGAYgASgJSACIAQESEwoGbGF0ZXN0GAcgASgISAGIAQESDAoEZXRhZxgIIAEoCRIjCghsaXZlbmVzcxgKIAEoCzIRLmFzb3IudjEuTGl2ZW5lc3NCEQoPX3N0YXR1c19tZXNzYWdlQgkKB19sYXRlc3Qi6QMKCExpdmVuZXNzEiUKBXN0YXRlGAEgASgOMhYuYXNvci52MS5MaXZlbmVzc1N0YXRlEhcKCmNoZWNrZWRfYXQYAiABKAlIAIgBARIXCgpsYXRlbmN5X21zGAMgASgFSAGIAQESGAoLaHR0cF9zdGF0dXMYBCABKAVIAogBARIrCgdmYWlsdXJlGAUgASgOMhUuYXNvci52MS5Qcm9iZUZhaWx1cmVIA4gBARIcChRjb25zZWN1dGl2ZV9mYWlsdXJlcxgGIAEoBRImCgVkcmlmdBgHIAEoDjISLmFzb3IudjEuQ2FyZERyaWZ0SASIAQESJwoLZHJpZnRfcGF0aHMYCCADKAsyEi5hc29yLnYxLkRyaWZ0UGF0aBIzCg5wcmV2aW91c19zdGF0ZRgJIAEoDjIWLmFzb3IudjEuTGl2ZW5lc3NTdGF0ZUgFiAEBEi8KDnByZXZpb3VzX2RyaWZ0GAogASgOMhIuYXNvci52MS5DYXJkRHJpZnRIBogBAUINCgtfY2hlY2tlZF9hdEINCgtfbGF0ZW5jeV9tc0IOCgxfaHR0cF9zdGF0dXNCCgoIX2ZhaWx1cmVCCAoGX2RyaWZ0QhEKD19wcmV2aW91c19zdGF0ZUIRCg9fcHJldmlvdXNfZHJpZnQiOwoJRHJpZnRQYXRoEgwKBHBhdGgYASABKAkSIAoEa2luZBgCIAEoDjISLmFzb3IudjEuQ2FyZERyaWZ0ImMKCFByb3ZpZGVyEjUKAmlkGAEgASgJQim6SCbIAQFyIRj/ATIcXihbMC05YS1mXXszMn18W15ccz1dKz1cUyspJBISCgpkZXNjcmlwdG9yGAIgASgJEgwKBGhyZWYYAyABKAkieQoIUGxhdGZvcm0SNQoCaWQYASABKAlCKbpIJsgBAXIhGP8BMhxeKFswLTlhLWZdezMyfXxbXlxzPV0rPVxTKykkEiIKDHJlZmVyZW5jZV9pZBgCIAEoCVIMcmVmZXJlbmNlX2lkEhIKCmRlc2NyaXB0b3IYAyABKAkisAEKDENhcGFiaWxpdGllcxIfChJwdXNoX25vdGlmaWNhdGlvbnMYASABKAhIAIgBARIWCglzdHJlYW1pbmcYAiABKAhIAYgBARIlChhzdGF0ZV90cmFuc2l0aW9uX2hpc3RvcnkYAyABKAhIAogBAUIVChNfcHVzaF9ub3RpZmljYXRpb25zQgwKCl9zdHJlYW1pbmdCGwoZX3N0YXRlX3RyYW5zaXRpb25faGlzdG9yeSIwCghNaW1lVHlwZRIYCgR0eXBlGAEgASgJQgq6SAfIAQFyAhhQEgoKAmlkGAIgASgJIu0BCgVTa2lsbBIXCgJpZBgBIAEoCUILukgIyAEBcgMY/wESGQoEbmFtZRgCIAEoCUILukgIyAEBcgMY/wESIAoLZGVzY3JpcHRpb24YAyABKAlCC7pICMgBAXIDGJBOEikKBHRhZ3MYBCADKAsyES5hc29yLnYxLlNraWxsVGFnQgi6SAWSAQIQMhIwCgtpbnB1dF9tb2RlcxgFIAMoCzIRLmFzb3IudjEuTWltZVR5cGVCCLpIBZIBAhAyEjEKDG91dHB1dF9tb2RlcxgGIAMoCzIRLmFzb3IudjEuTWltZVR5cGVCCLpIBZIBAhAyIjAKCFNraWxsVGFnEhgKA3RhZxgBIAEoCUILukgIyAEBcgMY/wESCgoCaWQYAiABKAkiqwEKDVNraWxsUmVzb3VyY2USCgoCaWQYASABKAkSHQoIc2tpbGxfaWQYAiABKAlCC7pICMgBAXIDGP8BEjYKDmV4ZWN1dGlvbl9tb2RlGAMgASgLMhYuYXNvci52MS5FeGVjdXRpb25Nb2RlQga6SAPIAQESNwoOaG9zdF9yZXNvdXJjZXMYBCADKAsyFS5hc29yLnYxLkhvc3RSZXNvdXJjZUIIukgFkgECEGQiZAoNRXhlY3V0aW9uTW9kZRIxCgJpZBgBIAEoCUIlukgiyAEBch1SDE1vZGU9QW1iaWVudFINTW9kZT1EZWxlZ2F0ZRISCgpkZXNjcmlwdG9yGAIgASgJEgwKBGhyZWYYAyABKAki0wEKDEhvc3RSZXNvdXJjZRIKCgJpZBgBIAEoCRIpCgl0b29sX25hbWUYAiABKAlCC7pICMgBAXIDGOgHUgl0b29sX25hbWUSIAoLZGVzY3JpcHRpb24YAyABKAlCC7pICMgBAXIDGJBOEj4KDmFnZW50X3Jlc291cmNlGAQgASgLMhYuYXNvci52MS5BZ2VudFJlc291cmNlUg5hZ2VudF9yZXNvdXJjZRIqCgV0b29scxgFIAMoCzIRLmFzb3IudjEuVG9vbEl0ZW1CCLpIBZIBAhBkIosBCg1BZ2VudFJlc291cmNlEhcKAmlkGAEgASgJQgu6SAjIAQFyAxj/ARIhCgpkZXNjcmlwdG9yGAIgASgJQgi6SAVyAxjoB0gAiAEBEiYKBHR5cGUYAyABKAlCE7pIEHIOCgxBR0VOVF9BQ1RJT05IAYgBAUINCgtfZGVzY3JpcHRvckIHCgVfdHlwZSI3CghUb29sSXRlbRIXCgJpZBgBIAEoCUILukgIyAEBcgMY/wESEgoKZGVzY3JpcHRvchgCIAEoCSpiChBEZWZpbml0aW9uU3RhdHVzEiEKHURFRklOSVRJT05fU1RBVFVTX1VOU1BFQ0lGSUVEEAASCgoGQUNUSVZFEAESDgoKREVQUkVDQVRFRBACEg8KC0RFQUNUSVZBVEVEEAMqUQoNTGl2ZW5lc3NTdGF0ZRIeChpMSVZFTkVTU19TVEFURV9VTlNQRUNJRklFRBAAEgYKAlVQEAESCAoERE9XThACEg4KCk5PVF9QUk9CRUQQAypPCglDYXJkRHJpZnQSGgoWQ0FSRF9EUklGVF9VTlNQRUNJRklFRBAAEggKBE5PTkUQARIOCgpDT01QQVRJQkxFEAISDAoIQlJFQUtJTkcQAyq6AQoMUHJvYmVGYWlsdXJlEh0KGVBST0JFX0ZBSUxVUkVfVU5TUEVDSUZJRUQQABILCgdUSU1FT1VUEAESCwoHUkVGVVNFRBACEgcKA0ROUxADEgcKA1RMUxAEEgsKB05FVFdPUksQBRITCg9CTE9DS0VEX0FERFJFU1MQBhINCglSRURJUkVDVFMQBxIPCgtIVFRQX1NUQVRVUxAIEg0KCVRPT19MQVJHRRAJEg4KCk5PVF9BX0NBUkQQCmIGcHJvdG8z", [file_buf_validate_validate]);
 
 /**
  * An Agent Definition (`agentCardAndTools`): an agent, its skills, and the
@@ -248,6 +248,15 @@ export type RegistryMeta = Message<"asor.v1.RegistryMeta"> & {
    * @generated from field: string etag = 8;
    */
   etag: string;
+
+  /**
+   * Whether the agent answers at its `url` and whether its live A2A card
+   * still matches the card the registry renders for this version (issue 44;
+   * docs/liveness.md). `state` NOT_PROBED until a probe has decided it.
+   *
+   * @generated from field: asor.v1.Liveness liveness = 10;
+   */
+  liveness?: Liveness | undefined;
 };
 
 /**
@@ -256,6 +265,123 @@ export type RegistryMeta = Message<"asor.v1.RegistryMeta"> & {
  */
 export const RegistryMetaSchema: GenMessage<RegistryMeta> = /*@__PURE__*/
   messageDesc(file_asor_v1_agent_definition, 1);
+
+/**
+ * What the registry's prober last found at an agent (docs/liveness.md). It
+ * changes, with a LIVENESS_CHANGED event, only when `state` or `drift`
+ * changes: the other members are those of the probe that changed them.
+ *
+ * @generated from message asor.v1.Liveness
+ */
+export type Liveness = Message<"asor.v1.Liveness"> & {
+  /**
+   * UP, DOWN, or NOT_PROBED (never probed, or not yet decided).
+   *
+   * @generated from field: asor.v1.LivenessState state = 1;
+   */
+  state: LivenessState;
+
+  /**
+   * When the probe that set this ran (RFC 3339, UTC, milliseconds).
+   *
+   * @generated from field: optional string checked_at = 2;
+   */
+  checkedAt?: string | undefined;
+
+  /**
+   * How long that probe took, redirects and body included.
+   *
+   * @generated from field: optional int32 latency_ms = 3;
+   */
+  latencyMs?: number | undefined;
+
+  /**
+   * The HTTP status of the card's URL's last answer, when there was one.
+   *
+   * @generated from field: optional int32 http_status = 4;
+   */
+  httpStatus?: number | undefined;
+
+  /**
+   * Why that probe found no card; absent when it found one.
+   *
+   * @generated from field: optional asor.v1.ProbeFailure failure = 5;
+   */
+  failure?: ProbeFailure | undefined;
+
+  /**
+   * Failed probes in a row when it was set: DOWN from PROBE_DOWN_AFTER
+   * (default 2), 0 when UP.
+   *
+   * @generated from field: int32 consecutive_failures = 6;
+   */
+  consecutiveFailures: number;
+
+  /**
+   * How the live card differs from the registered one, from the last probe
+   * that found a card; absent until one did.
+   *
+   * @generated from field: optional asor.v1.CardDrift drift = 7;
+   */
+  drift?: CardDrift | undefined;
+
+  /**
+   * Each difference, sorted by path (the registered card's terms:
+   * `version`, `skills[id=find]`, `supportedInterfaces[url=...].protocolBinding`).
+   *
+   * @generated from field: repeated asor.v1.DriftPath drift_paths = 8;
+   */
+  driftPaths: DriftPath[];
+
+  /**
+   * The state before the last change (the LIVENESS_CHANGED event's old value).
+   *
+   * @generated from field: optional asor.v1.LivenessState previous_state = 9;
+   */
+  previousState?: LivenessState | undefined;
+
+  /**
+   * The drift before the last change, when there was one.
+   *
+   * @generated from field: optional asor.v1.CardDrift previous_drift = 10;
+   */
+  previousDrift?: CardDrift | undefined;
+};
+
+/**
+ * Describes the message asor.v1.Liveness.
+ * Use `create(LivenessSchema)` to create a new message.
+ */
+export const LivenessSchema: GenMessage<Liveness> = /*@__PURE__*/
+  messageDesc(file_asor_v1_agent_definition, 2);
+
+/**
+ * One difference between the live card and the registered one.
+ *
+ * @generated from message asor.v1.DriftPath
+ */
+export type DriftPath = Message<"asor.v1.DriftPath"> & {
+  /**
+   * Where, in the registered card's terms.
+   *
+   * @generated from field: string path = 1;
+   */
+  path: string;
+
+  /**
+   * COMPATIBLE or BREAKING.
+   *
+   * @generated from field: asor.v1.CardDrift kind = 2;
+   */
+  kind: CardDrift;
+};
+
+/**
+ * Describes the message asor.v1.DriftPath.
+ * Use `create(DriftPathSchema)` to create a new message.
+ */
+export const DriftPathSchema: GenMessage<DriftPath> = /*@__PURE__*/
+  messageDesc(file_asor_v1_agent_definition, 3);
 
 /**
  * The provider of an agent. In responses, an instance reference.
@@ -290,7 +416,7 @@ export type Provider = Message<"asor.v1.Provider"> & {
  * Use `create(ProviderSchema)` to create a new message.
  */
 export const ProviderSchema: GenMessage<Provider> = /*@__PURE__*/
-  messageDesc(file_asor_v1_agent_definition, 2);
+  messageDesc(file_asor_v1_agent_definition, 4);
 
 /**
  * The platform an agent runs on.
@@ -325,7 +451,7 @@ export type Platform = Message<"asor.v1.Platform"> & {
  * Use `create(PlatformSchema)` to create a new message.
  */
 export const PlatformSchema: GenMessage<Platform> = /*@__PURE__*/
-  messageDesc(file_asor_v1_agent_definition, 3);
+  messageDesc(file_asor_v1_agent_definition, 5);
 
 /**
  * Optional capabilities of the agent.
@@ -360,7 +486,7 @@ export type Capabilities = Message<"asor.v1.Capabilities"> & {
  * Use `create(CapabilitiesSchema)` to create a new message.
  */
 export const CapabilitiesSchema: GenMessage<Capabilities> = /*@__PURE__*/
-  messageDesc(file_asor_v1_agent_definition, 4);
+  messageDesc(file_asor_v1_agent_definition, 6);
 
 /**
  * A supported media type.
@@ -388,7 +514,7 @@ export type MimeType = Message<"asor.v1.MimeType"> & {
  * Use `create(MimeTypeSchema)` to create a new message.
  */
 export const MimeTypeSchema: GenMessage<MimeType> = /*@__PURE__*/
-  messageDesc(file_asor_v1_agent_definition, 5);
+  messageDesc(file_asor_v1_agent_definition, 7);
 
 /**
  * A skill (`agentSkill`).
@@ -444,7 +570,7 @@ export type Skill = Message<"asor.v1.Skill"> & {
  * Use `create(SkillSchema)` to create a new message.
  */
 export const SkillSchema: GenMessage<Skill> = /*@__PURE__*/
-  messageDesc(file_asor_v1_agent_definition, 6);
+  messageDesc(file_asor_v1_agent_definition, 8);
 
 /**
  * A tag word of a skill (`agentSkillTag`).
@@ -472,7 +598,7 @@ export type SkillTag = Message<"asor.v1.SkillTag"> & {
  * Use `create(SkillTagSchema)` to create a new message.
  */
 export const SkillTagSchema: GenMessage<SkillTag> = /*@__PURE__*/
-  messageDesc(file_asor_v1_agent_definition, 7);
+  messageDesc(file_asor_v1_agent_definition, 9);
 
 /**
  * The host-system resources of one skill (`agentSkillResource`, the items of
@@ -515,7 +641,7 @@ export type SkillResource = Message<"asor.v1.SkillResource"> & {
  * Use `create(SkillResourceSchema)` to create a new message.
  */
 export const SkillResourceSchema: GenMessage<SkillResource> = /*@__PURE__*/
-  messageDesc(file_asor_v1_agent_definition, 8);
+  messageDesc(file_asor_v1_agent_definition, 10);
 
 /**
  * The execution mode of a skill.
@@ -550,7 +676,7 @@ export type ExecutionMode = Message<"asor.v1.ExecutionMode"> & {
  * Use `create(ExecutionModeSchema)` to create a new message.
  */
 export const ExecutionModeSchema: GenMessage<ExecutionMode> = /*@__PURE__*/
-  messageDesc(file_asor_v1_agent_definition, 9);
+  messageDesc(file_asor_v1_agent_definition, 11);
 
 /**
  * A tool entry (items of `hostResources`).
@@ -599,7 +725,7 @@ export type HostResource = Message<"asor.v1.HostResource"> & {
  * Use `create(HostResourceSchema)` to create a new message.
  */
 export const HostResourceSchema: GenMessage<HostResource> = /*@__PURE__*/
-  messageDesc(file_asor_v1_agent_definition, 10);
+  messageDesc(file_asor_v1_agent_definition, 12);
 
 /**
  * The host-system resource of a tool.
@@ -634,7 +760,7 @@ export type AgentResource = Message<"asor.v1.AgentResource"> & {
  * Use `create(AgentResourceSchema)` to create a new message.
  */
 export const AgentResourceSchema: GenMessage<AgentResource> = /*@__PURE__*/
-  messageDesc(file_asor_v1_agent_definition, 11);
+  messageDesc(file_asor_v1_agent_definition, 13);
 
 /**
  * A related securable item (items of `tools`).
@@ -662,7 +788,7 @@ export type ToolItem = Message<"asor.v1.ToolItem"> & {
  * Use `create(ToolItemSchema)` to create a new message.
  */
 export const ToolItemSchema: GenMessage<ToolItem> = /*@__PURE__*/
-  messageDesc(file_asor_v1_agent_definition, 12);
+  messageDesc(file_asor_v1_agent_definition, 14);
 
 /**
  * The lifecycle status of one version of an agent. Any status may follow any
@@ -706,4 +832,177 @@ export enum DefinitionStatus {
  */
 export const DefinitionStatusSchema: GenEnum<DefinitionStatus> = /*@__PURE__*/
   enumDesc(file_asor_v1_agent_definition, 0);
+
+/**
+ * Whether an agent answers. JSON names are the bare words.
+ *
+ * @generated from enum asor.v1.LivenessState
+ */
+export enum LivenessState {
+  /**
+   * Not a state: not sent.
+   *
+   * @generated from enum value: LIVENESS_STATE_UNSPECIFIED = 0;
+   */
+  LIVENESS_STATE_UNSPECIFIED = 0,
+
+  /**
+   * The last probe found a card.
+   *
+   * @generated from enum value: UP = 1;
+   */
+  UP = 1,
+
+  /**
+   * PROBE_DOWN_AFTER probes in a row found none.
+   *
+   * @generated from enum value: DOWN = 2;
+   */
+  DOWN = 2,
+
+  /**
+   * Never probed, or no state decided yet.
+   *
+   * @generated from enum value: NOT_PROBED = 3;
+   */
+  NOT_PROBED = 3,
+}
+
+/**
+ * Describes the enum asor.v1.LivenessState.
+ */
+export const LivenessStateSchema: GenEnum<LivenessState> = /*@__PURE__*/
+  enumDesc(file_asor_v1_agent_definition, 1);
+
+/**
+ * How far an agent's live card has moved from the registered one. JSON names
+ * are the bare words.
+ *
+ * @generated from enum asor.v1.CardDrift
+ */
+export enum CardDrift {
+  /**
+   * Not a drift: not sent.
+   *
+   * @generated from enum value: CARD_DRIFT_UNSPECIFIED = 0;
+   */
+  CARD_DRIFT_UNSPECIFIED = 0,
+
+  /**
+   * The same card.
+   *
+   * @generated from enum value: NONE = 1;
+   */
+  NONE = 1,
+
+  /**
+   * Differences a client of the registered card does not rely on.
+   *
+   * @generated from enum value: COMPATIBLE = 2;
+   */
+  COMPATIBLE = 2,
+
+  /**
+   * A difference that can break a client of the registered card.
+   *
+   * @generated from enum value: BREAKING = 3;
+   */
+  BREAKING = 3,
+}
+
+/**
+ * Describes the enum asor.v1.CardDrift.
+ */
+export const CardDriftSchema: GenEnum<CardDrift> = /*@__PURE__*/
+  enumDesc(file_asor_v1_agent_definition, 2);
+
+/**
+ * Why a probe found no card. JSON names are the bare words.
+ *
+ * @generated from enum asor.v1.ProbeFailure
+ */
+export enum ProbeFailure {
+  /**
+   * Not a failure: not sent.
+   *
+   * @generated from enum value: PROBE_FAILURE_UNSPECIFIED = 0;
+   */
+  PROBE_FAILURE_UNSPECIFIED = 0,
+
+  /**
+   * The probe's deadline (PROBE_TIMEOUT_MS) passed.
+   *
+   * @generated from enum value: TIMEOUT = 1;
+   */
+  TIMEOUT = 1,
+
+  /**
+   * The connection was refused.
+   *
+   * @generated from enum value: REFUSED = 2;
+   */
+  REFUSED = 2,
+
+  /**
+   * The host name did not resolve.
+   *
+   * @generated from enum value: DNS = 3;
+   */
+  DNS = 3,
+
+  /**
+   * The TLS handshake failed.
+   *
+   * @generated from enum value: TLS = 4;
+   */
+  TLS = 4,
+
+  /**
+   * The connection failed otherwise.
+   *
+   * @generated from enum value: NETWORK = 5;
+   */
+  NETWORK = 5,
+
+  /**
+   * The address is one the prober refuses (PROBE_ALLOW opens it).
+   *
+   * @generated from enum value: BLOCKED_ADDRESS = 6;
+   */
+  BLOCKED_ADDRESS = 6,
+
+  /**
+   * More than PROBE_MAX_REDIRECTS redirects.
+   *
+   * @generated from enum value: REDIRECTS = 7;
+   */
+  REDIRECTS = 7,
+
+  /**
+   * The card's URL answered a status other than 2xx.
+   *
+   * @generated from enum value: HTTP_STATUS = 8;
+   */
+  HTTP_STATUS = 8,
+
+  /**
+   * The body was larger than PROBE_MAX_BODY_BYTES.
+   *
+   * @generated from enum value: TOO_LARGE = 9;
+   */
+  TOO_LARGE = 9,
+
+  /**
+   * The body was not a JSON object.
+   *
+   * @generated from enum value: NOT_A_CARD = 10;
+   */
+  NOT_A_CARD = 10,
+}
+
+/**
+ * Describes the enum asor.v1.ProbeFailure.
+ */
+export const ProbeFailureSchema: GenEnum<ProbeFailure> = /*@__PURE__*/
+  enumDesc(file_asor_v1_agent_definition, 3);
 

@@ -28,6 +28,7 @@ import { addTermVersions } from "./0017-add-term-versions.js";
 import { createProviderKeys } from "./0018-create-provider-keys.js";
 import { createProviderKeySets } from "./0019-create-provider-key-sets.js";
 import { createTenantSettings } from "./0020-create-tenant-settings.js";
+import { addDefinitionLiveness } from "./0021-add-definition-liveness.js";
 import { dialectOf } from "./dialect.js";
 import { type LeaseTimes, withMigrationLease, withNamedLock } from "./migration-lock.js";
 import { checkDurability, checkServerSettings } from "./server-settings.js";
@@ -62,6 +63,7 @@ export const migrations: readonly Migration[] = [
   createProviderKeys,
   createProviderKeySets,
   createTenantSettings,
+  addDefinitionLiveness,
 ];
 
 /** Serves `migrations` to knex's migrator. */

@@ -64,9 +64,18 @@ export function readColumns(dialect: Dialect): string {
   const json = dialect === "mysql" ? "d.document" : "CAST(d.document AS BLOB)";
   return (
     `d.id, d.agent_number, a.reference_id, ${json} AS document_json, d.document_binary, d.created_at, ` +
-    `d.updated_at, d.revision, d.mod_revision, d.status, d.status_message, d.status_changed_at, d.is_latest`
+    `d.updated_at, d.revision, d.mod_revision, d.status, d.status_message, d.status_changed_at, d.is_latest, ` +
+    livenessColumn
   );
 }
+
+/**
+ * A version's `meta.liveness` (migration 0021) as the reads answer it: a primary-key lookup of its own row, by a
+ * subquery, so every statement that reads a definition reads it without a join of its own (and a locking read
+ * locks the definition's row only, as with its agent's reference id).
+ */
+export const livenessColumn =
+  "(SELECT l.liveness FROM definition_liveness l WHERE l.tenant = d.tenant AND l.definition_id = d.id) AS liveness";
 
 /**
  * The tenant's revision as the statement's snapshot holds it (migration 0015), from the tenant's row `t` the

@@ -9,7 +9,7 @@ import type { BoundStatement, CommitWith } from "../run/writes.js";
 import type { WriteStatements } from "./write-statements.js";
 
 /** What a change record says a write did to a version (migration 0015's definition_changes.kind). */
-export type ChangeKind = "ADDED" | "MODIFIED" | "STATUS_CHANGED";
+export type ChangeKind = "ADDED" | "MODIFIED" | "STATUS_CHANGED" | "LIVENESS_CHANGED";
 
 /** One version a write changed, in the order the write changed them: it takes its revision from that order. */
 export interface RevisionChange {

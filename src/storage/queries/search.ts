@@ -1,6 +1,7 @@
 import type { ListQuery, TermFilter } from "../../domain/list-query.js";
 import { toDatabaseTimestamp } from "../rows.js";
 import type { Dialect } from "../run/connection.js";
+import { livenessMatch } from "./liveness.js";
 import { pageStatement } from "./pages.js";
 import type { ReadBinding } from "./reads.js";
 import { TERM_KINDS } from "./search-index.js";
@@ -29,6 +30,8 @@ export function isBounded(asked: ListQuery): boolean {
   // Relevance scores every match of the words before it knows the page's first row.
   if (query.order.key === "relevance") return false;
   if (query.updatedSince !== undefined || !query.statuses.includes("ACTIVE")) return false;
+  // Liveness is no term: its filters read every match's liveness row.
+  if (query.liveness !== undefined || query.drift !== undefined) return false;
   const [only, ...more] = query.terms;
   return only === undefined || (more.length === 0 && countable(only) && query.order.key === "createdAt");
 }
@@ -152,10 +155,13 @@ export function buildSearch(
     distinct: driverTerm !== undefined && !singleMatch(driverTerm) ? "DISTINCT " : "",
   };
   const { total, countKey } = totalOfMatches(shape);
-  // Whole values of term rows only: the count moves with their counter rows' versions.
+  // Whole values of term rows only: the count moves with their counter rows' versions. A liveness filter's count
+  // moves with liveness changes, which take tenant revisions.
   const termsOnly =
     driverTerm !== undefined &&
     query.updatedSince === undefined &&
+    query.liveness === undefined &&
+    query.drift === undefined &&
     query.terms.every((term) => term.range === undefined);
   const version = countKey === undefined ? undefined : countVersionOf(tenant, termsOnly ? query.terms : undefined);
   const totals = {
@@ -218,6 +224,7 @@ function matches({ dialect, tenant, query, driverTerm, otherTerms, o }: SearchSh
   // SQLite's cancellation point, once per candidate row: a search worker stops the statement there
   // (sqlite-client.ts).
   if (dialect !== "mysql") sql.add(`AND ${SEARCH_ALIVE}()`);
+  livenessMatch(sql, query, seqOf);
   otherTerms.forEach((term, i) => {
     sql.add(
       `AND EXISTS (SELECT 1 FROM definition_terms e${i} WHERE e${i}.seq = ${seqOf} AND e${i}.kind = ? AND`,
@@ -235,7 +242,9 @@ function matches({ dialect, tenant, query, driverTerm, otherTerms, o }: SearchSh
 function totalOfMatches(shape: SearchShape): { readonly total: Sql; readonly countKey?: string } {
   const { tenant, query, driverTerm, otherTerms } = shape;
   const total = new Sql();
-  if (driverTerm === undefined && query.updatedSince === undefined) {
+  // The counters count terms and statuses; liveness is counted over the matches.
+  const byLiveness = query.liveness !== undefined || query.drift !== undefined;
+  if (driverTerm === undefined && query.updatedSince === undefined && !byLiveness) {
     total
       .add("SELECT COALESCE(SUM(n), 0) FROM definition_counts WHERE tenant = ? AND status", tenant)
       .in(query.statuses);
@@ -246,6 +255,7 @@ function totalOfMatches(shape: SearchShape): { readonly total: Sql; readonly cou
     driverTerm !== undefined &&
     otherTerms.length === 0 &&
     query.updatedSince === undefined &&
+    !byLiveness &&
     countable(driverTerm)
   ) {
     total

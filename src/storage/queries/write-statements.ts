@@ -6,7 +6,7 @@
 
 import type { Dialect } from "../run/connection.js";
 import type { WriteSession } from "../run/writes.js";
-import { readColumns } from "./reads.js";
+import { livenessColumn, readColumns } from "./reads.js";
 import { agents, definitionChanges, definitions, externalIds, tenantRevisions, tenants } from "./tables.js";
 
 /** A row as a write inserts it: its integer columns as numbers, its creation time as toDatabaseTimestamp's text. */
@@ -112,7 +112,8 @@ function statementParts(dialect: Dialect) {
     : { column: "seq, ", value: `(SELECT COALESCE(MAX(seq), 0) + 1 FROM ${definitions}), ` };
   const instanceColumns =
     "d.id, d.tenant, d.agent_number, d.name, d.provider_id, d.version, d.created_at, d.updated_at, d.revision, " +
-    "d.mod_revision, d.status, d.status_message, d.status_changed_at, d.is_latest, d.document_binary";
+    "d.mod_revision, d.status, d.status_message, d.status_changed_at, d.is_latest, d.document_binary, " +
+    livenessColumn;
   const instances =
     `SELECT ${instanceColumns}, a.reference_id FROM ${definitions} d JOIN ${agents} a ON a.tenant ` +
     `= d.tenant AND a.number = d.agent_number`;

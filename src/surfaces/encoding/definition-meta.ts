@@ -6,12 +6,15 @@
  * kept encoded; the stored bytes have no `meta` (rows.ts's encodeDefinition
  * drops a sent one).
  */
-import { create } from "@bufbuild/protobuf";
+import { create, fromJsonString, toBinary } from "@bufbuild/protobuf";
 import { WireType } from "@bufbuild/protobuf/wire";
 import {
   type AgentDefinition,
   AgentDefinitionSchema,
   DefinitionStatus,
+  type Liveness,
+  LivenessSchema,
+  LivenessState,
   type RegistryMeta,
   RegistryMetaSchema,
 } from "../../../gen/asor/v1/agent_definition_pb.js";
@@ -40,7 +43,42 @@ export function metaMessage(stored: StoredDefinition): RegistryMeta {
     ...(stored.statusMessage === null ? {} : { statusMessage: stored.statusMessage }),
     latest: stored.latest,
     etag: etagOf(stored),
+    liveness: livenessMessage(stored),
   });
+}
+
+/**
+ * `meta.liveness` (issue 44): the stored JSON (written by protobuf-es when the prober set it, so the text
+ * answers carry it as it is), NOT_PROBED when there is none.
+ */
+function livenessMessage(stored: StoredDefinition): Liveness {
+  return stored.liveness == null
+    ? create(LivenessSchema, { state: LivenessState.NOT_PROBED })
+    : fromJsonString(LivenessSchema, stored.liveness);
+}
+
+/** What a version never probed answers as `meta.liveness`, in JSON and in binary. */
+const NOT_PROBED_JSON = '{"state":"NOT_PROBED"}';
+const NOT_PROBED_BINARY = toBinary(LivenessSchema, create(LivenessSchema, { state: LivenessState.NOT_PROBED }));
+
+/**
+ * The binary of the stored liveness JSONs read lately, by their text (which changes only with the version's state
+ * or drift): a version read again, as the hot ones are, does not have its liveness parsed and encoded again.
+ * Emptied when it reaches its bound.
+ */
+const livenessBinaries = new Map<string, Uint8Array>();
+const LIVENESS_BINARIES = 1_000;
+
+/** `meta.liveness` in protobuf binary. */
+function livenessBinary(stored: StoredDefinition): Uint8Array {
+  const json = stored.liveness;
+  if (json == null) return NOT_PROBED_BINARY;
+  let binary = livenessBinaries.get(json);
+  if (binary === undefined) {
+    if (livenessBinaries.size >= LIVENESS_BINARIES) livenessBinaries.clear();
+    livenessBinaries.set(json, (binary = toBinary(LivenessSchema, livenessMessage(stored))));
+  }
+  return binary;
 }
 
 /**
@@ -56,7 +94,7 @@ export function metaJson(stored: StoredDefinition): string {
     `{"createdAt":"${instant(stored.createdAt)}","updatedAt":"${instant(stored.updatedAt)}",` +
     `"statusChangedAt":"${instant(stored.statusChangedAt)}",` +
     `"revision":${stored.revision},"status":"${stored.status}"${message},"latest":${stored.latest},` +
-    `"etag":${JSON.stringify(etagOf(stored))}${modRevision}}`
+    `"etag":${JSON.stringify(etagOf(stored))}${modRevision},"liveness":${stored.liveness ?? NOT_PROBED_JSON}}`
   );
 }
 
@@ -151,9 +189,10 @@ export function metaBinary(stored: StoredDefinition): Uint8Array {
 function metaInto(stored: StoredDefinition, headroom: number, more = 0): Uint8Array {
   const message = stored.statusMessage;
   const etag = etagOf(stored);
+  const liveness = livenessBinary(stored);
   // Tags and lengths take at most 1 + 5 bytes each; the instants are 24 ASCII bytes; UTF-8 at most 3 a unit;
   // an int64 varint at most 10.
-  const most = 9 * 6 + 3 * 24 + 10 + 10 + 5 + 2 + 3 * (etag.length + (message?.length ?? 0));
+  const most = 10 * 6 + 3 * 24 + 10 + 10 + 5 + 2 + 3 * (etag.length + (message?.length ?? 0)) + liveness.length;
   const w = new MetaWriter(new Uint8Array(headroom + most + more), headroom);
   w.instant(META.createdAt.number, stored.createdAt);
   w.instant(META.updatedAt.number, stored.updatedAt);
@@ -180,6 +219,10 @@ function metaInto(stored: StoredDefinition, headroom: number, more = 0): Uint8Ar
     }
     w.out[w.at++] = rest;
   }
+  w.varint((META.liveness.number << 3) | WireType.LengthDelimited);
+  w.varint(liveness.length);
+  w.out.set(liveness, w.at);
+  w.at += liveness.length;
   return w.out.subarray(0, w.at);
 }
 

@@ -88,3 +88,11 @@ export function matchRoute(route: RestRoute, parts: readonly string[]): Map<stri
   }
   return vars;
 }
+
+/**
+ * Whether a route's calls create: a POST with a body. A POST without one is an action on what its path names (a
+ * probe, issue 44), answered 200 like a read.
+ */
+export function createsOf(route: { readonly verb: string; readonly body: string }): boolean {
+  return route.verb === "POST" && route.body !== "";
+}

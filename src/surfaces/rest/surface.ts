@@ -12,7 +12,7 @@ import { REGISTRY_SERVICES } from "../../operations/registry-operations.js";
 import { callerError } from "../pipeline/failures.js";
 import { type PipelineCall, runPipeline } from "../pipeline/pipeline.js";
 import { decodeRestRequest, mediaTypeOf, type RestRequestParts } from "./request.js";
-import { buildRouteTable, matchRoute, type RestRoute } from "./route-table.js";
+import { buildRouteTable, createsOf, matchRoute, type RestRoute } from "./route-table.js";
 import { restFailure } from "./status.js";
 import { eventStream } from "./stream.js";
 import { notModified, restAnswer } from "./unary.js";
@@ -117,7 +117,7 @@ export function createRestSurface({ operations, maxBodyBytes, logger }: RestSurf
             route.verb === "GET" && parts.ifNoneMatch !== undefined
               ? notModified(result, parts.ifNoneMatch)
               : undefined;
-          return { http: unchanged ?? restAnswer(result, route.method.output, route.verb, call.pathname) };
+          return { http: unchanged ?? restAnswer(result, route.method.output, createsOf(route), call.pathname) };
         },
         fail: (err) => restFailure(err, call, logger),
       });

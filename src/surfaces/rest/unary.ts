@@ -31,12 +31,12 @@ function definitionAnswer(
 
 /**
  * The REST answer for `result` of an RPC whose response is `output`. A write
- * (POST) answers 201, with the instance's `Location` (the path it was posted
- * to, plus its id) for a definition; reads answer 200. Every definition
+ * that creates (route-table.ts's createsOf) answers 201, with the instance's `Location` (the path it was posted
+ * to, plus its id) for a definition; the others answer 200. Every definition
  * carries its `meta`; an answer about one definition, its `ETag`.
  */
-export function restAnswer(result: Result, output: DescMessage, verb: string, pathname: string): HttpAnswer {
-  const status = verb === "POST" ? 201 : 200;
+export function restAnswer(result: Result, output: DescMessage, creates: boolean, pathname: string): HttpAnswer {
+  const status = creates ? 201 : 200;
   switch (result.kind) {
     case "definition": {
       if (status === 200)

@@ -4,7 +4,7 @@ import type { Policy } from "../../../operations/registry-operations.js";
 import { createMessageSchemas, type MessageSchemas } from "../../encoding/message-schemas.js";
 import { leadingComment } from "../../encoding/proto-comments.js";
 import { HEADER_FIELDS } from "../request.js";
-import { buildRouteTable, type RestRoute } from "../route-table.js";
+import { buildRouteTable, createsOf, type RestRoute } from "../route-table.js";
 import {
   DESCRIPTION,
   ERROR,
@@ -205,7 +205,10 @@ const READ_HEADERS: Readonly<Record<string, JsonObject>> = {
   },
 };
 
-/** The REST handler's answer to a call that worked: 200, or 201 with `Location` for a POST whose result has an id. */
+/**
+ * The REST handler's answer to a call that worked: 200, or 201 with `Location` for a POST with a body (createsOf)
+ * whose result has an id.
+ */
 function success(schemas: MessageSchemas, route: RestRoute): [string, JsonObject] {
   const output = route.method.output;
   if (route.method.methodKind === "server_streaming")
@@ -214,7 +217,7 @@ function success(schemas: MessageSchemas, route: RestRoute): [string, JsonObject
       {
         description:
           "Server-Sent Events, one per change in revision order: `id:` the revision, `event:` the type " +
-          "(`ADDED`, `MODIFIED`, `STATUS_CHANGED`, `BOOKMARK`), `data:` one line of JSON " +
+          "(`ADDED`, `MODIFIED`, `STATUS_CHANGED`, `LIVENESS_CHANGED`, `BOOKMARK`), `data:` one line of JSON " +
           '`{"type","revision","definition"}` (the definition as GET answers it; none in a BOOKMARK). A failure ' +
           "after the start is an `error` event whose data is the error body, then the end. Resume with " +
           `\`Last-Event-ID\` or \`since\` (docs/api.md, "Watch"). Over gRPC and Connect each event is ` +
@@ -251,7 +254,7 @@ function success(schemas: MessageSchemas, route: RestRoute): [string, JsonObject
       ? { "X-Registry-Revision": REVISION_HEADER }
       : {}),
   };
-  if (route.verb !== "POST")
+  if (!createsOf(route))
     return [
       "200",
       {
