@@ -22,6 +22,7 @@ import { createRegistryOperations, REGISTRY_SERVICES } from "./operations/regist
 import type { WatchLimits } from "./operations/watch-limits.js";
 import { createAppProber } from "./probe/app-prober.js";
 import type { Prober } from "./probe/prober.js";
+import { registryVersion } from "./probe/user-agent.js";
 import { type CardSigner, createCardSigner, generatedCardKeys } from "./service/card-signer.js";
 import { createProviderKeyService } from "./service/provider-key-service.js";
 import { createRegistryService } from "./service/registry-service.js";
@@ -310,7 +311,10 @@ function createAppEdge(config: Config, parts: EdgeParts): Edge {
     catalog: parts.catalog,
     cardKeys: parts.cardKeys,
     publicUrl: config.publicUrl,
-    mcp: { issuer: config.auth.issuer?.href ?? authenticator.localIssuer?.issuer ?? LOCAL_ISSUER },
+    mcp: {
+      issuer: config.auth.issuer?.href ?? authenticator.localIssuer?.issuer ?? LOCAL_ISSUER,
+      version: registryVersion(),
+    },
   });
 }
 

@@ -62,7 +62,7 @@ export interface EdgeOptions {
   /** PUBLIC_URL: the base of the absolute URLs answers hold (MCP's metadata, an AI Catalog's entries). */
   readonly publicUrl?: string | undefined;
   /** MCP at `/mcp` and its protected resource metadata, when served: the issuer of the tokens it takes. */
-  readonly mcp?: { readonly issuer: string };
+  readonly mcp?: { readonly issuer: string; readonly version: string };
   /** The card signing keys `/.well-known/jwks.json` publishes (issue 43). */
   readonly cardKeys: PublishedCardKeys;
 }
@@ -97,6 +97,7 @@ export function createDoors(options: EdgeOptions): readonly Door<unknown>[] {
             maxBodyBytes: options.maxBodyBytes,
             logger: options.logger,
             issuer: options.mcp.issuer,
+            version: options.mcp.version,
             publicUrl: options.publicUrl,
           }),
         ]),

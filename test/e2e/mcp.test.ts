@@ -7,6 +7,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { beforeAll, describe, expect, it } from "vitest";
+import packageJson from "../../package.json" with { type: "json" };
 import { minimalDefinition } from "../support/definitions.js";
 import { forEachRuntimeAndDatabase, useServerUnder } from "../support/runtimes.js";
 
@@ -63,6 +64,7 @@ forEachRuntimeAndDatabase((db, runtime) => {
   it("initializes and lists the four read-only tools, each with input and output schemas", async () => {
     const client = await mcpClient(server().baseUrl, authorization);
     expect(client.getServerVersion()?.name).toBe("agent-definition-registry");
+    expect(client.getServerVersion()?.version).toBe(packageJson.version);
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name).sort()).toEqual([
       "get_agent",

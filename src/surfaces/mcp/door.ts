@@ -25,6 +25,8 @@ export interface McpDoorOptions {
   readonly admit: Admit;
   readonly maxBodyBytes: number;
   readonly logger: Logger;
+  /** The registry's version (package.json's), MCP's `serverInfo.version`. */
+  readonly version: string;
   /** The issuer of the tokens the registry accepts: the metadata's authorization server. */
   readonly issuer: string;
   /** The registry's public origin (PUBLIC_URL), else the request's own (`http://` and its authority). */
@@ -59,8 +61,8 @@ export function mcpDoor(options: McpDoorOptions): Door<Match> {
       const body = await req.bodyBytes(options.maxBodyBytes);
       if (body === undefined)
         return { http: jsonRpcError(413, -32000, `The request is over ${options.maxBodyBytes} bytes.`) };
-      const { operations, admit, logger } = options;
-      const server = createToolServer(tools, { req, record, operations, admit, logger });
+      const { operations, admit, logger, version } = options;
+      const server = createToolServer(tools, { req, record, operations, admit, logger, version });
       const transport = new streamableHttp.WebStandardStreamableHTTPServerTransport({ enableJsonResponse: true });
       try {
         await server.connect(transport);

@@ -33,9 +33,10 @@ export interface ToolCallContext {
   readonly operations: Operations;
   readonly admit: Admit;
   readonly logger: Logger;
+  /** The registry's version, for the server's `serverInfo`. */
+  readonly version: string;
 }
 
-const SERVER_INFO = { name: "agent-definition-registry", version: "0.1.0" };
 /**
  * The JSON Schema validator every request's server shares (the SDK's, for elicitation, which these tools do not
  * use): made per server, a new Ajv with its rule set cost every request (ajv's `addRule` in the bench's profile);
@@ -46,13 +47,16 @@ const decoder = new TextDecoder();
 
 /** A server for one request: stateless, every request has its own (the SDK's stateless pattern). */
 export function createToolServer(tools: readonly McpTool[], context: ToolCallContext): Server {
-  const server = new Server(SERVER_INFO, {
-    jsonSchemaValidator: validator,
-    capabilities: { tools: {} },
-    instructions:
-      "Read-only tools of an agent definition registry: search the agents registered in your tenant, read one, " +
-      "its A2A card, and its versions.",
-  });
+  const server = new Server(
+    { name: "agent-definition-registry", version: context.version },
+    {
+      jsonSchemaValidator: validator,
+      capabilities: { tools: {} },
+      instructions:
+        "Read-only tools of an agent definition registry: search the agents registered in your tenant, read one, " +
+        "its A2A card, and its versions.",
+    },
+  );
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
     tools: tools.map(({ name, title, description, inputSchema, outputSchema }) => ({
