@@ -5,11 +5,8 @@
  * the database file and syncs it. Here the writer's connection leaves that to
  * a worker thread's connection, and the WAL stays bounded.
  */
-import { execFile } from "node:child_process";
 import { stat } from "node:fs/promises";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
+import { join } from "node:path";
 import { fromJson } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
@@ -21,11 +18,11 @@ import {
 } from "../../src/storage/run/sqlite-checkpointer.js";
 import { createSqlRepository } from "../../src/storage/sql-repository.js";
 import { testDatabases, useFreshDatabase } from "../support/databases.js";
+import { runDenoScript } from "../support/deno-script.js";
 import { distinctWordsDefinition } from "../support/distinct-words.js";
 import { save } from "./fixtures.js";
 
 const [sqlite] = testDatabases();
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 
 /** A definition of `count` distinct words (each a term row): ~2 MB of WAL per 10,000 words. */
 const wordy = (name: string, from: number, count: number) =>
@@ -117,24 +114,10 @@ describe("the SQLite WAL's checkpoints", () => {
     const target = useFreshDatabase(sqlite!);
 
     it("the thread checkpoints what the main thread's connection wrote, and close() ends it", async () => {
-      const { stdout } = await promisify(execFile)(
-        process.execPath,
-        [
-          join(ROOT, "scripts/deno.mjs"),
-          "run",
-          "--no-prompt",
-          "--no-lock",
-          "--node-modules-dir=manual",
-          "--sloppy-imports",
-          `--allow-read=${ROOT},${target().dataDir}`,
-          `--allow-write=${target().dataDir}`,
-          "--allow-env",
-          join(ROOT, "test/storage/sqlite-checkpointer.deno.ts"),
-          join(target().dataDir, sqliteFileName),
-        ],
-        { cwd: ROOT, timeout: 120_000 },
-      );
-      expect(JSON.parse(stdout.trim().split("\n").at(-1) ?? "")).toEqual({
+      const answer = await runDenoScript("test/storage/sqlite-checkpointer.deno.ts", target().dataDir, [
+        join(target().dataDir, sqliteFileName),
+      ]);
+      expect(answer).toEqual({
         deno: true,
         checkpointed: true,
         closedAtOnce: true,

@@ -10,10 +10,7 @@
  * a second or more on these machines, and finite (an answered statement runs
  * on in its worker until it ends; the pool module says why).
  */
-import { execFile } from "node:child_process";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import type { Knex } from "knex";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RegistryError } from "../../src/domain/errors.js";
@@ -30,9 +27,9 @@ import {
 } from "../../src/storage/run/sqlite-search-worker.js";
 import { createSqlRepository } from "../../src/storage/sql-repository.js";
 import { testDatabases, useFreshDatabase } from "../support/databases.js";
+import { runDenoScript } from "../support/deno-script.js";
 import { definition, save } from "./fixtures.js";
 
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const sqlite = testDatabases()[0]!;
 
 /** Counts `n` rows: about a second per 10,000,000 here, finite, and costly in the way a search is (not bounded). */
@@ -274,24 +271,10 @@ describe("SQLite searches on worker threads under Deno", () => {
 
   it("answers the main thread while a statement runs on a worker, answers at the time limit and on abort, and " +
     "serves the next", async () => {
-    const { stdout } = await promisify(execFile)(
-      process.execPath,
-      [
-        join(ROOT, "scripts/deno.mjs"),
-        "run",
-        "--no-prompt",
-        "--no-lock",
-        "--node-modules-dir=manual",
-        "--sloppy-imports",
-        `--allow-read=${ROOT},${target().dataDir}`,
-        `--allow-write=${target().dataDir}`,
-        "--allow-env",
-        join(ROOT, "test/storage/sqlite-search-worker.deno.ts"),
-        join(target().dataDir, sqliteFileName),
-      ],
-      { cwd: ROOT, timeout: 120_000 },
-    );
-    expect(JSON.parse(stdout.trim().split("\n").at(-1) ?? "")).toEqual({
+    const answer = await runDenoScript("test/storage/sqlite-search-worker.deno.ts", target().dataDir, [
+      join(target().dataDir, sqliteFileName),
+    ]);
+    expect(answer).toEqual({
       deno: true,
       readAnsweredFirst: true,
       slowTotal: slow.bindings[0],
