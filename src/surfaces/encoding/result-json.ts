@@ -5,10 +5,20 @@
  * wrapper members shown even when empty.
  */
 import { type DescMessage, type JsonObject, ScalarType, toJson } from "@bufbuild/protobuf";
+import { AiCatalogSchema } from "../../../gen/asor/v1/ai_catalog_pb.js";
 import { agentCardJson } from "../../domain/agent-card.js";
+import { AI_CATALOG_MEDIA_TYPE } from "../../domain/ai-catalog.js";
 import { utf8 } from "../../http/http-answer.js";
 import type { Result } from "../../operations/operation.js";
 import { jsonWithMeta, pageJson } from "./definition-meta.js";
+
+/** The media types of the answers a standard names one of its own for, by their message. */
+const MEDIA_TYPES: ReadonlyMap<string, string> = new Map([[AiCatalogSchema.typeName, AI_CATALOG_MEDIA_TYPE]]);
+
+/** The media type (without parameters) of REST's JSON of a message of type `output`: JSON, or a standard's own. */
+export function jsonMediaType(output: DescMessage): string {
+  return MEDIA_TYPES.get(output.typeName) ?? "application/json";
+}
 
 /** The JSON bytes of `result` of an RPC whose response is `output`. A stream's events have none. */
 export function resultJson(result: Result, output: DescMessage): Uint8Array {

@@ -6,19 +6,14 @@
  */
 import type { DescMessage } from "@bufbuild/protobuf";
 import { AGENT_CARD_CACHE_CONTROL } from "../../domain/agent-card.js";
-import { AI_CATALOG_MEDIA_TYPE } from "../../domain/ai-catalog.js";
 import { etagOf, ifNoneMatchMatches, parseEntityTags } from "../../domain/lifecycle.js";
 import type { StoredDefinition } from "../../domain/records.js";
 import { type HttpAnswer, JSON_CONTENT_TYPE, REVISION_HEADER } from "../../http/http-answer.js";
 import type { Result } from "../../operations/operation.js";
 import { jsonWithMeta } from "../encoding/definition-meta.js";
-import { resultJson } from "../encoding/result-json.js";
+import { jsonMediaType, resultJson } from "../encoding/result-json.js";
 
 const JSON_HEADERS = { "content-type": JSON_CONTENT_TYPE };
-/** The answers a standard names a media type of its own for, by their message. */
-const MESSAGE_HEADERS: Readonly<Record<string, Readonly<Record<string, string>>>> = {
-  "asor.v1.AiCatalog": { "content-type": AI_CATALOG_MEDIA_TYPE },
-};
 
 /** One definition: its stored JSON with `meta`, and its `ETag`. */
 function definitionAnswer(
@@ -59,8 +54,12 @@ export function restAnswer(result: Result, output: DescMessage, creates: boolean
         body: resultJson(result, output),
       };
     }
-    case "message":
-      return { status, headers: MESSAGE_HEADERS[output.typeName] ?? JSON_HEADERS, body: resultJson(result, output) };
+    case "message": {
+      // JSON (with its charset), or the media type a standard names for its document (an AI Catalog's).
+      const type = jsonMediaType(output);
+      const headers = type === "application/json" ? JSON_HEADERS : { "content-type": type };
+      return { status, headers, body: resultJson(result, output) };
+    }
     case "card":
       // A2A v1.0 asks agent card endpoints for Cache-Control and an ETag.
       return {

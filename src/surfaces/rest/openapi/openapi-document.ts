@@ -1,8 +1,8 @@
 import { type DescField, type DescMessage, type DescService, type JsonObject, ScalarType } from "@bufbuild/protobuf";
-import { AI_CATALOG_MEDIA_TYPE } from "../../../domain/ai-catalog.js";
 import type { Policy } from "../../../operations/registry-operations.js";
 import { createMessageSchemas, type MessageSchemas } from "../../encoding/message-schemas.js";
 import { leadingComment } from "../../encoding/proto-comments.js";
+import { jsonMediaType } from "../../encoding/result-json.js";
 import { HEADER_FIELDS } from "../request.js";
 import { buildRouteTable, createsOf, type RestRoute } from "../route-table.js";
 import {
@@ -150,8 +150,6 @@ function readsWithEtag(route: RestRoute): boolean {
 
 /** The message of one definition: every answer of one carries its ETag. */
 const DEFINITION = "asor.v1.AgentDefinition";
-/** The AI Catalog document, answered as its own media type (AI Catalog v0.9). */
-const AI_CATALOG = "asor.v1.AiCatalog";
 
 /**
  * Responses that are one definition or a page of them: a status change by a version's id answers
@@ -246,7 +244,7 @@ function success(schemas: MessageSchemas, route: RestRoute): [string, JsonObject
     ];
   }
   const content = {
-    [output.typeName === AI_CATALOG ? AI_CATALOG_MEDIA_TYPE : "application/json"]: { schema: schemas.ref(output) },
+    [jsonMediaType(output)]: { schema: schemas.ref(output) },
   };
   const readHeaders: JsonObject | undefined = {
     ...(output.typeName === DEFINITION ? { ETag: ETAG_HEADER } : READ_HEADERS[output.typeName]),
