@@ -13,7 +13,12 @@ import type { ServerProcess } from "../support/server-process.js";
 
 const mariadb = testDatabases().find((db) => db.name === "mariadb");
 const INTERVAL_MS = 2_000;
-const ENV = { PROBE_ALLOW: "127.0.0.0/8", PROBE_INTERVAL_MS: String(INTERVAL_MS), PROBE_TIMEOUT_MS: "500" };
+const ENV = {
+  PROBE_ENABLED: "true",
+  PROBE_ALLOW: "127.0.0.0/8",
+  PROBE_INTERVAL_MS: String(INTERVAL_MS),
+  PROBE_TIMEOUT_MS: "500",
+};
 const AGENTS = 8;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

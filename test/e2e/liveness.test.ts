@@ -11,7 +11,12 @@ import { minimalDefinition } from "../support/definitions.js";
 import { forEachRuntimeAndDatabase, type ReachableServer, useServerUnder } from "../support/runtimes.js";
 
 const INTERVAL_MS = 1_000;
-const ENV = { PROBE_ALLOW: "127.0.0.0/8", PROBE_INTERVAL_MS: String(INTERVAL_MS), PROBE_TIMEOUT_MS: "500" };
+const ENV = {
+  PROBE_ENABLED: "true",
+  PROBE_ALLOW: "127.0.0.0/8",
+  PROBE_INTERVAL_MS: String(INTERVAL_MS),
+  PROBE_TIMEOUT_MS: "500",
+};
 const BASE = "/api/asor/v1/default/agentDefinition";
 
 interface Liveness {

@@ -41,7 +41,8 @@ export async function spawnServer(
   // Deno compiles the TypeScript on its first start (about 4 s; later starts take it from its cache).
   const startTimeoutMs = runtime === "deno" ? 120_000 : 30_000;
   const child = spawn(command!, args, {
-    env: { ...process.env, PORT: "0", LOG_LEVEL: "info", ...env },
+    // The prober off unless the test turns it on, as testConfig has it (server.ts).
+    env: { ...process.env, PORT: "0", LOG_LEVEL: "info", PROBE_ENABLED: "false", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const stderr: string[] = [];

@@ -72,10 +72,14 @@ export async function startServer(
   };
 }
 
-/** The config of a test registry on `database` (any port), with `env` on top. */
+/**
+ * The config of a test registry on `database` (any port), with `env` on top. The prober is off unless a test
+ * turns it on (PROBE_ENABLED=true): the fixtures' agent URLs (agents.example.com) are no agents to probe.
+ */
 export function testConfig(database: FreshDatabase, env: Record<string, string> = {}): Config {
   return parseConfig({
     PORT: "0",
+    PROBE_ENABLED: "false",
     DATA_DIR: database.dataDir,
     ...(database.databaseUrl ? { DATABASE_URL: database.databaseUrl } : {}),
     ...env,
