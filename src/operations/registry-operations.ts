@@ -141,7 +141,7 @@ export function createRegistryOperations({
         ...unknownFieldIssues(ProbeAgentDefinitionRequestSchema, req),
         ...contractIssues(ProbeAgentDefinitionRequestSchema, req),
       ]);
-      if (probe === undefined) throw unavailable("This server does not probe agents (PROBE_ENABLED=false).");
+      if (probe === undefined) throw unavailable(undefined, "This server does not probe agents (PROBE_ENABLED=false).");
       return { kind: "definition", stored: await probe(tenantOf(req.tenant, call), req.id), created: false };
     }),
     ...discoveryOperations(operation, service, discoveryTenantOf),
@@ -281,7 +281,7 @@ async function runWatch(
   call: Call,
   req: WatchAgentDefinitionsRequest,
 ): Promise<Result> {
-  if (watch === undefined) throw unavailable("This server does not serve watches.");
+  if (watch === undefined) throw unavailable(undefined, "This server does not serve watches.");
   // Ends the watcher when the client leaves, and when its token expires or a recheck refuses it
   // (whileTokenHolds).
   const stop = new AbortController();

@@ -6,7 +6,11 @@
 import { create, fromJsonString, toJson } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentDefinitionSchema } from "../../gen/asor/v1/agent_definition_pb.js";
-import { AgentDefinitionService } from "../../gen/asor/v1/agent_definition_service_pb.js";
+import {
+  AgentDefinitionService,
+  ProbeAgentDefinitionRequestSchema,
+  WatchAgentDefinitionsRequestSchema,
+} from "../../gen/asor/v1/agent_definition_service_pb.js";
 import { TenantAdminService } from "../../gen/asor/v1/tenant_admin_service_pb.js";
 import type { Principal } from "../../src/auth/principal.js";
 import { parseConfig } from "../../src/config.js";
@@ -71,6 +75,26 @@ describe("the registry operations, in memory", () => {
   afterAll(async () => {
     await repository.close();
     await database.cleanup();
+  });
+
+  it("says which part this server lacks, with no prober and no watch: 503 naming it, not the database", async () => {
+    const probe = await failure(
+      op(AgentDefinitionService.method.probeAgentDefinition).run(
+        EVERYTHING,
+        create(ProbeAgentDefinitionRequestSchema, { id: "0".repeat(32) }),
+      ),
+    );
+    expect(probe).toMatchObject({
+      code: "UNAVAILABLE",
+      message: "This server does not probe agents (PROBE_ENABLED=false).",
+    });
+    const watch = await failure(
+      op(AgentDefinitionService.method.watchAgentDefinitions).run(
+        EVERYTHING,
+        create(WatchAgentDefinitionsRequestSchema),
+      ),
+    );
+    expect(watch).toMatchObject({ code: "UNAVAILABLE", message: "This server does not serve watches." });
   });
 
   it("has one operation for every RPC of both services", () => {
